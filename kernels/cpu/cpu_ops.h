@@ -1,0 +1,83 @@
+// CPU reference backend: one op per .cpp file in this folder, fp32, NCHW.
+//
+// Contracts common to every op:
+//  - views are fp32 NCHW (TensorView addressing, kernels/tensor_view.h); inputs
+//    and outputs may be channel slices of larger buffers;
+//  - shapes were validated by the loader/planner: a mismatch is a bug (DLR_ASSERT);
+//  - ops never allocate: scratch memory is passed in;
+//  - ops may use several threads (OpenMP / the BLAS library) and return when done.
+// Formulas are Darknet's (shared docs DARKNET.md sections 1, 2, 4.3, 4.4).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/tensor_view.h"
+#include "loaders/network_desc.h"
+
+namespace dlr::cpu {
+
+// ---- activation.cpp ----
+// Scalar Darknet activation (mish: x*tanh(softplus(x)), softplus threshold 20).
+float activate(Activation a, float x);
+// In place over n contiguous floats, on the calling thread. Same values as activate().
+void activate_array(Activation a, float* data, int64_t n);
+// In place: data[i] = activate(a, data[i] + bias) (conv epilogue), on the calling thread.
+void bias_activate_array(Activation a, float bias, float* data, int64_t n);
+
+// ---- gemm.cpp ----
+// C[m x n] = A[m x k] * B[k x n] (+ C if accumulate), row-major, leading dims as given.
+void sgemm(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc, bool accumulate);
+
+// ---- conv2d.cpp ----
+// Scratch floats conv2d needs for one image (im2col buffer); 0 when not needed.
+int64_t conv2d_scratch_floats(const ConvParams& p, Shape3 in, Shape3 out);
+// out = act(conv(in, weights) + bias). weights OIHW [filters][c/groups][k][k], bias [filters].
+// Output size per Darknet: (H + 2*padding - size)/stride + 1 (dilation d uses padding*d... see conv2d.cpp).
+void conv2d(const ConvParams& p, const TensorView& in, const float* weights, const float* bias, const TensorView& out,
+            float* scratch);
+
+// ---- maxpool.cpp ----
+// Darknet maxpool: window of `size` starting at -padding/2 with `padding` TOTAL; out-of-range taps ignored.
+void maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& out);
+
+// ---- upsample.cpp ----
+// Nearest neighbour: out[c][y][x] = scale * in[c][y/stride][x/stride].
+void upsample(const UpsampleParams& p, const TensorView& in, const TensorView& out);
+
+// ---- route.cpp ----
+// Copies a channel slice: dst and src have equal n, c, h, w.
+void copy_channels(const TensorView& src, const TensorView& dst);
+
+// ---- shortcut.cpp ----
+// out = act(prev + sum(from[i])). Darknet's multilayer rule: if a `from` tensor has
+// fewer elements per image than out, only its first elements are added (first channels
+// when the spatial size matches). out may alias prev.
+void shortcut(const TensorView& prev, const TensorView* from, int n_from, Activation act, const TensorView& out);
+
+// ---- yolo.cpp ----
+// Darknet yolo forward: copy in -> out, logistic on x, y, objectness and classes
+// (not on w, h) unless new_coords; then x,y = x*scale_x_y - 0.5*(scale_x_y-1).
+void yolo(const YoloParams& p, const TensorView& in, const TensorView& out);
+
+// ---- preprocess.cpp ----
+// An 8-bit interleaved image (BGR or RGB order) as given by the caller.
+struct ImageU8 {
+  const uint8_t* data = nullptr;
+  int width = 0;
+  int height = 0;
+  int channels = 3;
+  int64_t row_stride = 0;  // bytes between rows (>= width*channels)
+  bool bgr = true;         // OpenCV order; converted to RGB like Darknet's load_image_cv
+};
+// Planar RGB float in [0,1] at the image's size: dst[c][y][x] = src/255.f. dst: 3*h*w floats.
+void image_to_planar(const ImageU8& img, float* dst);
+// Darknet resize_image (align-corners bilinear, two passes, float math) of a planar
+// c x ih x iw image into c x oh x ow. tmp: c*ih*ow floats.
+void resize_darknet(const float* src, int c, int ih, int iw, float* dst, int oh, int ow, float* tmp);
+// Darknet letterbox_image: aspect-preserving resize into the middle of an ow x oh
+// canvas filled with 0.5. tmp: c*ih*ow floats + c*oh*ow floats (resized image).
+void letterbox_darknet(const float* src, int c, int ih, int iw, float* dst, int oh, int ow, float* tmp);
+// The inner size letterbox uses (DARKNET.md 4.3): integer formula on the float compare.
+void letterbox_size(int iw, int ih, int ow, int oh, int* new_w, int* new_h);
+
+}  // namespace dlr::cpu

@@ -1,0 +1,58 @@
+#include "runtime/core/half.h"
+
+namespace dlr {
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t absx = x & 0x7fffffffu;
+  if (absx >= 0x7f800000u) {  // inf or nan
+    return uint16_t(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u | ((absx >> 13) & 0x3ffu) : 0u));
+  }
+  if (absx >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65520: inf
+  if (absx < 0x38800000u) {                                   // result is subnormal or zero
+    if (absx < 0x33000000u) return uint16_t(sign);            // < 2^-25: rounds to zero
+    const uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - int(absx >> 23);  // 14..24
+    const uint32_t q = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1u);
+    const uint32_t halfway = 1u << (shift - 1);
+    uint32_t r = q;
+    if (rem > halfway || (rem == halfway && (q & 1u))) ++r;
+    return uint16_t(sign | r);
+  }
+  // normal: rebias exponent 127 -> 15, round mantissa 23 -> 10 bits
+  uint32_t h = ((absx - 0x38000000u) >> 13);
+  const uint32_t rem = absx & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return uint16_t(sign | h);
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      x = sign | uint32_t(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
+    }
+  } else if (exp == 31) {
+    x = sign | 0x7f800000u | mant << 13;
+  } else {
+    x = sign | (exp + 112u) << 23 | mant << 13;
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+}  // namespace dlr

@@ -1,0 +1,24 @@
+#include "runtime/core/log.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+namespace dlr {
+
+void init_logging() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  auto logger = spdlog::stderr_color_mt("dlrun");
+  logger->set_pattern("[dlrun] [%^%l%$] %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::warn);
+}
+
+bool set_log_level(const std::string& level) {
+  auto lvl = spdlog::level::from_str(level);
+  if (lvl == spdlog::level::off && level != "off") return false;
+  spdlog::set_level(lvl);
+  return true;
+}
+
+}  // namespace dlr

@@ -1,0 +1,60 @@
+#include "runtime/core/types.h"
+
+namespace dlr {
+
+std::string Shape3::to_string() const {
+  return std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
+}
+
+const char* dtype_name(DType t) { return t == DType::kF16 ? "f16" : "f32"; }
+const char* layout_name(Layout l) { return l == Layout::kNHWC ? "NHWC" : "NCHW"; }
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::kFP32: return "fp32";
+    case Precision::kTF32: return "tf32";
+    case Precision::kFP16: return "fp16";
+  }
+  return "?";
+}
+
+bool parse_precision(const std::string& s, Precision* out) {
+  if (s == "fp32") *out = Precision::kFP32;
+  else if (s == "tf32") *out = Precision::kTF32;
+  else if (s == "fp16") *out = Precision::kFP16;
+  else return false;
+  return true;
+}
+
+const char* device_name(DeviceKind d) { return d == DeviceKind::kCUDA ? "cuda" : "cpu"; }
+
+namespace {
+struct ActName {
+  Activation a;
+  const char* name;
+};
+constexpr ActName kActNames[] = {
+    {Activation::kLinear, "linear"}, {Activation::kLeaky, "leaky"},   {Activation::kLogistic, "logistic"},
+    {Activation::kRelu, "relu"},     {Activation::kRelu6, "relu6"},   {Activation::kElu, "elu"},
+    {Activation::kSelu, "selu"},     {Activation::kGelu, "gelu"},     {Activation::kTanh, "tanh"},
+    {Activation::kSwish, "swish"},   {Activation::kMish, "mish"},     {Activation::kHardMish, "hard_mish"},
+};
+}  // namespace
+
+const char* activation_name(Activation a) {
+  for (const ActName& n : kActNames)
+    if (n.a == a) return n.name;
+  return "?";
+}
+
+bool parse_activation(const std::string& s, Activation* out) {
+  for (const ActName& n : kActNames) {
+    if (s == n.name) {
+      *out = n.a;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace dlr

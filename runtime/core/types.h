@@ -1,0 +1,60 @@
+// Small value types shared by loaders, runtime and kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace dlr {
+
+// Per-image tensor shape, channels x height x width. Batch is carried separately.
+struct Shape3 {
+  int c = 0;
+  int h = 0;
+  int w = 0;
+  int64_t count() const { return int64_t(c) * h * w; }
+  bool operator==(const Shape3& o) const { return c == o.c && h == o.h && w == o.w; }
+  bool operator!=(const Shape3& o) const { return !(*this == o); }
+  std::string to_string() const;  // "CxHxW"
+};
+
+enum class DType : uint8_t { kF32, kF16 };
+inline size_t dtype_size(DType t) { return t == DType::kF16 ? 2 : 4; }
+const char* dtype_name(DType t);
+
+// Memory order of an activation tensor. NCHW: per image, channel planes.
+// NHWC: per image, pixels with channels innermost.
+enum class Layout : uint8_t { kNCHW, kNHWC };
+const char* layout_name(Layout l);
+
+// Numeric mode of a run (the CUDA issue adds tf32/fp16; the CPU runs fp32).
+enum class Precision : uint8_t { kFP32, kTF32, kFP16 };
+const char* precision_name(Precision p);
+bool parse_precision(const std::string& s, Precision* out);
+
+enum class DeviceKind : uint8_t { kCPU, kCUDA };
+const char* device_name(DeviceKind d);
+
+// Darknet activations. All are elementwise; see kernels/cpu/activation.h for
+// the exact formulas (DARKNET.md section 2).
+enum class Activation : uint8_t {
+  kLinear,
+  kLeaky,     // x > 0 ? x : 0.1f * x
+  kLogistic,  // 1 / (1 + expf(-x))
+  kRelu,
+  kRelu6,
+  kElu,
+  kSelu,
+  kGelu,
+  kTanh,
+  kSwish,     // x * logistic(x)
+  kMish,      // x * tanh(softplus(x)), softplus threshold 20
+  kHardMish,
+};
+const char* activation_name(Activation a);
+// Darknet cfg spelling -> Activation; false when unknown.
+bool parse_activation(const std::string& s, Activation* out);
+
+inline int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace dlr

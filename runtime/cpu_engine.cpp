@@ -1,0 +1,167 @@
+#include "runtime/cpu_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace dlr {
+
+void preprocess_image_cpu(const cpu::ImageU8& img, int net_w, int net_h, bool letterbox, float* dst,
+                          std::vector<float>* tmp) {
+  const int c = 3;
+  const size_t planar = size_t(c) * size_t(img.width) * size_t(img.height);
+  // planar image + horizontal pass (c*ih*ow) + letterbox inner image (c*oh*ow)
+  const size_t need = planar + size_t(c) * img.height * net_w + size_t(c) * net_h * net_w;
+  if (tmp->size() < need) tmp->resize(need);
+  float* rgb = tmp->data();
+  float* work = rgb + planar;
+  cpu::image_to_planar(img, rgb);
+  if (letterbox)
+    cpu::letterbox_darknet(rgb, c, img.height, img.width, dst, net_h, net_w, work);
+  else
+    cpu::resize_darknet(rgb, c, img.height, img.width, dst, net_h, net_w, work);
+}
+
+Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const NetworkDesc& net, ExecutionPlan plan,
+                                                       const WeightsFile& weights) {
+  if (plan.options.layout != Layout::kNCHW || plan.options.activation_dtype != DType::kF32 ||
+      plan.options.weight_dtype != DType::kF32)
+    return invalid_argument("the CPU backend runs fp32 NCHW plans only");
+  std::unique_ptr<CpuEngine> e(new CpuEngine(net, std::move(plan)));
+  DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(net, e->m_plan, weights));
+  DLR_ASSIGN_OR_RETURN(e->m_arena, HostBuffer::aligned(size_t(e->m_plan.arena_bytes)));
+  std::memset(e->m_arena.data(), 0, e->m_arena.bytes());
+  int64_t scratch = 0;
+  for (const LayerDesc& l : net.layers)
+    if (l.kind == LayerKind::kConv) scratch = std::max(scratch, cpu::conv2d_scratch_floats(l.conv(), l.in, l.out));
+  e->m_scratch.assign(size_t(std::max<int64_t>(scratch, 1)), 0.0f);
+  e->m_timings.resize(net.layers.size());
+  for (const Step& s : e->m_plan.steps) {
+    StepViews v;
+    for (const ViewRef& r : s.inputs) v.in.push_back(e->view(r));
+    v.out = e->view(s.output);
+    for (const auto& cp : s.copies) v.copies.emplace_back(e->view(cp.first), e->view(cp.second));
+    e->m_views.push_back(std::move(v));
+  }
+  return e;
+}
+
+TensorView CpuEngine::view(const ViewRef& v) const {
+  const Buffer& b = m_plan.buffer(v);
+  TensorView t;
+  t.data = static_cast<char*>(m_arena.data()) + b.offset + int64_t(v.c_offset) * b.h * b.w * 4;
+  t.dtype = DType::kF32;
+  t.layout = Layout::kNCHW;
+  t.n = m_plan.options.batch;
+  t.c = v.c;
+  t.h = b.h;
+  t.w = b.w;
+  t.n_stride = int64_t(b.c) * b.h * b.w;
+  t.pixel_stride = b.c;
+  return t;
+}
+
+Status CpuEngine::reserve_images(int max_width, int max_height) {
+  const int nw = m_plan.input_shape.w, nh = m_plan.input_shape.h;
+  const size_t need = size_t(3) * max_width * max_height + size_t(3) * max_height * nw + size_t(3) * nh * nw;
+  if (m_image_tmp.size() < need) m_image_tmp.resize(need);
+  return Status();
+}
+
+Status CpuEngine::set_images(const cpu::ImageU8* images, int n, bool letterbox) {
+  if (n < 1 || n > m_plan.options.batch)
+    return invalid_argument("got " + std::to_string(n) + " images for a batch of " +
+                            std::to_string(m_plan.options.batch));
+  if (m_plan.input_shape.c != 3)
+    return unsupported("images need a 3-channel network (this cfg has channels=" +
+                       std::to_string(m_plan.input_shape.c) + ")");
+  const TensorView in = view(ViewRef{m_plan.input_buffer, 0, m_plan.input_shape.c});
+  for (int i = 0; i < n; ++i) {
+    if (!images[i].data || images[i].width < 1 || images[i].height < 1 || images[i].channels != 3)
+      return invalid_argument("image " + std::to_string(i) + " is empty or not 3-channel");
+    preprocess_image_cpu(images[i], in.w, in.h, letterbox, in.f32() + i * in.n_stride, &m_image_tmp);
+  }
+  return Status();
+}
+
+Status CpuEngine::set_input(const float* nchw, int n) {
+  if (n < 1 || n > m_plan.options.batch)
+    return invalid_argument("got " + std::to_string(n) + " inputs for a batch of " +
+                            std::to_string(m_plan.options.batch));
+  const TensorView in = view(ViewRef{m_plan.input_buffer, 0, m_plan.input_shape.c});
+  std::memcpy(in.data, nchw, size_t(n) * size_t(m_plan.input_shape.count()) * 4);
+  return Status();
+}
+
+void CpuEngine::run_step(const Step& s) {
+  const LayerDesc& l = m_net.layers[size_t(s.layer)];
+  const StepViews& v = m_views[size_t(s.layer)];
+  switch (s.kind) {
+    case LayerKind::kConv: {
+      const WeightBlob& wb = m_plan.weights[size_t(s.weight)];
+      const char* blob = static_cast<const char*>(m_weights.blob(s.weight));
+      cpu::conv2d(l.conv(), v.in[0], reinterpret_cast<const float*>(blob),
+                  reinterpret_cast<const float*>(blob + wb.bias_offset), v.out, m_scratch.data());
+      break;
+    }
+    case LayerKind::kMaxPool:
+      cpu::maxpool(l.maxpool(), v.in[0], v.out);
+      break;
+    case LayerKind::kUpsample:
+      cpu::upsample(l.upsample(), v.in[0], v.out);
+      break;
+    case LayerKind::kShortcut:
+      cpu::shortcut(v.in[0], v.in.data() + 1, int(v.in.size()) - 1, l.shortcut().activation, v.out);
+      break;
+    case LayerKind::kYolo:
+      cpu::yolo(l.yolo(), v.in[0], v.out);
+      break;
+    case LayerKind::kRoute:
+      for (const auto& cp : v.copies) cpu::copy_channels(cp.first, cp.second);
+      break;
+    case LayerKind::kDropout:
+      break;
+  }
+}
+
+Status CpuEngine::run() {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto ms_since = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - t0).count(); };
+  for (const Step& s : m_plan.steps) {
+    const auto start = Clock::now();
+    if (!s.no_op || !s.copies.empty()) run_step(s);
+    m_timings[size_t(s.layer)] = LayerTiming{s.layer, ms_since(start), ms_since(Clock::now())};
+  }
+  m_last_ms = ms_since(Clock::now());
+  return Status();
+}
+
+const float* CpuEngine::output(int layer, int image) const {
+  const TensorView v = view(m_plan.layer_out[size_t(layer)]);
+  return v.f32() + int64_t(image) * v.n_stride;
+}
+
+Status CpuEngine::read_layer(int layer, int image, std::vector<float>* out) const {
+  if (layer < 0 || layer >= int(m_plan.steps.size()) || image < 0 || image >= m_plan.options.batch)
+    return invalid_argument("read_layer: layer or image out of range");
+  const TensorView v = view(m_plan.layer_out[size_t(layer)]);
+  const Buffer& b = m_plan.buffer(m_plan.layer_out[size_t(layer)]);
+  if (b.last_step < int(m_plan.steps.size()))
+    return invalid_argument("layer " + std::to_string(layer) +
+                            " output is not kept after the run (plan with keep_all_outputs)");
+  const int64_t count = int64_t(v.c) * v.h * v.w;
+  out->assign(v.f32() + image * v.n_stride, v.f32() + image * v.n_stride + count);
+  return Status();
+}
+
+MemoryReport CpuEngine::memory() const {
+  MemoryReport r;
+  r.weights = m_weights.bytes();
+  r.activations = m_plan.arena_bytes;
+  r.workspace = int64_t(m_scratch.size()) * 4;
+  r.other = int64_t(m_image_tmp.size()) * 4;
+  return r;
+}
+
+}  // namespace dlr

@@ -1,0 +1,58 @@
+// CpuEngine: walks an ExecutionPlan with the CPU reference ops (kernels/cpu),
+// fp32 NCHW, weights prepared once at open in host memory.
+#pragma once
+
+#include <memory>
+
+#include "runtime/engine.h"
+#include "runtime/weight_store.h"
+
+namespace dlr {
+
+class CpuEngine final : public Engine {
+ public:
+  // plan must be fp32 NCHW (PlannerOptions defaults).
+  static Expected<std::unique_ptr<CpuEngine>> create(const NetworkDesc& net, ExecutionPlan plan,
+                                                     const WeightsFile& weights);
+
+  DeviceKind device() const override { return DeviceKind::kCPU; }
+  const ExecutionPlan& plan() const override { return m_plan; }
+  Status set_images(const cpu::ImageU8* images, int n, bool letterbox) override;
+  Status set_input(const float* nchw, int n) override;
+  Status reserve_images(int max_width, int max_height) override;
+  Status run() override;
+  const float* output(int layer, int image) const override;
+  Status read_layer(int layer, int image, std::vector<float>* out) const override;
+  MemoryReport memory() const override;
+  std::vector<LayerTiming> layer_timings() const override { return m_timings; }
+  double last_run_ms() const override { return m_last_ms; }
+
+ private:
+  CpuEngine(const NetworkDesc& net, ExecutionPlan plan) : m_net(net), m_plan(std::move(plan)) {}
+  TensorView view(const ViewRef& v) const;
+  void run_step(const Step& s);
+
+  // Views of every step, resolved once at create (the arena never moves).
+  struct StepViews {
+    std::vector<TensorView> in;
+    TensorView out;
+    std::vector<std::pair<TensorView, TensorView>> copies;
+  };
+
+  const NetworkDesc& m_net;
+  ExecutionPlan m_plan;
+  std::vector<StepViews> m_views;
+  WeightStore m_weights;
+  HostBuffer m_arena;
+  std::vector<float> m_scratch;       // im2col, one image
+  std::vector<float> m_image_tmp;     // pre-processing staging, grows with image size
+  std::vector<LayerTiming> m_timings;
+  double m_last_ms = 0;
+};
+
+// Shared by engines: pre-processes one image into a 3 x net_h x net_w fp32 planar tensor.
+// tmp grows to the size the image needs.
+void preprocess_image_cpu(const cpu::ImageU8& img, int net_w, int net_h, bool letterbox, float* dst,
+                          std::vector<float>* tmp);
+
+}  // namespace dlr

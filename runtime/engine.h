@@ -1,0 +1,68 @@
+// Engine: one executor walking an ExecutionPlan on one device. Internal to the
+// runtime; applications use Session (runtime/session.h).
+//
+// Call order per inference: set_images() or set_input(), then run(), then
+// output(). Nothing is allocated inside run() (everything is sized at open);
+// set_images() may grow its host staging when an image is larger than any
+// seen before (reserve_images() pre-sizes it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "runtime/core/status.h"
+#include "runtime/plan.h"
+
+namespace dlr {
+
+struct LayerTiming {
+  int layer = 0;
+  double start_ms = 0;   // from the start of run()
+  double end_ms = 0;
+  double ms() const { return end_ms - start_ms; }
+};
+
+// Timing of the last run(), measured on the device with events where there is one.
+struct RunTiming {
+  double upload_ms = 0;    // input transfer + pre-processing (set_images/set_input), if measured
+  double network_ms = 0;   // the network itself (first to last kernel)
+  double download_ms = 0;  // output transfer
+  double total_ms = 0;     // host wall time of run()
+};
+
+struct MemoryReport {
+  int64_t weights = 0;      // resident/pool weight bytes on the device that runs the network
+  int64_t activations = 0;  // planned activation arena
+  int64_t workspace = 0;    // scratch (im2col, cuDNN workspace)
+  int64_t other = 0;        // staging, outputs, ...
+  int64_t host_weights = 0; // host copy of prepared weights (streaming store), 0 if none
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual DeviceKind device() const = 0;
+  virtual const ExecutionPlan& plan() const = 0;
+
+  // Pre-processes n <= batch images into the input tensor at network size
+  // (Darknet stretch resize, or letterbox), RGB/255 planar.
+  virtual Status set_images(const cpu::ImageU8* images, int n, bool letterbox) = 0;
+  // Sets n <= batch already pre-processed images: fp32 NCHW, n * C*H*W floats.
+  virtual Status set_input(const float* nchw, int n) = 0;
+  virtual Status reserve_images(int max_width, int max_height) = 0;
+  // Runs the network on the current input; returns when outputs are readable.
+  virtual Status run() = 0;
+  // fp32 NCHW output of yolo layer `layer` for image `image` after run().
+  virtual const float* output(int layer, int image) const = 0;
+  // Any layer's output as fp32 NCHW for image `image` (needs PlannerOptions::keep_all_outputs
+  // or a layer whose buffer is still live after run()). For tests and debugging.
+  virtual Status read_layer(int layer, int image, std::vector<float>* out) const = 0;
+
+  virtual MemoryReport memory() const = 0;
+  virtual std::vector<LayerTiming> layer_timings() const = 0;  // of the last run()
+  virtual double last_run_ms() const = 0;  // network time of the last run()
+  virtual RunTiming last_run_timing() const { return RunTiming{0, last_run_ms(), 0, last_run_ms()}; }
+};
+
+}  // namespace dlr

@@ -1,0 +1,99 @@
+// ExecutionPlan: everything an executor needs, computed before the first
+// inference and printable/testable without a GPU.
+//
+//  - order: one Step per layer, in layer order;
+//  - activations: every layer output lives in a Buffer (a byte range of one
+//    arena) or is a channel-slice view of one; buffers get offsets from a
+//    liveness analysis so memory is reused;
+//  - weights: one WeightBlob per conv layer (prepared bytes in the run's
+//    precision); residency/transfer units are added by the streaming planner.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loaders/network_desc.h"
+#include "runtime/core/status.h"
+#include "runtime/core/types.h"
+
+namespace dlr {
+
+struct Buffer {
+  int id = 0;
+  int64_t offset = 0;  // bytes from the arena base (aligned)
+  int64_t bytes = 0;   // batch * c * h * w * dtype size
+  DType dtype = DType::kF32;
+  int c = 0, h = 0, w = 0;  // per-image shape of the whole buffer
+  int first_step = 0;  // first step that writes it (-1: written before step 0, i.e. the input)
+  int last_step = 0;   // last step that reads it (== steps.size() for network outputs)
+  int owner_layer = -1;  // layer whose output created it (-1: network input)
+};
+
+// A channel slice [c_offset, c_offset + c) of a buffer.
+struct ViewRef {
+  int buffer = -1;
+  int c_offset = 0;
+  int c = 0;
+};
+
+struct Step {
+  int layer = 0;
+  LayerKind kind = LayerKind::kConv;
+  std::vector<ViewRef> inputs;  // conv/maxpool/upsample/yolo: 1; shortcut: prev then `from` layers
+  ViewRef output;               // where this layer's output lives
+  // route: (source, destination) channel copies still needed after in-place placement
+  std::vector<std::pair<ViewRef, ViewRef>> copies;
+  bool no_op = false;  // nothing to run (dropout, route that is a pure view or fully in place)
+  int weight = -1;     // index into ExecutionPlan::weights, -1 for none
+};
+
+// Prepared weights of one conv layer as one contiguous blob:
+// [weights (weight_elems x dtype)] [pad] [bias (bias_elems x f32) at bias_offset] [pad to 256].
+struct WeightBlob {
+  int layer = 0;
+  int64_t weight_elems = 0;  // prepared conv weights (layout chosen by the backend)
+  int64_t bias_elems = 0;
+  DType dtype = DType::kF32;  // of the weights; bias is always f32
+  int64_t bias_offset = 0;    // bytes from the blob start, 256-aligned
+  int64_t bytes = 0;          // whole blob, 256-aligned
+};
+
+struct PlannerOptions {
+  int batch = 1;
+  Layout layout = Layout::kNCHW;
+  DType activation_dtype = DType::kF32;  // yolo outputs are always f32
+  DType weight_dtype = DType::kF32;
+  bool concat_in_place = true;  // producers write straight into their slice of a route's buffer
+  int64_t alignment = 256;      // of every buffer offset, bytes
+  bool keep_all_outputs = false;  // debugging/tests: no reuse, every layer output readable after a run
+  // Whether convolutions accept channel-slice views that are not packed (a slice is
+  // packed only for NCHW with batch 1). When false, a conv never writes into a
+  // route's buffer and a route view read by a conv becomes a copy.
+  bool conv_strided_io = true;
+};
+
+struct ExecutionPlan {
+  PlannerOptions options;
+  Shape3 input_shape;
+  int input_buffer = -1;
+  std::vector<Buffer> buffers;
+  std::vector<Step> steps;        // steps[i].layer == i
+  std::vector<ViewRef> layer_out; // output view of every layer (== steps[i].output)
+  std::vector<int> yolo_layers;   // layers whose outputs are the network outputs
+  std::vector<WeightBlob> weights;
+
+  int64_t arena_bytes = 0;        // planned activation memory (max offset + bytes)
+  int64_t naive_bytes = 0;        // sum of every layer output + input, no reuse
+  int64_t weight_bytes() const;
+
+  const Buffer& buffer(const ViewRef& v) const { return buffers[size_t(v.buffer)]; }
+  std::string to_text(const NetworkDesc& net) const;  // human-readable, one line per step
+};
+
+// Builds the plan. Fails only on inputs the planner cannot place (never for a
+// NetworkDesc that parse_network_cfg accepted, with valid options).
+Expected<ExecutionPlan> build_plan(const NetworkDesc& net, const PlannerOptions& options);
+
+}  // namespace dlr

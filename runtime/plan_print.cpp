@@ -1,0 +1,63 @@
+// ExecutionPlan::to_text: one line per step, then the buffers and totals.
+#include <cstdio>
+#include <string>
+
+#include "runtime/plan.h"
+
+namespace dlr {
+namespace {
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string view_text(const ViewRef& v, const ExecutionPlan& plan) {
+  const Buffer& b = plan.buffer(v);
+  if (v.c_offset == 0 && v.c == b.c) return "b" + std::to_string(v.buffer);
+  return "b" + std::to_string(v.buffer) + "[" + std::to_string(v.c_offset) + ":" + std::to_string(v.c_offset + v.c) +
+         "]";
+}
+
+}  // namespace
+
+std::string ExecutionPlan::to_text(const NetworkDesc& net) const {
+  std::string s;
+  char line[256];
+  std::snprintf(line, sizeof(line), "plan: batch %d, %s activations %s, weights %s, concat in place %s\n",
+                options.batch, layout_name(options.layout), dtype_name(options.activation_dtype),
+                dtype_name(options.weight_dtype), options.concat_in_place ? "on" : "off");
+  s += line;
+  s += "step kind      output                 shape            reads                       weights\n";
+  for (const Step& st : steps) {
+    const LayerDesc& l = net.layers[size_t(st.layer)];
+    std::string reads;
+    for (const ViewRef& v : st.inputs) reads += (reads.empty() ? "" : ",") + view_text(v, *this);
+    for (const auto& cp : st.copies) reads += (reads.empty() ? "copy " : ",copy ") + view_text(cp.first, *this);
+    std::string w = "-";
+    if (st.weight >= 0) w = "w" + std::to_string(st.weight) + " " + mib(weights[size_t(st.weight)].bytes);
+    std::string out = view_text(st.output, *this);
+    if (st.no_op) out += " (view)";
+    std::snprintf(line, sizeof(line), "%4d %-9s %-22s %-16s %-27s %s\n", st.layer, layer_kind_name(st.kind),
+                  out.c_str(), l.out.to_string().c_str(), reads.c_str(), w.c_str());
+    s += line;
+  }
+  s += "buffers (id: offset, bytes, dtype, CxHxW, live steps, owner layer)\n";
+  for (const Buffer& b : buffers) {
+    std::snprintf(line, sizeof(line), "  b%-4d @%-12lld %12lld %s %dx%dx%d [%d, %d] owner %d\n", b.id,
+                  static_cast<long long>(b.offset), static_cast<long long>(b.bytes), dtype_name(b.dtype), b.c, b.h,
+                  b.w, b.first_step, b.last_step, b.owner_layer);
+    s += line;
+  }
+  std::snprintf(line, sizeof(line), "activations: planned %s in %zu buffers (naive sum of all outputs %s, %.1f%%)\n",
+                mib(arena_bytes).c_str(), buffers.size(), mib(naive_bytes).c_str(),
+                naive_bytes > 0 ? 100.0 * double(arena_bytes) / double(naive_bytes) : 0.0);
+  s += line;
+  std::snprintf(line, sizeof(line), "weights: %zu blobs, %s (%s)\n", weights.size(), mib(weight_bytes()).c_str(),
+                dtype_name(options.weight_dtype));
+  s += line;
+  return s;
+}
+
+}  // namespace dlr

@@ -1,0 +1,69 @@
+// Prepared weights in host memory, one blob per conv layer (ExecutionPlan::weights),
+// laid out back to back at blob offsets. The CPU executor computes from it; the
+// CUDA executors upload from it (preload) or stream from it (stream mode, where
+// the memory is pinned: the allocator is injected).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "loaders/network_desc.h"
+#include "loaders/weights_file.h"
+#include "runtime/core/status.h"
+#include "runtime/plan.h"
+
+namespace dlr {
+
+// Host memory owner with a custom free (plain aligned memory or pinned memory).
+class HostBuffer {
+ public:
+  using Free = std::function<void(void*)>;
+  HostBuffer() = default;
+  HostBuffer(void* p, size_t bytes, Free f) : m_ptr(p), m_bytes(bytes), m_free(std::move(f)) {}
+  HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  ~HostBuffer() { reset(); }
+  void reset();
+  void* data() const { return m_ptr; }
+  size_t bytes() const { return m_bytes; }
+
+  // 4096-aligned pageable memory (fails with kOutOfMemory).
+  static Expected<HostBuffer> aligned(size_t bytes);
+
+ private:
+  void* m_ptr = nullptr;
+  size_t m_bytes = 0;
+  Free m_free;
+};
+
+using HostAllocator = std::function<Expected<HostBuffer>(size_t bytes)>;
+
+// Writes the prepared blob of conv layer `layer` into dst (blob.bytes bytes):
+// BN folded (fp32, double-precision fold), then converted to blob.dtype and, for
+// Layout::kNHWC, reordered OIHW -> OHWI. Padding bytes are zeroed. tmp is reused scratch.
+Status prepare_blob(const LayerDesc& layer, const WeightsFile& file, const WeightBlob& blob, Layout layout, void* dst,
+                    std::vector<float>* tmp);
+
+class WeightStore {
+ public:
+  // Prepares every blob of `plan` from `file`, layer by layer, into one host
+  // allocation from `alloc` (default: HostBuffer::aligned).
+  static Expected<WeightStore> create(const NetworkDesc& net, const ExecutionPlan& plan, const WeightsFile& file,
+                                      const HostAllocator& alloc = {});
+
+  const void* blob(int index) const { return static_cast<const char*>(m_buffer.data()) + m_offsets[size_t(index)]; }
+  int64_t blob_offset(int index) const { return m_offsets[size_t(index)]; }
+  int64_t bytes() const { return int64_t(m_buffer.bytes()); }
+  const void* data() const { return m_buffer.data(); }
+
+ private:
+  HostBuffer m_buffer;
+  std::vector<int64_t> m_offsets;
+};
+
+}  // namespace dlr
