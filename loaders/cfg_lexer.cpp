@@ -1,0 +1,169 @@
+#include "loaders/cfg_lexer.h"
+
+#include <cctype>
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+
+namespace dlr {
+
+const CfgOption* CfgSection::find(const std::string& key) const {
+  for (const CfgOption& o : options)
+    if (o.key == key) return &o;
+  return nullptr;
+}
+
+namespace {
+
+// Darknet's strip(): removes every whitespace character from the line.
+std::string strip_all_space(const std::string& line) {
+  std::string out;
+  out.reserve(line.size());
+  for (char ch : line)
+    if (!std::isspace(static_cast<unsigned char>(ch))) out.push_back(ch);
+  return out;
+}
+
+bool valid_section_name(const std::string& s) {
+  if (s.empty()) return false;
+  for (char ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-')) return false;
+  return true;
+}
+
+}  // namespace
+
+Expected<std::vector<CfgSection>> lex_cfg_text(const std::string& text, const std::string& name) {
+  std::vector<CfgSection> sections;
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string raw = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+
+    const std::string line = strip_all_space(raw);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    const std::string where = name + ":" + std::to_string(line_no) + ": ";
+
+    if (line[0] == '[') {
+      if (line.back() != ']' || !valid_section_name(line.substr(1, line.size() - 2)))
+        return parse_error(where + "'" + line + "': expected a section header '[name]' alone on its line");
+      CfgSection s;
+      s.name = line.substr(1, line.size() - 2);
+      s.line = line_no;
+      sections.push_back(std::move(s));
+      continue;
+    }
+
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos)
+      return parse_error(where + "'" + line + "': expected 'key=value', '[section]' or a comment ('#' or ';')");
+    if (eq == 0) return parse_error(where + "'" + line + "': expected a key before '='");
+    if (sections.empty())
+      return parse_error(where + "'" + line + "': option before the first section (expected '[net]' first)");
+
+    CfgOption opt;
+    opt.key = line.substr(0, eq);
+    opt.value = line.substr(eq + 1);
+    opt.line = line_no;
+    CfgSection& cur = sections.back();
+    if (cur.find(opt.key) != nullptr)
+      cur.duplicates.push_back(std::move(opt));
+    else
+      cur.options.push_back(std::move(opt));
+  }
+  return sections;
+}
+
+namespace {
+
+// The part of a value before an inline '#' comment.
+std::string before_comment(const std::string& v) { return v.substr(0, v.find('#')); }
+
+bool parse_int_token(const std::string& t, int* out) {
+  if (t.empty()) return false;
+  size_t i = (t[0] == '+' || t[0] == '-') ? 1 : 0;
+  if (i == t.size()) return false;
+  for (size_t k = i; k < t.size(); ++k)
+    if (!std::isdigit(static_cast<unsigned char>(t[k]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(t.c_str(), &end, 10);
+  if (errno != 0 || v < INT_MIN || v > INT_MAX) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+bool parse_float_token(const std::string& t, float* out) {
+  if (t.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end != t.c_str() + t.size() || !std::isfinite(v) || std::fabs(v) > FLT_MAX) return false;
+  *out = static_cast<float>(v);
+  return true;
+}
+
+template <class T, class F>
+bool parse_list(const std::string& value, std::vector<T>* out, F parse_one) {
+  const std::string v = before_comment(value);
+  if (v.empty()) return false;
+  std::vector<T> items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = v.find(',', start);
+    const std::string tok = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    T x{};
+    if (!parse_one(tok, &x)) return false;
+    items.push_back(x);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  *out = std::move(items);
+  return true;
+}
+
+}  // namespace
+
+bool parse_cfg_int(const std::string& value, int* out) { return parse_int_token(before_comment(value), out); }
+bool parse_cfg_float(const std::string& value, float* out) { return parse_float_token(before_comment(value), out); }
+bool parse_cfg_int_list(const std::string& value, std::vector<int>* out) {
+  return parse_list(value, out, parse_int_token);
+}
+bool parse_cfg_float_list(const std::string& value, std::vector<float>* out) {
+  return parse_list(value, out, parse_float_token);
+}
+
+Status read_text_file(const std::string& path, std::string* out) {
+  errno = 0;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    const int err = errno;
+    return io_error(path + ": cannot open: " + (err != 0 ? std::strerror(err) : "unknown error"));
+  }
+  std::string data;
+  char buf[65536];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) data.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (failed) return io_error(path + ": cannot read: " + (err != 0 ? std::strerror(err) : "read error"));
+  *out = std::move(data);
+  return Status::ok_status();
+}
+
+Expected<std::vector<CfgSection>> lex_cfg_file(const std::string& path) {
+  std::string text;
+  DLR_RETURN_IF_ERROR(read_text_file(path, &text));
+  return lex_cfg_text(text, path);
+}
+
+}  // namespace dlr
