@@ -1,6 +1,7 @@
 // dlgen: writes seeded synthetic Darknet .weights for a cfg.
 //
 //   dlgen CFG OUT.weights [--seed N] [--header-version 0.2.5|0.1.0] [--seen N]
+//         [--objectness-bias B]
 //
 // stdout: "wrote OUT (N bytes, L conv layers) in X s". Exit codes: 0 ok,
 // 2 usage error, 1 any other error (one line "dlgen: <message>" on stderr).
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
   app.add_option("--header-version", version, "header version MAJOR.MINOR.REVISION: 0.2.5 (64-bit seen) or 0.1.0 (32-bit seen)")
       ->capture_default_str();
   app.add_option("--seen", seen, "images-seen counter stored in the header")->capture_default_str();
+  float objectness_bias = dlr::SyntheticOptions{}.objectness_bias;
+  app.add_option("--objectness-bias", objectness_bias,
+                 "added to the objectness bias of every [yolo] head (higher: more detections)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -51,6 +56,7 @@ int main(int argc, char** argv) {
 
   dlr::SyntheticOptions options;
   options.seed = seed;
+  options.objectness_bias = objectness_bias;
   if (!parse_version(version, &options.header)) {
     std::fprintf(stderr, "dlgen: --header-version: expected MAJOR.MINOR.REVISION such as 0.2.5 or 0.1.0, got '%s'\n",
                  version.c_str());
