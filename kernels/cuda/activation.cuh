@@ -1,0 +1,154 @@
+// Device helpers shared by the custom kernels (include from .cu files only):
+//  - activate(): Darknet's activations in fp32, the formulas of the CPU reference
+//    (kernels/cpu/activation.cpp, DARKNET.md section 2);
+//  - element addressing of a TensorView (NCHW / NHWC, channel slices) and f32/f16
+//    load/store by dtype;
+//  - the launch geometry every elementwise kernel of this folder uses.
+//
+// Kernels receive TensorView by value (a trivially copyable struct); its host
+// member functions are never called on the device.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/tensor_view.h"
+#include "runtime/core/status.h"
+
+namespace dlr::cuda {
+
+// ---- activations (fp32; expf/logf, never the __expf fast intrinsics) ----
+
+__device__ __forceinline__ float logistic_activate(float x) { return 1.f / (1.f + expf(-x)); }
+// Darknet's tanh_activate.
+__device__ __forceinline__ float tanh_activate(float x) { return 2.f / (1.f + expf(-2.f * x)) - 1.f; }
+// Darknet's softplus with threshold 20 (MISH_THRESHOLD): the CPU mish, not mish_yashas2.
+__device__ __forceinline__ float softplus_activate(float x) {
+  return x > 20.f ? x : (x < -20.f ? expf(x) : logf(expf(x) + 1.f));
+}
+
+__device__ __forceinline__ float activate(Activation a, float x) {
+  switch (a) {
+    case Activation::kLinear: return x;
+    case Activation::kLeaky: return x > 0.f ? x : .1f * x;
+    case Activation::kLogistic: return logistic_activate(x);
+    case Activation::kRelu: return x > 0.f ? x : 0.f;
+    case Activation::kRelu6: {  // std::min(std::max(x, 0.f), 6.f), NaN passes through as on the CPU
+      const float t = x < 0.f ? 0.f : x;
+      return 6.f < t ? 6.f : t;
+    }
+    case Activation::kElu: return x >= 0.f ? x : expf(x) - 1.f;
+    case Activation::kSelu: return x >= 0.f ? 1.0507f * x : 1.0507f * 1.6732f * (expf(x) - 1.f);
+    case Activation::kGelu: {  // double arithmetic, as Darknet and the CPU reference
+      const double xd = x;
+      return float(0.5 * xd * (1.0 + tanhf(float(0.797885 * xd + 0.035677 * (xd * xd * xd)))));
+    }
+    case Activation::kTanh: return tanh_activate(x);
+    case Activation::kSwish: return x * logistic_activate(x);
+    case Activation::kMish: return x * tanh_activate(softplus_activate(x));
+    case Activation::kHardMish: return x > 0.f ? x : (x > -2.f ? x * x / 2.f + x : 0.f);
+  }
+  return x;
+}
+
+// ---- element access ----
+
+// Element offset (in elements of v.dtype, from v.data) of image n, channel c, row y, column x.
+__device__ __forceinline__ int64_t view_offset(const TensorView& v, int n, int c, int y, int x) {
+  if (v.layout == Layout::kNCHW) return int64_t(n) * v.n_stride + (int64_t(c) * v.h + y) * v.w + x;
+  return int64_t(n) * v.n_stride + (int64_t(y) * v.w + x) * v.pixel_stride + c;
+}
+
+__device__ __forceinline__ float load_elem(const TensorView& v, int64_t off) {
+  if (v.dtype == DType::kF16) return __half2float(static_cast<const __half*>(v.data)[off]);
+  return static_cast<const float*>(v.data)[off];
+}
+
+__device__ __forceinline__ void store_elem(const TensorView& v, int64_t off, float val) {
+  if (v.dtype == DType::kF16) {
+    static_cast<__half*>(v.data)[off] = __float2half_rn(val);
+  } else {
+    static_cast<float*>(v.data)[off] = val;
+  }
+}
+
+__device__ __forceinline__ float load_at(const TensorView& v, int n, int c, int y, int x) {
+  return load_elem(v, view_offset(v, n, c, y, x));
+}
+__device__ __forceinline__ void store_at(const TensorView& v, int n, int c, int y, int x, float val) {
+  store_elem(v, view_offset(v, n, c, y, x), val);
+}
+
+// True when one image of v is a single block in its memory order (NCHW, channel
+// slices included; NHWC with pixel_stride == c): the r-th element of image n in
+// memory order is at element offset n*n_stride + r.
+__host__ __device__ __forceinline__ bool image_contiguous(const TensorView& v) {
+  return v.layout == Layout::kNCHW || v.pixel_stride == v.c;
+}
+
+// (c, y, x) of the r-th element of one image of `v` in ITS memory order
+// (NCHW: x fastest then y then c; NHWC: c fastest then x then y). Iterating r
+// in this order makes consecutive threads touch consecutive addresses of v.
+struct Chw {
+  int c, y, x;
+};
+__device__ __forceinline__ Chw decompose_memory_order(const TensorView& v, uint32_t r) {
+  Chw p;
+  if (v.layout == Layout::kNCHW) {
+    const uint32_t plane = uint32_t(v.h) * uint32_t(v.w);
+    p.c = int(r / plane);
+    const uint32_t rem = r - uint32_t(p.c) * plane;
+    p.y = int(rem / uint32_t(v.w));
+    p.x = int(rem - uint32_t(p.y) * uint32_t(v.w));
+  } else {
+    const uint32_t pix = r / uint32_t(v.c);
+    p.c = int(r - pix * uint32_t(v.c));
+    p.y = int(pix / uint32_t(v.w));
+    p.x = int(pix - uint32_t(p.y) * uint32_t(v.w));
+  }
+  return p;
+}
+
+// ---- launch geometry (host) ----
+
+constexpr int kBlockThreads = 256;
+constexpr int kMaxBlocksX = 4096;  // grid-stride loops cover the rest
+
+// Grid for a kernel that runs blockIdx.y over the n images and a grid-stride
+// loop over `per_image` work items with blockIdx.x/threadIdx.x. *empty is set
+// when there is nothing to do (no launch then). Errors: per_image must fit a
+// 32-bit index and n the grid's y limit.
+inline Status image_grid(int64_t per_image, int n, const char* op, dim3* grid, bool* empty) {
+  *empty = per_image <= 0 || n <= 0;
+  if (*empty) return Status();
+  if (per_image >= (int64_t(1) << 31))
+    return unsupported(std::string(op) + ": more than 2^31-1 elements per image (" + std::to_string(per_image) + ")");
+  if (n > 65535) return unsupported(std::string(op) + ": batch " + std::to_string(n) + " exceeds 65535");
+  const int64_t blocks = (per_image + kBlockThreads - 1) / kBlockThreads;
+  *grid = dim3(unsigned(blocks < kMaxBlocksX ? blocks : kMaxBlocksX), unsigned(n), 1);
+  return Status();
+}
+
+// Host-side view validation shared by the launchers: dtype/layout values, a data
+// pointer, non-negative sizes and NHWC pixel_stride >= c.
+inline Status check_view(const TensorView& v, const char* op, const char* name) {
+  const std::string where = std::string(op) + ": view '" + name + "' ";
+  if (v.dtype != DType::kF32 && v.dtype != DType::kF16) return invalid_argument(where + "has an unknown dtype");
+  if (v.layout != Layout::kNCHW && v.layout != Layout::kNHWC) return invalid_argument(where + "has an unknown layout");
+  if (v.n < 0 || v.c < 0 || v.h < 0 || v.w < 0) return invalid_argument(where + "has a negative size");
+  const int64_t count = int64_t(v.n) * v.c * v.h * v.w;
+  if (count > 0 && v.data == nullptr) return invalid_argument(where + "has no data pointer");
+  if (v.layout == Layout::kNHWC && v.pixel_stride < v.c)
+    return invalid_argument(where + "has pixel_stride " + std::to_string(v.pixel_stride) + " < c " +
+                            std::to_string(v.c));
+  return Status();
+}
+
+inline std::string view_dims(const TensorView& v) {
+  return std::to_string(v.n) + "x" + std::to_string(v.c) + "x" + std::to_string(v.h) + "x" + std::to_string(v.w);
+}
+
+}  // namespace dlr::cuda

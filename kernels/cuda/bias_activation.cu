@@ -1,0 +1,128 @@
+// bias_activation: in place x = act(x + bias[c]) over a TensorView (cuda_ops.h),
+// fp32 math, the CPU reference's formulas (activation.cuh). Without bias no add is
+// done (cpu::activate_array), so the result is act(x) exactly.
+//
+// Three kernels, chosen by geometry, all touching consecutive addresses with
+// consecutive threads:
+//  - NCHW (channel slices too): blockIdx.y walks the (image, channel) planes, so
+//    the bias is read once per plane and no per-element index division is done;
+//  - NHWC with pixel_stride == c: each thread keeps one channel, striding over
+//    the image by a multiple of c (the grid's thread count rounded down to it);
+//  both fast kernels handle 4 elements per loop trip (loads before stores);
+//  - anything else (NHWC channel slices): one thread per element with the
+//    general (c, y, x) decomposition.
+#include <algorithm>
+
+#include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace dlr::cuda {
+namespace {
+
+constexpr int kUnroll = 4;  // elements per thread and loop trip in the fast kernels
+
+__device__ __forceinline__ void bias_act_at(const TensorView& t, int64_t off, const float* bias, float b,
+                                            Activation act) {
+  float v = load_elem(t, off);
+  if (bias != nullptr) v += b;
+  store_elem(t, off, activate(act, v));
+}
+
+// Elements base + first, base + first + step, ... below base + end, kUnroll per
+// trip with the loads issued before the stores (more bytes in flight per thread).
+// All of them get the same bias value b. first + kUnroll*step must fit 32 bits.
+__device__ __forceinline__ void bias_act_strided(const TensorView& t, int64_t base, uint32_t first, uint32_t end,
+                                                 uint32_t step, const float* bias, float b, Activation act) {
+  for (uint32_t r = first; r < end; r += kUnroll * step) {
+    float v[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const uint32_t i = r + uint32_t(k) * step;
+      if (i < end) v[k] = load_elem(t, base + i);
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const uint32_t i = r + uint32_t(k) * step;
+      if (i < end) store_elem(t, base + i, activate(act, bias != nullptr ? v[k] + b : v[k]));
+    }
+  }
+}
+
+// NCHW: planes = n*c; plane p is image p / c, channel p % c.
+__global__ void bias_activation_nchw_kernel(TensorView t, const float* __restrict__ bias, Activation act,
+                                            int planes, uint32_t plane_size) {
+  for (int pl = blockIdx.y; pl < planes; pl += gridDim.y) {
+    const int n = pl / t.c;
+    const int c = pl - n * t.c;
+    const float b = bias != nullptr ? bias[c] : 0.f;
+    const int64_t base = int64_t(n) * t.n_stride + int64_t(c) * plane_size;
+    bias_act_strided(t, base, blockIdx.x * blockDim.x + threadIdx.x, plane_size, gridDim.x * blockDim.x, bias, b,
+                     act);
+  }
+}
+
+// NHWC packed pixels: thread tid < step handles elements tid, tid + step, ... of
+// each image, all of channel tid % c because step is a multiple of c.
+__global__ void bias_activation_nhwc_kernel(TensorView t, const float* __restrict__ bias, Activation act,
+                                            uint32_t per_image, uint32_t step) {
+  const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+  if (tid >= step) return;
+  const int c = int(tid % uint32_t(t.c));
+  const float b = bias != nullptr ? bias[c] : 0.f;
+  bias_act_strided(t, int64_t(blockIdx.y) * t.n_stride, tid, per_image, step, bias, b, act);
+}
+
+__global__ void bias_activation_kernel(TensorView t, const float* __restrict__ bias, Activation act,
+                                       uint32_t per_image) {
+  const int n = blockIdx.y;
+  for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < per_image; r += gridDim.x * blockDim.x) {
+    const Chw p = decompose_memory_order(t, r);
+    bias_act_at(t, view_offset(t, n, p.c, p.y, p.x), bias, bias != nullptr ? bias[p.c] : 0.f, act);
+  }
+}
+
+}  // namespace
+
+Status bias_activation(const TensorView& t, const float* bias, Activation act, cudaStream_t stream) {
+  DLR_RETURN_IF_ERROR(check_view(t, "bias_activation", "t"));
+  if (bias == nullptr && act == Activation::kLinear) return Status();  // identity
+  const int64_t per_image = int64_t(t.c) * t.h * t.w;
+  dim3 grid;
+  bool empty = false;
+  DLR_RETURN_IF_ERROR(image_grid(per_image, t.n, "bias_activation", &grid, &empty));
+  if (empty) return Status();
+
+  // Fast kernels: about kTargetBlocks blocks in all, each thread doing several trips of kUnroll elements.
+  constexpr int64_t kTargetBlocks = 4096;
+  constexpr int64_t kPerBlock = int64_t(kBlockThreads) * kUnroll;
+  if (t.layout == Layout::kNCHW) {
+    const int64_t plane = int64_t(t.h) * t.w;
+    const int64_t planes = int64_t(t.n) * t.c;
+    if (planes < (int64_t(1) << 31)) {
+      const int64_t by = std::min<int64_t>(planes, 65535);
+      const int64_t bx = std::max<int64_t>(
+          1, std::min<int64_t>((plane + kPerBlock - 1) / kPerBlock, std::max<int64_t>(1, kTargetBlocks / by)));
+      bias_activation_nchw_kernel<<<dim3(unsigned(bx), unsigned(by), 1), kBlockThreads, 0, stream>>>(
+          t, bias, act, int(planes), uint32_t(plane));
+      DLR_CUDA_LAUNCH_CHECK("bias_activation_nchw_kernel");
+      return Status();
+    }
+  } else if (image_contiguous(t) && t.c <= kMaxBlocksX * kBlockThreads) {
+    // enough threads for one of each channel: step = threads rounded down to a multiple of c >= c > 0
+    const int64_t bx = std::min<int64_t>(
+        kMaxBlocksX, std::max<int64_t>((per_image + kPerBlock - 1) / kPerBlock,
+                                       (int64_t(t.c) + kBlockThreads - 1) / kBlockThreads));
+    const uint32_t threads = uint32_t(bx) * uint32_t(kBlockThreads);
+    const uint32_t step = threads / uint32_t(t.c) * uint32_t(t.c);
+    bias_activation_nhwc_kernel<<<dim3(unsigned(bx), unsigned(t.n), 1), kBlockThreads, 0, stream>>>(
+        t, bias, act, uint32_t(per_image), step);
+    DLR_CUDA_LAUNCH_CHECK("bias_activation_nhwc_kernel");
+    return Status();
+  }
+  bias_activation_kernel<<<grid, kBlockThreads, 0, stream>>>(t, bias, act, uint32_t(per_image));
+  DLR_CUDA_LAUNCH_CHECK("bias_activation_kernel");
+  return Status();
+}
+
+}  // namespace dlr::cuda

@@ -1,0 +1,86 @@
+// Convolution through cuDNN: descriptors built once per layer at open, the
+// algorithm chosen once (and cached per configuration) under a workspace limit,
+// bias + activation fused (cudnnConvolutionBiasActivationForward where cuDNN
+// supports the activation, else one bias_activation kernel after the conv).
+// Implementation and the detailed contracts (units, immutability, streams): conv.cpp.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kernels/tensor_view.h"
+#include "loaders/network_desc.h"
+
+namespace dlr::cuda {
+
+// How algorithms are chosen. kHeuristic: cudnnGetConvolutionForwardAlgorithm_v7
+// (first supported result that fits the workspace limit; deterministic).
+// kFind: cudnnFindConvolutionForwardAlgorithm timing at open (fastest that fits).
+enum class AlgoPolicy : uint8_t { kHeuristic, kFind };
+
+// Algorithm choices keyed by the full conv configuration, shared by every
+// engine in the process so that two engines with the same model and precision
+// run the same algorithms (preload vs stream outputs are bit-identical).
+class AlgoCache {
+ public:
+  AlgoCache();  // defined in conv.cpp (Impl is complete there)
+  static AlgoCache& process();  // the process-wide cache (mutex-protected)
+  bool lookup(const std::string& key, cudnnConvolutionFwdAlgo_t* algo) const;
+  void store(const std::string& key, cudnnConvolutionFwdAlgo_t algo);  // insert or overwrite
+  // Stores `algo` unless `key` is already present; returns the algorithm now cached
+  // for `key` (the first store wins, so concurrent creators agree).
+  cudnnConvolutionFwdAlgo_t insert(const std::string& key, cudnnConvolutionFwdAlgo_t algo);
+  size_t size() const;
+  void clear();
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> m_impl;  // created by the constructor
+};
+
+struct ConvConfig {
+  ConvParams params;
+  Precision precision = Precision::kFP32;  // kFP32: CUDNN_FMA_MATH (no TF32); kTF32; kFP16 (f16 data, f32 accumulate)
+  AlgoPolicy policy = AlgoPolicy::kHeuristic;
+  size_t workspace_limit = size_t(256) << 20;  // bytes
+  bool allow_fusion = true;  // false: never cudnnConvolutionBiasActivationForward (tests compare both paths)
+  int force_algo = -1;       // >= 0: use this cudnnConvolutionFwdAlgo_t, bypassing policy and cache (tests, debugging)
+};
+
+// "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED".
+const char* conv_algo_name(cudnnConvolutionFwdAlgo_t algo);
+
+class CudnnConv {
+ public:
+  // `in` and `out` describe the tensors the conv will run on (their data pointers
+  // may be null at create; shapes, dtype, layout and strides must match the views
+  // later passed to run()). Weights are OIHW (NCHW) or OHWI (NHWC) in in.dtype, bias f32.
+  static Expected<std::unique_ptr<CudnnConv>> create(cudnnHandle_t handle, const ConvConfig& config,
+                                                     const TensorView& in, const TensorView& out);
+  ~CudnnConv();
+  CudnnConv(const CudnnConv&) = delete;
+  CudnnConv& operator=(const CudnnConv&) = delete;
+
+  size_t workspace_bytes() const;
+  std::string algo_name() const;
+  cudnnConvolutionFwdAlgo_t algo() const;
+  bool fused() const;  // bias+activation done inside cuDNN
+
+  // The AlgoCache key create() uses for this configuration on the current device.
+  static Expected<std::string> cache_key(const ConvConfig& config, const TensorView& in, const TensorView& out);
+
+  // out = act(conv(in, weights) + bias). Enqueued on `stream` (set on the handle by this call).
+  Status run(cudnnHandle_t handle, const TensorView& in, const void* weights, const float* bias, const TensorView& out,
+             void* workspace, size_t workspace_bytes, cudaStream_t stream) const;
+
+ private:
+  struct Impl;
+  explicit CudnnConv(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace dlr::cuda

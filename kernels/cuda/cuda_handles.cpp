@@ -1,0 +1,92 @@
+#include "kernels/cuda/cuda_handles.h"
+
+#include "runtime/core/log.h"
+
+namespace dlr::cuda {
+
+void log_cuda_error(cudaError_t e, const char* call, const char* file, int line) {
+  DLR_LOG_ERROR("{} failed: {} ({}) at {}:{}", call, cudaGetErrorName(e), cudaGetErrorString(e), file, line);
+}
+
+void StreamTraits::destroy(cudaStream_t s) { DLR_CUDA_CHECK_LOG(cudaStreamDestroy(s)); }
+void EventTraits::destroy(cudaEvent_t e) { DLR_CUDA_CHECK_LOG(cudaEventDestroy(e)); }
+void GraphExecTraits::destroy(cudaGraphExec_t g) { DLR_CUDA_CHECK_LOG(cudaGraphExecDestroy(g)); }
+void CudnnTraits::destroy(cudnnHandle_t h) {
+  const cudnnStatus_t s = cudnnDestroy(h);
+  if (s != CUDNN_STATUS_SUCCESS) DLR_LOG_ERROR("cudnnDestroy failed: {}", cudnnGetErrorString(s));
+}
+
+Expected<Stream> make_stream() {
+  cudaStream_t s = nullptr;
+  DLR_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return Stream(s);
+}
+
+Expected<Event> make_event(bool timing) {
+  cudaEvent_t e = nullptr;
+  DLR_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return Event(e);
+}
+
+Expected<CudnnHandle> make_cudnn() {
+  cudnnHandle_t h = nullptr;
+  DLR_CUDNN_CHECK(cudnnCreate(&h));
+  return CudnnHandle(h);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    m_ptr = std::exchange(o.m_ptr, nullptr);
+    m_bytes = std::exchange(o.m_bytes, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::reset() {
+  if (m_ptr) DLR_CUDA_CHECK_LOG(cudaFree(m_ptr));
+  m_ptr = nullptr;
+  m_bytes = 0;
+}
+
+Expected<DeviceBuffer> DeviceBuffer::alloc(size_t bytes) {
+  DeviceBuffer b;
+  if (bytes == 0) return b;
+  const cudaError_t e = cudaMalloc(&b.m_ptr, bytes);
+  if (e != cudaSuccess) {
+    b.m_ptr = nullptr;
+    return out_of_memory("cudaMalloc of " + std::to_string(bytes) + " bytes failed: " + cudaGetErrorString(e));
+  }
+  b.m_bytes = bytes;
+  return b;
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    m_ptr = std::exchange(o.m_ptr, nullptr);
+    m_bytes = std::exchange(o.m_bytes, 0);
+  }
+  return *this;
+}
+
+void PinnedBuffer::reset() {
+  if (m_ptr) DLR_CUDA_CHECK_LOG(cudaFreeHost(m_ptr));
+  m_ptr = nullptr;
+  m_bytes = 0;
+}
+
+Expected<PinnedBuffer> PinnedBuffer::alloc(size_t bytes, unsigned flags) {
+  PinnedBuffer b;
+  if (bytes == 0) return b;
+  const cudaError_t e = cudaHostAlloc(&b.m_ptr, bytes, flags);
+  if (e != cudaSuccess) {
+    b.m_ptr = nullptr;
+    return out_of_memory("cudaHostAlloc of " + std::to_string(bytes) + " bytes of pinned memory failed: " +
+                         cudaGetErrorString(e));
+  }
+  b.m_bytes = bytes;
+  return b;
+}
+
+}  // namespace dlr::cuda

@@ -1,0 +1,64 @@
+// CUDA custom kernels: one op per .cu file in this folder. Host launchers only
+// (no device code in this header, so plain C++ can include it).
+//
+// Contracts common to every launcher:
+//  - views are device memory (TensorView addressing, kernels/tensor_view.h):
+//    f32 or f16, NCHW or NHWC, possibly channel slices of larger buffers;
+//  - work is enqueued on `stream` (never the legacy default stream); nothing
+//    synchronises, allocates or frees; the launch is checked and a failure is
+//    returned as a Status;
+//  - arithmetic is done in fp32 (f16 data is converted on load/store) with the
+//    formulas of the CPU reference (kernels/cpu/cpu_ops.h).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/tensor_view.h"
+#include "loaders/network_desc.h"
+
+namespace dlr::cuda {
+
+// ---- bias_activation.cu ----
+// In place: x = act(x + bias[c]) for every element of `t` (bias: f32, t.c values; may be null = no bias).
+Status bias_activation(const TensorView& t, const float* bias, Activation act, cudaStream_t stream);
+
+// ---- maxpool.cu ----
+Status maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
+
+// ---- upsample.cu ----
+Status upsample(const UpsampleParams& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
+
+// ---- copy_channels.cu ----
+// dst = src (equal n, c, h, w; any layouts/dtypes: also converts f32 <-> f16 and NCHW <-> NHWC).
+Status copy_channels(const TensorView& src, const TensorView& dst, cudaStream_t stream);
+
+// ---- shortcut.cu ----
+constexpr int kMaxShortcutFrom = 8;
+// out = act(prev + sum(from[i])), Darknet's multilayer rule (cpu::shortcut). out may alias prev.
+Status shortcut(const TensorView& prev, const TensorView* from, int n_from, Activation act, const TensorView& out,
+                cudaStream_t stream);
+
+// ---- yolo.cu ----
+// Darknet yolo forward (cpu::yolo): in f16/f32 any layout, out f32 NCHW packed.
+Status yolo(const YoloParams& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
+
+// ---- preprocess.cu ----
+// A device-resident 8-bit interleaved image (as uploaded from the host).
+struct DeviceImage {
+  const uint8_t* data = nullptr;
+  int width = 0;
+  int height = 0;
+  int64_t row_stride = 0;  // bytes between rows; 0 = packed (width * channels)
+  bool bgr = true;         // BGR (OpenCV) order, converted to RGB; false: RGB
+  int channels = 3;        // bytes per pixel: 3, 4 (alpha ignored) or 1 (gray, copied to R, G and B)
+};
+// Darknet pre-processing of one image into image `n_index` of `out` (3 channels,
+// f32/f16, NCHW/NHWC): RGB/255 then Darknet's align-corners bilinear stretch
+// (resize_image) or letterbox (0.5 fill). Bit-identical to the CPU reference for
+// f32 output (no FMA contraction: explicit __fmul_rn/__fadd_rn).
+Status preprocess(const DeviceImage& img, bool letterbox, const TensorView& out, int n_index, cudaStream_t stream);
+
+
+}  // namespace dlr::cuda

@@ -1,0 +1,59 @@
+// yolo: Darknet yolo forward at inference (cuda_ops.h, cpu::yolo, DARKNET.md 4.4).
+// Channel k of the input is entry e = k % (classes + 5) of anchor k / (classes + 5):
+//   e = 0, 1 (tx, ty):   v = logistic(v) unless new_coords; then v = fmaf(v, sxy, beta)
+//                        (a single rounding, like cpu::yolo), beta = (float)(-0.5*(sxy - 1))
+//                        computed in double as Darknet's scal_add_cpu argument (applied
+//                        for sxy == 1 too: the identity);
+//   e = 2, 3 (tw, th):   copied;
+//   e >= 4 (obj, cls):   logistic unless new_coords.
+// in: any layout/dtype; out: the same n, c, h, w, normally f32 NCHW packed (any
+// layout/dtype is accepted). One thread per output element in out's memory order.
+#include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace dlr::cuda {
+namespace {
+
+__global__ void yolo_kernel(TensorView in, TensorView out, int entries, bool new_coords, float sxy, float beta,
+                            uint32_t per_image) {
+  const int n = blockIdx.y;
+  for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < per_image; r += gridDim.x * blockDim.x) {
+    const Chw p = decompose_memory_order(out, r);
+    const int e = p.c % entries;
+    float v = load_at(in, n, p.c, p.y, p.x);
+    if (!new_coords && e != 2 && e != 3) v = logistic_activate(v);
+    if (e < 2) {
+      v = __fmaf_rn(v, sxy, beta);  // one FMA, as cpu::yolo (std::fma) and Darknet's nvcc build
+    }
+    store_at(out, n, p.c, p.y, p.x, v);
+  }
+}
+
+}  // namespace
+
+Status yolo(const YoloParams& p, const TensorView& in, const TensorView& out, cudaStream_t stream) {
+  DLR_RETURN_IF_ERROR(check_view(in, "yolo", "in"));
+  DLR_RETURN_IF_ERROR(check_view(out, "yolo", "out"));
+  if (p.classes < 0) return invalid_argument("yolo: classes " + std::to_string(p.classes));
+  const int entries = p.classes + 5;
+  const int64_t channels = int64_t(p.mask.size()) * entries;
+  if (in.c != channels)
+    return invalid_argument("yolo: in " + view_dims(in) + " has " + std::to_string(in.c) + " channels, " +
+                            std::to_string(p.mask.size()) + " anchors x (" + std::to_string(p.classes) +
+                            " classes + 5) = " + std::to_string(channels) + " expected");
+  if (out.n != in.n || out.c != in.c || out.h != in.h || out.w != in.w)
+    return invalid_argument("yolo: in " + view_dims(in) + " and out " + view_dims(out) + " differ");
+  const int64_t per_image = int64_t(out.c) * out.h * out.w;
+  dim3 grid;
+  bool empty = false;
+  DLR_RETURN_IF_ERROR(image_grid(per_image, out.n, "yolo", &grid, &empty));
+  if (empty) return Status();
+  const float sxy = p.scale_x_y;
+  const float beta = static_cast<float>(-0.5 * (static_cast<double>(sxy) - 1.0));
+  yolo_kernel<<<grid, kBlockThreads, 0, stream>>>(in, out, entries, p.new_coords, sxy, beta, uint32_t(per_image));
+  DLR_CUDA_LAUNCH_CHECK("yolo_kernel");
+  return Status();
+}
+
+}  // namespace dlr::cuda

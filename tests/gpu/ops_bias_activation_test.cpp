@@ -1,0 +1,101 @@
+// dlr::cuda::bias_activation against cpu::bias_activate_array / activate_array:
+// every Activation, with and without bias, every standard view geometry
+// (packed / channel slice with n padding, NCHW / NHWC, f32 / f16), odd shapes,
+// batch 1 and 2. f32: rel L2 err <= 1e-5; f16: <= 2e-3 (reference computed on the
+// f16-rounded input). Bytes outside the view must stay untouched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace dlr::test {
+namespace {
+
+const Activation kAllActivations[] = {
+    Activation::kLinear, Activation::kLeaky, Activation::kLogistic, Activation::kRelu,
+    Activation::kRelu6,  Activation::kElu,   Activation::kSelu,     Activation::kGelu,
+    Activation::kTanh,   Activation::kSwish, Activation::kMish,     Activation::kHardMish,
+};
+
+class BiasActivationTest : public GpuTest {
+ protected:
+  void run_case(Activation act, int n, Shape3 shape, const ViewSpec& spec, bool with_bias, uint32_t seed) {
+    const std::string what = std::string("bias_activation ") + activation_name(act) + (with_bias ? " +bias " : " ") +
+                             shape_str(n, shape) + " " + describe(spec);
+    HostTensor x = random_tensor(n, shape, seed, -6.f, 6.f);
+    // Values around the thresholds of mish/softplus (|x| = 20), relu6 (6), hard_mish (-2), and zero.
+    const float specials[] = {21.f, -21.f, 30.f, -30.f, 6.5f, -2.5f, -1.5f, 0.f, 19.5f, -19.5f};
+    for (size_t i = 0; i < x.data.size(); i += 7) x.data[i] = specials[(i / 7) % 10];
+    std::vector<float> bias(size_t(shape.c));
+    fill_random(&bias, seed + 1, -1.f, 1.f);
+    if (spec.dtype == DType::kF16) round_to_half(&x);
+
+    HostTensor want = x;
+    const int64_t plane = int64_t(shape.h) * shape.w;
+    for (int b = 0; b < n; ++b)
+      for (int c = 0; c < shape.c; ++c) {
+        float* p = &want.at(b, c, 0, 0);
+        if (with_bias) {
+          cpu::bias_activate_array(act, bias[size_t(c)], p, plane);
+        } else {
+          cpu::activate_array(act, p, plane);
+        }
+      }
+
+    DeviceTensor dx;
+    ASSERT_EQ(cudaSuccess, dx.upload(x, spec, stream())) << what;
+    float* dbias = nullptr;
+    ASSERT_EQ(cudaSuccess, cudaMalloc(reinterpret_cast<void**>(&dbias), bias.size() * sizeof(float))) << what;
+    ASSERT_EQ(cudaSuccess, cudaMemcpyAsync(dbias, bias.data(), bias.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                           stream()));
+    ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream()));
+    const Status st = cuda::bias_activation(dx.view(), with_bias ? dbias : nullptr, act, stream());
+    EXPECT_TRUE(st.ok()) << what << ": " << st.to_string();
+    ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream())) << what;
+    HostTensor got;
+    int64_t outside = 0, first_outside = -1;
+    ASSERT_EQ(cudaSuccess, dx.download(&got, &outside, &first_outside, stream())) << what;
+    ASSERT_EQ(cudaSuccess, cudaFree(dbias));
+    EXPECT_TRUE(near_rel(got, want, spec.dtype == DType::kF16 ? 2e-3 : 1e-5, what));
+    EXPECT_TRUE(untouched_outside(outside, first_outside, what));
+  }
+};
+
+TEST_F(BiasActivationTest, EveryActivationEveryGeometry) {
+  const std::vector<ViewSpec> specs = standard_specs();
+  const Shape3 shapes[] = {{5, 7, 5}, {3, 13, 13}, {9, 1, 1}, {16, 4, 6}};
+  uint32_t seed = 100;
+  for (Activation act : kAllActivations) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const Shape3 s = shapes[i % 4];
+      const int n = 1 + int(i % 2);
+      run_case(act, n, s, specs[i], /*with_bias=*/true, seed++);
+      if (HasFatalFailure()) return;
+      run_case(act, 2 - int(i % 2), shapes[(i + 1) % 4], specs[i], /*with_bias=*/false, seed++);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Grid-stride loops of the three kernels: more elements per image (>= 64*130*131
+// = 1,089,920) than one grid covers (4096 blocks x 256 threads = 1,048,576) for
+// the NHWC kernels (packed: c = 67 does not divide the thread count; slice: the
+// general kernel), and more (image, channel) planes (2 x 35000) than grid.y
+// allows (65535) for the NCHW kernel.
+TEST_F(BiasActivationTest, GridStrideLoops) {
+  run_case(Activation::kMish, 2, {64, 130, 131}, {DType::kF32, Layout::kNCHW, 1, 2, 3}, true, 7);
+  if (HasFatalFailure()) return;
+  run_case(Activation::kLeaky, 2, {64, 130, 131}, {DType::kF16, Layout::kNHWC, 3, 1, 5}, true, 8);
+  if (HasFatalFailure()) return;
+  run_case(Activation::kLogistic, 2, {67, 130, 131}, {DType::kF16, Layout::kNHWC, 0, 0, 0}, true, 9);
+  if (HasFatalFailure()) return;
+  run_case(Activation::kSwish, 2, {35000, 1, 2}, {DType::kF32, Layout::kNCHW, 0, 0, 0}, true, 10);
+}
+
+}  // namespace
+}  // namespace dlr::test
