@@ -1,0 +1,265 @@
+// simulate(): a discrete-event model of one streamed inference (simulator.h).
+//
+// Three actors: the host walks plan.order; the copy engine runs copies FIFO in issue
+// order, one at a time; the compute stream runs layers in launch order. Both GPU
+// resources are FIFO and non-preemptive, so every event time follows from earlier
+// events only: a copy starts at max(issued, previous copy end, end of the layers it
+// waits on), a layer at max(launched, previous layer end, end of the unit it waits
+// on). Every dependency of a correct plan points at work issued earlier, so walking
+// the host order once and timing each action when it is issued is an exact
+// discrete-event simulation. A broken plan may wait on work not issued yet; CUDA
+// treats cudaStreamWaitEvent on an unrecorded event as no wait, and so does the
+// model (the checks then report the hazard).
+#include "runtime/streaming/simulator.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace dlr {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kEps = 1e-12;
+
+std::string ms_text(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6f", ms);
+  return buf;
+}
+
+// Peak of the sum of `bytes` over intervals [start, end); an interval ending at t does
+// not overlap one starting at t.
+int64_t peak_in_use(std::vector<std::pair<double, double>> intervals, int64_t bytes) {
+  std::vector<std::pair<double, int>> ev;
+  for (const auto& iv : intervals) {
+    ev.push_back({iv.first, +1});
+    ev.push_back({iv.second, -1});
+  }
+  std::sort(ev.begin(), ev.end());  // at equal times -1 sorts before +1
+  int64_t cur = 0, peak = 0;
+  for (const auto& e : ev) {
+    cur += e.second * bytes;
+    peak = std::max(peak, cur);
+  }
+  return peak;
+}
+
+}  // namespace
+
+SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const CopyProfile& profile,
+                   const std::vector<double>& layer_ms, const SimOptions& options) {
+  const int n_steps = int(plan.steps.size());
+  const int n_units = int(stream.units.size());
+  DLR_ASSERT(layer_ms.size() == plan.steps.size());
+  DLR_ASSERT(stream.blob_last_unit.size() == plan.weights.size());
+  SimResult r;
+  auto violation = [&](const std::string& v) {
+    if (options.check) r.violations.push_back(v);
+  };
+  r.layer_start_ms.assign(size_t(n_steps), 0);
+  r.layer_end_ms.assign(size_t(n_steps), 0);
+  // Resident units were copied at open: ready at time 0, nothing copied per inference.
+  r.copy_start_ms.assign(size_t(n_units), stream.resident ? 0.0 : kInf);
+  r.copy_end_ms.assign(size_t(n_units), stream.resident ? 0.0 : kInf);
+  std::vector<char> launched(size_t(n_steps), 0);
+  std::vector<char> issued(size_t(n_units), 0);
+
+  const double call_ms = profile.call_us * 1e-3;
+  const double launch_ms = options.launch_us * 1e-3;
+  double host = 0;             // host clock
+  double copy_free = 0;        // copy engine: end of the last issued copy
+  double compute_free = 0;     // compute stream: end of the last launched layer
+  int last_layer = -1;         // last launched layer
+  std::vector<int> fifo;       // issued copies in issue order; [oldest, end) may be unfinished
+  size_t oldest = 0;
+
+  for (const StreamAction& a : stream.order) {
+    if (a.kind == StreamAction::Kind::kCopy) {
+      const int u = a.index;
+      if (u < 0 || u >= n_units) {
+        violation("order: copy of unit " + std::to_string(u) + " does not exist");
+        continue;
+      }
+      if (stream.resident) violation("resident plan copies unit " + std::to_string(u) + " during an inference");
+      if (issued[size_t(u)]) {
+        violation("order: unit " + std::to_string(u) + " is enqueued twice");
+        continue;
+      }
+      const int64_t bytes = stream.units[size_t(u)].bytes;
+      const int depth = profile.queue_depth(bytes);
+      // Block while the queue is full (depth 0: until it is empty). FIFO copies end in
+      // issue order, so the oldest unfinished copy is the next to leave the queue.
+      const double t0 = host;
+      auto drop_finished = [&]() {
+        while (oldest < fifo.size() && r.copy_end_ms[size_t(fifo[oldest])] <= host) ++oldest;
+      };
+      drop_finished();
+      const size_t cap = depth > 0 ? size_t(depth) : 1;  // depth 0: wait until the queue is empty
+      while (fifo.size() - oldest >= cap) {
+        host = r.copy_end_ms[size_t(fifo[oldest])];
+        drop_finished();
+      }
+      r.host_blocked_ms += host - t0;
+      host += call_ms;  // the copy is in the stream when the call returns
+      double start = std::max(host, copy_free);
+      for (int w : stream.unit_waits[size_t(u)]) {
+        if (w < 0 || w >= n_steps || !launched[size_t(w)]) {
+          violation("order: unit " + std::to_string(u) + " is enqueued before layer " + std::to_string(w) +
+                    " it waits on");
+          continue;  // an unrecorded event: the GPU does not wait
+        }
+        start = std::max(start, r.layer_end_ms[size_t(w)]);
+      }
+      r.copy_start_ms[size_t(u)] = start;
+      r.copy_end_ms[size_t(u)] = start + profile.copy_ms(bytes);
+      copy_free = r.copy_end_ms[size_t(u)];
+      issued[size_t(u)] = 1;
+      fifo.push_back(u);
+      const int queued = int(fifo.size() - oldest);
+      r.max_queued_copies = std::max(r.max_queued_copies, queued);
+      if (queued > std::max(depth, 1))
+        violation("unit " + std::to_string(u) + ": " + std::to_string(queued) + " copies queued, profile depth " +
+                  std::to_string(depth));
+      continue;
+    }
+
+    const int l = a.index;
+    if (l < 0 || l >= n_steps) {
+      violation("order: layer " + std::to_string(l) + " does not exist");
+      continue;
+    }
+    if (launched[size_t(l)]) {
+      violation("order: layer " + std::to_string(l) + " is launched twice");
+      continue;
+    }
+    if (l <= last_layer)
+      violation("order: layer " + std::to_string(l) + " is launched after layer " + std::to_string(last_layer));
+    const Step& st = plan.steps[size_t(l)];
+    launched[size_t(l)] = 1;
+    last_layer = std::max(last_layer, l);
+    if (st.no_op && st.copies.empty()) {  // nothing reaches the GPU
+      r.layer_start_ms[size_t(l)] = r.layer_end_ms[size_t(l)] = std::max(host, compute_free);
+      continue;
+    }
+    host += launch_ms;
+    const double free_at = std::max(host, compute_free);
+    double start = free_at;
+    if (st.weight >= 0 && !stream.resident) {
+      const int u = stream.blob_last_unit[size_t(st.weight)];
+      if (u >= 0 && u < n_units && issued[size_t(u)]) start = std::max(start, r.copy_end_ms[size_t(u)]);
+      // (a unit not enqueued yet: an unrecorded event, no wait; the check below reports it)
+    }
+    r.stall_ms += start - free_at;
+    r.layer_start_ms[size_t(l)] = start;
+    r.layer_end_ms[size_t(l)] = start + layer_ms[size_t(l)];
+    compute_free = r.layer_end_ms[size_t(l)];
+  }
+
+  for (int l = 0; l < n_steps; ++l)
+    if (!launched[size_t(l)]) violation("order: layer " + std::to_string(l) + " is never launched");
+  if (!stream.resident)
+    for (int u = 0; u < n_units; ++u)
+      if (!issued[size_t(u)]) violation("order: unit " + std::to_string(u) + " is never enqueued");
+
+  for (int l = 0; l < n_steps; ++l)
+    if (!(plan.steps[size_t(l)].no_op && plan.steps[size_t(l)].copies.empty()))
+      r.latency_ms = std::max(r.latency_ms, r.layer_end_ms[size_t(l)]);
+  for (int u = 0; u < n_units; ++u)
+    if (issued[size_t(u)]) r.latency_ms = std::max(r.latency_ms, r.copy_end_ms[size_t(u)]);
+
+  // Pool occupancy: a group's slot is in use from its first copy start to its last
+  // reader's end (readers taken from the blobs, not from WeightGroup::last_layer).
+  const int n_groups = int(stream.groups.size());
+  std::vector<double> group_first_copy(size_t(n_groups), kInf);
+  std::vector<double> group_readers_end(size_t(n_groups), 0);
+  for (const TransferUnit& tu : stream.units)
+    if (!stream.resident && tu.group >= 0 && tu.group < n_groups)
+      group_first_copy[size_t(tu.group)] = std::min(group_first_copy[size_t(tu.group)], r.copy_start_ms[size_t(tu.index)]);
+  for (int g = 0; g < n_groups; ++g)
+    for (int b = stream.groups[size_t(g)].first_blob; b <= stream.groups[size_t(g)].last_blob; ++b)
+      group_readers_end[size_t(g)] =
+          std::max(group_readers_end[size_t(g)], r.layer_end_ms[size_t(plan.weights[size_t(b)].layer)]);
+  if (stream.resident) {
+    r.max_pool_bytes_in_use = stream.pool_bytes;
+  } else {
+    std::vector<std::pair<double, double>> intervals;
+    for (int g = 0; g < n_groups; ++g)
+      if (group_first_copy[size_t(g)] < kInf)
+        intervals.push_back({group_first_copy[size_t(g)], group_readers_end[size_t(g)]});
+    r.max_pool_bytes_in_use = peak_in_use(std::move(intervals), stream.slot_bytes);
+  }
+  if (!options.check) return r;
+
+  if (r.max_pool_bytes_in_use > stream.pool_bytes)
+    violation("pool: " + std::to_string(r.max_pool_bytes_in_use) + " bytes in use, pool has " +
+              std::to_string(stream.pool_bytes));
+
+  if (!stream.resident) {
+    // RAW: a kernel starts only after every unit overlapping its blob has landed.
+    std::vector<double> blob_ready(plan.weights.size(), 0);
+    for (const TransferUnit& tu : stream.units)
+      for (int b = tu.first_blob; b <= tu.last_blob; ++b)
+        blob_ready[size_t(b)] = std::max(blob_ready[size_t(b)], r.copy_end_ms[size_t(tu.index)]);
+    for (int l = 0; l < n_steps; ++l) {
+      const Step& st = plan.steps[size_t(l)];
+      if (st.weight < 0 || st.no_op || !launched[size_t(l)]) continue;
+      if (r.layer_start_ms[size_t(l)] + kEps < blob_ready[size_t(st.weight)])
+        violation("layer " + std::to_string(l) + " starts at " + ms_text(r.layer_start_ms[size_t(l)]) +
+                  " ms before its weights land at " + ms_text(blob_ready[size_t(st.weight)]) + " ms");
+    }
+    // WAR: a copy into a slot starts only after the last reader of the slot's previous
+    // group has finished.
+    std::vector<int> prev_in_slot(size_t(n_groups), -1);
+    std::vector<int> last_of_slot;
+    for (int g = 0; g < n_groups; ++g) {
+      const int slot = stream.groups[size_t(g)].slot;
+      if (slot < 0) continue;
+      if (size_t(slot) >= last_of_slot.size()) last_of_slot.resize(size_t(slot) + 1, -1);
+      prev_in_slot[size_t(g)] = last_of_slot[size_t(slot)];
+      last_of_slot[size_t(slot)] = g;
+    }
+    for (const TransferUnit& tu : stream.units) {
+      if (tu.group < 0 || tu.group >= n_groups || !issued[size_t(tu.index)]) continue;
+      const int prev = prev_in_slot[size_t(tu.group)];
+      if (prev < 0) continue;
+      if (r.copy_start_ms[size_t(tu.index)] + kEps < group_readers_end[size_t(prev)])
+        violation("unit " + std::to_string(tu.index) + " overwrites slot " +
+                  std::to_string(stream.groups[size_t(tu.group)].slot) + " at " +
+                  ms_text(r.copy_start_ms[size_t(tu.index)]) + " ms while group " + std::to_string(prev) +
+                  " is read until " + ms_text(group_readers_end[size_t(prev)]) + " ms");
+    }
+  }
+  return r;
+}
+
+std::vector<double> model_layer_ms(const NetworkDesc& net, const ExecutionPlan& plan, double gflops_per_s,
+                                   double mem_gbps, double kernel_us) {
+  std::vector<double> ms(plan.steps.size(), 0.0);
+  const double batch = double(std::max(1, plan.options.batch));
+  auto view_bytes = [&](const ViewRef& v) {
+    const Buffer& b = plan.buffer(v);
+    return double(v.c) * b.h * b.w * double(dtype_size(b.dtype)) * batch;
+  };
+  for (const Step& st : plan.steps) {
+    if (st.no_op && st.copies.empty()) continue;
+    double t = kernel_us * 1e-3;
+    if (st.kind == LayerKind::kConv) {
+      t += net.layers[size_t(st.layer)].gflops() * batch / gflops_per_s * 1e3;
+    } else {
+      double bytes = 0;
+      if (st.kind == LayerKind::kRoute) {
+        for (const auto& c : st.copies) bytes += 2 * view_bytes(c.first);
+      } else {
+        for (const ViewRef& v : st.inputs) bytes += view_bytes(v);
+        bytes += view_bytes(st.output);
+      }
+      t += bytes / (mem_gbps * 1e9) * 1e3;
+    }
+    ms[size_t(st.layer)] = t;
+  }
+  return ms;
+}
+
+}  // namespace dlr

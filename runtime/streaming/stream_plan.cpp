@@ -1,0 +1,439 @@
+// plan_streaming: groups, slots, transfer units, copy waits and the host enqueue
+// order of a weight-streaming inference (stream_plan.h has the model,
+// docs/streaming.md the diagram and the reasoning). Plain C++.
+#include "runtime/streaming/stream_plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+namespace dlr {
+namespace {
+
+constexpr int64_t kMiB = int64_t(1) << 20;
+constexpr int64_t kAlign = 256;
+// Upper bound of max_copies_ahead derived from a profile. A deep queue (~1020 on the
+// H100 machine) is not a reason to enqueue a thousand copies before the layers that
+// need them: lookahead is bounded by the K slots anyway (a copy into a slot still
+// waits for the slot's previous readers on the GPU), and a measured depth is a
+// property of one driver version, so stay far below it.
+constexpr int kMaxCopiesAheadCap = 256;
+// Copies beyond what the next layer needs that the host enqueues between two layer
+// launches. Each copy call costs host time (~2 us) and delays the next launch; where
+// the GPU runs ahead of the host (tiny layers) a burst of far-ahead copies (e.g. all K
+// groups' units after the first launch) would idle the GPU. The host is otherwise far
+// ahead of both engines, so a trickle of 2 per launch keeps the copy queue fed.
+constexpr int kAheadPerLaunch = 2;
+
+double mib(int64_t b) { return double(b) / double(kMiB); }
+
+std::string mib_text(int64_t b, int decimals = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, mib(b));
+  return buf;
+}
+
+// The byte ranges of the host store: blob b is [offset[b], offset[b] + bytes[b]).
+struct HostLayout {
+  std::vector<int64_t> offset;
+  std::vector<int64_t> end;
+  int64_t total = 0;
+};
+
+HostLayout host_layout(const ExecutionPlan& plan) {
+  HostLayout h;
+  for (const WeightBlob& w : plan.weights) {
+    h.offset.push_back(h.total);
+    h.total += w.bytes;
+    h.end.push_back(h.total);
+  }
+  return h;
+}
+
+// Cuts the host byte range of whole blobs [first_blob, last_blob] into units and
+// appends them to `out` (index, group, host range and blob range filled; pool_offset
+// and first_layer are left to the caller).
+// Rule: a unit normally ends `chunk` bytes after its start (`first_chunk` for the first
+// unit of the range); when a blob boundary lies in the last quarter of that chunk (and
+// the unit keeps at least min_unit bytes), the unit ends at the last such boundary
+// instead, so the blob ending there is ready one copy earlier and the next unit starts
+// at a blob start.
+void cut_units(const HostLayout& h, int first_blob, int last_blob, int group, int64_t chunk, int64_t first_chunk,
+               int64_t min_unit, std::vector<TransferUnit>* out) {
+  const int64_t begin = h.offset[size_t(first_blob)];
+  const int64_t end = h.end[size_t(last_blob)];
+  int64_t pos = begin;
+  int b = first_blob;  // the blob holding byte `pos`
+  while (pos < end) {
+    const int64_t c = pos == begin ? first_chunk : chunk;
+    const int64_t earliest_cut = std::max(c - c / 4, std::min(min_unit, c));
+    const int64_t limit = std::min(pos + c, end);
+    int64_t cut = limit;
+    if (limit < end) {
+      for (int k = b; k <= last_blob && h.end[size_t(k)] <= limit; ++k)
+        if (h.end[size_t(k)] >= pos + earliest_cut) cut = h.end[size_t(k)];
+    }
+    TransferUnit u;
+    u.index = int(out->size());
+    u.group = group;
+    u.host_offset = pos;
+    u.bytes = cut - pos;
+    u.first_blob = b;
+    int last = b;
+    while (h.end[size_t(last)] < cut) ++last;
+    u.last_blob = last;
+    out->push_back(u);
+    pos = cut;
+    b = h.end[size_t(last)] == cut ? last + 1 : last;
+  }
+}
+
+// Largest copy size X such that every copy of <= X bytes can be queued (depth > 0);
+// 0 when even the smallest class cannot.
+int64_t largest_queueable_bytes(const CopyProfile& profile) {
+  int64_t x = 0;
+  for (const QueueClass& q : profile.queue) {
+    if (q.depth <= 0) break;
+    x = q.max_bytes;
+  }
+  return x;
+}
+
+// The host enqueue order (see stream_plan.h and docs/streaming.md):
+//  - before launching layer L, every unit that L needs (units up to need(L), since a
+//    layer waits for the unit holding its blob's last byte and the copy stream is
+//    FIFO) is enqueued; their waits are always on layers before L (asserted);
+//  - right after launching L, further units are enqueued in unit order while their
+//    waits are on layers <= L and they stay within max_copies_ahead units beyond
+//    what the next layer needs, at most kAheadPerLaunch of them per launch gap.
+// This is the rule "before launching L+1, enqueue what is ready up to need(L+1) +
+// max_copies_ahead", except that the first launch is not preceded by ahead copies
+// and ahead copies trickle instead of coming in bursts, so a far-ahead copy call
+// rarely delays a launch. A copy is never enqueued before a layer it waits on
+// (cudaStreamWaitEvent on an event that was not recorded yet would be a no-op).
+std::vector<StreamAction> host_order(const ExecutionPlan& plan, const StreamPlan& s) {
+  const int n_steps = int(plan.steps.size());
+  const int n_units = int(s.units.size());
+  // need[L]: the highest unit a layer <= L waits for (-1: none).
+  std::vector<int> need(size_t(n_steps), -1);
+  int running = -1;
+  for (int l = 0; l < n_steps; ++l) {
+    const int w = plan.steps[size_t(l)].weight;
+    if (w >= 0) running = std::max(running, s.blob_last_unit[size_t(w)]);
+    need[size_t(l)] = running;
+  }
+  auto ready = [&](int u, int last_launched) {
+    for (int layer : s.unit_waits[size_t(u)])
+      if (layer > last_launched) return false;
+    return true;
+  };
+  std::vector<StreamAction> order;
+  order.reserve(size_t(n_steps + n_units));
+  int next = 0;
+  for (int l = 0; l < n_steps; ++l) {
+    while (next <= need[size_t(l)]) {
+      DLR_ASSERT(ready(next, l - 1));
+      order.push_back({StreamAction::Kind::kCopy, next++});
+    }
+    order.push_back({StreamAction::Kind::kLayer, l});
+    if (l + 1 < n_steps) {
+      const int needed = need[size_t(l + 1)];
+      const int64_t limit = int64_t(needed) + s.max_copies_ahead;
+      int ahead_here = 0;
+      while (next < n_units && next <= limit && ready(next, l)) {
+        if (next > needed) {
+          if (ahead_here == kAheadPerLaunch) break;
+          ++ahead_here;
+        }
+        order.push_back({StreamAction::Kind::kCopy, next++});
+      }
+    }
+  }
+  DLR_ASSERT(next == n_units);
+  return order;
+}
+
+}  // namespace
+
+int64_t StreamPlan::streamed_bytes() const {
+  if (resident) return 0;
+  int64_t total = 0;
+  for (const TransferUnit& u : units) total += u.bytes;
+  return total;
+}
+
+std::string StreamPlan::to_text() const {
+  std::string out;
+  char line[256];
+  if (resident) {
+    std::snprintf(line, sizeof(line),
+                  "stream plan: resident, %s MiB pool holds all %zu blobs (%s MiB), %zu copies at open, "
+                  "0 copies per inference\n",
+                  mib_text(pool_bytes).c_str(), blob_pool_offset.size(), mib_text(total_weight_bytes).c_str(),
+                  units.size());
+    out += line;
+  } else {
+    std::snprintf(line, sizeof(line),
+                  "stream plan: %d slots x %s MiB = %s MiB pool (minimal %s MiB), %s MiB streamed of %s MiB, "
+                  "%zu groups, %zu copies per inference, up to %d copies ahead\n",
+                  slots, mib_text(slot_bytes).c_str(), mib_text(pool_bytes).c_str(),
+                  mib_text(minimal_pool_bytes).c_str(), mib_text(streamed_bytes()).c_str(),
+                  mib_text(total_weight_bytes).c_str(), groups.size(), units.size(), max_copies_ahead);
+    out += line;
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const WeightGroup& gr = groups[g];
+    std::snprintf(line, sizeof(line), "group %3zu: slot %2d, blobs %3d-%3d, host %11lld + %9lld (%7s MiB), last layer %d\n",
+                  g, gr.slot, gr.first_blob, gr.last_blob, (long long)gr.host_offset, (long long)gr.bytes,
+                  mib_text(gr.bytes).c_str(), gr.last_layer);
+    out += line;
+  }
+  for (const TransferUnit& u : units) {
+    std::string waits;
+    const std::vector<int> none;
+    const std::vector<int>& w = size_t(u.index) < unit_waits.size() ? unit_waits[size_t(u.index)] : none;
+    for (int layer : w) waits += (waits.empty() ? "" : ",") + std::to_string(layer);
+    std::snprintf(line, sizeof(line),
+                  "unit %4d: group %3d, host %11lld + %9lld (%7s MiB) -> pool %11lld, blobs %3d-%3d, first layer %3d, "
+                  "waits %s\n",
+                  u.index, u.group, (long long)u.host_offset, (long long)u.bytes, mib_text(u.bytes).c_str(),
+                  (long long)u.pool_offset, u.first_blob, u.last_blob, u.first_layer,
+                  waits.empty() ? "-" : waits.c_str());
+    out += line;
+  }
+  return out;
+}
+
+Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile& profile,
+                                    const StreamOptions& options) {
+  const int n_blobs = int(plan.weights.size());
+  for (int b = 0; b < n_blobs; ++b) {
+    const WeightBlob& w = plan.weights[size_t(b)];
+    if (w.bytes <= 0 || w.bytes % kAlign != 0)
+      return invalid_argument("weight blob " + std::to_string(b) + " (layer " + std::to_string(w.layer) + ") has " +
+                              std::to_string(w.bytes) + " bytes; expected a positive multiple of 256");
+    if (w.layer < 0 || w.layer >= int(plan.steps.size()) || plan.steps[size_t(w.layer)].weight != b ||
+        (b > 0 && w.layer <= plan.weights[size_t(b) - 1].layer))
+      return invalid_argument("weight blob " + std::to_string(b) + " (layer " + std::to_string(w.layer) +
+                              ") is not in execution order or not referenced by its step");
+  }
+  if (options.budget_bytes < 0)
+    return invalid_argument("weight budget " + std::to_string(options.budget_bytes) + " bytes is negative");
+  const int64_t chunk = options.chunk_bytes > 0 ? options.chunk_bytes : profile.chunk_bytes;
+  const int64_t min_unit = options.min_unit_bytes > 0 ? options.min_unit_bytes : profile.min_unit_bytes;
+  if (options.chunk_bytes < 0 || chunk <= 0 || chunk % kAlign != 0)
+    return invalid_argument("copy chunk size " + std::to_string(chunk) + " bytes must be a positive multiple of 256");
+  if (options.min_unit_bytes < 0 || min_unit < 0)
+    return invalid_argument("minimum copy unit " + std::to_string(min_unit) + " bytes is negative");
+  if (options.max_copies_ahead < 0)
+    return invalid_argument("max copies ahead " + std::to_string(options.max_copies_ahead) + " is negative");
+
+  const HostLayout h = host_layout(plan);
+  StreamPlan s;
+  s.total_weight_bytes = h.total;
+  int largest = -1;
+  for (int b = 0; b < n_blobs; ++b)
+    if (largest < 0 || plan.weights[size_t(b)].bytes > plan.weights[size_t(largest)].bytes) largest = b;
+  s.slot_bytes = largest < 0 ? 0 : align_up(plan.weights[size_t(largest)].bytes, kAlign);
+  s.minimal_pool_bytes = 2 * s.slot_bytes;
+  const int64_t budget = options.budget_bytes == 0 ? s.minimal_pool_bytes : options.budget_bytes;
+  // A budget holding every blob is resident even when it is below two slots (a model
+  // whose largest blob is more than half of it).
+  if (budget < s.minimal_pool_bytes && budget < h.total) {
+    int decimals = 2;  // more digits when 2 would print the same number twice
+    if (mib_text(budget) == mib_text(s.minimal_pool_bytes)) decimals = 7;
+    return out_of_memory("weight budget " + mib_text(budget, decimals) + " MiB is below the minimum of " +
+                         mib_text(s.minimal_pool_bytes, decimals) + " MiB (two slots of the largest layer, " +
+                         mib_text(s.slot_bytes) + " MiB, layer " +
+                         std::to_string(plan.weights[size_t(largest)].layer) + ")");
+  }
+
+  // max_copies_ahead: what the queue allows for the unit size with the smallest depth,
+  // minus one for safety (driver slack; the copy stream also carries the event
+  // records and waits), at least 1, at most kMaxCopiesAheadCap.
+  auto copies_ahead = [&]() {
+    if (options.max_copies_ahead > 0) return options.max_copies_ahead;
+    if (s.units.empty()) return 1;
+    int depth = kMaxCopiesAheadCap + 1;
+    for (const TransferUnit& u : s.units) depth = std::min(depth, profile.queue_depth(u.bytes));
+    return std::max(1, std::min(kMaxCopiesAheadCap, depth - 1));
+  };
+
+  if (budget >= h.total) {
+    // Resident: every blob at its host offset, copied once at open in chunks.
+    s.resident = true;
+    s.pool_bytes = h.total;
+    s.slots = 0;
+    if (n_blobs > 0) cut_units(h, 0, n_blobs - 1, 0, chunk, chunk, min_unit, &s.units);
+    for (TransferUnit& u : s.units) {
+      u.pool_offset = u.host_offset;
+      u.first_layer = plan.weights[size_t(u.first_blob)].layer;
+    }
+    s.blob_pool_offset = h.offset;
+    s.blob_last_unit.assign(size_t(n_blobs), 0);
+    for (const TransferUnit& u : s.units)
+      for (int b = u.first_blob; b <= u.last_blob; ++b) s.blob_last_unit[size_t(b)] = u.index;
+    s.unit_waits.assign(s.units.size(), {});
+    for (size_t l = 0; l < plan.steps.size(); ++l) s.order.push_back({StreamAction::Kind::kLayer, int(l)});
+    s.max_copies_ahead = copies_ahead();
+    return s;
+  }
+
+  // Streaming: K slots, groups packed greedily up to one slot.
+  DLR_ASSERT(s.slot_bytes > 0);
+  const int64_t k64 = budget / s.slot_bytes;
+  DLR_ASSERT(k64 >= 2);
+  for (int b = 0; b < n_blobs;) {
+    WeightGroup g;
+    g.first_blob = b;
+    g.host_offset = h.offset[size_t(b)];
+    int last = b;
+    while (last + 1 < n_blobs && h.end[size_t(last) + 1] - g.host_offset <= s.slot_bytes) ++last;
+    g.last_blob = last;
+    g.bytes = h.end[size_t(last)] - g.host_offset;
+    g.last_layer = plan.weights[size_t(last)].layer;  // blobs are in execution order
+    s.groups.push_back(g);
+    b = last + 1;
+  }
+  // Every group fits a slot, so K >= groups would hold everything: that is the resident case.
+  DLR_ASSERT(k64 < int64_t(s.groups.size()));
+  s.slots = int(k64);
+  s.pool_bytes = k64 * s.slot_bytes;
+
+  s.blob_pool_offset.assign(size_t(n_blobs), 0);
+  s.blob_last_unit.assign(size_t(n_blobs), -1);
+  for (size_t gi = 0; gi < s.groups.size(); ++gi) {
+    WeightGroup& g = s.groups[gi];
+    g.slot = int(gi % size_t(s.slots));
+    const int64_t slot_base = int64_t(g.slot) * s.slot_bytes;
+    const size_t first_unit = s.units.size();
+    // The inference's first copy overlaps nothing (every layer waits for it), so it is
+    // kept to min_unit bytes; every other unit may be a full chunk.
+    const int64_t first_chunk = gi == 0 && min_unit > 0 ? std::max(kAlign, std::min(chunk, min_unit) / kAlign * kAlign)
+                                                        : chunk;
+    cut_units(h, g.first_blob, g.last_blob, int(gi), chunk, first_chunk, min_unit, &s.units);
+    for (size_t u = first_unit; u < s.units.size(); ++u) {
+      TransferUnit& tu = s.units[u];
+      tu.index = int(u);
+      tu.pool_offset = slot_base + (tu.host_offset - g.host_offset);
+      tu.first_layer = plan.weights[size_t(tu.first_blob)].layer;
+      // The previous occupant of this slot is group gi - K. Waiting for its LAST reader
+      // is enough: layers run in order on one compute stream, so when that layer has
+      // finished every earlier reader of the slot has too.
+      if (gi >= size_t(s.slots)) {
+        s.unit_waits.push_back({s.groups[gi - size_t(s.slots)].last_layer});
+      } else {
+        s.unit_waits.push_back({});
+      }
+      for (int b = tu.first_blob; b <= tu.last_blob; ++b) s.blob_last_unit[size_t(b)] = int(u);
+    }
+    for (int b = g.first_blob; b <= g.last_blob; ++b)
+      s.blob_pool_offset[size_t(b)] = slot_base + (h.offset[size_t(b)] - g.host_offset);
+  }
+
+  // Every unit must be queueable: a depth-0 size class blocks the host inside the call
+  // until the copy queue drains, which would serialise copies and launches.
+  for (const TransferUnit& u : s.units) {
+    if (profile.queue_depth(u.bytes) > 0) continue;
+    const int64_t fit = largest_queueable_bytes(profile) / kAlign * kAlign;
+    if (fit <= 0)
+      return invalid_argument("copy profile '" + profile.name + "' cannot queue copies of any size; weights cannot "
+                              "be streamed with it");
+    return invalid_argument("copy profile '" + profile.name + "' cannot queue copies of " + mib_text(u.bytes) +
+                            " MiB (unit " + std::to_string(u.index) + "); use a chunk size of at most " +
+                            std::to_string(fit) + " bytes (" + mib_text(fit) + " MiB)");
+  }
+  s.max_copies_ahead = copies_ahead();
+  s.order = host_order(plan, s);
+  return s;
+}
+
+// ---- parse_weight_budget ----------------------------------------------------
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+// Accepted (case-insensitive, surrounding blanks ignored):
+//   "min"              the minimal pool (two slots of the largest blob)
+//   "all"              every weight byte (resident)
+//   "P%"               P percent of the weight bytes, 0 < P <= 100 (decimals allowed)
+//   "N" + unit         decimals allowed; KB/MB/GB are decimal (1e3/1e6/1e9 bytes),
+//                      KiB/MiB/GiB binary (2^10/2^20/2^30), B = bytes
+//   "N"                an integer number of bytes
+// The result is rounded down to whole bytes; it is not checked against the minimum
+// here (plan_streaming reports a budget below it with both sizes).
+Expected<int64_t> parse_weight_budget(const std::string& text, int64_t total_weight_bytes, int64_t minimal_bytes) {
+  const auto bad = [&](const std::string& why) -> Status {
+    return invalid_argument("weight budget \"" + text + "\": " + why);
+  };
+  size_t a = 0, e = text.size();
+  while (a < e && std::isspace(static_cast<unsigned char>(text[a]))) ++a;
+  while (e > a && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+  const std::string t = lower(text.substr(a, e - a));
+  if (t.empty()) return bad("empty; expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+  if (t == "min") return minimal_bytes;
+  if (t == "all") return total_weight_bytes;
+  if (t[0] == '-') return bad("negative");
+
+  // number: digits [. digits]
+  size_t i = 0;
+  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+  const size_t int_digits = i;
+  bool has_fraction = false;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    const size_t frac_begin = i;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+    has_fraction = i > frac_begin;
+    if (!has_fraction) return bad("expected digits after '.'");
+  }
+  if (int_digits == 0 && !has_fraction)
+    return bad("expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+  const std::string number = t.substr(0, i);
+  size_t j = i;
+  while (j < t.size() && t[j] == ' ') ++j;
+  const std::string unit = t.substr(j);
+  const double value = std::strtod(number.c_str(), nullptr);
+  if (!(value > 0)) return bad("must be greater than zero");
+
+  double bytes = 0;
+  if (unit == "%") {
+    if (value > 100) return bad("a percentage must be in (0, 100]");
+    bytes = std::floor(double(total_weight_bytes) * value / 100.0);
+  } else {
+    double mult = 0;
+    if (unit.empty()) {
+      if (has_fraction) return bad("a plain byte count must be an integer (or add a unit: KB, MB, GB, KiB, MiB, GiB)");
+      mult = 1;
+    } else if (unit == "b") {
+      mult = 1;
+    } else if (unit == "kb") {
+      mult = 1e3;
+    } else if (unit == "mb") {
+      mult = 1e6;
+    } else if (unit == "gb") {
+      mult = 1e9;
+    } else if (unit == "kib") {
+      mult = double(int64_t(1) << 10);
+    } else if (unit == "mib") {
+      mult = double(int64_t(1) << 20);
+    } else if (unit == "gib") {
+      mult = double(int64_t(1) << 30);
+    } else {
+      return bad("unknown unit '" + text.substr(a + j, e - a - j) + "'; expected %, B, KB, MB, GB, KiB, MiB or GiB");
+    }
+    bytes = std::floor(value * mult);
+  }
+  if (bytes >= 9.0e18) return bad("too large");
+  if (bytes < 1) return bad("rounds to zero bytes");
+  return int64_t(bytes);
+}
+
+}  // namespace dlr

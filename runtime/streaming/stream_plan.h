@@ -1,0 +1,99 @@
+// StreamPlan: how weights reach a bounded device pool during an inference
+// (demand layering). Plain data computed before the first inference from the
+// ExecutionPlan, a CopyProfile and a budget; printable and testable without a GPU.
+// The CUDA stream executor follows it; the simulator checks and times it.
+//
+// Model (docs/streaming.md has the diagram):
+//  - The host weight store holds every prepared blob back to back in plan.weights
+//    order (= execution order), pinned, so any run of consecutive blobs is one
+//    contiguous byte range.
+//  - Groups: consecutive blobs are packed into groups of at most `slot_bytes`
+//    (= the largest blob, rounded up to 256 B). A group is a residency unit.
+//  - The device pool is K = floor(budget / slot_bytes) >= 2 slots of slot_bytes;
+//    group g lives in slot g % K, its blobs back to back from the slot's start.
+//    K = 2 is double buffering (the minimal mode); a larger K buys lookahead
+//    (copies may run up to K-1 groups ahead of compute).
+//  - Transfer units are the copies: each group's byte range cut into chunks of
+//    at most chunk_bytes. A layer waits only for the unit holding the last byte
+//    of its blob (copies on one stream complete in order).
+//  - A slot is refilled only after every layer reading the group that occupied
+//    it before has finished (unit_waits: the copy stream waits on those layers'
+//    events).
+//  - Resident: when the budget holds every blob, each blob gets its own region,
+//    copied once at open; an inference copies nothing (behaves like preload).
+//  - `order` is the host enqueue order of copies and layer launches; a copy is
+//    never enqueued before the launches it waits on (so its stream waits see the
+//    right event records), and at most `max_copies_ahead` copies are enqueued
+//    ahead of the layer being launched, which keeps the host inside the profile's
+//    queue (the simulator proves it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/plan.h"
+#include "runtime/streaming/copy_profile.h"
+
+namespace dlr {
+
+struct TransferUnit {
+  int index = 0;
+  int group = 0;             // residency group (slot = group % slots)
+  int64_t host_offset = 0;   // bytes into the host weight store
+  int64_t bytes = 0;
+  int64_t pool_offset = 0;   // bytes into the device pool
+  int first_blob = 0;        // blobs [first_blob, last_blob] (plan.weights indices) overlap this unit
+  int last_blob = 0;
+  int first_layer = 0;       // first layer that needs this unit
+};
+
+struct StreamAction {
+  enum class Kind : uint8_t { kCopy, kLayer };
+  Kind kind = Kind::kCopy;
+  int index = 0;  // unit index for kCopy, layer (step) index for kLayer
+};
+
+struct StreamOptions {
+  int64_t budget_bytes = 0;      // device pool bytes; 0 = minimal (two slots of the largest blob)
+  int64_t chunk_bytes = 0;       // 0 = the profile's
+  int64_t min_unit_bytes = 0;    // 0 = the profile's
+  int max_copies_ahead = 0;      // 0 = from the profile's queue depth
+};
+
+struct WeightGroup {
+  int first_blob = 0;        // blobs [first_blob, last_blob]
+  int last_blob = 0;
+  int64_t host_offset = 0;
+  int64_t bytes = 0;
+  int slot = 0;
+  int last_layer = 0;        // the last layer reading any of its blobs
+};
+
+struct StreamPlan {
+  int64_t pool_bytes = 0;        // device memory for weights (slots * slot_bytes, or the total when resident)
+  int64_t slot_bytes = 0;        // the largest blob, 256-aligned
+  int slots = 0;                 // K (0 when resident)
+  int64_t minimal_pool_bytes = 0;  // 2 * slot_bytes
+  int64_t total_weight_bytes = 0;
+  std::vector<WeightGroup> groups;
+  bool resident = false;         // the pool holds every blob: copied once at open, nothing per inference
+  std::vector<TransferUnit> units;
+  std::vector<int64_t> blob_pool_offset;     // per weight blob: its region in the pool
+  std::vector<int> blob_last_unit;           // per weight blob: the unit whose completion makes it ready
+  std::vector<std::vector<int>> unit_waits;  // per unit: layers that must finish before its copy starts
+  std::vector<StreamAction> order;           // host enqueue order (every unit once, every layer once)
+  int max_copies_ahead = 0;
+  int64_t streamed_bytes() const;            // bytes copied per inference (0 when resident)
+  std::string to_text() const;
+};
+
+// Fails when the budget is smaller than the minimal pool (error names both sizes)
+// or the options are invalid.
+Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile& profile,
+                                    const StreamOptions& options);
+
+// Parses "--weight-budget": "min", "all", "NN%" of the weights, "NNMB"/"NNMiB", "NNGB", or plain bytes.
+Expected<int64_t> parse_weight_budget(const std::string& text, int64_t total_weight_bytes, int64_t minimal_bytes);
+
+}  // namespace dlr

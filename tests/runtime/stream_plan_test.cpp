@@ -1,0 +1,473 @@
+// StreamPlan: structure of the weight-streaming plan (groups, slots, units, waits,
+// host order) on random skewed layer sequences, exact errors, the budget parser,
+// and the numbers of the real yolov4 plan.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+
+#include "loaders/network_desc.h"
+#include "runtime/plan.h"
+#include "runtime/streaming/simulator.h"
+#include "runtime/streaming/stream_plan.h"
+#include "tests/common/test_paths.h"
+
+namespace dlr {
+namespace {
+
+constexpr int64_t kMiB = int64_t(1) << 20;
+
+// A fake ExecutionPlan: one conv per blob size, with non-conv (some no-op) steps between.
+ExecutionPlan fake_plan(const std::vector<int64_t>& blob_bytes, std::mt19937_64* rng) {
+  ExecutionPlan p;
+  std::uniform_int_distribution<int> extra(0, 2), coin(0, 2);
+  auto add_step = [&](LayerKind kind, bool no_op, int weight) {
+    Step s;
+    s.layer = int(p.steps.size());
+    s.kind = kind;
+    s.no_op = no_op;
+    s.weight = weight;
+    p.steps.push_back(s);
+  };
+  for (int64_t bytes : blob_bytes) {
+    const int n_extra = rng ? extra(*rng) : 0;
+    for (int e = 0; e < n_extra; ++e) {
+      const int c = coin(*rng);
+      add_step(c == 0 ? LayerKind::kRoute : c == 1 ? LayerKind::kShortcut : LayerKind::kMaxPool, c == 0, -1);
+    }
+    WeightBlob w;
+    w.layer = int(p.steps.size());
+    w.bytes = bytes;
+    add_step(LayerKind::kConv, false, int(p.weights.size()));
+    p.weights.push_back(w);
+  }
+  return p;
+}
+
+// Sizes from 4 KB to 20 MB, skewed like yolov4: many small, few huge.
+std::vector<int64_t> random_sizes(std::mt19937_64* rng, int n) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const double lo = std::log(4096.0), hi = std::log(20e6);
+  std::vector<int64_t> v;
+  for (int i = 0; i < n; ++i)
+    v.push_back(align_up(int64_t(std::exp(lo + (hi - lo) * std::pow(u(*rng), 1.6))), 256));
+  return v;
+}
+
+CopyProfile h100_like() {
+  CopyProfile p;
+  p.name = "h100-like";
+  p.pinned = {{64 << 10, 16}, {1 << 20, 46}, {4 << 20, 53}, {16 << 20, 55}};
+  p.queue = {{int64_t(1) << 40, 1020}};
+  p.call_us = 2;
+  p.chunk_bytes = 4 << 20;
+  p.min_unit_bytes = 1 << 20;
+  return p;
+}
+
+CopyProfile jetson_like() {
+  CopyProfile p;
+  p.name = "jetson-like";
+  p.pinned = {{64 << 10, 4}, {1 << 20, 10}, {16 << 20, 12}};
+  p.queue = {{64 << 10, 14}, {1 << 20, 2}, {2 << 20, 1}, {int64_t(1) << 40, 0}};
+  p.call_us = 10;
+  p.chunk_bytes = 1 << 20;
+  p.min_unit_bytes = 256 << 10;
+  return p;
+}
+
+// Every structural property of a plan; `budget` as passed to plan_streaming.
+void check_stream_plan(const ExecutionPlan& plan, const StreamPlan& s, const CopyProfile& prof, int64_t budget,
+                       int64_t chunk) {
+  int64_t total = 0, largest = 0;
+  std::vector<int64_t> off;
+  for (const WeightBlob& w : plan.weights) {
+    off.push_back(total);
+    total += w.bytes;
+    largest = std::max(largest, w.bytes);
+  }
+  ASSERT_EQ(s.total_weight_bytes, total);
+  ASSERT_EQ(s.slot_bytes, largest);
+  ASSERT_EQ(s.minimal_pool_bytes, 2 * largest);
+  const int64_t eff_budget = budget == 0 ? 2 * largest : budget;
+  ASSERT_LE(s.pool_bytes, eff_budget);
+  ASSERT_EQ(s.resident, eff_budget >= total);
+  ASSERT_EQ(s.blob_pool_offset.size(), plan.weights.size());
+  ASSERT_EQ(s.blob_last_unit.size(), plan.weights.size());
+  ASSERT_EQ(s.unit_waits.size(), s.units.size());
+
+  // Units tile the host store, in order, each at most one chunk.
+  int64_t pos = 0;
+  for (size_t u = 0; u < s.units.size(); ++u) {
+    const TransferUnit& t = s.units[u];
+    ASSERT_EQ(t.index, int(u));
+    ASSERT_EQ(t.host_offset, pos);
+    ASSERT_GT(t.bytes, 0);
+    ASSERT_LE(t.bytes, chunk);
+    ASSERT_EQ(t.bytes % 256, 0);
+    pos += t.bytes;
+    ASSERT_LT(off[size_t(t.first_blob)], t.host_offset + t.bytes);
+    ASSERT_GT(off[size_t(t.first_blob)] + plan.weights[size_t(t.first_blob)].bytes, t.host_offset);
+    ASSERT_LT(off[size_t(t.last_blob)], t.host_offset + t.bytes);
+    ASSERT_GE(off[size_t(t.last_blob)] + plan.weights[size_t(t.last_blob)].bytes, t.host_offset + t.bytes);
+    ASSERT_EQ(t.first_layer, plan.weights[size_t(t.first_blob)].layer);
+    ASSERT_LE(t.pool_offset + t.bytes, s.pool_bytes);
+  }
+  ASSERT_EQ(pos, total);
+  for (size_t b = 0; b < plan.weights.size(); ++b) {
+    const TransferUnit& t = s.units[size_t(s.blob_last_unit[b])];
+    const int64_t last_byte = off[b] + plan.weights[b].bytes - 1;
+    ASSERT_TRUE(t.host_offset <= last_byte && last_byte < t.host_offset + t.bytes) << "blob " << b;
+    ASSERT_LE(s.blob_pool_offset[b] + plan.weights[b].bytes, s.pool_bytes);
+  }
+
+  if (s.resident) {
+    EXPECT_EQ(s.pool_bytes, total);
+    EXPECT_EQ(s.slots, 0);
+    EXPECT_EQ(s.streamed_bytes(), 0);
+    for (size_t b = 0; b < plan.weights.size(); ++b) EXPECT_EQ(s.blob_pool_offset[b], off[b]);
+    for (const auto& w : s.unit_waits) EXPECT_TRUE(w.empty());
+    ASSERT_EQ(s.order.size(), plan.steps.size());
+    for (size_t i = 0; i < s.order.size(); ++i) {
+      EXPECT_EQ(s.order[i].kind, StreamAction::Kind::kLayer);
+      EXPECT_EQ(s.order[i].index, int(i));
+    }
+    return;
+  }
+
+  // Streaming: K slots, groups packed greedily, group g in slot g % K.
+  const int k = int(eff_budget / largest);
+  ASSERT_EQ(s.slots, k);
+  ASSERT_GE(k, 2);
+  ASSERT_EQ(s.pool_bytes, int64_t(k) * largest);
+  ASSERT_LT(k, int(s.groups.size()));
+  EXPECT_EQ(s.streamed_bytes(), total);
+  int next_blob = 0;
+  for (size_t g = 0; g < s.groups.size(); ++g) {
+    const WeightGroup& gr = s.groups[g];
+    ASSERT_EQ(gr.first_blob, next_blob);
+    ASSERT_GE(gr.last_blob, gr.first_blob);
+    ASSERT_EQ(gr.host_offset, off[size_t(gr.first_blob)]);
+    ASSERT_EQ(gr.bytes, off[size_t(gr.last_blob)] + plan.weights[size_t(gr.last_blob)].bytes - gr.host_offset);
+    ASSERT_LE(gr.bytes, s.slot_bytes);
+    if (g + 1 < s.groups.size()) {  // greedy: the next blob did not fit
+      ASSERT_GT(gr.bytes + plan.weights[size_t(gr.last_blob) + 1].bytes, s.slot_bytes);
+    }
+    ASSERT_EQ(gr.slot, int(g % size_t(k)));
+    if (g > 0) {
+      ASSERT_NE(gr.slot, s.groups[g - 1].slot);  // consecutive groups never share a slot
+    }
+    ASSERT_EQ(gr.last_layer, plan.weights[size_t(gr.last_blob)].layer);
+    for (int b = gr.first_blob; b <= gr.last_blob; ++b)
+      ASSERT_EQ(s.blob_pool_offset[size_t(b)], int64_t(gr.slot) * s.slot_bytes + off[size_t(b)] - gr.host_offset);
+    next_blob = gr.last_blob + 1;
+  }
+  ASSERT_EQ(next_blob, int(plan.weights.size()));
+  for (const TransferUnit& t : s.units) {
+    const WeightGroup& gr = s.groups[size_t(t.group)];
+    ASSERT_GE(t.host_offset, gr.host_offset);
+    ASSERT_LE(t.host_offset + t.bytes, gr.host_offset + gr.bytes);
+    ASSERT_EQ(t.pool_offset, int64_t(gr.slot) * s.slot_bytes + t.host_offset - gr.host_offset);
+    if (t.group < k) {
+      ASSERT_TRUE(s.unit_waits[size_t(t.index)].empty());
+    } else {
+      ASSERT_EQ(s.unit_waits[size_t(t.index)], std::vector<int>{s.groups[size_t(t.group - k)].last_layer});
+    }
+    ASSERT_GT(prof.queue_depth(t.bytes), 0);
+  }
+
+  // Host order: every unit and layer once; layers in order; a layer after the units
+  // it needs; a copy after the layers it waits on; at most max_copies_ahead ahead.
+  std::vector<int> unit_pos(s.units.size(), -1), layer_pos(plan.steps.size(), -1);
+  int next_unit = 0, next_layer = 0;
+  for (size_t i = 0; i < s.order.size(); ++i) {
+    const StreamAction& a = s.order[i];
+    if (a.kind == StreamAction::Kind::kCopy) {
+      ASSERT_EQ(a.index, next_unit++);  // unit order
+      unit_pos[size_t(a.index)] = int(i);
+      for (int w : s.unit_waits[size_t(a.index)]) ASSERT_GE(layer_pos[size_t(w)], 0) << "unit " << a.index;
+    } else {
+      ASSERT_EQ(a.index, next_layer++);
+      layer_pos[size_t(a.index)] = int(i);
+      const int w = plan.steps[size_t(a.index)].weight;
+      int need = -1;
+      for (int l = 0; l <= a.index; ++l)
+        if (plan.steps[size_t(l)].weight >= 0)
+          need = std::max(need, s.blob_last_unit[size_t(plan.steps[size_t(l)].weight)]);
+      if (w >= 0) {
+        ASSERT_GE(unit_pos[size_t(s.blob_last_unit[size_t(w)])], 0) << "layer " << a.index;
+      }
+      ASSERT_LE(next_unit - 1 - need, s.max_copies_ahead) << "layer " << a.index;
+    }
+  }
+  ASSERT_EQ(next_unit, int(s.units.size()));
+  ASSERT_EQ(next_layer, int(plan.steps.size()));
+}
+
+TEST(StreamPlan, RandomSequencesHaveEveryStructuralProperty) {
+  std::mt19937_64 rng(20260101);
+  const CopyProfile profiles[] = {h100_like(), jetson_like()};
+  int cases = 0, resident = 0, minimal = 0;
+  for (int iter = 0; iter < 300; ++iter) {
+    std::uniform_int_distribution<int> nconv(1, 120);
+    const ExecutionPlan plan = fake_plan(random_sizes(&rng, nconv(rng)), &rng);
+    const int64_t total = plan.weight_bytes();
+    int64_t largest = 0;
+    for (const WeightBlob& w : plan.weights) largest = std::max(largest, w.bytes);
+    const int64_t min_pool = 2 * largest;
+    std::uniform_int_distribution<int64_t> between(min_pool, std::max(min_pool, total - 1));
+    std::uniform_int_distribution<int64_t> above(total, 2 * total);
+    for (const CopyProfile& prof : profiles) {
+      for (int64_t budget : {int64_t(0), min_pool, between(rng), above(rng)}) {
+        SCOPED_TRACE("iter " + std::to_string(iter) + " profile " + prof.name + " budget " + std::to_string(budget));
+        StreamOptions o;
+        o.budget_bytes = budget;
+        Expected<StreamPlan> s = plan_streaming(plan, prof, o);
+        ASSERT_TRUE(s.ok()) << s.status().to_string();
+        check_stream_plan(plan, *s, prof, budget, prof.chunk_bytes);
+        if (HasFatalFailure()) return;
+        ++cases;
+        resident += s->resident;
+        minimal += !s->resident && s->slots == 2;
+        if (!s->resident) {  // min depth over the unit sizes, minus 1, in [1, 256]
+          int depth = 1 << 30;
+          for (const TransferUnit& u : s->units) depth = std::min(depth, prof.queue_depth(u.bytes));
+          EXPECT_EQ(s->max_copies_ahead, std::max(1, std::min(256, depth - 1)));
+          if (prof.name == "h100-like") {
+            EXPECT_EQ(s->max_copies_ahead, 256);
+          }
+        }
+      }
+    }
+  }
+  std::printf("%d plans checked: %d resident, %d minimal (2 slots)\n", cases, resident, minimal);
+  EXPECT_GT(resident, 100);
+  EXPECT_GT(minimal, 100);
+}
+
+TEST(StreamPlan, MinimalBudgetIsExactlyTwoSlots) {
+  const ExecutionPlan plan = fake_plan({1 * kMiB, 3 * kMiB, 512 << 10, 2 * kMiB, 3 * kMiB, 256 << 10, kMiB}, nullptr);
+  for (int64_t budget : {int64_t(0), 6 * kMiB, 6 * kMiB + 1, 9 * kMiB - 1}) {
+    StreamOptions o;
+    o.budget_bytes = budget;
+    Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    EXPECT_FALSE(s->resident);
+    EXPECT_EQ(s->slot_bytes, 3 * kMiB);
+    EXPECT_EQ(s->slots, 2);
+    EXPECT_EQ(s->pool_bytes, 6 * kMiB);
+    EXPECT_EQ(s->minimal_pool_bytes, 6 * kMiB);
+    // groups: [1, ] [3] [0.5, 2] [3] [0.25, 1]
+    ASSERT_EQ(s->groups.size(), 5u);
+    for (size_t g = 1; g < s->groups.size(); ++g) EXPECT_NE(s->groups[g].slot, s->groups[g - 1].slot);
+    check_stream_plan(plan, *s, h100_like(), budget, h100_like().chunk_bytes);
+  }
+}
+
+TEST(StreamPlan, BudgetBelowMinimalGivesExactError) {
+  // blobs of layers 0..3; the largest (3 MiB) is blob 1 = layer 1.
+  const ExecutionPlan plan = fake_plan({1 * kMiB, 3 * kMiB, 512 << 10, 2 * kMiB}, nullptr);
+  StreamOptions o;
+  o.budget_bytes = 6 * kMiB - 1;
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "weight budget 5.9999990 MiB is below the minimum of 6.0000000 MiB (two slots of the largest layer, "
+            "3.00 MiB, layer 1)");
+  o.budget_bytes = 5 * kMiB;
+  s = plan_streaming(plan, h100_like(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "weight budget 5.00 MiB is below the minimum of 6.00 MiB (two slots of the largest layer, 3.00 MiB, "
+            "layer 1)");
+}
+
+TEST(StreamPlan, ResidentWhenTheBudgetHoldsEverything) {
+  const ExecutionPlan plan = fake_plan({1 * kMiB, 9 * kMiB, 512 << 10}, nullptr);
+  for (int64_t budget : {plan.weight_bytes(), 2 * plan.weight_bytes()}) {
+    StreamOptions o;
+    o.budget_bytes = budget;
+    Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
+    ASSERT_TRUE(s.ok());
+    EXPECT_TRUE(s->resident);
+    EXPECT_EQ(s->streamed_bytes(), 0);
+    EXPECT_EQ(s->pool_bytes, plan.weight_bytes());
+    // open-time copies: chunks of the whole store; the 9 MiB blob is cut at 4 MiB chunks
+    ASSERT_EQ(s->units.size(), 3u);  // 4, 4, 2.5 MiB (the boundary at 1 MiB is too early in the first chunk)
+    check_stream_plan(plan, *s, h100_like(), budget, h100_like().chunk_bytes);
+  }
+}
+
+TEST(StreamPlan, UnitsCutAtBlobBoundariesInTheLastQuarterOfAChunk) {
+  // slot 8 MiB; groups [8] [3.5 2 1] [8]; chunks of 4 MiB. The inference's first unit is
+  // min_unit_bytes (1 MiB). The boundary at 3.5 MiB of the second group lies in the
+  // last quarter of its first chunk, so that unit ends there.
+  ExecutionPlan plan = fake_plan({8 * kMiB, 7 * kMiB / 2, 2 * kMiB, 1 * kMiB, 8 * kMiB}, nullptr);
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), {});
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_EQ(s->groups.size(), 3u);
+  auto sizes = [&]() {
+    std::vector<int64_t> v;
+    for (const TransferUnit& u : s->units) v.push_back(u.bytes);
+    return v;
+  };
+  EXPECT_EQ(sizes(), (std::vector<int64_t>{kMiB, 4 * kMiB, 3 * kMiB, 7 * kMiB / 2, 3 * kMiB, 4 * kMiB, 4 * kMiB}));
+  EXPECT_EQ(s->blob_last_unit, (std::vector<int>{2, 3, 4, 4, 6}));
+  check_stream_plan(plan, *s, h100_like(), 0, 4 * kMiB);
+  // groups [8] [1 4 2] [8]: the boundary at 1 MiB of the second group is too early in
+  // its first chunk, so that chunk is a full 4 MiB and the 4 MiB blob spans two units.
+  plan = fake_plan({8 * kMiB, 1 * kMiB, 4 * kMiB, 2 * kMiB, 8 * kMiB}, nullptr);
+  s = plan_streaming(plan, h100_like(), {});
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->groups.size(), 3u);
+  EXPECT_EQ(sizes(), (std::vector<int64_t>{kMiB, 4 * kMiB, 3 * kMiB, 4 * kMiB, 3 * kMiB, 4 * kMiB, 4 * kMiB}));
+  EXPECT_EQ(s->blob_last_unit, (std::vector<int>{2, 3, 4, 4, 6}));
+  check_stream_plan(plan, *s, h100_like(), 0, 4 * kMiB);
+}
+
+TEST(StreamPlan, ChunkOptionOverridesTheProfile) {
+  const ExecutionPlan plan = fake_plan({8 * kMiB, 8 * kMiB, 8 * kMiB}, nullptr);
+  StreamOptions o;
+  o.chunk_bytes = 2 * kMiB;
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->units.size(), 13u);  // 1 (the first unit: min_unit_bytes) + 2 + 2 + 2 + 1, then 4 + 4
+  check_stream_plan(plan, *s, h100_like(), 0, 2 * kMiB);
+  o.chunk_bytes = 1000;
+  s = plan_streaming(plan, h100_like(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "copy chunk size 1000 bytes must be a positive multiple of 256");
+  o.chunk_bytes = 0;
+  o.max_copies_ahead = 3;
+  s = plan_streaming(plan, h100_like(), o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->max_copies_ahead, 3);
+}
+
+TEST(StreamPlan, UnqueueableUnitSizeNamesTheChunkToUse) {
+  const ExecutionPlan plan = fake_plan({8 * kMiB, 1 * kMiB, 8 * kMiB}, nullptr);
+  StreamOptions o;
+  o.chunk_bytes = 4 * kMiB;
+  Expected<StreamPlan> s = plan_streaming(plan, jetson_like(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "copy profile 'jetson-like' cannot queue copies of 4.00 MiB (unit 1); use a chunk size of at most "
+            "2097152 bytes (2.00 MiB)");
+  o.chunk_bytes = 0;  // the profile's 1 MiB
+  s = plan_streaming(plan, jetson_like(), o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->max_copies_ahead, 1);
+}
+
+TEST(StreamPlan, ToTextHasASummaryAndOneLinePerGroupAndUnit) {
+  const ExecutionPlan plan = fake_plan({1 * kMiB, 3 * kMiB, 512 << 10, 2 * kMiB, 3 * kMiB}, nullptr);
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), {});
+  ASSERT_TRUE(s.ok());
+  const std::string text = s->to_text();
+  EXPECT_EQ(size_t(std::count(text.begin(), text.end(), '\n')), 1 + s->groups.size() + s->units.size());
+  EXPECT_NE(text.find("2 slots x 3.00 MiB = 6.00 MiB pool"), std::string::npos) << text;
+  EXPECT_NE(text.find("waits 1"), std::string::npos) << text;
+}
+
+TEST(StreamPlanBudget, ParsesEveryForm) {
+  const int64_t total = 1000 * kMiB, minimal = 36 * kMiB;
+  auto parse = [&](const std::string& t) { return parse_weight_budget(t, total, minimal); };
+  EXPECT_EQ(*parse("min"), minimal);
+  EXPECT_EQ(*parse("MIN"), minimal);
+  EXPECT_EQ(*parse("all"), total);
+  EXPECT_EQ(*parse("25%"), total / 4);
+  EXPECT_EQ(*parse("100%"), total);
+  EXPECT_EQ(*parse("12.5 %"), total / 8);
+  EXPECT_EQ(*parse("64MB"), 64000000);
+  EXPECT_EQ(*parse("64MiB"), 64 * kMiB);
+  EXPECT_EQ(*parse(" 64mib "), 64 * kMiB);
+  EXPECT_EQ(*parse("1.5GB"), 1500000000);
+  EXPECT_EQ(*parse("1.5GiB"), 3 * (int64_t(1) << 29));
+  EXPECT_EQ(*parse("512KiB"), 512 * 1024);
+  EXPECT_EQ(*parse("100kb"), 100000);
+  EXPECT_EQ(*parse("123456789"), 123456789);
+  EXPECT_EQ(*parse("4096B"), 4096);
+}
+
+TEST(StreamPlanBudget, RejectsGarbage) {
+  auto err = [](const std::string& t) {
+    Expected<int64_t> v = parse_weight_budget(t, 1000 * kMiB, 36 * kMiB);
+    EXPECT_FALSE(v.ok()) << t;
+    return v.ok() ? std::string() : v.status().message();
+  };
+  EXPECT_EQ(err("-5MB"), "weight budget \"-5MB\": negative");
+  EXPECT_EQ(err("0"), "weight budget \"0\": must be greater than zero");
+  EXPECT_EQ(err("0MB"), "weight budget \"0MB\": must be greater than zero");
+  EXPECT_EQ(err("0%"), "weight budget \"0%\": must be greater than zero");
+  EXPECT_EQ(err("150%"), "weight budget \"150%\": a percentage must be in (0, 100]");
+  EXPECT_EQ(err("12XB"), "weight budget \"12XB\": unknown unit 'XB'; expected %, B, KB, MB, GB, KiB, MiB or GiB");
+  EXPECT_EQ(err("1.5"),
+            "weight budget \"1.5\": a plain byte count must be an integer (or add a unit: KB, MB, GB, KiB, MiB, GiB)");
+  EXPECT_NE(err(""), "");
+  EXPECT_NE(err("abc"), "");
+  EXPECT_NE(err("%"), "");
+  EXPECT_NE(err("1."), "");
+  EXPECT_NE(err("nan"), "");
+  EXPECT_NE(err("inf"), "");
+  EXPECT_NE(err("1e9"), "");
+  EXPECT_NE(err("99999999999999GB"), "");
+  EXPECT_EQ(err("0.0000000001%"), "weight budget \"0.0000000001%\": rounds to zero bytes");
+}
+
+// The real yolov4 plan, fp32 and fp16 weights: groups, units and copies per budget,
+// and the simulator's prediction for an H100-like copy engine.
+TEST(StreamPlan, Yolov4Numbers) {
+  DLR_REQUIRE_FILE(cfg, "models/yolov4.cfg");
+  Expected<NetworkDesc> net = parse_network_cfg(cfg);
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  Expected<CopyProfile> builtin = CopyProfile::builtin("h100");
+  const CopyProfile prof = builtin.ok() ? *builtin : h100_like();
+  for (DType dt : {DType::kF32, DType::kF16}) {
+    PlannerOptions po;
+    po.weight_dtype = dt;
+    Expected<ExecutionPlan> plan = build_plan(*net, po);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    const int64_t total = plan->weight_bytes();
+    int64_t largest = 0;
+    int largest_layer = -1;
+    for (const WeightBlob& w : plan->weights)
+      if (w.bytes > largest) largest = w.bytes, largest_layer = w.layer;
+    if (dt == DType::kF32) {
+      EXPECT_NEAR(double(largest), 18.9e6, 0.1e6);
+      EXPECT_EQ(plan->weights.size(), 110u);
+    } else {
+      EXPECT_NEAR(double(largest), 9.45e6, 0.1e6);
+    }
+    std::printf("yolov4 %s: %zu blobs, %.2f MiB of weights, slot %.2f MiB (%lld bytes, layer %d), minimal pool %.2f "
+                "MiB, profile %s\n",
+                dtype_name(dt), plan->weights.size(), double(total) / kMiB, double(largest) / kMiB,
+                (long long)largest, largest_layer, 2.0 * double(largest) / kMiB, prof.name.c_str());
+    const std::vector<double> layer_ms = model_layer_ms(*net, *plan, 20000.0, 1500.0, 5.0);
+    double compute = 0;
+    for (double t : layer_ms) compute += t;
+    for (const char* b : {"min", "25%", "50%", "75%", "100%"}) {
+      Expected<int64_t> budget = parse_weight_budget(b, total, 2 * largest);
+      ASSERT_TRUE(budget.ok());
+      StreamOptions o;
+      o.budget_bytes = *budget;
+      Expected<StreamPlan> s = plan_streaming(*plan, prof, o);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      check_stream_plan(*plan, *s, prof, *budget, prof.chunk_bytes);
+      if (std::getenv("DLR_PRINT_STREAM_PLAN")) std::printf("%s", s->to_text().c_str());
+      const SimResult r = simulate(*plan, *s, prof, layer_ms);
+      EXPECT_TRUE(r.violations.empty()) << r.violations.front();
+      std::printf("  budget %-4s = %8.2f MiB: %s, %2d slots, pool %7.2f MiB, %3zu groups, %3zu units, %3zu copies "
+                  "per inference (%.2f MiB); sim: latency %.3f ms (compute %.3f ms), stall %.3f ms\n",
+                  b, double(*budget) / kMiB, s->resident ? "resident " : "streaming", s->slots,
+                  double(s->pool_bytes) / kMiB, s->groups.size(), s->units.size(),
+                  s->resident ? size_t(0) : s->units.size(), double(s->streamed_bytes()) / kMiB, r.latency_ms,
+                  compute, r.stall_ms);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dlr
