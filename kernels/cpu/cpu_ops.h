@@ -26,12 +26,14 @@ void bias_activate_array(Activation a, float bias, float* data, int64_t n);
 
 // ---- gemm.cpp ----
 // C[m x n] = A[m x k] * B[k x n] (+ C if accumulate), row-major, leading dims as given.
+// One thread inside an OpenMP region (conv2d parallelises over tile GEMMs); with OpenBLAS
+// the first call sets openblas_set_num_threads(1) process-wide (see gemm.cpp).
 void sgemm(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc, bool accumulate);
 
 // ---- conv2d.cpp ----
-// Scratch floats conv2d needs for one image (im2col buffer); 0 when not needed.
+// Scratch floats conv2d needs for one image (im2col buffer of one group); 0 when not needed.
 int64_t conv2d_scratch_floats(const ConvParams& p, Shape3 in, Shape3 out);
-// out = act(conv(in, weights) + bias). weights OIHW [filters][c/groups][k][k], bias [filters].
+// out = act(conv(in, weights) + bias). weights OIHW [filters][c/groups][k][k], bias [filters] (nullptr: none).
 // Output size per Darknet: (H + 2*padding - size)/stride + 1 (dilation d uses padding*d... see conv2d.cpp).
 void conv2d(const ConvParams& p, const TensorView& in, const float* weights, const float* bias, const TensorView& out,
             float* scratch);
