@@ -131,7 +131,8 @@ Status CpuEngine::run() {
   for (const Step& s : m_plan.steps) {
     const auto start = Clock::now();
     if (!s.no_op || !s.copies.empty()) run_step(s);
-    m_timings[size_t(s.layer)] = LayerTiming{s.layer, ms_since(start), ms_since(Clock::now())};
+    const double begin = ms_since(start);
+    m_timings[size_t(s.layer)] = LayerTiming{s.layer, begin, ms_since(Clock::now()), begin, 0};
   }
   m_last_ms = ms_since(Clock::now());
   return Status();

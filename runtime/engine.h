@@ -13,14 +13,31 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "runtime/core/status.h"
 #include "runtime/plan.h"
+#include "runtime/streaming/stream_plan.h"
 
 namespace dlr {
 
+// Per-layer timing of the last run(), ms from the start of the network.
+// start_ms: the layer's turn on the compute stream (previous layer done);
+// ready_ms: its weights have landed too (stream mode; == start_ms otherwise);
+// end_ms: its kernels are done. stall = ready - start (waiting for weights).
 struct LayerTiming {
   int layer = 0;
-  double start_ms = 0;   // from the start of run()
+  double start_ms = 0;
   double end_ms = 0;
-  double ms() const { return end_ms - start_ms; }
+  double ready_ms = 0;
+  int64_t weight_bytes = 0;  // bytes copied for this layer's weights in this run (stream mode)
+  double ms() const { return end_ms - ready_ms; }
+  double stall_ms() const { return ready_ms - start_ms; }
+};
+
+// One host-to-device weight copy of the last run() (stream mode).
+struct CopyTiming {
+  int unit = 0;
+  int first_layer = 0;
+  int64_t bytes = 0;
+  double start_ms = 0;  // ms from the start of the network
+  double end_ms = 0;
 };
 
 // Timing of the last run(), measured on the device with events where there is one.
@@ -61,6 +78,11 @@ class Engine {
 
   virtual MemoryReport memory() const = 0;
   virtual std::vector<LayerTiming> layer_timings() const = 0;  // of the last run()
+  virtual std::vector<CopyTiming> copy_timings() const { return {}; }
+  // Human-readable description of how weights reach the device (stream plan), "" if not applicable.
+  virtual std::string weight_plan_text() const { return ""; }
+  // The streaming schedule (stream mode), nullptr otherwise.
+  virtual const StreamPlan* stream_plan() const { return nullptr; }
   virtual double last_run_ms() const = 0;  // network time of the last run()
   virtual RunTiming last_run_timing() const { return RunTiming{0, last_run_ms(), 0, last_run_ms()}; }
 };

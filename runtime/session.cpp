@@ -18,6 +18,15 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
 
 }  // namespace
 
+const char* weight_mode_name(WeightMode m) { return m == WeightMode::kStream ? "stream" : "preload"; }
+
+bool parse_weight_mode(const std::string& s, WeightMode* out) {
+  if (s == "preload") *out = WeightMode::kPreload;
+  else if (s == "stream") *out = WeightMode::kStream;
+  else return false;
+  return true;
+}
+
 Session::~Session() = default;
 
 Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, const std::string& weights_path,
@@ -43,6 +52,8 @@ Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, co
   popt.concat_in_place = options.concat_in_place;
   popt.keep_all_outputs = options.keep_all_outputs;
   if (options.device == DeviceKind::kCPU) {
+    if (options.mode != WeightMode::kPreload)
+      return invalid_argument("the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");
     if (options.precision != Precision::kFP32)
       return invalid_argument(std::string("the CPU backend runs fp32 only (asked for ") +
                               precision_name(options.precision) + ")");

@@ -22,6 +22,10 @@ namespace dlr {
 
 using ImageView = cpu::ImageU8;
 
+enum class WeightMode : uint8_t { kPreload, kStream };
+const char* weight_mode_name(WeightMode m);
+bool parse_weight_mode(const std::string& s, WeightMode* out);
+
 struct SessionOptions {
   DeviceKind device = DeviceKind::kCPU;
   Precision precision = Precision::kFP32;
@@ -36,6 +40,10 @@ struct SessionOptions {
 
   // ---- CUDA backend ----
   int cuda_device = 0;
+  WeightMode mode = WeightMode::kPreload;  // preload: all weights resident; stream: demand layering
+  std::string weight_budget = "min";       // stream mode: "min", "all", "NN%", "NNMiB", bytes (parse_weight_budget)
+  std::string copy_profile = "h100";       // stream mode: a dlprobe JSON file or a built-in profile name
+  int64_t chunk_bytes = 0;                 // stream mode: copy chunk size override (0 = the profile's)
   int layout = -1;                // -1: auto (NHWC for fp16, NCHW otherwise); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
   bool profile_layers = false;    // per-layer CUDA event timing (runs without the graph)

@@ -11,7 +11,11 @@
 //   gelu      0.5*x*(1 + tanhf(0.797885*x + 0.035677*x^3))      (double arithmetic, as Darknet)
 //   tanh      2/(1 + expf(-2x)) - 1                               (Darknet's tanh_activate)
 //   swish     x*logistic(x)
-//   mish      x*tanh_activate(softplus(x)), softplus(x) = x > 20 ? x : x < -20 ? expf(x) : logf(expf(x) + 1)
+//   mish      x*tanh(softplus(x)) with Darknet's softplus threshold 20: x > 20 ? x :
+//             x*n/(n+2), n = e*(e+2), e = expf(x)   (tanh(log(1+e)) = n/(n+2) exactly)
+//             This is the cancellation-free form (Darknet's GPU mish_yashas2 computes the
+//             same function): Darknet's CPU form 2/(1+expf(-2*sp))-1 loses ~1e-7 absolute
+//             near 0. CPU and CUDA backends use this same form (kernels/cuda/activation.cuh).
 //   hard_mish x > 0 ? x : x > -2 ? x*x/2 + x : 0
 //
 // Numerics: logistic, tanh, swish and mish are evaluated 8 floats at a time with
@@ -21,8 +25,8 @@
 // build is -Ofast and also uses vectorised approximate expf/logf. activate()
 // runs the same code as activate_array(), so the two agree bit for bit.
 // elu/selu/gelu (unused by the supported cfgs) use libm scalar functions.
-// Inherent to the formulas: tanh near 0 and mish for x < 0 lose relative accuracy
-// through 2/(1+e)-1 cancellation (absolute error ~1e-7 of the tanh term), as in Darknet.
+// Inherent to Darknet's tanh formula: tanh near 0 loses relative accuracy through
+// 2/(1+e)-1 cancellation (absolute error ~1e-7), as in Darknet.
 #include <algorithm>
 #include <cmath>
 
@@ -118,11 +122,11 @@ inline __m256 tanh8(__m256 x) {
 inline __m256 swish8(__m256 x) { return _mm256_mul_ps(x, logistic8(x)); }
 
 inline __m256 mish8(__m256 x) {
+  const __m256 two = _mm256_set1_ps(2.f);
   const __m256 e = exp8(x);
-  __m256 sp = log8(_mm256_add_ps(e, _mm256_set1_ps(1.f)));
-  sp = _mm256_blendv_ps(sp, x, _mm256_cmp_ps(x, _mm256_set1_ps(20.f), _CMP_GT_OQ));
-  sp = _mm256_blendv_ps(sp, e, _mm256_cmp_ps(x, _mm256_set1_ps(-20.f), _CMP_LT_OQ));
-  return _mm256_mul_ps(x, tanh8(sp));
+  const __m256 n = _mm256_mul_ps(e, _mm256_add_ps(e, two));
+  const __m256 m = _mm256_div_ps(_mm256_mul_ps(x, n), _mm256_add_ps(n, two));
+  return _mm256_blendv_ps(m, x, _mm256_cmp_ps(x, _mm256_set1_ps(20.f), _CMP_GT_OQ));
 }
 
 // data[i] = f(data[i] + bias) over n floats; the tail uses masked loads/stores.
@@ -151,8 +155,12 @@ inline float lane0(__m256 v) { return _mm256_cvtss_f32(v); }
 inline float logistic_f(float x) { return 1.f / (1.f + expf(-x)); }
 inline float tanh_f(float x) { return 2 / (1 + expf(-2 * x)) - 1; }
 inline float swish_f(float x) { return x * logistic_f(x); }
-inline float softplus_f(float x) { return x > 20 ? x : (x < -20 ? expf(x) : logf(expf(x) + 1)); }
-inline float mish_f(float x) { return x * tanh_f(softplus_f(x)); }
+inline float mish_f(float x) {
+  if (x > 20) return x;
+  const float e = expf(x);
+  const float n = e * (e + 2);
+  return x * n / (n + 2);
+}
 
 #endif
 

@@ -25,9 +25,14 @@ namespace dlr::cuda {
 __device__ __forceinline__ float logistic_activate(float x) { return 1.f / (1.f + expf(-x)); }
 // Darknet's tanh_activate.
 __device__ __forceinline__ float tanh_activate(float x) { return 2.f / (1.f + expf(-2.f * x)) - 1.f; }
-// Darknet's softplus with threshold 20 (MISH_THRESHOLD): the CPU mish, not mish_yashas2.
-__device__ __forceinline__ float softplus_activate(float x) {
-  return x > 20.f ? x : (x < -20.f ? expf(x) : logf(expf(x) + 1.f));
+// mish = x*tanh(softplus(x)) with Darknet's softplus threshold 20, in the
+// cancellation-free form tanh(log(1+e)) = n/(n+2), n = e*(e+2) (as the CPU reference,
+// kernels/cpu/activation.cpp, which explains the choice).
+__device__ __forceinline__ float mish_activate(float x) {
+  if (x > 20.f) return x;
+  const float e = expf(x);
+  const float n = e * (e + 2.f);
+  return x * n / (n + 2.f);
 }
 
 __device__ __forceinline__ float activate(Activation a, float x) {
@@ -48,7 +53,7 @@ __device__ __forceinline__ float activate(Activation a, float x) {
     }
     case Activation::kTanh: return tanh_activate(x);
     case Activation::kSwish: return x * logistic_activate(x);
-    case Activation::kMish: return x * tanh_activate(softplus_activate(x));
+    case Activation::kMish: return mish_activate(x);
     case Activation::kHardMish: return x > 0.f ? x : (x > -2.f ? x * x / 2.f + x : 0.f);
   }
   return x;

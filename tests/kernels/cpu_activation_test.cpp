@@ -29,7 +29,7 @@ std::vector<float> activation_grid() {
 // formulas cancel near the result's zero, so their own rounding (libm or ours) is
 // ~1-2 ulp of the unit-scale inner term times the outer factor; the bound follows:
 //   tanh 2/(1+e)-1: ~1.3e-7 measured; selu 1.7583*(expf(x)-1): ~1.7e-7;
-//   mish x*tanh_activate(sp): |x| * ~2e-7; gelu 0.5x(1+tanhf(..)): |x| * ~1e-7.
+//   mish x*n/(n+2) has no cancellation (bound kept from the old form); gelu 0.5x(1+tanhf(..)): |x| * ~1e-7.
 // (The same formulas with glibc expf/logf show the same errors: tanh 1.7e-7, mish 2e-7.)
 double abs_tolerance(Activation a, double x) {
   const double ax = std::max(1.0, std::fabs(x));

@@ -9,6 +9,7 @@
 
 #include "runtime/core/log.h"
 #include "runtime/session.h"
+#include "tools/common/report.h"
 #include "tools/common/tool_support.h"
 
 namespace {
@@ -32,6 +33,11 @@ struct Args {
   int width = 0, height = 0;
   bool print_plan = false;
   std::string report;
+  std::string trace;
+  std::string mode = "preload";
+  std::string weight_budget = "min";
+  std::string copy_profile = "h100";
+  bool no_graph = false;
   std::string log_level = "warn";
 };
 
@@ -44,34 +50,6 @@ std::string out_name(const std::string& out, size_t index) {
   return out.substr(0, dot) + suffix + out.substr(dot);
 }
 
-void print_report(const Session& s, Engine& e, const std::string& format) {
-  const auto timings = e.layer_timings();
-  const NetworkDesc& net = s.network();
-  if (format == "csv") {
-    std::printf("layer,type,start_ms,end_ms,ms\n");
-    for (const LayerTiming& t : timings)
-      std::printf("%d,%s,%.4f,%.4f,%.4f\n", t.layer, layer_kind_name(net.layers[size_t(t.layer)].kind), t.start_ms,
-                  t.end_ms, t.ms());
-    return;
-  }
-  if (format == "json") {
-    nlohmann::json j = nlohmann::json::array();
-    for (const LayerTiming& t : timings)
-      j.push_back({{"layer", t.layer},
-                   {"type", layer_kind_name(net.layers[size_t(t.layer)].kind)},
-                   {"start_ms", t.start_ms},
-                   {"end_ms", t.end_ms}});
-    std::printf("%s\n", j.dump().c_str());
-    return;
-  }
-  std::printf("%5s %-9s %10s %10s\n", "layer", "type", "ms", "share");
-  const double total = e.last_run_ms() > 0 ? e.last_run_ms() : 1.0;
-  for (const LayerTiming& t : timings)
-    std::printf("%5d %-9s %10.3f %9.1f%%\n", t.layer, layer_kind_name(net.layers[size_t(t.layer)].kind), t.ms(),
-                100.0 * t.ms() / total);
-  std::printf("total %.3f ms\n", e.last_run_ms());
-}
-
 int run(const Args& a) {
   SessionOptions opt;
   if (a.device == "cpu") {
@@ -80,6 +58,11 @@ int run(const Args& a) {
     opt.device = DeviceKind::kCUDA;
   }
   parse_precision(a.precision, &opt.precision);
+  parse_weight_mode(a.mode, &opt.mode);
+  opt.weight_budget = a.weight_budget;
+  opt.copy_profile = a.copy_profile;
+  opt.cuda_graph = !a.no_graph;
+  opt.profile_layers = !a.report.empty() || !a.trace.empty();
   opt.thresh = a.thresh;
   opt.nms = a.nms;
   opt.width = a.width;
@@ -103,7 +86,10 @@ int run(const Args& a) {
                                std::to_string(names.size()) + " names but the cfg's [yolo] layer " +
                                std::to_string(y) + " has classes=" + std::to_string(classes) + " (use --names)");
   }
-  if (a.print_plan) std::fputs(s.plan_text().c_str(), stdout);
+  if (a.print_plan) {
+    std::fputs(s.plan_text().c_str(), stdout);
+    std::fputs(s.engine().weight_plan_text().c_str(), stdout);
+  }
 
   for (size_t i = 0; i < a.images.size(); ++i) {
     const std::string& path = a.images[i];
@@ -121,7 +107,15 @@ int run(const Args& a) {
                   t.preprocess_ms + t.network_ms + t.postprocess_ms);
       std::fputs(format_darknet(*dets, names, img->width, img->height, a.ext_output).c_str(), stdout);
     }
-    if (!a.report.empty()) print_report(s, s.engine(), a.report);
+    if (!a.report.empty()) std::fputs(layer_report(s.network(), s.engine(), a.report).c_str(), stdout);
+    if (!a.trace.empty()) {
+      const std::string path = out_name(a.trace, i);
+      std::FILE* f = std::fopen(path.c_str(), "w");
+      if (!f) return fail("dlrun", path + ": cannot write the trace");
+      const std::string text = chrome_trace(s.network(), s.engine()).dump();
+      const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+      if (std::fclose(f) != 0 || !ok) return fail("dlrun", path + ": write failed");
+    }
     if (!a.out.empty()) {
       Status st = save_annotated(out_name(a.out, i), *img, *dets, names);
       if (!st.ok()) return fail("dlrun", st);
@@ -155,8 +149,20 @@ int main(int argc, char** argv) {
   app.add_option("--height", a.height, "override the cfg's network height (multiple of 32)")
       ->check(CLI::Range(32, 8192));
   app.add_flag("--print-plan", a.print_plan, "print the execution plan (order, buffers, weights) before running");
-  app.add_option("--report", a.report, "per-layer timing after each image: table, csv or json")
+  app.add_option("--report", a.report,
+                 "per-layer timing after each image (copy/kernel start and end, stall, bytes; totals): table, csv or "
+                 "json")
       ->check(CLI::IsMember({"table", "csv", "json"}));
+  app.add_option("--trace", a.trace, "write a Chrome/Perfetto trace (compute and copy lanes) of each image's inference");
+  app.add_option("--mode", a.mode, "cuda: preload (all weights resident) or stream (demand layering)")
+      ->check(CLI::IsMember({"preload", "stream"}));
+  app.add_option("--weight-budget", a.weight_budget,
+                 "stream mode: device weight pool: min (two slots of the largest layer), all, NN%, NNMiB, NNMB or "
+                 "bytes (default min)");
+  app.add_option("--copy-profile", a.copy_profile,
+                 "stream mode: copy-engine profile: a dlprobe JSON file or h100, discrete, jetson-xavier "
+                 "(default h100)");
+  app.add_flag("--no-graph", a.no_graph, "cuda: do not capture the inference in a CUDA graph");
   app.add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   try {

@@ -1,0 +1,354 @@
+#include "runtime/cuda/cuda_engine_impl.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "kernels/cuda/conv.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_handles.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "runtime/core/log.h"
+#include "runtime/weight_store.h"
+
+namespace dlr {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::PinnedBuffer;
+
+}  // namespace
+
+CudaEngine::~CudaEngine() {
+  if (m_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_stream.get()));
+  if (m_copy_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_copy_stream.get()));
+}
+
+const char* CudaEngine::blob_ptr(int blob) const {
+  const int64_t off = m_streaming ? m_stream_plan.blob_pool_offset[size_t(blob)] : m_blob_offsets[size_t(blob)];
+  return static_cast<const char*>(m_weights.data()) + off;
+}
+
+TensorView CudaEngine::view(const ViewRef& v) const {
+  const Buffer& b = m_plan.buffer(v);
+  const Layout layout = m_plan.options.layout;
+  const int64_t es = int64_t(dtype_size(b.dtype));
+  TensorView t;
+  t.dtype = b.dtype;
+  t.layout = layout;
+  t.n = m_plan.options.batch;
+  t.c = v.c;
+  t.h = b.h;
+  t.w = b.w;
+  t.n_stride = int64_t(b.c) * b.h * b.w;
+  t.pixel_stride = b.c;
+  const int64_t elem_off = layout == Layout::kNCHW ? int64_t(v.c_offset) * b.h * b.w : v.c_offset;
+  t.data = static_cast<char*>(m_arena.data()) + b.offset + elem_off * es;
+  return t;
+}
+
+Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const NetworkDesc& net, const WeightsFile& weights,
+                                                         const SessionOptions& options) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    return Status(StatusCode::kCudaError, "--device cuda: no CUDA device is available");
+  if (options.cuda_device < 0 || options.cuda_device >= count)
+    return invalid_argument("CUDA device " + std::to_string(options.cuda_device) + " does not exist (" +
+                            std::to_string(count) + " found)");
+  DLR_CUDA_CHECK(cudaSetDevice(options.cuda_device));
+  std::unique_ptr<CudaEngine> e(new CudaEngine(net, options));
+  DLR_ASSIGN_OR_RETURN(e->m_plan, build_plan(net, cuda_planner_options(options)));
+  const ExecutionPlan& plan = e->m_plan;
+  DLR_ASSIGN_OR_RETURN(e->m_stream, cuda::make_stream());
+  DLR_ASSIGN_OR_RETURN(e->m_cudnn, cuda::make_cudnn());
+  for (cuda::Event* ev : {&e->m_ev_upload, &e->m_ev_start, &e->m_ev_end}) {
+    DLR_ASSIGN_OR_RETURN(*ev, cuda::make_event(true));
+  }
+
+  DLR_RETURN_IF_ERROR(e->setup_weights(weights));
+  DLR_ASSIGN_OR_RETURN(e->m_arena, DeviceBuffer::alloc(size_t(plan.arena_bytes)));
+  DLR_CUDA_CHECK(cudaMemset(e->m_arena.data(), 0, size_t(plan.arena_bytes)));
+  DLR_ASSIGN_OR_RETURN(e->m_input_f32,
+                       DeviceBuffer::alloc(size_t(plan.options.batch) * size_t(plan.input_shape.count()) * 4));
+
+  // Convolutions: descriptors and algorithms chosen once; one shared workspace.
+  e->m_convs.resize(plan.steps.size());
+  size_t workspace = 0;
+  for (const Step& st : plan.steps) {
+    if (st.kind != LayerKind::kConv) continue;
+    cuda::ConvConfig cfg;
+    cfg.params = net.layers[size_t(st.layer)].conv();
+    cfg.precision = options.precision;
+    cfg.policy = options.find_algorithms ? cuda::AlgoPolicy::kFind : cuda::AlgoPolicy::kHeuristic;
+    cfg.workspace_limit = size_t(options.workspace_limit);
+    auto conv = cuda::CudnnConv::create(e->m_cudnn.get(), cfg, e->view(st.inputs[0]), e->view(st.output));
+    if (!conv.ok())
+      return Status(conv.status().code(), net.cfg_path + ": layer " + std::to_string(st.layer) + " (cfg line " +
+                                              std::to_string(net.layers[size_t(st.layer)].cfg_line) +
+                                              "): " + conv.status().message());
+    workspace = std::max(workspace, (*conv)->workspace_bytes());
+    e->m_convs[size_t(st.layer)] = std::move(conv).value();
+  }
+  DLR_ASSIGN_OR_RETURN(e->m_workspace, DeviceBuffer::alloc(workspace));
+
+  // Outputs: every yolo layer, f32, pinned for the final download.
+  e->m_output_offsets.assign(plan.steps.size(), -1);
+  int64_t out_floats = 0;
+  for (int y : plan.yolo_layers) {
+    e->m_output_offsets[size_t(y)] = out_floats;
+    out_floats += int64_t(plan.options.batch) * net.layers[size_t(y)].out.count();
+  }
+  DLR_ASSIGN_OR_RETURN(e->m_outputs, PinnedBuffer::alloc(size_t(out_floats) * 4));
+  DLR_RETURN_IF_ERROR(e->reserve_images(options.max_image_width, options.max_image_height));
+
+  e->m_timings.resize(plan.steps.size());
+  if (options.profile_layers) {
+    for (auto* v : {&e->m_ev_layer_start, &e->m_ev_layer_ready, &e->m_ev_layer_end}) {
+      for (size_t i = 0; i < plan.steps.size(); ++i) {
+        DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(true));
+        v->push_back(std::move(ev));
+      }
+    }
+  }
+  // Warm-up run (loads kernels, lets cuDNN initialise) outside any timing, then capture.
+  DLR_RETURN_IF_ERROR(e->enqueue_network(false));
+  DLR_CUDA_CHECK(cudaStreamSynchronize(e->m_stream.get()));
+  if (options.cuda_graph && !options.profile_layers) {
+    const Status st = e->capture_graph();
+    if (!st.ok()) DLR_LOG_WARN("CUDA graph capture failed, running without a graph: {}", st.message());
+  }
+  return e;
+}
+
+Status CudaEngine::reserve_images(int max_width, int max_height) {
+  const int64_t need = align_up(int64_t(max_width) * max_height * 3, 256);
+  if (need <= m_image_capacity) return Status();
+  if (m_image_capacity > 0) {
+    DLR_LOG_WARN("growing image staging to {}x{} (allocation outside the timed inference)", max_width, max_height);
+    DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
+  }
+  const size_t bytes = size_t(need) * size_t(m_plan.options.batch);
+  DLR_ASSIGN_OR_RETURN(m_image_host, PinnedBuffer::alloc(bytes));
+  DLR_ASSIGN_OR_RETURN(m_image_dev, DeviceBuffer::alloc(bytes));
+  m_image_capacity = need;
+  return Status();
+}
+
+Status CudaEngine::set_images(const cpu::ImageU8* images, int n, bool letterbox) {
+  if (n < 1 || n > m_plan.options.batch)
+    return invalid_argument("got " + std::to_string(n) + " images for a batch of " +
+                            std::to_string(m_plan.options.batch));
+  if (m_plan.input_shape.c != 3)
+    return unsupported("images need a 3-channel network (this cfg has channels=" +
+                       std::to_string(m_plan.input_shape.c) + ")");
+  int max_w = 0, max_h = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!images[i].data || images[i].width < 1 || images[i].height < 1 || images[i].channels != 3)
+      return invalid_argument("image " + std::to_string(i) + " is empty or not 3-channel");
+    max_w = std::max(max_w, images[i].width);
+    max_h = std::max(max_h, images[i].height);
+  }
+  DLR_RETURN_IF_ERROR(reserve_images(max_w, max_h));
+  // A previous set_images() without run() may still be reading the host staging.
+  if (m_input_pending) DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
+  cudaStream_t s = m_stream.get();
+  DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
+  const TensorView in = view(ViewRef{m_plan.input_buffer, 0, m_plan.input_shape.c});
+  for (int i = 0; i < n; ++i) {
+    const cpu::ImageU8& img = images[i];
+    const int64_t row = int64_t(img.width) * 3;
+    uint8_t* host = static_cast<uint8_t*>(m_image_host.data()) + i * m_image_capacity;
+    for (int y = 0; y < img.height; ++y) std::memcpy(host + y * row, img.data + y * img.row_stride, size_t(row));
+    uint8_t* dev = static_cast<uint8_t*>(m_image_dev.data()) + i * m_image_capacity;
+    DLR_CUDA_CHECK(cudaMemcpyAsync(dev, host, size_t(row * img.height), cudaMemcpyHostToDevice, s));
+    cuda::DeviceImage di{dev, img.width, img.height, row, img.bgr};
+    DLR_RETURN_IF_ERROR(cuda::preprocess(di, letterbox, in, i, s));
+  }
+  m_input_pending = true;
+  return Status();
+}
+
+Status CudaEngine::set_input(const float* nchw, int n) {
+  if (n < 1 || n > m_plan.options.batch)
+    return invalid_argument("got " + std::to_string(n) + " inputs for a batch of " +
+                            std::to_string(m_plan.options.batch));
+  cudaStream_t s = m_stream.get();
+  DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
+  const size_t bytes = size_t(n) * size_t(m_plan.input_shape.count()) * 4;
+  DLR_CUDA_CHECK(cudaMemcpyAsync(m_input_f32.data(), nchw, bytes, cudaMemcpyHostToDevice, s));
+  TensorView src = TensorView::packed(m_input_f32.data(), DType::kF32, Layout::kNCHW, n, m_plan.input_shape);
+  TensorView dst = view(ViewRef{m_plan.input_buffer, 0, m_plan.input_shape.c});
+  dst.n = n;
+  DLR_RETURN_IF_ERROR(cuda::copy_channels(src, dst, s));
+  m_input_pending = true;
+  return Status();
+}
+
+Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
+  const LayerDesc& l = m_net.layers[size_t(st.layer)];
+  switch (st.kind) {
+    case LayerKind::kConv: {
+      const WeightBlob& wb = m_plan.weights[size_t(st.weight)];
+      const char* blob = blob_ptr(st.weight);
+      return m_convs[size_t(st.layer)]->run(m_cudnn.get(), view(st.inputs[0]), blob,
+                                            reinterpret_cast<const float*>(blob + wb.bias_offset), view(st.output),
+                                            m_workspace.data(), m_workspace.bytes(), s);
+    }
+    case LayerKind::kMaxPool:
+      return cuda::maxpool(l.maxpool(), view(st.inputs[0]), view(st.output), s);
+    case LayerKind::kUpsample:
+      return cuda::upsample(l.upsample(), view(st.inputs[0]), view(st.output), s);
+    case LayerKind::kShortcut: {
+      TensorView from[cuda::kMaxShortcutFrom];
+      const int n_from = int(st.inputs.size()) - 1;
+      if (n_from > cuda::kMaxShortcutFrom)
+        return unsupported("layer " + std::to_string(st.layer) + ": shortcut with more than " +
+                           std::to_string(cuda::kMaxShortcutFrom) + " inputs");
+      for (int i = 0; i < n_from; ++i) from[i] = view(st.inputs[size_t(i) + 1]);
+      return cuda::shortcut(view(st.inputs[0]), from, n_from, l.shortcut().activation, view(st.output), s);
+    }
+    case LayerKind::kYolo:
+      return cuda::yolo(l.yolo(), view(st.inputs[0]), view(st.output), s);
+    case LayerKind::kRoute:
+      for (const auto& cp : st.copies) DLR_RETURN_IF_ERROR(cuda::copy_channels(view(cp.first), view(cp.second), s));
+      return Status();
+    case LayerKind::kDropout:
+      return Status();
+  }
+  return Status();
+}
+
+Status CudaEngine::enqueue_outputs(cudaStream_t s) {
+  // One download per yolo layer into pinned memory (the only D2H of an inference).
+  for (int y : m_plan.yolo_layers) {
+    const TensorView v = view(m_plan.layer_out[size_t(y)]);
+    DLR_ASSERT(v.contiguous() && v.dtype == DType::kF32);
+    float* dst = static_cast<float*>(m_outputs.data()) + m_output_offsets[size_t(y)];
+    DLR_CUDA_CHECK(cudaMemcpyAsync(dst, v.data, size_t(v.n) * size_t(v.n_stride) * 4, cudaMemcpyDeviceToHost, s));
+  }
+  return Status();
+}
+
+Status CudaEngine::capture_graph() {
+  cudaStream_t s = m_stream.get();
+  cudaGraph_t graph = nullptr;
+  DLR_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const Status st = enqueue_network(false);
+  const cudaError_t end = cudaStreamEndCapture(s, &graph);
+  if (!st.ok()) {
+    if (graph) cudaGraphDestroy(graph);
+    return st;
+  }
+  if (end != cudaSuccess) return cuda::cuda_status(end, "cudaStreamEndCapture", __FILE__, __LINE__);
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (inst != cudaSuccess) return cuda::cuda_status(inst, "cudaGraphInstantiate", __FILE__, __LINE__);
+  m_graph = cuda::GraphExec(exec);
+  return Status();
+}
+
+Status CudaEngine::run() {
+  const auto t0 = std::chrono::steady_clock::now();
+  cudaStream_t s = m_stream.get();
+  if (!m_input_pending) DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
+  DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
+  if (m_graph) {
+    DLR_CUDA_CHECK(cudaGraphLaunch(m_graph.get(), s));
+  } else {
+    DLR_RETURN_IF_ERROR(enqueue_network(m_options.profile_layers));
+  }
+  DLR_CUDA_CHECK(cudaEventRecord(m_ev_end.get(), s));
+  DLR_CUDA_CHECK(cudaStreamSynchronize(s));  // the final result download
+  m_input_pending = false;
+  float upload = 0, network = 0;
+  DLR_CUDA_CHECK(cudaEventElapsedTime(&upload, m_ev_upload.get(), m_ev_start.get()));
+  DLR_CUDA_CHECK(cudaEventElapsedTime(&network, m_ev_start.get(), m_ev_end.get()));
+  m_run_timing.upload_ms = upload;
+  m_run_timing.network_ms = network;
+  m_run_timing.download_ms = 0;  // part of network_ms (the downloads are the last operations)
+  m_run_timing.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (m_options.profile_layers && !m_graph) DLR_RETURN_IF_ERROR(read_profile());
+  return Status();
+}
+
+const float* CudaEngine::output(int layer, int image) const {
+  const int64_t off = m_output_offsets[size_t(layer)];
+  DLR_ASSERT(off >= 0);
+  return static_cast<const float*>(m_outputs.data()) + off + int64_t(image) * m_net.layers[size_t(layer)].out.count();
+}
+
+Status CudaEngine::read_layer(int layer, int image, std::vector<float>* out) const {
+  if (layer < 0 || layer >= int(m_plan.steps.size()) || image < 0 || image >= m_plan.options.batch)
+    return invalid_argument("read_layer: layer or image out of range");
+  const ViewRef ref = m_plan.layer_out[size_t(layer)];
+  if (m_plan.buffer(ref).last_step < int(m_plan.steps.size()))
+    return invalid_argument("layer " + std::to_string(layer) +
+                            " output is not kept after the run (plan with keep_all_outputs)");
+  TensorView src = view(ref);
+  src.data = static_cast<char*>(src.data) + int64_t(image) * src.n_stride * int64_t(dtype_size(src.dtype));
+  src.n = 1;
+  const Shape3 shape = src.shape();
+  DLR_ASSIGN_OR_RETURN(DeviceBuffer tmp, DeviceBuffer::alloc(size_t(shape.count()) * 4));
+  const TensorView dst = TensorView::packed(tmp.data(), DType::kF32, Layout::kNCHW, 1, shape);
+  DLR_RETURN_IF_ERROR(cuda::copy_channels(src, dst, m_stream.get()));
+  out->resize(size_t(shape.count()));
+  DLR_CUDA_CHECK(cudaMemcpyAsync(out->data(), tmp.data(), tmp.bytes(), cudaMemcpyDeviceToHost, m_stream.get()));
+  DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
+  return Status();
+}
+
+MemoryReport CudaEngine::memory() const {
+  MemoryReport r;
+  r.weights = int64_t(m_weights.bytes());
+  r.activations = int64_t(m_arena.bytes());
+  r.workspace = int64_t(m_workspace.bytes());
+  r.other = int64_t(m_image_dev.bytes() + m_input_f32.bytes());
+  r.host_weights = m_host ? m_host->bytes() : 0;
+  return r;
+}
+
+PlannerOptions cuda_planner_options(const SessionOptions& options) {
+  PlannerOptions p;
+  p.batch = options.batch;
+  const bool f16 = options.precision == Precision::kFP16;
+  p.layout = options.layout < 0 ? (f16 ? Layout::kNHWC : Layout::kNCHW)
+                                : (options.layout == 1 ? Layout::kNHWC : Layout::kNCHW);
+  p.activation_dtype = f16 ? DType::kF16 : DType::kF32;
+  p.weight_dtype = p.activation_dtype;
+  p.concat_in_place = options.concat_in_place;
+  p.keep_all_outputs = options.keep_all_outputs;
+  // cuDNN accepts NCHW channel slices (strided images) but rejects NHWC slices
+  // (pixel stride > channels): every algorithm answers NOT_SUPPORTED (measured, cuDNN 9.14).
+  p.conv_strided_io = p.layout == Layout::kNCHW;
+  return p;
+}
+
+Status cuda_memory_info(int device, int64_t* free_bytes, int64_t* total_bytes) {
+  DLR_CUDA_CHECK(cudaSetDevice(device));
+  size_t f = 0, t = 0;
+  DLR_CUDA_CHECK(cudaMemGetInfo(&f, &t));
+  *free_bytes = int64_t(f);
+  *total_bytes = int64_t(t);
+  return Status();
+}
+
+std::string cuda_device_description(int device) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "no CUDA device";
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  const size_t cudnn = cudnnGetVersion();
+  return std::string(prop.name) + ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+         std::to_string(prop.multiProcessorCount) + " SMs, driver CUDA " + std::to_string(driver / 1000) + "." +
+         std::to_string((driver % 1000) / 10) + ", cuDNN " + std::to_string(cudnn / 10000) + "." +
+         std::to_string((cudnn % 10000) / 100) + "." + std::to_string(cudnn % 100);
+}
+
+Expected<std::unique_ptr<Engine>> create_cuda_engine(const NetworkDesc& net, const WeightsFile& weights,
+                                                     const SessionOptions& options) {
+  DLR_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::create(net, weights, options));
+  return std::unique_ptr<Engine>(std::move(e));
+}
+
+}  // namespace dlr

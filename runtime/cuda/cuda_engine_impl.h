@@ -1,0 +1,97 @@
+// CudaEngine internals (private to runtime/cuda). Two weight modes share one class:
+//  - preload: every blob resident in one device buffer, uploaded at open;
+//  - stream:  a StreamPlan (runtime/streaming/stream_plan.h) moves weights from a
+//    pinned host store into a bounded device pool on a second (copy) stream,
+//    ordered against compute with events only (docs/streaming.md).
+// All memory is allocated at open; run() enqueues (or replays the CUDA graph of)
+// one inference and synchronises once for the output download.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda/conv.h"
+#include "kernels/cuda/cuda_handles.h"
+#include "runtime/cuda/cuda_engine.h"
+#include "runtime/streaming/stream_plan.h"
+#include "runtime/weight_store.h"
+
+namespace dlr {
+
+class CudaEngine final : public Engine {
+ public:
+  static Expected<std::unique_ptr<CudaEngine>> create(const NetworkDesc& net, const WeightsFile& weights,
+                                                      const SessionOptions& options);
+  ~CudaEngine() override;
+
+  DeviceKind device() const override { return DeviceKind::kCUDA; }
+  const ExecutionPlan& plan() const override { return m_plan; }
+  Status set_images(const cpu::ImageU8* images, int n, bool letterbox) override;
+  Status set_input(const float* nchw, int n) override;
+  Status reserve_images(int max_width, int max_height) override;
+  Status run() override;
+  const float* output(int layer, int image) const override;
+  Status read_layer(int layer, int image, std::vector<float>* out) const override;
+  MemoryReport memory() const override;
+  std::vector<LayerTiming> layer_timings() const override { return m_timings; }
+  std::vector<CopyTiming> copy_timings() const override { return m_copy_timings; }
+  std::string weight_plan_text() const override;
+  double last_run_ms() const override { return m_run_timing.network_ms; }
+  RunTiming last_run_timing() const override { return m_run_timing; }
+
+  const StreamPlan* stream_plan() const override { return m_streaming ? &m_stream_plan : nullptr; }
+
+ private:
+  CudaEngine(const NetworkDesc& net, const SessionOptions& options) : m_net(net), m_options(options) {}
+  TensorView view(const ViewRef& v) const;
+  const char* blob_ptr(int blob) const;  // device address of a weight blob (pool or resident buffer)
+
+  // weight_residency.cpp
+  Status setup_weights(const WeightsFile& weights);
+  Status enqueue_network(bool profile);
+  Status read_profile();
+  // cuda_engine.cpp
+  Status enqueue_step(const Step& st, cudaStream_t s);
+  Status enqueue_outputs(cudaStream_t s);
+  Status capture_graph();
+
+  const NetworkDesc& m_net;
+  SessionOptions m_options;
+  ExecutionPlan m_plan;
+  cuda::CudnnHandle m_cudnn;
+  cuda::Stream m_stream;       // compute
+  cuda::Stream m_copy_stream;  // stream mode: weight copies
+
+  // Weights. preload: m_weights holds every blob at m_blob_offsets. stream: m_weights
+  // is the pool (slots), m_host the pinned store, m_stream_plan the schedule.
+  cuda::DeviceBuffer m_weights;
+  std::vector<int64_t> m_blob_offsets;
+  bool m_streaming = false;
+  StreamPlan m_stream_plan;
+  std::unique_ptr<WeightStore> m_host;
+  std::vector<cuda::Event> m_copy_done;   // per unit (ordering only)
+  std::vector<cuda::Event> m_layer_done;  // per layer that ends a group's use (ordering only)
+  cuda::Event m_fork, m_join;             // copy stream joins/leaves the compute stream
+
+  cuda::DeviceBuffer m_arena;
+  cuda::DeviceBuffer m_workspace;
+  cuda::DeviceBuffer m_input_f32;
+  cuda::PinnedBuffer m_image_host;
+  cuda::DeviceBuffer m_image_dev;
+  int64_t m_image_capacity = 0;
+  cuda::PinnedBuffer m_outputs;
+  std::vector<int64_t> m_output_offsets;
+  std::vector<std::unique_ptr<cuda::CudnnConv>> m_convs;
+  cuda::GraphExec m_graph;
+
+  // Timing (events with timing; recorded only when profiling, read after the run).
+  cuda::Event m_ev_upload, m_ev_start, m_ev_end;
+  std::vector<cuda::Event> m_ev_layer_start, m_ev_layer_ready, m_ev_layer_end;  // per step
+  std::vector<cuda::Event> m_ev_copy_start, m_ev_copy_end;                      // per unit
+  bool m_input_pending = false;
+  std::vector<LayerTiming> m_timings;
+  std::vector<CopyTiming> m_copy_timings;
+  RunTiming m_run_timing;
+};
+
+}  // namespace dlr

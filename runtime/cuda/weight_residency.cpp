@@ -1,0 +1,176 @@
+// How weights reach the device, and the enqueue of one inference, for both
+// weight modes of CudaEngine (preload, stream). See docs/streaming.md.
+#include <cstring>
+
+#include "kernels/cuda/cuda_check.h"
+#include "runtime/core/log.h"
+#include "runtime/cuda/cuda_engine_impl.h"
+
+namespace dlr {
+namespace {
+
+// Pinned host memory as a HostBuffer (the weight store's allocator in stream mode).
+Expected<HostBuffer> pinned_host(size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t e = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocDefault);
+  if (e != cudaSuccess)
+    return out_of_memory("cudaHostAlloc of " + std::to_string(bytes) + " bytes of pinned memory failed: " +
+                         cudaGetErrorString(e));
+  return HostBuffer(p, bytes, [](void* q) { DLR_CUDA_CHECK_LOG(cudaFreeHost(q)); });
+}
+
+double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
+
+}  // namespace
+
+Status CudaEngine::setup_weights(const WeightsFile& file) {
+  m_streaming = m_options.mode == WeightMode::kStream;
+  if (!m_streaming) {
+    // Preload: prepared on the host in the plan's layout/dtype, uploaded once.
+    DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create(m_net, m_plan, file));
+    DLR_ASSIGN_OR_RETURN(m_weights, cuda::DeviceBuffer::alloc(size_t(store.bytes())));
+    if (store.bytes() > 0)
+      DLR_CUDA_CHECK(cudaMemcpy(m_weights.data(), store.data(), size_t(store.bytes()), cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < m_plan.weights.size(); ++i) m_blob_offsets.push_back(store.blob_offset(int(i)));
+    return Status();
+  }
+
+  DLR_ASSIGN_OR_RETURN(CopyProfile profile, CopyProfile::resolve(m_options.copy_profile));
+  int64_t largest = 0;
+  for (const WeightBlob& w : m_plan.weights) largest = std::max(largest, w.bytes);
+  DLR_ASSIGN_OR_RETURN(int64_t budget,
+                       parse_weight_budget(m_options.weight_budget, m_plan.weight_bytes(), 2 * largest));
+  StreamOptions so;
+  so.budget_bytes = budget;
+  so.chunk_bytes = m_options.chunk_bytes;
+  DLR_ASSIGN_OR_RETURN(m_stream_plan, plan_streaming(m_plan, profile, so));
+
+  // The pinned host store, filled layer by layer from the mapped file.
+  DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create(m_net, m_plan, file, pinned_host));
+  m_host = std::make_unique<WeightStore>(std::move(store));
+  for (size_t i = 0; i < m_plan.weights.size(); ++i)
+    DLR_ASSERT(i == 0 || m_host->blob_offset(int(i)) == m_host->blob_offset(int(i) - 1) + m_plan.weights[i - 1].bytes);
+  DLR_ASSIGN_OR_RETURN(m_weights, cuda::DeviceBuffer::alloc(size_t(m_stream_plan.pool_bytes)));
+  DLR_ASSIGN_OR_RETURN(m_copy_stream, cuda::make_stream());
+  DLR_ASSIGN_OR_RETURN(m_fork, cuda::make_event(false));
+  DLR_ASSIGN_OR_RETURN(m_join, cuda::make_event(false));
+  for (size_t u = 0; u < m_stream_plan.units.size(); ++u) {
+    DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(false));
+    m_copy_done.push_back(std::move(ev));
+  }
+  m_layer_done.resize(m_plan.steps.size());
+  for (const auto& waits : m_stream_plan.unit_waits)
+    for (int layer : waits)
+      if (!m_layer_done[size_t(layer)]) {
+        DLR_ASSIGN_OR_RETURN(m_layer_done[size_t(layer)], cuda::make_event(false));
+      }
+  if (m_options.profile_layers) {
+    for (auto* v : {&m_ev_copy_start, &m_ev_copy_end})
+      for (size_t u = 0; u < m_stream_plan.units.size(); ++u) {
+        DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(true));
+        v->push_back(std::move(ev));
+      }
+  }
+  if (m_stream_plan.resident) {
+    // Every blob has its own region: copy once now; inferences copy nothing.
+    for (const TransferUnit& u : m_stream_plan.units)
+      DLR_CUDA_CHECK(cudaMemcpy(static_cast<char*>(m_weights.data()) + u.pool_offset,
+                                static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
+                                cudaMemcpyHostToDevice));
+  }
+  DLR_LOG_INFO("stream mode: {} slots of {:.2f} MiB = {:.2f} MiB pool for {:.2f} MiB of weights, {} copies per "
+               "inference (profile {})",
+               m_stream_plan.slots, mib(m_stream_plan.slot_bytes), mib(m_stream_plan.pool_bytes),
+               mib(m_stream_plan.total_weight_bytes), m_stream_plan.resident ? 0 : m_stream_plan.units.size(),
+               profile.name);
+  return Status();
+}
+
+Status CudaEngine::enqueue_network(bool profile) {
+  cudaStream_t cs = m_stream.get();
+  cudaStream_t ps = m_copy_stream.get();
+  const bool copies = m_streaming && !m_stream_plan.resident;
+  if (copies) {  // the copy stream joins after everything already on the compute stream
+    DLR_CUDA_CHECK(cudaEventRecord(m_fork.get(), cs));
+    DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_fork.get(), 0));
+  }
+  auto enqueue_copy = [&](int ui) -> Status {
+    const TransferUnit& u = m_stream_plan.units[size_t(ui)];
+    for (int layer : m_stream_plan.unit_waits[size_t(ui)])
+      DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_layer_done[size_t(layer)].get(), 0));
+    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_copy_start[size_t(ui)].get(), ps));
+    DLR_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(m_weights.data()) + u.pool_offset,
+                                   static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
+                                   cudaMemcpyHostToDevice, ps));
+    DLR_CUDA_CHECK(cudaEventRecord(m_copy_done[size_t(ui)].get(), ps));
+    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_copy_end[size_t(ui)].get(), ps));
+    return Status();
+  };
+  auto enqueue_layer = [&](int layer) -> Status {
+    const Step& st = m_plan.steps[size_t(layer)];
+    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_layer_start[size_t(layer)].get(), cs));
+    if (copies && st.weight >= 0)
+      DLR_CUDA_CHECK(
+          cudaStreamWaitEvent(cs, m_copy_done[size_t(m_stream_plan.blob_last_unit[size_t(st.weight)])].get(), 0));
+    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_layer_ready[size_t(layer)].get(), cs));
+    if (!st.no_op || !st.copies.empty()) {
+      const Status status = enqueue_step(st, cs);
+      if (!status.ok())
+        return Status(status.code(), "layer " + std::to_string(layer) + " (" + layer_kind_name(st.kind) +
+                                         "): " + status.message());
+    }
+    if (copies && m_layer_done[size_t(layer)]) DLR_CUDA_CHECK(cudaEventRecord(m_layer_done[size_t(layer)].get(), cs));
+    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_layer_end[size_t(layer)].get(), cs));
+    return Status();
+  };
+  if (copies) {
+    for (const StreamAction& a : m_stream_plan.order)
+      DLR_RETURN_IF_ERROR(a.kind == StreamAction::Kind::kCopy ? enqueue_copy(a.index) : enqueue_layer(a.index));
+    DLR_CUDA_CHECK(cudaEventRecord(m_join.get(), ps));
+    DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_join.get(), 0));
+  } else {
+    for (const Step& st : m_plan.steps) DLR_RETURN_IF_ERROR(enqueue_layer(st.layer));
+  }
+  return enqueue_outputs(cs);
+}
+
+Status CudaEngine::read_profile() {
+  auto since_start = [&](const cuda::Event& ev, double* ms) -> Status {
+    float v = 0;
+    DLR_CUDA_CHECK(cudaEventElapsedTime(&v, m_ev_start.get(), ev.get()));
+    *ms = v;
+    return Status();
+  };
+  const bool copies = m_streaming && !m_stream_plan.resident;
+  for (const Step& st : m_plan.steps) {
+    LayerTiming& t = m_timings[size_t(st.layer)];
+    t.layer = st.layer;
+    DLR_RETURN_IF_ERROR(since_start(m_ev_layer_start[size_t(st.layer)], &t.start_ms));
+    DLR_RETURN_IF_ERROR(since_start(m_ev_layer_ready[size_t(st.layer)], &t.ready_ms));
+    DLR_RETURN_IF_ERROR(since_start(m_ev_layer_end[size_t(st.layer)], &t.end_ms));
+    t.weight_bytes = copies && st.weight >= 0 ? m_plan.weights[size_t(st.weight)].bytes : 0;
+  }
+  m_copy_timings.clear();
+  if (copies) {
+    for (const TransferUnit& u : m_stream_plan.units) {
+      CopyTiming c;
+      c.unit = u.index;
+      c.first_layer = u.first_layer;
+      c.bytes = u.bytes;
+      DLR_RETURN_IF_ERROR(since_start(m_ev_copy_start[size_t(u.index)], &c.start_ms));
+      DLR_RETURN_IF_ERROR(since_start(m_ev_copy_end[size_t(u.index)], &c.end_ms));
+      m_copy_timings.push_back(c);
+    }
+  }
+  return Status();
+}
+
+std::string CudaEngine::weight_plan_text() const {
+  if (m_streaming) return m_stream_plan.to_text();
+  char line[160];
+  std::snprintf(line, sizeof(line), "preload: %zu blobs, %.2f MiB resident on the device\n", m_plan.weights.size(),
+                mib(int64_t(m_weights.bytes())));
+  return line;
+}
+
+}  // namespace dlr

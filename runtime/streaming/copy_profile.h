@@ -1,0 +1,85 @@
+// CopyProfile: how a device's host-to-device copy engine behaves, measured by
+// `dlprobe` or built in. The streaming planner sizes transfer units and bounds
+// the copies in flight from it; the simulator predicts copy times from it.
+// Plain C++ (no CUDA).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/status.h"
+
+namespace dlr {
+
+// Achieved bandwidth of one cudaMemcpyAsync of `bytes` bytes (device-side time, GB/s = 1e9 B/s).
+struct BandwidthPoint {
+  int64_t bytes = 0;
+  double gbps = 0;
+};
+
+// Copies of size <= max_bytes: at most `depth` may be queued (issued, not finished)
+// before the next cudaMemcpyAsync call blocks the host. depth 0: such a call blocks
+// until the queue is empty. Classes are sorted by max_bytes; the last class also
+// covers larger copies.
+struct QueueClass {
+  int64_t max_bytes = 0;
+  int depth = 0;
+};
+
+struct CopyProfile {
+  std::string name;
+  std::string device;                    // what it was measured on ("" for built-ins)
+  std::vector<BandwidthPoint> pinned;    // sorted by bytes
+  std::vector<BandwidthPoint> pageable;  // sorted by bytes (may be empty)
+  double call_us = 2.0;                  // host time of one pinned cudaMemcpyAsync call
+  std::vector<QueueClass> queue;
+  int64_t chunk_bytes = 4 << 20;         // large blobs are copied in chunks of this size
+  int64_t min_unit_bytes = 1 << 20;      // consecutive small blobs are grouped up to this size
+
+  // Device time of one pinned copy: bandwidth interpolated linearly in log(bytes)
+  // between the `pinned` points, flat outside them; time = bytes / bandwidth.
+  // 0 for bytes <= 0 or an empty curve.
+  double copy_ms(int64_t bytes) const;
+  double peak_gbps() const;  // the largest pinned bandwidth
+  int queue_depth(int64_t bytes) const;  // 0 when `queue` is empty (unknown: assume every call blocks)
+
+  nlohmann::json to_json() const;
+  static Expected<CopyProfile> from_json(const nlohmann::json& j, const std::string& what);
+  static Expected<CopyProfile> load(const std::string& path);  // a JSON file written by dlprobe
+  Status save(const std::string& path) const;
+
+  // Built-ins: "discrete" (a PCIe Gen4 GPU, conservative), "h100" (the figures of the
+  // H100 machine: 17/47/53/55 GB/s at 64K/1M/4M/16M+, ~1020 queued copies of any size),
+  // "jetson-xavier" (<=64 KB: 14 queued; <=1 MB: 2; <=2 MB: 1; larger: blocks; its
+  // bandwidths are assumptions, see copy_profile.cpp).
+  static Expected<CopyProfile> builtin(const std::string& name);
+  static std::vector<std::string> builtin_names();
+  // A file path (JSON) or a built-in name.
+  static Expected<CopyProfile> resolve(const std::string& file_or_name);
+};
+
+// One queue measurement of dlprobe: with the stream held by a long kernel, `depth`
+// pinned copies of `bytes` bytes were queued before the next call blocked the host
+// (0: the first call blocked).
+struct QueueSample {
+  int64_t bytes = 0;
+  int depth = 0;
+};
+
+// Builds (and validates) a profile from dlprobe's measurements. Rules:
+//  - queue: samples sorted by bytes; consecutive sizes whose depths are equal or differ
+//    by at most 1 % (noise of ~1000-deep queues) form one class (its depth: the
+//    smallest; its max_bytes: the largest size), so a copy between two sampled sizes
+//    gets the larger size's depth.
+//  - chunk_bytes: the smallest pinned size reaching >= 95 % of the peak bandwidth,
+//    at most 8 MiB; if that size is in a depth-0 class, the largest class bound below
+//    it with depth > 0 (unchanged when there is none).
+//  - min_unit_bytes: the smallest size reaching >= 80 % of the peak, at most chunk_bytes.
+Expected<CopyProfile> derive_copy_profile(const std::string& name, const std::string& device,
+                                          std::vector<BandwidthPoint> pinned, std::vector<BandwidthPoint> pageable,
+                                          double call_us, std::vector<QueueSample> queue);
+
+}  // namespace dlr

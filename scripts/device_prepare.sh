@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds the binaries that run on the GPU machine (no OpenCV, Eigen GEMM, static
+# GoogleTest, sm_90) and gathers them with the test data into device-carry/
+# (git-ignored), which a device run carries. Usage: scripts/device_prepare.sh [SHARED_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+shared="${1:-../shared}"
+cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DDLR_CUDA=ON -DDLR_OPENCV=OFF -DDLR_BLAS=EIGEN \
+  -DDLR_CUDA_ARCHITECTURES=90 >/dev/null
+cmake --build build-device -j"$(nproc)" --target dlr_gpu_tests dlrun dlgen dlbench dlprobe
+rm -rf device-carry && mkdir -p device-carry/bin device-carry/shared/models device-carry/shared/weights device-carry/shared/images
+for b in tests/dlr_gpu_tests tools/dlrun tools/dlgen tools/dlbench tools/dlprobe; do
+  cp "build-device/$b" device-carry/bin/ && strip device-carry/bin/"$(basename "$b")"
+done
+cp "$shared"/models/*.cfg device-carry/shared/models/
+cp "$shared"/weights/yolo-fastest-1.1.cfg "$shared"/weights/yolo-fastest-1.1.weights device-carry/shared/weights/
+# Decoded test images (the GPU machine has no OpenCV): binary PPM.
+cmake --build build --target dlimage >/dev/null
+if [ -x build/tools/dlimage ]; then
+  for img in dog horses; do
+    build/tools/dlimage convert "$shared/images/$img.jpg" "device-carry/shared/images/$img.ppm"
+  done
+fi
+cp scripts/device_run.sh device-carry/
+du -sh device-carry

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root, with device-carry/ carried
+# (made by scripts/device_prepare.sh). Phases, any subset, in order:
+#   info tests sanitize probe bench stream
+# Logs and JSON go to $OUT; a short summary is printed last.
+set -u
+B="$PWD/device-carry/bin"
+export DLR_SHARED_DIR="$PWD/device-carry/shared"
+OUT="${OUT:-/tmp/dlrun-out}"
+mkdir -p "$OUT"
+M="$DLR_SHARED_DIR/models"
+PROFILE="$OUT/h100_profile.json"
+summary="$OUT/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+for phase in "$@"; do
+  case "$phase" in
+    info)
+      nvidia-smi -L | tee -a "$summary"
+      compute-sanitizer --version | head -1 | tee -a "$summary"
+      ;;
+    tests)
+      timeout 480 "$B/dlr_gpu_tests" --gtest_filter='-GpuBench.*' >"$OUT/gpu_tests.log" 2>&1
+      note "gpu tests rc=$? $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]+ test' "$OUT/gpu_tests.log" | tr '\n' ' ')"
+      grep -E '^\[  FAILED  \]|rel err vs CPU|detections' "$OUT/gpu_tests.log" | head -40 | tee -a "$summary"
+      ;;
+    sanitize)
+      export DLR_TEST_SMALL_MODELS=1
+      for tool in memcheck racecheck synccheck; do
+        filter='CudaEngineE2E.*tiny*:CudaEngineE2E.*fastest*:StreamMode.*:CudaEngine.Repeated*'
+        [ "$tool" = memcheck ] || filter='StreamMode.*:CudaEngine.Repeated*'
+        timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/dlr_gpu_tests" --gtest_filter="$filter" \
+          >"$OUT/sanitize_$tool.log" 2>&1
+        note "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED|^\[  FAILED' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"
+      done
+      unset DLR_TEST_SMALL_MODELS
+      ;;
+    probe)
+      timeout 180 "$B/dlprobe" --out "$PROFILE" >"$OUT/probe.txt" 2>&1
+      note "dlprobe rc=$?"; tail -30 "$OUT/probe.txt" | tee -a "$summary"
+      ;;
+    bench)
+      [ -f "$PROFILE" ] || PROFILE=h100
+      timeout 300 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision fp32,tf32,fp16 --batch 1 \
+        --report table --json "$OUT/bench_yolov4_608.json" >"$OUT/bench_yolov4_608.txt" 2>&1
+      note "bench yolov4@608 rc=$?"; cat "$OUT/bench_yolov4_608.txt" | tee -a "$summary"
+      timeout 240 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision fp32,fp16 --batch 4,8 \
+        --json "$OUT/bench_yolov4_608_batch.json" >"$OUT/bench_yolov4_608_batch.txt" 2>&1
+      note "bench yolov4@608 batch rc=$?"; cat "$OUT/bench_yolov4_608_batch.txt" | tee -a "$summary"
+      timeout 120 "$B/dlbench" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp32,fp16 --batch 1,8 \
+        --json "$OUT/bench_tiny_416.json" >"$OUT/bench_tiny_416.txt" 2>&1
+      note "bench yolov4-tiny@416 rc=$?"; cat "$OUT/bench_tiny_416.txt" | tee -a "$summary"
+      ;;
+    stream)
+      [ -f "$PROFILE" ] || PROFILE=h100
+      for p in fp16 fp32; do
+        timeout 300 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+          --weight-budget min,10%,15%,20%,25%,35%,50%,75%,all --copy-profile "$PROFILE" --simulate --report table \
+          --iters 30 --warmup 5 --json "$OUT/stream_yolov4_608_$p.json" >"$OUT/stream_yolov4_608_$p.txt" 2>&1
+        note "stream yolov4@608 $p rc=$?"; grep -v '^  layer' "$OUT/stream_yolov4_608_$p.txt" | tee -a "$summary"
+      done
+      ;;
+    *) note "unknown phase $phase" ;;
+  esac
+done

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: installs dependencies, builds, runs every test.
+# GPU tests skip themselves without a CUDA device; tests needing ../shared data
+# (cfgs, real weights, images) skip with a message when it is absent
+# (set DLR_SHARED_DIR to point at it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh "$@"
+ctest --test-dir build --output-on-failure -j"$(nproc)"

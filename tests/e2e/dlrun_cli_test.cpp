@@ -1,0 +1,132 @@
+// The dlrun command line: output format, exit codes (0 ok, 1 error with one line
+// on stderr, 2 usage), --json, and that our models/ cfg is the shared one.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "loaders/network_desc.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+#include "tools/common/tool_support.h"
+
+namespace dlr {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run_tool(const std::string& args) {
+  const std::string err_file = test::temp_dir() + "/stderr.txt";
+  const std::string cmd = std::string(DLR_TOOLS_DIR) + "/" + args + " 2>" + err_file;
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return r;
+}
+
+int lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(DlrunCli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_tool("dlrun").code, 2);
+  EXPECT_EQ(run_tool("dlrun a.cfg b.weights img.jpg --thresh 7").code, 2);
+  EXPECT_EQ(run_tool("dlrun a.cfg b.weights img.jpg --device tpu").code, 2);
+  EXPECT_EQ(run_tool("dlrun --help").code, 0);
+}
+
+TEST(DlrunCli, MissingFilesAreOneLineErrors) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  Result r = run_tool("dlrun /nonexistent.cfg x.weights x.jpg");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent.cfg"), std::string::npos) << r.err;
+  r = run_tool("dlrun " + cfg + " /nonexistent.weights x.jpg");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent.weights"), std::string::npos) << r.err;
+}
+
+TEST(DlrunCli, WeightsOfAnotherCfgAreRejected) {
+  DLR_REQUIRE_FILE(fastest, "weights/yolo-fastest-1.1.weights");
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  Result r = run_tool("dlrun " + cfg + " " + fastest + " x.jpg");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("yolo-fastest-1.1.weights"), std::string::npos) << r.err;
+}
+
+TEST(DlrunCli, CudaWithoutBackendOrDeviceIsAClearError) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const std::string w = test::synthetic_weights(cfg);
+  const std::string ppm = test::temp_dir() + "/gray.ppm";
+  tools::LoadedImage img;
+  img.width = 64;
+  img.height = 48;
+  img.pixels.assign(size_t(64) * 48 * 3, 128);
+  ASSERT_TRUE(tools::save_ppm(ppm, img).ok());
+  Result r = run_tool("dlrun " + cfg + " " + w + " " + ppm + " --device cuda");
+  if (r.code == 0) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+}
+
+TEST(DlrunCli, DarknetTextAndJsonOutput) {
+  DLR_REQUIRE_FILE(cfg, "weights/yolo-fastest-1.1.cfg");
+  DLR_REQUIRE_FILE(weights, "weights/yolo-fastest-1.1.weights");
+  DLR_REQUIRE_FILE(dog, "images/dog.jpg");
+  if (!tools::have_opencv()) GTEST_SKIP() << "needs OpenCV to decode dog.jpg";
+  Result r = run_tool("dlrun " + cfg + " " + weights + " " + dog + " --ext-output");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Predicted in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dog: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("%\t(left_x: "), std::string::npos) << r.out;
+  r = run_tool("dlrun " + cfg + " " + weights + " " + dog + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["width"], 768);
+  EXPECT_EQ(j["height"], 576);
+  bool dog_found = false;
+  for (const auto& d : j["detections"]) {
+    EXPECT_TRUE(d.contains("box") && d.contains("relative") && d.contains("prob") && d.contains("id"));
+    if (d["class"] == "dog") dog_found = true;
+  }
+  EXPECT_TRUE(dog_found) << r.out;
+  const std::string out = test::temp_dir() + "/annotated.jpg";
+  r = run_tool("dlrun " + cfg + " " + weights + " " + dog + " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::ifstream(out).good());
+}
+
+TEST(Models, BundledYolov4TinyCfgEqualsTheSharedOne) {
+  DLR_REQUIRE_FILE(shared, "models/yolov4-tiny.cfg");
+  auto a = parse_network_cfg(test::source_file("models/yolov4-tiny.cfg"));
+  auto b = parse_network_cfg(shared);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  auto body = [](const std::string& s) { return s.substr(s.find('\n')); };  // the first line names the file
+  EXPECT_EQ(body(network_summary(*a)), body(network_summary(*b)));
+  ASSERT_EQ(a->layers.size(), b->layers.size());
+  for (size_t i = 0; i < a->layers.size(); ++i) {
+    EXPECT_EQ(a->layers[i].inputs, b->layers[i].inputs) << "layer " << i;
+    EXPECT_EQ(a->layers[i].out, b->layers[i].out) << "layer " << i;
+    EXPECT_EQ(a->layers[i].file_floats(), b->layers[i].file_floats()) << "layer " << i;
+  }
+}
+
+}  // namespace
+}  // namespace dlr

@@ -1,0 +1,283 @@
+// End-to-end CUDA engine tests against the CPU reference, and the stream-mode
+// guarantees: outputs bit-identical to preload, repeatable runs, graph = no graph.
+// Data comes from the shared folder (DLR_SHARED_DIR): cfgs, the real
+// yolo-fastest weights, and images/dog.ppm (or dog.jpg with OpenCV).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/session.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "tools/common/tool_support.h"
+
+namespace dlr {
+namespace {
+
+struct Model {
+  const char* cfg;
+  const char* weights;  // nullptr: synthetic
+  int size;
+};
+
+const Model kModels[] = {
+    {"models/yolov4.cfg", nullptr, 608},
+    {"models/yolov4-tiny.cfg", nullptr, 416},
+    {"models/yolov3.cfg", nullptr, 416},
+    {"weights/yolo-fastest-1.1.cfg", "weights/yolo-fastest-1.1.weights", 320},
+};
+
+struct Outcome {
+  std::vector<std::vector<float>> heads;  // yolo outputs, image 0
+  std::vector<Detection> dets;
+  bool ok = false;
+};
+
+const tools::LoadedImage* test_image() {
+  static tools::LoadedImage img;
+  static bool loaded = false;
+  if (!loaded) {
+    loaded = true;
+    for (const char* rel : {"images/dog.ppm", "images/dog.jpg"}) {
+      const std::string p = test::shared_file(rel);
+      if (p.empty()) continue;
+      auto r = tools::load_image(p);
+      if (r.ok()) {
+        img = std::move(r).value();
+        break;
+      }
+    }
+  }
+  return img.pixels.empty() ? nullptr : &img;
+}
+
+Outcome run(const std::string& cfg, const std::string& weights, SessionOptions o, int size) {
+  Outcome out;
+  o.width = size;
+  o.height = size;
+  auto s = Session::open(cfg, weights, o);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return out;
+  auto dets = (*s)->detect(test_image()->view());
+  EXPECT_TRUE(dets.ok()) << dets.status().to_string();
+  if (!dets.ok()) return out;
+  out.dets = *dets;
+  for (int y : (*s)->network().yolo_layers()) {
+    const int64_t n = (*s)->network().layers[size_t(y)].out.count();
+    const float* p = (*s)->engine().output(y, 0);
+    out.heads.emplace_back(p, p + n);
+  }
+  out.ok = true;
+  return out;
+}
+
+struct Resolved {
+  std::string cfg, weights;
+};
+
+// DLR_TEST_SMALL_MODELS=1 (compute-sanitizer runs): only the small models.
+bool small_only() {
+  const char* e = std::getenv("DLR_TEST_SMALL_MODELS");
+  return e && *e == '1';
+}
+
+bool resolve(const Model& m, Resolved* r) {
+  if (small_only() && m.size >= 416 && std::string(m.cfg).find("tiny") == std::string::npos) return false;
+  r->cfg = test::shared_file(m.cfg);
+  if (r->cfg.empty()) return false;
+  r->weights = m.weights ? test::shared_file(m.weights) : test::synthetic_weights(r->cfg);
+  return !r->weights.empty();
+}
+
+SessionOptions cuda(Precision p) {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = p;
+  return o;
+}
+
+float iou(const Box& a, const Box& b) { return box_iou(a, b); }
+
+std::string describe(const std::vector<Detection>& d) {
+  std::string s;
+  for (const Detection& x : d)
+    s += "  class " + std::to_string(x.class_id) + " p " + std::to_string(x.prob) + " x " + std::to_string(x.box.x) +
+         " y " + std::to_string(x.box.y) + "\n";
+  return s;
+}
+
+class CudaEngineE2E : public ::testing::TestWithParam<Model> {};
+
+TEST_P(CudaEngineE2E, Fp32MatchesCpuAndFp16IsClose) {
+  DLR_REQUIRE_GPU();
+  Resolved r;
+  if (!resolve(GetParam(), &r)) GTEST_SKIP() << "shared data not found: " << GetParam().cfg;
+  if (!test_image()) GTEST_SKIP() << "no test image (images/dog.ppm or dog.jpg with OpenCV)";
+  const int size = GetParam().size;
+  const Outcome cpu = run(r.cfg, r.weights, SessionOptions{}, size);
+  const Outcome f32 = run(r.cfg, r.weights, cuda(Precision::kFP32), size);
+  const Outcome f16 = run(r.cfg, r.weights, cuda(Precision::kFP16), size);
+  const Outcome t32 = run(r.cfg, r.weights, cuda(Precision::kTF32), size);
+  ASSERT_TRUE(cpu.ok && f32.ok && f16.ok && t32.ok);
+  for (size_t h = 0; h < cpu.heads.size(); ++h) {
+    const double e32 = test::rel_error(f32.heads[h], cpu.heads[h]);
+    const double e16 = test::rel_error(f16.heads[h], cpu.heads[h]);
+    const double et = test::rel_error(t32.heads[h], cpu.heads[h]);
+    std::printf("%s @%d head %zu: rel err vs CPU fp32 %.3g, tf32 %.3g, fp16 %.3g\n", GetParam().cfg, size, h, e32, et,
+                e16);
+    EXPECT_LE(e32, 1e-4) << "head " << h;
+  }
+  // fp32: the same detections as the CPU.
+  ASSERT_EQ(f32.dets.size(), cpu.dets.size()) << "CPU:\n" << describe(cpu.dets) << "CUDA fp32:\n" << describe(f32.dets);
+  for (size_t i = 0; i < cpu.dets.size(); ++i) {
+    EXPECT_EQ(f32.dets[i].class_id, cpu.dets[i].class_id) << i;
+    EXPECT_NEAR(f32.dets[i].prob, cpu.dets[i].prob, 1e-4) << i;
+    EXPECT_GE(iou(f32.dets[i].box, cpu.dets[i].box), 0.999f) << i;
+  }
+  std::printf("  %zu detections (CPU = CUDA fp32), fp16 %zu\n", cpu.dets.size(), f16.dets.size());
+  // fp16: every confident detection of one has a match in the other (same class,
+  // IoU >= 0.95, prob within 0.03). Detections within 0.03 of the threshold may
+  // legitimately appear on one side only.
+  auto check_matched = [](const std::vector<Detection>& a, const std::vector<Detection>& b, const char* what) {
+    for (const Detection& d : a) {
+      if (d.prob < 0.25f + 0.03f) continue;
+      const Detection* best = nullptr;
+      for (const Detection& e : b)
+        if (e.class_id == d.class_id && (!best || box_iou(e.box, d.box) > box_iou(best->box, d.box))) best = &e;
+      ASSERT_NE(best, nullptr) << what << ": class " << d.class_id << " p " << d.prob << " has no match";
+      EXPECT_GE(box_iou(best->box, d.box), 0.95f) << what << ": class " << d.class_id;
+      EXPECT_NEAR(best->prob, d.prob, 0.03f) << what << ": class " << d.class_id;
+    }
+  };
+  check_matched(f32.dets, f16.dets, "fp32 -> fp16");
+  check_matched(f16.dets, f32.dets, "fp16 -> fp32");
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaEngineE2E, ::testing::ValuesIn(kModels), [](const auto& info) {
+  std::string n = info.param.cfg;
+  n = n.substr(n.find('/') + 1);
+  n = n.substr(0, n.find(".cfg"));
+  for (char& c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+});
+
+bool bit_identical(const Outcome& a, const Outcome& b, std::string* why) {
+  if (a.heads.size() != b.heads.size()) return false;
+  for (size_t h = 0; h < a.heads.size(); ++h) {
+    if (a.heads[h].size() != b.heads[h].size()) return false;
+    for (size_t i = 0; i < a.heads[h].size(); ++i)
+      if (std::memcmp(&a.heads[h][i], &b.heads[h][i], 4) != 0) {
+        *why = "head " + std::to_string(h) + " element " + std::to_string(i) + ": " + std::to_string(a.heads[h][i]) +
+               " vs " + std::to_string(b.heads[h][i]);
+        return false;
+      }
+  }
+  return true;
+}
+
+// Stream mode runs the same kernels and algorithms on weights that arrive later:
+// outputs must be bit-identical to preload for every budget.
+TEST(StreamMode, BitIdenticalToPreload) {
+  DLR_REQUIRE_GPU();
+  if (!test_image()) GTEST_SKIP() << "no test image";
+  int ran = 0;
+  for (const Model& m : {kModels[0], kModels[1], kModels[3]}) {
+    Resolved r;
+    if (!resolve(m, &r)) continue;
+    for (Precision p : {Precision::kFP32, Precision::kFP16}) {
+      if (small_only() && p == Precision::kFP32) continue;
+      const Outcome pre = run(r.cfg, r.weights, cuda(p), m.size);
+      ASSERT_TRUE(pre.ok);
+      for (const char* budget : {"min", "25%", "all"}) {
+        SessionOptions o = cuda(p);
+        o.mode = WeightMode::kStream;
+        o.weight_budget = budget;
+        const Outcome st = run(r.cfg, r.weights, o, m.size);
+        ASSERT_TRUE(st.ok);
+        std::string why;
+        EXPECT_TRUE(bit_identical(st, pre, &why))
+            << m.cfg << " " << precision_name(p) << " budget " << budget << ": " << why;
+      }
+      ++ran;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "shared data not found";
+}
+
+TEST(CudaEngine, RepeatedRunsAndGraphAreBitIdentical) {
+  DLR_REQUIRE_GPU();
+  Resolved r;
+  if (!resolve(kModels[1], &r) || !test_image()) GTEST_SKIP() << "shared data not found";
+  for (WeightMode mode : {WeightMode::kPreload, WeightMode::kStream}) {
+    SessionOptions o = cuda(Precision::kFP16);
+    o.mode = mode;
+    o.width = o.height = 416;
+    auto s = Session::open(r.cfg, r.weights, o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    auto first = (*s)->detect(test_image()->view());
+    ASSERT_TRUE(first.ok());
+    const int y = (*s)->network().yolo_layers()[0];
+    const int64_t n = (*s)->network().layers[size_t(y)].out.count();
+    const std::vector<float> ref((*s)->engine().output(y, 0), (*s)->engine().output(y, 0) + n);
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE((*s)->detect(test_image()->view()).ok());
+      EXPECT_EQ(0, std::memcmp(ref.data(), (*s)->engine().output(y, 0), size_t(n) * 4)) << "run " << i;
+    }
+    SessionOptions ng = o;
+    ng.cuda_graph = false;
+    const Outcome a = run(r.cfg, r.weights, ng, 416);
+    ASSERT_TRUE(a.ok);
+    EXPECT_EQ(0, std::memcmp(a.heads[0].data(), ref.data(), size_t(n) * 4)) << weight_mode_name(mode);
+  }
+}
+
+TEST(CudaEngine, BatchOfTwoMatchesSingleImages) {
+  DLR_REQUIRE_GPU();
+  Resolved r;
+  if (!resolve(kModels[3], &r) || !test_image()) GTEST_SKIP() << "shared data not found";
+  SessionOptions o = cuda(Precision::kFP32);
+  const Outcome single = run(r.cfg, r.weights, o, 320);
+  o.batch = 2;
+  o.width = o.height = 320;
+  auto s = Session::open(r.cfg, r.weights, o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  tools::LoadedImage flipped = *test_image();  // a second, different image: mirrored rows
+  for (int y = 0; y < flipped.height / 2; ++y)
+    for (int x = 0; x < flipped.width * 3; ++x)
+      std::swap(flipped.pixels[size_t(y) * flipped.width * 3 + x],
+                flipped.pixels[size_t(flipped.height - 1 - y) * flipped.width * 3 + x]);
+  const ImageView views[2] = {test_image()->view(), flipped.view()};
+  auto dets = (*s)->detect_batch(views, 2);
+  ASSERT_TRUE(dets.ok()) << dets.status().to_string();
+  const int y = (*s)->network().yolo_layers()[0];
+  const int64_t n = (*s)->network().layers[size_t(y)].out.count();
+  const std::vector<float> b0((*s)->engine().output(y, 0), (*s)->engine().output(y, 0) + n);
+  EXPECT_LE(test::rel_error(b0, single.heads[0]), 1e-5);
+  EXPECT_EQ((*dets)[0].size(), single.dets.size());
+  const std::vector<float> b1((*s)->engine().output(y, 1), (*s)->engine().output(y, 1) + n);
+  EXPECT_GT(test::rel_error(b1, b0), 1e-3) << "the second image must give other outputs";
+}
+
+TEST(CudaEngine, BadOptionsAreErrors) {
+  DLR_REQUIRE_GPU();
+  Resolved r;
+  if (!resolve(kModels[1], &r)) GTEST_SKIP() << "shared data not found";
+  SessionOptions o = cuda(Precision::kFP16);
+  o.mode = WeightMode::kStream;
+  o.weight_budget = "1MiB";
+  auto s = Session::open(r.cfg, r.weights, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("below the minimum"), std::string::npos) << s.status().message();
+  o.weight_budget = "min";
+  o.copy_profile = "no-such-profile";
+  s = Session::open(r.cfg, r.weights, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("h100"), std::string::npos) << s.status().message();
+}
+
+}  // namespace
+}  // namespace dlr

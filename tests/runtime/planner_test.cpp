@@ -1,0 +1,229 @@
+// Planner invariants on every shared cfg and option combination, and the proof
+// that activation reuse is safe: the same network with and without reuse (and
+// with and without in-place concatenation) gives bit-identical outputs.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "runtime/cpu_engine.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+
+namespace dlr {
+namespace {
+
+const char* kCfgs[] = {"models/yolov4.cfg",      "models/yolov4-tiny.cfg", "models/yolov4-csp.cfg",
+                       "models/yolov4x-mish.cfg", "models/yolov3.cfg",      "models/yolov3-tiny.cfg",
+                       "models/yolov7-tiny.cfg",  "weights/yolo-fastest-1.1.cfg"};
+
+bool slices_packed(const PlannerOptions& o) { return o.layout == Layout::kNCHW && o.batch == 1; }
+
+// Checks every structural invariant of a plan; returns the number of failures.
+void check_plan(const NetworkDesc& net, const ExecutionPlan& plan, const std::string& what) {
+  SCOPED_TRACE(what);
+  const PlannerOptions& o = plan.options;
+  ASSERT_EQ(plan.steps.size(), net.layers.size());
+  auto check_view = [&](const ViewRef& v, int step, const Shape3* shape) {
+    ASSERT_GE(v.buffer, 0);
+    ASSERT_LT(v.buffer, int(plan.buffers.size()));
+    const Buffer& b = plan.buffer(v);
+    EXPECT_GE(v.c_offset, 0) << "step " << step;
+    EXPECT_LE(v.c_offset + v.c, b.c) << "step " << step;
+    EXPECT_LE(b.first_step, step) << "step " << step << " uses b" << v.buffer << " before it is live";
+    EXPECT_GE(b.last_step, step) << "step " << step << " uses b" << v.buffer << " after it dies";
+    if (shape) {
+      EXPECT_EQ(v.c, shape->c) << "step " << step;
+      EXPECT_EQ(b.h, shape->h) << "step " << step;
+      EXPECT_EQ(b.w, shape->w) << "step " << step;
+    }
+  };
+  for (const Step& s : plan.steps) {
+    const LayerDesc& l = net.layers[size_t(s.layer)];
+    EXPECT_EQ(s.kind, l.kind);
+    check_view(s.output, s.layer, &l.out);
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      const int src = l.inputs[i];
+      const Shape3 in_shape = src < 0 ? net.input_shape() : net.layers[size_t(src)].out;
+      check_view(s.inputs[i], s.layer, &in_shape);
+      if (!s.no_op) {
+        // A computing step never reads the bytes it writes (no in-place ops are planned).
+        const ViewRef& in = s.inputs[i];
+        if (in.buffer == s.output.buffer) {
+          const bool disjoint = in.c_offset + in.c <= s.output.c_offset || s.output.c_offset + s.output.c <= in.c_offset;
+          EXPECT_TRUE(disjoint) << "step " << s.layer << " reads and writes the same channels";
+        }
+      }
+    }
+    for (const auto& cp : s.copies) {
+      check_view(cp.first, s.layer, nullptr);
+      check_view(cp.second, s.layer, nullptr);
+      EXPECT_EQ(cp.first.c, cp.second.c);
+    }
+    if (s.kind == LayerKind::kConv) {
+      ASSERT_GE(s.weight, 0);
+      EXPECT_EQ(plan.weights[size_t(s.weight)].layer, s.layer);
+      if (!o.conv_strided_io && !slices_packed(o)) {
+        for (const ViewRef& v : {s.inputs[0], s.output}) {
+          const Buffer& b = plan.buffer(v);
+          EXPECT_TRUE(v.c_offset == 0 && v.c == b.c) << "conv " << s.layer << " gets a strided slice b" << v.buffer;
+        }
+      }
+    }
+  }
+  for (int y : plan.yolo_layers) {
+    const ViewRef& v = plan.layer_out[size_t(y)];
+    const Buffer& b = plan.buffer(v);
+    EXPECT_EQ(b.dtype, DType::kF32);
+    EXPECT_TRUE(v.c_offset == 0 && v.c == b.c);
+    EXPECT_EQ(b.last_step, int(plan.steps.size()));
+  }
+  // Memory safety: buffers alive at the same time never share bytes.
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const Buffer& a = plan.buffers[i];
+    EXPECT_EQ(a.offset % o.alignment, 0);
+    EXPECT_LE(a.offset + a.bytes, plan.arena_bytes);
+    EXPECT_EQ(a.bytes, int64_t(o.batch) * a.c * a.h * a.w * int64_t(dtype_size(a.dtype)));
+    for (size_t j = i + 1; j < plan.buffers.size(); ++j) {
+      const Buffer& b = plan.buffers[j];
+      const bool live_together = a.first_step <= b.last_step && b.first_step <= a.last_step;
+      const bool overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+      EXPECT_FALSE(live_together && overlap) << "b" << a.id << " and b" << b.id << " overlap while both live";
+    }
+  }
+  EXPECT_LE(plan.arena_bytes, plan.naive_bytes);
+}
+
+TEST(Planner, InvariantsOnEverySharedCfg) {
+  if (test::shared_dir().empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
+  int checked = 0;
+  for (const char* rel : kCfgs) {
+    const std::string path = test::shared_file(rel);
+    if (path.empty()) continue;
+    auto net = parse_network_cfg(path);
+    ASSERT_TRUE(net.ok()) << net.status().to_string();
+    for (int batch : {1, 3})
+      for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+        for (bool concat : {true, false})
+          for (bool strided : {true, false})
+            for (bool keep : {false, true}) {
+              PlannerOptions o;
+              o.batch = batch;
+              o.layout = layout;
+              o.activation_dtype = layout == Layout::kNHWC ? DType::kF16 : DType::kF32;
+              o.concat_in_place = concat;
+              o.conv_strided_io = strided;
+              o.keep_all_outputs = keep;
+              auto plan = build_plan(*net, o);
+              ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+              check_plan(*net, *plan,
+                         std::string(rel) + " batch " + std::to_string(batch) + " " + layout_name(layout) +
+                             (concat ? " concat" : "") + (strided ? " strided" : "") + (keep ? " keep" : ""));
+              ++checked;
+            }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(Planner, Yolov4SppConcatIsInPlaceAndMemoryIsReused) {
+  DLR_REQUIRE_FILE(cfg, "models/yolov4.cfg");
+  auto net = parse_network_cfg(cfg);
+  ASSERT_TRUE(net.ok());
+  auto plan = build_plan(*net, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  const Step& spp = plan->steps[113];  // route 112,110,108,107
+  EXPECT_TRUE(spp.no_op);
+  EXPECT_TRUE(spp.copies.empty());
+  for (int producer : {112, 110, 108, 107}) EXPECT_EQ(plan->layer_out[size_t(producer)].buffer, spp.output.buffer);
+  EXPECT_EQ(plan->layer_out[107].c_offset, 1536);
+  // Reuse: far below the naive sum (yolov4 @608 fp32 outputs sum to ~1 GiB).
+  EXPECT_LT(plan->arena_bytes * 4, plan->naive_bytes) << plan->to_text(*net);
+  EXPECT_EQ(plan->weights.size(), 110u);
+}
+
+TEST(Planner, RouteWithGroupsIsAViewUnlessAConvCannotReadIt) {
+  DLR_REQUIRE_FILE(cfg, "models/yolov4-tiny.cfg");
+  auto net = parse_network_cfg(cfg);
+  ASSERT_TRUE(net.ok());
+  auto plan = build_plan(*net, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  const Step& r = plan->steps[3];  // route -1 groups=2 group_id=1 over a 64-channel conv
+  EXPECT_TRUE(r.no_op);
+  EXPECT_EQ(r.output.buffer, plan->layer_out[2].buffer);
+  EXPECT_EQ(r.output.c_offset, 32);
+  EXPECT_EQ(r.output.c, 32);
+  PlannerOptions o;
+  o.layout = Layout::kNHWC;
+  o.conv_strided_io = false;
+  auto p2 = build_plan(*net, o);
+  ASSERT_TRUE(p2.ok());
+  EXPECT_FALSE(p2->steps[3].no_op);
+  ASSERT_EQ(p2->steps[3].copies.size(), 1u);
+}
+
+TEST(Planner, RejectsBadOptions) {
+  NetworkDesc empty;
+  EXPECT_FALSE(build_plan(empty, PlannerOptions{}).ok());
+  DLR_REQUIRE_FILE(cfg, "models/yolov4-tiny.cfg");
+  auto net = parse_network_cfg(cfg);
+  ASSERT_TRUE(net.ok());
+  PlannerOptions o;
+  o.batch = 0;
+  auto p = build_plan(*net, o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(), "batch 0 is out of range (1..1024)");
+}
+
+// Runs `cfg` on the CPU with the given plan options and returns every yolo output.
+std::vector<std::vector<float>> run_cpu(const std::string& cfg, const std::string& weights, int size, int batch,
+                                        bool concat, bool keep) {
+  SessionOptions so;
+  so.width = size;
+  so.height = size;
+  so.batch = batch;
+  so.concat_in_place = concat;
+  so.keep_all_outputs = keep;
+  auto s = Session::open(cfg, weights, so);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return {};
+  Engine& e = (*s)->engine();
+  const auto in = test::random_input(batch, 3, size, size, 7);
+  EXPECT_TRUE(e.set_input(in.data(), batch).ok());
+  EXPECT_TRUE(e.run().ok());
+  std::vector<std::vector<float>> outs;
+  for (int y : (*s)->network().yolo_layers())
+    for (int b = 0; b < batch; ++b) {
+      const int64_t n = (*s)->network().layers[size_t(y)].out.count();
+      outs.emplace_back(e.output(y, b), e.output(y, b) + n);
+    }
+  return outs;
+}
+
+TEST(Planner, ReuseAndInPlaceConcatDoNotChangeOutputs) {
+  int ran = 0;
+  for (const char* rel : {"models/yolov4.cfg", "models/yolov4-tiny.cfg", "models/yolov7-tiny.cfg",
+                          "weights/yolo-fastest-1.1.cfg"}) {
+    const std::string cfg = test::shared_file(rel);
+    if (cfg.empty()) continue;
+    SCOPED_TRACE(rel);
+    const std::string w = test::synthetic_weights(cfg);
+    ASSERT_FALSE(w.empty());
+    const int size = 160;  // small input keeps the CPU runs short; the graph is the same
+    const auto base = run_cpu(cfg, w, size, 2, true, false);
+    const auto keep = run_cpu(cfg, w, size, 2, true, true);
+    const auto copy = run_cpu(cfg, w, size, 2, false, false);
+    ASSERT_FALSE(base.empty());
+    ASSERT_EQ(base.size(), keep.size());
+    ASSERT_EQ(base.size(), copy.size());
+    for (size_t i = 0; i < base.size(); ++i) {
+      EXPECT_EQ(0, std::memcmp(base[i].data(), keep[i].data(), base[i].size() * 4)) << "output " << i;
+      EXPECT_EQ(0, std::memcmp(base[i].data(), copy[i].data(), base[i].size() * 4)) << "output " << i;
+    }
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << "shared cfgs not found (set DLR_SHARED_DIR)";
+}
+
+}  // namespace
+}  // namespace dlr

@@ -1,0 +1,411 @@
+// dlbench: latency, throughput and memory of dlrun configurations, several in
+// one invocation so that ratios come from the same run. Prints a table on
+// stdout and, with --json, writes every number to a file.
+// Exit: 0 ok, 1 error, 2 usage error.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <map>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loaders/synthetic_weights.h"
+#include "runtime/streaming/simulator.h"
+#include "tools/common/report.h"
+#include "runtime/core/log.h"
+#include "runtime/session.h"
+#include "tools/common/tool_support.h"
+#ifdef DLR_HAVE_CUDA
+#include "runtime/cuda/cuda_engine.h"
+#endif
+#ifdef DLR_HAVE_OPENCV
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+#endif
+
+namespace {
+
+using namespace dlr;
+using namespace dlr::tools;
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string cfg;
+  std::string weights;
+  bool synthetic = false;
+  uint64_t seed = 1;
+  int size = 0;
+  std::string batches = "1";
+  std::string precisions = "fp32";
+  std::string modes = "preload";
+  std::string devices = "cuda";
+  int iters = 50;
+  int warmup = 10;
+  std::string json;
+  bool opencv = false;
+  std::string report;
+  bool no_graph = false;
+  bool find = false;
+  std::string layouts = "auto";
+  std::string budgets = "min";
+  std::string copy_profile = "h100";
+  bool simulate = false;
+};
+
+struct Stats {
+  double median = 0, min = 0, p90 = 0, mean = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  s.p90 = v[std::min(v.size() - 1, size_t(0.9 * double(v.size() - 1) + 0.5))];
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / double(v.size());
+  return s;
+}
+
+nlohmann::json stats_json(const Stats& s) {
+  return {{"median_ms", s.median}, {"min_ms", s.min}, {"p90_ms", s.p90}, {"mean_ms", s.mean}};
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
+
+struct Config {
+  std::string device, mode, precision, layout;
+  int batch = 1;
+  std::string budget;  // stream mode
+  std::string name() const {
+    return device + "/" + mode + (mode == "stream" ? "@" + budget : "") + "/" + precision +
+           (layout == "auto" ? "" : "/" + layout) + "/b" + std::to_string(batch);
+  }
+};
+
+// Per-layer kernel times of a profiled run (for the simulator), keyed by precision/batch/layout.
+std::map<std::string, std::vector<double>> g_kernel_ms;
+
+Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights, const Config& c,
+                                      const std::vector<float>& input) {
+  SessionOptions opt;
+  opt.device = c.device == "cuda" ? DeviceKind::kCUDA : DeviceKind::kCPU;
+  if (!parse_precision(c.precision, &opt.precision)) return invalid_argument("unknown precision " + c.precision);
+  opt.batch = c.batch;
+  opt.width = a.size;
+  opt.height = a.size;
+  opt.cuda_graph = !a.no_graph;
+  opt.find_algorithms = a.find;
+  opt.profile_layers = false;  // timed runs use the graph; profiling is a separate session below
+  if (c.layout == "nchw") opt.layout = 0;
+  if (c.layout == "nhwc") opt.layout = 1;
+  if (c.mode == "stream") {
+    opt.mode = WeightMode::kStream;
+    opt.weight_budget = c.budget;
+    opt.copy_profile = a.copy_profile;
+  } else if (c.mode != "preload" && c.mode != "cpu") {
+    return invalid_argument("unknown mode " + c.mode);
+  }
+
+  int64_t free_before = 0, total = 0, free_after = 0;
+#ifdef DLR_HAVE_CUDA
+  if (opt.device == DeviceKind::kCUDA) DLR_RETURN_IF_ERROR(cuda_memory_info(opt.cuda_device, &free_before, &total));
+#endif
+  const auto t_open = Clock::now();
+  DLR_ASSIGN_OR_RETURN(auto session, Session::open(a.cfg, weights, opt));
+  const double open_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_open).count();
+#ifdef DLR_HAVE_CUDA
+  if (opt.device == DeviceKind::kCUDA) DLR_RETURN_IF_ERROR(cuda_memory_info(opt.cuda_device, &free_after, &total));
+#endif
+  Engine& e = session->engine();
+  for (int i = 0; i < a.warmup; ++i) {
+    DLR_RETURN_IF_ERROR(e.set_input(input.data(), c.batch));
+    DLR_RETURN_IF_ERROR(e.run());
+  }
+  std::vector<double> net, e2e, upload;
+  for (int i = 0; i < a.iters; ++i) {
+    const auto t0 = Clock::now();
+    DLR_RETURN_IF_ERROR(e.set_input(input.data(), c.batch));
+    DLR_RETURN_IF_ERROR(e.run());
+    e2e.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    const RunTiming t = e.last_run_timing();
+    net.push_back(t.network_ms);
+    upload.push_back(t.upload_ms);
+  }
+  const Stats sn = stats_of(net), se = stats_of(e2e), su = stats_of(upload);
+  const MemoryReport m = e.memory();
+  const NetworkDesc& nd = session->network();
+  nlohmann::json j;
+  j["config"] = c.name();
+  j["device"] = c.device;
+  j["mode"] = c.mode;
+  j["precision"] = c.precision;
+  j["layout"] = layout_name(session->plan().options.layout);
+  j["batch"] = c.batch;
+  j["size"] = nd.net.width;
+  j["iters"] = a.iters;
+  j["warmup"] = a.warmup;
+  j["open_ms"] = open_ms;
+  j["network"] = stats_json(sn);
+  j["end_to_end"] = stats_json(se);
+  j["upload"] = stats_json(su);
+  j["throughput_ips"] = sn.median > 0 ? 1000.0 * c.batch / sn.median : 0.0;
+  j["gflops"] = nd.total_gflops();
+  j["memory"] = {{"weights", m.weights},
+                 {"activations", m.activations},
+                 {"workspace", m.workspace},
+                 {"other", m.other},
+                 {"activations_naive", session->plan().naive_bytes},
+                 {"device_delta_after_open", free_before - free_after}};
+  if (const StreamPlan* sp = e.stream_plan()) {
+    DLR_ASSIGN_OR_RETURN(CopyProfile profile, CopyProfile::resolve(a.copy_profile));
+    const double copy_floor_ms = double(sp->streamed_bytes()) / (profile.peak_gbps() * 1e6);
+    j["stream"] = {{"pool_bytes", sp->pool_bytes},
+                   {"slot_bytes", sp->slot_bytes},
+                   {"slots", sp->slots},
+                   {"resident", sp->resident},
+                   {"streamed_bytes", sp->streamed_bytes()},
+                   {"copies_per_inference", sp->resident ? 0 : sp->units.size()},
+                   {"total_weight_bytes", sp->total_weight_bytes},
+                   {"profile", profile.name},
+                   {"profile_peak_gbps", profile.peak_gbps()},
+                   {"copy_floor_ms", copy_floor_ms}};
+    const std::string key = c.precision + "/" + c.layout + "/" + std::to_string(c.batch);
+    if (a.simulate && g_kernel_ms.count(key)) {
+      const SimResult sim = simulate(session->plan(), *sp, profile, g_kernel_ms[key]);
+      j["stream"]["simulated_ms"] = sim.latency_ms;
+      j["stream"]["simulated_stall_ms"] = sim.stall_ms;
+      j["stream"]["simulated_violations"] = sim.violations.size();
+    }
+  }
+  if (!a.report.empty() || a.simulate) {
+    // One extra profiled run (CUDA events per layer, no graph): where the time goes.
+    SessionOptions popt = opt;
+    popt.profile_layers = true;
+    popt.cuda_graph = false;
+    DLR_ASSIGN_OR_RETURN(auto prof, Session::open(a.cfg, weights, popt));
+    Engine& pe = prof->engine();
+    for (int i = 0; i < 3; ++i) {
+      DLR_RETURN_IF_ERROR(pe.set_input(input.data(), c.batch));
+      DLR_RETURN_IF_ERROR(pe.run());
+    }
+    j["profile"] = tools::layer_report_json(nd, pe);
+    j["profile"]["network_ms_with_events"] = pe.last_run_ms();
+    if (c.mode != "stream") {
+      std::vector<double> k;
+      for (const LayerTiming& t : pe.layer_timings()) k.push_back(std::max(0.0, t.ms()));
+      g_kernel_ms[c.precision + "/" + c.layout + "/" + std::to_string(c.batch)] = k;
+    }
+  }
+  return j;
+}
+
+#ifdef DLR_HAVE_OPENCV
+Expected<nlohmann::json> bench_opencv(const Args& a, const std::string& weights, int size,
+                                      const std::vector<float>& input) {
+  cv::dnn::Net net;
+  try {
+    net = cv::dnn::readNetFromDarknet(a.cfg, weights);
+  } catch (const cv::Exception& ex) {
+    return Status(StatusCode::kInternal, std::string("OpenCV could not read the network: ") + ex.what());
+  }
+  net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
+  net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
+  const int dims[4] = {1, 3, size, size};
+  cv::Mat blob(4, dims, CV_32F, const_cast<float*>(input.data()));
+  const std::vector<std::string> outs = net.getUnconnectedOutLayersNames();
+  std::vector<cv::Mat> results;
+  std::vector<double> times;
+  for (int i = 0; i < a.warmup + a.iters; ++i) {
+    const auto t0 = Clock::now();
+    net.setInput(blob);
+    net.forward(results, outs);
+    if (i >= a.warmup) times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  const Stats s = stats_of(times);
+  nlohmann::json j;
+  j["config"] = "opencv-dnn/cpu/fp32/b1";
+  j["device"] = "cpu";
+  j["mode"] = "opencv";
+  j["precision"] = "fp32";
+  j["batch"] = 1;
+  j["size"] = size;
+  j["iters"] = a.iters;
+  j["network"] = stats_json(s);
+  j["end_to_end"] = stats_json(s);
+  j["opencv_version"] = CV_VERSION;
+  j["opencv_threads"] = cv::getNumThreads();
+  return j;
+}
+#endif
+
+int run(const Args& a) {
+  auto net = parse_network_cfg(a.cfg, CfgOptions{a.size, a.size});
+  if (!net.ok()) return fail("dlbench", net.status());
+  std::string weights = a.weights;
+  if (a.synthetic) {
+    weights = "/tmp/dlbench-" + std::to_string(::getpid()) + ".weights";
+    SyntheticOptions so;
+    so.seed = a.seed;
+    const Status st = write_synthetic_weights(*net, weights, so);
+    if (!st.ok()) return fail("dlbench", st);
+  }
+  const int size = net->net.width;
+  int max_batch = 1;
+  for (const std::string& b : split(a.batches)) max_batch = std::max(max_batch, std::atoi(b.c_str()));
+  std::vector<float> input(size_t(max_batch) * size_t(net->input_shape().count()));
+  std::mt19937 rng(uint32_t(a.seed));
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (float& v : input) v = u(rng);
+
+  nlohmann::json all;
+  all["cfg"] = a.cfg;
+  all["weights"] = a.synthetic ? std::string("synthetic seed ") + std::to_string(a.seed) : a.weights;
+  all["size"] = size;
+  all["gflops"] = net->total_gflops();
+#ifdef DLR_HAVE_CUDA
+  all["gpu"] = cuda_device_description(0);
+#endif
+  all["results"] = nlohmann::json::array();
+  std::printf("%-28s %10s %10s %10s %10s %9s %9s %9s %9s\n", "config", "median_ms", "min_ms", "p90_ms", "e2e_ms",
+              "img/s", "w_MiB", "act_MiB", "ws_MiB");
+  int rc = kExitOk;
+  auto print_row = [&](const nlohmann::json& j) {
+    const double med = j["network"]["median_ms"];
+    const int batch = j["batch"];
+    std::printf("%-28s %10.3f %10.3f %10.3f %10.3f %9.1f", j["config"].get<std::string>().c_str(), med,
+                j["network"]["min_ms"].get<double>(), j["network"]["p90_ms"].get<double>(),
+                j["end_to_end"]["median_ms"].get<double>(), med > 0 ? 1000.0 * batch / med : 0.0);
+    if (j.contains("memory"))
+      std::printf(" %9.1f %9.1f %9.1f", mib(j["memory"]["weights"]), mib(j["memory"]["activations"]),
+                  mib(j["memory"]["workspace"]));
+    if (j.contains("stream")) {
+      const auto& st = j["stream"];
+      std::printf("  streamed %.1f MiB, copy floor %.3f ms", mib(st["streamed_bytes"]),
+                  st["copy_floor_ms"].get<double>());
+      if (st.contains("simulated_ms")) std::printf(", simulated %.3f ms", st["simulated_ms"].get<double>());
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  };
+  for (const std::string& device : split(a.devices))
+    for (const std::string& mode : split(device == "cpu" ? std::string("cpu") : a.modes))
+      for (const std::string& precision : split(device == "cpu" ? std::string("fp32") : a.precisions))
+        for (const std::string& layout : split(device == "cpu" ? std::string("auto") : a.layouts))
+          for (const std::string& b : split(a.batches))
+            for (const std::string& budget : split(mode == "stream" ? a.budgets : std::string("-"))) {
+              Config c{device, mode, precision, layout, std::atoi(b.c_str()), budget};
+              auto r = bench_config(a, weights, c, input);
+              if (!r.ok()) {
+                std::fprintf(stderr, "dlbench: %s: %s\n", c.name().c_str(), r.status().message().c_str());
+                rc = kExitError;
+                continue;
+              }
+              print_row(*r);
+              all["results"].push_back(*r);
+            }
+  if (a.opencv) {
+#ifdef DLR_HAVE_OPENCV
+    auto r = bench_opencv(a, weights, size, input);
+    if (r.ok()) {
+      print_row(*r);
+      all["results"].push_back(*r);
+    } else {
+      std::fprintf(stderr, "dlbench: opencv: %s\n", r.status().message().c_str());
+      rc = kExitError;
+    }
+#else
+    std::fprintf(stderr, "dlbench: --opencv needs a build with OpenCV\n");
+    rc = kExitError;
+#endif
+  }
+  if (!a.report.empty()) {
+    for (const auto& r : all["results"]) {
+      if (!r.contains("profile")) continue;
+      std::vector<std::pair<double, int>> order;
+      for (const auto& l : r["profile"]["layers"]) order.emplace_back(l["kernel_ms"].get<double>(), l["layer"].get<int>());
+      std::sort(order.rbegin(), order.rend());
+      double total = 0;
+      for (const auto& o : order) total += o.first;
+      std::printf("\n%s: top layers by kernel time (profiled run, %.3f ms of kernels)\n",
+                  r["config"].get<std::string>().c_str(), total);
+      for (size_t i = 0; i < std::min<size_t>(order.size(), 10); ++i) {
+        const LayerDesc& l = net->layers[size_t(order[i].second)];
+        std::printf("  layer %4d %-9s %-16s %8.3f ms %5.1f%%\n", order[i].second, layer_kind_name(l.kind),
+                    l.out.to_string().c_str(), order[i].first, 100.0 * order[i].first / total);
+      }
+      const auto& t = r["profile"]["totals"];
+      if (t["copied_bytes"].get<int64_t>() > 0)
+        std::printf("  stream: stall %.3f ms, copy %.1f GB/s while busy, overlap %.0f%%\n",
+                    t["stall_ms"].get<double>(), t["copy_gbps"].get<double>(),
+                    100.0 * t["overlap_fraction"].get<double>());
+    }
+  }
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    f << all.dump(2) << "\n";
+    if (!f) return fail("dlbench", a.json + ": cannot write");
+  }
+  if (a.synthetic) std::remove(weights.c_str());
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dlr::init_logging();
+  Args a;
+  CLI::App app{"dlbench: latency, throughput and memory of dlrun configurations", "dlbench"};
+  app.add_option("cfg", a.cfg, "Darknet .cfg file")->required();
+  auto* w = app.add_option("--weights", a.weights, "Darknet .weights file");
+  app.add_flag("--synthetic", a.synthetic, "generate shape-correct synthetic weights (seeded)")->excludes(w);
+  app.add_option("--seed", a.seed, "seed of synthetic weights and input (default 1)");
+  app.add_option("--size", a.size, "network input size (square; default: the cfg's)")->check(CLI::Range(32, 8192));
+  app.add_option("--batch", a.batches, "batch sizes, comma-separated (default 1)");
+  app.add_option("--precision", a.precisions, "fp32,tf32,fp16 (comma-separated; cuda)");
+  app.add_option("--mode", a.modes, "preload,stream (comma-separated; cuda)");
+  app.add_option("--weight-budget", a.budgets,
+                 "stream mode budgets, comma-separated: min, all, NN%, NNMiB, NNMB, bytes (default min)");
+  app.add_option("--copy-profile", a.copy_profile, "stream mode: dlprobe JSON file or h100, discrete, jetson-xavier");
+  app.add_flag("--simulate", a.simulate,
+               "also predict stream-mode latency with the simulator from the profiled preload kernel times "
+               "(list preload before stream)");
+  app.add_option("--device", a.devices, "cpu,cuda (comma-separated; default cuda)");
+  app.add_option("--layout", a.layouts, "auto,nchw,nhwc (comma-separated; cuda)");
+  app.add_option("--iters", a.iters, "timed iterations (default 50)")->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", a.warmup, "untimed iterations first (default 10)")->check(CLI::Range(0, 100000));
+  app.add_option("--json", a.json, "write all results to this JSON file");
+  app.add_flag("--opencv", a.opencv, "also time OpenCV DNN (CPU backend) on the same input (batch 1)");
+  app.add_option("--report", a.report,
+                 "after each configuration, one profiled run (CUDA events per layer, no graph); print the top layers")
+      ->check(CLI::IsMember({"table"}));
+  app.add_flag("--no-graph", a.no_graph, "do not use a CUDA graph");
+  app.add_flag("--find", a.find, "choose cuDNN algorithms with cudnnFind (timed) instead of heuristics");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? dlr::tools::kExitOk : dlr::tools::kExitUsage;
+  }
+  if (a.weights.empty() && !a.synthetic) {
+    std::fprintf(stderr, "dlbench: give --weights FILE or --synthetic\n");
+    return dlr::tools::kExitUsage;
+  }
+  return run(a);
+}
