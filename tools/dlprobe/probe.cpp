@@ -1,0 +1,288 @@
+// dlprobe's measurements: H2D bandwidth and host call time by copy size (pinned and
+// pageable), and the depth of the copy queue behind a busy stream. CUDA builds only.
+#ifdef DLR_HAVE_CUDA
+
+#include "tools/dlprobe/probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "kernels/cuda/cuda_handles.h"
+
+// tools/dlprobe/spin.cu: one thread spinning for `ns` nanoseconds on `stream`.
+extern "C" cudaError_t dlprobe_launch_spin(cudaStream_t stream, unsigned long long ns);
+
+namespace dlr::probe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * 1024;
+
+constexpr double kSpinMs = 300;          // how long the kernel holds the stream in a queue test
+constexpr double kBlockMs = 20;          // a call slower than this blocked the host
+constexpr double kDeadlineMarginMs = 60; // stop enqueuing this long before the kernel ends
+constexpr double kKernelEndSlackMs = 5;  // a blocked call returns no earlier than this before the kernel's end
+constexpr int kQueueCap = 1500;          // copies per queue test at most
+constexpr double kSpinCheckMs = 50;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  const double hi = v[mid];
+  if (v.size() % 2) return hi;
+  return (*std::max_element(v.begin(), v.begin() + mid) + hi) / 2;
+}
+
+uint8_t pattern(size_t i) { return uint8_t((i * 131u + (i >> 10)) & 0xffu); }
+
+// Drains the stream when it goes out of scope, so no copy or kernel is still
+// reading a buffer when the buffers declared before it are released.
+struct StreamDrain {
+  explicit StreamDrain(cudaStream_t s) : stream(s) {}
+  cudaStream_t stream = nullptr;
+  StreamDrain(const StreamDrain&) = delete;
+  StreamDrain& operator=(const StreamDrain&) = delete;
+  ~StreamDrain() {
+    if (stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(stream));
+  }
+};
+
+struct Bench {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  void* dev = nullptr;
+};
+
+struct Timing {
+  double gbps = 0, call_us = 0;
+  int reps = 0;
+};
+
+// Times batches of `k` back-to-back copies of `bytes` from `src` between two
+// events; repeats until `budget` bytes were moved (min_reps..max_reps batches).
+// hold_ms > 0: each batch is enqueued behind a kernel spinning that long and the
+// start event is recorded after it, so the events see the copies back to back
+// (device time, not the host's issue rate); the calls then meet a busy stream, as
+// they do when streaming weights.
+Expected<Timing> time_copies(const Bench& b, const void* src, int64_t bytes, int k, double hold_ms, int min_reps,
+                             int max_reps, int64_t budget) {
+  const size_t n = size_t(bytes);
+  DLR_CUDA_CHECK(cudaMemcpyAsync(b.dev, src, n, cudaMemcpyHostToDevice, b.stream));  // warm-up
+  DLR_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  std::vector<double> copy_ms, call_us;
+  int64_t moved = 0;
+  int longer_holds = 0;
+  while (int(copy_ms.size()) < max_reps && (int(copy_ms.size()) < min_reps || moved < budget)) {
+    const auto t_hold = Clock::now();
+    if (hold_ms > 0) DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, static_cast<unsigned long long>(hold_ms * 1e6)));
+    DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
+    for (int i = 0; i < k; ++i) {
+      const auto t = Clock::now();
+      DLR_CUDA_CHECK(cudaMemcpyAsync(b.dev, src, n, cudaMemcpyHostToDevice, b.stream));
+      call_us.push_back(ms_since(t) * 1e3);
+    }
+    const double enqueue_ms = ms_since(t_hold);
+    DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
+    DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
+    float ms = 0;
+    DLR_CUDA_CHECK(cudaEventElapsedTime(&ms, b.start, b.stop));
+    if (hold_ms > 0 && enqueue_ms > 0.8 * hold_ms && longer_holds < 3) {
+      hold_ms = std::min(200.0, 2 * enqueue_ms);  // the hold ended before the batch was queued: discard, hold longer
+      ++longer_holds;
+      continue;
+    }
+    copy_ms.push_back(double(ms) / k);
+    moved += bytes * k;
+  }
+  Timing t;
+  const double med = median(copy_ms);
+  t.gbps = med > 0 ? double(bytes) / (med * 1e6) : 0;
+  t.call_us = median(call_us);
+  t.reps = int(copy_ms.size());
+  return t;
+}
+
+// Holds the stream with a kernel spinning `spin_ms`, then enqueues copies of `bytes`
+// from `src` until one call blocks the host: it takes longer than kBlockMs and returns
+// only when the kernel is over (a slow call that returns while the kernel still runs
+// is a hiccup, not a full queue). Stops early at kQueueCap copies, or when the kernel's
+// time runs short (inconclusive: a blocking call could no longer be told apart).
+Expected<QueueResult> queue_test(const Bench& b, const void* src, int64_t bytes, bool pinned, double spin_ms) {
+  QueueResult r;
+  r.bytes = bytes;
+  r.pinned = pinned;
+  r.spin_ms = spin_ms;
+  DLR_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  const auto t0 = Clock::now();
+  DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, static_cast<unsigned long long>(spin_ms * 1e6)));
+  for (int i = 0; i < kQueueCap; ++i) {
+    const auto t = Clock::now();
+    if (std::chrono::duration<double, std::milli>(t - t0).count() > spin_ms - kDeadlineMarginMs) {
+      r.inconclusive = true;
+      break;
+    }
+    DLR_CUDA_CHECK(cudaMemcpyAsync(b.dev, src, size_t(bytes), cudaMemcpyHostToDevice, b.stream));
+    const double call_ms = ms_since(t);
+    if (call_ms > kBlockMs && ms_since(t0) >= spin_ms - kKernelEndSlackMs) {
+      r.blocked = true;
+      r.block_ms = call_ms;
+      break;
+    }
+    r.max_call_us = std::max(r.max_call_us, call_ms * 1e3);
+    r.queued = i + 1;
+  }
+  DLR_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  r.held_ms = ms_since(t0);
+  return r;
+}
+
+// A queue test; when the kernel's time ran out first, once more with a 4x longer kernel.
+Expected<QueueResult> queue_test_retry(const Bench& b, const void* src, int64_t bytes, bool pinned) {
+  DLR_ASSIGN_OR_RETURN(QueueResult r, queue_test(b, src, bytes, pinned, kSpinMs));
+  if (!r.inconclusive) return r;
+  std::fprintf(stderr, "dlprobe: %s %lld-byte copies: the kernel ended before the queue filled; again with %.0f ms\n",
+               pinned ? "pinned" : "pageable", static_cast<long long>(bytes), 4 * kSpinMs);
+  return queue_test(b, src, bytes, pinned, 4 * kSpinMs);
+}
+
+std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+
+Expected<std::string> device_text(int device, bool* integrated) {
+  cudaDeviceProp prop{};
+  DLR_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  int runtime = 0, driver = 0;
+  DLR_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  DLR_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  *integrated = prop.integrated != 0;
+  return std::string(prop.name) + ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+         std::to_string(prop.asyncEngineCount) + " copy engines" + (prop.integrated ? ", integrated" : "") +
+         ", CUDA runtime " + version_text(runtime) + ", driver API " + version_text(driver);
+}
+
+}  // namespace
+
+Expected<ProbeResult> run_probe(const ProbeOptions& o) {
+  const auto t_start = Clock::now();
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess)
+    return Status(StatusCode::kCudaError, std::string("no usable CUDA device: cudaGetDeviceCount failed: ") +
+                                              cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  if (count == 0) return Status(StatusCode::kCudaError, "no CUDA device found");
+  if (o.device < 0 || o.device >= count)
+    return invalid_argument("--device " + std::to_string(o.device) + ": this machine has " + std::to_string(count) +
+                            " CUDA device(s) (0.." + std::to_string(count - 1) + ")");
+  DLR_CUDA_CHECK(cudaSetDevice(o.device));
+
+  ProbeResult res;
+  DLR_ASSIGN_OR_RETURN(res.device, device_text(o.device, &res.integrated));
+  res.spin_ms = kSpinMs;
+  res.queue_cap = kQueueCap;
+  res.block_threshold_ms = kBlockMs;
+
+  std::vector<int64_t> sizes = {4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, 1 * kMiB, 2 * kMiB,
+                                4 * kMiB, 8 * kMiB,  16 * kMiB, 64 * kMiB,  256 * kMiB};
+  std::vector<int64_t> queue_pinned = {4 * kKiB, 64 * kKiB, 1 * kMiB, 4 * kMiB, 32 * kMiB};
+  std::vector<int64_t> queue_pageable = {64 * kKiB, 4 * kMiB};
+  if (o.quick) {
+    sizes = {4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, 1 * kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB};
+    queue_pinned = {64 * kKiB, 4 * kMiB};
+    queue_pageable = {4 * kMiB};
+  }
+  auto too_big = [&](int64_t s) { return s > o.max_bytes; };
+  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), too_big), sizes.end());
+  queue_pinned.erase(std::remove_if(queue_pinned.begin(), queue_pinned.end(), too_big), queue_pinned.end());
+  queue_pageable.erase(std::remove_if(queue_pageable.begin(), queue_pageable.end(), too_big), queue_pageable.end());
+  if (sizes.empty()) return invalid_argument("--max-mb leaves no copy size to measure (the smallest is 4 KiB)");
+  int64_t max_bytes = sizes.back();
+  for (int64_t s : queue_pinned) max_bytes = std::max(max_bytes, s);
+  for (int64_t s : queue_pageable) max_bytes = std::max(max_bytes, s);
+
+  // Resources (released in reverse order; `drain` first).
+  DLR_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::make_stream());
+  DLR_ASSIGN_OR_RETURN(cuda::Event ev_start, cuda::make_event(true));
+  DLR_ASSIGN_OR_RETURN(cuda::Event ev_stop, cuda::make_event(true));
+  DLR_ASSIGN_OR_RETURN(cuda::DeviceBuffer dev, cuda::DeviceBuffer::alloc(size_t(max_bytes)));
+  DLR_ASSIGN_OR_RETURN(cuda::PinnedBuffer pinned, cuda::PinnedBuffer::alloc(size_t(max_bytes)));
+  const size_t check_bytes = size_t(std::min<int64_t>(max_bytes, 1 * kMiB));
+  DLR_ASSIGN_OR_RETURN(cuda::PinnedBuffer readback, cuda::PinnedBuffer::alloc(check_bytes));
+  std::unique_ptr<uint8_t[]> pageable(new (std::nothrow) uint8_t[size_t(max_bytes)]);
+  if (!pageable) return out_of_memory("cannot allocate " + std::to_string(max_bytes) + " bytes of pageable memory");
+  const StreamDrain drain(stream.get());
+  auto* pin = static_cast<uint8_t*>(pinned.data());
+  for (size_t i = 0; i < size_t(max_bytes); ++i) pin[i] = pageable[i] = pattern(i);  // also faults the pages in
+  const Bench b{stream.get(), ev_start.get(), ev_stop.get(), dev.data()};
+
+  // The holding kernel must really hold the stream, or the queue tests mean nothing.
+  DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
+  DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, static_cast<unsigned long long>(kSpinCheckMs * 1e6)));
+  DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
+  DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
+  float spin_ms = 0;
+  DLR_CUDA_CHECK(cudaEventElapsedTime(&spin_ms, b.start, b.stop));
+  res.spin_check_ms = spin_ms;
+  if (spin_ms < 0.8 * kSpinCheckMs || spin_ms > 4 * kSpinCheckMs)
+    return internal_error("the spin kernel ran " + std::to_string(spin_ms) + " ms instead of " +
+                          std::to_string(int(kSpinCheckMs)) + " ms: cannot hold the stream for the queue tests");
+
+  // (a) + (b): bandwidth and host call time by size.
+  const int min_reps = o.quick ? 3 : 5;
+  const int max_reps = o.quick ? 10 : 20;
+  const int64_t budget = o.quick ? 128 * kMiB : 512 * kMiB;
+  std::fprintf(stderr, "dlprobe: %s\ndlprobe: H2D bandwidth at %zu sizes, 4 KiB..%lld MiB ...\n", res.device.c_str(),
+               sizes.size(), static_cast<long long>(sizes.back() / kMiB));
+  for (int64_t s : sizes) {
+    SizeResult sr;
+    sr.bytes = s;
+    sr.copies_per_rep = int(std::clamp<int64_t>(4 * kMiB / s, 1, 64));
+    // Pinned behind a short hold (enqueuing <= 64 calls takes well under 5 ms); pageable
+    // without: its calls stage synchronously, so their host time is part of the copy.
+    const double hold_ms = sr.copies_per_rep > 1 ? 5.0 : 0.5;
+    DLR_ASSIGN_OR_RETURN(const Timing tp,
+                         time_copies(b, pin, s, sr.copies_per_rep, hold_ms, min_reps, max_reps, budget));
+    DLR_ASSIGN_OR_RETURN(const Timing tg,
+                         time_copies(b, pageable.get(), s, sr.copies_per_rep, 0, min_reps, max_reps, budget));
+    sr.reps = tp.reps;
+    sr.pinned_gbps = tp.gbps;
+    sr.pinned_call_us = tp.call_us;
+    sr.pageable_gbps = tg.gbps;
+    sr.pageable_call_us = tg.call_us;
+    res.sizes.push_back(sr);
+  }
+
+  // The copies must have moved the data (the last one came from the pageable buffer).
+  DLR_CUDA_CHECK(cudaMemcpyAsync(readback.data(), b.dev, check_bytes, cudaMemcpyDeviceToHost, b.stream));
+  DLR_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  const auto* back = static_cast<const uint8_t*>(readback.data());
+  for (size_t i = 0; i < check_bytes; ++i)
+    if (back[i] != pattern(i))
+      return internal_error("device data differ from the copied source at byte " + std::to_string(i) +
+                            ": the copies did not run");
+
+  // (c): queue depth behind a busy stream.
+  std::fprintf(stderr, "dlprobe: copy queue, %zu tests of about %.0f ms ...\n",
+               queue_pinned.size() + queue_pageable.size(), kSpinMs);
+  for (int64_t s : queue_pinned) {
+    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pin, s, true));
+    res.queue.push_back(q);
+  }
+  for (int64_t s : queue_pageable) {
+    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pageable.get(), s, false));
+    res.queue.push_back(q);
+  }
+  DLR_CUDA_CHECK(cudaGetLastError());
+  res.seconds = ms_since(t_start) / 1e3;
+  return res;
+}
+
+}  // namespace dlr::probe
+
+#endif  // DLR_HAVE_CUDA

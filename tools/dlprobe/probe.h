@@ -1,0 +1,58 @@
+// dlprobe's measurements on the current GPU (probe.cpp, CUDA builds only).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/core/status.h"
+
+namespace dlr::probe {
+
+struct ProbeOptions {
+  int device = 0;
+  bool quick = false;                // fewer sizes and repetitions, fewer queue tests
+  int64_t max_bytes = 256 << 20;     // the largest copy measured
+};
+
+// H2D bandwidth and host call time at one copy size.
+struct SizeResult {
+  int64_t bytes = 0;
+  int copies_per_rep = 1;   // small copies are timed in back-to-back batches
+  int reps = 0;
+  double pinned_gbps = 0;   // bytes / median device time per copy (CUDA events)
+  double pinned_call_us = 0;    // median host time of one cudaMemcpyAsync call
+  double pageable_gbps = 0;
+  double pageable_call_us = 0;
+};
+
+// Copies of `bytes` enqueued behind a spinning kernel until one call blocks the host.
+struct QueueResult {
+  int64_t bytes = 0;
+  bool pinned = true;
+  int queued = 0;             // calls that returned at once before the first blocking one (or the cap)
+  bool blocked = false;       // a call took longer than the block threshold
+  bool inconclusive = false;  // the kernel's time ran out first: queued is a lower bound
+  double block_ms = 0;        // host time of the blocking call
+  double max_call_us = 0;     // the slowest call that returned at once
+  double spin_ms = 0;         // how long the holding kernel spun
+  double held_ms = 0;         // kernel launch to stream idle (>= spin_ms if the kernel held)
+};
+
+struct ProbeResult {
+  std::string device;         // name, compute capability, copy engines, CUDA versions
+  bool integrated = false;    // an integrated GPU (Jetson): H2D copies are DRAM-to-DRAM
+  std::vector<SizeResult> sizes;
+  std::vector<QueueResult> queue;
+  double spin_ms = 0;         // how long the holding kernel spins (4x on a retry)
+  double spin_check_ms = 0;   // measured duration of a 50 ms spin (sanity check)
+  int queue_cap = 0;
+  double block_threshold_ms = 0;
+  double seconds = 0;         // wall time of the whole probe
+};
+
+// Runs every measurement (progress lines on stderr). Every CUDA call is checked; on
+// failure the stream is drained and everything is released before returning.
+Expected<ProbeResult> run_probe(const ProbeOptions& options);
+
+}  // namespace dlr::probe
