@@ -25,6 +25,7 @@ struct Buffer {
   int64_t offset = 0;  // bytes from the arena base (aligned)
   int64_t bytes = 0;   // batch * c * h * w * dtype size
   DType dtype = DType::kF32;
+  Layout layout = Layout::kNCHW;  // options.layout, except network outputs (yolo): always NCHW f32
   int c = 0, h = 0, w = 0;  // per-image shape of the whole buffer
   int first_step = 0;  // first step that writes it (-1: written before step 0, i.e. the input)
   int last_step = 0;   // last step that reads it (== steps.size() for network outputs)

@@ -43,11 +43,11 @@ std::string ExecutionPlan::to_text(const NetworkDesc& net) const {
                   out.c_str(), l.out.to_string().c_str(), reads.c_str(), w.c_str());
     s += line;
   }
-  s += "buffers (id: offset, bytes, dtype, CxHxW, live steps, owner layer)\n";
+  s += "buffers (id: offset, bytes, dtype layout, CxHxW, live steps, owner layer)\n";
   for (const Buffer& b : buffers) {
-    std::snprintf(line, sizeof(line), "  b%-4d @%-12lld %12lld %s %dx%dx%d [%d, %d] owner %d\n", b.id,
-                  static_cast<long long>(b.offset), static_cast<long long>(b.bytes), dtype_name(b.dtype), b.c, b.h,
-                  b.w, b.first_step, b.last_step, b.owner_layer);
+    std::snprintf(line, sizeof(line), "  b%-4d @%-12lld %12lld %s %s %dx%dx%d [%d, %d] owner %d\n", b.id,
+                  static_cast<long long>(b.offset), static_cast<long long>(b.bytes), dtype_name(b.dtype),
+                  layout_name(b.layout), b.c, b.h, b.w, b.first_step, b.last_step, b.owner_layer);
     s += line;
   }
   std::snprintf(line, sizeof(line), "activations: planned %s in %zu buffers (naive sum of all outputs %s, %.1f%%)\n",

@@ -24,6 +24,7 @@ namespace {
 struct Proto {
   Shape3 shape;
   DType dtype = DType::kF32;
+  Layout layout = Layout::kNCHW;
   int owner = -1;        // layer, -1 for the network input
   int parent = -1;       // proto this one was placed into
   int parent_c_off = 0;  // channel offset inside the parent
@@ -116,6 +117,8 @@ class Planner {
     p.shape = shape;
     p.dtype = dtype;
     p.owner = owner;
+    // Network outputs are read by the host post-processing: always packed f32 NCHW.
+    p.layout = owner >= 0 && m_net.layers[size_t(owner)].kind == LayerKind::kYolo ? Layout::kNCHW : m_opt.layout;
     p.conv_io = owner >= 0 && (m_net.layers[size_t(owner)].kind == LayerKind::kConv || m_read_by_conv[size_t(owner)]);
     m_protos.push_back(p);
     return int(m_protos.size()) - 1;
@@ -217,6 +220,7 @@ class Planner {
       Buffer b;
       b.id = int(plan->buffers.size());
       b.dtype = pr.dtype;
+      b.layout = pr.layout;
       b.c = pr.shape.c;
       b.h = pr.shape.h;
       b.w = pr.shape.w;

@@ -21,5 +21,5 @@ if [ -x build/tools/dlimage ]; then
     build/tools/dlimage convert "$shared/images/$img.jpg" "device-carry/shared/images/$img.ppm"
   done
 fi
-cp scripts/device_run.sh device-carry/
+cp scripts/device_run.sh scripts/h100_profile.json device-carry/
 du -sh device-carry

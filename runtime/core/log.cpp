@@ -2,6 +2,8 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <cstdlib>
+
 namespace dlr {
 
 void init_logging() {
@@ -12,6 +14,7 @@ void init_logging() {
   logger->set_pattern("[dlrun] [%^%l%$] %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);
+  if (const char* env = std::getenv("DLR_LOG_LEVEL")) set_log_level(env);
 }
 
 bool set_log_level(const std::string& level) {

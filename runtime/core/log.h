@@ -13,7 +13,7 @@ void init_logging();
 
 }  // namespace dlr
 
-#define DLR_LOG_DEBUG(...) SPDLOG_DEBUG(__VA_ARGS__)
+#define DLR_LOG_DEBUG(...) spdlog::debug(__VA_ARGS__)
 #define DLR_LOG_INFO(...) spdlog::info(__VA_ARGS__)
 #define DLR_LOG_WARN(...) spdlog::warn(__VA_ARGS__)
 #define DLR_LOG_ERROR(...) spdlog::error(__VA_ARGS__)

@@ -31,7 +31,7 @@ const char* CudaEngine::blob_ptr(int blob) const {
 
 TensorView CudaEngine::view(const ViewRef& v) const {
   const Buffer& b = m_plan.buffer(v);
-  const Layout layout = m_plan.options.layout;
+  const Layout layout = b.layout;
   const int64_t es = int64_t(dtype_size(b.dtype));
   TensorView t;
   t.dtype = b.dtype;
@@ -65,7 +65,9 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const NetworkDesc& net,
     DLR_ASSIGN_OR_RETURN(*ev, cuda::make_event(true));
   }
 
+  DLR_LOG_DEBUG("cuda engine: plan built, {} buffers, arena {} bytes", plan.buffers.size(), plan.arena_bytes);
   DLR_RETURN_IF_ERROR(e->setup_weights(weights));
+  DLR_LOG_DEBUG("cuda engine: weights ready ({})", weight_mode_name(options.mode));
   DLR_ASSIGN_OR_RETURN(e->m_arena, DeviceBuffer::alloc(size_t(plan.arena_bytes)));
   DLR_CUDA_CHECK(cudaMemset(e->m_arena.data(), 0, size_t(plan.arena_bytes)));
   DLR_ASSIGN_OR_RETURN(e->m_input_f32,
@@ -111,11 +113,14 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const NetworkDesc& net,
     }
   }
   // Warm-up run (loads kernels, lets cuDNN initialise) outside any timing, then capture.
+  DLR_LOG_DEBUG("cuda engine: convolutions ready, workspace {} bytes; warm-up", workspace);
   DLR_RETURN_IF_ERROR(e->enqueue_network(false));
   DLR_CUDA_CHECK(cudaStreamSynchronize(e->m_stream.get()));
-  if (options.cuda_graph && !options.profile_layers) {
+  DLR_LOG_DEBUG("cuda engine: warm-up done");
+  if (options.cuda_graph) {
     const Status st = e->capture_graph();
     if (!st.ok()) DLR_LOG_WARN("CUDA graph capture failed, running without a graph: {}", st.message());
+    DLR_LOG_DEBUG("cuda engine: graph {}", e->m_graph ? "captured" : "not used");
   }
   return e;
 }
@@ -233,7 +238,9 @@ Status CudaEngine::capture_graph() {
   cudaStream_t s = m_stream.get();
   cudaGraph_t graph = nullptr;
   DLR_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  const Status st = enqueue_network(false);
+  m_capturing = true;
+  const Status st = enqueue_network(m_options.profile_layers);
+  m_capturing = false;
   const cudaError_t end = cudaStreamEndCapture(s, &graph);
   if (!st.ok()) {
     if (graph) cudaGraphDestroy(graph);
@@ -268,7 +275,7 @@ Status CudaEngine::run() {
   m_run_timing.network_ms = network;
   m_run_timing.download_ms = 0;  // part of network_ms (the downloads are the last operations)
   m_run_timing.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (m_options.profile_layers && !m_graph) DLR_RETURN_IF_ERROR(read_profile());
+  if (m_options.profile_layers) DLR_RETURN_IF_ERROR(read_profile());
   return Status();
 }
 
@@ -312,7 +319,10 @@ PlannerOptions cuda_planner_options(const SessionOptions& options) {
   PlannerOptions p;
   p.batch = options.batch;
   const bool f16 = options.precision == Precision::kFP16;
-  p.layout = options.layout < 0 ? (f16 ? Layout::kNHWC : Layout::kNCHW)
+  // Auto layout (measured on the H100, yolov4 @608): tensor-core precisions run faster
+  // in NHWC (fp16 1.88 vs 2.67 ms, tf32 2.45 vs 3.19 ms); strict fp32 in NCHW (8.1 vs 9.0 ms).
+  const bool tensor_cores = options.precision != Precision::kFP32;
+  p.layout = options.layout < 0 ? (tensor_cores ? Layout::kNHWC : Layout::kNCHW)
                                 : (options.layout == 1 ? Layout::kNHWC : Layout::kNCHW);
   p.activation_dtype = f16 ? DType::kF16 : DType::kF32;
   p.weight_dtype = p.activation_dtype;

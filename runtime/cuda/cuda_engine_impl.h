@@ -89,6 +89,7 @@ class CudaEngine final : public Engine {
   std::vector<cuda::Event> m_ev_layer_start, m_ev_layer_ready, m_ev_layer_end;  // per step
   std::vector<cuda::Event> m_ev_copy_start, m_ev_copy_end;                      // per unit
   bool m_input_pending = false;
+  bool m_capturing = false;  // inside capture_graph()
   std::vector<LayerTiming> m_timings;
   std::vector<CopyTiming> m_copy_timings;
   RunTiming m_run_timing;

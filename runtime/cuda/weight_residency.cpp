@@ -89,6 +89,13 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
 Status CudaEngine::enqueue_network(bool profile) {
   cudaStream_t cs = m_stream.get();
   cudaStream_t ps = m_copy_stream.get();
+  // Timing events: inside a graph capture they must be external record nodes so that
+  // every replay records them (device timestamps without host launch gaps).
+  const unsigned timing_flags = m_capturing ? cudaEventRecordExternal : cudaEventRecordDefault;
+  auto stamp = [&](const cuda::Event& ev, cudaStream_t s) -> Status {
+    DLR_CUDA_CHECK(cudaEventRecordWithFlags(ev.get(), s, timing_flags));
+    return Status();
+  };
   const bool copies = m_streaming && !m_stream_plan.resident;
   if (copies) {  // the copy stream joins after everything already on the compute stream
     DLR_CUDA_CHECK(cudaEventRecord(m_fork.get(), cs));
@@ -98,21 +105,21 @@ Status CudaEngine::enqueue_network(bool profile) {
     const TransferUnit& u = m_stream_plan.units[size_t(ui)];
     for (int layer : m_stream_plan.unit_waits[size_t(ui)])
       DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_layer_done[size_t(layer)].get(), 0));
-    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_copy_start[size_t(ui)].get(), ps));
+    if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_start[size_t(ui)], ps));
     DLR_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(m_weights.data()) + u.pool_offset,
                                    static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
                                    cudaMemcpyHostToDevice, ps));
     DLR_CUDA_CHECK(cudaEventRecord(m_copy_done[size_t(ui)].get(), ps));
-    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_copy_end[size_t(ui)].get(), ps));
+    if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_end[size_t(ui)], ps));
     return Status();
   };
   auto enqueue_layer = [&](int layer) -> Status {
     const Step& st = m_plan.steps[size_t(layer)];
-    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_layer_start[size_t(layer)].get(), cs));
+    if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_start[size_t(layer)], cs));
     if (copies && st.weight >= 0)
       DLR_CUDA_CHECK(
           cudaStreamWaitEvent(cs, m_copy_done[size_t(m_stream_plan.blob_last_unit[size_t(st.weight)])].get(), 0));
-    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_layer_ready[size_t(layer)].get(), cs));
+    if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_ready[size_t(layer)], cs));
     if (!st.no_op || !st.copies.empty()) {
       const Status status = enqueue_step(st, cs);
       if (!status.ok())
@@ -120,7 +127,7 @@ Status CudaEngine::enqueue_network(bool profile) {
                                          "): " + status.message());
     }
     if (copies && m_layer_done[size_t(layer)]) DLR_CUDA_CHECK(cudaEventRecord(m_layer_done[size_t(layer)].get(), cs));
-    if (profile) DLR_CUDA_CHECK(cudaEventRecord(m_ev_layer_end[size_t(layer)].get(), cs));
+    if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_end[size_t(layer)], cs));
     return Status();
   };
   if (copies) {

@@ -5,8 +5,16 @@
 
 #include <cstdlib>
 
+#include "runtime/core/log.h"
+
 namespace dlr::test {
 namespace {
+
+// Tests log like the tools: warnings and errors only, unless DLR_LOG_LEVEL says otherwise.
+struct LogInit {
+  LogInit() { init_logging(); }
+} g_log_init;
+
 bool is_dir(const std::string& p) {
   struct stat st;
   return !p.empty() && ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

@@ -76,6 +76,7 @@ void check_plan(const NetworkDesc& net, const ExecutionPlan& plan, const std::st
     const ViewRef& v = plan.layer_out[size_t(y)];
     const Buffer& b = plan.buffer(v);
     EXPECT_EQ(b.dtype, DType::kF32);
+    EXPECT_EQ(b.layout, Layout::kNCHW) << "yolo outputs are read by the host as NCHW";
     EXPECT_TRUE(v.c_offset == 0 && v.c == b.c);
     EXPECT_EQ(b.last_step, int(plan.steps.size()));
   }

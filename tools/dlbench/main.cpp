@@ -195,10 +195,9 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
     }
   }
   if (!a.report.empty() || a.simulate) {
-    // One extra profiled run (CUDA events per layer, no graph): where the time goes.
+    // One extra profiled session (CUDA events per layer, recorded inside the graph): where the time goes.
     SessionOptions popt = opt;
     popt.profile_layers = true;
-    popt.cuda_graph = false;
     DLR_ASSIGN_OR_RETURN(auto prof, Session::open(a.cfg, weights, popt));
     Engine& pe = prof->engine();
     for (int i = 0; i < 3; ++i) {
@@ -393,7 +392,7 @@ int main(int argc, char** argv) {
   app.add_option("--json", a.json, "write all results to this JSON file");
   app.add_flag("--opencv", a.opencv, "also time OpenCV DNN (CPU backend) on the same input (batch 1)");
   app.add_option("--report", a.report,
-                 "after each configuration, one profiled run (CUDA events per layer, no graph); print the top layers")
+                 "after each configuration, one profiled run (CUDA events per layer inside the graph); print the top layers")
       ->check(CLI::IsMember({"table"}));
   app.add_flag("--no-graph", a.no_graph, "do not use a CUDA graph");
   app.add_flag("--find", a.find, "choose cuDNN algorithms with cudnnFind (timed) instead of heuristics");
