@@ -69,18 +69,10 @@ Status CpuEngine::reserve_images(int max_width, int max_height) {
 }
 
 Status CpuEngine::set_images(const cpu::ImageU8* images, int n, bool letterbox) {
-  if (n < 1 || n > m_plan.options.batch)
-    return invalid_argument("got " + std::to_string(n) + " images for a batch of " +
-                            std::to_string(m_plan.options.batch));
-  if (m_plan.input_shape.c != 3)
-    return unsupported("images need a 3-channel network (this cfg has channels=" +
-                       std::to_string(m_plan.input_shape.c) + ")");
+  DLR_RETURN_IF_ERROR(check_images(m_plan, images, n));
   const TensorView in = view(ViewRef{m_plan.input_buffer, 0, m_plan.input_shape.c});
-  for (int i = 0; i < n; ++i) {
-    if (!images[i].data || images[i].width < 1 || images[i].height < 1 || images[i].channels != 3)
-      return invalid_argument("image " + std::to_string(i) + " is empty or not 3-channel");
+  for (int i = 0; i < n; ++i)
     preprocess_image_cpu(images[i], in.w, in.h, letterbox, in.f32() + i * in.n_stride, &m_image_tmp);
-  }
   return Status();
 }
 

@@ -87,4 +87,8 @@ class Engine {
   virtual RunTiming last_run_timing() const { return RunTiming{0, last_run_ms(), 0, last_run_ms()}; }
 };
 
+// Checks the arguments of Engine::set_images for a plan: 1 <= n <= batch, a
+// 3-channel network, non-empty 3-channel images. Shared by every engine.
+Status check_images(const ExecutionPlan& plan, const cpu::ImageU8* images, int n);
+
 }  // namespace dlr

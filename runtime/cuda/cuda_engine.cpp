@@ -140,16 +140,9 @@ Status CudaEngine::reserve_images(int max_width, int max_height) {
 }
 
 Status CudaEngine::set_images(const cpu::ImageU8* images, int n, bool letterbox) {
-  if (n < 1 || n > m_plan.options.batch)
-    return invalid_argument("got " + std::to_string(n) + " images for a batch of " +
-                            std::to_string(m_plan.options.batch));
-  if (m_plan.input_shape.c != 3)
-    return unsupported("images need a 3-channel network (this cfg has channels=" +
-                       std::to_string(m_plan.input_shape.c) + ")");
+  DLR_RETURN_IF_ERROR(check_images(m_plan, images, n));
   int max_w = 0, max_h = 0;
   for (int i = 0; i < n; ++i) {
-    if (!images[i].data || images[i].width < 1 || images[i].height < 1 || images[i].channels != 3)
-      return invalid_argument("image " + std::to_string(i) + " is empty or not 3-channel");
     max_w = std::max(max_w, images[i].width);
     max_h = std::max(max_h, images[i].height);
   }

@@ -13,71 +13,20 @@
 #include "runtime/plan.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/stream_plan.h"
+#include "tests/runtime/stream_fixtures.h"
 #include "tests/common/test_paths.h"
 
 namespace dlr {
 namespace {
 
-constexpr int64_t kMiB = int64_t(1) << 20;
+using test::fake_plan;
+using test::h100_like;
+using test::jetson_like;
+using test::kMiB;
+using test::random_sizes;
+using test::random_times;
 
-// A fake ExecutionPlan: one conv per blob size, with non-conv (some no-op) steps between.
-ExecutionPlan fake_plan(const std::vector<int64_t>& blob_bytes, std::mt19937_64* rng) {
-  ExecutionPlan p;
-  std::uniform_int_distribution<int> extra(0, 2), coin(0, 2);
-  auto add_step = [&](LayerKind kind, bool no_op, int weight) {
-    Step s;
-    s.layer = int(p.steps.size());
-    s.kind = kind;
-    s.no_op = no_op;
-    s.weight = weight;
-    p.steps.push_back(s);
-  };
-  for (int64_t bytes : blob_bytes) {
-    const int n_extra = rng ? extra(*rng) : 0;
-    for (int e = 0; e < n_extra; ++e) {
-      const int c = coin(*rng);
-      add_step(c == 0 ? LayerKind::kRoute : c == 1 ? LayerKind::kShortcut : LayerKind::kMaxPool, c == 0, -1);
-    }
-    WeightBlob w;
-    w.layer = int(p.steps.size());
-    w.bytes = bytes;
-    add_step(LayerKind::kConv, false, int(p.weights.size()));
-    p.weights.push_back(w);
-  }
-  return p;
-}
 
-// Sizes from 4 KB to 20 MB, skewed like yolov4: many small, few huge.
-std::vector<int64_t> random_sizes(std::mt19937_64* rng, int n) {
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const double lo = std::log(4096.0), hi = std::log(20e6);
-  std::vector<int64_t> v;
-  for (int i = 0; i < n; ++i)
-    v.push_back(align_up(int64_t(std::exp(lo + (hi - lo) * std::pow(u(*rng), 1.6))), 256));
-  return v;
-}
-
-CopyProfile h100_like() {
-  CopyProfile p;
-  p.name = "h100-like";
-  p.pinned = {{64 << 10, 16}, {1 << 20, 46}, {4 << 20, 53}, {16 << 20, 55}};
-  p.queue = {{int64_t(1) << 40, 1020}};
-  p.call_us = 2;
-  p.chunk_bytes = 4 << 20;
-  p.min_unit_bytes = 1 << 20;
-  return p;
-}
-
-CopyProfile jetson_like() {
-  CopyProfile p;
-  p.name = "jetson-like";
-  p.pinned = {{64 << 10, 4}, {1 << 20, 10}, {16 << 20, 12}};
-  p.queue = {{64 << 10, 14}, {1 << 20, 2}, {2 << 20, 1}, {int64_t(1) << 40, 0}};
-  p.call_us = 10;
-  p.chunk_bytes = 1 << 20;
-  p.min_unit_bytes = 256 << 10;
-  return p;
-}
 
 // Every structural property of a plan; `budget` as passed to plan_streaming.
 void check_stream_plan(const ExecutionPlan& plan, const StreamPlan& s, const CopyProfile& prof, int64_t budget,

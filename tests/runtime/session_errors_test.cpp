@@ -1,0 +1,116 @@
+// Bad input at the Session / Engine / tool-support boundary: every error is a
+// one-line Status naming what was wrong.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "runtime/engine.h"
+#include "runtime/session.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+#include "tools/common/tool_support.h"
+
+namespace dlr {
+namespace {
+
+class SessionErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_cfg = test::source_file("models/yolov4-tiny.cfg");
+    m_weights = test::synthetic_weights(m_cfg);
+    ASSERT_FALSE(m_weights.empty());
+  }
+  std::string open_error(const SessionOptions& o) {
+    auto s = Session::open(m_cfg, m_weights, o);
+    EXPECT_FALSE(s.ok());
+    return s.ok() ? "" : s.status().message();
+  }
+  std::string m_cfg, m_weights;
+};
+
+TEST_F(SessionErrors, OptionsOutOfRange) {
+  SessionOptions o;
+  o.batch = 0;
+  EXPECT_EQ(open_error(o), "batch 0 is out of range (1..64)");
+  o = SessionOptions();
+  o.thresh = 1.5f;
+  EXPECT_EQ(open_error(o), "thresh must be in [0, 1)");
+  o = SessionOptions();
+  o.nms = 0.f;
+  EXPECT_EQ(open_error(o), "nms must be in (0, 1]");
+  o = SessionOptions();
+  o.precision = Precision::kFP16;
+  EXPECT_EQ(open_error(o), "the CPU backend runs fp32 only (asked for fp16)");
+  o = SessionOptions();
+  o.mode = WeightMode::kStream;
+  EXPECT_EQ(open_error(o),
+            "the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");
+}
+
+TEST_F(SessionErrors, ImagesAreChecked) {
+  SessionOptions o;
+  o.batch = 2;
+  auto s = Session::open(m_cfg, m_weights, o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  tools::LoadedImage img;
+  img.width = 8;
+  img.height = 8;
+  img.pixels.assign(8 * 8 * 3, 100);
+  ImageView views[3] = {img.view(), img.view(), img.view()};
+  auto r = (*s)->detect_batch(views, 3);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "got 3 images for a batch of 2");
+  r = (*s)->detect_batch(views, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "got 0 images for a batch of 2");
+  views[1].channels = 1;
+  r = (*s)->detect_batch(views, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "image 1 is empty or not 3-channel");
+  views[1] = img.view();
+  views[1].data = nullptr;
+  r = (*s)->detect_batch(views, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "image 1 is empty or not 3-channel");
+  ASSERT_TRUE((*s)->detect_batch(views, 1).ok()) << "the session stays usable after an error";
+}
+
+TEST(ToolSupport, NamesAndImageFiles) {
+  const std::string dir = test::temp_dir();
+  auto n = read_names(dir + "/missing.names");
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().message(), dir + "/missing.names: cannot open names file");
+  std::ofstream(dir + "/empty.names") << "\n\n";
+  n = read_names(dir + "/empty.names");
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().message(), dir + "/empty.names: names file is empty");
+  std::ofstream(dir + "/two.names") << "cat\r\ndog \n";
+  n = read_names(dir + "/two.names");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, (std::vector<std::string>{"cat", "dog"}));
+
+  std::ofstream(dir + "/bad.ppm") << "P3\n2 2\n255\n";
+  auto img = tools::load_image(dir + "/bad.ppm");
+  ASSERT_FALSE(img.ok());
+  EXPECT_EQ(img.status().message(), dir + "/bad.ppm: not a binary PPM (P6) image");
+  std::ofstream(dir + "/short.ppm", std::ios::binary) << "P6\n4 4\n255\n" << std::string(10, 'x');
+  img = tools::load_image(dir + "/short.ppm");
+  ASSERT_FALSE(img.ok());
+  EXPECT_EQ(img.status().message(), dir + "/short.ppm: PPM data is truncated");
+  std::ofstream(dir + "/deep.ppm", std::ios::binary) << "P6\n4 4\n65535\n";
+  img = tools::load_image(dir + "/deep.ppm");
+  ASSERT_FALSE(img.ok());
+  EXPECT_EQ(img.status().message(), dir + "/deep.ppm: PPM size 4x4 maxval 65535 is not supported (need 8-bit)");
+  // A round trip keeps BGR pixels.
+  tools::LoadedImage a;
+  a.width = 3;
+  a.height = 2;
+  for (int i = 0; i < 18; ++i) a.pixels.push_back(uint8_t(i * 13));
+  ASSERT_TRUE(tools::save_ppm(dir + "/rt.ppm", a).ok());
+  auto b = tools::load_image(dir + "/rt.ppm");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->pixels, a.pixels);
+}
+
+}  // namespace
+}  // namespace dlr
