@@ -16,7 +16,7 @@ device=cpu
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -d /usr/local/cuda ]; then device=cuda; fi
 echo "== yolov4-tiny (synthetic weights) on a generated image, --device $device"
 $bin/dlrun models/yolov4-tiny.cfg build/demo/yolov4-tiny-synthetic.weights build/demo/scene.ppm \
-  --device "$device" --ext-output --print-plan | grep -E "^activations|^weights|Predicted|%" || true
+  --device "$device" --ext-output --print-plan --thresh 0.5 | grep -E "^activations|^weights|Predicted|%" | head -20 || true
 shared="${DLR_SHARED_DIR:-../shared}"
 if [ -f "$shared/weights/yolo-fastest-1.1.weights" ] && [ -f "$shared/images/dog.jpg" ]; then
   echo "== yolo-fastest-1.1 (real COCO weights) on dog.jpg, --device $device"
