@@ -12,12 +12,9 @@
 #include "runtime/weight_store.h"
 
 namespace dlr {
-namespace {
 
 using cuda::DeviceBuffer;
 using cuda::PinnedBuffer;
-
-}  // namespace
 
 CudaEngine::~CudaEngine() {
   if (m_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_stream.get()));
