@@ -23,7 +23,7 @@ CudaEngine::~CudaEngine() {
 
 const char* CudaEngine::blob_ptr(int blob) const {
   const int64_t off = m_streaming ? m_stream_plan.blob_pool_offset[size_t(blob)] : m_blob_offsets[size_t(blob)];
-  return static_cast<const char*>(m_weights.data()) + off;
+  return static_cast<const char*>(pool_base()) + off;
 }
 
 TensorView CudaEngine::view(const ViewRef& v) const {
@@ -297,7 +297,7 @@ Status CudaEngine::read_layer(int layer, int image, std::vector<float>* out) con
 
 MemoryReport CudaEngine::memory() const {
   MemoryReport r;
-  r.weights = int64_t(m_weights.bytes());
+  r.weights = int64_t(m_weights.bytes() + m_ring.bytes());
   r.activations = int64_t(m_arena.bytes());
   r.workspace = int64_t(m_workspace.bytes());
   r.other = int64_t(m_image_dev.bytes() + m_input_f32.bytes());

@@ -13,6 +13,7 @@
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cuda_handles.h"
 #include "runtime/cuda/cuda_engine.h"
+#include "runtime/cuda/mirrored_buffer.h"
 #include "runtime/streaming/stream_plan.h"
 #include "runtime/weight_store.h"
 
@@ -45,6 +46,7 @@ class CudaEngine final : public Engine {
   CudaEngine(const NetworkDesc& net, const SessionOptions& options) : m_net(net), m_options(options) {}
   TensorView view(const ViewRef& v) const;
   const char* blob_ptr(int blob) const;  // device address of a weight blob (pool or resident buffer)
+  char* pool_base() const { return m_ring.bytes() ? m_ring.data() : static_cast<char*>(m_weights.data()); }
 
   // weight_residency.cpp
   Status setup_weights(const WeightsFile& weights);
@@ -62,9 +64,11 @@ class CudaEngine final : public Engine {
   cuda::Stream m_stream;       // compute
   cuda::Stream m_copy_stream;  // stream mode: weight copies
 
-  // Weights. preload: m_weights holds every blob at m_blob_offsets. stream: m_weights
-  // is the pool (slots), m_host the pinned store, m_stream_plan the schedule.
+  // Weights. preload: m_weights holds every blob at m_blob_offsets. stream: the pool
+  // is m_ring (ring layout) or m_weights (slots, resident), m_host the pinned store,
+  // m_stream_plan the schedule.
   cuda::DeviceBuffer m_weights;
+  cuda::MirroredBuffer m_ring;
   std::vector<int64_t> m_blob_offsets;
   bool m_streaming = false;
   StreamPlan m_stream_plan;

@@ -36,13 +36,14 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
   }
 
   DLR_ASSIGN_OR_RETURN(CopyProfile profile, CopyProfile::resolve(m_options.copy_profile));
-  int64_t largest = 0;
-  for (const WeightBlob& w : m_plan.weights) largest = std::max(largest, w.bytes);
   DLR_ASSIGN_OR_RETURN(int64_t budget,
-                       parse_weight_budget(m_options.weight_budget, m_plan.weight_bytes(), 2 * largest));
+                       parse_weight_budget(m_options.weight_budget, m_plan.weight_bytes(), 0));  // min: the plan's minimum
   StreamOptions so;
   so.budget_bytes = budget;
   so.chunk_bytes = m_options.chunk_bytes;
+  if (!parse_pool_layout(m_options.weight_pool, &so.layout))
+    return invalid_argument("weight pool \"" + m_options.weight_pool + "\": expected auto, ring or slots");
+  DLR_ASSIGN_OR_RETURN(so.ring_granularity, cuda::MirroredBuffer::granularity(m_options.cuda_device));
   DLR_ASSIGN_OR_RETURN(m_stream_plan, plan_streaming(m_plan, profile, so));
 
   // The pinned host store, filled layer by layer from the mapped file.
@@ -50,7 +51,11 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
   m_host = std::make_unique<WeightStore>(std::move(store));
   for (size_t i = 0; i < m_plan.weights.size(); ++i)
     DLR_ASSERT(i == 0 || m_host->blob_offset(int(i)) == m_host->blob_offset(int(i) - 1) + m_plan.weights[i - 1].bytes);
-  DLR_ASSIGN_OR_RETURN(m_weights, cuda::DeviceBuffer::alloc(size_t(m_stream_plan.pool_bytes)));
+  if (m_stream_plan.layout == PoolLayout::kRing) {
+    DLR_ASSIGN_OR_RETURN(m_ring, cuda::MirroredBuffer::alloc(m_options.cuda_device, size_t(m_stream_plan.pool_bytes)));
+  } else {
+    DLR_ASSIGN_OR_RETURN(m_weights, cuda::DeviceBuffer::alloc(size_t(m_stream_plan.pool_bytes)));
+  }
   DLR_ASSIGN_OR_RETURN(m_copy_stream, cuda::make_stream());
   DLR_ASSIGN_OR_RETURN(m_fork, cuda::make_event(false));
   DLR_ASSIGN_OR_RETURN(m_join, cuda::make_event(false));
@@ -74,13 +79,14 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
   if (m_stream_plan.resident) {
     // Every blob has its own region: copy once now; inferences copy nothing.
     for (const TransferUnit& u : m_stream_plan.units)
-      DLR_CUDA_CHECK(cudaMemcpy(static_cast<char*>(m_weights.data()) + u.pool_offset,
+      DLR_CUDA_CHECK(cudaMemcpy(pool_base() + u.pool_offset,
                                 static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
                                 cudaMemcpyHostToDevice));
   }
-  DLR_LOG_INFO("stream mode: {} slots of {:.2f} MiB = {:.2f} MiB pool for {:.2f} MiB of weights, {} copies per "
-               "inference (profile {})",
-               m_stream_plan.slots, mib(m_stream_plan.slot_bytes), mib(m_stream_plan.pool_bytes),
+  DLR_LOG_INFO("stream mode: {} pool of {:.2f} MiB ({} slots of {:.2f} MiB) for {:.2f} MiB of weights, {} copies "
+               "per inference (profile {})",
+               m_stream_plan.resident ? "resident" : pool_layout_name(m_stream_plan.layout),
+               mib(m_stream_plan.pool_bytes), m_stream_plan.slots, mib(m_stream_plan.slot_bytes),
                mib(m_stream_plan.total_weight_bytes), m_stream_plan.resident ? 0 : m_stream_plan.units.size(),
                profile.name);
   return Status();
@@ -106,7 +112,7 @@ Status CudaEngine::enqueue_network(bool profile) {
     for (int layer : m_stream_plan.unit_waits[size_t(ui)])
       DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_layer_done[size_t(layer)].get(), 0));
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_start[size_t(ui)], ps));
-    DLR_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(m_weights.data()) + u.pool_offset,
+    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + u.pool_offset,
                                    static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
                                    cudaMemcpyHostToDevice, ps));
     DLR_CUDA_CHECK(cudaEventRecord(m_copy_done[size_t(ui)].get(), ps));

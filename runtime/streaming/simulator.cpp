@@ -13,6 +13,7 @@
 #include "runtime/streaming/simulator.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <utility>
@@ -44,6 +45,21 @@ int64_t peak_in_use(std::vector<std::pair<double, double>> intervals, int64_t by
     peak = std::max(peak, cur);
   }
   return peak;
+}
+
+// Host-store byte offsets of the blobs (back to back in plan.weights order).
+struct HostRanges {
+  std::vector<int64_t> offset;
+};
+
+HostRanges host_ranges(const ExecutionPlan& plan) {
+  HostRanges h;
+  int64_t pos = 0;
+  for (const WeightBlob& w : plan.weights) {
+    h.offset.push_back(pos);
+    pos += w.bytes;
+  }
+  return h;
 }
 
 }  // namespace
@@ -181,8 +197,30 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
     for (int b = stream.groups[size_t(g)].first_blob; b <= stream.groups[size_t(g)].last_blob; ++b)
       group_readers_end[size_t(g)] =
           std::max(group_readers_end[size_t(g)], r.layer_end_ms[size_t(plan.weights[size_t(b)].layer)]);
+  auto blob_reader_end = [&](int b) { return r.layer_end_ms[size_t(plan.weights[size_t(b)].layer)]; };
   if (stream.resident) {
     r.max_pool_bytes_in_use = stream.pool_bytes;
+  } else if (stream.layout == PoolLayout::kRing) {
+    // Ring: a byte is in use from the start of the copy writing it to its reader's end,
+    // so every (unit, blob) overlap holds its bytes over that interval.
+    std::vector<std::pair<double, int64_t>> ev;  // (time, +-bytes)
+    const HostRanges hr = host_ranges(plan);
+    for (const TransferUnit& tu : stream.units) {
+      if (!issued[size_t(tu.index)]) continue;
+      for (int b = tu.first_blob; b <= tu.last_blob; ++b) {
+        const int64_t lo = std::max(tu.host_offset, hr.offset[size_t(b)]);
+        const int64_t hi = std::min(tu.host_offset + tu.bytes, hr.offset[size_t(b)] + plan.weights[size_t(b)].bytes);
+        if (hi <= lo) continue;
+        ev.push_back({r.copy_start_ms[size_t(tu.index)], hi - lo});
+        ev.push_back({blob_reader_end(b), -(hi - lo)});
+      }
+    }
+    std::sort(ev.begin(), ev.end());  // at equal times releases (negative) sort first
+    int64_t cur = 0;
+    for (const auto& e : ev) {
+      cur += e.second;
+      r.max_pool_bytes_in_use = std::max(r.max_pool_bytes_in_use, cur);
+    }
   } else {
     std::vector<std::pair<double, double>> intervals;
     for (int g = 0; g < n_groups; ++g)
@@ -209,8 +247,31 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
         violation("layer " + std::to_string(l) + " starts at " + ms_text(r.layer_start_ms[size_t(l)]) +
                   " ms before its weights land at " + ms_text(blob_ready[size_t(st.weight)]) + " ms");
     }
-    // WAR: a copy into a slot starts only after the last reader of the slot's previous
-    // group has finished.
+    // WAR, from the geometry alone: a copy starts only after every earlier blob whose
+    // device bytes it overwrites has been read (ring offsets compared modulo the ring;
+    // slots by address).
+    const int64_t ring = stream.ring_bytes();
+    auto overlaps = [&](int64_t a0, int64_t an, int64_t b0, int64_t bn) {
+      if (ring == 0) return a0 < b0 + bn && b0 < a0 + an;
+      // Both ranges are shorter than the ring; compare each against the other shifted by +-ring.
+      for (int64_t shift : {-ring, int64_t(0), ring})
+        if (a0 < b0 + shift + bn && b0 + shift < a0 + an) return true;
+      return false;
+    };
+    for (const TransferUnit& tu : stream.units) {
+      if (!issued[size_t(tu.index)]) continue;
+      for (int b = 0; b < tu.first_blob; ++b) {
+        if (!overlaps(tu.pool_offset, tu.bytes, stream.blob_pool_offset[size_t(b)], plan.weights[size_t(b)].bytes))
+          continue;
+        if (r.copy_start_ms[size_t(tu.index)] + kEps < blob_reader_end(b))
+          violation("unit " + std::to_string(tu.index) + " overwrites blob " + std::to_string(b) + " (layer " +
+                    std::to_string(plan.weights[size_t(b)].layer) + ") at " +
+                    ms_text(r.copy_start_ms[size_t(tu.index)]) + " ms while it is read until " +
+                    ms_text(blob_reader_end(b)) + " ms");
+      }
+    }
+    // WAR, slots: a copy into a slot starts only after the last reader of the slot's
+    // previous group has finished.
     std::vector<int> prev_in_slot(size_t(n_groups), -1);
     std::vector<int> last_of_slot;
     for (int g = 0; g < n_groups; ++g) {

@@ -25,6 +25,9 @@ constexpr int kMaxCopiesAheadCap = 256;
 // groups' units after the first launch) would idle the GPU. The host is otherwise far
 // ahead of both engines, so a trickle of 2 per launch keeps the copy queue fed.
 constexpr int kAheadPerLaunch = 2;
+// How far the minimal ring may exceed two largest blobs (the minimal-mode bound is
+// two largest transfer units + 1 MB).
+constexpr int64_t kRingSlack = 1000000;
 
 double mib(int64_t b) { return double(b) / double(kMiB); }
 
@@ -154,7 +157,77 @@ std::vector<StreamAction> host_order(const ExecutionPlan& plan, const StreamPlan
   return order;
 }
 
+// Every unit must be queueable: a depth-0 size class blocks the host inside the call
+// until the copy queue drains, which would serialise copies and launches.
+Status check_queueable(const CopyProfile& profile, const StreamPlan& s) {
+  for (const TransferUnit& u : s.units) {
+    if (profile.queue_depth(u.bytes) > 0) continue;
+    const int64_t fit = largest_queueable_bytes(profile) / kAlign * kAlign;
+    if (fit <= 0)
+      return invalid_argument("copy profile '" + profile.name + "' cannot queue copies of any size; weights cannot "
+                              "be streamed with it");
+    return invalid_argument("copy profile '" + profile.name + "' cannot queue copies of " + mib_text(u.bytes) +
+                            " MiB (unit " + std::to_string(u.index) + "); use a chunk size of at most " +
+                            std::to_string(fit) + " bytes (" + mib_text(fit) + " MiB)");
+  }
+  return Status();
+}
+
+// The ring layout (stream_plan.h): host byte x at ring offset x % ring. Units are the
+// whole byte stream cut into chunks (the first one min_unit); a unit covering host
+// bytes [a, a + n) overwrites what bytes [a - ring, a + n - ring) held, so its copy
+// waits for the reader of byte a + n - 1 - ring (readers run in order, so the last
+// one covers every earlier byte).
+void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int64_t chunk, int64_t min_unit,
+               StreamPlan* s) {
+  const int n_blobs = int(plan.weights.size());
+  DLR_ASSERT(n_blobs > 0 && ring >= s->slot_bytes && ring < h.total);
+  s->layout = PoolLayout::kRing;
+  s->pool_bytes = ring;
+  s->slots = 0;
+  // A unit starting inside blob B must end within B's start + ring: otherwise it would
+  // overwrite bytes of B itself and wait for B's reader, which waits for it. Units of
+  // at most ring - slot_bytes bytes never do (they start less than slot_bytes into B).
+  chunk = std::max(kAlign, std::min(chunk, (ring - s->slot_bytes) / kAlign * kAlign));
+  const int64_t first_chunk = min_unit > 0 ? std::max(kAlign, std::min(chunk, min_unit) / kAlign * kAlign) : chunk;
+  cut_units(h, 0, n_blobs - 1, -1, chunk, first_chunk, min_unit, &s->units);
+  s->blob_pool_offset.assign(size_t(n_blobs), 0);
+  s->blob_last_unit.assign(size_t(n_blobs), -1);
+  for (int b = 0; b < n_blobs; ++b) s->blob_pool_offset[size_t(b)] = h.offset[size_t(b)] % ring;
+  int reader_blob = 0;  // the blob holding byte (unit end - 1 - ring); monotone over units
+  for (TransferUnit& u : s->units) {
+    u.pool_offset = u.host_offset % ring;
+    u.first_layer = plan.weights[size_t(u.first_blob)].layer;
+    const int64_t overwritten_end = u.host_offset + u.bytes - ring;  // bytes [.., overwritten_end) held before
+    if (overwritten_end > 0) {
+      while (h.end[size_t(reader_blob)] < overwritten_end) ++reader_blob;
+      s->unit_waits.push_back({plan.weights[size_t(reader_blob)].layer});
+    } else {
+      s->unit_waits.push_back({});
+    }
+    for (int b = u.first_blob; b <= u.last_blob; ++b) s->blob_last_unit[size_t(b)] = u.index;
+  }
+}
+
 }  // namespace
+
+const char* pool_layout_name(PoolLayout l) {
+  switch (l) {
+    case PoolLayout::kAuto: return "auto";
+    case PoolLayout::kSlots: return "slots";
+    case PoolLayout::kRing: return "ring";
+  }
+  return "?";
+}
+
+bool parse_pool_layout(const std::string& s, PoolLayout* out) {
+  for (PoolLayout l : {PoolLayout::kAuto, PoolLayout::kSlots, PoolLayout::kRing})
+    if (s == pool_layout_name(l)) {
+      *out = l;
+      return true;
+    }
+  return false;
+}
 
 int64_t StreamPlan::streamed_bytes() const {
   if (resident) return 0;
@@ -172,6 +245,13 @@ std::string StreamPlan::to_text() const {
                   "0 copies per inference\n",
                   mib_text(pool_bytes).c_str(), blob_pool_offset.size(), mib_text(total_weight_bytes).c_str(),
                   units.size());
+    out += line;
+  } else if (layout == PoolLayout::kRing) {
+    std::snprintf(line, sizeof(line),
+                  "stream plan: ring of %s MiB mapped twice (minimal %s MiB), %s MiB streamed of %s MiB, "
+                  "%zu copies per inference, up to %d copies ahead\n",
+                  mib_text(pool_bytes).c_str(), mib_text(minimal_pool_bytes).c_str(), mib_text(streamed_bytes()).c_str(),
+                  mib_text(total_weight_bytes).c_str(), units.size(), max_copies_ahead);
     out += line;
   } else {
     std::snprintf(line, sizeof(line),
@@ -236,18 +316,59 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
   for (int b = 0; b < n_blobs; ++b)
     if (largest < 0 || plan.weights[size_t(b)].bytes > plan.weights[size_t(largest)].bytes) largest = b;
   s.slot_bytes = largest < 0 ? 0 : align_up(plan.weights[size_t(largest)].bytes, kAlign);
-  s.minimal_pool_bytes = 2 * s.slot_bytes;
-  const int64_t budget = options.budget_bytes == 0 ? s.minimal_pool_bytes : options.budget_bytes;
-  // A budget holding every blob is resident even when it is below two slots (a model
-  // whose largest blob is more than half of it).
-  if (budget < s.minimal_pool_bytes && budget < h.total) {
-    int decimals = 2;  // more digits when 2 would print the same number twice
-    if (mib_text(budget) == mib_text(s.minimal_pool_bytes)) decimals = 7;
-    return out_of_memory("weight budget " + mib_text(budget, decimals) + " MiB is below the minimum of " +
-                         mib_text(s.minimal_pool_bytes, decimals) + " MiB (two slots of the largest layer, " +
-                         mib_text(s.slot_bytes) + " MiB, layer " +
-                         std::to_string(plan.weights[size_t(largest)].layer) + ")");
+  // The two layouts' minimal pools (stream_plan.h). Slots: two of the largest blob.
+  // Ring: the largest multiple of the mapping granularity within two largest blobs +
+  // 1 MB (a ring a little under 2 x the largest blob still double-buffers all but the
+  // last bytes of two consecutive largest blobs), or two blobs rounded up where the
+  // granularity is coarse compared with the blobs.
+  const int64_t gran = options.ring_granularity;
+  if (gran < 0 || (gran > 0 && gran % kAlign != 0))
+    return invalid_argument("ring granularity " + std::to_string(gran) + " bytes must be a multiple of 256");
+  const int64_t slots_min = 2 * s.slot_bytes;
+  int64_t ring_min = 0;
+  if (gran > 0) {
+    ring_min = (slots_min + kRingSlack) / gran * gran;
+    if (ring_min < s.slot_bytes + s.slot_bytes / 2) ring_min = align_up(slots_min, gran);
   }
+  if (options.layout == PoolLayout::kRing && gran == 0)
+    return invalid_argument("the ring weight pool needs CUDA virtual memory management, which this device does not "
+                            "support; use the slots pool");
+  // Minimal (budget 0): the ring where it is available and within the minimal-mode
+  // bound (slots minimum + 1 MB), slots otherwise.
+  const bool ring_for_min = options.layout == PoolLayout::kRing ||
+                            (options.layout == PoolLayout::kAuto && gran > 0 && ring_min <= slots_min + kRingSlack);
+  const int64_t budget =
+      options.budget_bytes != 0 ? options.budget_bytes : (ring_for_min ? ring_min : slots_min);
+  const int64_t ring = gran > 0 ? budget / gran * gran : 0;
+  const bool ring_fits = gran > 0 && ring >= ring_min;
+  const bool slots_fit = budget >= slots_min;
+  bool use_ring = false;
+  if (budget < h.total) {  // a budget holding every blob is resident whatever the layout
+    int64_t need = 0;  // > 0: the budget is below this minimum
+    std::string what;
+    if (options.layout == PoolLayout::kRing) {
+      use_ring = true;
+      if (!ring_fits) {
+        need = ring_min;
+        what = "a ring of two of the largest layer in " + mib_text(gran) + " MiB mapping units";
+      }
+    } else if (options.layout == PoolLayout::kSlots || !ring_fits) {
+      if (!slots_fit) {
+        need = ring_min > 0 && ring_min < slots_min ? ring_min : slots_min;
+        what = need == slots_min ? "two slots of the largest layer" : "a ring of two of the largest layer";
+      }
+    } else {
+      use_ring = true;
+    }
+    if (need > 0) {
+      int decimals = 2;  // more digits when 2 would print the same number twice
+      if (mib_text(budget) == mib_text(need)) decimals = 7;
+      return out_of_memory("weight budget " + mib_text(budget, decimals) + " MiB is below the minimum of " +
+                           mib_text(need, decimals) + " MiB (" + what + ", " + mib_text(s.slot_bytes) +
+                           " MiB, layer " + std::to_string(plan.weights[size_t(largest)].layer) + ")");
+    }
+  }
+  s.minimal_pool_bytes = (budget < h.total ? use_ring : ring_for_min) ? ring_min : slots_min;
 
   // max_copies_ahead: what the queue allows for the unit size with the smallest depth,
   // minus one for safety (driver slack; the copy stream also carries the event
@@ -277,6 +398,14 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
     s.unit_waits.assign(s.units.size(), {});
     for (size_t l = 0; l < plan.steps.size(); ++l) s.order.push_back({StreamAction::Kind::kLayer, int(l)});
     s.max_copies_ahead = copies_ahead();
+    return s;
+  }
+
+  if (use_ring) {
+    plan_ring(plan, h, ring, chunk, min_unit, &s);
+    DLR_RETURN_IF_ERROR(check_queueable(profile, s));
+    s.max_copies_ahead = copies_ahead();
+    s.order = host_order(plan, s);
     return s;
   }
 
@@ -332,18 +461,7 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
       s.blob_pool_offset[size_t(b)] = slot_base + (h.offset[size_t(b)] - g.host_offset);
   }
 
-  // Every unit must be queueable: a depth-0 size class blocks the host inside the call
-  // until the copy queue drains, which would serialise copies and launches.
-  for (const TransferUnit& u : s.units) {
-    if (profile.queue_depth(u.bytes) > 0) continue;
-    const int64_t fit = largest_queueable_bytes(profile) / kAlign * kAlign;
-    if (fit <= 0)
-      return invalid_argument("copy profile '" + profile.name + "' cannot queue copies of any size; weights cannot "
-                              "be streamed with it");
-    return invalid_argument("copy profile '" + profile.name + "' cannot queue copies of " + mib_text(u.bytes) +
-                            " MiB (unit " + std::to_string(u.index) + "); use a chunk size of at most " +
-                            std::to_string(fit) + " bytes (" + mib_text(fit) + " MiB)");
-  }
+  DLR_RETURN_IF_ERROR(check_queueable(profile, s));
   s.max_copies_ahead = copies_ahead();
   s.order = host_order(plan, s);
   return s;

@@ -9,16 +9,22 @@
 //    contiguous byte range.
 //  - Groups: consecutive blobs are packed into groups of at most `slot_bytes`
 //    (= the largest blob, rounded up to 256 B). A group is a residency unit.
-//  - The device pool is K = floor(budget / slot_bytes) >= 2 slots of slot_bytes;
-//    group g lives in slot g % K, its blobs back to back from the slot's start.
-//    K = 2 is double buffering (the minimal mode); a larger K buys lookahead
-//    (copies may run up to K-1 groups ahead of compute).
+//  - Two pool layouts:
+//    * ring (default where the device has virtual memory management): a ring of
+//      P bytes (the budget rounded down to the mapping granularity, >= 2 x the
+//      largest blob) mapped twice back to back in the device address space, so
+//      host byte x lives at ring offset x % P and every blob is contiguous even
+//      where it wraps. Byte x may be overwritten once the reader of byte x - P has
+//      finished: lookahead is exactly P bytes, nothing is wasted on wrap or padding.
+//    * slots (fallback): K = floor(budget / slot_bytes) >= 2 slots of slot_bytes;
+//      group g lives in slot g % K, its blobs back to back from the slot's start.
+//      K = 2 is double buffering; a larger K buys lookahead (copies may run up to
+//      K-1 groups ahead of compute).
 //  - Transfer units are the copies: each group's byte range cut into chunks of
 //    at most chunk_bytes. A layer waits only for the unit holding the last byte
 //    of its blob (copies on one stream complete in order).
-//  - A slot is refilled only after every layer reading the group that occupied
-//    it before has finished (unit_waits: the copy stream waits on those layers'
-//    events).
+//  - Memory is refilled only after every layer reading what occupied it before has
+//    finished (unit_waits: the copy stream waits on the last such layer's event).
 //  - Resident: when the budget holds every blob, each blob gets its own region,
 //    copied once at open; an inference copies nothing (behaves like preload).
 //  - `order` is the host enqueue order of copies and layer launches; a copy is
@@ -37,9 +43,14 @@
 
 namespace dlr {
 
+// Where streamed weights live on the device (see the file comment).
+enum class PoolLayout : uint8_t { kAuto, kSlots, kRing };
+const char* pool_layout_name(PoolLayout l);
+bool parse_pool_layout(const std::string& s, PoolLayout* out);  // "auto", "slots", "ring"
+
 struct TransferUnit {
   int index = 0;
-  int group = 0;             // residency group (slot = group % slots)
+  int group = 0;             // slots: residency group (slot = group % slots); ring and resident: -1 / 0
   int64_t host_offset = 0;   // bytes into the host weight store
   int64_t bytes = 0;
   int64_t pool_offset = 0;   // bytes into the device pool
@@ -55,10 +66,12 @@ struct StreamAction {
 };
 
 struct StreamOptions {
-  int64_t budget_bytes = 0;      // device pool bytes; 0 = minimal (two slots of the largest blob)
+  int64_t budget_bytes = 0;      // device pool bytes; 0 = the minimal pool of the chosen layout
   int64_t chunk_bytes = 0;       // 0 = the profile's
   int64_t min_unit_bytes = 0;    // 0 = the profile's
   int max_copies_ahead = 0;      // 0 = from the profile's queue depth
+  PoolLayout layout = PoolLayout::kAuto;  // auto: ring when ring_granularity > 0 and the budget holds a ring
+  int64_t ring_granularity = int64_t(2) << 20;  // device mapping granularity; 0 = no ring on this device
 };
 
 struct WeightGroup {
@@ -71,10 +84,15 @@ struct WeightGroup {
 };
 
 struct StreamPlan {
-  int64_t pool_bytes = 0;        // device memory for weights (slots * slot_bytes, or the total when resident)
+  PoolLayout layout = PoolLayout::kSlots;  // kSlots or kRing (resident plans: kSlots)
+  int64_t pool_bytes = 0;        // device memory for weights (ring bytes, slots * slot_bytes, or the total when resident)
   int64_t slot_bytes = 0;        // the largest blob, 256-aligned
-  int slots = 0;                 // K (0 when resident)
-  int64_t minimal_pool_bytes = 0;  // 2 * slot_bytes
+  int slots = 0;                 // K (0 when resident or ring)
+  int64_t minimal_pool_bytes = 0;  // the layout's smallest pool: slots 2 * slot_bytes; ring see plan_streaming
+  // Ring layout: pool_offset values lie in [0, pool_bytes); a blob or unit may extend
+  // past pool_bytes into the second mapping (offsets up to 2 * pool_bytes).
+  int64_t ring_bytes() const { return layout == PoolLayout::kRing ? pool_bytes : 0; }
+  int64_t address_span() const { return layout == PoolLayout::kRing ? 2 * pool_bytes : pool_bytes; }
   int64_t total_weight_bytes = 0;
   std::vector<WeightGroup> groups;
   bool resident = false;         // the pool holds every blob: copied once at open, nothing per inference

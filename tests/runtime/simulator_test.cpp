@@ -40,9 +40,11 @@ CopyProfile flat_profile() {
   return p;
 }
 
-StreamPlan must_plan(const ExecutionPlan& plan, const CopyProfile& prof, int64_t budget) {
+StreamPlan must_plan(const ExecutionPlan& plan, const CopyProfile& prof, int64_t budget,
+                     PoolLayout layout = PoolLayout::kSlots) {
   StreamOptions o;
   o.budget_bytes = budget;
+  o.layout = layout;
   Expected<StreamPlan> s = plan_streaming(plan, prof, o);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return s.ok() ? *s : StreamPlan();
@@ -57,7 +59,7 @@ bool has_violation(const SimResult& r, const std::string& what) {
 TEST(Simulator, RandomPlansAreSafe) {
   std::mt19937_64 rng(7);
   const CopyProfile profiles[] = {h100_like(), jetson_like()};
-  int sims = 0, blocked = 0;
+  int sims = 0, blocked = 0, rings = 0;
   for (int iter = 0; iter < 250; ++iter) {
     std::uniform_int_distribution<int> nconv(1, 120);
     const ExecutionPlan plan = fake_plan(random_sizes(&rng, nconv(rng)), &rng);
@@ -68,9 +70,11 @@ TEST(Simulator, RandomPlansAreSafe) {
     std::uniform_int_distribution<int64_t> above(total, 2 * total);
     std::uniform_real_distribution<double> hi_ms(0.01, 3.0);
     for (const CopyProfile& prof : profiles) {
-      for (int64_t budget : {int64_t(0), between(rng), above(rng)}) {
-        SCOPED_TRACE("iter " + std::to_string(iter) + " " + prof.name + " budget " + std::to_string(budget));
-        const StreamPlan s = must_plan(plan, prof, budget);
+      for (int64_t budget : {int64_t(0), between(rng), above(rng)})
+        for (PoolLayout layout : {PoolLayout::kSlots, PoolLayout::kAuto}) {
+        SCOPED_TRACE("iter " + std::to_string(iter) + " " + prof.name + " budget " + std::to_string(budget) + " " +
+                     pool_layout_name(layout));
+        const StreamPlan s = must_plan(plan, prof, budget, layout);
         if (HasFatalFailure() || s.order.empty()) return;
         const std::vector<double> times = random_times(plan, &rng, 0.002, hi_ms(rng));
         SimOptions so;
@@ -85,7 +89,11 @@ TEST(Simulator, RandomPlansAreSafe) {
         for (int c : units) ASSERT_EQ(c, s.resident ? 0 : 1);
         // the pool within the budget, the host within the queue
         ASSERT_LE(r.max_pool_bytes_in_use, s.pool_bytes);
-        ASSERT_LE(s.pool_bytes, budget == 0 ? 2 * largest : budget);
+        ASSERT_LE(s.pool_bytes, budget == 0 ? s.minimal_pool_bytes : budget);
+        if (budget == 0 && s.layout == PoolLayout::kRing) {
+          ASSERT_LE(s.pool_bytes, 2 * largest + 1000000);
+        }
+        rings += s.layout == PoolLayout::kRing && !s.resident;
         ASSERT_LE(r.max_queued_copies, prof.name == "h100-like" ? 1020 : 14);
         // lower bounds of the latency: all compute, and (streaming) all copies
         double compute = 0, copies = 0;
@@ -100,14 +108,19 @@ TEST(Simulator, RandomPlansAreSafe) {
         } else {
           ASSERT_GE(r.latency_ms + 1e-9, copies);
           ASSERT_GE(r.max_pool_bytes_in_use, s.slot_bytes);
+          if (s.layout == PoolLayout::kRing) {
+            ASSERT_TRUE(s.groups.empty());
+          }
           for (size_t u = 0; u < s.units.size(); ++u) ASSERT_LE(r.copy_start_ms[u], r.copy_end_ms[u]);
         }
         blocked += r.host_blocked_ms > 0;
       }
     }
   }
-  std::printf("%d simulations without violations (%d with the host blocked in a copy call)\n", sims, blocked);
-  EXPECT_GT(blocked, 0);  // the Jetson-like queue does block; the checks ran under pressure
+  std::printf("%d simulations without violations (%d with the host blocked in a copy call, %d rings)\n", sims,
+              blocked, rings);
+  EXPECT_GT(blocked, 0);
+  EXPECT_GT(rings, 300);  // the Jetson-like queue does block; the checks ran under pressure
 }
 
 // Without host costs the timing is a max-plus system in which a larger K only moves
@@ -243,6 +256,36 @@ TEST(Simulator, ChecksCatchBrokenPlans) {
     SimOptions so;
     so.check = false;
     EXPECT_TRUE(simulate(plan, bad, prof, slow, so).violations.empty());
+  }
+}
+
+TEST(Simulator, ChecksCatchBrokenRingPlans) {
+  // 12 blobs of 4 MiB: minimal ring 8 MiB + 1 MB -> 8 MiB; units of at most 4 MiB.
+  const ExecutionPlan plan = fake_plan(std::vector<int64_t>(12, 4 * kMiB), nullptr);
+  const CopyProfile prof = flat_profile();
+  const StreamPlan good = must_plan(plan, prof, 0, PoolLayout::kRing);
+  ASSERT_EQ(good.layout, PoolLayout::kRing);
+  ASSERT_EQ(good.pool_bytes, 8 * kMiB);
+  const std::vector<double> slow(plan.steps.size(), 1.0), fast(plan.steps.size(), 0.001);
+  ASSERT_TRUE(simulate(plan, good, prof, slow).violations.empty());
+  ASSERT_TRUE(simulate(plan, good, prof, fast).violations.empty());
+  {  // no waits: copies overwrite ring bytes still being read
+    StreamPlan bad = good;
+    for (auto& w : bad.unit_waits) w.clear();
+    const SimResult r = simulate(plan, bad, prof, slow);
+    EXPECT_TRUE(has_violation(r, "overwrites blob")) << (r.violations.empty() ? "" : r.violations.front());
+    EXPECT_TRUE(has_violation(r, "pool:"));
+  }
+  {  // waiting one layer too early is not enough
+    StreamPlan bad = good;
+    for (auto& w : bad.unit_waits)
+      if (!w.empty() && w[0] > 0) w[0] -= 1;
+    EXPECT_TRUE(has_violation(simulate(plan, bad, prof, slow), "overwrites blob"));
+  }
+  {  // a blob placed where the ring still holds another one
+    StreamPlan bad = good;
+    bad.blob_pool_offset[3] = bad.blob_pool_offset[2];
+    EXPECT_TRUE(has_violation(simulate(plan, bad, prof, slow), "overwrites blob"));
   }
 }
 

@@ -26,6 +26,8 @@ using test::kMiB;
 using test::random_sizes;
 using test::random_times;
 
+constexpr int64_t kRingGranularity = int64_t(2) << 20;  // StreamOptions' default
+
 
 
 // Every structural property of a plan; `budget` as passed to plan_streaming.
@@ -40,10 +42,21 @@ void check_stream_plan(const ExecutionPlan& plan, const StreamPlan& s, const Cop
   }
   ASSERT_EQ(s.total_weight_bytes, total);
   ASSERT_EQ(s.slot_bytes, largest);
-  ASSERT_EQ(s.minimal_pool_bytes, 2 * largest);
-  const int64_t eff_budget = budget == 0 ? 2 * largest : budget;
-  ASSERT_LE(s.pool_bytes, eff_budget);
-  ASSERT_EQ(s.resident, eff_budget >= total);
+  const bool ring = s.layout == PoolLayout::kRing;
+  ASSERT_TRUE(ring || s.layout == PoolLayout::kSlots);
+  ASSERT_FALSE(ring && s.resident);
+  if (!ring && (!s.resident || s.minimal_pool_bytes == 2 * largest)) {  // resident: either layout's minimum
+    ASSERT_EQ(s.minimal_pool_bytes, 2 * largest);
+  } else {  // within two largest blobs + 1 MB, at least 1.5 of them, whole mapping units
+    ASSERT_EQ(s.minimal_pool_bytes % kRingGranularity, 0);
+    ASSERT_LE(s.minimal_pool_bytes, std::max(2 * largest + 1000000, align_up(2 * largest, kRingGranularity)));
+    ASSERT_GE(2 * s.minimal_pool_bytes, 3 * largest);
+  }
+  const int64_t eff_budget = budget == 0 ? s.minimal_pool_bytes : budget;
+  ASSERT_LE(s.pool_bytes, std::max(eff_budget, total));
+  if (budget != 0) {
+    ASSERT_EQ(s.resident, budget >= total);
+  }
   ASSERT_EQ(s.blob_pool_offset.size(), plan.weights.size());
   ASSERT_EQ(s.blob_last_unit.size(), plan.weights.size());
   ASSERT_EQ(s.unit_waits.size(), s.units.size());
@@ -63,14 +76,14 @@ void check_stream_plan(const ExecutionPlan& plan, const StreamPlan& s, const Cop
     ASSERT_LT(off[size_t(t.last_blob)], t.host_offset + t.bytes);
     ASSERT_GE(off[size_t(t.last_blob)] + plan.weights[size_t(t.last_blob)].bytes, t.host_offset + t.bytes);
     ASSERT_EQ(t.first_layer, plan.weights[size_t(t.first_blob)].layer);
-    ASSERT_LE(t.pool_offset + t.bytes, s.pool_bytes);
+    ASSERT_LE(t.pool_offset + t.bytes, s.address_span());
   }
   ASSERT_EQ(pos, total);
   for (size_t b = 0; b < plan.weights.size(); ++b) {
     const TransferUnit& t = s.units[size_t(s.blob_last_unit[b])];
     const int64_t last_byte = off[b] + plan.weights[b].bytes - 1;
     ASSERT_TRUE(t.host_offset <= last_byte && last_byte < t.host_offset + t.bytes) << "blob " << b;
-    ASSERT_LE(s.blob_pool_offset[b] + plan.weights[b].bytes, s.pool_bytes);
+    ASSERT_LE(s.blob_pool_offset[b] + plan.weights[b].bytes, s.address_span());
   }
 
   if (s.resident) {
@@ -87,13 +100,39 @@ void check_stream_plan(const ExecutionPlan& plan, const StreamPlan& s, const Cop
     return;
   }
 
-  // Streaming: K slots, groups packed greedily, group g in slot g % K.
+  EXPECT_EQ(s.streamed_bytes(), total);
+  if (ring) {
+    // Ring: the budget in whole mapping units; byte x at x % P; a unit overwriting bytes
+    // of earlier blobs waits for the reader of the last of them, which runs before
+    // every layer that needs the unit.
+    const int64_t p = s.pool_bytes;
+    ASSERT_EQ(p, eff_budget / kRingGranularity * kRingGranularity);
+    ASSERT_GE(p, s.minimal_pool_bytes);
+    ASSERT_LT(p, total);
+    ASSERT_EQ(s.slots, 0);
+    ASSERT_TRUE(s.groups.empty());
+    for (size_t b = 0; b < plan.weights.size(); ++b) ASSERT_EQ(s.blob_pool_offset[b], off[b] % p);
+    for (const TransferUnit& t : s.units) {
+      ASSERT_EQ(t.pool_offset, t.host_offset % p);
+      ASSERT_LE(t.bytes, p - largest);
+      const int64_t overwritten_end = t.host_offset + t.bytes - p;
+      if (overwritten_end <= 0) {
+        ASSERT_TRUE(s.unit_waits[size_t(t.index)].empty()) << "unit " << t.index;
+        continue;
+      }
+      size_t holder = 0;  // the blob holding byte overwritten_end - 1
+      while (off[holder] + plan.weights[holder].bytes < overwritten_end) ++holder;
+      ASSERT_EQ(s.unit_waits[size_t(t.index)], std::vector<int>{plan.weights[holder].layer}) << "unit " << t.index;
+      ASSERT_LT(plan.weights[holder].layer, t.first_layer) << "unit " << t.index;
+      ASSERT_GT(prof.queue_depth(t.bytes), 0);
+    }
+  } else {
+  // Slots: K slots, groups packed greedily, group g in slot g % K.
   const int k = int(eff_budget / largest);
   ASSERT_EQ(s.slots, k);
   ASSERT_GE(k, 2);
   ASSERT_EQ(s.pool_bytes, int64_t(k) * largest);
   ASSERT_LT(k, int(s.groups.size()));
-  EXPECT_EQ(s.streamed_bytes(), total);
   int next_blob = 0;
   for (size_t g = 0; g < s.groups.size(); ++g) {
     const WeightGroup& gr = s.groups[g];
@@ -127,6 +166,7 @@ void check_stream_plan(const ExecutionPlan& plan, const StreamPlan& s, const Cop
     }
     ASSERT_GT(prof.queue_depth(t.bytes), 0);
   }
+  }
 
   // Host order: every unit and layer once; layers in order; a layer after the units
   // it needs; a copy after the layers it waits on; at most max_copies_ahead ahead.
@@ -159,7 +199,7 @@ void check_stream_plan(const ExecutionPlan& plan, const StreamPlan& s, const Cop
 TEST(StreamPlan, RandomSequencesHaveEveryStructuralProperty) {
   std::mt19937_64 rng(20260101);
   const CopyProfile profiles[] = {h100_like(), jetson_like()};
-  int cases = 0, resident = 0, minimal = 0;
+  int cases = 0, resident = 0, minimal = 0, rings = 0;
   for (int iter = 0; iter < 300; ++iter) {
     std::uniform_int_distribution<int> nconv(1, 120);
     const ExecutionPlan plan = fake_plan(random_sizes(&rng, nconv(rng)), &rng);
@@ -170,10 +210,13 @@ TEST(StreamPlan, RandomSequencesHaveEveryStructuralProperty) {
     std::uniform_int_distribution<int64_t> between(min_pool, std::max(min_pool, total - 1));
     std::uniform_int_distribution<int64_t> above(total, 2 * total);
     for (const CopyProfile& prof : profiles) {
-      for (int64_t budget : {int64_t(0), min_pool, between(rng), above(rng)}) {
-        SCOPED_TRACE("iter " + std::to_string(iter) + " profile " + prof.name + " budget " + std::to_string(budget));
+      for (int64_t budget : {int64_t(0), min_pool, between(rng), above(rng)})
+        for (PoolLayout layout : {PoolLayout::kSlots, PoolLayout::kAuto}) {
+        SCOPED_TRACE("iter " + std::to_string(iter) + " profile " + prof.name + " budget " + std::to_string(budget) +
+                     " layout " + pool_layout_name(layout));
         StreamOptions o;
         o.budget_bytes = budget;
+        o.layout = layout;
         Expected<StreamPlan> s = plan_streaming(plan, prof, o);
         ASSERT_TRUE(s.ok()) << s.status().to_string();
         check_stream_plan(plan, *s, prof, budget, prof.chunk_bytes);
@@ -181,6 +224,10 @@ TEST(StreamPlan, RandomSequencesHaveEveryStructuralProperty) {
         ++cases;
         resident += s->resident;
         minimal += !s->resident && s->slots == 2;
+        rings += s->layout == PoolLayout::kRing;
+        if (layout == PoolLayout::kSlots) {
+          EXPECT_EQ(s->layout, PoolLayout::kSlots);
+        }
         if (!s->resident) {  // min depth over the unit sizes, minus 1, in [1, 256]
           int depth = 1 << 30;
           for (const TransferUnit& u : s->units) depth = std::min(depth, prof.queue_depth(u.bytes));
@@ -192,9 +239,10 @@ TEST(StreamPlan, RandomSequencesHaveEveryStructuralProperty) {
       }
     }
   }
-  std::printf("%d plans checked: %d resident, %d minimal (2 slots)\n", cases, resident, minimal);
+  std::printf("%d plans checked: %d resident, %d minimal (2 slots), %d rings\n", cases, resident, minimal, rings);
   EXPECT_GT(resident, 100);
   EXPECT_GT(minimal, 100);
+  EXPECT_GT(rings, 300);
 }
 
 TEST(StreamPlan, MinimalBudgetIsExactlyTwoSlots) {
@@ -202,6 +250,7 @@ TEST(StreamPlan, MinimalBudgetIsExactlyTwoSlots) {
   for (int64_t budget : {int64_t(0), 6 * kMiB, 6 * kMiB + 1, 9 * kMiB - 1}) {
     StreamOptions o;
     o.budget_bytes = budget;
+    o.layout = PoolLayout::kSlots;
     Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
     EXPECT_FALSE(s->resident);
@@ -220,6 +269,7 @@ TEST(StreamPlan, BudgetBelowMinimalGivesExactError) {
   // blobs of layers 0..3; the largest (3 MiB) is blob 1 = layer 1.
   const ExecutionPlan plan = fake_plan({1 * kMiB, 3 * kMiB, 512 << 10, 2 * kMiB}, nullptr);
   StreamOptions o;
+  o.layout = PoolLayout::kSlots;
   o.budget_bytes = 6 * kMiB - 1;
   Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
   ASSERT_FALSE(s.ok());
@@ -232,6 +282,86 @@ TEST(StreamPlan, BudgetBelowMinimalGivesExactError) {
   EXPECT_EQ(s.status().message(),
             "weight budget 5.00 MiB is below the minimum of 6.00 MiB (two slots of the largest layer, 3.00 MiB, "
             "layer 1)");
+}
+
+TEST(StreamPlan, RingPlacesByteXAtXModuloTheRing) {
+  // Largest blob 3 MiB: the minimal ring is 6 MiB + 1 MB rounded down to 2 MiB = 6 MiB;
+  // units of at most 6 - 3 = 3 MiB (the first one 1 MiB).
+  const ExecutionPlan plan = fake_plan({1 * kMiB, 3 * kMiB, 512 << 10, 2 * kMiB, 3 * kMiB, 256 << 10, kMiB}, nullptr);
+  for (int64_t budget : {int64_t(0), 6 * kMiB, 7 * kMiB + 5}) {
+    StreamOptions o;
+    o.budget_bytes = budget;
+    Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);  // auto picks the ring
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    EXPECT_EQ(s->layout, PoolLayout::kRing);
+    EXPECT_EQ(s->pool_bytes, 6 * kMiB);
+    EXPECT_EQ(s->address_span(), 12 * kMiB);
+    EXPECT_EQ(s->minimal_pool_bytes, 6 * kMiB);
+    // host offsets 0, 1, 4, 4.5, 6.5, 9.5, 9.75 MiB
+    EXPECT_EQ(s->blob_pool_offset, (std::vector<int64_t>{0, kMiB, 4 * kMiB, 9 * kMiB / 2, kMiB / 2, 7 * kMiB / 2,
+                                                         15 * kMiB / 4}));
+    for (const TransferUnit& u : s->units) EXPECT_LE(u.bytes, 3 * kMiB);
+    EXPECT_EQ(s->units.front().bytes, kMiB);
+    check_stream_plan(plan, *s, h100_like(), budget, h100_like().chunk_bytes);
+  }
+  StreamOptions o;
+  o.budget_bytes = 10 * kMiB;  // 10 MiB ring: nothing overwritten before byte 10 MiB
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->pool_bytes, 10 * kMiB);
+  for (const TransferUnit& u : s->units)
+    EXPECT_EQ(s->unit_waits[size_t(u.index)].empty(), u.host_offset + u.bytes <= 10 * kMiB) << "unit " << u.index;
+  check_stream_plan(plan, *s, h100_like(), o.budget_bytes, h100_like().chunk_bytes);
+}
+
+TEST(StreamPlan, RingLayoutErrorsAndFallback) {
+  const ExecutionPlan plan = fake_plan({1 * kMiB, 3 * kMiB, 512 << 10, 2 * kMiB, 3 * kMiB}, nullptr);
+  StreamOptions o;
+  o.layout = PoolLayout::kRing;
+  o.ring_granularity = 0;  // a device without virtual memory management
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "the ring weight pool needs CUDA virtual memory management, which this device does not support; use the "
+            "slots pool");
+  o.layout = PoolLayout::kAuto;  // auto falls back to slots
+  s = plan_streaming(plan, h100_like(), o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->layout, PoolLayout::kSlots);
+  EXPECT_EQ(s->pool_bytes, 6 * kMiB);
+  o.ring_granularity = 2 * kMiB;
+  o.layout = PoolLayout::kRing;
+  o.budget_bytes = 5 * kMiB;
+  s = plan_streaming(plan, h100_like(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "weight budget 5.00 MiB is below the minimum of 6.00 MiB (a ring of two of the largest layer in 2.00 MiB "
+            "mapping units, 3.00 MiB, layer 1)");
+  // 6.5 MiB: the ring rounds down to 6 MiB (auto and ring), slots take 2 x 3 MiB.
+  o.budget_bytes = 13 * kMiB / 2;
+  for (PoolLayout l : {PoolLayout::kAuto, PoolLayout::kRing, PoolLayout::kSlots}) {
+    o.layout = l;
+    s = plan_streaming(plan, h100_like(), o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    EXPECT_EQ(s->layout, l == PoolLayout::kSlots ? PoolLayout::kSlots : PoolLayout::kRing);
+    EXPECT_EQ(s->pool_bytes, 6 * kMiB);
+  }
+  // A coarse granularity: the ring minimum (4 MiB units: 8 MiB) exceeds two slots + 1 MB,
+  // so the minimal mode uses slots and a 7 MiB budget too.
+  o.ring_granularity = 4 * kMiB;
+  o.layout = PoolLayout::kAuto;
+  for (int64_t budget : {int64_t(0), 7 * kMiB}) {
+    o.budget_bytes = budget;
+    s = plan_streaming(plan, h100_like(), o);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->layout, PoolLayout::kSlots) << budget;
+  }
+  PoolLayout parsed = PoolLayout::kAuto;
+  EXPECT_TRUE(parse_pool_layout("ring", &parsed));
+  EXPECT_EQ(parsed, PoolLayout::kRing);
+  EXPECT_TRUE(parse_pool_layout("slots", &parsed));
+  EXPECT_EQ(parsed, PoolLayout::kSlots);
+  EXPECT_FALSE(parse_pool_layout("Ring", &parsed));
 }
 
 TEST(StreamPlan, ResidentWhenTheBudgetHoldsEverything) {
@@ -255,7 +385,9 @@ TEST(StreamPlan, UnitsCutAtBlobBoundariesInTheLastQuarterOfAChunk) {
   // min_unit_bytes (1 MiB). The boundary at 3.5 MiB of the second group lies in the
   // last quarter of its first chunk, so that unit ends there.
   ExecutionPlan plan = fake_plan({8 * kMiB, 7 * kMiB / 2, 2 * kMiB, 1 * kMiB, 8 * kMiB}, nullptr);
-  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), {});
+  StreamOptions slots;
+  slots.layout = PoolLayout::kSlots;
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), slots);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   ASSERT_EQ(s->groups.size(), 3u);
   auto sizes = [&]() {
@@ -269,7 +401,7 @@ TEST(StreamPlan, UnitsCutAtBlobBoundariesInTheLastQuarterOfAChunk) {
   // groups [8] [1 4 2] [8]: the boundary at 1 MiB of the second group is too early in
   // its first chunk, so that chunk is a full 4 MiB and the 4 MiB blob spans two units.
   plan = fake_plan({8 * kMiB, 1 * kMiB, 4 * kMiB, 2 * kMiB, 8 * kMiB}, nullptr);
-  s = plan_streaming(plan, h100_like(), {});
+  s = plan_streaming(plan, h100_like(), slots);
   ASSERT_TRUE(s.ok());
   ASSERT_EQ(s->groups.size(), 3u);
   EXPECT_EQ(sizes(), (std::vector<int64_t>{kMiB, 4 * kMiB, 3 * kMiB, 4 * kMiB, 3 * kMiB, 4 * kMiB, 4 * kMiB}));
@@ -280,6 +412,7 @@ TEST(StreamPlan, UnitsCutAtBlobBoundariesInTheLastQuarterOfAChunk) {
 TEST(StreamPlan, ChunkOptionOverridesTheProfile) {
   const ExecutionPlan plan = fake_plan({8 * kMiB, 8 * kMiB, 8 * kMiB}, nullptr);
   StreamOptions o;
+  o.layout = PoolLayout::kSlots;
   o.chunk_bytes = 2 * kMiB;
   Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
   ASSERT_TRUE(s.ok());
@@ -313,7 +446,9 @@ TEST(StreamPlan, UnqueueableUnitSizeNamesTheChunkToUse) {
 
 TEST(StreamPlan, ToTextHasASummaryAndOneLinePerGroupAndUnit) {
   const ExecutionPlan plan = fake_plan({1 * kMiB, 3 * kMiB, 512 << 10, 2 * kMiB, 3 * kMiB}, nullptr);
-  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), {});
+  StreamOptions slots;
+  slots.layout = PoolLayout::kSlots;
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), slots);
   ASSERT_TRUE(s.ok());
   const std::string text = s->to_text();
   EXPECT_EQ(size_t(std::count(text.begin(), text.end(), '\n')), 1 + s->groups.size() + s->units.size());
@@ -397,20 +532,25 @@ TEST(StreamPlan, Yolov4Numbers) {
     const std::vector<double> layer_ms = model_layer_ms(*net, *plan, 20000.0, 1500.0, 5.0);
     double compute = 0;
     for (double t : layer_ms) compute += t;
-    for (const char* b : {"min", "25%", "50%", "75%", "100%"}) {
-      Expected<int64_t> budget = parse_weight_budget(b, total, 2 * largest);
+    for (const char* b : {"min", "25%", "50%", "75%", "100%"})
+      for (PoolLayout layout : {PoolLayout::kSlots, PoolLayout::kRing}) {
+      Expected<int64_t> budget = parse_weight_budget(b, total, 0);
       ASSERT_TRUE(budget.ok());
       StreamOptions o;
       o.budget_bytes = *budget;
+      o.layout = layout;
       Expected<StreamPlan> s = plan_streaming(*plan, prof, o);
       ASSERT_TRUE(s.ok()) << s.status().to_string();
       check_stream_plan(*plan, *s, prof, *budget, prof.chunk_bytes);
+      if (std::string(b) == "min") {  // the minimal-mode bound: two largest units + 1 MB
+        EXPECT_LE(s->pool_bytes, 2 * largest + 1000000);
+      }
       if (std::getenv("DLR_PRINT_STREAM_PLAN")) std::printf("%s", s->to_text().c_str());
       const SimResult r = simulate(*plan, *s, prof, layer_ms);
       EXPECT_TRUE(r.violations.empty()) << r.violations.front();
-      std::printf("  budget %-4s = %8.2f MiB: %s, %2d slots, pool %7.2f MiB, %3zu groups, %3zu units, %3zu copies "
+      std::printf("  budget %-4s %-5s: %s, %2d slots, pool %7.2f MiB, %3zu groups, %3zu units, %3zu copies "
                   "per inference (%.2f MiB); sim: latency %.3f ms (compute %.3f ms), stall %.3f ms\n",
-                  b, double(*budget) / kMiB, s->resident ? "resident " : "streaming", s->slots,
+                  b, pool_layout_name(layout), s->resident ? "resident " : "streaming", s->slots,
                   double(s->pool_bytes) / kMiB, s->groups.size(), s->units.size(),
                   s->resident ? size_t(0) : s->units.size(), double(s->streamed_bytes()) / kMiB, r.latency_ms,
                   compute, r.stall_ms);

@@ -54,6 +54,7 @@ struct Args {
   std::string layouts = "auto";
   std::string budgets = "min";
   std::string copy_profile = "h100";
+  std::string pools = "auto";
   bool simulate = false;
 };
 
@@ -93,8 +94,10 @@ struct Config {
   std::string device, mode, precision, layout;
   int batch = 1;
   std::string budget;  // stream mode
+  std::string pool;    // stream mode
   std::string name() const {
-    return device + "/" + mode + (mode == "stream" ? "@" + budget : "") + "/" + precision +
+    return device + "/" + mode + (mode == "stream" ? "@" + budget + (pool == "auto" ? "" : ":" + pool) : "") + "/" +
+           precision +
            (layout == "auto" ? "" : "/" + layout) + "/b" + std::to_string(batch);
   }
 };
@@ -119,6 +122,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
     opt.mode = WeightMode::kStream;
     opt.weight_budget = c.budget;
     opt.copy_profile = a.copy_profile;
+    opt.weight_pool = c.pool;
   } else if (c.mode != "preload" && c.mode != "cpu") {
     return invalid_argument("unknown mode " + c.mode);
   }
@@ -177,6 +181,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
     DLR_ASSIGN_OR_RETURN(CopyProfile profile, CopyProfile::resolve(a.copy_profile));
     const double copy_floor_ms = double(sp->streamed_bytes()) / (profile.peak_gbps() * 1e6);
     j["stream"] = {{"pool_bytes", sp->pool_bytes},
+                   {"pool_layout", sp->resident ? "resident" : pool_layout_name(sp->layout)},
                    {"slot_bytes", sp->slot_bytes},
                    {"slots", sp->slots},
                    {"resident", sp->resident},
@@ -308,8 +313,9 @@ int run(const Args& a) {
       for (const std::string& precision : split(device == "cpu" ? std::string("fp32") : a.precisions))
         for (const std::string& layout : split(device == "cpu" ? std::string("auto") : a.layouts))
           for (const std::string& b : split(a.batches))
-            for (const std::string& budget : split(mode == "stream" ? a.budgets : std::string("-"))) {
-              Config c{device, mode, precision, layout, std::atoi(b.c_str()), budget};
+            for (const std::string& budget : split(mode == "stream" ? a.budgets : std::string("-")))
+              for (const std::string& pool : split(mode == "stream" ? a.pools : std::string("-"))) {
+              Config c{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool};
               auto r = bench_config(a, weights, c, input);
               if (!r.ok()) {
                 std::fprintf(stderr, "dlbench: %s: %s\n", c.name().c_str(), r.status().message().c_str());
@@ -381,6 +387,7 @@ int main(int argc, char** argv) {
   app.add_option("--mode", a.modes, "preload,stream (comma-separated; cuda)");
   app.add_option("--weight-budget", a.budgets,
                  "stream mode budgets, comma-separated: min, all, NN%, NNMiB, NNMB, bytes (default min)");
+  app.add_option("--weight-pool", a.pools, "stream mode pool layouts, comma-separated: auto, ring, slots (default auto)");
   app.add_option("--copy-profile", a.copy_profile, "stream mode: dlprobe JSON file or h100, discrete, jetson-xavier");
   app.add_flag("--simulate", a.simulate,
                "also predict stream-mode latency with the simulator from the profiled preload kernel times "

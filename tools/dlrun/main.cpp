@@ -37,6 +37,7 @@ struct Args {
   std::string mode = "preload";
   std::string weight_budget = "min";
   std::string copy_profile = "h100";
+  std::string weight_pool = "auto";
   bool no_graph = false;
   std::string log_level = "warn";
 };
@@ -61,6 +62,7 @@ int run(const Args& a) {
   parse_weight_mode(a.mode, &opt.mode);
   opt.weight_budget = a.weight_budget;
   opt.copy_profile = a.copy_profile;
+  opt.weight_pool = a.weight_pool;
   opt.cuda_graph = !a.no_graph;
   opt.profile_layers = !a.report.empty() || !a.trace.empty();
   opt.thresh = a.thresh;
@@ -159,6 +161,10 @@ int main(int argc, char** argv) {
   app.add_option("--weight-budget", a.weight_budget,
                  "stream mode: device weight pool: min (two slots of the largest layer), all, NN%, NNMiB, NNMB or "
                  "bytes (default min)");
+  app.add_option("--weight-pool", a.weight_pool,
+                 "stream mode: auto (ring where the GPU can map it), ring (one buffer mapped twice: exact byte "
+                 "lookahead), slots (K slots of the largest layer)")
+      ->check(CLI::IsMember({"auto", "ring", "slots"}));
   app.add_option("--copy-profile", a.copy_profile,
                  "stream mode: copy-engine profile: a dlprobe JSON file or h100, discrete, jetson-xavier "
                  "(default h100)");
