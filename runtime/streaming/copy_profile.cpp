@@ -344,7 +344,7 @@ Expected<CopyProfile> derive_copy_profile(const std::string& name, const std::st
   int64_t chunk = 0, unit = 0;
   for (const BandwidthPoint& b : p.pinned) {
     if (unit == 0 && b.gbps >= 0.80 * peak) unit = b.bytes;
-    if (chunk == 0 && b.gbps >= 0.90 * peak) chunk = b.bytes;
+    if (chunk == 0 && b.gbps >= 0.95 * peak) chunk = b.bytes;
   }
   chunk = std::min<int64_t>(chunk == 0 ? 8 * kMiB : chunk, 8 * kMiB);
   if (!p.queue.empty() && p.queue_depth(chunk) == 0) {

@@ -75,7 +75,7 @@ struct QueueSample {
 //    smallest; its max_bytes: the largest size), so a copy between two sampled sizes
 //    gets the larger size's depth.
 //  - the pinned curve is made non-decreasing (running max: dips are interference);
-//  - chunk_bytes: the smallest pinned size reaching >= 90 % of the peak bandwidth,
+//  - chunk_bytes: the smallest pinned size reaching >= 95 % of the peak bandwidth,
 //    at most 8 MiB; if that size is in a depth-0 class, the largest class bound below
 //    it with depth > 0 (unchanged when there is none).
 //  - min_unit_bytes: the smallest size reaching >= 80 % of the peak, at most chunk_bytes.

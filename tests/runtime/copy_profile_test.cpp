@@ -295,14 +295,14 @@ TEST(CopyProfile, DeriveFromH100LikeMeasurements) {
   ASSERT_EQ(p->queue.size(), 1u);
   EXPECT_EQ(p->queue[0].max_bytes, 32 * kMiB);
   EXPECT_EQ(p->queue[0].depth, 1019);
-  EXPECT_EQ(p->chunk_bytes, 2 * kMiB);     // 51.13 >= 0.90 * 54.91
+  EXPECT_EQ(p->chunk_bytes, 4 * kMiB);     // 53.03 >= 0.95 * 54.91 > 51.13 (2 MiB)
   EXPECT_EQ(p->min_unit_bytes, 1 * kMiB);  // 47.42 >= 0.80 * 54.91
   EXPECT_EQ(p->device, "H100");
   EXPECT_EQ(p->call_us, 2.1);
 }
 
 TEST(CopyProfile, DeriveAvoidsDepthZeroAndCapsChunk) {
-  // Xavier-like queue: the 90 % size (4 MiB) cannot be queued; fall back to 1 MiB.
+  // Xavier-like queue: the 95 % size (4 MiB) cannot be queued; fall back to 1 MiB.
   std::vector<BandwidthPoint> pinned = {{64 * kKiB, 5.0}, {1 * kMiB, 13.8}, {4 * kMiB, 15.5}, {16 * kMiB, 16.0}};
   std::vector<QueueSample> queue = {{4 * kKiB, 25}, {64 * kKiB, 14}, {1 * kMiB, 2}, {4 * kMiB, 0}, {32 * kMiB, 0}};
   auto p = derive_copy_profile("x", "", pinned, {}, 8, queue);

@@ -115,6 +115,10 @@ void print_measurements(const probe::ProbeResult& r) {
   for (const probe::SizeResult& s : r.sizes)
     std::printf("%10s %6d %5d %12.2f %10.1f %14.2f %12.1f\n", size_text(s.bytes).c_str(), s.copies_per_rep, s.reps,
                 s.pinned_gbps, s.pinned_call_us, s.pageable_gbps, s.pageable_call_us);
+  std::printf("\nConcurrent pinned H2D copies (the same bytes on one stream or split over two, queued behind a "
+              "kernel)\n%10s %8s %10s\n", "size", "streams", "GB/s");
+  for (const probe::ConcurrentResult& c : r.concurrent)
+    std::printf("%10s %8d %10.2f\n", size_text(c.bytes).c_str(), c.streams, c.gbps);
   std::printf("\nCopy queue: stream held by a %.0f ms kernel (check: a 50 ms spin took %.1f ms); copies enqueued\n"
               "until a call blocks the host > %.0f ms (at most %d)\n",
               r.spin_ms, r.spin_check_ms, r.block_threshold_ms, r.queue_cap);

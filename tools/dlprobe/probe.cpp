@@ -242,7 +242,9 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
   for (int64_t s : sizes) {
     SizeResult sr;
     sr.bytes = s;
-    sr.copies_per_rep = int(std::clamp<int64_t>(4 * kMiB / s, 1, 64));
+    // Batches of back-to-back copies up to 32 MiB: streaming issues its chunks back to
+    // back, and one copy between two events also times the event gap (~8 % at 4 MiB).
+    sr.copies_per_rep = int(std::clamp<int64_t>(32 * kMiB / s, 1, 64));
     // Pinned behind a short hold (enqueuing <= 64 calls takes well under 5 ms); pageable
     // without: its calls stage synchronously, so their host time is part of the copy.
     const double hold_ms = sr.copies_per_rep > 1 ? 5.0 : 0.5;
@@ -256,6 +258,37 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
     sr.pageable_gbps = tg.gbps;
     sr.pageable_call_us = tg.call_us;
     res.sizes.push_back(sr);
+  }
+
+  // (a2): one stream against two streams copying at once, same bytes in total.
+  DLR_ASSIGN_OR_RETURN(cuda::Stream stream2, cuda::make_stream());
+  const StreamDrain drain2(stream2.get());
+  DLR_ASSIGN_OR_RETURN(cuda::Event ev_fork, cuda::make_event(false));
+  DLR_ASSIGN_OR_RETURN(cuda::Event ev_join, cuda::make_event(false));
+  for (int64_t s : {1 * kMiB, 4 * kMiB, 16 * kMiB}) {
+    if (2 * s > max_bytes) continue;
+    for (int streams : {1, 2}) {
+      const int per_stream = int(std::clamp<int64_t>(64 * kMiB / s / streams, 1, 64));
+      std::vector<double> gbps;
+      for (int rep = 0; rep < (o.quick ? 3 : 7); ++rep) {
+        DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, 5000000ull));  // 5 ms: every call is queued before the start
+        DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
+        DLR_CUDA_CHECK(cudaEventRecord(ev_fork.get(), b.stream));
+        DLR_CUDA_CHECK(cudaStreamWaitEvent(stream2.get(), ev_fork.get(), 0));
+        for (int i = 0; i < per_stream; ++i)
+          for (int k = 0; k < streams; ++k)
+            DLR_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(b.dev) + k * s, pin, size_t(s), cudaMemcpyHostToDevice,
+                                           k == 0 ? b.stream : stream2.get()));
+        DLR_CUDA_CHECK(cudaEventRecord(ev_join.get(), stream2.get()));
+        DLR_CUDA_CHECK(cudaStreamWaitEvent(b.stream, ev_join.get(), 0));
+        DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
+        DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
+        float ms = 0;
+        DLR_CUDA_CHECK(cudaEventElapsedTime(&ms, b.start, b.stop));
+        gbps.push_back(ms > 0 ? double(s) * per_stream * streams / (double(ms) * 1e6) : 0);
+      }
+      res.concurrent.push_back({s, streams, median(gbps)});
+    }
   }
 
   // The copies must have moved the data (the last one came from the pageable buffer).

@@ -39,11 +39,21 @@ struct QueueResult {
   double held_ms = 0;         // kernel launch to stream idle (>= spin_ms if the kernel held)
 };
 
+// Pinned H2D copies of `bytes` issued on `streams` streams at once (k per stream,
+// queued behind a kernel): aggregate bandwidth. More than one stream may use more
+// than one copy engine; whether that adds bandwidth is what this measures.
+struct ConcurrentResult {
+  int64_t bytes = 0;
+  int streams = 1;
+  double gbps = 0;  // all streams' bytes / (first copy start .. last copy end), median of reps
+};
+
 struct ProbeResult {
   std::string device;         // name, compute capability, copy engines, CUDA versions
   bool integrated = false;    // an integrated GPU (Jetson): H2D copies are DRAM-to-DRAM
   std::vector<SizeResult> sizes;
   std::vector<QueueResult> queue;
+  std::vector<ConcurrentResult> concurrent;
   double spin_ms = 0;         // how long the holding kernel spins (4x on a retry)
   double spin_check_ms = 0;   // measured duration of a 50 ms spin (sanity check)
   int queue_cap = 0;
