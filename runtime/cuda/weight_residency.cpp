@@ -107,10 +107,19 @@ Status CudaEngine::enqueue_network(bool profile) {
     DLR_CUDA_CHECK(cudaEventRecord(m_fork.get(), cs));
     DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_fork.get(), 0));
   }
+  // A wait implied by an earlier one on the same stream is skipped: copies finish in
+  // order on the copy stream and layers in order on the compute stream, so having
+  // waited for unit u (layer L) covers every unit < u (layer < L). Each cross-stream
+  // edge costs the graph a few microseconds.
+  int waited_unit = -1;   // compute stream: the highest unit waited for
+  int waited_layer = -1;  // copy stream: the highest layer waited for
   auto enqueue_copy = [&](int ui) -> Status {
     const TransferUnit& u = m_stream_plan.units[size_t(ui)];
-    for (int layer : m_stream_plan.unit_waits[size_t(ui)])
+    for (int layer : m_stream_plan.unit_waits[size_t(ui)]) {
+      if (layer <= waited_layer) continue;
       DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_layer_done[size_t(layer)].get(), 0));
+      waited_layer = layer;
+    }
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_start[size_t(ui)], ps));
     DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + u.pool_offset,
                                    static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
@@ -122,9 +131,10 @@ Status CudaEngine::enqueue_network(bool profile) {
   auto enqueue_layer = [&](int layer) -> Status {
     const Step& st = m_plan.steps[size_t(layer)];
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_start[size_t(layer)], cs));
-    if (copies && st.weight >= 0)
-      DLR_CUDA_CHECK(
-          cudaStreamWaitEvent(cs, m_copy_done[size_t(m_stream_plan.blob_last_unit[size_t(st.weight)])].get(), 0));
+    if (copies && st.weight >= 0 && m_stream_plan.blob_last_unit[size_t(st.weight)] > waited_unit) {
+      waited_unit = m_stream_plan.blob_last_unit[size_t(st.weight)];
+      DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_copy_done[size_t(waited_unit)].get(), 0));
+    }
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_ready[size_t(layer)], cs));
     if (!st.no_op || !st.copies.empty()) {
       const Status status = enqueue_step(st, cs);

@@ -300,7 +300,8 @@ TEST(StreamPlan, RingPlacesByteXAtXModuloTheRing) {
     // host offsets 0, 1, 4, 4.5, 6.5, 9.5, 9.75 MiB
     EXPECT_EQ(s->blob_pool_offset, (std::vector<int64_t>{0, kMiB, 4 * kMiB, 9 * kMiB / 2, kMiB / 2, 7 * kMiB / 2,
                                                          15 * kMiB / 4}));
-    for (const TransferUnit& u : s->units) EXPECT_LE(u.bytes, 3 * kMiB);
+    // units of at most max(min unit, ring / 8) = 1 MiB (the profile's 4 MiB is too coarse here)
+    for (const TransferUnit& u : s->units) EXPECT_LE(u.bytes, kMiB);
     EXPECT_EQ(s->units.front().bytes, kMiB);
     check_stream_plan(plan, *s, h100_like(), budget, h100_like().chunk_bytes);
   }
@@ -309,6 +310,11 @@ TEST(StreamPlan, RingPlacesByteXAtXModuloTheRing) {
   Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->pool_bytes, 10 * kMiB);
+  for (const TransferUnit& u : s->units) EXPECT_LE(u.bytes, 10 * kMiB / 8);
+  o.chunk_bytes = 4 * kMiB;  // an explicit chunk is kept (up to ring - largest blob)
+  Expected<StreamPlan> explicit_chunk = plan_streaming(plan, h100_like(), o);
+  ASSERT_TRUE(explicit_chunk.ok());
+  EXPECT_EQ(explicit_chunk->units[1].bytes, 7 * kMiB / 2);  // 4 MiB, cut back at the blob end at 4.5 MiB
   for (const TransferUnit& u : s->units)
     EXPECT_EQ(s->unit_waits[size_t(u.index)].empty(), u.host_offset + u.bytes <= 10 * kMiB) << "unit " << u.index;
   check_stream_plan(plan, *s, h100_like(), o.budget_bytes, h100_like().chunk_bytes);

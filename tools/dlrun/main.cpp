@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
   app.add_option("--mode", a.mode, "cuda: preload (all weights resident) or stream (demand layering)")
       ->check(CLI::IsMember({"preload", "stream"}));
   app.add_option("--weight-budget", a.weight_budget,
-                 "stream mode: device weight pool: min (two slots of the largest layer), all, NN%, NNMiB, NNMB or "
+                 "stream mode: device weight pool: min (about two of the largest layer), all, NN%, NNMiB, NNMB or "
                  "bytes (default min)");
   app.add_option("--weight-pool", a.weight_pool,
                  "stream mode: auto (ring where the GPU can map it), ring (one buffer mapped twice: exact byte "
