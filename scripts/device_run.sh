@@ -22,7 +22,7 @@ for phase in "$@"; do
       compute-sanitizer --version | head -1 | tee -a "$summary"
       ;;
     tests)
-      timeout 170 "$B/dlr_gpu_tests" --gtest_filter='-GpuBench.*' >"$OUT/gpu_tests.log" 2>&1
+      timeout 330 "$B/dlr_gpu_tests" --gtest_filter='-GpuBench.*' >"$OUT/gpu_tests.log" 2>&1
       note "gpu tests rc=$? $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]+ test' "$OUT/gpu_tests.log" | tr '\n' ' ')"
       grep -E '^\[  FAILED  \]|rel err vs CPU|detections' "$OUT/gpu_tests.log" | head -40 | tee -a "$summary"
       ;;
@@ -31,7 +31,7 @@ for phase in "$@"; do
       for tool in memcheck racecheck synccheck; do
         filter='*CudaEngineE2E.*fastest*:StreamMode.*'
         [ "$tool" = memcheck ] || filter='StreamMode.*'
-        limit=90; [ "$tool" = memcheck ] || limit=65
+        limit=150; [ "$tool" = racecheck ] && limit=330
         timeout $limit compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/dlr_gpu_tests" --gtest_filter="$filter" \
           >"$OUT/sanitize_$tool.log" 2>&1
         note "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED|^\[  FAILED' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"
@@ -56,12 +56,24 @@ for phase in "$@"; do
       ;;
     stream)
       [ -f "$PROFILE" ] || PROFILE=h100
+      # Both pool layouts at the target budgets in one run (ratios from the same run),
+      # then the rest of the ring's latency-vs-budget curve.
       for p in fp16 fp32; do
-        timeout 115 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
-          --weight-budget min,10%,20%,25%,35%,50%,75%,all --copy-profile "$PROFILE" --simulate --report table \
-          --iters 20 --warmup 3 --json "$OUT/stream_yolov4_608_$p.json" >"$OUT/stream_yolov4_608_$p.txt" 2>&1
+        timeout 170 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+          --weight-budget min,25%,50%,all --weight-pool ring,slots --copy-profile "$PROFILE" --simulate \
+          --report table --iters 20 --warmup 3 --json "$OUT/stream_yolov4_608_$p.json" \
+          >"$OUT/stream_yolov4_608_$p.txt" 2>&1
         note "stream yolov4@608 $p rc=$?"; grep -v '^  layer' "$OUT/stream_yolov4_608_$p.txt" | tee -a "$summary"
+        timeout 110 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+          --weight-budget 20%,30%,35%,75%,90% --weight-pool ring --copy-profile "$PROFILE" --simulate \
+          --iters 20 --warmup 3 --json "$OUT/curve_yolov4_608_$p.json" >"$OUT/curve_yolov4_608_$p.txt" 2>&1
+        note "curve yolov4@608 $p rc=$?"; cat "$OUT/curve_yolov4_608_$p.txt" | tee -a "$summary"
       done
+      "$B/dlgen" "$M/yolov4-tiny.cfg" /tmp/tiny.weights >/dev/null
+      timeout 60 "$B/dlrun" "$M/yolov4-tiny.cfg" /tmp/tiny.weights "$DLR_SHARED_DIR/images/dog.ppm" --device cuda \
+        --precision fp16 --mode stream --weight-pool ring --weight-budget min --print-plan --report table \
+        --trace "$OUT/trace_tiny_ring.json" >"$OUT/dlrun_tiny_ring.txt" 2>&1
+      note "dlrun yolov4-tiny ring rc=$?"; head -5 "$OUT/dlrun_tiny_ring.txt" | tee -a "$summary"
       ;;
     *) note "unknown phase $phase" ;;
   esac

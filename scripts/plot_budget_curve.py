@@ -2,9 +2,10 @@
 """Latency-vs-weight-budget plot from dlbench JSON (stream mode, several budgets).
 
 usage: plot_budget_curve.py OUT.png CURVE.json [CURVE.json ...]
-Each JSON is one `dlbench --mode preload,stream --weight-budget ...` run; the plot
-shows measured median latency (and the simulator's prediction when present) against
-device weight memory, with the preload latency and the copy floor for reference.
+Each JSON is one `dlbench --mode preload,stream --weight-budget ... [--weight-pool ...]`
+run; the plot shows measured median latency per precision and pool layout (and the
+simulator's prediction for the ring) against device weight memory, with the preload
+latency and 1.10 x the floor (max(preload, streamed bytes / peak H2D)) for reference.
 """
 import json
 import sys
@@ -20,27 +21,39 @@ def main():
         print(__doc__)
         return 2
     out = sys.argv[1]
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    # One series per (precision, pool layout); the layout comes from the config name
+    # ("stream@25%:ring/fp16/b1"); several files may add budgets to the same series.
+    series, preload, floors = {}, {}, {}
     for path in sys.argv[2:]:
         data = json.load(open(path))
-        rows = [r for r in data["results"] if r["mode"] == "stream"]
-        pre = [r for r in data["results"] if r["mode"] == "preload"]
-        if not rows:
-            continue
-        prec = rows[0]["precision"]
-        rows.sort(key=lambda r: r["memory"]["weights"])
-        x = [r["memory"]["weights"] / 2**20 for r in rows]
-        y = [r["network"]["median_ms"] for r in rows]
-        line, = ax.plot(x, y, "o-", label=f"{prec} stream (measured median)")
-        sim = [(xx, r["stream"]["simulated_ms"]) for xx, r in zip(x, rows) if "simulated_ms" in r["stream"]]
-        if sim:
-            ax.plot([s[0] for s in sim], [s[1] for s in sim], "x--", color=line.get_color(), alpha=0.6,
-                    label=f"{prec} simulator prediction")
-        if pre:
-            p = pre[0]["network"]["median_ms"]
-            ax.axhline(p, color=line.get_color(), linestyle=":", alpha=0.8, label=f"{prec} preload {p:.2f} ms")
-        floor = max([r["stream"]["copy_floor_ms"] for r in rows])
-        ax.axhline(floor, color=line.get_color(), linestyle="-.", alpha=0.4, label=f"{prec} copy floor {floor:.2f} ms")
+        for r in data["results"]:
+            prec = r["precision"]
+            if r["mode"] == "preload":
+                preload.setdefault(prec, r["network"]["median_ms"])
+                continue
+            if r["mode"] != "stream":
+                continue
+            head = r["config"].split("/")[1]
+            pool = head.split(":")[1] if ":" in head else "auto"
+            series.setdefault((prec, pool), {})[r["memory"]["weights"] / 2**20] = r
+            floors[prec] = max(floors.get(prec, 0), r["stream"]["copy_floor_ms"])
+    colors = {}
+    for (prec, pool), pts in sorted(series.items()):
+        xs = sorted(pts)
+        ys = [pts[x]["network"]["median_ms"] for x in xs]
+        style = "o-" if pool != "slots" else "s--"
+        line, = ax.plot(xs, ys, style, color=colors.get(prec), label=f"{prec} {pool} (measured median)")
+        colors.setdefault(prec, line.get_color())
+        sim = [(x, pts[x]["stream"]["simulated_ms"]) for x in xs if "simulated_ms" in pts[x]["stream"]]
+        if sim and pool != "slots":
+            ax.plot([s[0] for s in sim], [s[1] for s in sim], "x:", color=colors[prec], alpha=0.6,
+                    label=f"{prec} {pool} simulator prediction")
+    for prec, p in preload.items():
+        c = colors.get(prec)
+        ax.axhline(p, color=c, linestyle=":", alpha=0.8, label=f"{prec} preload {p:.2f} ms")
+        f = max(p, floors.get(prec, 0))
+        ax.axhline(1.1 * f, color=c, linestyle="-.", alpha=0.4, label=f"{prec} 1.10 x floor {1.1 * f:.2f} ms")
     ax.set_xlabel("device weight memory (MiB)")
     ax.set_ylabel("latency per inference (ms)")
     ax.set_title("yolov4 @608, batch 1, H100: latency vs weight budget")
