@@ -283,10 +283,12 @@ std::string StreamPlan::to_text() const {
     const std::vector<int> none;
     const std::vector<int>& w = size_t(u.index) < unit_waits.size() ? unit_waits[size_t(u.index)] : none;
     for (int layer : w) waits += (waits.empty() ? "" : ",") + std::to_string(layer);
+    char where[24] = "ring";  // ring units belong to no group
+    if (layout != PoolLayout::kRing) std::snprintf(where, sizeof(where), "group %3d", u.group);
     std::snprintf(line, sizeof(line),
-                  "unit %4d: group %3d, host %11lld + %9lld (%7s MiB) -> pool %11lld, blobs %3d-%3d, first layer %3d, "
+                  "unit %4d: %s, host %11lld + %9lld (%7s MiB) -> pool %11lld, blobs %3d-%3d, first layer %3d, "
                   "waits %s\n",
-                  u.index, u.group, (long long)u.host_offset, (long long)u.bytes, mib_text(u.bytes).c_str(),
+                  u.index, where, (long long)u.host_offset, (long long)u.bytes, mib_text(u.bytes).c_str(),
                   (long long)u.pool_offset, u.first_blob, u.last_blob, u.first_layer,
                   waits.empty() ? "-" : waits.c_str());
     out += line;

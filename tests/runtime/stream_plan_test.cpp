@@ -304,6 +304,10 @@ TEST(StreamPlan, RingPlacesByteXAtXModuloTheRing) {
     for (const TransferUnit& u : s->units) EXPECT_LE(u.bytes, kMiB);
     EXPECT_EQ(s->units.front().bytes, kMiB);
     check_stream_plan(plan, *s, h100_like(), budget, h100_like().chunk_bytes);
+    const std::string text = s->to_text();
+    EXPECT_NE(text.find("stream plan: ring of 6.00 MiB mapped twice (minimal 6.00 MiB)"), std::string::npos) << text;
+    EXPECT_NE(text.find("unit    0: ring, host"), std::string::npos) << text;
+    EXPECT_EQ(size_t(std::count(text.begin(), text.end(), '\n')), 1 + s->units.size());
   }
   StreamOptions o;
   o.budget_bytes = 10 * kMiB;  // 10 MiB ring: nothing overwritten before byte 10 MiB
