@@ -5,6 +5,7 @@
 
 #include "runtime/core/log.h"
 #include "runtime/cpu_engine.h"
+#include "runtime/streaming/stream_plan.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
 #endif
@@ -36,6 +37,9 @@ Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, co
   if (!(options.thresh >= 0.0f && options.thresh < 1.0f))
     return invalid_argument("thresh must be in [0, 1)");
   if (!(options.nms > 0.0f && options.nms <= 1.0f)) return invalid_argument("nms must be in (0, 1]");
+  PoolLayout pool = PoolLayout::kAuto;
+  if (!parse_pool_layout(options.weight_pool, &pool))
+    return invalid_argument("weight pool \"" + options.weight_pool + "\": expected auto, ring or slots");
   std::unique_ptr<Session> s(new Session());
   s->m_options = options;
   CfgOptions cfg_opt;

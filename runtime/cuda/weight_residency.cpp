@@ -41,8 +41,8 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
   StreamOptions so;
   so.budget_bytes = budget;
   so.chunk_bytes = m_options.chunk_bytes;
-  if (!parse_pool_layout(m_options.weight_pool, &so.layout))
-    return invalid_argument("weight pool \"" + m_options.weight_pool + "\": expected auto, ring or slots");
+  const bool pool_known = parse_pool_layout(m_options.weight_pool, &so.layout);
+  DLR_ASSERT(pool_known);  // Session::open rejects other names
   DLR_ASSIGN_OR_RETURN(so.ring_granularity, cuda::MirroredBuffer::granularity(m_options.cuda_device));
   DLR_ASSIGN_OR_RETURN(m_stream_plan, plan_streaming(m_plan, profile, so));
 

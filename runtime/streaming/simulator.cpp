@@ -47,21 +47,6 @@ int64_t peak_in_use(std::vector<std::pair<double, double>> intervals, int64_t by
   return peak;
 }
 
-// Host-store byte offsets of the blobs (back to back in plan.weights order).
-struct HostRanges {
-  std::vector<int64_t> offset;
-};
-
-HostRanges host_ranges(const ExecutionPlan& plan) {
-  HostRanges h;
-  int64_t pos = 0;
-  for (const WeightBlob& w : plan.weights) {
-    h.offset.push_back(pos);
-    pos += w.bytes;
-  }
-  return h;
-}
-
 }  // namespace
 
 SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const CopyProfile& profile,
@@ -204,12 +189,12 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
     // Ring: a byte is in use from the start of the copy writing it to its reader's end,
     // so every (unit, blob) overlap holds its bytes over that interval.
     std::vector<std::pair<double, int64_t>> ev;  // (time, +-bytes)
-    const HostRanges hr = host_ranges(plan);
+    const std::vector<int64_t> host_offset = blob_host_offsets(plan);
     for (const TransferUnit& tu : stream.units) {
       if (!issued[size_t(tu.index)]) continue;
       for (int b = tu.first_blob; b <= tu.last_blob; ++b) {
-        const int64_t lo = std::max(tu.host_offset, hr.offset[size_t(b)]);
-        const int64_t hi = std::min(tu.host_offset + tu.bytes, hr.offset[size_t(b)] + plan.weights[size_t(b)].bytes);
+        const int64_t lo = std::max(tu.host_offset, host_offset[size_t(b)]);
+        const int64_t hi = std::min(tu.host_offset + tu.bytes, host_offset[size_t(b)] + plan.weights[size_t(b)].bytes);
         if (hi <= lo) continue;
         ev.push_back({r.copy_start_ms[size_t(tu.index)], hi - lo});
         ev.push_back({blob_reader_end(b), -(hi - lo)});

@@ -46,11 +46,9 @@ struct HostLayout {
 
 HostLayout host_layout(const ExecutionPlan& plan) {
   HostLayout h;
-  for (const WeightBlob& w : plan.weights) {
-    h.offset.push_back(h.total);
-    h.total += w.bytes;
-    h.end.push_back(h.total);
-  }
+  h.offset = blob_host_offsets(plan);
+  for (size_t b = 0; b < plan.weights.size(); ++b) h.end.push_back(h.offset[b] + plan.weights[b].bytes);
+  h.total = h.end.empty() ? 0 : h.end.back();
   return h;
 }
 
@@ -220,6 +218,16 @@ void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int
 
 }  // namespace
 
+std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan) {
+  std::vector<int64_t> offset;
+  int64_t pos = 0;
+  for (const WeightBlob& w : plan.weights) {
+    offset.push_back(pos);
+    pos += w.bytes;
+  }
+  return offset;
+}
+
 const char* pool_layout_name(PoolLayout l) {
   switch (l) {
     case PoolLayout::kAuto: return "auto";
@@ -353,31 +361,21 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
   const int64_t ring = gran > 0 ? budget / gran * gran : 0;
   const bool ring_fits = gran > 0 && ring >= ring_min;
   const bool slots_fit = budget >= slots_min;
-  bool use_ring = false;
-  if (budget < h.total) {  // a budget holding every blob is resident whatever the layout
-    int64_t need = 0;  // > 0: the budget is below this minimum
-    std::string what;
-    if (options.layout == PoolLayout::kRing) {
-      use_ring = true;
-      if (!ring_fits) {
-        need = ring_min;
-        what = "a ring of two of the largest layer in " + mib_text(gran) + " MiB mapping units";
-      }
-    } else if (options.layout == PoolLayout::kSlots || !ring_fits) {
-      if (!slots_fit) {
-        need = ring_min > 0 && ring_min < slots_min ? ring_min : slots_min;
-        what = need == slots_min ? "two slots of the largest layer" : "a ring of two of the largest layer";
-      }
-    } else {
-      use_ring = true;
-    }
-    if (need > 0) {
-      int decimals = 2;  // more digits when 2 would print the same number twice
-      if (mib_text(budget) == mib_text(need)) decimals = 7;
-      return out_of_memory("weight budget " + mib_text(budget, decimals) + " MiB is below the minimum of " +
-                           mib_text(need, decimals) + " MiB (" + what + ", " + mib_text(s.slot_bytes) +
-                           " MiB, layer " + std::to_string(plan.weights[size_t(largest)].layer) + ")");
-    }
+  // A budget holding every blob is resident whatever the layout.
+  const bool use_ring =
+      budget < h.total && (options.layout == PoolLayout::kRing || (options.layout == PoolLayout::kAuto && ring_fits));
+  if (budget < h.total && !(use_ring ? ring_fits : slots_fit)) {
+    // Name the minimum that applies: the chosen layout's, or for auto the smaller one.
+    const bool name_ring = use_ring || (options.layout == PoolLayout::kAuto && gran > 0 && ring_min < slots_min);
+    const int64_t need = name_ring ? ring_min : slots_min;
+    const std::string what = name_ring
+                                 ? "a ring of two of the largest layer in " + mib_text(gran) + " MiB mapping units"
+                                 : "two slots of the largest layer";
+    int decimals = 2;  // more digits when 2 would print the same number twice
+    if (mib_text(budget) == mib_text(need)) decimals = 7;
+    return out_of_memory("weight budget " + mib_text(budget, decimals) + " MiB is below the minimum of " +
+                         mib_text(need, decimals) + " MiB (" + what + ", " + mib_text(s.slot_bytes) + " MiB, layer " +
+                         std::to_string(plan.weights[size_t(largest)].layer) + ")");
   }
   s.minimal_pool_bytes = (budget < h.total ? use_ring : ring_for_min) ? ring_min : slots_min;
 

@@ -106,6 +106,10 @@ struct StreamPlan {
   std::string to_text() const;
 };
 
+// The host weight store's layout: blob b (plan.weights order) starts at offset[b];
+// blobs are back to back.
+std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan);
+
 // Fails when the budget is smaller than the minimal pool (error names both sizes)
 // or the options are invalid.
 Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile& profile,

@@ -42,6 +42,9 @@ TEST_F(SessionErrors, OptionsOutOfRange) {
   o.precision = Precision::kFP16;
   EXPECT_EQ(open_error(o), "the CPU backend runs fp32 only (asked for fp16)");
   o = SessionOptions();
+  o.weight_pool = "rings";
+  EXPECT_EQ(open_error(o), "weight pool \"rings\": expected auto, ring or slots");
+  o = SessionOptions();
   o.mode = WeightMode::kStream;
   EXPECT_EQ(open_error(o),
             "the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");

@@ -366,6 +366,27 @@ TEST(StreamPlan, RingLayoutErrorsAndFallback) {
     ASSERT_TRUE(s.ok());
     EXPECT_EQ(s->layout, PoolLayout::kSlots) << budget;
   }
+  // Largest blob 3 MiB + 4 KiB: two slots need 6.01 MiB, the ring 6 MiB. Below both,
+  // auto names the smaller (the ring), slots name their own.
+  const ExecutionPlan odd = fake_plan({1 * kMiB, 3 * kMiB + 4096, 2 * kMiB, 3 * kMiB}, nullptr);
+  o = StreamOptions();
+  o.budget_bytes = 5 * kMiB;
+  s = plan_streaming(odd, h100_like(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "weight budget 5.00 MiB is below the minimum of 6.00 MiB (a ring of two of the largest layer in 2.00 MiB "
+            "mapping units, 3.00 MiB, layer 1)");
+  o.layout = PoolLayout::kSlots;
+  s = plan_streaming(odd, h100_like(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "weight budget 5.00 MiB is below the minimum of 6.01 MiB (two slots of the largest layer, 3.00 MiB, "
+            "layer 1)");
+  o.layout = PoolLayout::kAuto;
+  o.ring_granularity = 1000;
+  s = plan_streaming(odd, h100_like(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "ring granularity 1000 bytes must be a multiple of 256");
   PoolLayout parsed = PoolLayout::kAuto;
   EXPECT_TRUE(parse_pool_layout("ring", &parsed));
   EXPECT_EQ(parsed, PoolLayout::kRing);
