@@ -45,6 +45,8 @@ struct SessionOptions {
   std::string copy_profile = "h100";       // stream mode: a dlprobe JSON file or a built-in profile name
   int64_t chunk_bytes = 0;                 // stream mode: copy chunk size override (0 = the profile's)
   std::string weight_pool = "auto";        // stream mode: auto, ring (double-mapped ring), slots (stream_plan.h)
+  bool unit_search = true;                 // stream mode, ring, no chunk_bytes: transfer units chosen by simulation
+                                           // from kernel times measured at open (unit_search.h); false: equal chunks
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
   bool profile_layers = false;    // per-layer CUDA event timing (runs without the graph)

@@ -2,7 +2,8 @@
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
 #   info tests sanitize probe bench stream
-# Logs and JSON go to $OUT; a short summary is printed last.
+# Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
+# (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
 B="$PWD/device-carry/bin"
 export DLR_SHARED_DIR="$PWD/device-carry/shared"
@@ -56,11 +57,13 @@ for phase in "$@"; do
       ;;
     stream)
       [ -f "$PROFILE" ] || PROFILE=h100
-      # Both pool layouts at the target budgets in one run (ratios from the same run),
-      # then the rest of the ring's latency-vs-budget curve.
-      for p in fp16 fp32; do
-        timeout 170 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
-          --weight-budget min,25%,50%,all --weight-pool ring,slots --copy-profile "$PROFILE" --simulate \
+      # Both pool layouts (the ring with searched and with equal-chunk units) at the
+      # target budgets in one run (ratios from the same run), then the rest of the
+      # ring's latency-vs-budget curve.
+      for p in ${STREAM_PRECISIONS:-fp16 fp32}; do
+        timeout 240 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+          --weight-budget min,25%,50%,all --weight-pool ring,slots --units search,chunks --copy-profile "$PROFILE" \
+          --simulate \
           --report table --iters 20 --warmup 3 --json "$OUT/stream_yolov4_608_$p.json" \
           >"$OUT/stream_yolov4_608_$p.txt" 2>&1
         note "stream yolov4@608 $p rc=$?"; grep -v '^  layer' "$OUT/stream_yolov4_608_$p.txt" | tee -a "$summary"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cuda_check.h"
@@ -99,6 +100,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const NetworkDesc& net,
   }
   DLR_ASSIGN_OR_RETURN(e->m_outputs, PinnedBuffer::alloc(size_t(out_floats) * 4));
   DLR_RETURN_IF_ERROR(e->reserve_images(options.max_image_width, options.max_image_height));
+  DLR_RETURN_IF_ERROR(e->tune_stream_units());
 
   e->m_timings.resize(plan.steps.size());
   if (options.profile_layers) {
@@ -213,6 +215,15 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
   return Status();
 }
 
+Status CudaEngine::enqueue_layer_kernels(const Step& st, cudaStream_t s) {
+  if (st.no_op && st.copies.empty()) return Status();
+  const Status status = enqueue_step(st, s);
+  if (!status.ok())
+    return Status(status.code(),
+                  "layer " + std::to_string(st.layer) + " (" + layer_kind_name(st.kind) + "): " + status.message());
+  return Status();
+}
+
 Status CudaEngine::enqueue_outputs(cudaStream_t s) {
   // One download per yolo layer into pinned memory (the only D2H of an inference).
   for (int y : m_plan.yolo_layers) {
@@ -224,12 +235,12 @@ Status CudaEngine::enqueue_outputs(cudaStream_t s) {
   return Status();
 }
 
-Status CudaEngine::capture_graph() {
+Expected<cuda::GraphExec> CudaEngine::capture(const std::function<Status()>& enqueue) {
   cudaStream_t s = m_stream.get();
   cudaGraph_t graph = nullptr;
   DLR_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   m_capturing = true;
-  const Status st = enqueue_network(m_options.profile_layers);
+  const Status st = enqueue();
   m_capturing = false;
   const cudaError_t end = cudaStreamEndCapture(s, &graph);
   if (!st.ok()) {
@@ -241,7 +252,11 @@ Status CudaEngine::capture_graph() {
   const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
   if (inst != cudaSuccess) return cuda::cuda_status(inst, "cudaGraphInstantiate", __FILE__, __LINE__);
-  m_graph = cuda::GraphExec(exec);
+  return cuda::GraphExec(exec);
+}
+
+Status CudaEngine::capture_graph() {
+  DLR_ASSIGN_OR_RETURN(m_graph, capture([&] { return enqueue_network(m_options.profile_layers); }));
   return Status();
 }
 

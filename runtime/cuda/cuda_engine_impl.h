@@ -7,6 +7,7 @@
 // one inference and synchronises once for the output download.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -50,12 +51,20 @@ class CudaEngine final : public Engine {
 
   // weight_residency.cpp
   Status setup_weights(const WeightsFile& weights);
+  Status make_stream_events();  // per-unit and per-layer ordering events of m_stream_plan
   Status enqueue_network(bool profile);
   Status read_profile();
+  // unit_tuning.cpp
+  Status tune_stream_units();
+  Status measure_layer_ms(std::vector<double>* ms);
   // cuda_engine.cpp
   Status enqueue_step(const Step& st, cudaStream_t s);
+  Status enqueue_layer_kernels(const Step& st, cudaStream_t s);  // enqueue_step unless a no-op; errors name the layer
   Status enqueue_outputs(cudaStream_t s);
   Status capture_graph();
+  // Captures what `enqueue` puts on the compute stream (and streams it forks) into an
+  // instantiated graph; m_capturing is true meanwhile.
+  Expected<cuda::GraphExec> capture(const std::function<Status()>& enqueue);
 
   const NetworkDesc& m_net;
   SessionOptions m_options;
@@ -72,6 +81,8 @@ class CudaEngine final : public Engine {
   std::vector<int64_t> m_blob_offsets;
   bool m_streaming = false;
   StreamPlan m_stream_plan;
+  CopyProfile m_copy_profile;       // stream mode: the resolved copy profile
+  StreamOptions m_stream_options;   // stream mode: what plan_streaming was given
   std::unique_ptr<WeightStore> m_host;
   std::vector<cuda::Event> m_copy_done;   // per unit (ordering only)
   std::vector<cuda::Event> m_layer_done;  // per layer that ends a group's use (ordering only)
@@ -87,6 +98,7 @@ class CudaEngine final : public Engine {
   std::vector<int64_t> m_output_offsets;
   std::vector<std::unique_ptr<cuda::CudnnConv>> m_convs;
   cuda::GraphExec m_graph;
+  std::vector<double> m_measured_layer_ms;  // stream mode unit search: kernel times measured at open
 
   // Timing (events with timing; recorded only when profiling, read after the run).
   cuda::Event m_ev_upload, m_ev_start, m_ev_end;

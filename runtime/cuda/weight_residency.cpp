@@ -35,10 +35,11 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
     return Status();
   }
 
-  DLR_ASSIGN_OR_RETURN(CopyProfile profile, CopyProfile::resolve(m_options.copy_profile));
+  DLR_ASSIGN_OR_RETURN(m_copy_profile, CopyProfile::resolve(m_options.copy_profile));
+  const CopyProfile& profile = m_copy_profile;
   DLR_ASSIGN_OR_RETURN(int64_t budget,
                        parse_weight_budget(m_options.weight_budget, m_plan.weight_bytes(), 0));  // min: the plan's minimum
-  StreamOptions so;
+  StreamOptions& so = m_stream_options;
   so.budget_bytes = budget;
   so.chunk_bytes = m_options.chunk_bytes;
   const bool pool_known = parse_pool_layout(m_options.weight_pool, &so.layout);
@@ -59,6 +60,28 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
   DLR_ASSIGN_OR_RETURN(m_copy_stream, cuda::make_stream());
   DLR_ASSIGN_OR_RETURN(m_fork, cuda::make_event(false));
   DLR_ASSIGN_OR_RETURN(m_join, cuda::make_event(false));
+  DLR_RETURN_IF_ERROR(make_stream_events());
+  if (m_stream_plan.resident) {
+    // Every blob has its own region: copy once now; inferences copy nothing.
+    for (const TransferUnit& u : m_stream_plan.units)
+      DLR_CUDA_CHECK(cudaMemcpy(pool_base() + u.pool_offset,
+                                static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
+                                cudaMemcpyHostToDevice));
+  }
+  DLR_LOG_INFO("stream mode: {} pool of {:.2f} MiB ({} slots of {:.2f} MiB) for {:.2f} MiB of weights, {} copies "
+               "per inference (profile {})",
+               m_stream_plan.resident ? "resident" : pool_layout_name(m_stream_plan.layout),
+               mib(m_stream_plan.pool_bytes), m_stream_plan.slots, mib(m_stream_plan.slot_bytes),
+               mib(m_stream_plan.total_weight_bytes), m_stream_plan.resident ? 0 : m_stream_plan.units.size(),
+               profile.name);
+  return Status();
+}
+
+Status CudaEngine::make_stream_events() {
+  m_copy_done.clear();
+  m_layer_done.clear();
+  m_ev_copy_start.clear();
+  m_ev_copy_end.clear();
   for (size_t u = 0; u < m_stream_plan.units.size(); ++u) {
     DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(false));
     m_copy_done.push_back(std::move(ev));
@@ -76,19 +99,6 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
         v->push_back(std::move(ev));
       }
   }
-  if (m_stream_plan.resident) {
-    // Every blob has its own region: copy once now; inferences copy nothing.
-    for (const TransferUnit& u : m_stream_plan.units)
-      DLR_CUDA_CHECK(cudaMemcpy(pool_base() + u.pool_offset,
-                                static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
-                                cudaMemcpyHostToDevice));
-  }
-  DLR_LOG_INFO("stream mode: {} pool of {:.2f} MiB ({} slots of {:.2f} MiB) for {:.2f} MiB of weights, {} copies "
-               "per inference (profile {})",
-               m_stream_plan.resident ? "resident" : pool_layout_name(m_stream_plan.layout),
-               mib(m_stream_plan.pool_bytes), m_stream_plan.slots, mib(m_stream_plan.slot_bytes),
-               mib(m_stream_plan.total_weight_bytes), m_stream_plan.resident ? 0 : m_stream_plan.units.size(),
-               profile.name);
   return Status();
 }
 
@@ -136,12 +146,7 @@ Status CudaEngine::enqueue_network(bool profile) {
       DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_copy_done[size_t(waited_unit)].get(), 0));
     }
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_ready[size_t(layer)], cs));
-    if (!st.no_op || !st.copies.empty()) {
-      const Status status = enqueue_step(st, cs);
-      if (!status.ok())
-        return Status(status.code(), "layer " + std::to_string(layer) + " (" + layer_kind_name(st.kind) +
-                                         "): " + status.message());
-    }
+    DLR_RETURN_IF_ERROR(enqueue_layer_kernels(st, cs));
     if (copies && m_layer_done[size_t(layer)]) DLR_CUDA_CHECK(cudaEventRecord(m_layer_done[size_t(layer)].get(), cs));
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_end[size_t(layer)], cs));
     return Status();

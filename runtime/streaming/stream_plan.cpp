@@ -52,9 +52,25 @@ HostLayout host_layout(const ExecutionPlan& plan) {
   return h;
 }
 
+// Appends the unit of host bytes [pos, cut) to `out` (index, group, host range and
+// blob range filled; pool_offset and first_layer are left to the caller). *b is the
+// blob holding byte pos on entry and the blob holding byte cut on return.
+void append_unit(const HostLayout& h, int group, int64_t pos, int64_t cut, int* b, std::vector<TransferUnit>* out) {
+  TransferUnit u;
+  u.index = int(out->size());
+  u.group = group;
+  u.host_offset = pos;
+  u.bytes = cut - pos;
+  u.first_blob = *b;
+  int last = *b;
+  while (h.end[size_t(last)] < cut) ++last;
+  u.last_blob = last;
+  out->push_back(u);
+  *b = h.end[size_t(last)] == cut ? last + 1 : last;
+}
+
 // Cuts the host byte range of whole blobs [first_blob, last_blob] into units and
-// appends them to `out` (index, group, host range and blob range filled; pool_offset
-// and first_layer are left to the caller).
+// appends them to `out` (see append_unit).
 // Rule: a unit normally ends `chunk` bytes after its start (`first_chunk` for the first
 // unit of the range); when a blob boundary lies in the last quarter of that chunk (and
 // the unit keeps at least min_unit bytes), the unit ends at the last such boundary
@@ -75,18 +91,8 @@ void cut_units(const HostLayout& h, int first_blob, int last_blob, int group, in
       for (int k = b; k <= last_blob && h.end[size_t(k)] <= limit; ++k)
         if (h.end[size_t(k)] >= pos + earliest_cut) cut = h.end[size_t(k)];
     }
-    TransferUnit u;
-    u.index = int(out->size());
-    u.group = group;
-    u.host_offset = pos;
-    u.bytes = cut - pos;
-    u.first_blob = b;
-    int last = b;
-    while (h.end[size_t(last)] < cut) ++last;
-    u.last_blob = last;
-    out->push_back(u);
+    append_unit(h, group, pos, cut, &b, out);
     pos = cut;
-    b = h.end[size_t(last)] == cut ? last + 1 : last;
   }
 }
 
@@ -185,19 +191,35 @@ int64_t ring_chunk(int64_t chunk, int64_t min_unit, int64_t ring) {
 // bytes [a, a + n) overwrites what bytes [a - ring, a + n - ring) held, so its copy
 // waits for the reader of byte a + n - 1 - ring (readers run in order, so the last
 // one covers every earlier byte).
+// A unit starting inside blob B must end within B's start + ring: otherwise it would
+// overwrite bytes of B itself and wait for B's reader, which waits for it. Units of at
+// most ring - slot_bytes bytes never do (they start less than slot_bytes into B).
+int64_t ring_max_unit(int64_t ring, int64_t slot_bytes) { return (ring - slot_bytes) / kAlign * kAlign; }
+
+// Units ending at `ends` (validated by the caller) over the whole byte stream.
+void units_from_ends(const HostLayout& h, const std::vector<int64_t>& ends, std::vector<TransferUnit>* out) {
+  int64_t pos = 0;
+  int b = 0;  // the blob holding byte `pos`
+  for (int64_t cut : ends) {
+    append_unit(h, -1, pos, cut, &b, out);
+    pos = cut;
+  }
+}
+
 void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int64_t chunk, int64_t min_unit,
-               StreamPlan* s) {
+               const std::vector<int64_t>& unit_ends, StreamPlan* s) {
   const int n_blobs = int(plan.weights.size());
   DLR_ASSERT(n_blobs > 0 && ring >= s->slot_bytes && ring < h.total);
   s->layout = PoolLayout::kRing;
   s->pool_bytes = ring;
   s->slots = 0;
-  // A unit starting inside blob B must end within B's start + ring: otherwise it would
-  // overwrite bytes of B itself and wait for B's reader, which waits for it. Units of
-  // at most ring - slot_bytes bytes never do (they start less than slot_bytes into B).
-  chunk = std::max(kAlign, std::min(chunk, (ring - s->slot_bytes) / kAlign * kAlign));
-  const int64_t first_chunk = min_unit > 0 ? std::max(kAlign, std::min(chunk, min_unit) / kAlign * kAlign) : chunk;
-  cut_units(h, 0, n_blobs - 1, -1, chunk, first_chunk, min_unit, &s->units);
+  if (!unit_ends.empty()) {
+    units_from_ends(h, unit_ends, &s->units);
+  } else {
+    chunk = std::max(kAlign, std::min(chunk, ring_max_unit(ring, s->slot_bytes)));
+    const int64_t first_chunk = min_unit > 0 ? std::max(kAlign, std::min(chunk, min_unit) / kAlign * kAlign) : chunk;
+    cut_units(h, 0, n_blobs - 1, -1, chunk, first_chunk, min_unit, &s->units);
+  }
   s->blob_pool_offset.assign(size_t(n_blobs), 0);
   s->blob_last_unit.assign(size_t(n_blobs), -1);
   for (int b = 0; b < n_blobs; ++b) s->blob_pool_offset[size_t(b)] = h.offset[size_t(b)] % ring;
@@ -270,6 +292,12 @@ std::string StreamPlan::to_text() const {
                   mib_text(pool_bytes).c_str(), mib_text(minimal_pool_bytes).c_str(), mib_text(streamed_bytes()).c_str(),
                   mib_text(total_weight_bytes).c_str(), units.size(), max_copies_ahead);
     out += line;
+    if (units_searched) {
+      std::snprintf(line, sizeof(line),
+                    "units chosen by simulation from measured kernel times: %.3f ms predicted (equal chunks %.3f ms)\n",
+                    searched_ms, chunks_ms);
+      out += line;
+    }
   } else {
     std::snprintf(line, sizeof(line),
                   "stream plan: %d slots x %s MiB = %s MiB pool (minimal %s MiB), %s MiB streamed of %s MiB, "
@@ -410,8 +438,27 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
     return s;
   }
 
+  if (!options.unit_ends.empty()) {
+    if (!use_ring) return invalid_argument("explicit transfer unit boundaries apply to the ring pool only");
+    const int64_t max_unit = ring_max_unit(ring, s.slot_bytes);
+    int64_t prev = 0;
+    for (size_t i = 0; i < options.unit_ends.size(); ++i) {
+      const int64_t e = options.unit_ends[i];
+      const std::string where = "transfer unit " + std::to_string(i) + " ends at byte " + std::to_string(e);
+      if (e <= prev || e % kAlign != 0)
+        return invalid_argument(where + "; expected increasing multiples of 256 after " + std::to_string(prev));
+      if (e - prev > max_unit)
+        return invalid_argument(where + ": " + std::to_string(e - prev) + " bytes, more than the " +
+                                std::to_string(max_unit) + " a ring of " + mib_text(ring) + " MiB allows");
+      prev = e;
+    }
+    if (prev != h.total)
+      return invalid_argument("transfer units end at byte " + std::to_string(prev) + "; expected the last at " +
+                              std::to_string(h.total) + " (all weight bytes)");
+  }
   if (use_ring) {
-    plan_ring(plan, h, ring, options.chunk_bytes > 0 ? chunk : ring_chunk(chunk, min_unit, ring), min_unit, &s);
+    plan_ring(plan, h, ring, options.chunk_bytes > 0 ? chunk : ring_chunk(chunk, min_unit, ring), min_unit,
+              options.unit_ends, &s);
     DLR_RETURN_IF_ERROR(check_queueable(profile, s));
     s.max_copies_ahead = copies_ahead();
     s.order = host_order(plan, s);

@@ -72,6 +72,10 @@ struct StreamOptions {
   int max_copies_ahead = 0;      // 0 = from the profile's queue depth
   PoolLayout layout = PoolLayout::kAuto;  // auto: ring when ring_granularity > 0 and the budget holds a ring
   int64_t ring_granularity = int64_t(2) << 20;  // device mapping granularity; 0 = no ring on this device
+  // Ring layout only: explicit unit boundaries instead of chunking (unit_search.h
+  // chooses them). Host byte offsets where units end, strictly increasing, multiples
+  // of 256, the last one the total weight bytes; each unit at most ring - largest blob.
+  std::vector<int64_t> unit_ends;
 };
 
 struct WeightGroup {
@@ -102,6 +106,12 @@ struct StreamPlan {
   std::vector<std::vector<int>> unit_waits;  // per unit: layers that must finish before its copy starts
   std::vector<StreamAction> order;           // host enqueue order (every unit once, every layer once)
   int max_copies_ahead = 0;
+  // Units chosen by search_ring_units (unit_search.h) from kernel times rather than
+  // cut into equal chunks. When a search ran (whether or not its cut was kept):
+  // the simulated latency of the best searched cut and of the equal chunks.
+  bool units_searched = false;
+  double searched_ms = 0;  // 0: no search ran
+  double chunks_ms = 0;
   int64_t streamed_bytes() const;            // bytes copied per inference (0 when resident)
   std::string to_text() const;
 };

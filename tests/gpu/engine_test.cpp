@@ -58,9 +58,9 @@ const tools::LoadedImage* test_image() {
 
 Outcome run(const std::string& cfg, const std::string& weights, SessionOptions o, int size) {
   Outcome out;
-  std::printf("[session] %s %s %s %s budget %s pool %s @%d\n", cfg.substr(cfg.find_last_of('/') + 1).c_str(),
+  std::printf("[session] %s %s %s %s budget %s pool %s%s @%d\n", cfg.substr(cfg.find_last_of('/') + 1).c_str(),
               device_name(o.device), precision_name(o.precision), weight_mode_name(o.mode), o.weight_budget.c_str(),
-              o.weight_pool.c_str(), size);
+              o.weight_pool.c_str(), o.unit_search ? "" : " (equal chunks)", size);
   std::fflush(stdout);
   o.width = size;
   o.height = size;
@@ -224,30 +224,39 @@ TEST(StreamMode, BitIdenticalToPreload) {
       ASSERT_TRUE(pre.ok);
       // Budgets: each layout's minimum, that + the largest blob (lookahead), and all (resident).
       std::map<std::string, int64_t> more;  // pool -> its minimum + the largest blob
+      // Pools: slots, the ring with units searched at open (the default) and the ring
+      // cut into equal chunks.
       for (const std::string& which : {std::string("min"), std::string("more"), std::string("all")})
-        for (const char* pool : {"slots", "ring"}) {
+        for (const char* variant : {"slots", "ring", "ring+chunks"}) {
+          const std::string pool = std::string(variant).substr(0, std::string(variant).find('+'));
+          const bool search = pool == variant;
           const std::string budget = which == "more" ? std::to_string(more[pool]) : which;
           SessionOptions o = cuda(p);
           o.mode = WeightMode::kStream;
           o.weight_budget = budget;
           o.weight_pool = pool;
+          o.unit_search = search;
           const Outcome st = run(r.cfg, r.weights, o, m.size);
           ASSERT_TRUE(st.ok);
           const StreamPlan& sp = st.stream;
           if (budget == "min") more[pool] = (sp.resident ? sp.total_weight_bytes : sp.pool_bytes) + sp.slot_bytes;
           if (!sp.resident) {
             EXPECT_EQ(std::string(pool_layout_name(sp.layout)), pool) << m.cfg << " budget " << budget;
-            rings += sp.layout == PoolLayout::kRing;
+            // A ring with search on searched (kept or not); its cut is kept for a >= 1 % gain.
+            EXPECT_EQ(sp.searched_ms > 0, search && pool == "ring") << m.cfg << " budget " << budget << " " << variant;
+            if (!search) EXPECT_FALSE(sp.units_searched);
+            rings += sp.units_searched;
+            if (sp.searched_ms > 0) EXPECT_LE(sp.searched_ms, sp.chunks_ms);
           }
           std::string why;
           EXPECT_TRUE(bit_identical(st, pre, &why))
-              << m.cfg << " " << precision_name(p) << " budget " << budget << " pool " << pool << ": " << why;
+              << m.cfg << " " << precision_name(p) << " budget " << budget << " pool " << variant << ": " << why;
         }
       ++ran;
     }
   }
   if (ran == 0) GTEST_SKIP() << "shared data not found";
-  EXPECT_GT(rings, 0) << "no streamed ring plan was exercised";
+  EXPECT_GT(rings, 0) << "no streamed ring plan with searched units was exercised";
 }
 
 TEST(CudaEngine, RepeatedRunsAndGraphAreBitIdentical) {

@@ -55,6 +55,7 @@ struct Args {
   std::string budgets = "min";
   std::string copy_profile = "h100";
   std::string pools = "auto";
+  std::string units = "search";
   bool simulate = false;
 };
 
@@ -95,12 +96,38 @@ struct Config {
   int batch = 1;
   std::string budget;  // stream mode
   std::string pool;    // stream mode
+  std::string units;   // stream mode: search or chunks
   std::string name() const {
-    return device + "/" + mode + (mode == "stream" ? "@" + budget + (pool == "auto" ? "" : ":" + pool) : "") + "/" +
+    return device + "/" + mode +
+           (mode == "stream" ? "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "chunks" ? "+chunks" : "")
+                             : "") +
+           "/" +
            precision +
            (layout == "auto" ? "" : "/" + layout) + "/b" + std::to_string(batch);
   }
 };
+
+// Every combination of the comma-separated lists, in command-line order (stream-mode
+// lists only for stream mode, one units variant for slots and 'all', the cpu device runs fp32 only).
+std::vector<Config> configs(const Args& a) {
+  std::vector<Config> out;
+  const std::string none = "-";
+  for (const std::string& device : split(a.devices))
+    for (const std::string& mode : split(device == "cpu" ? std::string("cpu") : a.modes)) {
+      const bool stream = mode == "stream";
+      for (const std::string& precision : split(device == "cpu" ? std::string("fp32") : a.precisions))
+        for (const std::string& layout : split(device == "cpu" ? std::string("auto") : a.layouts))
+          for (const std::string& b : split(a.batches))
+            for (const std::string& budget : split(stream ? a.budgets : none))
+              for (const std::string& pool : split(stream ? a.pools : none))
+                for (const std::string& units : split(stream ? a.units : none)) {
+                  // slots and resident plans never search their units: one variant is enough
+                  if ((pool == "slots" || budget == "all") && units != split(a.units).front()) continue;
+                  out.push_back(Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool, units});
+                }
+    }
+  return out;
+}
 
 // Per-layer kernel times of a profiled run (for the simulator), keyed by precision/batch/layout.
 std::map<std::string, std::vector<double>> g_kernel_ms;
@@ -123,6 +150,9 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
     opt.weight_budget = c.budget;
     opt.copy_profile = a.copy_profile;
     opt.weight_pool = c.pool;
+    if (c.units != "search" && c.units != "chunks")
+      return invalid_argument("--units " + c.units + ": expected search or chunks");
+    opt.unit_search = c.units == "search";
   } else if (c.mode != "preload" && c.mode != "cpu") {
     return invalid_argument("unknown mode " + c.mode);
   }
@@ -190,7 +220,12 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                    {"total_weight_bytes", sp->total_weight_bytes},
                    {"profile", profile.name},
                    {"profile_peak_gbps", profile.peak_gbps()},
-                   {"copy_floor_ms", copy_floor_ms}};
+                   {"copy_floor_ms", copy_floor_ms},
+                   {"units", sp->units_searched ? "search" : "chunks"}};
+    if (sp->searched_ms > 0) {
+      j["stream"]["search_predicted_ms"] = sp->searched_ms;
+      j["stream"]["chunks_predicted_ms"] = sp->chunks_ms;
+    }
     const std::string key = c.precision + "/" + c.layout + "/" + std::to_string(c.batch);
     if (a.simulate && g_kernel_ms.count(key)) {
       const SimResult sim = simulate(session->plan(), *sp, profile, g_kernel_ms[key]);
@@ -304,27 +339,24 @@ int run(const Args& a) {
       std::printf("  streamed %.1f MiB, copy floor %.3f ms", mib(st["streamed_bytes"]),
                   st["copy_floor_ms"].get<double>());
       if (st.contains("simulated_ms")) std::printf(", simulated %.3f ms", st["simulated_ms"].get<double>());
+      if (st.contains("search_predicted_ms"))
+        std::printf(", units %s: searched %.3f ms predicted, equal chunks %.3f",
+                    st["units"].get<std::string>() == "search" ? "searched" : "kept equal",
+                    st["search_predicted_ms"].get<double>(), st["chunks_predicted_ms"].get<double>());
     }
     std::printf("\n");
     std::fflush(stdout);
   };
-  for (const std::string& device : split(a.devices))
-    for (const std::string& mode : split(device == "cpu" ? std::string("cpu") : a.modes))
-      for (const std::string& precision : split(device == "cpu" ? std::string("fp32") : a.precisions))
-        for (const std::string& layout : split(device == "cpu" ? std::string("auto") : a.layouts))
-          for (const std::string& b : split(a.batches))
-            for (const std::string& budget : split(mode == "stream" ? a.budgets : std::string("-")))
-              for (const std::string& pool : split(mode == "stream" ? a.pools : std::string("-"))) {
-              Config c{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool};
-              auto r = bench_config(a, weights, c, input);
-              if (!r.ok()) {
-                std::fprintf(stderr, "dlbench: %s: %s\n", c.name().c_str(), r.status().message().c_str());
-                rc = kExitError;
-                continue;
-              }
-              print_row(*r);
-              all["results"].push_back(*r);
-            }
+  for (const Config& c : configs(a)) {
+    auto r = bench_config(a, weights, c, input);
+    if (!r.ok()) {
+      std::fprintf(stderr, "dlbench: %s: %s\n", c.name().c_str(), r.status().message().c_str());
+      rc = kExitError;
+      continue;
+    }
+    print_row(*r);
+    all["results"].push_back(*r);
+  }
   if (a.opencv) {
 #ifdef DLR_HAVE_OPENCV
     auto r = bench_opencv(a, weights, size, input);
@@ -388,6 +420,9 @@ int main(int argc, char** argv) {
   app.add_option("--weight-budget", a.budgets,
                  "stream mode budgets, comma-separated: min, all, NN%, NNMiB, NNMB, bytes (default min)");
   app.add_option("--weight-pool", a.pools, "stream mode pool layouts, comma-separated: auto, ring, slots (default auto)");
+  app.add_option("--units", a.units,
+                 "stream mode transfer units, comma-separated: search (chosen by simulation from kernel times "
+                 "measured at open; default), chunks (equal chunks)");
   app.add_option("--copy-profile", a.copy_profile, "stream mode: dlprobe JSON file or h100, discrete, jetson-xavier");
   app.add_flag("--simulate", a.simulate,
                "also predict stream-mode latency with the simulator from the profiled preload kernel times "

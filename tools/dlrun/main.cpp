@@ -38,6 +38,7 @@ struct Args {
   std::string weight_budget = "min";
   std::string copy_profile = "h100";
   std::string weight_pool = "auto";
+  std::string units = "search";
   bool no_graph = false;
   std::string log_level = "warn";
 };
@@ -63,6 +64,7 @@ int run(const Args& a) {
   opt.weight_budget = a.weight_budget;
   opt.copy_profile = a.copy_profile;
   opt.weight_pool = a.weight_pool;
+  opt.unit_search = a.units == "search";
   opt.cuda_graph = !a.no_graph;
   opt.profile_layers = !a.report.empty() || !a.trace.empty();
   opt.thresh = a.thresh;
@@ -165,6 +167,10 @@ int main(int argc, char** argv) {
                  "stream mode: auto (ring where the GPU can map it), ring (one buffer mapped twice: exact byte "
                  "lookahead), slots (K slots of the largest layer)")
       ->check(CLI::IsMember({"auto", "ring", "slots"}));
+  app.add_option("--units", a.units,
+                 "stream mode, ring pool: search (copy units chosen by simulating the plan with kernel times "
+                 "measured at open; default) or chunks (equal chunks of the copy profile's size)")
+      ->check(CLI::IsMember({"search", "chunks"}));
   app.add_option("--copy-profile", a.copy_profile,
                  "stream mode: copy-engine profile: a dlprobe JSON file or h100, discrete, jetson-xavier "
                  "(default h100)");

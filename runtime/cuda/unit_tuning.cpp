@@ -1,0 +1,107 @@
+// Stream mode, ring pool: transfer units chosen by simulation from kernel times
+// measured at open (runtime/streaming/unit_search.h; docs/streaming.md section 3).
+// Runs once in CudaEngine::create, before the warm-up and the graph capture.
+#include <algorithm>
+
+#include "kernels/cuda/cuda_check.h"
+#include "runtime/core/log.h"
+#include "runtime/cuda/cuda_engine_impl.h"
+#include "runtime/streaming/unit_search.h"
+
+namespace dlr {
+namespace {
+
+constexpr int kTimingReps = 5;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+Status CudaEngine::measure_layer_ms(std::vector<double>* ms) {
+  // The layers run back to back on the compute stream without copies or waits,
+  // reading whatever the pool holds (cleared first; kernel time does not depend on
+  // the weight values). Two graphs: one with a timing event after every layer (where
+  // the time goes) and one without (the total: each event node costs the graph a few
+  // microseconds). The events' cost is taken off every layer equally, then the layer
+  // times are scaled to the total. Medians of kTimingReps replays.
+  cudaStream_t s = m_stream.get();
+  const size_t n = m_plan.steps.size();
+  DLR_CUDA_CHECK(cudaMemsetAsync(pool_base(), 0, size_t(m_stream_plan.pool_bytes), s));
+  std::vector<cuda::Event> stamps;
+  for (size_t i = 0; i <= n; ++i) {
+    DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(true));
+    stamps.push_back(std::move(ev));
+  }
+  auto layers = [&](bool stamped) -> Status {
+    if (stamped) DLR_CUDA_CHECK(cudaEventRecordWithFlags(stamps[0].get(), s, cudaEventRecordExternal));
+    for (size_t i = 0; i < n; ++i) {
+      DLR_RETURN_IF_ERROR(enqueue_layer_kernels(m_plan.steps[i], s));
+      if (stamped) DLR_CUDA_CHECK(cudaEventRecordWithFlags(stamps[i + 1].get(), s, cudaEventRecordExternal));
+    }
+    return Status();
+  };
+  DLR_ASSIGN_OR_RETURN(cuda::GraphExec with_stamps, capture([&] { return layers(true); }));
+  DLR_ASSIGN_OR_RETURN(cuda::GraphExec plain, capture([&] { return layers(false); }));
+
+  std::vector<std::vector<double>> per_layer(n);
+  std::vector<double> totals;
+  for (int rep = -1; rep < kTimingReps; ++rep) {  // rep -1: warm-up
+    DLR_CUDA_CHECK(cudaGraphLaunch(with_stamps.get(), s));
+    DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
+    DLR_CUDA_CHECK(cudaGraphLaunch(plain.get(), s));
+    DLR_CUDA_CHECK(cudaEventRecord(m_ev_end.get(), s));
+    DLR_CUDA_CHECK(cudaStreamSynchronize(s));
+    if (rep < 0) continue;
+    float total = 0;
+    DLR_CUDA_CHECK(cudaEventElapsedTime(&total, m_ev_start.get(), m_ev_end.get()));
+    totals.push_back(total);
+    for (size_t i = 0; i < n; ++i) {
+      float d = 0;
+      DLR_CUDA_CHECK(cudaEventElapsedTime(&d, stamps[i].get(), stamps[i + 1].get()));
+      per_layer[i].push_back(d);
+    }
+  }
+  const double total = median(totals);
+  ms->assign(n, 0.0);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += (*ms)[i] = median(per_layer[i]);
+  const double per_event = n > 0 ? std::max(0.0, (sum - total) / double(n)) : 0.0;
+  double left = 0;
+  for (double& t : *ms) left += t = std::max(0.0, t - per_event);
+  if (left > 0)
+    for (double& t : *ms) t *= total / left;
+  DLR_LOG_DEBUG("stream mode: kernel times measured at open: {:.3f} ms in all ({:.3f} ms with a timing event per "
+                "layer)",
+                total, sum);
+  return Status();
+}
+
+Status CudaEngine::tune_stream_units() {
+  if (!m_streaming || m_stream_plan.resident || m_stream_plan.layout != PoolLayout::kRing || !m_options.unit_search ||
+      m_options.chunk_bytes > 0)
+    return Status();
+  DLR_RETURN_IF_ERROR(measure_layer_ms(&m_measured_layer_ms));
+  DLR_ASSIGN_OR_RETURN(UnitSearchResult r,
+                       search_ring_units(m_plan, m_copy_profile, m_stream_options, m_measured_layer_ms));
+  // Same budget, same ring: only the cut of the byte stream (and so the waits) changes.
+  DLR_ASSERT(r.plan.pool_bytes == m_stream_plan.pool_bytes && r.plan.layout == m_stream_plan.layout);
+  m_stream_plan = std::move(r.plan);
+  DLR_RETURN_IF_ERROR(make_stream_events());
+  if (m_stream_plan.units_searched) {
+    DLR_LOG_INFO("stream mode: {} transfer units chosen by simulation ({} runs): {:.3f} ms predicted, equal chunks "
+                 "{:.3f} ms",
+                 m_stream_plan.units.size(), r.simulations, r.predicted_ms, r.default_ms);
+  } else {
+    DLR_LOG_INFO("stream mode: equal chunks kept ({:.3f} ms predicted; the best searched cut, {:.3f} ms, gains "
+                 "less than 1 %)",
+                 r.default_ms, m_stream_plan.searched_ms);
+  }
+  return Status();
+}
+
+}  // namespace dlr

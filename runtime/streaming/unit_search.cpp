@@ -1,0 +1,196 @@
+// search_ring_units (unit_search.h): equal chunks of several sizes, then a
+// first-improvement local search over the unit boundaries, all scored by simulate().
+#include "runtime/streaming/unit_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace dlr {
+namespace {
+
+constexpr int64_t kAlign = 256;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kGain = 1e-6;  // ms; smaller predicted gains are noise of the model
+
+std::vector<int64_t> unit_ends_of(const StreamPlan& s) {
+  std::vector<int64_t> ends;
+  for (const TransferUnit& u : s.units) ends.push_back(u.host_offset + u.bytes);
+  return ends;
+}
+
+// Scores candidate plans, counting simulations against the search's budget.
+class Scorer {
+ public:
+  Scorer(const ExecutionPlan& plan, const CopyProfile& profile, const std::vector<double>& layer_ms,
+         const UnitSearchOptions& search)
+      : m_plan(plan), m_profile(profile), m_layer_ms(layer_ms), m_search(search) {
+    m_search.sim.check = false;
+  }
+
+  // Simulated latency of plan_streaming(options); kInf when the options give no plan
+  // (e.g. a unit too large for the ring or the copy queue) or the budget is spent.
+  double score(const StreamOptions& options, StreamPlan* out = nullptr) {
+    if (m_count >= m_search.max_simulations) return kInf;
+    ++m_count;
+    Expected<StreamPlan> s = plan_streaming(m_plan, m_profile, options);
+    if (!s.ok()) return kInf;
+    const double ms = simulate(m_plan, *s, m_profile, m_layer_ms, m_search.sim).latency_ms;
+    if (out) *out = std::move(s).value();
+    return ms;
+  }
+  bool spent() const { return m_count >= m_search.max_simulations; }
+  int count() const { return m_count; }
+
+ private:
+  const ExecutionPlan& m_plan;
+  const CopyProfile& m_profile;
+  const std::vector<double>& m_layer_ms;
+  UnitSearchOptions m_search;
+  int m_count = 0;
+};
+
+int64_t align_down(int64_t x) { return x / kAlign * kAlign; }
+
+// The blob end closest to `x` strictly inside (lo, hi), or -1.
+int64_t blob_end_near(const std::vector<int64_t>& blob_ends, int64_t x, int64_t lo, int64_t hi) {
+  auto it = std::lower_bound(blob_ends.begin(), blob_ends.end(), x);
+  int64_t best = -1;
+  for (auto c : {it, it == blob_ends.begin() ? it : it - 1}) {
+    if (c == blob_ends.end() || *c <= lo || *c >= hi) continue;
+    if (best < 0 || std::llabs(*c - x) < std::llabs(best - x)) best = *c;
+  }
+  return best;
+}
+
+}  // namespace
+
+Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const CopyProfile& profile,
+                                             const StreamOptions& options, const std::vector<double>& layer_ms,
+                                             const UnitSearchOptions& search) {
+  if (layer_ms.size() != plan.steps.size())
+    return invalid_argument("unit search: " + std::to_string(layer_ms.size()) + " layer times for " +
+                            std::to_string(plan.steps.size()) + " layers");
+  StreamOptions base = options;
+  base.unit_ends.clear();
+  DLR_ASSIGN_OR_RETURN(StreamPlan def, plan_streaming(plan, profile, base));
+  UnitSearchOptions quiet = search;
+  quiet.sim.check = false;
+  UnitSearchResult r;
+  r.default_ms = def.resident ? 0.0 : simulate(plan, def, profile, layer_ms, quiet.sim).latency_ms;
+  r.predicted_ms = r.default_ms;
+  r.simulations = def.resident ? 0 : 1;
+  if (def.resident || def.layout != PoolLayout::kRing) {
+    r.plan = std::move(def);
+    return r;
+  }
+
+  Scorer scorer(plan, profile, layer_ms, search);
+  const int64_t max_unit = align_down(def.pool_bytes - def.slot_bytes);
+  std::vector<int64_t> best_ends = unit_ends_of(def);
+  double best = r.default_ms;
+
+  // 1. Equal chunks from 512 KiB to the largest unit the ring allows, in steps of
+  //    sqrt(2), each with and without a small first unit (the profile's min_unit).
+  std::vector<int64_t> sizes;
+  for (double c = 512.0 * 1024; c < double(max_unit); c *= std::sqrt(2.0)) sizes.push_back(align_down(int64_t(c)));
+  sizes.push_back(max_unit);
+  for (int64_t c : sizes) {
+    for (bool small_first : {true, false}) {
+      StreamOptions o = base;
+      o.chunk_bytes = c;
+      o.min_unit_bytes = small_first ? 0 : c;  // 0: the profile's min_unit
+      StreamPlan s;
+      const double ms = scorer.score(o, &s);
+      if (ms < best - kGain) {
+        best = ms;
+        best_ends = unit_ends_of(s);
+      }
+    }
+  }
+
+  // 2. Local search over the boundaries: for each unit, try splitting it (at the blob
+  //    end nearest its middle, or at its middle), merging it with the next one, or
+  //    moving its end to the neighbouring blob ends or to the middle of either side;
+  //    keep the best improving move, repeat until a pass improves nothing.
+  std::vector<int64_t> blob_ends;
+  {
+    const std::vector<int64_t> off = blob_host_offsets(plan);
+    for (size_t b = 0; b < plan.weights.size(); ++b) blob_ends.push_back(off[b] + plan.weights[b].bytes);
+  }
+  StreamOptions o = base;
+  auto try_ends = [&](const std::vector<int64_t>& ends) {
+    o.unit_ends = ends;
+    return scorer.score(o);
+  };
+  bool improved = true;
+  while (improved && !scorer.spent()) {
+    improved = false;
+    for (size_t i = 0; i < best_ends.size() && !scorer.spent(); ++i) {
+      const int64_t lo = i > 0 ? best_ends[i - 1] : 0;
+      const int64_t end = best_ends[i];
+      const bool interior = i + 1 < best_ends.size();
+      const int64_t hi = interior ? best_ends[i + 1] : end;
+      std::vector<std::vector<int64_t>> cands;
+      // split unit i
+      for (int64_t cut : {blob_end_near(blob_ends, lo + (end - lo) / 2, lo, end), align_down(lo + (end - lo) / 2)}) {
+        if (cut <= lo || cut >= end) continue;
+        std::vector<int64_t> e = best_ends;
+        e.insert(e.begin() + std::ptrdiff_t(i), cut);
+        cands.push_back(std::move(e));
+      }
+      if (interior) {
+        // merge units i and i + 1
+        std::vector<int64_t> merged = best_ends;
+        merged.erase(merged.begin() + std::ptrdiff_t(i));
+        cands.push_back(std::move(merged));
+        // move the boundary
+        auto before = std::lower_bound(blob_ends.begin(), blob_ends.end(), end);
+        const int64_t prev_blob_end = before == blob_ends.begin() ? -1 : *(before - 1);
+        const int64_t next_blob_end = std::upper_bound(blob_ends.begin(), blob_ends.end(), end) == blob_ends.end()
+                                          ? -1
+                                          : *std::upper_bound(blob_ends.begin(), blob_ends.end(), end);
+        for (int64_t to : {prev_blob_end, next_blob_end, align_down(lo + (end - lo) / 2),
+                           align_down(end + (hi - end) / 2), align_down(end - (end - lo) / 8),
+                           align_down(end + (hi - end) / 8)}) {
+          if (to <= lo || to >= hi || to == end) continue;
+          std::vector<int64_t> e = best_ends;
+          e[i] = to;
+          cands.push_back(std::move(e));
+        }
+      }
+      double round_best = best;
+      const std::vector<int64_t>* pick = nullptr;
+      for (const auto& e : cands) {
+        const double ms = try_ends(e);
+        if (ms < round_best - kGain) {
+          round_best = ms;
+          pick = &e;
+        }
+      }
+      if (pick) {
+        best = round_best;
+        best_ends = *pick;
+        improved = true;
+      }
+    }
+  }
+
+  r.simulations = scorer.count() + 1;
+  if (!(best <= (1.0 - search.min_gain) * r.default_ms)) {
+    r.plan = std::move(def);  // not worth leaving the equal chunks
+    r.plan.searched_ms = best;
+    r.plan.chunks_ms = r.default_ms;
+    return r;
+  }
+  o.unit_ends = best_ends;
+  DLR_ASSIGN_OR_RETURN(r.plan, plan_streaming(plan, profile, o));
+  r.predicted_ms = simulate(plan, r.plan, profile, layer_ms, quiet.sim).latency_ms;
+  ++r.simulations;
+  r.plan.units_searched = true;
+  r.plan.searched_ms = r.predicted_ms;
+  r.plan.chunks_ms = r.default_ms;
+  return r;
+}
+
+}  // namespace dlr
