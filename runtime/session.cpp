@@ -40,6 +40,9 @@ Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, co
   PoolLayout pool = PoolLayout::kAuto;
   if (!parse_pool_layout(options.weight_pool, &pool))
     return invalid_argument("weight pool \"" + options.weight_pool + "\": expected auto, ring or slots");
+  if (!(options.unit_search_min_gain >= 0.0 && options.unit_search_min_gain < 1.0))
+    return invalid_argument("unit search minimum gain " + std::to_string(options.unit_search_min_gain) +
+                            " must be in [0, 1)");
   std::unique_ptr<Session> s(new Session());
   s->m_options = options;
   CfgOptions cfg_opt;

@@ -47,6 +47,7 @@ struct SessionOptions {
   std::string weight_pool = "auto";        // stream mode: auto, ring (double-mapped ring), slots (stream_plan.h)
   bool unit_search = true;                 // stream mode, ring, no chunk_bytes: transfer units chosen by simulation
                                            // from kernel times measured at open (unit_search.h); false: equal chunks
+  double unit_search_min_gain = 0.01;      // keep a searched cut only when predicted this fraction faster (0: always)
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
   bool profile_layers = false;    // per-layer CUDA event timing (runs without the graph)

@@ -3,8 +3,9 @@
 
 usage: plot_budget_curve.py OUT.png CURVE.json [CURVE.json ...]
 Each JSON is one `dlbench --mode preload,stream --weight-budget ... [--weight-pool ...]`
-run; the plot shows measured median latency per precision and pool layout (and the
-simulator's prediction for the ring) against device weight memory, with the preload
+run; the plot shows measured median latency per precision and pool layout (ring: units
+searched at open; ring+chunks: equal chunks; slots) and the simulator's prediction for
+the ring against device weight memory, with the preload
 latency and 1.10 x the floor (max(preload, streamed bytes / peak H2D)) for reference.
 """
 import json
@@ -42,11 +43,11 @@ def main():
     for (prec, pool), pts in sorted(series.items()):
         xs = sorted(pts)
         ys = [pts[x]["network"]["median_ms"] for x in xs]
-        style = "o-" if pool != "slots" else "s--"
+        style = {"slots": "s--", "ring+chunks": "^-."}.get(pool, "o-")
         line, = ax.plot(xs, ys, style, color=colors.get(prec), label=f"{prec} {pool} (measured median)")
         colors.setdefault(prec, line.get_color())
         sim = [(x, pts[x]["stream"]["simulated_ms"]) for x in xs if "simulated_ms" in pts[x]["stream"]]
-        if sim and pool != "slots":
+        if sim and pool in ("ring", "auto"):
             ax.plot([s[0] for s in sim], [s[1] for s in sim], "x:", color=colors[prec], alpha=0.6,
                     label=f"{prec} {pool} simulator prediction")
     for prec, p in preload.items():

@@ -86,8 +86,10 @@ Status CudaEngine::tune_stream_units() {
       m_options.chunk_bytes > 0)
     return Status();
   DLR_RETURN_IF_ERROR(measure_layer_ms(&m_measured_layer_ms));
+  UnitSearchOptions search;
+  search.min_gain = m_options.unit_search_min_gain;
   DLR_ASSIGN_OR_RETURN(UnitSearchResult r,
-                       search_ring_units(m_plan, m_copy_profile, m_stream_options, m_measured_layer_ms));
+                       search_ring_units(m_plan, m_copy_profile, m_stream_options, m_measured_layer_ms, search));
   // Same budget, same ring: only the cut of the byte stream (and so the waits) changes.
   DLR_ASSERT(r.plan.pool_bytes == m_stream_plan.pool_bytes && r.plan.layout == m_stream_plan.layout);
   m_stream_plan = std::move(r.plan);
@@ -98,8 +100,8 @@ Status CudaEngine::tune_stream_units() {
                  m_stream_plan.units.size(), r.simulations, r.predicted_ms, r.default_ms);
   } else {
     DLR_LOG_INFO("stream mode: equal chunks kept ({:.3f} ms predicted; the best searched cut, {:.3f} ms, gains "
-                 "less than 1 %)",
-                 r.default_ms, m_stream_plan.searched_ms);
+                 "less than {:.1f} %)",
+                 r.default_ms, m_stream_plan.searched_ms, 100.0 * search.min_gain);
   }
   return Status();
 }

@@ -45,6 +45,9 @@ TEST_F(SessionErrors, OptionsOutOfRange) {
   o.weight_pool = "rings";
   EXPECT_EQ(open_error(o), "weight pool \"rings\": expected auto, ring or slots");
   o = SessionOptions();
+  o.unit_search_min_gain = -0.5;
+  EXPECT_EQ(open_error(o), "unit search minimum gain -0.500000 must be in [0, 1)");
+  o = SessionOptions();
   o.mode = WeightMode::kStream;
   EXPECT_EQ(open_error(o),
             "the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");
