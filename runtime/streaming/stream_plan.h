@@ -112,6 +112,7 @@ struct StreamPlan {
   bool units_searched = false;
   double searched_ms = 0;  // 0: no search ran
   double chunks_ms = 0;
+  std::vector<double> search_layer_ms;  // the kernel time of every step the search used (empty: none ran)
   int64_t streamed_bytes() const;            // bytes copied per inference (0 when resident)
   std::string to_text() const;
 };

@@ -181,6 +181,7 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
     r.plan = std::move(def);  // not worth leaving the equal chunks
     r.plan.searched_ms = best;
     r.plan.chunks_ms = r.default_ms;
+    r.plan.search_layer_ms = layer_ms;
     return r;
   }
   o.unit_ends = best_ends;
@@ -190,6 +191,7 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
   r.plan.units_searched = true;
   r.plan.searched_ms = r.predicted_ms;
   r.plan.chunks_ms = r.default_ms;
+  r.plan.search_layer_ms = layer_ms;
   return r;
 }
 

@@ -4,6 +4,8 @@
 // yolo-fastest weights, and images/dog.ppm (or dog.jpg with OpenCV).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -260,6 +262,47 @@ TEST(StreamMode, BitIdenticalToPreload) {
   }
   if (ran == 0) GTEST_SKIP() << "shared data not found";
   EXPECT_GT(rings, 0) << "no streamed ring plan with searched units was exercised";
+}
+
+TEST(StreamMode, KernelTimesMeasuredAtOpenAddUpToPreload) {
+  // The unit search's kernel times (layers alone, timing events' cost removed) must
+  // describe the same network preload runs: one per step, none negative, the weighted
+  // layers non-zero, and in all close to preload's latency (which also holds the
+  // output downloads and whatever the graph adds between kernels).
+  DLR_REQUIRE_GPU();
+  Resolved r;
+  if (small_only() || !resolve(kModels[0], &r)) GTEST_SKIP() << "yolov4 not available (or sanitizer run)";
+  SessionOptions o = cuda(Precision::kFP16);
+  o.width = o.height = 608;
+  auto pre = Session::open(r.cfg, r.weights, o);
+  ASSERT_TRUE(pre.ok()) << pre.status().to_string();
+  std::vector<double> runs;
+  for (int i = 0; i < 7; ++i) {
+    ASSERT_TRUE((*pre)->engine().run().ok());
+    runs.push_back((*pre)->engine().last_run_ms());
+  }
+  std::sort(runs.begin(), runs.end());
+  const double preload_ms = runs[runs.size() / 2];
+  pre->reset();
+  o.mode = WeightMode::kStream;
+  o.weight_budget = "25%";
+  auto st = Session::open(r.cfg, r.weights, o);
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  const StreamPlan* sp = (*st)->engine().stream_plan();
+  ASSERT_NE(sp, nullptr);
+  ASSERT_GT(sp->searched_ms, 0.0);
+  const ExecutionPlan& plan = (*st)->plan();
+  ASSERT_EQ(sp->search_layer_ms.size(), plan.steps.size());
+  double sum = 0;
+  for (const Step& step : plan.steps) {
+    const double t = sp->search_layer_ms[size_t(step.layer)];
+    EXPECT_GE(t, 0.0) << "layer " << step.layer;
+    if (step.weight >= 0) EXPECT_GT(t, 0.0) << "layer " << step.layer;
+    sum += t;
+  }
+  std::printf("yolov4 fp16 @608: kernel times measured at open %.3f ms in all, preload %.3f ms\n", sum, preload_ms);
+  EXPECT_GT(sum, 0.7 * preload_ms);
+  EXPECT_LT(sum, 1.1 * preload_ms);
 }
 
 TEST(CudaEngine, RepeatedRunsAndGraphAreBitIdentical) {

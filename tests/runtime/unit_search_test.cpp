@@ -74,6 +74,7 @@ TEST(UnitSearch, RandomPlansAreSafeAndNeverPredictedSlower) {
       EXPECT_DOUBLE_EQ(sim.latency_ms, r->predicted_ms);
       EXPECT_LE(sim.max_pool_bytes_in_use, r->plan.pool_bytes);
       EXPECT_DOUBLE_EQ(r->plan.chunks_ms, r->default_ms);
+      EXPECT_EQ(r->plan.search_layer_ms, ms);
       if (trial % 10 == 0) {  // deterministic
         Expected<UnitSearchResult> again = search_ring_units(plan, prof, o, ms);
         ASSERT_TRUE(again.ok());
@@ -137,6 +138,10 @@ TEST(UnitSearch, Yolov4FasterThanEqualChunks) {
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     ASSERT_EQ(r->plan.layout, PoolLayout::kRing);
     EXPECT_EQ(r->plan.units_searched, std::string(b) != "50%") << b;
+    const std::string text = r->plan.to_text();
+    const std::string line = r->plan.units_searched ? "units chosen by simulation: searched cut "
+                                                    : "units in equal chunks (the search gained < 1 %): searched cut ";
+    EXPECT_NE(text.find(line), std::string::npos) << text.substr(0, 400);
     std::printf("yolov4 fp16 @608, budget %-3s: ring %.2f MiB, equal chunks %.3f ms -> searched %.3f ms (%zu units, "
                 "%d simulations)\n",
                 b, double(r->plan.pool_bytes) / kMiB, r->default_ms, r->predicted_ms, r->plan.units.size(),

@@ -99,7 +99,7 @@ struct Config {
   std::string units;   // stream mode: search or chunks
   std::string name() const {
     return device + "/" + mode +
-           (mode == "stream" ? "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "chunks" ? "+chunks" : "")
+           (mode == "stream" ? "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units)
                              : "") +
            "/" +
            precision +
@@ -150,8 +150,12 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
     opt.weight_budget = c.budget;
     opt.copy_profile = a.copy_profile;
     opt.weight_pool = c.pool;
-    if (c.units != "search" && c.units != "chunks")
-      return invalid_argument("--units " + c.units + ": expected search or chunks");
+    const std::string chunk_prefix = "chunks:";
+    if (c.units.rfind(chunk_prefix, 0) == 0) {  // equal chunks of a given size
+      DLR_ASSIGN_OR_RETURN(opt.chunk_bytes, parse_weight_budget(c.units.substr(chunk_prefix.size()), 0, 0));
+    } else if (c.units != "search" && c.units != "chunks") {
+      return invalid_argument("--units " + c.units + ": expected search, chunks or chunks:SIZE");
+    }
     opt.unit_search = c.units == "search";
   } else if (c.mode != "preload" && c.mode != "cpu") {
     return invalid_argument("unknown mode " + c.mode);
@@ -225,6 +229,10 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
     if (sp->searched_ms > 0) {
       j["stream"]["search_predicted_ms"] = sp->searched_ms;
       j["stream"]["chunks_predicted_ms"] = sp->chunks_ms;
+      j["stream"]["kernel_ms_at_open"] = sp->search_layer_ms;
+      std::vector<int64_t> ends;
+      for (const TransferUnit& u : sp->units) ends.push_back(u.host_offset + u.bytes);
+      j["stream"]["unit_ends"] = ends;
     }
     const std::string key = c.precision + "/" + c.layout + "/" + std::to_string(c.batch);
     if (a.simulate && g_kernel_ms.count(key)) {
@@ -422,7 +430,8 @@ int main(int argc, char** argv) {
   app.add_option("--weight-pool", a.pools, "stream mode pool layouts, comma-separated: auto, ring, slots (default auto)");
   app.add_option("--units", a.units,
                  "stream mode transfer units, comma-separated: search (chosen by simulation from kernel times "
-                 "measured at open; default), chunks (equal chunks)");
+                 "measured at open; default), chunks (equal chunks of the profile's size), chunks:SIZE (e.g. "
+                 "chunks:16MiB)");
   app.add_option("--copy-profile", a.copy_profile, "stream mode: dlprobe JSON file or h100, discrete, jetson-xavier");
   app.add_flag("--simulate", a.simulate,
                "also predict stream-mode latency with the simulator from the profiled preload kernel times "

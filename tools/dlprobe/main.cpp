@@ -119,6 +119,15 @@ void print_measurements(const probe::ProbeResult& r) {
               "kernel)\n%10s %8s %10s\n", "size", "streams", "GB/s");
   for (const probe::ConcurrentResult& c : r.concurrent)
     std::printf("%10s %8d %10.2f\n", size_text(c.bytes).c_str(), c.streams, c.gbps);
+  if (!r.modes.empty()) {
+    std::printf("\nPinned H2D copies as streaming issues them (64 MiB of back-to-back copies per batch): on a "
+                "stream,\ncaptured in a CUDA graph, and on a stream while a 1 GiB memset loop keeps device memory "
+                "busy\n%10s %12s %12s %14s\n",
+                "size", "stream GB/s", "graph GB/s", "loaded GB/s");
+    for (const probe::ModeResult& m : r.modes)
+      std::printf("%10s %12.2f %12.2f %14.2f\n", size_text(m.bytes).c_str(), m.stream_gbps, m.graph_gbps,
+                  m.loaded_gbps);
+  }
   std::printf("\nCopy queue: stream held by a %.0f ms kernel (check: a 50 ms spin took %.1f ms); copies enqueued\n"
               "until a call blocks the host > %.0f ms (at most %d)\n",
               r.spin_ms, r.spin_check_ms, r.block_threshold_ms, r.queue_cap);

@@ -291,6 +291,61 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
     }
   }
 
+  // (a3): the same batches as streaming issues them: stream, graph, stream under load.
+  {
+    const int64_t load_bytes = o.quick ? 256 * kMiB : 1024 * kMiB;
+    DLR_ASSIGN_OR_RETURN(cuda::DeviceBuffer load, cuda::DeviceBuffer::alloc(size_t(load_bytes)));
+    for (int64_t s : {4 * kMiB, 8 * kMiB, 16 * kMiB, 32 * kMiB}) {
+      if (s > max_bytes) continue;
+      const int k = int(std::max<int64_t>(1, 64 * kMiB / s));
+      auto enqueue = [&](cudaStream_t st) -> Status {
+        for (int i = 0; i < k; ++i)
+          DLR_CUDA_CHECK(cudaMemcpyAsync(b.dev, pin, size_t(s), cudaMemcpyHostToDevice, st));
+        return Status();
+      };
+      // The graph: k copies captured on the stream.
+      cudaGraph_t g = nullptr;
+      DLR_CUDA_CHECK(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
+      const Status captured = enqueue(b.stream);
+      const cudaError_t end = cudaStreamEndCapture(b.stream, &g);
+      if (!captured.ok()) {
+        if (g) cudaGraphDestroy(g);
+        return captured;
+      }
+      DLR_CUDA_CHECK(end);
+      cudaGraphExec_t exec_raw = nullptr;
+      const cudaError_t inst = cudaGraphInstantiate(&exec_raw, g, 0);
+      cudaGraphDestroy(g);
+      DLR_CUDA_CHECK(inst);
+      const cuda::GraphExec exec(exec_raw);
+      ModeResult m;
+      m.bytes = s;
+      for (int mode = 0; mode < 3; ++mode) {
+        std::vector<double> gbps;
+        for (int rep = 0; rep < (o.quick ? 3 : 7); ++rep) {
+          if (mode == 2) {  // keep memory busy on stream2 for the whole batch (~1.2 ms per 64 MiB of copies)
+            for (int i = 0; i < 16; ++i) DLR_CUDA_CHECK(cudaMemsetAsync(load.data(), i, size_t(load_bytes), stream2.get()));
+          }
+          DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, 2000000ull));  // 2 ms: the batch is queued before it starts
+          DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
+          if (mode == 1) {
+            DLR_CUDA_CHECK(cudaGraphLaunch(exec.get(), b.stream));
+          } else {
+            DLR_RETURN_IF_ERROR(enqueue(b.stream));
+          }
+          DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
+          DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
+          DLR_CUDA_CHECK(cudaStreamSynchronize(stream2.get()));
+          float ms = 0;
+          DLR_CUDA_CHECK(cudaEventElapsedTime(&ms, b.start, b.stop));
+          gbps.push_back(ms > 0 ? double(s) * k / (double(ms) * 1e6) : 0);
+        }
+        (mode == 0 ? m.stream_gbps : mode == 1 ? m.graph_gbps : m.loaded_gbps) = median(gbps);
+      }
+      res.modes.push_back(m);
+    }
+  }
+
   // The copies must have moved the data (the last one came from the pageable buffer).
   DLR_CUDA_CHECK(cudaMemcpyAsync(readback.data(), b.dev, check_bytes, cudaMemcpyDeviceToHost, b.stream));
   DLR_CUDA_CHECK(cudaStreamSynchronize(b.stream));

@@ -48,12 +48,24 @@ struct ConcurrentResult {
   double gbps = 0;  // all streams' bytes / (first copy start .. last copy end), median of reps
 };
 
+// Pinned H2D copies of `bytes`, back to back (64 MiB per batch), issued the ways
+// streaming issues them: on a stream, captured in a CUDA graph (the engine's default),
+// and on a stream while other work keeps device memory busy (a 1 GiB memset loop on
+// a second stream, like the layers computing beside the copies).
+struct ModeResult {
+  int64_t bytes = 0;
+  double stream_gbps = 0;
+  double graph_gbps = 0;
+  double loaded_gbps = 0;
+};
+
 struct ProbeResult {
   std::string device;         // name, compute capability, copy engines, CUDA versions
   bool integrated = false;    // an integrated GPU (Jetson): H2D copies are DRAM-to-DRAM
   std::vector<SizeResult> sizes;
   std::vector<QueueResult> queue;
   std::vector<ConcurrentResult> concurrent;
+  std::vector<ModeResult> modes;
   double spin_ms = 0;         // how long the holding kernel spins (4x on a retry)
   double spin_check_ms = 0;   // measured duration of a 50 ms spin (sanity check)
   int queue_cap = 0;
