@@ -99,7 +99,7 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
     for (bool small_first : {true, false}) {
       StreamOptions o = base;
       o.chunk_bytes = c;
-      o.min_unit_bytes = small_first ? 0 : c;  // 0: the profile's min_unit
+      o.min_unit_bytes = small_first ? base.min_unit_bytes : c;  // 0: the profile's min_unit
       StreamPlan s;
       const double ms = scorer.score(o, &s);
       if (ms < best - kGain) {
@@ -145,11 +145,10 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
         merged.erase(merged.begin() + std::ptrdiff_t(i));
         cands.push_back(std::move(merged));
         // move the boundary
-        auto before = std::lower_bound(blob_ends.begin(), blob_ends.end(), end);
+        const auto before = std::lower_bound(blob_ends.begin(), blob_ends.end(), end);
+        const auto after = std::upper_bound(blob_ends.begin(), blob_ends.end(), end);
         const int64_t prev_blob_end = before == blob_ends.begin() ? -1 : *(before - 1);
-        const int64_t next_blob_end = std::upper_bound(blob_ends.begin(), blob_ends.end(), end) == blob_ends.end()
-                                          ? -1
-                                          : *std::upper_bound(blob_ends.begin(), blob_ends.end(), end);
+        const int64_t next_blob_end = after == blob_ends.end() ? -1 : *after;
         for (int64_t to : {prev_blob_end, next_blob_end, align_down(lo + (end - lo) / 2),
                            align_down(end + (hi - end) / 2), align_down(end - (end - lo) / 8),
                            align_down(end + (hi - end) / 8)}) {
