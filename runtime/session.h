@@ -50,7 +50,7 @@ struct SessionOptions {
   double unit_search_min_gain = 0.01;      // keep a searched cut only when predicted this fraction faster (0: always)
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
-  bool profile_layers = false;    // per-layer CUDA event timing (runs without the graph)
+  bool profile_layers = false;    // per-layer CUDA event timing (event nodes inside the graph)
   bool find_algorithms = false;   // cudnnFind (timed) instead of heuristics
   int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per conv, bytes
   int max_image_width = 1920;     // host/device image staging sized at open (grows if exceeded)

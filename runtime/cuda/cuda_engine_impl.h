@@ -98,14 +98,13 @@ class CudaEngine final : public Engine {
   std::vector<int64_t> m_output_offsets;
   std::vector<std::unique_ptr<cuda::CudnnConv>> m_convs;
   cuda::GraphExec m_graph;
-  std::vector<double> m_measured_layer_ms;  // stream mode unit search: kernel times measured at open
 
   // Timing (events with timing; recorded only when profiling, read after the run).
   cuda::Event m_ev_upload, m_ev_start, m_ev_end;
   std::vector<cuda::Event> m_ev_layer_start, m_ev_layer_ready, m_ev_layer_end;  // per step
   std::vector<cuda::Event> m_ev_copy_start, m_ev_copy_end;                      // per unit
   bool m_input_pending = false;
-  bool m_capturing = false;  // inside capture_graph()
+  bool m_capturing = false;  // inside capture()
   std::vector<LayerTiming> m_timings;
   std::vector<CopyTiming> m_copy_timings;
   RunTiming m_run_timing;

@@ -85,11 +85,12 @@ Status CudaEngine::tune_stream_units() {
   if (!m_streaming || m_stream_plan.resident || m_stream_plan.layout != PoolLayout::kRing || !m_options.unit_search ||
       m_options.chunk_bytes > 0)
     return Status();
-  DLR_RETURN_IF_ERROR(measure_layer_ms(&m_measured_layer_ms));
+  std::vector<double> layer_ms;  // kept in the plan (search_layer_ms)
+  DLR_RETURN_IF_ERROR(measure_layer_ms(&layer_ms));
   UnitSearchOptions search;
   search.min_gain = m_options.unit_search_min_gain;
   DLR_ASSIGN_OR_RETURN(UnitSearchResult r,
-                       search_ring_units(m_plan, m_copy_profile, m_stream_options, m_measured_layer_ms, search));
+                       search_ring_units(m_plan, m_copy_profile, m_stream_options, layer_ms, search));
   // Same budget, same ring: only the cut of the byte stream (and so the waits) changes.
   DLR_ASSERT(r.plan.pool_bytes == m_stream_plan.pool_bytes && r.plan.layout == m_stream_plan.layout);
   m_stream_plan = std::move(r.plan);

@@ -191,11 +191,6 @@ int64_t ring_chunk(int64_t chunk, int64_t min_unit, int64_t ring) {
 // bytes [a, a + n) overwrites what bytes [a - ring, a + n - ring) held, so its copy
 // waits for the reader of byte a + n - 1 - ring (readers run in order, so the last
 // one covers every earlier byte).
-// A unit starting inside blob B must end within B's start + ring: otherwise it would
-// overwrite bytes of B itself and wait for B's reader, which waits for it. Units of at
-// most ring - slot_bytes bytes never do (they start less than slot_bytes into B).
-int64_t ring_max_unit(int64_t ring, int64_t slot_bytes) { return (ring - slot_bytes) / kAlign * kAlign; }
-
 // Units ending at `ends` (validated by the caller) over the whole byte stream.
 void units_from_ends(const HostLayout& h, const std::vector<int64_t>& ends, std::vector<TransferUnit>* out) {
   int64_t pos = 0;
@@ -240,6 +235,11 @@ void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int
 
 }  // namespace
 
+// A unit starting inside blob B must end within B's start + ring: otherwise it would
+// overwrite bytes of B itself and wait for B's reader, which waits for it. Units of at
+// most ring - slot_bytes bytes never do (they start less than slot_bytes into B).
+int64_t ring_max_unit(int64_t ring, int64_t slot_bytes) { return (ring - slot_bytes) / kAlign * kAlign; }
+
 std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan) {
   std::vector<int64_t> offset;
   int64_t pos = 0;
@@ -273,6 +273,12 @@ int64_t StreamPlan::streamed_bytes() const {
   int64_t total = 0;
   for (const TransferUnit& u : units) total += u.bytes;
   return total;
+}
+
+std::vector<int64_t> StreamPlan::unit_ends() const {
+  std::vector<int64_t> ends;
+  for (const TransferUnit& u : units) ends.push_back(u.host_offset + u.bytes);
+  return ends;
 }
 
 std::string StreamPlan::to_text() const {

@@ -114,12 +114,17 @@ struct StreamPlan {
   double chunks_ms = 0;
   std::vector<double> search_layer_ms;  // the kernel time of every step the search used (empty: none ran)
   int64_t streamed_bytes() const;            // bytes copied per inference (0 when resident)
+  std::vector<int64_t> unit_ends() const;    // host offset where each unit ends (StreamOptions::unit_ends' form)
   std::string to_text() const;
 };
 
 // The host weight store's layout: blob b (plan.weights order) starts at offset[b];
 // blobs are back to back.
 std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan);
+
+// The largest transfer unit a ring of `ring` bytes allows when the largest blob is
+// `slot_bytes` (a larger unit could overwrite the blob it completes), 256-aligned.
+int64_t ring_max_unit(int64_t ring, int64_t slot_bytes);
 
 // Fails when the budget is smaller than the minimal pool (error names both sizes)
 // or the options are invalid.

@@ -13,12 +13,6 @@ constexpr int64_t kAlign = 256;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kGain = 1e-6;  // ms; smaller predicted gains are noise of the model
 
-std::vector<int64_t> unit_ends_of(const StreamPlan& s) {
-  std::vector<int64_t> ends;
-  for (const TransferUnit& u : s.units) ends.push_back(u.host_offset + u.bytes);
-  return ends;
-}
-
 // Scores candidate plans, counting simulations against the search's budget.
 class Scorer {
  public:
@@ -86,8 +80,8 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
   }
 
   Scorer scorer(plan, profile, layer_ms, search);
-  const int64_t max_unit = align_down(def.pool_bytes - def.slot_bytes);
-  std::vector<int64_t> best_ends = unit_ends_of(def);
+  const int64_t max_unit = ring_max_unit(def.pool_bytes, def.slot_bytes);
+  std::vector<int64_t> best_ends = def.unit_ends();
   double best = r.default_ms;
 
   // 1. Equal chunks from 512 KiB to the largest unit the ring allows, in steps of
@@ -104,7 +98,7 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
       const double ms = scorer.score(o, &s);
       if (ms < best - kGain) {
         best = ms;
-        best_ends = unit_ends_of(s);
+        best_ends = s.unit_ends();
       }
     }
   }

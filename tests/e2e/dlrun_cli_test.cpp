@@ -1,5 +1,6 @@
 // The dlrun command line: output format, exit codes (0 ok, 1 error with one line
-// on stderr, 2 usage), --json, and that our models/ cfg is the shared one.
+// on stderr, 2 usage), --json, and that our models/ cfg is the shared one; dlbench's
+// --units errors.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -110,6 +111,20 @@ TEST(DlrunCli, DarknetTextAndJsonOutput) {
   r = run_tool("dlrun " + cfg + " " + weights + " " + dog + " --out " + out);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(std::ifstream(out).good());
+}
+
+TEST(DlbenchCli, BadUnitsAreOneLineErrorsBeforeAnyWork) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  Result r = run_tool("dlbench " + cfg + " --synthetic --mode stream --units search,bogus");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "dlbench: --units bogus: expected search, chunks or chunks:SIZE\n");
+  EXPECT_EQ(r.out, "");
+  for (const char* bad : {"chunks:", "chunks:lots", "chunks:min"}) {
+    r = run_tool("dlbench " + cfg + " --synthetic --mode stream --units " + bad);
+    EXPECT_EQ(r.code, 1) << bad;
+    EXPECT_EQ(r.err, std::string("dlbench: --units ") + bad +
+                         ": expected a chunk size after 'chunks:', e.g. chunks:16MiB\n");
+  }
 }
 
 TEST(Models, BundledYolov4TinyCfgEqualsTheSharedOne) {

@@ -168,9 +168,7 @@ TEST(StreamPlan, ExplicitRingUnitEnds) {
   Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   ASSERT_EQ(s->layout, PoolLayout::kRing);
-  std::vector<int64_t> ends;
-  for (const TransferUnit& u : s->units) ends.push_back(u.host_offset + u.bytes);
-  EXPECT_EQ(ends, o.unit_ends);
+  EXPECT_EQ(s->unit_ends(), o.unit_ends);
   EXPECT_EQ(s->units[1].first_blob, 0);  // [0.5, 3) MiB: the end of blob 0 and most of blob 1
   EXPECT_EQ(s->units[1].last_blob, 1);
   EXPECT_EQ(s->blob_last_unit[1], 2);

@@ -25,12 +25,6 @@ using test::kMiB;
 using test::random_sizes;
 using test::random_times;
 
-std::vector<int64_t> ends_of(const StreamPlan& s) {
-  std::vector<int64_t> e;
-  for (const TransferUnit& u : s.units) e.push_back(u.host_offset + u.bytes);
-  return e;
-}
-
 TEST(UnitSearch, RandomPlansAreSafeAndNeverPredictedSlower) {
   std::mt19937_64 rng(11);
   int searched = 0, better = 0;
@@ -66,7 +60,7 @@ TEST(UnitSearch, RandomPlansAreSafeAndNeverPredictedSlower) {
       } else {
         EXPECT_DOUBLE_EQ(r->predicted_ms, r->default_ms);
         EXPECT_GT(r->plan.searched_ms, 0.99 * r->default_ms);
-        EXPECT_EQ(ends_of(r->plan), ends_of(*def));
+        EXPECT_EQ(r->plan.unit_ends(), def->unit_ends());
       }
       check_stream_plan(plan, r->plan, prof, budget, r->plan.pool_bytes - largest);
       const SimResult sim = simulate(plan, r->plan, prof, ms);
@@ -78,7 +72,7 @@ TEST(UnitSearch, RandomPlansAreSafeAndNeverPredictedSlower) {
       if (trial % 10 == 0) {  // deterministic
         Expected<UnitSearchResult> again = search_ring_units(plan, prof, o, ms);
         ASSERT_TRUE(again.ok());
-        EXPECT_EQ(ends_of(again->plan), ends_of(r->plan));
+        EXPECT_EQ(again->plan.unit_ends(), r->plan.unit_ends());
       }
     }
   }
@@ -96,7 +90,7 @@ TEST(UnitSearch, SlotsAndResidentPlansPassThrough) {
   ASSERT_TRUE(slots.ok());
   EXPECT_EQ(slots->plan.layout, PoolLayout::kSlots);
   EXPECT_FALSE(slots->plan.units_searched);
-  EXPECT_EQ(ends_of(slots->plan), ends_of(*plan_streaming(plan, h100_like(), o)));
+  EXPECT_EQ(slots->plan.unit_ends(), plan_streaming(plan, h100_like(), o)->unit_ends());
   EXPECT_DOUBLE_EQ(slots->predicted_ms, slots->default_ms);
   o.layout = PoolLayout::kAuto;
   o.budget_bytes = 64 * kMiB;

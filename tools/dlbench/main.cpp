@@ -98,14 +98,29 @@ struct Config {
   std::string pool;    // stream mode
   std::string units;   // stream mode: search or chunks
   std::string name() const {
-    return device + "/" + mode +
-           (mode == "stream" ? "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units)
-                             : "") +
-           "/" +
-           precision +
-           (layout == "auto" ? "" : "/" + layout) + "/b" + std::to_string(batch);
+    std::string stream;
+    if (mode == "stream")
+      stream = "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units);
+    return device + "/" + mode + stream + "/" + precision + (layout == "auto" ? "" : "/" + layout) + "/b" +
+           std::to_string(batch);
   }
 };
+
+// One --units item: "search", "chunks" (the profile's size) or "chunks:SIZE".
+Status parse_units(const std::string& units, bool* search, int64_t* chunk_bytes) {
+  *search = units == "search";
+  *chunk_bytes = 0;
+  const std::string prefix = "chunks:";
+  if (units.rfind(prefix, 0) == 0) {
+    const Expected<int64_t> bytes = parse_weight_budget(units.substr(prefix.size()), 0, 0);
+    if (!bytes.ok() || *bytes <= 0)
+      return invalid_argument("--units " + units + ": expected a chunk size after 'chunks:', e.g. chunks:16MiB");
+    *chunk_bytes = *bytes;
+  } else if (units != "search" && units != "chunks") {
+    return invalid_argument("--units " + units + ": expected search, chunks or chunks:SIZE");
+  }
+  return Status();
+}
 
 // Every combination of the comma-separated lists, in command-line order (stream-mode
 // lists only for stream mode, one units variant for slots and 'all', the cpu device runs fp32 only).
@@ -150,13 +165,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
     opt.weight_budget = c.budget;
     opt.copy_profile = a.copy_profile;
     opt.weight_pool = c.pool;
-    const std::string chunk_prefix = "chunks:";
-    if (c.units.rfind(chunk_prefix, 0) == 0) {  // equal chunks of a given size
-      DLR_ASSIGN_OR_RETURN(opt.chunk_bytes, parse_weight_budget(c.units.substr(chunk_prefix.size()), 0, 0));
-    } else if (c.units != "search" && c.units != "chunks") {
-      return invalid_argument("--units " + c.units + ": expected search, chunks or chunks:SIZE");
-    }
-    opt.unit_search = c.units == "search";
+    DLR_RETURN_IF_ERROR(parse_units(c.units, &opt.unit_search, &opt.chunk_bytes));
   } else if (c.mode != "preload" && c.mode != "cpu") {
     return invalid_argument("unknown mode " + c.mode);
   }
@@ -230,9 +239,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
       j["stream"]["search_predicted_ms"] = sp->searched_ms;
       j["stream"]["chunks_predicted_ms"] = sp->chunks_ms;
       j["stream"]["kernel_ms_at_open"] = sp->search_layer_ms;
-      std::vector<int64_t> ends;
-      for (const TransferUnit& u : sp->units) ends.push_back(u.host_offset + u.bytes);
-      j["stream"]["unit_ends"] = ends;
+      j["stream"]["unit_ends"] = sp->unit_ends();
     }
     const std::string key = c.precision + "/" + c.layout + "/" + std::to_string(c.batch);
     if (a.simulate && g_kernel_ms.count(key)) {
@@ -303,6 +310,12 @@ Expected<nlohmann::json> bench_opencv(const Args& a, const std::string& weights,
 #endif
 
 int run(const Args& a) {
+  for (const std::string& u : split(a.units)) {  // bad --units fail before any work
+    bool search = false;
+    int64_t chunk = 0;
+    const Status st = parse_units(u, &search, &chunk);
+    if (!st.ok()) return fail("dlbench", st);
+  }
   auto net = parse_network_cfg(a.cfg, CfgOptions{a.size, a.size});
   if (!net.ok()) return fail("dlbench", net.status());
   std::string weights = a.weights;
