@@ -7,28 +7,6 @@
 
 namespace dlr {
 
-const char* layer_kind_name(LayerKind k) {
-  switch (k) {
-    case LayerKind::kConv: return "conv";
-    case LayerKind::kMaxPool: return "maxpool";
-    case LayerKind::kRoute: return "route";
-    case LayerKind::kShortcut: return "shortcut";
-    case LayerKind::kUpsample: return "upsample";
-    case LayerKind::kYolo: return "yolo";
-    case LayerKind::kDropout: return "dropout";
-  }
-  return "?";
-}
-
-const char* nms_kind_name(NmsKind k) {
-  switch (k) {
-    case NmsKind::kDefault: return "default";
-    case NmsKind::kGreedy: return "greedynms";
-    case NmsKind::kDiou: return "diounms";
-  }
-  return "?";
-}
-
 int64_t LayerDesc::weight_count() const {
   if (kind != LayerKind::kConv) return 0;
   const ConvParams& p = conv();

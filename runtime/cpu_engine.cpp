@@ -6,7 +6,7 @@
 
 namespace dlr {
 
-void preprocess_image_cpu(const cpu::ImageU8& img, int net_w, int net_h, bool letterbox, float* dst,
+void preprocess_image_cpu(const ImageU8& img, int net_w, int net_h, bool letterbox, float* dst,
                           std::vector<float>* tmp) {
   const int c = 3;
   const size_t planar = size_t(c) * size_t(img.width) * size_t(img.height);
@@ -22,20 +22,21 @@ void preprocess_image_cpu(const cpu::ImageU8& img, int net_w, int net_h, bool le
     cpu::resize_darknet(rgb, c, img.height, img.width, dst, net_h, net_w, work);
 }
 
-Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const NetworkDesc& net, ExecutionPlan plan,
-                                                       const WeightsFile& weights) {
+Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& model, WeightSource& weights) {
+  const ExecutionPlan& plan = model.plan;
   if (plan.options.layout != Layout::kNCHW || plan.options.activation_dtype != DType::kF32 ||
-      plan.options.weight_dtype != DType::kF32)
-    return invalid_argument("the CPU backend runs fp32 NCHW plans only");
-  std::unique_ptr<CpuEngine> e(new CpuEngine(net, std::move(plan)));
-  DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(net, e->m_plan, weights));
+      plan.options.weight_dtype != DType::kF32 || model.streaming)
+    return invalid_argument("the CPU backend runs fp32 NCHW preload plans only");
+  std::unique_ptr<CpuEngine> e(new CpuEngine(plan));
+  DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights));
   DLR_ASSIGN_OR_RETURN(e->m_arena, HostBuffer::aligned(size_t(e->m_plan.arena_bytes)));
   std::memset(e->m_arena.data(), 0, e->m_arena.bytes());
   int64_t scratch = 0;
-  for (const LayerDesc& l : net.layers)
-    if (l.kind == LayerKind::kConv) scratch = std::max(scratch, cpu::conv2d_scratch_floats(l.conv(), l.in, l.out));
+  for (const Step& s : e->m_plan.steps)
+    if (s.kind == LayerKind::kConv)
+      scratch = std::max(scratch, cpu::conv2d_scratch_floats(std::get<ConvParams>(s.params), s.in, s.out));
   e->m_scratch.assign(size_t(std::max<int64_t>(scratch, 1)), 0.0f);
-  e->m_timings.resize(net.layers.size());
+  e->m_timings.resize(e->m_plan.steps.size());
   for (const Step& s : e->m_plan.steps) {
     StepViews v;
     for (const ViewRef& r : s.inputs) v.in.push_back(e->view(r));
@@ -68,7 +69,7 @@ Status CpuEngine::reserve_images(int max_width, int max_height) {
   return Status();
 }
 
-Status CpuEngine::set_images(const cpu::ImageU8* images, int n, bool letterbox) {
+Status CpuEngine::set_images(const ImageU8* images, int n, bool letterbox) {
   DLR_RETURN_IF_ERROR(check_images(m_plan, images, n));
   const TensorView in = view(ViewRef{m_plan.input_buffer, 0, m_plan.input_shape.c});
   for (int i = 0; i < n; ++i)
@@ -86,27 +87,26 @@ Status CpuEngine::set_input(const float* nchw, int n) {
 }
 
 void CpuEngine::run_step(const Step& s) {
-  const LayerDesc& l = m_net.layers[size_t(s.layer)];
   const StepViews& v = m_views[size_t(s.layer)];
   switch (s.kind) {
     case LayerKind::kConv: {
       const WeightBlob& wb = m_plan.weights[size_t(s.weight)];
       const char* blob = static_cast<const char*>(m_weights.blob(s.weight));
-      cpu::conv2d(l.conv(), v.in[0], reinterpret_cast<const float*>(blob),
+      cpu::conv2d(std::get<ConvParams>(s.params), v.in[0], reinterpret_cast<const float*>(blob),
                   reinterpret_cast<const float*>(blob + wb.bias_offset), v.out, m_scratch.data());
       break;
     }
     case LayerKind::kMaxPool:
-      cpu::maxpool(l.maxpool(), v.in[0], v.out);
+      cpu::maxpool(std::get<MaxPoolParams>(s.params), v.in[0], v.out);
       break;
     case LayerKind::kUpsample:
-      cpu::upsample(l.upsample(), v.in[0], v.out);
+      cpu::upsample(std::get<UpsampleParams>(s.params), v.in[0], v.out);
       break;
     case LayerKind::kShortcut:
-      cpu::shortcut(v.in[0], v.in.data() + 1, int(v.in.size()) - 1, l.shortcut().activation, v.out);
+      cpu::shortcut(v.in[0], v.in.data() + 1, int(v.in.size()) - 1, std::get<ShortcutParams>(s.params).activation, v.out);
       break;
     case LayerKind::kYolo:
-      cpu::yolo(l.yolo(), v.in[0], v.out);
+      cpu::yolo(std::get<YoloParams>(s.params), v.in[0], v.out);
       break;
     case LayerKind::kRoute:
       for (const auto& cp : v.copies) cpu::copy_channels(cp.first, cp.second);

@@ -4,6 +4,8 @@
 
 #include <memory>
 
+#include "kernels/cpu/cpu_ops.h"
+#include "runtime/compile.h"
 #include "runtime/engine.h"
 #include "runtime/weight_store.h"
 
@@ -11,13 +13,13 @@ namespace dlr {
 
 class CpuEngine final : public Engine {
  public:
-  // plan must be fp32 NCHW (PlannerOptions defaults).
-  static Expected<std::unique_ptr<CpuEngine>> create(const NetworkDesc& net, ExecutionPlan plan,
-                                                     const WeightsFile& weights);
+  // model.plan must be fp32 NCHW (PlannerOptions defaults). Weights are prepared
+  // from `weights` at create; it is not used afterwards.
+  static Expected<std::unique_ptr<CpuEngine>> create(const CompiledModel& model, WeightSource& weights);
 
   DeviceKind device() const override { return DeviceKind::kCPU; }
   const ExecutionPlan& plan() const override { return m_plan; }
-  Status set_images(const cpu::ImageU8* images, int n, bool letterbox) override;
+  Status set_images(const ImageU8* images, int n, bool letterbox) override;
   Status set_input(const float* nchw, int n) override;
   Status reserve_images(int max_width, int max_height) override;
   Status run() override;
@@ -28,7 +30,7 @@ class CpuEngine final : public Engine {
   double last_run_ms() const override { return m_last_ms; }
 
  private:
-  CpuEngine(const NetworkDesc& net, ExecutionPlan plan) : m_net(net), m_plan(std::move(plan)) {}
+  explicit CpuEngine(ExecutionPlan plan) : m_plan(std::move(plan)) {}
   TensorView view(const ViewRef& v) const;
   void run_step(const Step& s);
 
@@ -39,7 +41,6 @@ class CpuEngine final : public Engine {
     std::vector<std::pair<TensorView, TensorView>> copies;
   };
 
-  const NetworkDesc& m_net;
   ExecutionPlan m_plan;
   std::vector<StepViews> m_views;
   WeightStore m_weights;
@@ -52,7 +53,7 @@ class CpuEngine final : public Engine {
 
 // Shared by engines: pre-processes one image into a 3 x net_h x net_w fp32 planar tensor.
 // tmp grows to the size the image needs.
-void preprocess_image_cpu(const cpu::ImageU8& img, int net_w, int net_h, bool letterbox, float* dst,
+void preprocess_image_cpu(const ImageU8& img, int net_w, int net_h, bool letterbox, float* dst,
                           std::vector<float>* tmp);
 
 }  // namespace dlr

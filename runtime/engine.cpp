@@ -2,7 +2,7 @@
 
 namespace dlr {
 
-Status check_images(const ExecutionPlan& plan, const cpu::ImageU8* images, int n) {
+Status check_images(const ExecutionPlan& plan, const ImageU8* images, int n) {
   if (n < 1 || n > plan.options.batch)
     return invalid_argument("got " + std::to_string(n) + " images for a batch of " +
                             std::to_string(plan.options.batch));

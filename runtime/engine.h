@@ -1,6 +1,8 @@
-// Engine: one executor walking an ExecutionPlan on one device. Internal to the
+// Engine: one executor walking a compiled model (runtime/compile.h) on one
+// device. It executes; it plans nothing (the compile step did). Internal to the
 // runtime; applications use Session (runtime/session.h).
 //
+// Open: create(model, weights) -> [measure_layer_ms() -> replan(model')] -> finalize().
 // Call order per inference: set_images() or set_input(), then run(), then
 // output(). Nothing is allocated inside run() (everything is sized at open);
 // set_images() may grow its host staging when an image is larger than any
@@ -10,10 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "runtime/core/image.h"
 #include "runtime/core/status.h"
 #include "runtime/plan.h"
-#include "runtime/streaming/stream_plan.h"
 
 namespace dlr {
 
@@ -56,15 +57,29 @@ struct MemoryReport {
   int64_t host_weights = 0; // host copy of prepared weights (streaming store), 0 if none
 };
 
+struct CompiledModel;
+
 class Engine {
  public:
   virtual ~Engine() = default;
+  // ---- open (after create) ----
+  // Kernel time of every step on this device (ms), measured with the model's
+  // current weight placement (the values in the pool do not matter).
+  virtual Expected<std::vector<double>> measure_layer_ms() {
+    return unsupported("this engine does not measure kernel times");
+  }
+  // Adopts a model compiled again from the same network, target and options with
+  // measured kernel times: only the transfer units (and their ordering) may differ.
+  virtual Status replan(const CompiledModel& model) { return unsupported("this engine does not replan"); }
+  // Warm-up and CUDA graph capture; called once, last, before the first run().
+  virtual Status finalize() { return Status(); }
+
   virtual DeviceKind device() const = 0;
   virtual const ExecutionPlan& plan() const = 0;
 
   // Pre-processes n <= batch images into the input tensor at network size
   // (Darknet stretch resize, or letterbox), RGB/255 planar.
-  virtual Status set_images(const cpu::ImageU8* images, int n, bool letterbox) = 0;
+  virtual Status set_images(const ImageU8* images, int n, bool letterbox) = 0;
   // Sets n <= batch already pre-processed images: fp32 NCHW, n * C*H*W floats.
   virtual Status set_input(const float* nchw, int n) = 0;
   virtual Status reserve_images(int max_width, int max_height) = 0;
@@ -79,16 +94,12 @@ class Engine {
   virtual MemoryReport memory() const = 0;
   virtual std::vector<LayerTiming> layer_timings() const = 0;  // of the last run()
   virtual std::vector<CopyTiming> copy_timings() const { return {}; }
-  // Human-readable description of how weights reach the device (stream plan), "" if not applicable.
-  virtual std::string weight_plan_text() const { return ""; }
-  // The streaming schedule (stream mode), nullptr otherwise.
-  virtual const StreamPlan* stream_plan() const { return nullptr; }
   virtual double last_run_ms() const = 0;  // network time of the last run()
   virtual RunTiming last_run_timing() const { return RunTiming{0, last_run_ms(), 0, last_run_ms()}; }
 };
 
 // Checks the arguments of Engine::set_images for a plan: 1 <= n <= batch, a
 // 3-channel network, non-empty 3-channel images. Shared by every engine.
-Status check_images(const ExecutionPlan& plan, const cpu::ImageU8* images, int n);
+Status check_images(const ExecutionPlan& plan, const ImageU8* images, int n);
 
 }  // namespace dlr

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "loaders/network_desc.h"
+#include "kernels/op_params.h"
 #include "runtime/core/status.h"
 #include "runtime/core/types.h"
 
@@ -42,6 +42,10 @@ struct ViewRef {
 struct Step {
   int layer = 0;
   LayerKind kind = LayerKind::kConv;
+  int cfg_line = 0;       // of the layer's [section] header, for messages
+  Shape3 in;              // per-image shape of inputs[0] (route/shortcut: the previous layer, as Darknet prints)
+  Shape3 out;             // per-image output shape
+  LayerParams params;     // the op's parameters (kernels/op_params.h): engines read nothing else
   std::vector<ViewRef> inputs;  // conv/maxpool/upsample/yolo: 1; shortcut: prev then `from` layers
   ViewRef output;               // where this layer's output lives
   // route: (source, destination) channel copies still needed after in-place placement
@@ -90,8 +94,12 @@ struct ExecutionPlan {
   int64_t weight_bytes() const;
 
   const Buffer& buffer(const ViewRef& v) const { return buffers[size_t(v.buffer)]; }
-  std::string to_text(const NetworkDesc& net) const;  // human-readable, one line per step
+  std::string to_text() const;  // human-readable, one line per step
+  // Output layers (yolo heads) in layer order, with their parameters.
+  const YoloParams& yolo(int layer) const { return std::get<YoloParams>(steps[size_t(layer)].params); }
 };
+
+struct NetworkDesc;
 
 // Builds the plan. Fails only on inputs the planner cannot place (never for a
 // NetworkDesc that parse_network_cfg accepted, with valid options).

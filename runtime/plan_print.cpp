@@ -22,7 +22,7 @@ std::string view_text(const ViewRef& v, const ExecutionPlan& plan) {
 
 }  // namespace
 
-std::string ExecutionPlan::to_text(const NetworkDesc& net) const {
+std::string ExecutionPlan::to_text() const {
   std::string s;
   char line[256];
   std::snprintf(line, sizeof(line), "plan: batch %d, %s activations %s, weights %s, concat in place %s\n",
@@ -31,7 +31,6 @@ std::string ExecutionPlan::to_text(const NetworkDesc& net) const {
   s += line;
   s += "step kind      output                 shape            reads                       weights\n";
   for (const Step& st : steps) {
-    const LayerDesc& l = net.layers[size_t(st.layer)];
     std::string reads;
     for (const ViewRef& v : st.inputs) reads += (reads.empty() ? "" : ",") + view_text(v, *this);
     for (const auto& cp : st.copies) reads += (reads.empty() ? "copy " : ",copy ") + view_text(cp.first, *this);
@@ -40,7 +39,7 @@ std::string ExecutionPlan::to_text(const NetworkDesc& net) const {
     std::string out = view_text(st.output, *this);
     if (st.no_op) out += " (view)";
     std::snprintf(line, sizeof(line), "%4d %-9s %-22s %-16s %-27s %s\n", st.layer, layer_kind_name(st.kind),
-                  out.c_str(), l.out.to_string().c_str(), reads.c_str(), w.c_str());
+                  out.c_str(), st.out.to_string().c_str(), reads.c_str(), w.c_str());
     s += line;
   }
   s += "buffers (id: offset, bytes, dtype layout, CxHxW, live steps, owner layer)\n";

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "loaders/network_desc.h"
 #include "runtime/plan.h"
 
 namespace dlr {
@@ -91,6 +92,10 @@ class Planner {
       Step& s = plan.steps[i];
       s.layer = l.index;
       s.kind = l.kind;
+      s.cfg_line = l.cfg_line;
+      s.in = l.in;
+      s.out = l.out;
+      s.params = l.params;
       s.no_op = no_op[i] != 0;
       s.output = resolve(m_loc[i]);
       plan.layer_out[i] = s.output;

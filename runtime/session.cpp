@@ -3,9 +3,11 @@
 #include <chrono>
 #include <fstream>
 
+#include "loaders/weights_file.h"
+#include "runtime/compile.h"
 #include "runtime/core/log.h"
 #include "runtime/cpu_engine.h"
-#include "runtime/streaming/stream_plan.h"
+#include "runtime/weight_source.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
 #endif
@@ -19,60 +21,58 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
 
 }  // namespace
 
-const char* weight_mode_name(WeightMode m) { return m == WeightMode::kStream ? "stream" : "preload"; }
-
-bool parse_weight_mode(const std::string& s, WeightMode* out) {
-  if (s == "preload") *out = WeightMode::kPreload;
-  else if (s == "stream") *out = WeightMode::kStream;
-  else return false;
-  return true;
-}
-
 Session::~Session() = default;
+
+std::string Session::plan_text() const { return m_model->to_text(); }
 
 Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, const std::string& weights_path,
                                                  const SessionOptions& options) {
-  if (options.batch < 1 || options.batch > 64)
-    return invalid_argument("batch " + std::to_string(options.batch) + " is out of range (1..64)");
-  if (!(options.thresh >= 0.0f && options.thresh < 1.0f))
-    return invalid_argument("thresh must be in [0, 1)");
-  if (!(options.nms > 0.0f && options.nms <= 1.0f)) return invalid_argument("nms must be in (0, 1]");
-  PoolLayout pool = PoolLayout::kAuto;
-  if (!parse_pool_layout(options.weight_pool, &pool))
-    return invalid_argument("weight pool \"" + options.weight_pool + "\": expected auto, ring or slots");
-  if (!(options.unit_search_min_gain >= 0.0 && options.unit_search_min_gain < 1.0))
-    return invalid_argument("unit search minimum gain " + std::to_string(options.unit_search_min_gain) +
-                            " must be in [0, 1)");
+  // 1. Options: every value checked before any file or device work.
+  DLR_RETURN_IF_ERROR(validate_options(options));
   std::unique_ptr<Session> s(new Session());
   s->m_options = options;
+
+  // 2. Inputs: the network and the weights file checked against it.
   CfgOptions cfg_opt;
   cfg_opt.width = options.width;
   cfg_opt.height = options.height;
   DLR_ASSIGN_OR_RETURN(s->m_net, parse_network_cfg(cfg_path, cfg_opt));
+  if (s->m_net.yolo_layers().empty()) return unsupported(cfg_path + ": the network has no [yolo] layer");
   DLR_ASSIGN_OR_RETURN(WeightsFile wf, WeightsFile::open(weights_path, s->m_net));
   s->m_weights = std::make_unique<WeightsFile>(std::move(wf));
-  s->m_letterbox = options.letterbox < 0 ? s->m_net.net.letter_box : options.letterbox != 0;
-  if (s->m_net.yolo_layers().empty()) return unsupported(cfg_path + ": the network has no [yolo] layer");
+  s->m_source = weights_file_source(s->m_net, *s->m_weights);
 
-  PlannerOptions popt;
-  popt.batch = options.batch;
-  popt.concat_in_place = options.concat_in_place;
-  popt.keep_all_outputs = options.keep_all_outputs;
-  if (options.device == DeviceKind::kCPU) {
-    if (options.mode != WeightMode::kPreload)
-      return invalid_argument("the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");
-    if (options.precision != Precision::kFP32)
-      return invalid_argument(std::string("the CPU backend runs fp32 only (asked for ") +
-                              precision_name(options.precision) + ")");
-    DLR_ASSIGN_OR_RETURN(ExecutionPlan plan, build_plan(s->m_net, popt));
-    DLR_ASSIGN_OR_RETURN(s->m_engine, CpuEngine::create(s->m_net, std::move(plan), *s->m_weights));
-  } else {
+  // 3. Target and compile.
+  Target target = cpu_target();
+  if (options.device == DeviceKind::kCUDA) {
 #ifdef DLR_HAVE_CUDA
-    DLR_ASSIGN_OR_RETURN(s->m_engine, create_cuda_engine(s->m_net, *s->m_weights, options));
+    DLR_ASSIGN_OR_RETURN(target, cuda_target(options.cuda_device, options.copy_profile));
 #else
     return unsupported("this dlrun was built without the CUDA backend (rebuild with -DDLR_CUDA=ON)");
 #endif
   }
+  DLR_ASSIGN_OR_RETURN(CompiledModel model, compile(s->m_net, target, options));
+  s->m_model = std::make_unique<CompiledModel>(std::move(model));
+  s->m_letterbox = s->m_model->letterbox;
+  DLR_LOG_DEBUG("compiled {} for {}: {}", cfg_path, target.name, s->m_model->notes.back());
+
+  // 4. Engine; measure-then-replan where the plan needs kernel times; finalize.
+  if (options.device == DeviceKind::kCPU) {
+    DLR_ASSIGN_OR_RETURN(s->m_engine, CpuEngine::create(*s->m_model, *s->m_source));
+  } else {
+#ifdef DLR_HAVE_CUDA
+    DLR_ASSIGN_OR_RETURN(s->m_engine, create_cuda_engine(*s->m_model, *s->m_source));
+#endif
+  }
+  if (s->m_model->needs_layer_times()) {
+    DLR_ASSIGN_OR_RETURN(std::vector<double> layer_ms, s->m_engine->measure_layer_ms());
+    DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(s->m_net, target, options, layer_ms));
+    DLR_LOG_DEBUG("compiled again with kernel times measured at open: {}", again.notes.back());
+    DLR_RETURN_IF_ERROR(s->m_engine->replan(again));
+    *s->m_model = std::move(again);
+    DLR_LOG_INFO("stream mode: {}", s->m_model->notes.back());
+  }
+  DLR_RETURN_IF_ERROR(s->m_engine->finalize());
   DLR_LOG_INFO("opened {} ({} layers, {:.3f} GFLOPs @{}x{}) on {}", cfg_path, s->m_net.layers.size(),
                s->m_net.total_gflops(), s->m_net.net.width, s->m_net.net.height, device_name(options.device));
   return s;

@@ -3,8 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "loaders/prepare.h"
-#include "runtime/core/half.h"
 
 namespace dlr {
 
@@ -33,44 +31,7 @@ Expected<HostBuffer> HostBuffer::aligned(size_t bytes) {
   return HostBuffer(p, bytes, [](void* q) { std::free(q); });
 }
 
-Status prepare_blob(const LayerDesc& layer, const WeightsFile& file, const WeightBlob& blob, Layout layout, void* dst,
-                    std::vector<float>* tmp) {
-  const PreparedSizes sizes = prepared_sizes(layer);
-  if (sizes.weights != blob.weight_elems || sizes.bias != blob.bias_elems)
-    return internal_error("layer " + std::to_string(layer.index) + ": plan blob does not match the layer");
-  tmp->resize(size_t(sizes.total()));
-  float* w = tmp->data();
-  float* b = w + sizes.weights;
-  DLR_RETURN_IF_ERROR(prepare_conv(layer, file, w, b));
-
-  char* out = static_cast<char*>(dst);
-  std::memset(out, 0, size_t(blob.bytes));
-  const ConvParams& p = layer.conv();
-  const int64_t cin = layer.in.c / p.groups;
-  const int64_t kk = int64_t(p.size) * p.size;
-  auto src_index = [&](int64_t o, int64_t i) -> int64_t {  // destination element i of filter o -> OIHW index
-    if (layout == Layout::kNCHW) return o * cin * kk + i;
-    const int64_t ci = i % cin, k = i / cin;  // OHWI: [o][ky][kx][ci]
-    return o * cin * kk + ci * kk + k;
-  };
-  const int64_t per_filter = cin * kk;
-  for (int64_t o = 0; o < p.filters; ++o) {
-    for (int64_t i = 0; i < per_filter; ++i) {
-      const float v = w[src_index(o, i)];
-      const int64_t di = o * per_filter + i;
-      if (blob.dtype == DType::kF16) {
-        const uint16_t h = float_to_half(v);
-        std::memcpy(out + di * 2, &h, 2);
-      } else {
-        std::memcpy(out + di * 4, &v, 4);
-      }
-    }
-  }
-  std::memcpy(out + blob.bias_offset, b, size_t(sizes.bias) * 4);
-  return Status();
-}
-
-Expected<WeightStore> WeightStore::create(const NetworkDesc& net, const ExecutionPlan& plan, const WeightsFile& file,
+Expected<WeightStore> WeightStore::create(const ExecutionPlan& plan, WeightSource& source,
                                           const HostAllocator& alloc) {
   WeightStore store;
   int64_t total = 0;
@@ -81,11 +42,10 @@ Expected<WeightStore> WeightStore::create(const NetworkDesc& net, const Executio
   auto buf = alloc ? alloc(size_t(total)) : HostBuffer::aligned(size_t(total));
   if (!buf.ok()) return buf.status();
   store.m_buffer = std::move(buf).value();
-  std::vector<float> tmp;
   for (size_t i = 0; i < plan.weights.size(); ++i) {
     const WeightBlob& w = plan.weights[i];
-    DLR_RETURN_IF_ERROR(prepare_blob(net.layers[size_t(w.layer)], file, w, plan.options.layout,
-                                     static_cast<char*>(store.m_buffer.data()) + store.m_offsets[i], &tmp));
+    DLR_RETURN_IF_ERROR(
+        source.prepare(w, plan.options.layout, static_cast<char*>(store.m_buffer.data()) + store.m_offsets[i]));
   }
   return store;
 }

@@ -10,10 +10,9 @@
 #include <memory>
 #include <vector>
 
-#include "loaders/network_desc.h"
-#include "loaders/weights_file.h"
 #include "runtime/core/status.h"
 #include "runtime/plan.h"
+#include "runtime/weight_source.h"
 
 namespace dlr {
 
@@ -43,17 +42,11 @@ class HostBuffer {
 
 using HostAllocator = std::function<Expected<HostBuffer>(size_t bytes)>;
 
-// Writes the prepared blob of conv layer `layer` into dst (blob.bytes bytes):
-// BN folded (fp32, double-precision fold), then converted to blob.dtype and, for
-// Layout::kNHWC, reordered OIHW -> OHWI. Padding bytes are zeroed. tmp is reused scratch.
-Status prepare_blob(const LayerDesc& layer, const WeightsFile& file, const WeightBlob& blob, Layout layout, void* dst,
-                    std::vector<float>* tmp);
-
 class WeightStore {
  public:
-  // Prepares every blob of `plan` from `file`, layer by layer, into one host
+  // Prepares every blob of `plan` from `source`, blob by blob, into one host
   // allocation from `alloc` (default: HostBuffer::aligned).
-  static Expected<WeightStore> create(const NetworkDesc& net, const ExecutionPlan& plan, const WeightsFile& file,
+  static Expected<WeightStore> create(const ExecutionPlan& plan, WeightSource& source,
                                       const HostAllocator& alloc = {});
 
   const void* blob(int index) const { return static_cast<const char*>(m_buffer.data()) + m_offsets[size_t(index)]; }

@@ -12,7 +12,9 @@
 #include <cstdint>
 
 #include "kernels/tensor_view.h"
-#include "loaders/network_desc.h"
+#include "kernels/op_params.h"
+#include "runtime/core/status.h"
+#include "runtime/core/image.h"
 
 namespace dlr::cpu {
 
@@ -62,15 +64,8 @@ void shortcut(const TensorView& prev, const TensorView* from, int n_from, Activa
 void yolo(const YoloParams& p, const TensorView& in, const TensorView& out);
 
 // ---- preprocess.cpp ----
-// An 8-bit interleaved image (BGR or RGB order) as given by the caller.
-struct ImageU8 {
-  const uint8_t* data = nullptr;
-  int width = 0;
-  int height = 0;
-  int channels = 3;
-  int64_t row_stride = 0;  // bytes between rows (>= width*channels)
-  bool bgr = true;         // OpenCV order; converted to RGB like Darknet's load_image_cv
-};
+// The caller's 8-bit image (runtime/core/image.h).
+using ImageU8 = ::dlr::ImageU8;
 // Planar RGB float in [0,1] at the image's size: dst[c][y][x] = src/255.f. dst: 3*h*w floats.
 void image_to_planar(const ImageU8& img, float* dst);
 // Darknet resize_image (align-corners bilinear, two passes, float math) of a planar

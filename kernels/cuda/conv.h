@@ -13,7 +13,8 @@
 #include <string>
 
 #include "kernels/tensor_view.h"
-#include "loaders/network_desc.h"
+#include "kernels/op_params.h"
+#include "runtime/core/status.h"
 
 namespace dlr::cuda {
 

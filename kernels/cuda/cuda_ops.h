@@ -16,7 +16,8 @@
 #include <cstdint>
 
 #include "kernels/tensor_view.h"
-#include "loaders/network_desc.h"
+#include "kernels/op_params.h"
+#include "runtime/core/status.h"
 
 namespace dlr::cuda {
 

@@ -45,8 +45,10 @@ TensorView CudaEngine::view(const ViewRef& v) const {
   return t;
 }
 
-Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const NetworkDesc& net, const WeightsFile& weights,
-                                                         const SessionOptions& options) {
+Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& model, WeightSource& weights) {
+  const SessionOptions& options = model.options;
+  if (options.device != DeviceKind::kCUDA || model.target.device != DeviceKind::kCUDA)
+    return invalid_argument("the CUDA engine runs models compiled for a CUDA target");
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     return Status(StatusCode::kCudaError, "--device cuda: no CUDA device is available");
@@ -54,8 +56,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const NetworkDesc& net,
     return invalid_argument("CUDA device " + std::to_string(options.cuda_device) + " does not exist (" +
                             std::to_string(count) + " found)");
   DLR_CUDA_CHECK(cudaSetDevice(options.cuda_device));
-  std::unique_ptr<CudaEngine> e(new CudaEngine(net, options));
-  DLR_ASSIGN_OR_RETURN(e->m_plan, build_plan(net, cuda_planner_options(options)));
+  std::unique_ptr<CudaEngine> e(new CudaEngine(model));
   const ExecutionPlan& plan = e->m_plan;
   DLR_ASSIGN_OR_RETURN(e->m_stream, cuda::make_stream());
   DLR_ASSIGN_OR_RETURN(e->m_cudnn, cuda::make_cudnn());
@@ -63,9 +64,9 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const NetworkDesc& net,
     DLR_ASSIGN_OR_RETURN(*ev, cuda::make_event(true));
   }
 
-  DLR_LOG_DEBUG("cuda engine: plan built, {} buffers, arena {} bytes", plan.buffers.size(), plan.arena_bytes);
+  DLR_LOG_DEBUG("cuda engine: {} buffers, arena {} bytes", plan.buffers.size(), plan.arena_bytes);
   DLR_RETURN_IF_ERROR(e->setup_weights(weights));
-  DLR_LOG_DEBUG("cuda engine: weights ready ({})", weight_mode_name(options.mode));
+  DLR_LOG_DEBUG("cuda engine: weights ready ({})", model.streaming ? "stream" : "preload");
   DLR_ASSIGN_OR_RETURN(e->m_arena, DeviceBuffer::alloc(size_t(plan.arena_bytes)));
   DLR_CUDA_CHECK(cudaMemset(e->m_arena.data(), 0, size_t(plan.arena_bytes)));
   DLR_ASSIGN_OR_RETURN(e->m_input_f32,
@@ -77,15 +78,14 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const NetworkDesc& net,
   for (const Step& st : plan.steps) {
     if (st.kind != LayerKind::kConv) continue;
     cuda::ConvConfig cfg;
-    cfg.params = net.layers[size_t(st.layer)].conv();
+    cfg.params = std::get<ConvParams>(st.params);
     cfg.precision = options.precision;
     cfg.policy = options.find_algorithms ? cuda::AlgoPolicy::kFind : cuda::AlgoPolicy::kHeuristic;
     cfg.workspace_limit = size_t(options.workspace_limit);
     auto conv = cuda::CudnnConv::create(e->m_cudnn.get(), cfg, e->view(st.inputs[0]), e->view(st.output));
     if (!conv.ok())
-      return Status(conv.status().code(), net.cfg_path + ": layer " + std::to_string(st.layer) + " (cfg line " +
-                                              std::to_string(net.layers[size_t(st.layer)].cfg_line) +
-                                              "): " + conv.status().message());
+      return Status(conv.status().code(), model.cfg_path + ": layer " + std::to_string(st.layer) + " (cfg line " +
+                                              std::to_string(st.cfg_line) + "): " + conv.status().message());
     workspace = std::max(workspace, (*conv)->workspace_bytes());
     e->m_convs[size_t(st.layer)] = std::move(conv).value();
   }
@@ -96,32 +96,35 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const NetworkDesc& net,
   int64_t out_floats = 0;
   for (int y : plan.yolo_layers) {
     e->m_output_offsets[size_t(y)] = out_floats;
-    out_floats += int64_t(plan.options.batch) * net.layers[size_t(y)].out.count();
+    out_floats += int64_t(plan.options.batch) * plan.steps[size_t(y)].out.count();
   }
   DLR_ASSIGN_OR_RETURN(e->m_outputs, PinnedBuffer::alloc(size_t(out_floats) * 4));
   DLR_RETURN_IF_ERROR(e->reserve_images(options.max_image_width, options.max_image_height));
-  DLR_RETURN_IF_ERROR(e->tune_stream_units());
-
   e->m_timings.resize(plan.steps.size());
-  if (options.profile_layers) {
-    for (auto* v : {&e->m_ev_layer_start, &e->m_ev_layer_ready, &e->m_ev_layer_end}) {
-      for (size_t i = 0; i < plan.steps.size(); ++i) {
+  DLR_LOG_DEBUG("cuda engine: convolutions ready, workspace {} bytes", workspace);
+  return e;
+}
+
+Status CudaEngine::finalize() {
+  if (m_options.profile_layers && m_ev_layer_start.empty()) {
+    for (auto* v : {&m_ev_layer_start, &m_ev_layer_ready, &m_ev_layer_end}) {
+      for (size_t i = 0; i < m_plan.steps.size(); ++i) {
         DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(true));
         v->push_back(std::move(ev));
       }
     }
   }
   // Warm-up run (loads kernels, lets cuDNN initialise) outside any timing, then capture.
-  DLR_LOG_DEBUG("cuda engine: convolutions ready, workspace {} bytes; warm-up", workspace);
-  DLR_RETURN_IF_ERROR(e->enqueue_network(false));
-  DLR_CUDA_CHECK(cudaStreamSynchronize(e->m_stream.get()));
+  DLR_RETURN_IF_ERROR(enqueue_network(false));
+  DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
   DLR_LOG_DEBUG("cuda engine: warm-up done");
-  if (options.cuda_graph) {
-    const Status st = e->capture_graph();
+  m_graph = cuda::GraphExec();
+  if (m_options.cuda_graph) {
+    const Status st = capture_graph();
     if (!st.ok()) DLR_LOG_WARN("CUDA graph capture failed, running without a graph: {}", st.message());
-    DLR_LOG_DEBUG("cuda engine: graph {}", e->m_graph ? "captured" : "not used");
+    DLR_LOG_DEBUG("cuda engine: graph {}", m_graph ? "captured" : "not used");
   }
-  return e;
+  return Status();
 }
 
 Status CudaEngine::reserve_images(int max_width, int max_height) {
@@ -138,7 +141,7 @@ Status CudaEngine::reserve_images(int max_width, int max_height) {
   return Status();
 }
 
-Status CudaEngine::set_images(const cpu::ImageU8* images, int n, bool letterbox) {
+Status CudaEngine::set_images(const ImageU8* images, int n, bool letterbox) {
   DLR_RETURN_IF_ERROR(check_images(m_plan, images, n));
   int max_w = 0, max_h = 0;
   for (int i = 0; i < n; ++i) {
@@ -152,7 +155,7 @@ Status CudaEngine::set_images(const cpu::ImageU8* images, int n, bool letterbox)
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
   const TensorView in = view(ViewRef{m_plan.input_buffer, 0, m_plan.input_shape.c});
   for (int i = 0; i < n; ++i) {
-    const cpu::ImageU8& img = images[i];
+    const ImageU8& img = images[i];
     const int64_t row = int64_t(img.width) * 3;
     uint8_t* host = static_cast<uint8_t*>(m_image_host.data()) + i * m_image_capacity;
     for (int y = 0; y < img.height; ++y) std::memcpy(host + y * row, img.data + y * img.row_stride, size_t(row));
@@ -182,7 +185,6 @@ Status CudaEngine::set_input(const float* nchw, int n) {
 }
 
 Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
-  const LayerDesc& l = m_net.layers[size_t(st.layer)];
   switch (st.kind) {
     case LayerKind::kConv: {
       const WeightBlob& wb = m_plan.weights[size_t(st.weight)];
@@ -192,9 +194,9 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
                                             m_workspace.data(), m_workspace.bytes(), s);
     }
     case LayerKind::kMaxPool:
-      return cuda::maxpool(l.maxpool(), view(st.inputs[0]), view(st.output), s);
+      return cuda::maxpool(std::get<MaxPoolParams>(st.params), view(st.inputs[0]), view(st.output), s);
     case LayerKind::kUpsample:
-      return cuda::upsample(l.upsample(), view(st.inputs[0]), view(st.output), s);
+      return cuda::upsample(std::get<UpsampleParams>(st.params), view(st.inputs[0]), view(st.output), s);
     case LayerKind::kShortcut: {
       TensorView from[cuda::kMaxShortcutFrom];
       const int n_from = int(st.inputs.size()) - 1;
@@ -202,10 +204,10 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
         return unsupported("layer " + std::to_string(st.layer) + ": shortcut with more than " +
                            std::to_string(cuda::kMaxShortcutFrom) + " inputs");
       for (int i = 0; i < n_from; ++i) from[i] = view(st.inputs[size_t(i) + 1]);
-      return cuda::shortcut(view(st.inputs[0]), from, n_from, l.shortcut().activation, view(st.output), s);
+      return cuda::shortcut(view(st.inputs[0]), from, n_from, std::get<ShortcutParams>(st.params).activation, view(st.output), s);
     }
     case LayerKind::kYolo:
-      return cuda::yolo(l.yolo(), view(st.inputs[0]), view(st.output), s);
+      return cuda::yolo(std::get<YoloParams>(st.params), view(st.inputs[0]), view(st.output), s);
     case LayerKind::kRoute:
       for (const auto& cp : st.copies) DLR_RETURN_IF_ERROR(cuda::copy_channels(view(cp.first), view(cp.second), s));
       return Status();
@@ -287,7 +289,7 @@ Status CudaEngine::run() {
 const float* CudaEngine::output(int layer, int image) const {
   const int64_t off = m_output_offsets[size_t(layer)];
   DLR_ASSERT(off >= 0);
-  return static_cast<const float*>(m_outputs.data()) + off + int64_t(image) * m_net.layers[size_t(layer)].out.count();
+  return static_cast<const float*>(m_outputs.data()) + off + int64_t(image) * m_plan.steps[size_t(layer)].out.count();
 }
 
 Status CudaEngine::read_layer(int layer, int image, std::vector<float>* out) const {
@@ -320,25 +322,6 @@ MemoryReport CudaEngine::memory() const {
   return r;
 }
 
-PlannerOptions cuda_planner_options(const SessionOptions& options) {
-  PlannerOptions p;
-  p.batch = options.batch;
-  const bool f16 = options.precision == Precision::kFP16;
-  // Auto layout (measured on the H100, yolov4 @608): tensor-core precisions run faster
-  // in NHWC (fp16 1.88 vs 2.67 ms, tf32 2.45 vs 3.19 ms); strict fp32 in NCHW (8.1 vs 9.0 ms).
-  const bool tensor_cores = options.precision != Precision::kFP32;
-  p.layout = options.layout < 0 ? (tensor_cores ? Layout::kNHWC : Layout::kNCHW)
-                                : (options.layout == 1 ? Layout::kNHWC : Layout::kNCHW);
-  p.activation_dtype = f16 ? DType::kF16 : DType::kF32;
-  p.weight_dtype = p.activation_dtype;
-  p.concat_in_place = options.concat_in_place;
-  p.keep_all_outputs = options.keep_all_outputs;
-  // cuDNN accepts NCHW channel slices (strided images) but rejects NHWC slices
-  // (pixel stride > channels): every algorithm answers NOT_SUPPORTED (measured, cuDNN 9.14).
-  p.conv_strided_io = p.layout == Layout::kNCHW;
-  return p;
-}
-
 Status cuda_memory_info(int device, int64_t* free_bytes, int64_t* total_bytes) {
   DLR_CUDA_CHECK(cudaSetDevice(device));
   size_t f = 0, t = 0;
@@ -360,10 +343,28 @@ std::string cuda_device_description(int device) {
          std::to_string((cudnn % 10000) / 100) + "." + std::to_string(cudnn % 100);
 }
 
-Expected<std::unique_ptr<Engine>> create_cuda_engine(const NetworkDesc& net, const WeightsFile& weights,
-                                                     const SessionOptions& options) {
-  DLR_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::create(net, weights, options));
+Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights) {
+  DLR_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::create(model, weights));
   return std::unique_ptr<Engine>(std::move(e));
+}
+
+Expected<Target> cuda_target(int device, const std::string& copy_profile) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    return Status(StatusCode::kCudaError, "--device cuda: no CUDA device is available");
+  if (device < 0 || device >= count)
+    return invalid_argument("CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(count) +
+                            " found)");
+  cudaDeviceProp prop{};
+  DLR_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  Target t;
+  t.device = DeviceKind::kCUDA;
+  t.name = cuda_device_description(device);
+  t.integrated = prop.integrated != 0;
+  t.memory_bytes = int64_t(prop.totalGlobalMem);
+  DLR_ASSIGN_OR_RETURN(t.map_granularity, cuda::MirroredBuffer::granularity(device));
+  DLR_ASSIGN_OR_RETURN(t.copy_profile, CopyProfile::resolve(copy_profile));
+  return t;
 }
 
 }  // namespace dlr

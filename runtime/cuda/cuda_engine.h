@@ -9,23 +9,25 @@
 
 #include <memory>
 
-#include "loaders/network_desc.h"
-#include "loaders/weights_file.h"
+#include <string>
+
+#include "runtime/compile.h"
 #include "runtime/engine.h"
-#include "runtime/session.h"
+#include "runtime/weight_source.h"
 
 namespace dlr {
 
-Expected<std::unique_ptr<Engine>> create_cuda_engine(const NetworkDesc& net, const WeightsFile& weights,
-                                                     const SessionOptions& options);
+// An engine for a model compiled for a CUDA target (see Engine for the open sequence).
+Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights);
+
+// `device` as a compile target: its name, memory, whether it is integrated, its
+// virtual-memory mapping granularity and the copy profile `copy_profile` (a built-in
+// name or a dlprobe JSON file).
+Expected<Target> cuda_target(int device, const std::string& copy_profile);
 
 // Free and total device memory of `device` (cudaMemGetInfo), for memory reports.
 Status cuda_memory_info(int device, int64_t* free_bytes, int64_t* total_bytes);
 // "NVIDIA H100 80GB HBM3, sm_90, driver 13.0, cuDNN 9.14.0" for reports.
 std::string cuda_device_description(int device);
-
-// PlannerOptions the CUDA engine uses for `options` (exposed so tools and tests
-// can print or check the plan without a GPU).
-PlannerOptions cuda_planner_options(const SessionOptions& options);
 
 }  // namespace dlr

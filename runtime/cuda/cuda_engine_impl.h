@@ -13,22 +13,25 @@
 
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cuda_handles.h"
+#include "runtime/compile.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/cuda/mirrored_buffer.h"
 #include "runtime/streaming/stream_plan.h"
+#include "runtime/weight_source.h"
 #include "runtime/weight_store.h"
 
 namespace dlr {
 
 class CudaEngine final : public Engine {
  public:
-  static Expected<std::unique_ptr<CudaEngine>> create(const NetworkDesc& net, const WeightsFile& weights,
-                                                      const SessionOptions& options);
+  // Allocates everything the model needs and uploads (preload) or prepares the
+  // pinned store (stream) from `weights`, which is not used afterwards.
+  static Expected<std::unique_ptr<CudaEngine>> create(const CompiledModel& model, WeightSource& weights);
   ~CudaEngine() override;
 
   DeviceKind device() const override { return DeviceKind::kCUDA; }
   const ExecutionPlan& plan() const override { return m_plan; }
-  Status set_images(const cpu::ImageU8* images, int n, bool letterbox) override;
+  Status set_images(const ImageU8* images, int n, bool letterbox) override;
   Status set_input(const float* nchw, int n) override;
   Status reserve_images(int max_width, int max_height) override;
   Status run() override;
@@ -37,26 +40,25 @@ class CudaEngine final : public Engine {
   MemoryReport memory() const override;
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
   std::vector<CopyTiming> copy_timings() const override { return m_copy_timings; }
-  std::string weight_plan_text() const override;
+  Expected<std::vector<double>> measure_layer_ms() override;
+  Status replan(const CompiledModel& model) override;
+  Status finalize() override;
   double last_run_ms() const override { return m_run_timing.network_ms; }
   RunTiming last_run_timing() const override { return m_run_timing; }
 
-  const StreamPlan* stream_plan() const override { return m_streaming ? &m_stream_plan : nullptr; }
-
  private:
-  CudaEngine(const NetworkDesc& net, const SessionOptions& options) : m_net(net), m_options(options) {}
+  explicit CudaEngine(const CompiledModel& model)
+      : m_options(model.options), m_plan(model.plan), m_streaming(model.streaming), m_stream_plan(model.stream),
+        m_profile_name(model.target.copy_profile.name) {}
   TensorView view(const ViewRef& v) const;
   const char* blob_ptr(int blob) const;  // device address of a weight blob (pool or resident buffer)
   char* pool_base() const { return m_ring.bytes() ? m_ring.data() : static_cast<char*>(m_weights.data()); }
 
   // weight_residency.cpp
-  Status setup_weights(const WeightsFile& weights);
+  Status setup_weights(WeightSource& weights);
   Status make_stream_events();  // per-unit and per-layer ordering events of m_stream_plan
   Status enqueue_network(bool profile);
   Status read_profile();
-  // unit_tuning.cpp
-  Status tune_stream_units();
-  Status measure_layer_ms(std::vector<double>* ms);
   // cuda_engine.cpp
   Status enqueue_step(const Step& st, cudaStream_t s);
   Status enqueue_layer_kernels(const Step& st, cudaStream_t s);  // enqueue_step unless a no-op; errors name the layer
@@ -66,8 +68,7 @@ class CudaEngine final : public Engine {
   // instantiated graph; m_capturing is true meanwhile.
   Expected<cuda::GraphExec> capture(const std::function<Status()>& enqueue);
 
-  const NetworkDesc& m_net;
-  SessionOptions m_options;
+  SessionOptions m_options;  // as compiled (model.options)
   ExecutionPlan m_plan;
   cuda::CudnnHandle m_cudnn;
   cuda::Stream m_stream;       // compute
@@ -81,8 +82,7 @@ class CudaEngine final : public Engine {
   std::vector<int64_t> m_blob_offsets;
   bool m_streaming = false;
   StreamPlan m_stream_plan;
-  CopyProfile m_copy_profile;       // stream mode: the resolved copy profile
-  StreamOptions m_stream_options;   // stream mode: what plan_streaming was given
+  std::string m_profile_name;       // the copy profile the plan was compiled with (logs)
   std::unique_ptr<WeightStore> m_host;
   std::vector<cuda::Event> m_copy_done;   // per unit (ordering only)
   std::vector<cuda::Event> m_layer_done;  // per layer that ends a group's use (ordering only)

@@ -1,12 +1,12 @@
-// Stream mode, ring pool: transfer units chosen by simulation from kernel times
-// measured at open (runtime/streaming/unit_search.h; docs/streaming.md section 3).
-// Runs once in CudaEngine::create, before the warm-up and the graph capture.
+// Open-time measurement and replanning (runtime/engine.h's open sequence): the
+// kernel time of every layer on this device, which the compile step turns into
+// transfer units chosen by simulation (runtime/streaming/unit_search.h;
+// docs/streaming.md section 3), and the adoption of the recompiled model.
 #include <algorithm>
 
 #include "kernels/cuda/cuda_check.h"
 #include "runtime/core/log.h"
 #include "runtime/cuda/cuda_engine_impl.h"
-#include "runtime/streaming/unit_search.h"
 
 namespace dlr {
 namespace {
@@ -22,7 +22,9 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-Status CudaEngine::measure_layer_ms(std::vector<double>* ms) {
+Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
+  std::vector<double> result;
+  std::vector<double>* ms = &result;
   // The layers run back to back on the compute stream without copies or waits,
   // reading whatever the pool holds (cleared first; kernel time does not depend on
   // the weight values). Two graphs: one with a timing event after every layer (where
@@ -31,7 +33,7 @@ Status CudaEngine::measure_layer_ms(std::vector<double>* ms) {
   // times are scaled to the total. Medians of kTimingReps replays.
   cudaStream_t s = m_stream.get();
   const size_t n = m_plan.steps.size();
-  DLR_CUDA_CHECK(cudaMemsetAsync(pool_base(), 0, size_t(m_stream_plan.pool_bytes), s));
+  if (m_streaming) DLR_CUDA_CHECK(cudaMemsetAsync(pool_base(), 0, size_t(m_stream_plan.pool_bytes), s));
   std::vector<cuda::Event> stamps;
   for (size_t i = 0; i <= n; ++i) {
     DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(true));
@@ -75,35 +77,21 @@ Status CudaEngine::measure_layer_ms(std::vector<double>* ms) {
   for (double& t : *ms) left += t = std::max(0.0, t - per_event);
   if (left > 0)
     for (double& t : *ms) t *= total / left;
-  DLR_LOG_DEBUG("stream mode: kernel times measured at open: {:.3f} ms in all ({:.3f} ms with a timing event per "
-                "layer)",
-                total, sum);
-  return Status();
+  DLR_LOG_DEBUG("kernel times measured at open: {:.3f} ms in all ({:.3f} ms with a timing event per layer)", total,
+                sum);
+  return result;
 }
 
-Status CudaEngine::tune_stream_units() {
-  if (!m_streaming || m_stream_plan.resident || m_stream_plan.layout != PoolLayout::kRing || !m_options.unit_search ||
-      m_options.chunk_bytes > 0)
-    return Status();
-  std::vector<double> layer_ms;  // kept in the plan (search_layer_ms)
-  DLR_RETURN_IF_ERROR(measure_layer_ms(&layer_ms));
-  UnitSearchOptions search;
-  search.min_gain = m_options.unit_search_min_gain;
-  DLR_ASSIGN_OR_RETURN(UnitSearchResult r,
-                       search_ring_units(m_plan, m_copy_profile, m_stream_options, layer_ms, search));
-  // Same budget, same ring: only the cut of the byte stream (and so the waits) changes.
-  DLR_ASSERT(r.plan.pool_bytes == m_stream_plan.pool_bytes && r.plan.layout == m_stream_plan.layout);
-  m_stream_plan = std::move(r.plan);
+Status CudaEngine::replan(const CompiledModel& model) {
+  // Same network, options and pool: only the cut of the byte stream (units, waits, order).
+  if (model.plan.steps.size() != m_plan.steps.size() || model.streaming != m_streaming ||
+      model.stream.pool_bytes != m_stream_plan.pool_bytes || model.stream.layout != m_stream_plan.layout ||
+      model.stream.resident != m_stream_plan.resident)
+    return invalid_argument("replan: the model differs from the open one in more than its transfer units");
+  if (!m_streaming) return Status();
+  m_stream_plan = model.stream;
   DLR_RETURN_IF_ERROR(make_stream_events());
-  if (m_stream_plan.units_searched) {
-    DLR_LOG_INFO("stream mode: {} transfer units chosen by simulation ({} runs): {:.3f} ms predicted, equal chunks "
-                 "{:.3f} ms",
-                 m_stream_plan.units.size(), r.simulations, r.predicted_ms, r.default_ms);
-  } else {
-    DLR_LOG_INFO("stream mode: equal chunks kept ({:.3f} ms predicted; the best searched cut, {:.3f} ms, gains "
-                 "less than {:.1f} %)",
-                 r.default_ms, m_stream_plan.searched_ms, 100.0 * search.min_gain);
-  }
+  if (m_graph) DLR_RETURN_IF_ERROR(capture_graph());
   return Status();
 }
 

@@ -23,11 +23,10 @@ double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
 
 }  // namespace
 
-Status CudaEngine::setup_weights(const WeightsFile& file) {
-  m_streaming = m_options.mode == WeightMode::kStream;
+Status CudaEngine::setup_weights(WeightSource& source) {
   if (!m_streaming) {
     // Preload: prepared on the host in the plan's layout/dtype, uploaded once.
-    DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create(m_net, m_plan, file));
+    DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create(m_plan, source));
     DLR_ASSIGN_OR_RETURN(m_weights, cuda::DeviceBuffer::alloc(size_t(store.bytes())));
     if (store.bytes() > 0)
       DLR_CUDA_CHECK(cudaMemcpy(m_weights.data(), store.data(), size_t(store.bytes()), cudaMemcpyHostToDevice));
@@ -35,20 +34,8 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
     return Status();
   }
 
-  DLR_ASSIGN_OR_RETURN(m_copy_profile, CopyProfile::resolve(m_options.copy_profile));
-  const CopyProfile& profile = m_copy_profile;
-  DLR_ASSIGN_OR_RETURN(int64_t budget,
-                       parse_weight_budget(m_options.weight_budget, m_plan.weight_bytes(), 0));  // min: the plan's minimum
-  StreamOptions& so = m_stream_options;
-  so.budget_bytes = budget;
-  so.chunk_bytes = m_options.chunk_bytes;
-  const bool pool_known = parse_pool_layout(m_options.weight_pool, &so.layout);
-  DLR_ASSERT(pool_known);  // Session::open rejects other names
-  DLR_ASSIGN_OR_RETURN(so.ring_granularity, cuda::MirroredBuffer::granularity(m_options.cuda_device));
-  DLR_ASSIGN_OR_RETURN(m_stream_plan, plan_streaming(m_plan, profile, so));
-
-  // The pinned host store, filled layer by layer from the mapped file.
-  DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create(m_net, m_plan, file, pinned_host));
+  // The pinned host store, filled blob by blob from the source.
+  DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create(m_plan, source, pinned_host));
   m_host = std::make_unique<WeightStore>(std::move(store));
   for (size_t i = 0; i < m_plan.weights.size(); ++i)
     DLR_ASSERT(i == 0 || m_host->blob_offset(int(i)) == m_host->blob_offset(int(i) - 1) + m_plan.weights[i - 1].bytes);
@@ -73,7 +60,7 @@ Status CudaEngine::setup_weights(const WeightsFile& file) {
                m_stream_plan.resident ? "resident" : pool_layout_name(m_stream_plan.layout),
                mib(m_stream_plan.pool_bytes), m_stream_plan.slots, mib(m_stream_plan.slot_bytes),
                mib(m_stream_plan.total_weight_bytes), m_stream_plan.resident ? 0 : m_stream_plan.units.size(),
-               profile.name);
+               m_profile_name);
   return Status();
 }
 
@@ -191,14 +178,6 @@ Status CudaEngine::read_profile() {
     }
   }
   return Status();
-}
-
-std::string CudaEngine::weight_plan_text() const {
-  if (m_streaming) return m_stream_plan.to_text();
-  char line[160];
-  std::snprintf(line, sizeof(line), "preload: %zu blobs, %.2f MiB resident on the device\n", m_plan.weights.size(),
-                mib(int64_t(m_weights.bytes())));
-  return line;
 }
 
 }  // namespace dlr

@@ -12,6 +12,8 @@
 // model (the checks then report the hazard).
 #include "runtime/streaming/simulator.h"
 
+#include "loaders/network_desc.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <limits>

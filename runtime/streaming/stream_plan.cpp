@@ -250,24 +250,6 @@ std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan) {
   return offset;
 }
 
-const char* pool_layout_name(PoolLayout l) {
-  switch (l) {
-    case PoolLayout::kAuto: return "auto";
-    case PoolLayout::kSlots: return "slots";
-    case PoolLayout::kRing: return "ring";
-  }
-  return "?";
-}
-
-bool parse_pool_layout(const std::string& s, PoolLayout* out) {
-  for (PoolLayout l : {PoolLayout::kAuto, PoolLayout::kSlots, PoolLayout::kRing})
-    if (s == pool_layout_name(l)) {
-      *out = l;
-      return true;
-    }
-  return false;
-}
-
 int64_t StreamPlan::streamed_bytes() const {
   if (resident) return 0;
   int64_t total = 0;
@@ -532,89 +514,12 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
 
 // ---- parse_weight_budget ----------------------------------------------------
 
-namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-}  // namespace
-
-// Accepted (case-insensitive, surrounding blanks ignored):
-//   "min"              the minimal pool: returns minimal_bytes (0: plan_streaming picks the layout's minimum)
-//   "all"              every weight byte (resident)
-//   "P%"               P percent of the weight bytes, 0 < P <= 100 (decimals allowed)
-//   "N" + unit         decimals allowed; KB/MB/GB are decimal (1e3/1e6/1e9 bytes),
-//                      KiB/MiB/GiB binary (2^10/2^20/2^30), B = bytes
-//   "N"                an integer number of bytes
-// The result is rounded down to whole bytes; it is not checked against the minimum
-// here (plan_streaming reports a budget below it with both sizes).
 Expected<int64_t> parse_weight_budget(const std::string& text, int64_t total_weight_bytes, int64_t minimal_bytes) {
-  const auto bad = [&](const std::string& why) -> Status {
-    return invalid_argument("weight budget \"" + text + "\": " + why);
-  };
-  size_t a = 0, e = text.size();
-  while (a < e && std::isspace(static_cast<unsigned char>(text[a]))) ++a;
-  while (e > a && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
-  const std::string t = lower(text.substr(a, e - a));
-  if (t.empty()) return bad("empty; expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
-  if (t == "min") return minimal_bytes;
-  if (t == "all") return total_weight_bytes;
-  if (t[0] == '-') return bad("negative");
-
-  // number: digits [. digits]
-  size_t i = 0;
-  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
-  const size_t int_digits = i;
-  bool has_fraction = false;
-  if (i < t.size() && t[i] == '.') {
-    ++i;
-    const size_t frac_begin = i;
-    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
-    has_fraction = i > frac_begin;
-    if (!has_fraction) return bad("expected digits after '.'");
-  }
-  if (int_digits == 0 && !has_fraction)
-    return bad("expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
-  const std::string number = t.substr(0, i);
-  size_t j = i;
-  while (j < t.size() && t[j] == ' ') ++j;
-  const std::string unit = t.substr(j);
-  const double value = std::strtod(number.c_str(), nullptr);
-  if (!(value > 0)) return bad("must be greater than zero");
-
-  double bytes = 0;
-  if (unit == "%") {
-    if (value > 100) return bad("a percentage must be in (0, 100]");
-    bytes = std::floor(double(total_weight_bytes) * value / 100.0);
-  } else {
-    double mult = 0;
-    if (unit.empty()) {
-      if (has_fraction) return bad("a plain byte count must be an integer (or add a unit: KB, MB, GB, KiB, MiB, GiB)");
-      mult = 1;
-    } else if (unit == "b") {
-      mult = 1;
-    } else if (unit == "kb") {
-      mult = 1e3;
-    } else if (unit == "mb") {
-      mult = 1e6;
-    } else if (unit == "gb") {
-      mult = 1e9;
-    } else if (unit == "kib") {
-      mult = double(int64_t(1) << 10);
-    } else if (unit == "mib") {
-      mult = double(int64_t(1) << 20);
-    } else if (unit == "gib") {
-      mult = double(int64_t(1) << 30);
-    } else {
-      return bad("unknown unit '" + text.substr(a + j, e - a - j) + "'; expected %, B, KB, MB, GB, KiB, MiB or GiB");
-    }
-    bytes = std::floor(value * mult);
-  }
-  if (bytes >= 9.0e18) return bad("too large");
-  if (bytes < 1) return bad("rounds to zero bytes");
-  return int64_t(bytes);
+  DLR_ASSIGN_OR_RETURN(WeightBudget b, WeightBudget::parse(text));
+  const int64_t bytes = b.resolve(total_weight_bytes, minimal_bytes);
+  if (b.kind == WeightBudget::Kind::kFraction && bytes < 1)
+    return invalid_argument("weight budget \"" + text + "\": rounds to zero bytes");
+  return bytes;
 }
 
 }  // namespace dlr

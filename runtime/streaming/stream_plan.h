@@ -38,15 +38,14 @@
 #include <string>
 #include <vector>
 
+#include "runtime/options.h"
 #include "runtime/plan.h"
 #include "runtime/streaming/copy_profile.h"
 
 namespace dlr {
 
-// Where streamed weights live on the device (see the file comment).
-enum class PoolLayout : uint8_t { kAuto, kSlots, kRing };
-const char* pool_layout_name(PoolLayout l);
-bool parse_pool_layout(const std::string& s, PoolLayout* out);  // "auto", "slots", "ring"
+// PoolLayout (where streamed weights live on the device, see the file comment) is
+// a session option: runtime/options.h.
 
 struct TransferUnit {
   int index = 0;
@@ -131,7 +130,8 @@ int64_t ring_max_unit(int64_t ring, int64_t slot_bytes);
 Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile& profile,
                                     const StreamOptions& options);
 
-// Parses "--weight-budget": "min", "all", "NN%" of the weights, "NNMB"/"NNMiB", "NNGB", or plain bytes.
+// WeightBudget::parse then resolve against total/minimal ("--weight-budget" text
+// straight to bytes); a percentage that rounds to zero bytes is an error.
 Expected<int64_t> parse_weight_budget(const std::string& text, int64_t total_weight_bytes, int64_t minimal_bytes);
 
 }  // namespace dlr

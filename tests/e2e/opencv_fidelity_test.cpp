@@ -17,6 +17,7 @@
 #include <iterator>
 
 #include "runtime/cpu_engine.h"
+#include "loaders/weights_file.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 
+#include "runtime/compile.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"
@@ -61,8 +62,8 @@ const tools::LoadedImage* test_image() {
 Outcome run(const std::string& cfg, const std::string& weights, SessionOptions o, int size) {
   Outcome out;
   std::printf("[session] %s %s %s %s budget %s pool %s%s @%d\n", cfg.substr(cfg.find_last_of('/') + 1).c_str(),
-              device_name(o.device), precision_name(o.precision), weight_mode_name(o.mode), o.weight_budget.c_str(),
-              o.weight_pool.c_str(), o.unit_search ? "" : " (equal chunks)", size);
+              device_name(o.device), precision_name(o.precision), weight_mode_name(o.mode), o.weight_budget.to_string().c_str(),
+              pool_layout_name(o.weight_pool), o.unit_search ? "" : " (equal chunks)", size);
   std::fflush(stdout);
   o.width = size;
   o.height = size;
@@ -78,7 +79,7 @@ Outcome run(const std::string& cfg, const std::string& weights, SessionOptions o
     const float* p = (*s)->engine().output(y, 0);
     out.heads.emplace_back(p, p + n);
   }
-  if (const StreamPlan* sp = (*s)->engine().stream_plan()) out.stream = *sp;
+  if ((*s)->model().streaming) out.stream = (*s)->model().stream;
   out.ok = true;
   return out;
 }
@@ -239,8 +240,8 @@ TEST(StreamMode, BitIdenticalToPreload) {
           const std::string budget = which == "more" ? std::to_string(more[pool]) : which;
           SessionOptions o = cuda(p);
           o.mode = WeightMode::kStream;
-          o.weight_budget = budget;
-          o.weight_pool = pool;
+          o.weight_budget = *WeightBudget::parse(budget);
+          EXPECT_TRUE(parse_pool_layout(pool, &o.weight_pool)) << pool;
           o.unit_search = search;
           o.unit_search_min_gain = 0;
           const Outcome st = run(r.cfg, r.weights, o, m.size);
@@ -285,11 +286,11 @@ TEST(StreamMode, KernelTimesMeasuredAtOpenAddUpToPreload) {
   const double preload_ms = runs[runs.size() / 2];
   pre->reset();
   o.mode = WeightMode::kStream;
-  o.weight_budget = "25%";
+  o.weight_budget = WeightBudget::percent(25);
   auto st = Session::open(r.cfg, r.weights, o);
   ASSERT_TRUE(st.ok()) << st.status().to_string();
-  const StreamPlan* sp = (*st)->engine().stream_plan();
-  ASSERT_NE(sp, nullptr);
+  ASSERT_TRUE((*st)->model().streaming);
+  const StreamPlan* sp = &(*st)->model().stream;
   ASSERT_GT(sp->searched_ms, 0.0);
   const ExecutionPlan& plan = (*st)->plan();
   ASSERT_EQ(sp->search_layer_ms.size(), plan.steps.size());
@@ -365,11 +366,11 @@ TEST(CudaEngine, BadOptionsAreErrors) {
   if (!resolve(kModels[1], &r)) GTEST_SKIP() << "shared data not found";
   SessionOptions o = cuda(Precision::kFP16);
   o.mode = WeightMode::kStream;
-  o.weight_budget = "1MiB";
+  o.weight_budget = WeightBudget::of_bytes(int64_t(1) << 20);
   auto s = Session::open(r.cfg, r.weights, o);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("below the minimum"), std::string::npos) << s.status().message();
-  o.weight_budget = "min";
+  o.weight_budget = WeightBudget::min();
   o.copy_profile = "no-such-profile";
   s = Session::open(r.cfg, r.weights, o);
   ASSERT_FALSE(s.ok());

@@ -139,7 +139,7 @@ TEST(Planner, Yolov4SppConcatIsInPlaceAndMemoryIsReused) {
   for (int producer : {112, 110, 108, 107}) EXPECT_EQ(plan->layer_out[size_t(producer)].buffer, spp.output.buffer);
   EXPECT_EQ(plan->layer_out[107].c_offset, 1536);
   // Reuse: far below the naive sum (yolov4 @608 fp32 outputs sum to ~1 GiB).
-  EXPECT_LT(plan->arena_bytes * 4, plan->naive_bytes) << plan->to_text(*net);
+  EXPECT_LT(plan->arena_bytes * 4, plan->naive_bytes) << plan->to_text();
   EXPECT_EQ(plan->weights.size(), 110u);
 }
 

@@ -41,9 +41,10 @@ TEST_F(SessionErrors, OptionsOutOfRange) {
   o = SessionOptions();
   o.precision = Precision::kFP16;
   EXPECT_EQ(open_error(o), "the CPU backend runs fp32 only (asked for fp16)");
-  o = SessionOptions();
-  o.weight_pool = "rings";
-  EXPECT_EQ(open_error(o), "weight pool \"rings\": expected auto, ring or slots");
+  PoolLayout pool = PoolLayout::kAuto;  // typed now: a pool name is parsed at the boundary
+  EXPECT_FALSE(parse_pool_layout("rings", &pool));
+  EXPECT_TRUE(parse_pool_layout("slots", &pool));
+  EXPECT_EQ(pool, PoolLayout::kSlots);
   o = SessionOptions();
   o.unit_search_min_gain = -0.5;
   EXPECT_EQ(open_error(o), "unit search minimum gain -0.500000 must be in [0, 1)");

@@ -18,6 +18,7 @@
 #include "runtime/streaming/simulator.h"
 #include "tools/common/report.h"
 #include "runtime/core/log.h"
+#include "runtime/compile.h"
 #include "runtime/session.h"
 #include "tools/common/tool_support.h"
 #ifdef DLR_HAVE_CUDA
@@ -162,9 +163,10 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
   if (c.layout == "nhwc") opt.layout = 1;
   if (c.mode == "stream") {
     opt.mode = WeightMode::kStream;
-    opt.weight_budget = c.budget;
+    DLR_ASSIGN_OR_RETURN(opt.weight_budget, WeightBudget::parse(c.budget));
     opt.copy_profile = a.copy_profile;
-    opt.weight_pool = c.pool;
+    if (!parse_pool_layout(c.pool, &opt.weight_pool))
+      return invalid_argument("--pool " + c.pool + ": expected auto, ring or slots");
     DLR_RETURN_IF_ERROR(parse_units(c.units, &opt.unit_search, &opt.chunk_bytes));
   } else if (c.mode != "preload" && c.mode != "cpu") {
     return invalid_argument("unknown mode " + c.mode);
@@ -220,7 +222,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                  {"other", m.other},
                  {"activations_naive", session->plan().naive_bytes},
                  {"device_delta_after_open", free_before - free_after}};
-  if (const StreamPlan* sp = e.stream_plan()) {
+  if (const StreamPlan* sp = session->model().streaming ? &session->model().stream : nullptr) {
     DLR_ASSIGN_OR_RETURN(CopyProfile profile, CopyProfile::resolve(a.copy_profile));
     const double copy_floor_ms = double(sp->streamed_bytes()) / (profile.peak_gbps() * 1e6);
     j["stream"] = {{"pool_bytes", sp->pool_bytes},

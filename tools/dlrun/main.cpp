@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/compile.h"
 #include "runtime/core/log.h"
 #include "runtime/session.h"
 #include "tools/common/report.h"
@@ -32,6 +33,7 @@ struct Args {
   std::string precision = "fp32";
   int width = 0, height = 0;
   bool print_plan = false;
+  std::string save_plan;
   std::string report;
   std::string trace;
   std::string mode = "preload";
@@ -61,9 +63,12 @@ int run(const Args& a) {
   }
   parse_precision(a.precision, &opt.precision);
   parse_weight_mode(a.mode, &opt.mode);
-  opt.weight_budget = a.weight_budget;
+  // Typed options at the boundary: a bad value is a usage error before any file or device work.
+  const Expected<WeightBudget> budget = WeightBudget::parse(a.weight_budget);
+  if (!budget.ok()) return fail("dlrun", "--weight-budget: " + budget.status().message()), kExitUsage;
+  opt.weight_budget = *budget;
   opt.copy_profile = a.copy_profile;
-  opt.weight_pool = a.weight_pool;
+  parse_pool_layout(a.weight_pool, &opt.weight_pool);
   opt.unit_search = a.units == "search";
   opt.cuda_graph = !a.no_graph;
   opt.profile_layers = !a.report.empty() || !a.trace.empty();
@@ -73,6 +78,7 @@ int run(const Args& a) {
   opt.height = a.height;
   if (a.letterbox) opt.letterbox = 1;
   if (a.no_letterbox) opt.letterbox = 0;
+  if (const Status st = validate_options(opt); !st.ok()) return fail("dlrun", st), kExitUsage;
 
   std::vector<std::string> names = coco_names();
   if (!a.names_file.empty()) {
@@ -90,9 +96,13 @@ int run(const Args& a) {
                                std::to_string(names.size()) + " names but the cfg's [yolo] layer " +
                                std::to_string(y) + " has classes=" + std::to_string(classes) + " (use --names)");
   }
-  if (a.print_plan) {
-    std::fputs(s.plan_text().c_str(), stdout);
-    std::fputs(s.engine().weight_plan_text().c_str(), stdout);
+  if (a.print_plan) std::fputs(s.plan_text().c_str(), stdout);
+  if (!a.save_plan.empty()) {
+    const std::string text = compiled_model_to_json(s.model());
+    std::FILE* f = std::fopen(a.save_plan.c_str(), "w");
+    if (!f) return fail("dlrun", a.save_plan + ": cannot write the compiled plan");
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) return fail("dlrun", a.save_plan + ": write failed");
   }
 
   for (size_t i = 0; i < a.images.size(); ++i) {
@@ -152,7 +162,9 @@ int main(int argc, char** argv) {
   app.add_option("--width", a.width, "override the cfg's network width (multiple of 32)")->check(CLI::Range(32, 8192));
   app.add_option("--height", a.height, "override the cfg's network height (multiple of 32)")
       ->check(CLI::Range(32, 8192));
-  app.add_flag("--print-plan", a.print_plan, "print the execution plan (order, buffers, weights) before running");
+  app.add_flag("--print-plan", a.print_plan,
+               "print the compiled model (steps, activation buffers, weight placement, predictions) before running");
+  app.add_option("--save-plan", a.save_plan, "write the compiled model as JSON to this file (after open)");
   app.add_option("--report", a.report,
                  "per-layer timing after each image (copy/kernel start and end, stall, bytes; totals): table, csv or "
                  "json")

@@ -1,0 +1,86 @@
+// The compile step: network + target + options -> one self-contained, printable,
+// JSON-serialisable CompiledModel. Engines execute a CompiledModel and plan
+// nothing themselves (docs/architecture.md, "Compile step").
+//
+//   compile(net, target, options)                 first plan (equal-chunk units)
+//   engine = create(model, weights)               allocates, uploads
+//   if model.needs_layer_times():                 measure-then-replan, explicit:
+//     ms = engine->measure_layer_ms()             kernel times on this device
+//     model = compile(net, target, options, ms)   units chosen by simulation
+//     engine->replan(model)                       same pool, new units/events
+//
+// Plain C++ (no CUDA): a plan can be compiled, printed, saved and diffed without a GPU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/options.h"
+#include "runtime/plan.h"
+#include "runtime/streaming/copy_profile.h"
+#include "runtime/streaming/stream_plan.h"
+
+namespace dlr {
+
+struct NetworkDesc;
+
+// What a plan is compiled for.
+struct Target {
+  DeviceKind device = DeviceKind::kCPU;
+  std::string name = "cpu";     // the device's description, for reports
+  bool integrated = false;      // GPU shares the host's DRAM (Jetson)
+  int64_t memory_bytes = 0;     // device memory in all (0: unknown)
+  int64_t map_granularity = 0;  // virtual-memory mapping unit; 0: no VMM, so no ring pool
+  CopyProfile copy_profile;     // host-to-device copies (stream mode)
+};
+
+// The CPU as a target. A GPU target comes from the CUDA backend
+// (cuda_target(), runtime/cuda/cuda_engine.h) or, for tests and offline
+// planning, is written by hand.
+Target cpu_target();
+
+// Everything the engines need, and nothing they must work out themselves.
+struct CompiledModel {
+  int format_version = 1;       // of the JSON form
+  std::string cfg_path;
+  std::string model_name;       // cfg file name without directory
+  Target target;
+  SessionOptions options;       // as validated (thresholds are post-processing's, kept for the record)
+  bool letterbox = false;       // resolved (options.letterbox or the cfg's)
+  ExecutionPlan plan;           // steps with op parameters, activation offsets, weight blobs
+
+  // Weight placement. preload: every blob resident (stream is empty). stream: the pool,
+  // transfer units and ordering (stream.resident when the budget holds every blob).
+  bool streaming = false;
+  StreamPlan stream;
+  int64_t budget_bytes = 0;     // the resolved weight budget (stream mode; 0: the layout's minimum)
+
+  // Predicted costs: the simulator over the kernel times the compile was given
+  // (layer_ms; empty before measurement) and the target's copy profile.
+  std::vector<double> layer_ms;
+  double predicted_ms = 0;      // 0: not predicted
+  std::vector<std::string> notes;  // how choices were made, one line each
+
+  // Stream mode with a ring and unit search on, compiled without kernel times:
+  // compile again with measured times to choose the transfer units.
+  bool needs_layer_times() const;
+  int64_t device_weight_bytes() const;  // resident blobs or the pool
+  std::string to_text() const;          // the execution plan, the weight placement, predictions, notes
+};
+
+// Validates the options (validate_options) and the target against them, builds
+// the execution plan and the weight placement. layer_ms: measured kernel time of
+// every step (ms), or empty. Pure: no file, no device.
+Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, const SessionOptions& options,
+                                const std::vector<double>& layer_ms = {});
+
+// The planner options a target and options give (layout and dtypes per precision).
+PlannerOptions planner_options(DeviceKind device, const SessionOptions& options);
+
+// JSON form (runtime/compile_json.cpp): every field above; from_json(to_json(m))
+// gives a model whose to_json() is identical.
+std::string compiled_model_to_json(const CompiledModel& model);
+Expected<CompiledModel> compiled_model_from_json(const std::string& text, const std::string& what);
+
+}  // namespace dlr

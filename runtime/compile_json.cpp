@@ -1,0 +1,218 @@
+// CompiledModel <-> JSON. Field names follow the C++ members; enums are written
+// by name. Reading checks the format version and that the JSON has every field
+// (nlohmann throws on a missing field or a wrong type: caught here, one line).
+#include <nlohmann/json.hpp>
+
+#include "runtime/compile.h"
+
+// Like NLOHMANN_JSON_SERIALIZE_ENUM, but a name that is not in the table is an
+// error (nlohmann's macro silently maps it to the first entry).
+#define DLR_JSON_ENUM(ENUM, ...)                                                              \
+  inline void to_json(nlohmann::json& j, const ENUM& e) {                                     \
+    static const std::pair<ENUM, const char*> m[] = __VA_ARGS__;                              \
+    for (const auto& p : m)                                                                   \
+      if (p.first == e) {                                                                     \
+        j = p.second;                                                                         \
+        return;                                                                               \
+      }                                                                                       \
+    j = nullptr;                                                                              \
+  }                                                                                           \
+  inline void from_json(const nlohmann::json& j, ENUM& e) {                                   \
+    static const std::pair<ENUM, const char*> m[] = __VA_ARGS__;                              \
+    if (j.is_string())                                                                        \
+      for (const auto& p : m)                                                                 \
+        if (j.get<std::string>() == p.second) {                                               \
+          e = p.first;                                                                        \
+          return;                                                                             \
+        }                                                                                     \
+    throw nlohmann::json::other_error::create(501, "unknown " #ENUM " " + j.dump(), &j);      \
+  }
+
+namespace dlr {
+
+DLR_JSON_ENUM(LayerKind, {{LayerKind::kConv, "conv"},
+                                         {LayerKind::kMaxPool, "maxpool"},
+                                         {LayerKind::kRoute, "route"},
+                                         {LayerKind::kShortcut, "shortcut"},
+                                         {LayerKind::kUpsample, "upsample"},
+                                         {LayerKind::kYolo, "yolo"},
+                                         {LayerKind::kDropout, "dropout"}})
+DLR_JSON_ENUM(DType, {{DType::kF32, "f32"}, {DType::kF16, "f16"}})
+DLR_JSON_ENUM(Layout, {{Layout::kNCHW, "nchw"}, {Layout::kNHWC, "nhwc"}})
+DLR_JSON_ENUM(Precision, {{Precision::kFP32, "fp32"}, {Precision::kTF32, "tf32"},
+                                         {Precision::kFP16, "fp16"}})
+DLR_JSON_ENUM(DeviceKind, {{DeviceKind::kCPU, "cpu"}, {DeviceKind::kCUDA, "cuda"}})
+DLR_JSON_ENUM(WeightMode, {{WeightMode::kPreload, "preload"}, {WeightMode::kStream, "stream"}})
+DLR_JSON_ENUM(PoolLayout, {{PoolLayout::kAuto, "auto"}, {PoolLayout::kSlots, "slots"},
+                                          {PoolLayout::kRing, "ring"}})
+DLR_JSON_ENUM(NmsKind, {{NmsKind::kDefault, "default"}, {NmsKind::kGreedy, "greedynms"},
+                                       {NmsKind::kDiou, "diounms"}})
+DLR_JSON_ENUM(StreamAction::Kind, {{StreamAction::Kind::kCopy, "copy"},
+                                                  {StreamAction::Kind::kLayer, "layer"}})
+DLR_JSON_ENUM(WeightBudget::Kind, {{WeightBudget::Kind::kMin, "min"},
+                                                  {WeightBudget::Kind::kAll, "all"},
+                                                  {WeightBudget::Kind::kFraction, "fraction"},
+                                                  {WeightBudget::Kind::kBytes, "bytes"}})
+
+// Activation by its cfg name (activation_name / parse_activation).
+void to_json(nlohmann::json& j, const Activation& a) { j = activation_name(a); }
+void from_json(const nlohmann::json& j, Activation& a) {
+  if (!parse_activation(j.get<std::string>(), &a))
+    throw nlohmann::json::other_error::create(501, "unknown activation " + j.dump(), &j);
+}
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Shape3, c, h, w)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ConvParams, filters, size, stride_x, stride_y, dilation, padding, groups,
+                                   batch_normalize, activation)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MaxPoolParams, size, stride_x, stride_y, padding)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RouteParams, layers, groups, group_id)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ShortcutParams, from, activation)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(UpsampleParams, stride, scale)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(YoloParams, classes, total, mask, anchors, scale_x_y, new_coords, nms_kind,
+                                   beta_nms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropoutParams, probability)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Buffer, id, offset, bytes, dtype, layout, c, h, w, first_step, last_step,
+                                   owner_layer)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ViewRef, buffer, c_offset, c)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBlob, layer, weight_elems, bias_elems, dtype, bias_offset, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlannerOptions, batch, layout, activation_dtype, weight_dtype, concat_in_place,
+                                   alignment, keep_all_outputs, conv_strided_io)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TransferUnit, index, group, host_offset, bytes, pool_offset, first_blob,
+                                   last_blob, first_layer)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamAction, kind, index)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightGroup, first_blob, last_blob, host_offset, bytes, slot, last_layer)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamPlan, layout, pool_bytes, slot_bytes, slots, minimal_pool_bytes,
+                                   total_weight_bytes, groups, resident, units, blob_pool_offset, blob_last_unit,
+                                   unit_waits, order, max_copies_ahead, units_searched, searched_ms, chunks_ms,
+                                   search_layer_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBudget, kind, fraction, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SessionOptions, device, precision, batch, width, height, letterbox, thresh, nms,
+                                   concat_in_place, keep_all_outputs, cuda_device, mode, weight_budget, copy_profile,
+                                   chunk_bytes, weight_pool, unit_search, unit_search_min_gain, layout, cuda_graph,
+                                   profile_layers, find_algorithms, workspace_limit, max_image_width,
+                                   max_image_height)
+
+// Step: the op parameters are written under the step's kind.
+void to_json(nlohmann::json& j, const Step& s) {
+  j = {{"layer", s.layer}, {"kind", s.kind},     {"cfg_line", s.cfg_line}, {"in", s.in},
+       {"out", s.out},     {"inputs", s.inputs}, {"output", s.output},     {"copies", s.copies},
+       {"no_op", s.no_op}, {"weight", s.weight}};
+  std::visit([&](const auto& p) { j["params"] = p; }, s.params);
+}
+
+void from_json(const nlohmann::json& j, Step& s) {
+  j.at("layer").get_to(s.layer);
+  j.at("kind").get_to(s.kind);
+  j.at("cfg_line").get_to(s.cfg_line);
+  j.at("in").get_to(s.in);
+  j.at("out").get_to(s.out);
+  j.at("inputs").get_to(s.inputs);
+  j.at("output").get_to(s.output);
+  j.at("copies").get_to(s.copies);
+  j.at("no_op").get_to(s.no_op);
+  j.at("weight").get_to(s.weight);
+  const nlohmann::json& p = j.at("params");
+  switch (s.kind) {
+    case LayerKind::kConv: s.params = p.get<ConvParams>(); break;
+    case LayerKind::kMaxPool: s.params = p.get<MaxPoolParams>(); break;
+    case LayerKind::kRoute: s.params = p.get<RouteParams>(); break;
+    case LayerKind::kShortcut: s.params = p.get<ShortcutParams>(); break;
+    case LayerKind::kUpsample: s.params = p.get<UpsampleParams>(); break;
+    case LayerKind::kYolo: s.params = p.get<YoloParams>(); break;
+    case LayerKind::kDropout: s.params = p.get<DropoutParams>(); break;
+  }
+}
+
+void to_json(nlohmann::json& j, const ExecutionPlan& p) {
+  j = {{"options", p.options},   {"input_shape", p.input_shape}, {"input_buffer", p.input_buffer},
+       {"buffers", p.buffers},   {"steps", p.steps},             {"layer_out", p.layer_out},
+       {"yolo_layers", p.yolo_layers}, {"weights", p.weights},   {"arena_bytes", p.arena_bytes},
+       {"naive_bytes", p.naive_bytes}};
+}
+
+void from_json(const nlohmann::json& j, ExecutionPlan& p) {
+  j.at("options").get_to(p.options);
+  j.at("input_shape").get_to(p.input_shape);
+  j.at("input_buffer").get_to(p.input_buffer);
+  j.at("buffers").get_to(p.buffers);
+  j.at("steps").get_to(p.steps);
+  j.at("layer_out").get_to(p.layer_out);
+  j.at("yolo_layers").get_to(p.yolo_layers);
+  j.at("weights").get_to(p.weights);
+  j.at("arena_bytes").get_to(p.arena_bytes);
+  j.at("naive_bytes").get_to(p.naive_bytes);
+}
+
+namespace {
+
+nlohmann::json target_json(const Target& t) {
+  return {{"device", t.device},
+          {"name", t.name},
+          {"integrated", t.integrated},
+          {"memory_bytes", t.memory_bytes},
+          {"map_granularity", t.map_granularity},
+          // A target without copies (the CPU) has no profile: null.
+          {"copy_profile", t.copy_profile.name.empty() ? nlohmann::json() : t.copy_profile.to_json()}};
+}
+
+Status read_target(const nlohmann::json& j, const std::string& what, Target* t) {
+  j.at("device").get_to(t->device);
+  j.at("name").get_to(t->name);
+  j.at("integrated").get_to(t->integrated);
+  j.at("memory_bytes").get_to(t->memory_bytes);
+  j.at("map_granularity").get_to(t->map_granularity);
+  if (!j.at("copy_profile").is_null()) {
+    DLR_ASSIGN_OR_RETURN(t->copy_profile, CopyProfile::from_json(j.at("copy_profile"), what + ": copy_profile"));
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::string compiled_model_to_json(const CompiledModel& m) {
+  const nlohmann::json j = {{"format", "dlrun-compiled-model"},
+                            {"format_version", m.format_version},
+                            {"cfg_path", m.cfg_path},
+                            {"model_name", m.model_name},
+                            {"target", target_json(m.target)},
+                            {"options", m.options},
+                            {"letterbox", m.letterbox},
+                            {"plan", m.plan},
+                            {"streaming", m.streaming},
+                            {"stream", m.stream},
+                            {"budget_bytes", m.budget_bytes},
+                            {"layer_ms", m.layer_ms},
+                            {"predicted_ms", m.predicted_ms},
+                            {"notes", m.notes}};
+  return j.dump(1) + "\n";
+}
+
+Expected<CompiledModel> compiled_model_from_json(const std::string& text, const std::string& what) {
+  CompiledModel m;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    if (!j.is_object() || j.value("format", std::string()) != "dlrun-compiled-model")
+      return parse_error(what + ": not a dlrun compiled model (no \"format\": \"dlrun-compiled-model\")");
+    const int version = j.at("format_version").get<int>();
+    if (version != m.format_version)
+      return parse_error(what + ": compiled model format version " + std::to_string(version) + ", this dlrun reads " +
+                         std::to_string(m.format_version));
+    j.at("cfg_path").get_to(m.cfg_path);
+    j.at("model_name").get_to(m.model_name);
+    DLR_RETURN_IF_ERROR(read_target(j.at("target"), what, &m.target));
+    j.at("options").get_to(m.options);
+    j.at("letterbox").get_to(m.letterbox);
+    j.at("plan").get_to(m.plan);
+    j.at("streaming").get_to(m.streaming);
+    j.at("stream").get_to(m.stream);
+    j.at("budget_bytes").get_to(m.budget_bytes);
+    j.at("layer_ms").get_to(m.layer_ms);
+    j.at("predicted_ms").get_to(m.predicted_ms);
+    j.at("notes").get_to(m.notes);
+  } catch (const nlohmann::json::exception& e) {
+    return parse_error(what + ": " + e.what());
+  }
+  return m;
+}
+
+}  // namespace dlr

@@ -1,0 +1,185 @@
+#include "runtime/options.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+namespace dlr {
+
+const char* weight_mode_name(WeightMode m) { return m == WeightMode::kStream ? "stream" : "preload"; }
+
+bool parse_weight_mode(const std::string& s, WeightMode* out) {
+  if (s == "preload") *out = WeightMode::kPreload;
+  else if (s == "stream") *out = WeightMode::kStream;
+  else return false;
+  return true;
+}
+
+const char* pool_layout_name(PoolLayout l) {
+  switch (l) {
+    case PoolLayout::kAuto: return "auto";
+    case PoolLayout::kSlots: return "slots";
+    case PoolLayout::kRing: return "ring";
+  }
+  return "?";
+}
+
+bool parse_pool_layout(const std::string& s, PoolLayout* out) {
+  for (PoolLayout l : {PoolLayout::kAuto, PoolLayout::kSlots, PoolLayout::kRing})
+    if (s == pool_layout_name(l)) {
+      *out = l;
+      return true;
+    }
+  return false;
+}
+
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+// Accepted (case-insensitive, surrounding blanks ignored):
+//   "min"              the minimal pool: returns minimal_bytes (0: plan_streaming picks the layout's minimum)
+//   "all"              every weight byte (resident)
+//   "P%"               P percent of the weight bytes, 0 < P <= 100 (decimals allowed)
+//   "N" + unit         decimals allowed; KB/MB/GB are decimal (1e3/1e6/1e9 bytes),
+//                      KiB/MiB/GiB binary (2^10/2^20/2^30), B = bytes
+//   "N"                an integer number of bytes
+// The result is rounded down to whole bytes; it is not checked against the minimum
+// here (plan_streaming reports a budget below it with both sizes).
+Expected<WeightBudget> WeightBudget::parse(const std::string& text) {
+  const auto bad = [&](const std::string& why) -> Status {
+    return invalid_argument("weight budget \"" + text + "\": " + why);
+  };
+  size_t a = 0, e = text.size();
+  while (a < e && std::isspace(static_cast<unsigned char>(text[a]))) ++a;
+  while (e > a && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+  const std::string t = lower(text.substr(a, e - a));
+  if (t.empty()) return bad("empty; expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+  if (t == "min") return WeightBudget::min();
+  if (t == "all") return WeightBudget::all();
+  if (t[0] == '-') return bad("negative");
+
+  // number: digits [. digits]
+  size_t i = 0;
+  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+  const size_t int_digits = i;
+  bool has_fraction = false;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    const size_t frac_begin = i;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+    has_fraction = i > frac_begin;
+    if (!has_fraction) return bad("expected digits after '.'");
+  }
+  if (int_digits == 0 && !has_fraction)
+    return bad("expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+  const std::string number = t.substr(0, i);
+  size_t j = i;
+  while (j < t.size() && t[j] == ' ') ++j;
+  const std::string unit = t.substr(j);
+  const double value = std::strtod(number.c_str(), nullptr);
+  if (!(value > 0)) return bad("must be greater than zero");
+
+  double bytes = 0;
+  if (unit == "%") {
+    if (value > 100) return bad("a percentage must be in (0, 100]");
+    return WeightBudget::percent(value);
+  } else {
+    double mult = 0;
+    if (unit.empty()) {
+      if (has_fraction) return bad("a plain byte count must be an integer (or add a unit: KB, MB, GB, KiB, MiB, GiB)");
+      mult = 1;
+    } else if (unit == "b") {
+      mult = 1;
+    } else if (unit == "kb") {
+      mult = 1e3;
+    } else if (unit == "mb") {
+      mult = 1e6;
+    } else if (unit == "gb") {
+      mult = 1e9;
+    } else if (unit == "kib") {
+      mult = double(int64_t(1) << 10);
+    } else if (unit == "mib") {
+      mult = double(int64_t(1) << 20);
+    } else if (unit == "gib") {
+      mult = double(int64_t(1) << 30);
+    } else {
+      return bad("unknown unit '" + text.substr(a + j, e - a - j) + "'; expected %, B, KB, MB, GB, KiB, MiB or GiB");
+    }
+    bytes = std::floor(value * mult);
+  }
+  if (bytes >= 9.0e18) return bad("too large");
+  if (bytes < 1) return bad("rounds to zero bytes");
+  return WeightBudget::of_bytes(int64_t(bytes));
+}
+
+int64_t WeightBudget::resolve(int64_t total, int64_t minimal) const {
+  switch (kind) {
+    case Kind::kMin: return minimal;
+    case Kind::kAll: return total;
+    case Kind::kFraction: return int64_t(std::floor(double(total) * fraction));
+    case Kind::kBytes: return bytes;
+  }
+  return minimal;
+}
+
+std::string WeightBudget::to_string() const {
+  switch (kind) {
+    case Kind::kMin: return "min";
+    case Kind::kAll: return "all";
+    case Kind::kFraction: {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.17g%%", fraction * 100.0);
+      return buf;
+    }
+    case Kind::kBytes: return std::to_string(bytes);
+  }
+  return "min";
+}
+
+Status validate_options(const SessionOptions& o) {
+  if (o.batch < 1 || o.batch > 64) return invalid_argument("batch " + std::to_string(o.batch) + " is out of range (1..64)");
+  if (o.width < 0 || o.height < 0)
+    return invalid_argument("network width/height overrides must be > 0 (0 keeps the cfg's)");
+  if (o.letterbox < -1 || o.letterbox > 1) return invalid_argument("letterbox must be -1 (cfg), 0 or 1");
+  if (!(o.thresh >= 0.0f && o.thresh < 1.0f)) return invalid_argument("thresh must be in [0, 1)");
+  if (!(o.nms > 0.0f && o.nms <= 1.0f)) return invalid_argument("nms must be in (0, 1]");
+  if (!(o.unit_search_min_gain >= 0.0 && o.unit_search_min_gain < 1.0))
+    return invalid_argument("unit search minimum gain " + std::to_string(o.unit_search_min_gain) +
+                            " must be in [0, 1)");
+  if (o.chunk_bytes < 0) return invalid_argument("chunk size must be >= 0 bytes (0: the copy profile's)");
+  if (o.workspace_limit < 0) return invalid_argument("cuDNN workspace limit must be >= 0 bytes");
+  if (o.layout < -1 || o.layout > 1) return invalid_argument("layout must be -1 (auto), 0 (NCHW) or 1 (NHWC)");
+  if (o.max_image_width < 1 || o.max_image_height < 1)
+    return invalid_argument("image staging size must be at least 1x1");
+  if (o.copy_profile.empty()) return invalid_argument("copy profile: empty; expected a built-in name or a JSON file");
+  switch (o.weight_budget.kind) {
+    case WeightBudget::Kind::kFraction:
+      if (!(o.weight_budget.fraction > 0 && o.weight_budget.fraction <= 1))
+        return invalid_argument("weight budget: a percentage must be in (0, 100]");
+      break;
+    case WeightBudget::Kind::kBytes:
+      if (o.weight_budget.bytes < 1) return invalid_argument("weight budget: must be at least 1 byte");
+      break;
+    default:
+      break;
+  }
+  if (o.device == DeviceKind::kCPU) {
+    if (o.mode != WeightMode::kPreload)
+      return invalid_argument("the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");
+    if (o.precision != Precision::kFP32)
+      return invalid_argument(std::string("the CPU backend runs fp32 only (asked for ") + precision_name(o.precision) +
+                              ")");
+  } else if (o.cuda_device < 0) {
+    return invalid_argument("CUDA device index must be >= 0");
+  }
+  return Status();
+}
+
+}  // namespace dlr

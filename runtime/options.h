@@ -1,0 +1,84 @@
+// Typed session options: every value an application or a tool passes to
+// Session::open, parsed from text at the boundary (the parse_* functions, whose
+// errors are one line naming the option) and validated by validate_options()
+// before any file or device work.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/core/status.h"
+#include "runtime/core/types.h"
+
+namespace dlr {
+
+enum class WeightMode : uint8_t { kPreload, kStream };
+const char* weight_mode_name(WeightMode m);
+bool parse_weight_mode(const std::string& s, WeightMode* out);
+
+// Where streamed weights live on the device (runtime/streaming/stream_plan.h).
+enum class PoolLayout : uint8_t { kAuto, kSlots, kRing };
+const char* pool_layout_name(PoolLayout l);
+bool parse_pool_layout(const std::string& s, PoolLayout* out);  // "auto", "slots", "ring"
+
+// Device memory for streamed weights ("--weight-budget"). Resolved against the
+// plan's weight bytes and the pool minimum by the compile step.
+struct WeightBudget {
+  enum class Kind : uint8_t { kMin, kAll, kFraction, kBytes };
+  Kind kind = Kind::kMin;
+  double fraction = 0;  // kFraction: (0, 1]
+  int64_t bytes = 0;    // kBytes: > 0
+
+  static WeightBudget min() { return {}; }
+  static WeightBudget all() { return {Kind::kAll, 0, 0}; }
+  static WeightBudget percent(double p) { return {Kind::kFraction, p / 100.0, 0}; }
+  static WeightBudget of_bytes(int64_t b) { return {Kind::kBytes, 0, b}; }
+  // "min", "all", "NN%" (0 < NN <= 100, decimals allowed), "N" + KB/MB/GB (1e3..),
+  // KiB/MiB/GiB (2^10..) or B, or plain bytes; case-insensitive, blanks around ignored.
+  static Expected<WeightBudget> parse(const std::string& text);
+  // Bytes for a plan with `total` weight bytes whose smallest pool is `minimal`
+  // (min -> minimal; a percentage is rounded down to whole bytes).
+  int64_t resolve(int64_t total, int64_t minimal) const;
+  std::string to_string() const;  // parse(to_string()) == *this
+  bool operator==(const WeightBudget& o) const {
+    return kind == o.kind && fraction == o.fraction && bytes == o.bytes;
+  }
+};
+
+struct SessionOptions {
+  DeviceKind device = DeviceKind::kCPU;
+  Precision precision = Precision::kFP32;
+  int batch = 1;           // images per inference (1..64)
+  int width = 0;           // > 0: override the cfg's network width
+  int height = 0;          // > 0: override the cfg's network height
+  int letterbox = -1;      // -1: as the cfg's [net] letter_box; 0: stretch; 1: letterbox
+  float thresh = 0.25f;    // detection threshold (strict >), [0, 1)
+  float nms = 0.45f;       // NMS threshold, (0, 1]
+  bool concat_in_place = true;    // route buffers without copies
+  bool keep_all_outputs = false;  // debugging: every layer output readable after a run (more memory)
+
+  // ---- CUDA backend ----
+  int cuda_device = 0;
+  WeightMode mode = WeightMode::kPreload;  // preload: all weights resident; stream: demand layering
+  WeightBudget weight_budget;              // stream mode: device pool for weights
+  std::string copy_profile = "h100";       // stream mode: a dlprobe JSON file or a built-in profile name
+  int64_t chunk_bytes = 0;                 // stream mode: copy chunk size override (0 = the profile's)
+  PoolLayout weight_pool = PoolLayout::kAuto;  // stream mode: ring (double-mapped) or slots; auto: ring if possible
+  bool unit_search = true;                 // stream mode, ring, no chunk_bytes: transfer units chosen by simulation
+                                           // from kernel times measured at open (unit_search.h); false: equal chunks
+  double unit_search_min_gain = 0.01;      // keep a searched cut only when predicted this fraction faster, [0, 1)
+  int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
+  bool cuda_graph = true;         // capture the network once and replay it
+  bool profile_layers = false;    // per-layer CUDA event timing (event nodes inside the graph)
+  bool find_algorithms = false;   // cudnnFind (timed) instead of heuristics
+  int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per conv, bytes (>= 0)
+  int max_image_width = 1920;     // host/device image staging sized at open (grows if exceeded)
+  int max_image_height = 1080;
+};
+
+// Checks every option's range and that the options fit together (e.g. the CPU
+// backend runs fp32 preload only). Touches no file and no device. One-line errors
+// naming the option.
+Status validate_options(const SessionOptions& options);
+
+}  // namespace dlr

@@ -1,0 +1,281 @@
+// The compile step (runtime/compile.h): typed options validated before any file
+// work, the compiled model's JSON round trip, measure-then-replan as two compiles,
+// and the dependency direction of the headers the issue names.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "loaders/network_desc.h"
+#include "runtime/compile.h"
+#include "runtime/session.h"
+#include "runtime/streaming/simulator.h"
+#include "tests/common/test_paths.h"
+
+namespace dlr {
+namespace {
+
+Expected<NetworkDesc> tiny() { return parse_network_cfg(test::source_file("models/yolov4-tiny.cfg")); }
+
+Target gpu_target(const std::string& profile = "h100") {
+  Target t;
+  t.device = DeviceKind::kCUDA;
+  t.name = "hand-made H100-like target";
+  t.memory_bytes = int64_t(80) << 30;
+  t.map_granularity = int64_t(2) << 20;
+  t.copy_profile = *CopyProfile::builtin(profile);
+  return t;
+}
+
+SessionOptions stream_options(const std::string& budget) {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  o.mode = WeightMode::kStream;
+  o.weight_budget = *WeightBudget::parse(budget);
+  return o;
+}
+
+void expect_round_trip(const CompiledModel& m) {
+  const std::string json = compiled_model_to_json(m);
+  Expected<CompiledModel> back = compiled_model_from_json(json, "round trip");
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(compiled_model_to_json(*back), json);
+  EXPECT_EQ(back->to_text(), m.to_text());
+  // A few fields compared directly, so a serialiser that drops a field on both
+  // sides still fails here.
+  ASSERT_EQ(back->plan.steps.size(), m.plan.steps.size());
+  for (size_t i = 0; i < m.plan.steps.size(); ++i) {
+    EXPECT_EQ(back->plan.steps[i].params.index(), m.plan.steps[i].params.index()) << i;
+    EXPECT_EQ(back->plan.steps[i].out, m.plan.steps[i].out) << i;
+  }
+  EXPECT_EQ(back->stream.units.size(), m.stream.units.size());
+  EXPECT_EQ(back->stream.unit_waits, m.stream.unit_waits);
+  EXPECT_EQ(back->layer_ms, m.layer_ms);
+  EXPECT_TRUE(back->options.weight_budget == m.options.weight_budget);
+  EXPECT_EQ(back->target.copy_profile.name, m.target.copy_profile.name);
+}
+
+TEST(Compile, StepsCarryTheOpParameters) {
+  auto net = tiny();
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  auto m = compile(*net, cpu_target(), SessionOptions{});
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  ASSERT_EQ(m->plan.steps.size(), net->layers.size());
+  for (const LayerDesc& l : net->layers) {
+    const Step& s = m->plan.steps[size_t(l.index)];
+    EXPECT_EQ(s.kind, l.kind);
+    EXPECT_EQ(s.in, l.in);
+    EXPECT_EQ(s.out, l.out);
+    EXPECT_EQ(s.cfg_line, l.cfg_line);
+    EXPECT_EQ(s.params.index(), l.params.index());
+    if (l.kind == LayerKind::kConv) {
+      EXPECT_EQ(std::get<ConvParams>(s.params).filters, l.conv().filters);
+      EXPECT_EQ(std::get<ConvParams>(s.params).activation, l.conv().activation);
+    }
+    if (l.kind == LayerKind::kYolo) EXPECT_EQ(m->plan.yolo(l.index).anchors, l.yolo().anchors);
+  }
+  EXPECT_FALSE(m->streaming);
+  EXPECT_FALSE(m->needs_layer_times());
+  EXPECT_NE(m->to_text().find("weights: preload"), std::string::npos) << m->to_text();
+  expect_round_trip(*m);
+}
+
+TEST(Compile, StreamModelRoundTripsAndMeasureThenReplan) {
+  auto net = tiny();
+  ASSERT_TRUE(net.ok());
+  const Target t = gpu_target();
+  auto first = compile(*net, t, stream_options("min"));
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_TRUE(first->streaming);
+  EXPECT_EQ(first->stream.layout, PoolLayout::kRing);
+  EXPECT_TRUE(first->needs_layer_times());
+  EXPECT_EQ(first->predicted_ms, 0.0);
+  expect_round_trip(*first);
+
+  // Second compile with kernel times (modelled here; measured on the device at open).
+  const std::vector<double> ms = model_layer_ms(*net, first->plan, 200e3, 2000, 3.0);
+  auto second = compile(*net, t, stream_options("min"), ms);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_FALSE(second->needs_layer_times());
+  EXPECT_GT(second->predicted_ms, 0.0);
+  EXPECT_EQ(second->stream.pool_bytes, first->stream.pool_bytes);  // replan keeps the pool
+  EXPECT_EQ(second->stream.search_layer_ms, ms);
+  expect_round_trip(*second);
+
+  // The same inputs compile to the same model (deterministic).
+  auto again = compile(*net, t, stream_options("min"), ms);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(compiled_model_to_json(*again), compiled_model_to_json(*second));
+
+  // Without a ring (no VMM on the target) the slots layout is chosen, no measurement needed.
+  Target no_vmm = t;
+  no_vmm.map_granularity = 0;
+  auto slots = compile(*net, no_vmm, stream_options("90%"));
+  ASSERT_TRUE(slots.ok()) << slots.status().to_string();
+  EXPECT_EQ(slots->stream.layout, PoolLayout::kSlots);
+  EXPECT_FALSE(slots->needs_layer_times());
+  auto all = compile(*net, t, stream_options("all"));
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->stream.resident);
+  EXPECT_EQ(all->device_weight_bytes(), all->plan.weight_bytes());
+}
+
+TEST(Compile, Errors) {
+  auto net = tiny();
+  ASSERT_TRUE(net.ok());
+  SessionOptions cuda = stream_options("min");
+  EXPECT_EQ(compile(*net, cpu_target(), cuda).status().message(),
+            "compile: options ask for device cuda but the target is cpu");
+  auto first = compile(*net, gpu_target(), cuda);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(compile(*net, gpu_target(), cuda, {1.0, 2.0}).status().message(),
+            "compile: 2 kernel times for " + std::to_string(first->plan.steps.size()) + " steps");
+  auto tinybudget = compile(*net, gpu_target(), stream_options("1KiB"));
+  ASSERT_FALSE(tinybudget.ok());
+  EXPECT_NE(tinybudget.status().message().find("below the minimum"), std::string::npos) << tinybudget.status().message();
+}
+
+TEST(CompiledModelJson, BadInputsGiveOneLineErrors) {
+  auto net = tiny();
+  ASSERT_TRUE(net.ok());
+  auto m = compile(*net, cpu_target(), SessionOptions{});
+  ASSERT_TRUE(m.ok());
+  const std::string good = compiled_model_to_json(*m);
+  auto err = [](const std::string& text) { return compiled_model_from_json(text, "p.json").status().message(); };
+  EXPECT_EQ(err("{}"), "p.json: not a dlrun compiled model (no \"format\": \"dlrun-compiled-model\")");
+  EXPECT_EQ(err("[1]"), "p.json: not a dlrun compiled model (no \"format\": \"dlrun-compiled-model\")");
+  std::string other = good;
+  other.replace(other.find("\"format_version\": 1"), 19, "\"format_version\": 7");
+  EXPECT_EQ(err(other), "p.json: compiled model format version 7, this dlrun reads 1");
+  std::string missing = good;
+  missing.replace(missing.find("\"arena_bytes\""), 13, "\"arena_bytez\"");
+  EXPECT_NE(err(missing).find("p.json: "), std::string::npos);
+  EXPECT_NE(err(missing).find("arena_bytes"), std::string::npos) << err(missing);
+  EXPECT_NE(err("{\"format\": \"dlrun-compiled-model\"").find("p.json: "), std::string::npos);
+  std::string kind = good;
+  kind.replace(kind.find("\"kind\": \"conv\""), 14, "\"kind\": \"conx\"");
+  EXPECT_FALSE(compiled_model_from_json(kind, "p.json").ok());
+  for (const std::string& e : {err("{}"), err(other), err(missing)}) EXPECT_EQ(e.find('\n'), std::string::npos);
+}
+
+TEST(SessionOptions, TypedBudgetParsesAndPrints) {
+  for (const char* text : {"min", "all", "25%", "12.5%", "64MiB", "1.5GB", "123456"}) {
+    auto b = WeightBudget::parse(text);
+    ASSERT_TRUE(b.ok()) << text << ": " << b.status().to_string();
+    auto again = WeightBudget::parse(b->to_string());
+    ASSERT_TRUE(again.ok()) << b->to_string();
+    EXPECT_TRUE(*again == *b) << text << " -> " << b->to_string();
+  }
+  EXPECT_EQ(WeightBudget::parse("25%")->resolve(1000, 7), 250);
+  EXPECT_EQ(WeightBudget::parse("min")->resolve(1000, 7), 7);
+  EXPECT_EQ(WeightBudget::parse("all")->resolve(1000, 7), 1000);
+  EXPECT_EQ(WeightBudget::parse("foo").status().message(),
+            "weight budget \"foo\": expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+}
+
+TEST(SessionOptions, BadValuesFailBeforeAnyFileWork) {
+  // The cfg and weights do not exist: each error must be the option's, not the file's.
+  struct Case {
+    std::function<void(SessionOptions*)> set;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {[](SessionOptions* o) { o->batch = 0; }, "batch 0 is out of range (1..64)"},
+      {[](SessionOptions* o) { o->thresh = 1.5f; }, "thresh must be in [0, 1)"},
+      {[](SessionOptions* o) { o->nms = 0; }, "nms must be in (0, 1]"},
+      {[](SessionOptions* o) { o->unit_search_min_gain = 2; }, "unit search minimum gain 2.000000 must be in [0, 1)"},
+      {[](SessionOptions* o) { o->chunk_bytes = -1; }, "chunk size must be >= 0 bytes (0: the copy profile's)"},
+      {[](SessionOptions* o) { o->layout = 3; }, "layout must be -1 (auto), 0 (NCHW) or 1 (NHWC)"},
+      {[](SessionOptions* o) { o->copy_profile.clear(); },
+       "copy profile: empty; expected a built-in name or a JSON file"},
+      {[](SessionOptions* o) { o->weight_budget = WeightBudget::percent(150); },
+       "weight budget: a percentage must be in (0, 100]"},
+      {[](SessionOptions* o) { o->mode = WeightMode::kStream; },
+       "the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)"},
+      {[](SessionOptions* o) { o->precision = Precision::kFP16; }, "the CPU backend runs fp32 only (asked for fp16)"},
+      {[](SessionOptions* o) {
+         o->device = DeviceKind::kCUDA;
+         o->cuda_device = -1;
+       },
+       "CUDA device index must be >= 0"},
+  };
+  for (const Case& c : cases) {
+    SessionOptions o;
+    c.set(&o);
+    EXPECT_EQ(validate_options(o).message(), c.message);
+    auto s = Session::open("/nonexistent/x.cfg", "/nonexistent/x.weights", o);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().message(), c.message);
+  }
+  EXPECT_TRUE(validate_options(SessionOptions{}).ok());
+}
+
+// ---- dependency direction (docs/architecture.md) ----
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> includes_of(const std::string& rel) {
+  static const std::regex re("#include [\"<]([^\">]+)[\">]");
+  std::vector<std::string> out;
+  const std::string text = read_text(test::source_file(rel));
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+// Project headers reachable from `rel` (project-relative paths) plus third-party includes.
+std::set<std::string> closure(const std::string& rel) {
+  std::set<std::string> seen;
+  std::vector<std::string> todo{rel};
+  while (!todo.empty()) {
+    const std::string f = todo.back();
+    todo.pop_back();
+    if (!seen.insert(f).second) continue;
+    if (!std::ifstream(test::source_file(f))) continue;  // a system header
+    for (const std::string& inc : includes_of(f)) todo.push_back(inc);
+  }
+  return seen;
+}
+
+TEST(Dependencies, PointOneWay) {
+  ASSERT_FALSE(includes_of("runtime/session.h").empty()) << "source tree not found";
+  for (const std::string& h : closure("runtime/session.h")) {
+    EXPECT_EQ(h.find("nlohmann"), std::string::npos) << "runtime/session.h reaches " << h;
+    EXPECT_EQ(h.find("runtime/streaming/"), std::string::npos) << "runtime/session.h reaches " << h;
+  }
+  for (const std::string& h : closure("runtime/engine.h")) {
+    EXPECT_TRUE(h.rfind("kernels/", 0) != 0 || h == "kernels/op_params.h") << "runtime/engine.h reaches " << h;
+    EXPECT_EQ(h.find("runtime/streaming/"), std::string::npos) << "runtime/engine.h reaches " << h;
+  }
+  for (const char* k : {"kernels/op_params.h", "kernels/tensor_view.h", "kernels/cpu/cpu_ops.h",
+                        "kernels/cuda/cuda_ops.h", "kernels/cuda/conv.h"})
+    for (const std::string& h : closure(k)) {
+      EXPECT_NE(h.rfind("loaders/", 0), 0u) << k << " reaches " << h;
+      EXPECT_TRUE(h.rfind("runtime/", 0) != 0 || h.rfind("runtime/core/", 0) == 0) << k << " reaches " << h;
+    }
+  // Every file of kernels/ (sources too): no loaders/, no runtime/ but runtime/core/.
+  int files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(test::source_file("kernels"))) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    const std::string rel = "kernels/" + std::filesystem::relative(e.path(), test::source_file("kernels")).string();
+    for (const std::string& inc : includes_of(rel)) {
+      EXPECT_NE(inc.rfind("loaders/", 0), 0u) << rel << " includes " << inc;
+      EXPECT_TRUE(inc.rfind("runtime/", 0) != 0 || inc.rfind("runtime/core/", 0) == 0) << rel << " includes " << inc;
+    }
+  }
+  EXPECT_GT(files, 20);
+}
+
+}  // namespace
+}  // namespace dlr
