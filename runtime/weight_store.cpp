@@ -42,6 +42,7 @@ Status prepare_blob(const LayerDesc& layer, const WeightsFile& file, const Weigh
   float* w = tmp->data();
   float* b = w + sizes.weights;
   DLR_RETURN_IF_ERROR(prepare_conv(layer, file, w, b));
+  if (blob.dtype == DType::kF16) DLR_RETURN_IF_ERROR(check_fp16_range(layer, file.path(), w));
 
   char* out = static_cast<char*>(dst);
   std::memset(out, 0, size_t(blob.bytes));
