@@ -1,6 +1,8 @@
 #include "runtime/session.h"
 
 #include <chrono>
+#include <exception>
+#include <new>
 #include <fstream>
 
 #include "runtime/core/log.h"
@@ -30,8 +32,30 @@ bool parse_weight_mode(const std::string& s, WeightMode* out) {
 
 Session::~Session() = default;
 
+// Runs `body`, turning an exception (std::bad_alloc from a huge request, anything
+// a dependency throws) into a Status, so none crosses the API.
+namespace {
+template <class F>
+auto no_throw(const char* call, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(std::string(call) + ": out of host memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return internal_error(std::string(call) + ": unexpected exception: " + e.what());
+  } catch (...) {
+    return internal_error(std::string(call) + ": unexpected exception");
+  }
+}
+}  // namespace
+
 Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, const std::string& weights_path,
                                                  const SessionOptions& options) {
+  return no_throw("Session::open", [&] { return open_impl(cfg_path, weights_path, options); });
+}
+
+Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_path, const std::string& weights_path,
+                                                      const SessionOptions& options) {
   if (options.batch < 1 || options.batch > 64)
     return invalid_argument("batch " + std::to_string(options.batch) + " is out of range (1..64)");
   if (!(options.thresh >= 0.0f && options.thresh < 1.0f))
@@ -49,10 +73,13 @@ Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, co
   cfg_opt.width = options.width;
   cfg_opt.height = options.height;
   DLR_ASSIGN_OR_RETURN(s->m_net, parse_network_cfg(cfg_path, cfg_opt));
+  for (const std::string& w : s->m_net.warnings) DLR_LOG_WARN("{}", w);
+  // Before the weights: a cfg without a detector head is the cfg's fault, not the weights'.
+  if (s->m_net.yolo_layers().empty())
+    return unsupported(cfg_path + ": the network has no [yolo] layer (expected a YOLO detector cfg)");
   DLR_ASSIGN_OR_RETURN(WeightsFile wf, WeightsFile::open(weights_path, s->m_net));
   s->m_weights = std::make_unique<WeightsFile>(std::move(wf));
   s->m_letterbox = options.letterbox < 0 ? s->m_net.net.letter_box : options.letterbox != 0;
-  if (s->m_net.yolo_layers().empty()) return unsupported(cfg_path + ": the network has no [yolo] layer");
 
   PlannerOptions popt;
   popt.batch = options.batch;
@@ -79,6 +106,10 @@ Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, co
 }
 
 Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageView* images, int n) {
+  return no_throw("Session::detect", [&] { return detect_batch_impl(images, n); });
+}
+
+Expected<std::vector<std::vector<Detection>>> Session::detect_batch_impl(const ImageView* images, int n) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   DLR_RETURN_IF_ERROR(m_engine->set_images(images, n, m_letterbox));
