@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <new>
+#include <stdexcept>
 #include <iterator>
 #include <sstream>
 
@@ -115,6 +117,17 @@ TEST_F(SessionErrors, ParserWarningsAreLoggedAtOpen) {
                                  "as in Darknet";
   EXPECT_NE(log.str().find(line), std::string::npos) << log.str();
   EXPECT_EQ(log.str().find(line), log.str().rfind(line)) << "logged more than once";
+}
+
+TEST(ToolSupport, GuardedMainTurnsExceptionsIntoOneLine) {
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(tools::guarded_main("t", []() -> int { throw std::bad_alloc(); }), tools::kExitError);
+  EXPECT_EQ(tools::guarded_main("t", []() -> int { throw std::runtime_error("two\nlines"); }), tools::kExitError);
+  EXPECT_EQ(tools::guarded_main("t", []() -> int { throw 42; }), tools::kExitError);
+  EXPECT_EQ(tools::guarded_main("t", [] { return tools::kExitUsage; }), tools::kExitUsage);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "t: out of memory (std::bad_alloc)\nt: unexpected error: two lines\n"
+            "t: unexpected error (unknown exception)\n");
 }
 
 TEST(ToolSupport, NamesAndImageFiles) {
