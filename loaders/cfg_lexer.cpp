@@ -9,6 +9,10 @@
 #include <cstring>
 #include <cstdio>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace dlr {
 
 const CfgOption* CfgSection::find(const std::string& key) const {
@@ -47,6 +51,16 @@ Expected<std::vector<CfgSection>> lex_cfg_text(const std::string& text, const st
     const std::string raw = text.substr(pos, end - pos);
     pos = end + 1;
     ++line_no;
+    // A control byte (NUL included) would cut or garble every message that quotes the line.
+    for (size_t col = 0; col < raw.size(); ++col) {
+      const unsigned char ch = static_cast<unsigned char>(raw[col]);
+      if ((ch < 0x20 && !std::isspace(ch)) || ch == 0x7f) {
+        char hex[8];
+        std::snprintf(hex, sizeof(hex), "0x%02x", ch);
+        return parse_error(name + ":" + std::to_string(line_no) + ": control character " + hex + " at column " +
+                           std::to_string(col + 1) + ": expected text (is this a .cfg file?)");
+      }
+    }
 
     const std::string line = strip_all_space(raw);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
@@ -141,28 +155,58 @@ bool parse_cfg_float_list(const std::string& value, std::vector<float>* out) {
   return parse_list(value, out, parse_float_token);
 }
 
-Status read_text_file(const std::string& path, std::string* out) {
-  errno = 0;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    const int err = errno;
-    return io_error(path + ": cannot open: " + (err != 0 ? std::strerror(err) : "unknown error"));
-  }
+Status read_text_file(const std::string& path, std::string* out, uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return io_error(path + ": cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return io_error(path + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return io_error(path + ": not a regular file (" + file_type_name(st.st_mode) + "); expected a file");
+  if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    return io_error(path + ": file has " + std::to_string(st.st_size) + " bytes; expected at most " +
+                    std::to_string(max_bytes));
   std::string data;
+  data.reserve(static_cast<size_t>(st.st_size));
   char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) data.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) return io_error(path + ": cannot read: " + (err != 0 ? std::strerror(err) : "read error"));
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error(path + ": cannot read: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    // The size may change after fstat (a growing file, /proc): the cap holds for what is read.
+    if (data.size() + static_cast<size_t>(n) > max_bytes)
+      return io_error(path + ": file has more than " + std::to_string(max_bytes) + " bytes; expected at most " +
+                      std::to_string(max_bytes));
+    data.append(buf, static_cast<size_t>(n));
+  }
   *out = std::move(data);
   return Status::ok_status();
 }
 
+const char* file_type_name(unsigned mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a regular file";
+}
+
 Expected<std::vector<CfgSection>> lex_cfg_file(const std::string& path) {
   std::string text;
-  DLR_RETURN_IF_ERROR(read_text_file(path, &text));
+  DLR_RETURN_IF_ERROR(read_text_file(path, &text, kMaxCfgBytes));
   return lex_cfg_text(text, path);
 }
 

@@ -10,10 +10,13 @@
 // - duplicate keys in a section: the FIRST one wins (Darknet's option_find
 //   walks from the front); later ones are kept in `duplicates` so callers can
 //   warn about them.
+// - (dlrun) a control character other than whitespace (NUL, ESC, DEL...) is an
+//   error naming its line and column, so no message can carry one.
 // Values are not interpreted here (no comment stripping, no number parsing).
 // Errors are one line: "NAME:LINE: what was found: what was expected".
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -54,7 +57,14 @@ bool parse_cfg_float(const std::string& value, float* out);  // strtod syntax, f
 bool parse_cfg_int_list(const std::string& value, std::vector<int>* out);
 bool parse_cfg_float_list(const std::string& value, std::vector<float>* out);
 
-// Reads a whole file into `out`; io_error "PATH: cannot open: <reason>" otherwise.
-Status read_text_file(const std::string& path, std::string* out);
+// Largest .cfg text read (docs/reliability.md); real cfgs are below 40 KiB.
+constexpr uint64_t kMaxCfgBytes = uint64_t(4) << 20;
+
+// Reads a whole regular file of at most `max_bytes` into `out`. Without blocking:
+// a FIFO, device, directory or socket is refused ("PATH: not a regular file (a FIFO);
+// expected a file"), as is a larger file; io_error "PATH: cannot open: <reason>" otherwise.
+Status read_text_file(const std::string& path, std::string* out, uint64_t max_bytes);
+// "a directory", "a FIFO", "a character device", ... for a stat() st_mode.
+const char* file_type_name(unsigned mode);
 
 }  // namespace dlr

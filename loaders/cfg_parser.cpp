@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loaders/cfg_lexer.h"
+#include "loaders/checked_math.h"
 #include "loaders/network_desc.h"
 
 namespace dlr {
@@ -202,6 +203,9 @@ class CfgParser {
   Status get_activation(const CfgSection& s, const char* def, Activation* out) const;
   Status resolve_refs(const CfgSection& s, const char* key, int cur, std::vector<int>* out) const;
   Status check_output(const CfgSection& s, const char* key, const LayerDesc& l, const std::string& how) const;
+  Status check_conv_weights(const CfgSection& s, const LayerDesc& l, const ConvParams& p) const;
+  Status check_input_size(const CfgSection& s) const;
+  Status check_network_weights() const;
 
   Status parse_net(const CfgSection& s);
   Status parse_conv(const CfgSection& s, LayerDesc* l);
@@ -334,6 +338,45 @@ Status CfgParser::check_output(const CfgSection& s, const char* key, const Layer
   return Status::ok_status();
 }
 
+// filters*(c/groups)*size^2 in saturating arithmetic, against limits::kLayerWeights.
+Status CfgParser::check_conv_weights(const CfgSection& s, const LayerDesc& l, const ConvParams& p) const {
+  const int64_t n = mul_sat(mul_sat(mul_sat(p.filters, l.in.c / p.groups), p.size), p.size);
+  if (n <= limits::kLayerWeights) return Status::ok_status();
+  return parse_error(at(s, nullptr) + std::to_string(p.filters) + " filters x " + std::to_string(l.in.c / p.groups) +
+                     " input channels per group x " + std::to_string(p.size) + "x" + std::to_string(p.size) +
+                     " kernel = " + std::to_string(n) + " weights; expected at most " +
+                     std::to_string(limits::kLayerWeights) + " per layer" + layer_note(l.index));
+}
+
+// width*height (after overrides) and channels*width*height, before any layer is sized.
+Status CfgParser::check_input_size(const CfgSection& s) const {
+  const NetParams& n = m_net.net;
+  const int64_t pixels = int64_t(n.width) * n.height;
+  const std::string size = std::to_string(n.width) + "x" + std::to_string(n.height);
+  if (pixels > limits::kInputPixels) {
+    std::string who;
+    if (m_options.width > 0) who = "width override " + std::to_string(m_options.width);
+    if (m_options.height > 0) who += (who.empty() ? "" : ", ") + std::string("height override ") +
+                                     std::to_string(m_options.height);
+    const std::string what = "input " + size + " is " + std::to_string(pixels) +
+                             " pixels; expected width*height <= " + std::to_string(limits::kInputPixels) +
+                             " (e.g. 4096x4096)";
+    if (!who.empty()) return invalid_argument(m_name + ": " + who + ": " + what);
+    return parse_error(at_key(s, "width") + what);
+  }
+  if (pixels * n.channels > kMaxTensorElements)
+    return parse_error(at_key(s, "channels") + "input " + size + "x" + std::to_string(n.channels) +
+                       " exceeds 2^31-1 elements per image");
+  return Status::ok_status();
+}
+
+Status CfgParser::check_network_weights() const {
+  const int64_t total = m_net.total_file_floats();
+  if (total <= limits::kNetworkWeights) return Status::ok_status();
+  return parse_error(m_name + ": the network has " + std::to_string(total) + " weights in total; expected at most " +
+                     std::to_string(limits::kNetworkWeights));
+}
+
 Status CfgParser::parse_net(const CfgSection& s) {
   DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kNetRules), false));
   NetParams& n = m_net.net;
@@ -356,6 +399,7 @@ Status CfgParser::parse_net(const CfgSection& s) {
   for (int i = 0; i < 3; ++i)
     if (*vals[i] <= 0 || *vals[i] > kMaxInputDim)
       return parse_error(at_key(s, dims[i]) + "expected " + dims[i] + " in 1.." + std::to_string(kMaxInputDim));
+  DLR_RETURN_IF_ERROR(check_input_size(s));
   int letter_box = 0;
   DLR_RETURN_IF_ERROR(get_int(s, "letter_box", 0, &letter_box));
   n.letter_box = letter_box != 0;
@@ -367,7 +411,7 @@ Status CfgParser::parse_conv(const CfgSection& s, LayerDesc* l) {
   read_previous(l);
   ConvParams p;
   DLR_RETURN_IF_ERROR(get_int_in(s, "filters", 1, 1, kMaxFilters, &p.filters));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "size", 1, 1, INT32_MAX, &p.size));
+  DLR_RETURN_IF_ERROR(get_int_in(s, "size", 1, 1, limits::kKernelSize, &p.size));
   int stride = 1;
   DLR_RETURN_IF_ERROR(get_int_in(s, "stride", 1, 1, INT32_MAX, &stride));
   // Darknet: stride_x/stride_y default to -1 = "use stride".
@@ -386,6 +430,7 @@ Status CfgParser::parse_conv(const CfgSection& s, LayerDesc* l) {
   if (p.filters % p.groups != 0)
     return parse_error(at_key(s, "groups") + "filters=" + std::to_string(p.filters) + " is not divisible by groups" +
                        layer_note(l->index));
+  DLR_RETURN_IF_ERROR(check_conv_weights(s, *l, p));
   int bn = 0;
   DLR_RETURN_IF_ERROR(get_int(s, "batch_normalize", 0, &bn));
   p.batch_normalize = bn != 0;
@@ -423,7 +468,7 @@ Status CfgParser::parse_maxpool(const CfgSection& s, LayerDesc* l) {
   DLR_RETURN_IF_ERROR(get_int_in(s, "stride", 1, 1, INT32_MAX, &stride));
   DLR_RETURN_IF_ERROR(get_int_in(s, "stride_x", stride, 1, INT32_MAX, &p.stride_x));
   DLR_RETURN_IF_ERROR(get_int_in(s, "stride_y", stride, 1, INT32_MAX, &p.stride_y));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "size", stride, 1, INT32_MAX, &p.size));  // size defaults to stride
+  DLR_RETURN_IF_ERROR(get_int_in(s, "size", stride, 1, limits::kKernelSize, &p.size));  // size defaults to stride
   DLR_RETURN_IF_ERROR(get_int_in(s, "padding", p.size - 1, 0, INT32_MAX, &p.padding));  // TOTAL padding
   if (int64_t(p.padding) > 2 * (int64_t(p.size) - 1))
     return unsupported(at_key(s, "padding") + "windows would lie entirely in the padding (expected padding <= " +
@@ -604,6 +649,9 @@ Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) 
                                               "maxpool, route, shortcut, upsample, yolo, dropout)");
       return parse_error(at(s, nullptr) + "unknown section (not a Darknet layer type)");
     }
+    if (m_net.layers.size() >= size_t(limits::kLayers))
+      return parse_error(at(s, nullptr) + "more than " + std::to_string(limits::kLayers) +
+                         " layers; expected at most " + std::to_string(limits::kLayers));
     LayerDesc l;
     l.index = static_cast<int>(m_net.layers.size());
     l.kind = sk->kind;
@@ -621,6 +669,7 @@ Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) 
   }
   if (m_net.layers.empty())
     return parse_error(at(first, nullptr) + "the network has no layers (expected layer sections after [net])");
+  DLR_RETURN_IF_ERROR(check_network_weights());
   const NetParams& n = m_net.net;
   if (m_net.layers.back().kind == LayerKind::kYolo && (n.width % 32 != 0 || n.height % 32 != 0))
     m_net.warnings.push_back(m_name + ": input " + std::to_string(n.width) + "x" + std::to_string(n.height) +
@@ -630,15 +679,42 @@ Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) 
 
 }  // namespace
 
+// The largest power of two dividing the cfg's input size that every layer's output
+// width and height divide into (32 for YOLO detectors): the step input sizes should take.
+static int input_size_step(const NetworkDesc& net) {
+  int step = 1;
+  for (const LayerDesc& l : net.layers)
+    for (int k = 2; k <= 1024; k *= 2)
+      if (net.net.width % k == 0 && net.net.height % k == 0 && net.net.width / k == l.out.w &&
+          net.net.height / k == l.out.h)
+        step = std::max(step, k);
+  return step;
+}
+
 Expected<NetworkDesc> parse_network_cfg_text(const std::string& text, const std::string& name,
                                             const CfgOptions& options) {
   DLR_ASSIGN_OR_RETURN(std::vector<CfgSection> sections, lex_cfg_text(text, name));
-  return CfgParser(name, options).parse(sections);
+  Expected<NetworkDesc> net = CfgParser(name, options).parse(sections);
+  if (net.ok() || (options.width <= 0 && options.height <= 0) || net.status().code() == StatusCode::kInvalidArgument)
+    return net;
+  // A layer that fails only with the overridden size: the override is to blame, not the cfg line.
+  Expected<NetworkDesc> as_cfg = CfgParser(name, CfgOptions{}).parse(sections);
+  if (!as_cfg.ok()) return net;
+  std::string who;
+  if (options.width > 0) who = "width override " + std::to_string(options.width);
+  if (options.height > 0) who += (who.empty() ? "" : ", ") + std::string("height override ") + std::to_string(options.height);
+  const int step = input_size_step(*as_cfg);
+  return invalid_argument(who + ": this network does not accept that input size" +
+                          (step > 1 ? " (expected multiples of " + std::to_string(step) + ", as the cfg's " +
+                                          std::to_string(as_cfg->net.width) + "x" +
+                                          std::to_string(as_cfg->net.height) + ")"
+                                    : "") +
+                          ": " + net.status().message());
 }
 
 Expected<NetworkDesc> parse_network_cfg(const std::string& path, const CfgOptions& options) {
   std::string text;
-  DLR_RETURN_IF_ERROR(read_text_file(path, &text));
+  DLR_RETURN_IF_ERROR(read_text_file(path, &text, kMaxCfgBytes));
   return parse_network_cfg_text(text, path, options);
 }
 

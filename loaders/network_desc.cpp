@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "loaders/checked_math.h"
 #include "loaders/network_desc.h"
 
 namespace dlr {
@@ -10,7 +11,8 @@ namespace dlr {
 int64_t LayerDesc::weight_count() const {
   if (kind != LayerKind::kConv) return 0;
   const ConvParams& p = conv();
-  return int64_t(p.filters) * (in.c / p.groups) * p.size * p.size;
+  if (p.filters < 0 || in.c < 0 || p.groups < 1 || p.size < 0) return INT64_MAX;  // not from the parser
+  return mul_sat(mul_sat(mul_sat(p.filters, in.c / p.groups), p.size), p.size);
 }
 
 int64_t LayerDesc::bias_count() const { return kind == LayerKind::kConv ? conv().filters : 0; }
@@ -18,7 +20,7 @@ int64_t LayerDesc::bias_count() const { return kind == LayerKind::kConv ? conv()
 int64_t LayerDesc::file_floats() const {
   if (kind != LayerKind::kConv) return 0;
   const int64_t bn = conv().batch_normalize ? 3 * int64_t(conv().filters) : 0;  // scale, mean, variance
-  return bias_count() + bn + weight_count();
+  return add_sat(add_sat(bias_count(), bn), weight_count());
 }
 
 double LayerDesc::gflops() const {
@@ -51,7 +53,7 @@ std::vector<int> NetworkDesc::yolo_layers() const {
 
 int64_t NetworkDesc::total_file_floats() const {
   int64_t n = 0;
-  for (const LayerDesc& l : layers) n += l.file_floats();
+  for (const LayerDesc& l : layers) n = add_sat(n, l.file_floats());
   return n;
 }
 
@@ -156,7 +158,7 @@ std::string network_summary(const NetworkDesc& net) {
   const int64_t floats = net.total_file_floats();
   s += fmt("Total BFLOPS %5.3f (conv only %5.3f)\n", net.total_darknet_bflops(), net.total_gflops());
   s += fmt("Weights: %lld floats, %lld bytes with the 20-byte header\n", static_cast<long long>(floats),
-           static_cast<long long>(20 + 4 * floats));
+           static_cast<long long>(add_sat(20, mul_sat(4, floats))));
   return s;
 }
 

@@ -16,6 +16,17 @@
 
 namespace dlr {
 
+// Limits on sizes read from a .cfg or an option, checked by the parser (and the
+// weight counts again by WeightsFile::open). Generous for real models; the
+// reasons and the largest values real cfgs use are in docs/reliability.md.
+namespace limits {
+constexpr int64_t kInputPixels = int64_t(1) << 24;        // [net] width*height (4096x4096)
+constexpr int kKernelSize = 1024;                         // conv and maxpool size
+constexpr int64_t kLayerWeights = int64_t(1) << 28;       // filters*(channels/groups)*size*size
+constexpr int64_t kNetworkWeights = int64_t(1) << 32;     // floats in a .weights payload (16 GiB)
+constexpr int kLayers = 10000;                            // layer sections after [net]
+}  // namespace limits
+
 struct LayerDesc {
   int index = 0;           // position after [net], from 0
   LayerKind kind = LayerKind::kConv;
@@ -34,6 +45,7 @@ struct LayerDesc {
   const DropoutParams& dropout() const { return std::get<DropoutParams>(params); }
 
   // Conv only (0 otherwise): element counts as stored in the .weights file.
+  // Saturating: a count that does not fit int64 is INT64_MAX (WeightsFile::open refuses it).
   int64_t weight_count() const;  // filters * (c/groups) * size * size
   int64_t bias_count() const;    // filters
   // Floats this layer occupies in a .weights file (bias + [scale, mean, var] + weights).
@@ -59,7 +71,7 @@ struct NetworkDesc {
 
   Shape3 input_shape() const { return {net.channels, net.height, net.width}; }
   std::vector<int> yolo_layers() const;
-  int64_t total_file_floats() const;
+  int64_t total_file_floats() const;  // saturating, like file_floats()
   double total_gflops() const;          // conv-only, sum of gflops()
   double total_darknet_bflops() const;  // sum of darknet_bflops(), Darknet's "Total BFLOPS"
   // Non-fatal findings of the parser, one line each in the error-message format

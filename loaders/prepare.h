@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "loaders/network_desc.h"
 #include "loaders/weights_file.h"
@@ -19,9 +21,29 @@ struct PreparedSizes {
 };
 PreparedSizes prepared_sizes(const LayerDesc& layer);  // zeros for non-conv layers
 
+// Magnitude above which prepared (folded) fp32 values are warned about: real
+// models stay below 1e3 (docs/reliability.md); the warning does not refuse.
+constexpr float kWarnWeightMagnitude = 1e6f;
+// Largest finite fp16 value: an fp16 run refuses prepared weights above it.
+constexpr float kMaxHalf = 65504.0f;
+
 // Fills weights_out (PreparedSizes::weights floats) and bias_out (::bias floats)
-// from the raw blobs of `layer` in `file`. Non-conv layers: error.
-Status prepare_conv(const LayerDesc& layer, const WeightsFile& file, float* weights_out, float* bias_out);
+// from the raw blobs of `layer` in `file`, then checks the values in one pass
+// (docs/reliability.md, refused vs warned):
+// - refused (an error naming the file, layer, cfg line, blob role and element):
+//   NaN or Inf in any blob, a batch-norm variance <= -0.00001 (Darknet's fold takes
+//   sqrt(variance + 0.00001)), and a fold whose result overflows float;
+// - warned: a variance in (-0.00001, 0), and prepared values above
+//   kWarnWeightMagnitude. Warnings are appended to `warnings`, or logged
+//   (DLR_LOG_WARN) when it is null.
+// Non-conv layers: error.
+Status prepare_conv(const LayerDesc& layer, const WeightsFile& file, float* weights_out, float* bias_out,
+                    std::vector<std::string>* warnings = nullptr);
+
+// For fp16 runs: an error naming the layer and the first prepared weight whose
+// magnitude exceeds kMaxHalf (it would become Inf). `weights` are the prepared
+// fp32 weights (PreparedSizes::weights floats); `file` names the weights file.
+Status check_fp16_range(const LayerDesc& layer, const std::string& file, const float* weights);
 
 // The same from raw arrays (bias, optional scale/mean/var, weights), for tests
 // and for weight sources other than a mapped file. scale/mean/var may be null

@@ -11,6 +11,8 @@
 
 #include "loaders/weights_file.h"
 
+#include "loaders/cfg_lexer.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -47,6 +49,23 @@ const BlobRef* LayerBlobs::find(BlobRole role) const {
   for (const BlobRef& b : blobs)
     if (b.role == role) return &b;
   return nullptr;
+}
+
+Status check_weight_counts(const NetworkDesc& net, const std::string& name) {
+  for (const LayerDesc& l : net.layers) {
+    if (l.kind != LayerKind::kConv) continue;
+    const int64_t w = l.weight_count();
+    if (w > limits::kLayerWeights || l.bias_count() > limits::kLayerWeights || l.bias_count() < 1)
+      return invalid_argument(name + ": layer " + std::to_string(l.index) + " (conv, cfg line " +
+                              std::to_string(l.cfg_line) + ") has " + std::to_string(w) + " weights and " +
+                              std::to_string(l.bias_count()) + " filters; expected 1.." +
+                              std::to_string(limits::kLayerWeights) + " of each");
+  }
+  const int64_t total = net.total_file_floats();
+  if (total > limits::kNetworkWeights)
+    return invalid_argument(name + ": the network has " + std::to_string(total) + " weights in total; expected at most " +
+                            std::to_string(limits::kNetworkWeights));
+  return Status();
 }
 
 WeightsIndex build_weights_index(const NetworkDesc& net, const WeightsHeader& header) {
@@ -157,13 +176,14 @@ std::string size_mismatch(const std::string& path, const NetworkDesc& net, const
 Expected<WeightsFile> WeightsFile::open(const std::string& path, const NetworkDesc& net) {
   FdGuard fd;
   do {
-    fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block: refused below
   } while (fd.fd < 0 && errno == EINTR);
   if (fd.fd < 0) return io_error(path + ": cannot open weights file: " + errno_text(errno));
 
   struct stat st;
   if (::fstat(fd.fd, &st) != 0) return io_error(path + ": fstat failed: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) return io_error(path + ": not a regular file");
+  if (!S_ISREG(st.st_mode))
+    return io_error(path + ": not a regular file (" + file_type_name(st.st_mode) + "); expected a .weights file");
   const uint64_t size = static_cast<uint64_t>(st.st_size);
 
   // Header: 12 bytes of version, then a 4- or 8-byte `seen` depending on the version.
@@ -195,6 +215,7 @@ Expected<WeightsFile> WeightsFile::open(const std::string& path, const NetworkDe
   header.seen = header_bytes == 20 ? load_u64(head + 12)
                                    : static_cast<uint64_t>(static_cast<uint32_t>(load_i32(head + 12)));
 
+  DLR_RETURN_IF_ERROR(check_weight_counts(net, path));
   WeightsIndex index = build_weights_index(net, header);
   if (size != index.payload_end) return parse_error(size_mismatch(path, net, index, size));
 

@@ -44,7 +44,13 @@ struct WeightsIndex {
   uint64_t payload_end = 0;        // header + all blobs = expected file size
 };
 
-// Computes the index from the network alone (reads no file).
+// Checks every conv layer's float counts against limits::kLayerWeights and the
+// total against limits::kNetworkWeights (the parser guarantees both; this also
+// covers a NetworkDesc built by hand). `name` prefixes the message.
+Status check_weight_counts(const NetworkDesc& net, const std::string& name);
+
+// Computes the index from the network alone (reads no file). Requires
+// check_weight_counts(net) to pass (else byte offsets could wrap).
 WeightsIndex build_weights_index(const NetworkDesc& net, const WeightsHeader& header);
 
 // An open, mapped .weights file checked against a network. Move-only.

@@ -1,6 +1,8 @@
 #include "runtime/session.h"
 
 #include <chrono>
+#include <exception>
+#include <new>
 #include <fstream>
 
 #include "loaders/weights_file.h"
@@ -25,8 +27,30 @@ Session::~Session() = default;
 
 std::string Session::plan_text() const { return m_model->to_text(); }
 
+// Runs `body`, turning an exception (std::bad_alloc from a huge request, anything
+// a dependency throws) into a Status, so none crosses the API.
+namespace {
+template <class F>
+auto no_throw(const char* call, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(std::string(call) + ": out of host memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return internal_error(std::string(call) + ": unexpected exception: " + e.what());
+  } catch (...) {
+    return internal_error(std::string(call) + ": unexpected exception");
+  }
+}
+}  // namespace
+
 Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, const std::string& weights_path,
                                                  const SessionOptions& options) {
+  return no_throw("Session::open", [&] { return open_impl(cfg_path, weights_path, options); });
+}
+
+Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_path, const std::string& weights_path,
+                                                      const SessionOptions& options) {
   // 1. Options: every value checked before any file or device work.
   DLR_RETURN_IF_ERROR(validate_options(options));
   std::unique_ptr<Session> s(new Session());
@@ -37,7 +61,10 @@ Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, co
   cfg_opt.width = options.width;
   cfg_opt.height = options.height;
   DLR_ASSIGN_OR_RETURN(s->m_net, parse_network_cfg(cfg_path, cfg_opt));
-  if (s->m_net.yolo_layers().empty()) return unsupported(cfg_path + ": the network has no [yolo] layer");
+  for (const std::string& w : s->m_net.warnings) DLR_LOG_WARN("{}", w);
+  // Before the weights: a cfg without a detector head is the cfg's fault, not the weights'.
+  if (s->m_net.yolo_layers().empty())
+    return unsupported(cfg_path + ": the network has no [yolo] layer (expected a YOLO detector cfg)");
   DLR_ASSIGN_OR_RETURN(WeightsFile wf, WeightsFile::open(weights_path, s->m_net));
   s->m_weights = std::make_unique<WeightsFile>(std::move(wf));
   s->m_source = weights_file_source(s->m_net, *s->m_weights);
@@ -79,6 +106,10 @@ Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, co
 }
 
 Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageView* images, int n) {
+  return no_throw("Session::detect", [&] { return detect_batch_impl(images, n); });
+}
+
+Expected<std::vector<std::vector<Detection>>> Session::detect_batch_impl(const ImageView* images, int n) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   DLR_RETURN_IF_ERROR(m_engine->set_images(images, n, m_letterbox));

@@ -8,6 +8,9 @@
 // (measuring kernel times and compiling again where the plan asks for it) and
 // allocates everything; detect() pre-processes, runs the network and post-
 // processes like Darknet. Errors are values; a failed call leaves the session usable.
+// No exception crosses this API: std::bad_alloc becomes kOutOfMemory, anything
+// else kInternal. Parser warnings and suspicious weight values are logged
+// (DLR_LOG_WARN, stderr) once at open.
 #pragma once
 
 #include <memory>
@@ -56,6 +59,10 @@ class Session {
 
  private:
   Session() = default;
+  // The bodies of open() and detect_batch(), which turn any exception into a Status.
+  static Expected<std::unique_ptr<Session>> open_impl(const std::string& cfg_path, const std::string& weights_path,
+                                                      const SessionOptions& options);
+  Expected<std::vector<std::vector<Detection>>> detect_batch_impl(const ImageView* images, int n);
   NetworkDesc m_net;
   std::unique_ptr<WeightsFile> m_weights;
   std::unique_ptr<WeightSource> m_source;

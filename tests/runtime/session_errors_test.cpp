@@ -3,6 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <new>
+#include <stdexcept>
+#include <iterator>
+#include <sstream>
+
+#include "runtime/core/log.h"  // spdlog, before its sinks
+#include <spdlog/sinks/ostream_sink.h>
 
 #include "runtime/engine.h"
 #include "runtime/session.h"
@@ -82,6 +89,48 @@ TEST_F(SessionErrors, ImagesAreChecked) {
   ASSERT_TRUE((*s)->detect_batch(views, 1).ok()) << "the session stays usable after an error";
 }
 
+TEST(SessionErrorsCfg, ACfgWithoutYoloBlamesTheCfgNotTheWeights) {
+  const std::string cfg = test::temp_dir() + "/noyolo.cfg";
+  std::ofstream(cfg) << "[net]\nwidth=32\nheight=32\nchannels=3\n[convolutional]\nfilters=4\n";
+  auto s = Session::open(cfg, test::temp_dir() + "/any.weights");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(s.status().message(), cfg + ": the network has no [yolo] layer (expected a YOLO detector cfg)");
+}
+
+// NetworkDesc::warnings reach the log once at open.
+TEST_F(SessionErrors, ParserWarningsAreLoggedAtOpen) {
+  std::ifstream in(m_cfg);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("channels=3\n");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "width=608\n");  // a duplicate: the first width=416 wins, with a warning
+  const std::string cfg = test::temp_dir() + "/dup.cfg";
+  std::ofstream(cfg) << text;
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  spdlog::set_default_logger(logger);
+  auto s = Session::open(cfg, m_weights);
+  spdlog::set_default_logger(previous);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const std::string line = cfg + ":9: [net] width=608: duplicate key ignored; the first one (line 7, width=416) wins, "
+                                 "as in Darknet";
+  EXPECT_NE(log.str().find(line), std::string::npos) << log.str();
+  EXPECT_EQ(log.str().find(line), log.str().rfind(line)) << "logged more than once";
+}
+
+TEST(ToolSupport, GuardedMainTurnsExceptionsIntoOneLine) {
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(tools::guarded_main("t", []() -> int { throw std::bad_alloc(); }), tools::kExitError);
+  EXPECT_EQ(tools::guarded_main("t", []() -> int { throw std::runtime_error("two\nlines"); }), tools::kExitError);
+  EXPECT_EQ(tools::guarded_main("t", []() -> int { throw 42; }), tools::kExitError);
+  EXPECT_EQ(tools::guarded_main("t", [] { return tools::kExitUsage; }), tools::kExitUsage);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "t: out of memory (std::bad_alloc)\nt: unexpected error: two lines\n"
+            "t: unexpected error (unknown exception)\n");
+}
+
 TEST(ToolSupport, NamesAndImageFiles) {
   const std::string dir = test::temp_dir();
   auto n = read_names(dir + "/missing.names");
@@ -103,11 +152,12 @@ TEST(ToolSupport, NamesAndImageFiles) {
   std::ofstream(dir + "/short.ppm", std::ios::binary) << "P6\n4 4\n255\n" << std::string(10, 'x');
   img = tools::load_image(dir + "/short.ppm");
   ASSERT_FALSE(img.ok());
-  EXPECT_EQ(img.status().message(), dir + "/short.ppm: PPM data is truncated");
+  EXPECT_EQ(img.status().message(),
+            dir + "/short.ppm: PPM data is truncated: 4x4x3 = 48 bytes of pixels expected, 10 present");
   std::ofstream(dir + "/deep.ppm", std::ios::binary) << "P6\n4 4\n65535\n";
   img = tools::load_image(dir + "/deep.ppm");
   ASSERT_FALSE(img.ok());
-  EXPECT_EQ(img.status().message(), dir + "/deep.ppm: PPM size 4x4 maxval 65535 is not supported (need 8-bit)");
+  EXPECT_EQ(img.status().message(), dir + "/deep.ppm: PPM maxval 65535 is not supported (expected 255, 8-bit)");
   // A round trip keeps BGR pixels.
   tools::LoadedImage a;
   a.width = 3;

@@ -4,6 +4,11 @@
 
 #include "tools/common/tool_support.h"
 
+#include <algorithm>
+#include <new>
+
+#include "loaders/cfg_lexer.h"
+
 #ifdef DLR_HAVE_OPENCV
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -36,50 +41,23 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Binary PPM (P6, maxval 255): RGB on disk, BGR in memory.
-Expected<LoadedImage> load_ppm(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return io_error(path + ": cannot open image");
-  std::string magic;
-  f >> magic;
-  auto next_int = [&](int* v) {
-    while (f >> std::ws && f.peek() == '#') f.ignore(1 << 20, '\n');
-    return bool(f >> *v);
-  };
-  int w = 0, h = 0, maxval = 0;
-  if (magic != "P6" || !next_int(&w) || !next_int(&h) || !next_int(&maxval))
-    return parse_error(path + ": not a binary PPM (P6) image");
-  if (w < 1 || h < 1 || w > 65535 || h > 65535 || maxval != 255)
-    return parse_error(path + ": PPM size " + std::to_string(w) + "x" + std::to_string(h) + " maxval " +
-                       std::to_string(maxval) + " is not supported (need 8-bit)");
-  f.get();  // the single whitespace after maxval
-  LoadedImage img;
-  img.width = w;
-  img.height = h;
-  img.pixels.resize(size_t(w) * h * 3);
-  if (!f.read(reinterpret_cast<char*>(img.pixels.data()), std::streamsize(img.pixels.size())))
-    return parse_error(path + ": PPM data is truncated");
-  for (size_t i = 0; i < img.pixels.size(); i += 3) std::swap(img.pixels[i], img.pixels[i + 2]);
-  return img;
-}
-
 }  // namespace
 
 Expected<LoadedImage> load_image(const std::string& path) {
-  if (ends_with(path, ".ppm")) return load_ppm(path);
+  try {
+    std::string bytes;
+    Status st = read_text_file(path, &bytes, kMaxImageFileBytes);
+    if (!st.ok()) return st;
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    if (ends_with(path, ".ppm")) return decode_ppm(data, bytes.size(), path);
 #ifdef DLR_HAVE_OPENCV
-  cv::Mat m = cv::imread(path, cv::IMREAD_COLOR);
-  if (m.empty()) return io_error(path + ": cannot read image (missing file or unknown format)");
-  LoadedImage img;
-  img.width = m.cols;
-  img.height = m.rows;
-  img.pixels.resize(size_t(m.cols) * m.rows * 3);
-  for (int y = 0; y < m.rows; ++y)
-    std::copy(m.ptr<uint8_t>(y), m.ptr<uint8_t>(y) + size_t(m.cols) * 3, img.pixels.data() + size_t(y) * m.cols * 3);
-  return img;
+    return imread_checked(path, data, bytes.size());
 #else
-  return unsupported(path + ": this dlrun was built without OpenCV and reads only .ppm (P6) images");
+    return unsupported(path + ": this dlrun was built without OpenCV and reads only .ppm (P6) images");
 #endif
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(path + ": out of memory while reading the image");
+  }
 }
 
 Status save_ppm(const std::string& path, const LoadedImage& image) {
@@ -166,5 +144,24 @@ int fail(const char* tool, const std::string& message) {
 }
 
 int fail(const char* tool, const Status& status) { return fail(tool, status.message()); }
+
+int guarded_main(const char* tool, const std::function<int()>& body) noexcept {
+  try {
+    try {
+      return body();
+    } catch (const std::bad_alloc&) {
+      return fail(tool, "out of memory (std::bad_alloc)");
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      std::replace(what.begin(), what.end(), '\n', ' ');
+      return fail(tool, "unexpected error: " + what);
+    } catch (...) {
+      return fail(tool, "unexpected error (unknown exception)");
+    }
+  } catch (...) {  // building the message itself failed
+    std::fprintf(stderr, "%s: out of memory\n", tool);
+    return kExitError;
+  }
+}
 
 }  // namespace dlr::tools

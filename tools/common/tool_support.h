@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/session.h"
+#include "tools/common/image_decode.h"
 
 namespace dlr::tools {
 
@@ -17,16 +19,11 @@ constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
-// An 8-bit BGR image in host memory.
-struct LoadedImage {
-  std::vector<uint8_t> pixels;  // BGR interleaved, rows packed
-  int width = 0;
-  int height = 0;
-  ImageView view() const;
-};
-
 // Reads an image: any format OpenCV's imread knows (EXIF orientation applied, as
 // Darknet's OpenCV build does) when built with OpenCV; otherwise binary PPM (P6) only.
+// Regular files of at most kMaxImageFileBytes; the size a JPEG, PNG, BMP or PNM
+// header claims is checked against ImageLimits before any pixel is allocated
+// (image_decode.h); no exception escapes.
 Expected<LoadedImage> load_image(const std::string& path);
 // Writes a binary PPM (P6) of a BGR image (used to carry decoded images to machines without OpenCV).
 Status save_ppm(const std::string& path, const LoadedImage& image);
@@ -45,5 +42,9 @@ nlohmann::json detections_json(const std::string& image_name, int width, int hei
 // Prints "<tool>: <message>" on stderr and returns kExitError.
 int fail(const char* tool, const std::string& message);
 int fail(const char* tool, const Status& status);
+
+// Runs a tool's main body; an exception escaping it is printed as one line
+// "<tool>: <what>" (std::bad_alloc: "out of memory") and gives kExitError.
+int guarded_main(const char* tool, const std::function<int()>& body) noexcept;
 
 }  // namespace dlr::tools

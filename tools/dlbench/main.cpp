@@ -428,7 +428,9 @@ int run(const Args& a) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int tool_main(int argc, char** argv) {
   dlr::init_logging();
   Args a;
   CLI::App app{"dlbench: latency, throughput and memory of dlrun configurations", "dlbench"};
@@ -473,4 +475,10 @@ int main(int argc, char** argv) {
     return dlr::tools::kExitUsage;
   }
   return run(a);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return dlr::tools::guarded_main("dlbench", [&] { return tool_main(argc, argv); });
 }

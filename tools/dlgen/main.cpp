@@ -16,6 +16,7 @@
 #include "loaders/synthetic_weights.h"
 #include "loaders/weights_file.h"
 #include "runtime/core/log.h"
+#include "tools/common/tool_support.h"
 
 namespace {
 
@@ -33,7 +34,9 @@ bool parse_version(const std::string& s, dlr::WeightsHeader* h) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int tool_main(int argc, char** argv) {
   dlr::init_logging();
   CLI::App app{"dlgen: write seeded synthetic Darknet .weights matching a .cfg"};
   std::string cfg_path, out_path, version = "0.2.5";
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dlgen: %s\n", net.status().message().c_str());
     return 1;
   }
+  for (const std::string& w : net->warnings) DLR_LOG_WARN("{}", w);
   dlr::Status st = dlr::write_synthetic_weights(*net, out_path, options);
   if (!st.ok()) {
     std::fprintf(stderr, "dlgen: %s\n", st.message().c_str());
@@ -88,4 +92,10 @@ int main(int argc, char** argv) {
   std::printf("wrote %s (%llu bytes, %d conv layers) in %.2f s\n", out_path.c_str(),
               static_cast<unsigned long long>(index.payload_end), convs, secs);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return dlr::tools::guarded_main("dlgen", [&] { return tool_main(argc, argv); });
 }

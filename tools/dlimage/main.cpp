@@ -55,7 +55,9 @@ LoadedImage synth_image(int w, int h, uint32_t seed) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int tool_main(int argc, char** argv) {
   dlr::init_logging();
   CLI::App app{"dlimage: convert images to PPM or synthesise a test image", "dlimage"};
   app.require_subcommand(1);
@@ -89,4 +91,10 @@ int main(int argc, char** argv) {
   if (!st.ok()) return fail("dlimage", st);
   std::printf("wrote %s (%dx%d)\n", out.c_str(), img.width, img.height);
   return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return dlr::tools::guarded_main("dlimage", [&] { return tool_main(argc, argv); });
 }

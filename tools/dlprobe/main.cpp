@@ -194,7 +194,9 @@ int probe_main(const Args& a) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int tool_main(int argc, char** argv) {
   dlr::init_logging();
   Args a;
   CLI::App app{"dlprobe: measure the GPU's host-to-device copy engine and write a copy profile", "dlprobe"};
@@ -219,4 +221,10 @@ int main(int argc, char** argv) {
 #else
   return fail("dlprobe", "this build has no CUDA backend");
 #endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return dlr::tools::guarded_main("dlprobe", [&] { return tool_main(argc, argv); });
 }
