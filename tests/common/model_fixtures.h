@@ -11,7 +11,8 @@
 
 namespace dlr::test {
 
-// Path of synthetic weights for `cfg_path` (generated once per process into temp_dir()).
+// Path of synthetic weights for `cfg_path`: the CTest fixture's copy in synthetic_dir()
+// when present (generated once per test run), else generated once per process into temp_dir().
 // Fails the current test (ADD_FAILURE) and returns "" on error.
 std::string synthetic_weights(const std::string& cfg_path, uint64_t seed = 1);
 // n images of 3 x h x w uniform [0,1) floats, seeded.

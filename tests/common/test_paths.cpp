@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "runtime/core/log.h"
 
@@ -23,6 +25,33 @@ bool is_file(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
+
+// Owns the scratch directory: created on first use, removed (recursively) when the
+// process exits normally. Only the process that created it removes it (a forked
+// child that exits must not delete its parent's files).
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::error_code ec;
+    std::filesystem::path base = std::filesystem::temp_directory_path(ec);
+    if (ec) base = "/tmp";
+    std::string tmpl = (base / "dlr_test_XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) {
+      m_path = tmpl;
+      m_owner = ::getpid();
+    }
+  }
+  ~ScratchDir() {
+    if (m_path.empty() || ::getpid() != m_owner) return;
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
+  }
+  const std::string& path() const { return m_path; }
+
+ private:
+  std::string m_path;
+  pid_t m_owner = 0;
+};
 }  // namespace
 
 const std::string& shared_dir() {
@@ -41,16 +70,23 @@ std::string shared_file(const std::string& rel) {
   return is_file(p) ? p : "";
 }
 
+std::string required_shared_file(const std::string& rel) {
+  const std::string p = shared_file(rel);
+  if (p.empty() && !shared_dir().empty()) ADD_FAILURE() << "shared data folder " << shared_dir() << " lacks " << rel;
+  return p;
+}
+
 std::string source_file(const std::string& rel) { return std::string(DLR_SOURCE_DIR) + "/" + rel; }
 
 std::string temp_dir() {
-  static const std::string dir = [] {
-    std::string d = std::string(DLR_BINARY_DIR) + "/test_tmp/" + std::to_string(::getpid());
-    std::string cmd = "mkdir -p '" + d + "'";
-    if (std::system(cmd.c_str()) != 0) return std::string("/tmp");
-    return d;
-  }();
-  return dir;
+  static const ScratchDir dir;
+  if (dir.path().empty()) ADD_FAILURE() << "could not create a scratch directory (mkdtemp)";
+  return dir.path();
+}
+
+std::string synthetic_dir() {
+  if (const char* env = std::getenv("DLR_SYNTHETIC_DIR"); env && *env) return env;
+  return DLR_SYNTHETIC_DIR;
 }
 
 }  // namespace dlr::test

@@ -1,6 +1,10 @@
-// Where tests find data: the project tree and the shared folder (models,
-// weights, images) that is never committed. Tests that need shared data call
-// DLR_REQUIRE_FILE, which skips the test with a message when it is absent.
+// Where tests find data: the project tree, the shared folder (models, weights,
+// images) that is never committed, a per-process scratch directory, and the
+// synthetic weights generated once per test run by the CTest fixture.
+//
+// Shared data rules: without a shared folder, tests that need it skip with a
+// message. With a shared folder, a file a test needs that is missing from it is a
+// FAILURE (a partial folder must not turn checks into silent skips).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,12 +17,30 @@ namespace dlr::test {
 const std::string& shared_dir();
 // shared_dir() + "/" + rel, or "" when shared data is absent or the file is missing.
 std::string shared_file(const std::string& rel);
+// Like shared_file, but a file missing from a present shared folder also records a
+// test failure (ADD_FAILURE naming it). For tests that loop over several files.
+std::string required_shared_file(const std::string& rel);
 std::string source_file(const std::string& rel);  // <source>/rel
-std::string temp_dir();                           // a per-process scratch directory
+// A per-process scratch directory (mkdtemp under $TMPDIR or /tmp), removed with
+// everything in it when the process exits normally.
+std::string temp_dir();
+// The directory the CTest fixture `synthetic_weights` fills with dlgen output
+// (<cfg basename>.<seed>.weights); $DLR_SYNTHETIC_DIR overrides it.
+std::string synthetic_dir();
 
 }  // namespace dlr::test
 
-#define DLR_REQUIRE_FILE(var, rel)                                                          \
-  const std::string var = ::dlr::test::shared_file(rel);                                     \
-  if (var.empty()) GTEST_SKIP() << "shared data not found: " << (rel)                         \
-                                << " (set DLR_SHARED_DIR to the folder holding models/, weights/, images/)"
+// Skips the test when there is no shared folder at all.
+#define DLR_REQUIRE_SHARED_DIR()          \
+  if (!::dlr::test::shared_dir().empty()) { \
+  } else                                    \
+    GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR to the folder holding models/, weights/, images/)"
+
+// `var` = the shared file `rel`. No shared folder: skip. Shared folder without the
+// file: fail (fatal for the test).
+#define DLR_REQUIRE_FILE(var, rel)                                                                   \
+  DLR_REQUIRE_SHARED_DIR();                                                                          \
+  const std::string var = ::dlr::test::shared_file(rel);                                             \
+  if (!var.empty()) {                                                                               \
+  } else                                                                                             \
+    FAIL() << "shared data folder " << ::dlr::test::shared_dir() << " lacks " << (rel)

@@ -49,7 +49,10 @@ std::string weights_for_opencv(const std::string& weights, const NetworkDesc& ne
       std::memcpy(bytes.data() + var->offset + 4 * i, &v, 4);
     }
   }
-  const std::string out = weights + ".opencv-eps";
+  // Into this process's scratch directory: never next to the source weights (the
+  // shared folder is read-only data).
+  const std::string base = weights.substr(weights.find_last_of('/') + 1);
+  const std::string out = test::temp_dir() + "/" + base + ".opencv-eps";
   std::ofstream(out, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
   return out;
 }
@@ -67,7 +70,7 @@ void compare_with_opencv(const std::string& cfg, int size, std::string weights =
 
   // The same input for both: dog.jpg pre-processed the Darknet way when available, else random.
   std::vector<float> input(size_t(3) * size * size);
-  const std::string dog = test::shared_file("images/dog.jpg");
+  const std::string dog = test::required_shared_file("images/dog.jpg");
   if (!dog.empty()) {
     auto img = tools::load_image(dog);
     ASSERT_TRUE(img.ok());

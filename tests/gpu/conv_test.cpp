@@ -6,8 +6,14 @@
 // plus a guard zone that must stay intact, and one summary line printed:
 //   [conv] <case> <mode> <policy> algo=... ws=... fused=... rel=... maxabs=...
 // Tolerances (relative L2): kFP32 1e-5 for every algorithm, kTF32 and kFP16 5e-3. f16 references use half-rounded
-// inputs and weights, so only accumulation and output rounding are measured. ConvStrided.* report "strided ... NOT
-// supported: <status>" and skip when cuDNN rejects channel-slice views (information for the runtime's planner).
+// inputs and weights, so only accumulation and output rounding are measured.
+//
+// Refusals: cuDNN answering NOT_SUPPORTED for a configuration (cudnn_refused() below)
+// is legitimate for the extra layouts, forced algorithms and NHWC channel slices; it
+// is counted and the count must stay within what the H100 run measured (cuDNN 9.14,
+// docs/results/h100-2026-11-21-search/final/gpu_tests.log). Any other error from
+// create() or run() -- dlrun's own validation (invalid argument), workspace, memory,
+// CUDA -- is a FAILURE, as is any refusal of the NCHW slices the planner relies on.
 #include "kernels/cuda/conv.h"
 
 #include <gtest/gtest.h>
@@ -275,6 +281,17 @@ ConvConfig make_config(const Problem& pr, const Mode& m, AlgoPolicy policy) {
   return cfg;
 }
 
+// True when create() or run() failed because cuDNN itself does not support the
+// configuration: a cuDNN call answered CUDNN_STATUS_NOT_SUPPORTED* (kCudnnError), or
+// every heuristic/find candidate did (kUnsupported "cuDNN supports no algorithm").
+bool cudnn_refused(const Status& st) {
+  if (st.code() == StatusCode::kCudnnError) return st.message().find("NOT_SUPPORTED") != std::string::npos;
+  if (st.code() == StatusCode::kUnsupported)
+    return st.message().find("cuDNN supports no algorithm") != std::string::npos;
+  return false;
+}
+bool cudnn_refused(const Outcome& o) { return (o.stage == "create" || o.stage == "run") && cudnn_refused(o.status); }
+
 // The mode's tolerance for every algorithm (measured on an H100 with cuDNN 9.14: the
 // FFT and Winograd algorithms stay near 1e-6 in fp32, well inside 1e-5).
 double tolerance(const Mode& m, const std::string& /*algo*/) { return m.tol; }
@@ -353,33 +370,49 @@ TEST(ConvAccuracy, EveryActivation) {
     for (int a = 0; a < kNumActs; ++a) check_case(g, find_case("k3g2_c8f12_13x13_b2"), kActs[a], m, nullptr);
 }
 
-// Layout/dtype combinations beyond the three main modes: cuDNN refusing them is
-// reported (not a failure); wrong numbers are failures.
+// Layout/dtype combinations beyond the three main modes: a cuDNN refusal is reported
+// and counted (H100: none of the 22 cases refused in any of the three modes, so the
+// bound is 0: a refusal means cuDNN or the descriptors changed -- measure and update);
+// any other error and wrong numbers are failures.
 TEST(ConvAccuracy, ExtraLayouts) {
   CONV_TEST_SETUP(g);
   const Mode extra[] = {kFp32Nhwc, {"tf32-NHWC", Precision::kTF32, DType::kF32, Layout::kNHWC, 5e-3}, kFp16Nchw};
+  constexpr int kMaxRefusedPerMode = 0;
   for (const Mode& m : extra) {
+    int refused = 0;
     for (int i = 0; i < kNumCases; ++i) {
       const Problem pr = make_problem(kCases[i], kActs[i % kNumActs], m.dtype == DType::kF16, 300 + i);
       const ConvConfig cfg = make_config(pr, m, AlgoPolicy::kHeuristic);
       const ViewSpec spec = test::packed_spec(m.dtype, m.layout);
       const Outcome o = run_gpu(g, pr, cfg, spec, spec, true);
       const std::string label = label_of(pr, m, cfg, spec, spec);
-      if (o.stage == "create") {
+      if (cudnn_refused(o)) {
         std::printf("[conv] %s: NOT supported: %s\n", label.c_str(), o.status.to_string().c_str());
+        ++refused;
         continue;
       }
-      check_outcome(o, reference(pr, true), m, label);
+      check_outcome(o, reference(pr, true), m, label);  // fails on any other create/run error
     }
+    EXPECT_LE(refused, kMaxRefusedPerMode) << m.name << ": cuDNN refused " << refused << " of " << kNumCases;
   }
 }
 
 // Every cuDNN algorithm forced in turn: whatever kFind might pick must be right.
+// cuDNN refuses some (algorithm, problem) pairs; the H100 run refused 18 of the 48
+// pairs in fp32 and in tf32 (DIRECT and WINOGRAD everywhere, FFT/FFT_TILING/
+// WINOGRAD_NONFUSED on some problems) and 36 of 48 in fp16 NHWC (only the two
+// implicit GEMMs run). More refusals than that fail; so does any other error.
 TEST(ConvAlgos, EveryForcedAlgorithm) {
   CONV_TEST_SETUP(g);
   const char* names[] = {"k3s1p1_c8f16_13x13",  "k1s1p0_c16f8_13x13_b2", "k5d2_c4f8_13x13_b2",
                          "k3g2_c8f12_13x13_b2", "dw_k3s2_c16_11x9_b2",   "k3s1p1_c32f64_26x26_b2"};
-  for (const Mode& m : {kFp32, kTf32, kFp16}) {
+  struct Bound {
+    const Mode* mode;
+    int max_refused;
+  };
+  for (const Bound& b : {Bound{&kFp32, 18}, Bound{&kTf32, 18}, Bound{&kFp16, 36}}) {
+    const Mode& m = *b.mode;
+    int refused_in_mode = 0;
     for (const char* name : names) {
       const Problem pr = make_problem(find_case(name), Activation::kLeaky, m.dtype == DType::kF16, 77);
       const HostTensor ref = reference(pr, true);
@@ -390,19 +423,19 @@ TEST(ConvAlgos, EveryForcedAlgorithm) {
         ConvConfig cfg = make_config(pr, m, AlgoPolicy::kHeuristic);
         cfg.force_algo = a;
         const Outcome o = run_gpu(g, pr, cfg, spec, spec, true);
-        const bool not_supported =
-            o.stage == "create" || (o.stage == "run" && o.status.message().find("NOT_SUPPORTED") != std::string::npos);
-        if (not_supported) {
+        if (cudnn_refused(o)) {
           refused += std::string(" ") + conv_algo_name(cudnnConvolutionFwdAlgo_t(a)) + "(" + o.stage + ": " +
                      status_word(o.status) + ")";
+          ++refused_in_mode;
           continue;
         }
         ++worked;
-        check_outcome(o, ref, m, label_of(pr, m, cfg, spec, spec));
+        check_outcome(o, ref, m, label_of(pr, m, cfg, spec, spec));  // fails on any other create/run error
       }
       std::printf("[conv] %s %s: %d algorithms ran; refused:%s\n", name, m.name, worked, refused.c_str());
       EXPECT_GT(worked, 0) << name << " " << m.name << ": no algorithm ran";
     }
+    EXPECT_LE(refused_in_mode, b.max_refused) << m.name << ": cuDNN refused more forced algorithms than on the H100";
   }
 }
 
@@ -543,7 +576,11 @@ TEST(ConvWorkspace, LimitAndExactSize) {
     ASSERT_EQ(cudaSuccess, x.upload(pr.x, spec, g.stream.get()));
     ASSERT_EQ(cudaSuccess, y.create(pr.cc.n, out_shape(pr.cc), spec, g.stream.get()));
     auto conv = CudnnConv::create(g.cudnn.get(), cfg, x.view(), y.view());
-    if (!conv.ok() || (*conv)->workspace_bytes() == 0) continue;
+    if (!conv.ok()) {  // cuDNN may refuse a forced algorithm; nothing else may fail
+      EXPECT_TRUE(cudnn_refused(conv.status())) << "force " << a << ": " << conv.status().to_string();
+      continue;
+    }
+    if ((*conv)->workspace_bytes() == 0) continue;
     found = true;
     const size_t ws = (*conv)->workspace_bytes();
     auto buf = DeviceBuffer::alloc(ws);
@@ -604,10 +641,11 @@ TEST(ConvErrors, BadConfigurations) {
 
 // ---- channel slices (strided descriptors) ----
 
-// Runs `modes` with the given view specs; reports cuDNN refusals as "strided
-// <what> NOT supported" and skips; wrong numbers or writes outside the view fail.
+// Runs `modes` with the given view specs on 4 problems each; reports cuDNN refusals
+// as "strided <what> NOT supported" and collects them; any other create/run error,
+// wrong numbers or writes outside the view fail.
 void strided(const char* what, const ViewSpec& in_tmpl, const ViewSpec& out_tmpl, std::vector<Mode> modes,
-             Activation act, std::vector<std::string>* refused) {
+             Activation act, std::vector<std::string>* refused, int* problems) {
   DLR_REQUIRE_GPU();
   Gpu g;
   ASSERT_TRUE(init_gpu(&g));
@@ -622,7 +660,8 @@ void strided(const char* what, const ViewSpec& in_tmpl, const ViewSpec& out_tmpl
       const ConvConfig cfg = make_config(pr, m, AlgoPolicy::kHeuristic);
       const Outcome o = run_gpu(g, pr, cfg, in_spec, out_spec, true);
       const std::string label = label_of(pr, m, cfg, in_spec, out_spec);
-      if (o.stage == "create" || o.stage == "run") {
+      ++*problems;
+      if (cudnn_refused(o)) {
         const std::string line = std::string("strided ") + what + " NOT supported" +
                                  (o.stage == "run" ? " at run" : "") + ": " + o.status.to_string() + " [" + label + "]";
         std::printf("[conv] %s\n", line.c_str());
@@ -634,39 +673,49 @@ void strided(const char* what, const ViewSpec& in_tmpl, const ViewSpec& out_tmpl
   }
 }
 
-#define STRIDED_TEST(name, what, in_spec, out_spec, modes, act)                                \
-  TEST(ConvStrided, name) {                                                                    \
-    std::vector<std::string> refused;                                                          \
-    strided(what, in_spec, out_spec, modes, act, &refused);                                    \
-    if (!refused.empty()) GTEST_SKIP() << refused.size() << " refused; first: " << refused[0]; \
+// max_refused: how many of the problems cuDNN may refuse. 0 for every NCHW slice and
+// for NHWC batch padding: the H100 ran them all, and the CUDA engine's NCHW plans put
+// convolutions on channel slices (conv_strided_io, docs/architecture.md), so a refusal
+// there breaks the runtime. NHWC channel slices: cuDNN 9.14 refused all 4 problems
+// (every algorithm NOT_SUPPORTED; the planner never uses them), so up to all. When
+// every problem was refused the test is skipped with the first refusal.
+#define STRIDED_TEST(name, what, in_spec, out_spec, modes, act, max_refused)                          \
+  TEST(ConvStrided, name) {                                                                           \
+    std::vector<std::string> refused;                                                                 \
+    int problems = 0;                                                                                 \
+    strided(what, in_spec, out_spec, modes, act, &refused, &problems);                                \
+    if (HasFatalFailure()) return;                                                                    \
+    EXPECT_LE(int(refused.size()), (max_refused)) << (refused.empty() ? std::string() : refused[0]); \
+    if (problems > 0 && int(refused.size()) == problems && !HasFailure())                             \
+      GTEST_SKIP() << refused.size() << " of " << problems << " refused by cuDNN; first: " << refused[0]; \
   }
 
 // NCHW f32 slices: c_before 3 puts a 13x13 slice 2028 bytes into the buffer (4-byte
 // aligned only), c_before 4 gives 16-byte aligned starts; n_pad > 0 makes n_stride
 // larger than the buffer's images. NHWC f16: pixel_stride = c_before + c + c_after.
 STRIDED_TEST(NchwOutputSlice, "output", (ViewSpec{}), (ViewSpec{DType::kF32, Layout::kNCHW, 3, 2, 5}),
-             (std::vector<Mode>{kFp32, kTf32}), Activation::kLeaky)
+             (std::vector<Mode>{kFp32, kTf32}), Activation::kLeaky, 0)
 STRIDED_TEST(NchwOutputSliceAligned, "output (aligned offset)", (ViewSpec{}),
-             (ViewSpec{DType::kF32, Layout::kNCHW, 4, 4, 0}), (std::vector<Mode>{kFp32}), Activation::kLeaky)
+             (ViewSpec{DType::kF32, Layout::kNCHW, 4, 4, 0}), (std::vector<Mode>{kFp32}), Activation::kLeaky, 0)
 STRIDED_TEST(NchwInputSlice, "input", (ViewSpec{DType::kF32, Layout::kNCHW, 2, 3, 7}), (ViewSpec{}),
-             (std::vector<Mode>{kFp32, kTf32}), Activation::kLogistic)
+             (std::vector<Mode>{kFp32, kTf32}), Activation::kLogistic, 0)
 STRIDED_TEST(NchwFusedReluOutputSlice, "output (fused relu)", (ViewSpec{}),
-             (ViewSpec{DType::kF32, Layout::kNCHW, 3, 2, 5}), (std::vector<Mode>{kFp32}), Activation::kRelu)
+             (ViewSpec{DType::kF32, Layout::kNCHW, 3, 2, 5}), (std::vector<Mode>{kFp32}), Activation::kRelu, 0)
 STRIDED_TEST(NhwcF16OutputSlice, "NHWC f16 output", (ViewSpec{}), (ViewSpec{DType::kF16, Layout::kNHWC, 8, 8, 0}),
-             (std::vector<Mode>{kFp16}), Activation::kMish)
+             (std::vector<Mode>{kFp16}), Activation::kMish, 4)
 STRIDED_TEST(NhwcF16OutputSliceOdd, "NHWC f16 output (odd offset)", (ViewSpec{}),
-             (ViewSpec{DType::kF16, Layout::kNHWC, 3, 2, 5}), (std::vector<Mode>{kFp16}), Activation::kLeaky)
+             (ViewSpec{DType::kF16, Layout::kNHWC, 3, 2, 5}), (std::vector<Mode>{kFp16}), Activation::kLeaky, 4)
 STRIDED_TEST(NhwcF16InputSlice, "NHWC f16 input", (ViewSpec{DType::kF16, Layout::kNHWC, 8, 8, 0}), (ViewSpec{}),
-             (std::vector<Mode>{kFp16}), Activation::kLeaky)
+             (std::vector<Mode>{kFp16}), Activation::kLeaky, 4)
 
 STRIDED_TEST(NhwcF16BatchPadOnly, "NHWC f16 n_stride padding", (ViewSpec{DType::kF16, Layout::kNHWC, 0, 0, 7}),
-             (ViewSpec{DType::kF16, Layout::kNHWC, 0, 0, 5}), (std::vector<Mode>{kFp16}), Activation::kLeaky)
+             (ViewSpec{DType::kF16, Layout::kNHWC, 0, 0, 5}), (std::vector<Mode>{kFp16}), Activation::kLeaky, 0)
 STRIDED_TEST(NhwcF32OutputSlice, "NHWC f32 output", (ViewSpec{}), (ViewSpec{DType::kF32, Layout::kNHWC, 4, 4, 0}),
-             (std::vector<Mode>{kFp32Nhwc}), Activation::kLeaky)
+             (std::vector<Mode>{kFp32Nhwc}), Activation::kLeaky, 4)
 STRIDED_TEST(NchwF16OutputSlice, "NCHW f16 output", (ViewSpec{}), (ViewSpec{DType::kF16, Layout::kNCHW, 3, 2, 5}),
-             (std::vector<Mode>{kFp16Nchw}), Activation::kLeaky)
+             (std::vector<Mode>{kFp16Nchw}), Activation::kLeaky, 0)
 STRIDED_TEST(NchwF16InputSlice, "NCHW f16 input", (ViewSpec{DType::kF16, Layout::kNCHW, 2, 3, 7}), (ViewSpec{}),
-             (std::vector<Mode>{kFp16Nchw}), Activation::kLeaky)
+             (std::vector<Mode>{kFp16Nchw}), Activation::kLeaky, 0)
 
 }  // namespace
 }  // namespace dlr::cuda

@@ -21,17 +21,33 @@
 namespace dlr {
 namespace {
 
+// End-to-end tolerances: relative L2 error of every yolo head against the CPU fp32
+// reference (dog.jpg). Measured on the H100 (docs/results/h100-2026-11-21-search/final/
+// gpu_tests*.log, largest head over the runs logged; tf32 varies with the algorithms
+// cuDNN picks): fp32 <= 5.0e-5 (yolov4 head 2) for every model; tf32 yolov4 0.0442,
+// tiny 0.00099, yolov3 0.0158, fastest 0.00184; fp16 yolov4 0.0518, tiny 0.00263,
+// yolov3 0.0168, fastest 0.00385. Bounds: about 2x the largest measurement. Synthetic
+// weights are built to be input-sensitive, which is why yolov4's deep mish stack
+// amplifies tf32/fp16 rounding to a few percent (real weights: fastest, 0.2-0.4 %).
 struct Model {
   const char* cfg;
   const char* weights;  // nullptr: synthetic
   int size;
+  double tf32_tol;
+  double fp16_tol;
+  // Detection threshold: the synthetic yolov4-tiny finds nothing on dog.jpg at 0.25;
+  // at 0.1 the CPU finds 8 (lowest 0.1012, clear of the threshold by 100x the fp32
+  // CPU/CUDA difference), measured with dlrun here.
+  float thresh;
 };
 
+constexpr double kFp32Tol = 1e-4;  // 2x the largest fp32 head error measured (5.04e-5)
+
 const Model kModels[] = {
-    {"models/yolov4.cfg", nullptr, 608},
-    {"models/yolov4-tiny.cfg", nullptr, 416},
-    {"models/yolov3.cfg", nullptr, 416},
-    {"weights/yolo-fastest-1.1.cfg", "weights/yolo-fastest-1.1.weights", 320},
+    {"models/yolov4.cfg", nullptr, 608, 0.09, 0.1, 0.25f},
+    {"models/yolov4-tiny.cfg", nullptr, 416, 0.002, 0.006, 0.1f},
+    {"models/yolov3.cfg", nullptr, 416, 0.03, 0.035, 0.25f},
+    {"weights/yolo-fastest-1.1.cfg", "weights/yolo-fastest-1.1.weights", 320, 0.004, 0.008, 0.25f},
 };
 
 struct Outcome {
@@ -95,11 +111,12 @@ bool small_only() {
 }
 
 // any_size: resolve larger models in small mode too (the caller runs them at 320).
+// A file missing from a present shared folder is a test failure (not a silent skip).
 bool resolve(const Model& m, Resolved* r, bool any_size = false) {
   if (small_only() && m.size > 320 && !any_size) return false;
-  r->cfg = test::shared_file(m.cfg);
+  r->cfg = test::required_shared_file(m.cfg);
   if (r->cfg.empty()) return false;
-  r->weights = m.weights ? test::shared_file(m.weights) : test::synthetic_weights(r->cfg);
+  r->weights = m.weights ? test::required_shared_file(m.weights) : test::synthetic_weights(r->cfg);
   return !r->weights.empty();
 }
 
@@ -127,21 +144,34 @@ TEST_P(CudaEngineE2E, Fp32MatchesCpuAndFp16IsClose) {
   Resolved r;
   if (!resolve(GetParam(), &r)) GTEST_SKIP() << "shared data not found: " << GetParam().cfg;
   if (!test_image()) GTEST_SKIP() << "no test image (images/dog.ppm or dog.jpg with OpenCV)";
-  const int size = GetParam().size;
-  const Outcome cpu = run(r.cfg, r.weights, SessionOptions{}, size);
-  const Outcome f32 = run(r.cfg, r.weights, cuda(Precision::kFP32), size);
-  const Outcome f16 = run(r.cfg, r.weights, cuda(Precision::kFP16), size);
-  const Outcome t32 = run(r.cfg, r.weights, cuda(Precision::kTF32), size);
+  const Model& model = GetParam();
+  const int size = model.size;
+  auto with_thresh = [&](SessionOptions o) {
+    o.thresh = model.thresh;
+    return o;
+  };
+  const Outcome cpu = run(r.cfg, r.weights, with_thresh(SessionOptions{}), size);
+  const Outcome f32 = run(r.cfg, r.weights, with_thresh(cuda(Precision::kFP32)), size);
+  const Outcome f16 = run(r.cfg, r.weights, with_thresh(cuda(Precision::kFP16)), size);
+  const Outcome t32 = run(r.cfg, r.weights, with_thresh(cuda(Precision::kTF32)), size);
   ASSERT_TRUE(cpu.ok && f32.ok && f16.ok && t32.ok);
+  ASSERT_FALSE(cpu.heads.empty());
+  ASSERT_EQ(f32.heads.size(), cpu.heads.size());
+  ASSERT_EQ(f16.heads.size(), cpu.heads.size());
+  ASSERT_EQ(t32.heads.size(), cpu.heads.size());
   for (size_t h = 0; h < cpu.heads.size(); ++h) {
     const double e32 = test::rel_error(f32.heads[h], cpu.heads[h]);
     const double e16 = test::rel_error(f16.heads[h], cpu.heads[h]);
     const double et = test::rel_error(t32.heads[h], cpu.heads[h]);
-    std::printf("%s @%d head %zu: rel err vs CPU fp32 %.3g, tf32 %.3g, fp16 %.3g\n", GetParam().cfg, size, h, e32, et,
+    std::printf("%s @%d head %zu: rel err vs CPU fp32 %.3g, tf32 %.3g, fp16 %.3g\n", model.cfg, size, h, e32, et,
                 e16);
-    EXPECT_LE(e32, 1e-4) << "head " << h;
+    EXPECT_LE(e32, kFp32Tol) << "head " << h;
+    EXPECT_LE(et, model.tf32_tol) << "tf32 head " << h;
+    EXPECT_LE(e16, model.fp16_tol) << "fp16 head " << h;
   }
-  // fp32: the same detections as the CPU.
+  // fp32: the same detections as the CPU, and there are some to compare (the
+  // thresholds above give each model detections on dog.jpg).
+  ASSERT_FALSE(cpu.dets.empty()) << "no CPU detections: nothing to compare";
   ASSERT_EQ(f32.dets.size(), cpu.dets.size()) << "CPU:\n" << describe(cpu.dets) << "CUDA fp32:\n" << describe(f32.dets);
   for (size_t i = 0; i < cpu.dets.size(); ++i) {
     EXPECT_EQ(f32.dets[i].class_id, cpu.dets[i].class_id) << i;
@@ -152,9 +182,9 @@ TEST_P(CudaEngineE2E, Fp32MatchesCpuAndFp16IsClose) {
   // fp16: every confident detection of one has a match in the other (same class,
   // IoU >= 0.95, prob within 0.03). Detections within 0.03 of the threshold may
   // legitimately appear on one side only.
-  auto check_matched = [](const std::vector<Detection>& a, const std::vector<Detection>& b, const char* what) {
+  auto check_matched = [&](const std::vector<Detection>& a, const std::vector<Detection>& b, const char* what) {
     for (const Detection& d : a) {
-      if (d.prob < 0.25f + 0.03f) continue;
+      if (d.prob < model.thresh + 0.03f) continue;
       const Detection* best = nullptr;
       for (const Detection& e : b)
         if (e.class_id == d.class_id && (!best || box_iou(e.box, d.box) > box_iou(best->box, d.box))) best = &e;
@@ -167,21 +197,35 @@ TEST_P(CudaEngineE2E, Fp32MatchesCpuAndFp16IsClose) {
   // built to be maximally input-sensitive, so they amplify any rounding: on yolov4 @608
   // fp16 and tf32 (whose products round like fp16) both end 1-5 % away from fp32 at
   // the heads (measured on the H100) and boxes move by more than 5 % IoU. For those
-  // models the raw-output error is bounded instead and the agreement is printed.
-  if (GetParam().weights) {
+  // models the raw-output error is bounded above and the detections must agree
+  // loosely: at least 90 % of the fp32 detections (and of the fp16/tf32 ones) have a
+  // partner of the same class with IoU >= 0.5 in the other list (H100, fp16: yolov4
+  // 55 of 57, yolov3 38 of 40). yolov4 is the mish model checked at detection level.
+  if (model.weights) {
     check_matched(f32.dets, f16.dets, "fp32 -> fp16");
     check_matched(f16.dets, f32.dets, "fp16 -> fp32");
+    check_matched(f32.dets, t32.dets, "fp32 -> tf32");
+    check_matched(t32.dets, f32.dets, "tf32 -> fp32");
   } else {
-    for (size_t h = 0; h < cpu.heads.size(); ++h) EXPECT_LE(test::rel_error(f16.heads[h], cpu.heads[h]), 0.1) << h;
-    int same = 0;
-    for (const Detection& d : f32.dets)
-      for (const Detection& e : f16.dets)
-        if (e.class_id == d.class_id && box_iou(e.box, d.box) >= 0.5f) {
-          ++same;
-          break;
-        }
-    std::printf("  synthetic weights: %d of %zu fp32 detections have an fp16 match (same class, IoU >= 0.5)\n", same,
-                f32.dets.size());
+    auto loosely_matched = [](const std::vector<Detection>& a, const std::vector<Detection>& b) {
+      int same = 0;
+      for (const Detection& d : a)
+        for (const Detection& e : b)
+          if (e.class_id == d.class_id && box_iou(e.box, d.box) >= 0.5f) {
+            ++same;
+            break;
+          }
+      return same;
+    };
+    for (const auto& [name, other] : {std::make_pair("fp16", &f16), std::make_pair("tf32", &t32)}) {
+      const int fwd = loosely_matched(f32.dets, other->dets), back = loosely_matched(other->dets, f32.dets);
+      std::printf("  synthetic weights: %d of %zu fp32 detections have a %s match, %d of %zu the other way "
+                  "(same class, IoU >= 0.5)\n",
+                  fwd, f32.dets.size(), name, back, other->dets.size());
+      EXPECT_FALSE(other->dets.empty()) << name;
+      EXPECT_GE(fwd, 0.9 * double(f32.dets.size())) << name;
+      EXPECT_GE(back, 0.9 * double(other->dets.size())) << name;
+    }
   }
 }
 
@@ -252,7 +296,9 @@ TEST(StreamMode, BitIdenticalToPreload) {
             EXPECT_EQ(std::string(pool_layout_name(sp.layout)), pool) << m.cfg << " budget " << budget;
             EXPECT_EQ(sp.units_searched, search && pool == "ring") << m.cfg << " budget " << budget << " " << variant;
             rings += sp.units_searched;
-            if (sp.units_searched) EXPECT_LE(sp.searched_ms, sp.chunks_ms);
+            if (sp.units_searched) {
+              EXPECT_LE(sp.searched_ms, sp.chunks_ms);
+            }
           }
           std::string why;
           EXPECT_TRUE(bit_identical(st, pre, &why))
@@ -265,45 +311,43 @@ TEST(StreamMode, BitIdenticalToPreload) {
   EXPECT_GT(rings, 0) << "no streamed ring plan with searched units was exercised";
 }
 
-TEST(StreamMode, KernelTimesMeasuredAtOpenAddUpToPreload) {
+TEST(StreamMode, KernelTimesMeasuredAtOpenDescribeThePlan) {
   // The unit search's kernel times (layers alone, timing events' cost removed) must
-  // describe the same network preload runs: one per step, none negative, the weighted
-  // layers non-zero, and in all close to preload's latency (which also holds the
-  // output downloads and whatever the graph adds between kernels).
+  // describe the network that runs: one per step, finite, none negative, every
+  // weighted layer non-zero, and the searched cut predicted no slower than equal
+  // chunks. How close their sum is to preload's wall-clock latency is a timing
+  // question: the benchmark StreamBench.KernelTimesVsPreloadLatency
+  // (engine_bench_test.cpp, DLR_GPU_BENCH=1) reports it.
   DLR_REQUIRE_GPU();
   Resolved r;
-  if (small_only() || !resolve(kModels[0], &r)) GTEST_SKIP() << "yolov4 not available (or sanitizer run)";
+  if (small_only()) GTEST_SKIP() << "sanitizer run: yolov4 is too slow";
+  DLR_REQUIRE_SHARED_DIR();
+  ASSERT_TRUE(resolve(kModels[0], &r));
   SessionOptions o = cuda(Precision::kFP16);
   o.width = o.height = 608;
-  auto pre = Session::open(r.cfg, r.weights, o);
-  ASSERT_TRUE(pre.ok()) << pre.status().to_string();
-  std::vector<double> runs;
-  for (int i = 0; i < 7; ++i) {
-    ASSERT_TRUE((*pre)->engine().run().ok());
-    runs.push_back((*pre)->engine().last_run_ms());
-  }
-  std::sort(runs.begin(), runs.end());
-  const double preload_ms = runs[runs.size() / 2];
-  pre->reset();
   o.mode = WeightMode::kStream;
   o.weight_budget = WeightBudget::percent(25);
   auto st = Session::open(r.cfg, r.weights, o);
   ASSERT_TRUE(st.ok()) << st.status().to_string();
   ASSERT_TRUE((*st)->model().streaming);
   const StreamPlan* sp = &(*st)->model().stream;
+  ASSERT_FALSE(sp->resident);
   ASSERT_GT(sp->searched_ms, 0.0);
+  EXPECT_LE(sp->searched_ms, sp->chunks_ms);
   const ExecutionPlan& plan = (*st)->plan();
   ASSERT_EQ(sp->search_layer_ms.size(), plan.steps.size());
   double sum = 0;
   for (const Step& step : plan.steps) {
     const double t = sp->search_layer_ms[size_t(step.layer)];
+    EXPECT_TRUE(std::isfinite(t)) << "layer " << step.layer;
     EXPECT_GE(t, 0.0) << "layer " << step.layer;
-    if (step.weight >= 0) EXPECT_GT(t, 0.0) << "layer " << step.layer;
+    if (step.weight >= 0) {
+      EXPECT_GT(t, 0.0) << "layer " << step.layer;
+    }
     sum += t;
   }
-  std::printf("yolov4 fp16 @608: kernel times measured at open %.3f ms in all, preload %.3f ms\n", sum, preload_ms);
-  EXPECT_GT(sum, 0.7 * preload_ms);
-  EXPECT_LT(sum, 1.1 * preload_ms);
+  EXPECT_GT(sum, 0.0);
+  std::printf("yolov4 fp16 @608: kernel times measured at open %.3f ms in all\n", sum);
 }
 
 TEST(CudaEngine, RepeatedRunsAndGraphAreBitIdentical) {
@@ -333,31 +377,106 @@ TEST(CudaEngine, RepeatedRunsAndGraphAreBitIdentical) {
   }
 }
 
-TEST(CudaEngine, BatchOfTwoMatchesSingleImages) {
+// Batch correctness: three different images in one batch (dog, dog upside down, dog
+// with inverted colours), preload and stream, fp32 and fp16: every yolo head of every
+// batch image against a single-image run of that image, and the detections too.
+// A wrong offset for image 1 or 2 anywhere in the network (input staging, a conv's
+// batch stride, a route copy, the output download) changes that image's heads.
+//
+// Bounds: a batch-3 convolution may run another cuDNN algorithm than batch 1 (the
+// algorithm cache key includes n), so the runs are not bit-identical in general.
+// Each run is within the fp32 CPU error of the CPU reference (fastest, H100:
+// <= 3.0e-7 fp32, <= 3.9e-3 fp16), so two runs are within twice that; bounds
+// 2e-6 (fp32) and 1e-2 (fp16) leave about 3x. Stream mode runs the same kernels as
+// preload on the same batch, so stream vs preload must be bit-identical.
+TEST(CudaEngine, BatchMatchesSingleImagesEveryHead) {
   DLR_REQUIRE_GPU();
   Resolved r;
-  if (!resolve(kModels[3], &r) || !test_image()) GTEST_SKIP() << "shared data not found";
-  SessionOptions o = cuda(Precision::kFP32);
-  const Outcome single = run(r.cfg, r.weights, o, 320);
-  o.batch = 2;
-  o.width = o.height = 320;
-  auto s = Session::open(r.cfg, r.weights, o);
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
-  tools::LoadedImage flipped = *test_image();  // a second, different image: mirrored rows
+  DLR_REQUIRE_SHARED_DIR();
+  ASSERT_TRUE(resolve(kModels[3], &r));
+  if (!test_image()) GTEST_SKIP() << "no test image (images/dog.ppm or dog.jpg with OpenCV)";
+  constexpr int kBatch = 3;
+  std::vector<tools::LoadedImage> images(kBatch, *test_image());
+  tools::LoadedImage& flipped = images[1];
+  const size_t row = size_t(flipped.width) * 3;
   for (int y = 0; y < flipped.height / 2; ++y)
-    for (int x = 0; x < flipped.width * 3; ++x)
-      std::swap(flipped.pixels[size_t(y) * flipped.width * 3 + x],
-                flipped.pixels[size_t(flipped.height - 1 - y) * flipped.width * 3 + x]);
-  const ImageView views[2] = {test_image()->view(), flipped.view()};
-  auto dets = (*s)->detect_batch(views, 2);
-  ASSERT_TRUE(dets.ok()) << dets.status().to_string();
-  const int y = (*s)->network().yolo_layers()[0];
-  const int64_t n = (*s)->network().layers[size_t(y)].out.count();
-  const std::vector<float> b0((*s)->engine().output(y, 0), (*s)->engine().output(y, 0) + n);
-  EXPECT_LE(test::rel_error(b0, single.heads[0]), 1e-5);
-  EXPECT_EQ((*dets)[0].size(), single.dets.size());
-  const std::vector<float> b1((*s)->engine().output(y, 1), (*s)->engine().output(y, 1) + n);
-  EXPECT_GT(test::rel_error(b1, b0), 1e-3) << "the second image must give other outputs";
+    std::swap_ranges(flipped.pixels.begin() + std::ptrdiff_t(size_t(y) * row),
+                     flipped.pixels.begin() + std::ptrdiff_t(size_t(y + 1) * row),
+                     flipped.pixels.begin() + std::ptrdiff_t(size_t(flipped.height - 1 - y) * row));
+  for (uint8_t& v : images[2].pixels) v = uint8_t(255 - v);
+  ImageView views[kBatch];
+  for (int i = 0; i < kBatch; ++i) views[i] = images[size_t(i)].view();
+
+  for (Precision p : {Precision::kFP32, Precision::kFP16}) {
+    const double tol = p == Precision::kFP32 ? 2e-6 : 1e-2;
+    // Single-image references, every head.
+    SessionOptions one = cuda(p);
+    one.width = one.height = 320;
+    auto s1 = Session::open(r.cfg, r.weights, one);
+    ASSERT_TRUE(s1.ok()) << s1.status().to_string();
+    const std::vector<int> yolos = (*s1)->network().yolo_layers();
+    ASSERT_FALSE(yolos.empty());
+    std::vector<std::vector<std::vector<float>>> single(kBatch);  // [image][head]
+    std::vector<std::vector<Detection>> single_dets(kBatch);
+    for (int i = 0; i < kBatch; ++i) {
+      auto d = (*s1)->detect(views[i]);
+      ASSERT_TRUE(d.ok()) << d.status().to_string();
+      single_dets[size_t(i)] = *d;
+      for (int y : yolos) {
+        const int64_t n = (*s1)->network().layers[size_t(y)].out.count();
+        single[size_t(i)].emplace_back((*s1)->engine().output(y, 0), (*s1)->engine().output(y, 0) + n);
+      }
+    }
+    // The images differ, so a batch image answering with another image's outputs fails.
+    ASSERT_GT(test::rel_error(single[1][0], single[0][0]), 1e-2);
+    ASSERT_GT(test::rel_error(single[2][0], single[0][0]), 1e-2);
+    ASSERT_FALSE(single_dets[0].empty()) << "no detections on dog.jpg";
+
+    std::vector<std::vector<std::vector<float>>> preload_batch;  // [image][head], preload
+    for (WeightMode mode : {WeightMode::kPreload, WeightMode::kStream}) {
+      SessionOptions o = one;
+      o.batch = kBatch;
+      o.mode = mode;
+      auto s = Session::open(r.cfg, r.weights, o);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      auto dets = (*s)->detect_batch(views, kBatch);
+      ASSERT_TRUE(dets.ok()) << dets.status().to_string();
+      ASSERT_EQ(dets->size(), size_t(kBatch));
+      std::vector<std::vector<std::vector<float>>> got(kBatch);
+      for (int i = 0; i < kBatch; ++i) {
+        const std::string what = std::string(precision_name(p)) + " " + weight_mode_name(mode) + " image " +
+                                 std::to_string(i);
+        for (size_t h = 0; h < yolos.size(); ++h) {
+          const int64_t n = (*s)->network().layers[size_t(yolos[h])].out.count();
+          const float* out = (*s)->engine().output(yolos[h], i);
+          got[size_t(i)].emplace_back(out, out + n);
+          const double err = test::rel_error(got[size_t(i)][h], single[size_t(i)][h]);
+          std::printf("batch %s head %zu: rel err vs single image %.3g\n", what.c_str(), h, err);
+          EXPECT_LE(err, tol) << what << " head " << h;
+        }
+        // Detections: same count, class, and (fp32) prob/box; fp16 within its noise.
+        const std::vector<Detection>& a = (*dets)[size_t(i)];
+        const std::vector<Detection>& b = single_dets[size_t(i)];
+        if (p == Precision::kFP32) {
+          ASSERT_EQ(a.size(), b.size()) << what << "\nbatch:\n" << describe(a) << "single:\n" << describe(b);
+          for (size_t k = 0; k < a.size(); ++k) {
+            EXPECT_EQ(a[k].class_id, b[k].class_id) << what << " det " << k;
+            EXPECT_NEAR(a[k].prob, b[k].prob, 1e-5) << what << " det " << k;
+            EXPECT_GE(iou(a[k].box, b[k].box), 0.9999f) << what << " det " << k;
+          }
+        }
+      }
+      if (mode == WeightMode::kPreload) {
+        preload_batch = got;
+      } else {
+        for (int i = 0; i < kBatch; ++i)
+          for (size_t h = 0; h < yolos.size(); ++h)
+            EXPECT_EQ(0, std::memcmp(got[size_t(i)][h].data(), preload_batch[size_t(i)][h].data(),
+                                     got[size_t(i)][h].size() * 4))
+                << precision_name(p) << " stream vs preload, image " << i << " head " << h;
+      }
+    }
+  }
 }
 
 TEST(CudaEngine, BadOptionsAreErrors) {

@@ -252,7 +252,7 @@ double rel_l2(const std::vector<float>& got, const std::vector<float>& want) {
       max_abs = d;
       max_i = int64_t(i);
     }
-    if (!(d <= tol * std::max(std::fabs(double(w)), rms))) {
+    if (std::isfinite(w) && !(d <= kOutlierFactor * tol * std::max(std::fabs(double(w)), rms))) {
       if (first_bad < 0) first_bad = int64_t(i);
       ++bad;
     }
@@ -267,11 +267,11 @@ double rel_l2(const std::vector<float>& got, const std::vector<float>& want) {
   if (first_nonfinite >= 0)
     msg << " (first " << want.where(first_nonfinite) << " got " << fmt_float(got.data[first_nonfinite]) << " want "
         << fmt_float(want.data[first_nonfinite]) << ")";
-  msg << ", elements off by > tol*max(|want|, rms) " << bad << "/" << count;
+  msg << ", outliers (|d| > " << kOutlierFactor << "*tol*max(|want|, rms)) " << bad << "/" << count;
   if (first_bad >= 0)
     msg << ", first " << want.where(first_bad) << " got " << fmt_float(got.data[first_bad]) << " want "
         << fmt_float(want.data[first_bad]);
-  if (nonfinite == 0 && rel <= tol) return ::testing::AssertionSuccess() << msg.str();
+  if (nonfinite == 0 && rel <= tol && bad == 0) return ::testing::AssertionSuccess() << msg.str();
   return ::testing::AssertionFailure() << msg.str();
 }
 

@@ -102,8 +102,18 @@ class DeviceTensor {
 double rel_l2(const std::vector<float>& got, const std::vector<float>& want);
 
 // Passes when got and want have the same size, every `want`-finite element of got is
-// finite, and rel_l2 <= tol. The message gives rel err, max abs err and its
-// [n,c,y,x], NaN count and the first element with |d| > tol*max(|want|, rms(want)).
+// finite, rel_l2 <= tol, AND no element is an outlier: |got - want| <= kOutlierFactor *
+// tol * max(|want|, rms(want)) for every element (an L2 bound alone lets one element
+// wrong by the RMS pass at tf32/fp16 tolerances). The message gives rel err, max abs
+// err and its [n,c,y,x], NaN count, the outlier count and the first outlier.
+//
+// kOutlierFactor = 8: on the H100 (cuDNN 9.14, docs/results/h100-2026-11-21-search/
+// final/gpu_tests.log) the largest element error of any conv run is 8x its rel L2 error
+// (WINOGRAD_NONFUSED fp32: max abs 9.97e-6 at rel 1.21e-6 on O(1) outputs) and every
+// rel error is at least 8x below its tolerance (fp32 1.2e-6 vs 1e-5, tf32 2.9e-4 and
+// fp16 5.8e-4 vs 5e-3), so a correct kernel stays >= 8x inside this bound; an element
+// off by rms(want) fails whenever |want| < rms / (8 tol) (25 rms at tol 5e-3).
+constexpr double kOutlierFactor = 8.0;
 ::testing::AssertionResult near_rel(const HostTensor& got, const HostTensor& want, double tol,
                                     const std::string& what);
 // Passes when the float bits are identical (memcmp); otherwise reports the number

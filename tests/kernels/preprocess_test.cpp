@@ -241,9 +241,30 @@ TEST(PreprocessPlanar, BgrToRgbAndScale) {
   EXPECT_EQ(out[5], 128.f / 255.f);
 }
 
-TEST(PreprocessPlanar, FloatDivisionMatchesStbDoublePath) {
-  // OpenCV builds store v/255.0f, stb builds (float)(v/255.): equal for every byte.
-  for (int v = 0; v < 256; ++v) EXPECT_EQ(static_cast<float>(v) / 255.f, static_cast<float>(v / 255.)) << v;
+TEST(PreprocessPlanar, EveryByteValueMatchesBothDarknetLoaders) {
+  // image_to_planar on one image holding every byte value in every channel: each
+  // output must be v/255.f (Darknet's load_image_cv, OpenCV builds) and equal to
+  // (float)(v/255.) (load_image_stb, stb builds): the two agree for every byte.
+  ImageU8 img;
+  std::vector<uint8_t> bytes(256 * 3);
+  for (int v = 0; v < 256; ++v)
+    for (int k = 0; k < 3; ++k) bytes[size_t(v) * 3 + size_t(k)] = static_cast<uint8_t>((v + 85 * k) & 0xFF);
+  img.data = bytes.data();
+  img.width = 256;
+  img.height = 1;
+  img.channels = 3;
+  img.row_stride = 256 * 3;
+  img.bgr = false;
+  std::vector<float> out(256 * 3, -1.f);
+  image_to_planar(img, out.data());
+  for (int plane = 0; plane < 3; ++plane) {
+    for (int x = 0; x < 256; ++x) {
+      const int v = bytes[size_t(x) * 3 + size_t(plane)];
+      const float got = out[size_t(plane) * 256 + size_t(x)];
+      EXPECT_EQ(got, static_cast<float>(v) / 255.f) << "plane " << plane << " byte " << v;
+      EXPECT_EQ(got, static_cast<float>(v / 255.)) << "plane " << plane << " byte " << v;
+    }
+  }
 }
 
 TEST(PreprocessPlanar, RowPaddingIsSkipped) {
@@ -285,16 +306,22 @@ TEST(PreprocessPlanar, LargeImageParallelPathMatchesScalar) {
   img.height = h;
   img.channels = 3;
   img.row_stride = w * 3;
-  std::vector<float> out(size_t(3) * w * h);
+  std::vector<float> out(size_t(3) * w * h, std::nanf(""));  // an element left unwritten stays NaN
   image_to_planar(img, out.data());
-  for (int y = 0; y < h; y += 7) {
-    for (int x = 0; x < w; x += 3) {
+  // Every pixel: a thread-chunk boundary row (schedule(static) splits the 217 rows
+  // between threads) or the last column must not be skipped or shifted.
+  size_t bad = 0;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
       const uint8_t* p = &bytes[(size_t(y) * w + x) * 3];
-      EXPECT_EQ(out[size_t(y) * w + x], p[2] / 255.f);
-      EXPECT_EQ(out[size_t(w) * h + size_t(y) * w + x], p[1] / 255.f);
-      EXPECT_EQ(out[2 * size_t(w) * h + size_t(y) * w + x], p[0] / 255.f);
+      for (int plane = 0; plane < 3; ++plane) {
+        const float got = out[size_t(plane) * w * h + size_t(y) * w + x];
+        if (got != p[2 - plane] / 255.f && ++bad <= 5)
+          ADD_FAILURE() << "plane " << plane << " row " << y << " column " << x << ": got " << got;
+      }
     }
   }
+  EXPECT_EQ(bad, 0u);
 }
 
 }  // namespace

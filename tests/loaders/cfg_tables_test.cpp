@@ -175,9 +175,10 @@ const TotalsCase kTotals[] = {
 };
 
 TEST(CfgTables, TotalsOfEverySharedCfg) {
+  DLR_REQUIRE_SHARED_DIR();
   int checked = 0;
   for (const TotalsCase& t : kTotals) {
-    const std::string cfg = test::shared_file(t.cfg);
+    const std::string cfg = test::required_shared_file(t.cfg);  // missing: a failure
     if (cfg.empty()) continue;
     CfgOptions opt;
     opt.width = opt.height = t.size;
@@ -190,7 +191,7 @@ TEST(CfgTables, TotalsOfEverySharedCfg) {
     EXPECT_NEAR(net->total_darknet_bflops(), t.darknet_bflops, 0.0005) << what;
     ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "shared/models not found";
+  EXPECT_EQ(checked, int(sizeof(kTotals) / sizeof(kTotals[0])));
 }
 
 TEST(CfgTables, YoloFastestMatchesItsWeightsFile) {
@@ -223,12 +224,11 @@ TEST(CfgTables, YoloFastestMatchesItsWeightsFile) {
       EXPECT_EQ(l.inputs, (std::vector<int>{l.index - 1}));
     }
   }
-  // The file itself, when present, has exactly that size.
-  const std::string weights = test::shared_file("weights/yolo-fastest-1.1.weights");
-  if (!weights.empty()) {
-    std::ifstream f(weights, std::ios::binary | std::ios::ate);
-    EXPECT_EQ(static_cast<int64_t>(f.tellg()), 20 + 4 * net->total_file_floats());
-  }
+  // The file itself has exactly that size.
+  const std::string weights = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  ASSERT_FALSE(weights.empty());
+  std::ifstream f(weights, std::ios::binary | std::ios::ate);
+  EXPECT_EQ(static_cast<int64_t>(f.tellg()), 20 + 4 * net->total_file_floats());
 }
 
 // DARKNET.md section 1.9: layer inventory of the 7 cfgs.
@@ -261,9 +261,10 @@ TEST(CfgTables, InventoryOfEverySharedCfg) {
       {"models/yolov7-tiny.cfg", 416, 416, false, 99, 58, 30, 0, 6, 2, {90, 94, 98}, {52, 26, 13}, NmsKind::kDiou,
        true, 2.0f},
   };
+  DLR_REQUIRE_SHARED_DIR();
   int checked = 0;
   for (const InventoryCase& c : cases) {
-    const std::string cfg = test::shared_file(c.cfg);
+    const std::string cfg = test::required_shared_file(c.cfg);  // missing: a failure
     if (cfg.empty()) continue;
     Expected<NetworkDesc> net = parse_network_cfg(cfg);
     ASSERT_TRUE(net.ok()) << net.status().to_string();
@@ -294,7 +295,7 @@ TEST(CfgTables, InventoryOfEverySharedCfg) {
     EXPECT_TRUE(net->warnings.empty()) << net->warnings.front();
     ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "shared/models not found";
+  EXPECT_EQ(checked, int(sizeof(cases) / sizeof(cases[0])));
 }
 
 TEST(CfgTables, Yolov4Landmarks) {

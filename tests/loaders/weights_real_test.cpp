@@ -58,16 +58,17 @@ TEST(RealWeights, SharedCfgFileSizes) {
       {"models/yolov3.cfg", 248007048ull},      {"models/yolov3-tiny.cfg", 35434956ull},
       {"models/yolov7-tiny.cfg", 24967560ull},
   };
+  DLR_REQUIRE_SHARED_DIR();
   int checked = 0;
   for (const Case& c : cases) {
-    const std::string path = test::shared_file(c.cfg);
+    const std::string path = test::required_shared_file(c.cfg);  // missing: a failure
     if (path.empty()) continue;
     Expected<NetworkDesc> net = parse_network_cfg(path);
     ASSERT_TRUE(net.ok()) << net.status().to_string();
     EXPECT_EQ(build_weights_index(*net, WeightsHeader{}).payload_end, c.bytes) << c.cfg;
     ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "shared model cfgs not found";
+  EXPECT_EQ(checked, int(sizeof(cases) / sizeof(cases[0])));
 }
 
 }  // namespace

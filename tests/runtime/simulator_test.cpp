@@ -316,7 +316,11 @@ TEST(Simulator, ModelLayerTimes) {
   EXPECT_NEAR(ms[0], net->layers[0].gflops() / 1000.0 * 1e3 + 0.005, 1e-12);
   const double pool_bytes = (8.0 * 32 * 32 + 8.0 * 16 * 16) * 4;  // read + write, f32
   EXPECT_NEAR(ms[1], pool_bytes / 100e9 * 1e3 + 0.005, 1e-12);
-  EXPECT_EQ(ms[2], plan->steps[2].no_op ? 0.0 : ms[2]);
+  // The dropout aliases its input: a no-op step without copies launches nothing, so
+  // it costs nothing (not even the per-kernel 5 us).
+  ASSERT_TRUE(plan->steps[2].no_op);
+  ASSERT_TRUE(plan->steps[2].copies.empty());
+  EXPECT_EQ(ms[2], 0.0);
 }
 
 }  // namespace
