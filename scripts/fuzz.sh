@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (tests/fuzz; clang 14, ASan + UBSan, -DDLR_FUZZ=ON,
 # CPU-only) in build-fuzz/, replays every seed and regression input, then fuzzes
-# each harness for SECONDS (default 45) from a copy of its checked-in seed corpus
+# each harness for SECONDS (default 40) from a copy of its checked-in seed corpus
 # with a fixed seed, and runs the host fault-injection check under LSan
 # (dlr_fault_leak_check: every host allocation and file operation of a CPU
 # Session::open failed in turn). Installs clang-14 and libclang-rt-14-dev (libFuzzer) when
@@ -9,7 +9,7 @@
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]     e.g. scripts/fuzz.sh 600 cfg
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs="${1:-45}"
+secs="${1:-40}"
 shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(cfg weights image)
