@@ -1,5 +1,7 @@
 #include "loaders/cfg_lexer.h"
 
+#include "runtime/core/fault_injection.h"
+
 #include <cctype>
 #include <cfloat>
 #include <climits>
@@ -162,6 +164,10 @@ Status read_text_file(const std::string& path, std::string* out, uint64_t max_by
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return io_error(path + ": cannot open: " + std::strerror(errno));
+  if (fault::hit("file_read")) {
+    ::close(fd);
+    return io_error(path + ": cannot read: " + std::strerror(EIO) + fault::tag("file_read"));
+  }
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }

@@ -12,6 +12,7 @@
 #include "loaders/weights_file.h"
 
 #include "loaders/cfg_lexer.h"
+#include "runtime/core/fault_injection.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -179,6 +180,8 @@ Expected<WeightsFile> WeightsFile::open(const std::string& path, const NetworkDe
     fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block: refused below
   } while (fd.fd < 0 && errno == EINTR);
   if (fd.fd < 0) return io_error(path + ": cannot open weights file: " + errno_text(errno));
+  if (fault::hit("weights_open"))
+    return io_error(path + ": cannot open weights file: " + errno_text(EIO) + fault::tag("weights_open"));
 
   struct stat st;
   if (::fstat(fd.fd, &st) != 0) return io_error(path + ": fstat failed: " + errno_text(errno));
@@ -224,6 +227,11 @@ Expected<WeightsFile> WeightsFile::open(const std::string& path, const NetworkDe
   file.m_index = std::move(index);
   file.m_size = size;
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  if (map != MAP_FAILED && fault::hit("weights_mmap")) {
+    ::munmap(map, size);
+    return io_error(path + ": mmap of " + std::to_string(size) + " bytes failed: " + errno_text(ENOMEM) +
+                    fault::tag("weights_mmap"));
+  }
   if (map == MAP_FAILED) return io_error(path + ": mmap of " + std::to_string(size) + " bytes failed: " + errno_text(errno));
   ::madvise(map, size, MADV_SEQUENTIAL);  // advisory; failure is harmless
   file.m_map = static_cast<const unsigned char*>(map);

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/core/fault_injection.h"
 
 namespace dlr {
 
@@ -27,6 +28,10 @@ void HostBuffer::reset() {
 Expected<HostBuffer> HostBuffer::aligned(size_t bytes) {
   const size_t rounded = size_t(align_up(int64_t(bytes == 0 ? 1 : bytes), 4096));
   void* p = std::aligned_alloc(4096, rounded);
+  if (p != nullptr && fault::hit("host_alloc")) {
+    std::free(p);
+    return out_of_memory("cannot allocate " + std::to_string(bytes) + " bytes of host memory" + fault::tag("host_alloc"));
+  }
   if (!p) return out_of_memory("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
   return HostBuffer(p, bytes, [](void* q) { std::free(q); });
 }

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (tests/fuzz; clang 14, ASan + UBSan, -DDLR_FUZZ=ON,
 # CPU-only) in build-fuzz/, replays every seed and regression input, then fuzzes
-# each harness for SECONDS (default 45) from a copy of its checked-in seed corpus
-# with a fixed seed. Installs clang-14 and libclang-rt-14-dev (libFuzzer) when
+# each harness for SECONDS (default 40) from a copy of its checked-in seed corpus
+# with a fixed seed, and runs the host fault-injection check under LSan
+# (dlr_fault_leak_check: every host allocation and file operation of a CPU
+# Session::open failed in turn). Installs clang-14 and libclang-rt-14-dev (libFuzzer) when
 # missing. Findings land in build-fuzz/artifacts/ and fail the script.
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]     e.g. scripts/fuzz.sh 600 cfg
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs="${1:-45}"
+secs="${1:-40}"
 shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(cfg weights image)
@@ -28,11 +30,13 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_CO
   -DCMAKE_CXX_COMPILER=clang++-14 -DDLR_FUZZ=ON -DDLR_CUDA=OFF -DDLR_BUILD_TESTS=OFF >/dev/null
 targets=()
 for h in "${harnesses[@]}"; do targets+=("dlr_fuzz_$h"); done
-cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
+cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}" dlr_fault_leak_check
 
 mkdir -p build-fuzz/artifacts
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+echo "fuzz: fault injection under ASan/LSan"
+build-fuzz/tests/fuzz/dlr_fault_leak_check models/yolov4-tiny.cfg build-fuzz 2>&1 | grep -v "\[info\]"
 for h in "${harnesses[@]}"; do
   bin="build-fuzz/tests/fuzz/dlr_fuzz_$h"
   echo "fuzz: $h: replaying seeds and regressions"

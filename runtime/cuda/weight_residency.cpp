@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/cuda/cuda_check.h"
+#include "runtime/core/fault_injection.h"
 #include "runtime/core/log.h"
 #include "runtime/cuda/cuda_engine_impl.h"
 
@@ -13,6 +14,11 @@ namespace {
 Expected<HostBuffer> pinned_host(size_t bytes) {
   void* p = nullptr;
   const cudaError_t e = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocDefault);
+  if (e == cudaSuccess && fault::hit("pinned_alloc")) {
+    DLR_CUDA_CHECK_LOG(cudaFreeHost(p));
+    return out_of_memory("cudaHostAlloc of " + std::to_string(bytes) + " bytes of pinned memory failed" +
+                         fault::tag("pinned_alloc"));
+  }
   if (e != cudaSuccess)
     return out_of_memory("cudaHostAlloc of " + std::to_string(bytes) + " bytes of pinned memory failed: " +
                          cudaGetErrorString(e));
