@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -201,6 +202,27 @@ TEST_F(DlrunInputs, BatchGivesTheSameDetectionsAsOneByOne) {
   EXPECT_NE(two.err.find("3 frames, 2 inferences (batch 2)"), std::string::npos) << two.err;
   EXPECT_NE(one.err.find("3 frames, 3 inferences (batch 1)"), std::string::npos) << one.err;
   EXPECT_GT(count_of(one.out, "\"class\""), 0) << "the comparison needs some detections: " << one.out;
+}
+
+// On a GPU (skips without one): a list in batches of 2, streamed through the smallest
+// pool and preloaded, gives one JSON line per frame, the same frames as the CPU, and a
+// summary with the device memory.
+TEST_F(DlrunInputs, GpuBatchesInStreamAndPreloadMode) {
+  const std::string imgs = dir_ + "/imgs/img0.ppm " + dir_ + "/imgs/img1.ppm " + dir_ + "/imgs/img2.ppm";
+  auto cpu = run_tool(dlrun(imgs + " --json"));
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  for (const char* mode : {"--mode stream --weight-budget min", "--mode preload"}) {
+    auto r = run_tool(dlrun(imgs + " --json --device cuda --batch 2 --summary always " + mode));
+    if (r.code == 1 && r.err.find("CUDA") != std::string::npos) GTEST_SKIP() << r.err;
+    ASSERT_EQ(r.code, 0) << mode << ": " << r.err;
+    ASSERT_EQ(count_lines(r.out), 3) << r.out;
+    std::istringstream a(cpu.out), b(r.out);
+    for (std::string la, lb; std::getline(a, la) && std::getline(b, lb);)
+      EXPECT_EQ(nlohmann::json::parse(la)["image"], nlohmann::json::parse(lb)["image"]);
+    EXPECT_NE(r.err.find("3 frames, 2 inferences (batch 2)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cuda memory held by the engine"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(cudaMemGetInfo)"), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(DlrunInputs, ReportsProgressAndSummaryStayOffStdout) {

@@ -88,6 +88,9 @@ TEST(Progress, SummaryNamesEveryFigure) {
   EXPECT_NE(t.find("peak host RSS 100.0 MiB; cpu memory held by the engine 8.0 MiB (weights 4.0 MiB)"),
             std::string::npos)
       << t;
+  EXPECT_EQ(t.find("cudaMemGetInfo"), std::string::npos) << "not measured on the CPU";
+  s.device_used_bytes = 300 << 20;
+  EXPECT_NE(summary_text(s).find("(cudaMemGetInfo) 300.0 MiB"), std::string::npos);
 }
 
 }  // namespace

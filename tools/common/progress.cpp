@@ -92,6 +92,11 @@ std::string summary_text(const RunSummary& s) {
                 double(s.peak_rss_bytes) / mib, s.device.c_str(), double(s.device_bytes) / mib,
                 double(s.weight_bytes) / mib);
   out += buf;
+  if (s.device_used_bytes >= 0) {
+    std::snprintf(buf, sizeof(buf), "summary: device memory taken by opening the session (cudaMemGetInfo) %.1f MiB\n",
+                  double(s.device_used_bytes) / mib);
+    out += buf;
+  }
   return out;
 }
 

@@ -51,6 +51,8 @@ struct RunSummary {
   std::string device;        // "cpu" or the GPU
   int64_t device_bytes = 0;  // device memory the engine holds (weights/pool, activations, workspace, staging)
   int64_t weight_bytes = 0;  // of which weights (the stream pool in stream mode)
+  int64_t device_used_bytes = -1;  // GPU: drop of cudaMemGetInfo's free memory across open (CUDA context
+                                   // and cuDNN included); -1: not measured (CPU)
 };
 
 // The closing summary: a few lines, each starting with "summary:".

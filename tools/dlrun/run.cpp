@@ -8,6 +8,9 @@
 #include <iostream>
 
 #include "runtime/core/log.h"
+#ifdef DLR_HAVE_CUDA
+#include "runtime/cuda/cuda_engine.h"
+#endif
 #include "runtime/session.h"
 #include "tools/common/class_names.h"
 #include "tools/common/frames.h"
@@ -115,7 +118,17 @@ Status run_all(const Args& a, RunSummary* summary, bool* show_summary) {
   for (const InputItem& it : items) streams = streams || it.kind != InputKind::kImage;
 
   DLR_ASSIGN_OR_RETURN(SessionOptions opt, session_options(a));
+  int64_t free_before = -1, free_after = -1, total_bytes = 0;
+#ifdef DLR_HAVE_CUDA
+  if (opt.device == DeviceKind::kCUDA && !cuda_memory_info(opt.cuda_device, &free_before, &total_bytes).ok())
+    free_before = -1;
+#endif
   DLR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(a.cfg, a.weights, opt));
+#ifdef DLR_HAVE_CUDA
+  if (free_before >= 0 && !cuda_memory_info(opt.cuda_device, &free_after, &total_bytes).ok()) free_after = -1;
+#endif
+  (void)total_bytes;
+  if (free_before >= 0 && free_after >= 0) summary->device_used_bytes = free_before - free_after;
   Session& s = *session;
   int classes = 0;
   for (int y : s.network().yolo_layers()) {
