@@ -204,6 +204,24 @@ TEST_F(DlrunInputs, BatchGivesTheSameDetectionsAsOneByOne) {
   EXPECT_GT(count_of(one.out, "\"class\""), 0) << "the comparison needs some detections: " << one.out;
 }
 
+// Ctrl-C (SIGINT) stops a long run cleanly: exit 0, a note on stderr, and the
+// --darknet-json array closed so it parses. The signal is repeated until dlrun exits,
+// since it is only handled once the frame loop has started.
+TEST_F(DlrunInputs, InterruptClosesTheOutputs) {
+  {
+    std::ofstream list(dir_ + "/long.txt");
+    for (int i = 0; i < 5000; ++i) list << dir_ << "/imgs/img0.ppm\n";
+  }
+  const std::string json = dir_ + "/partial.json";
+  auto r = test::run_shell(std::string(DLR_TOOLS_DIR) + "/" + dlrun("@" + dir_ + "/long.txt --darknet-json " + json) +
+                           " >/dev/null & pid=$!; sleep 1; while kill -INT $pid 2>/dev/null; do sleep 1; done; wait $pid");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("dlrun: interrupted after "), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_TRUE(j.is_array());
+  EXPECT_LT(j.size(), 5000u);
+}
+
 // On a GPU (skips without one): a list in batches of 2, streamed through the smallest
 // pool and preloaded, gives one JSON line per frame, the same frames as the CPU, and a
 // summary with the device memory.

@@ -1,6 +1,6 @@
 // Runs a tool of the build (DLR_TOOLS_DIR) through the shell and captures its
 // exit code, stdout and stderr. `args` starts with the tool name and may hold
-// shell redirections (e.g. "< list.txt").
+// shell redirections (e.g. "< list.txt"); run_shell takes any command line.
 #pragma once
 
 #include <sys/wait.h>
@@ -21,9 +21,10 @@ struct ToolResult {
   std::string out, err;
 };
 
-inline ToolResult run_tool(const std::string& args) {
+// Runs a shell command line (sh -c), stderr captured through a file.
+inline ToolResult run_shell(const std::string& command) {
   const std::string err_file = temp_dir() + "/stderr.txt";
-  const std::string cmd = std::string(DLR_TOOLS_DIR) + "/" + args + " 2>" + err_file;
+  const std::string cmd = "{ " + command + "; } 2>" + err_file;
   ToolResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -36,6 +37,8 @@ inline ToolResult run_tool(const std::string& args) {
   r.err.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   return r;
 }
+
+inline ToolResult run_tool(const std::string& args) { return run_shell(std::string(DLR_TOOLS_DIR) + "/" + args); }
 
 inline int count_lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
 
