@@ -6,6 +6,7 @@
 // empty folder, a missing list, an unreadable video and a camera that does not open.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -202,6 +203,22 @@ TEST_F(DlrunInputs, BatchGivesTheSameDetectionsAsOneByOne) {
   EXPECT_NE(two.err.find("3 frames, 2 inferences (batch 2)"), std::string::npos) << two.err;
   EXPECT_NE(one.err.find("3 frames, 3 inferences (batch 1)"), std::string::npos) << one.err;
   EXPECT_GT(count_of(one.out, "\"class\""), 0) << "the comparison needs some detections: " << one.out;
+}
+
+// --progress auto draws the bar when stderr is a terminal: run under script(1),
+// which gives dlrun a pseudo-terminal and copies what it shows to our stdout.
+TEST_F(DlrunInputs, ProgressBarOnATerminalOnly) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) not installed";
+  const std::string cmd = std::string(DLR_TOOLS_DIR) + "/" + dlrun(dir_ + "/imgs");
+  auto tty = test::run_shell("script -qec '" + cmd + " >/dev/null' /dev/null");
+  ASSERT_EQ(tty.code, 0) << tty.out << tty.err;
+  EXPECT_NE(tty.out.find("\r["), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("3/3"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("summary: 3 inputs"), std::string::npos) << tty.out;
+  auto never = test::run_shell("script -qec '" + cmd + " --progress never >/dev/null' /dev/null");
+  ASSERT_EQ(never.code, 0) << never.out << never.err;
+  EXPECT_EQ(never.out.find("\r["), std::string::npos) << never.out;
+  EXPECT_NE(never.out.find("summary: 3 inputs"), std::string::npos) << never.out;
 }
 
 // Ctrl-C (SIGINT) stops a long run cleanly: exit 0, a note on stderr, and the
