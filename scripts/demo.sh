@@ -1,28 +1,55 @@
 #!/usr/bin/env bash
-# The main job on a fresh Debian machine: install dependencies, build, then run
-# dlrun on an embedded default: models/yolov4-tiny.cfg with generated (synthetic)
-# weights on a generated image, printing the plan summary, detections and timing.
-# When the shared data folder is present (DLR_SHARED_DIR or ../shared) it also runs
-# the real COCO yolo-fastest-1.1 weights on dog.jpg.
-# A CUDA device is used when present (dlrun --device cuda), else the CPU.
+# The first run on a fresh Debian machine: install dependencies, build, then
+#  1. real detections: the COCO yolo-fastest-1.1 weights on dog.jpg from the shared data
+#     folder (DLR_SHARED_DIR, else ../shared), on the CPU and, when a CUDA device is
+#     present, on the GPU too; the annotated image goes to build/demo/;
+#  2. demand layering on the GPU (when there is one): the same model streamed through the
+#     smallest weight pool, 20 frames, with the memory/latency summary next to preload;
+#     without a GPU, the CPU's memory/latency summary of the same 20 frames;
+#  3. models/yolov4-tiny.cfg with generated (synthetic, random) weights: the plan summary
+#     and timing only. Random weights find nothing real, so no detections are printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
 mkdir -p build/demo
 bin=build/tools
+gpu=no
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -d /usr/local/cuda ]; then gpu=yes; fi
+shared="${DLR_SHARED_DIR:-../shared}"
+cfg="$shared/weights/yolo-fastest-1.1.cfg"
+weights="$shared/weights/yolo-fastest-1.1.weights"
+dog="$shared/images/dog.jpg"
+
+if [ -f "$weights" ] && [ -f "$cfg" ] && [ -f "$dog" ]; then
+  echo "== 1. yolo-fastest-1.1 (real COCO weights) on dog.jpg, CPU"
+  $bin/dlrun "$cfg" "$weights" "$dog" --ext-output --out build/demo/dog-detections.jpg
+  echo "(annotated image: build/demo/dog-detections.jpg)"
+  if [ "$gpu" = yes ]; then
+    echo "== 1b. the same on the GPU (--device cuda)"
+    $bin/dlrun "$cfg" "$weights" "$dog" --device cuda --ext-output
+  fi
+  for _ in $(seq 20); do echo "$dog"; done > build/demo/dog20.txt
+  if [ "$gpu" = yes ]; then
+    echo "== 2. demand layering: 20 frames, all weights resident (preload) vs streamed through the smallest pool"
+    $bin/dlrun "$cfg" "$weights" --list build/demo/dog20.txt --device cuda --mode preload --summary always >/dev/null
+    $bin/dlrun "$cfg" "$weights" --list build/demo/dog20.txt --device cuda --mode stream --weight-budget min \
+      --summary always >/dev/null
+  else
+    echo "== 2. no CUDA device: weight streaming needs one; the CPU's memory/latency summary of 20 frames"
+    $bin/dlrun "$cfg" "$weights" --list build/demo/dog20.txt --summary always >/dev/null
+  fi
+else
+  echo "== (no shared data at $shared: set DLR_SHARED_DIR to the folder holding weights/ and images/"
+  echo "   to see real detections of yolo-fastest-1.1 on dog.jpg)"
+fi
+
+echo "== 3. yolov4-tiny with SYNTHETIC (random) weights on a generated image: plan and timing only"
+echo "   (random weights detect nothing real, so their detections are not printed)"
 $bin/dlgen models/yolov4-tiny.cfg build/demo/yolov4-tiny-synthetic.weights
 $bin/dlimage synth build/demo/scene.ppm --width 768 --height 576
 device=cpu
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -d /usr/local/cuda ]; then device=cuda; fi
-echo "== yolov4-tiny (synthetic weights) on a generated image, --device $device"
+if [ "$gpu" = yes ]; then device=cuda; fi
 $bin/dlrun models/yolov4-tiny.cfg build/demo/yolov4-tiny-synthetic.weights build/demo/scene.ppm \
-  --device "$device" --ext-output --print-plan --thresh 0.5 | grep -E "^activations|^weights|Predicted|%" | head -20 || true
-shared="${DLR_SHARED_DIR:-../shared}"
-if [ -f "$shared/weights/yolo-fastest-1.1.weights" ] && [ -f "$shared/images/dog.jpg" ]; then
-  echo "== yolo-fastest-1.1 (real COCO weights) on dog.jpg, --device $device"
-  $bin/dlrun "$shared/weights/yolo-fastest-1.1.cfg" "$shared/weights/yolo-fastest-1.1.weights" "$shared/images/dog.jpg" \
-    --device "$device" --ext-output --out build/demo/dog-detections.jpg
-  echo "(annotated image: build/demo/dog-detections.jpg)"
-fi
+  --device "$device" --print-plan | grep -E "^activations|^weights|Predicted" || true
 echo "== CPU latency, yolov4-tiny @416 (median of 10 after 3 warm-up runs)"
 $bin/dlbench models/yolov4-tiny.cfg --weights build/demo/yolov4-tiny-synthetic.weights --device cpu --iters 10 --warmup 3

@@ -14,12 +14,13 @@ for b in tests/dlr_gpu_tests tools/dlrun tools/dlgen tools/dlbench tools/dlprobe
 done
 cp "$shared"/models/*.cfg device-carry/shared/models/
 cp "$shared"/weights/yolo-fastest-1.1.cfg "$shared"/weights/yolo-fastest-1.1.weights device-carry/shared/weights/
-# Decoded test images (the GPU machine has no OpenCV): binary PPM.
-cmake --build build --target dlimage >/dev/null
-if [ -x build/tools/dlimage ]; then
-  for img in dog horses; do
-    build/tools/dlimage convert "$shared/images/$img.jpg" "device-carry/shared/images/$img.ppm"
-  done
-fi
+# Decoded test images (the GPU machine has no OpenCV): binary PPM, converted by a host
+# dlimage with OpenCV, built here into build-host/ (also from a clean clone).
+cmake -S . -B build-host -G Ninja -DCMAKE_BUILD_TYPE=Release -DDLR_CUDA=OFF -DDLR_OPENCV=ON -DDLR_BUILD_TESTS=OFF \
+  >/dev/null
+cmake --build build-host -j"$(nproc)" --target dlimage >/dev/null
+for img in dog horses; do
+  build-host/tools/dlimage convert "$shared/images/$img.jpg" "device-carry/shared/images/$img.ppm"
+done
 cp scripts/device_run.sh scripts/h100_profile.json device-carry/
 du -sh device-carry

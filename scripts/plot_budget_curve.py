@@ -7,8 +7,11 @@ run; the plot shows measured median latency per precision and pool layout (ring:
 searched at open; ring+chunks: equal chunks; slots) and the simulator's prediction for
 the ring against device weight memory, with the preload
 latency and 1.10 x the floor (max(preload, streamed bytes / peak H2D)) for reference.
+The title names the model(s) and the GPU(s) from the JSON ("gpu", "cfg", "size").
+Exit 1 with a message when there is nothing to plot (e.g. CPU-only dlbench JSON).
 """
 import json
+import os
 import sys
 
 import matplotlib
@@ -22,12 +25,22 @@ def main():
         print(__doc__)
         return 2
     out = sys.argv[1]
-    fig, ax = plt.subplots(figsize=(9, 5.5))
     # One series per (precision, pool layout); the layout comes from the config name
     # ("stream@25%:ring/fp16/b1"); several files may add budgets to the same series.
     series, preload, floors = {}, {}, {}
+    gpus, models = set(), set()
     for path in sys.argv[2:]:
-        data = json.load(open(path))
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"plot_budget_curve.py: {path}: cannot read dlbench JSON ({e})", file=sys.stderr)
+            return 1
+        if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+            print(f"plot_budget_curve.py: {path}: not dlbench JSON (no 'results' list)", file=sys.stderr)
+            return 1
+        gpus.add(data.get("gpu") or "no CUDA device")
+        models.add(f"{os.path.splitext(os.path.basename(str(data.get('cfg', '?'))))[0]} @{data.get('size', '?')}")
         for r in data["results"]:
             prec = r["precision"]
             if r["mode"] == "preload":
@@ -39,6 +52,13 @@ def main():
             pool = head.split(":")[1] if ":" in head else "auto"
             series.setdefault((prec, pool), {})[r["memory"]["weights"] / 2**20] = r
             floors[prec] = max(floors.get(prec, 0), r["stream"]["copy_floor_ms"])
+    if not series:
+        modes = "preload only" if preload else "no preload or stream results"
+        print(f"plot_budget_curve.py: nothing to plot: {', '.join(sys.argv[2:])} hold {modes} "
+              "(a curve needs `dlbench --device cuda --mode preload,stream --weight-budget A,B,...` on a GPU)",
+              file=sys.stderr)
+        return 1
+    fig, ax = plt.subplots(figsize=(9, 5.5))
     colors = {}
     for (prec, pool), pts in sorted(series.items()):
         xs = sorted(pts)
@@ -57,7 +77,9 @@ def main():
         ax.axhline(1.1 * f, color=c, linestyle="-.", alpha=0.4, label=f"{prec} 1.10 x floor {1.1 * f:.2f} ms")
     ax.set_xlabel("device weight memory (MiB)")
     ax.set_ylabel("latency per inference (ms)")
-    ax.set_title("yolov4 @608, batch 1, H100: latency vs weight budget")
+    # The title names what the data says: the model(s) and the GPU(s) it was measured on.
+    gpu_names = sorted(g.split(",")[0] for g in gpus)
+    ax.set_title(f"{', '.join(sorted(models))}, batch 1, {', '.join(gpu_names)}: latency vs weight budget")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -2,10 +2,6 @@
 // on stderr, 2 usage), --json, and that our models/ cfg is the shared one; dlbench's
 // --units errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -14,33 +10,15 @@
 #include "loaders/network_desc.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"
+#include "tests/e2e/tool_runner.h"
 #include "tools/common/tool_support.h"
 
 namespace dlr {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result run_tool(const std::string& args) {
-  const std::string err_file = test::temp_dir() + "/stderr.txt";
-  const std::string cmd = std::string(DLR_TOOLS_DIR) + "/" + args + " 2>" + err_file;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return r;
-}
-
-int lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
+using Result = test::ToolResult;
+using test::run_tool;
+int lines(const std::string& s) { return test::count_lines(s); }
 
 TEST(DlrunCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_tool("dlrun").code, 2);

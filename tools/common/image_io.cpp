@@ -79,43 +79,6 @@ Status save_ppm(const std::string& path, const LoadedImage& image) {
   return Status();
 }
 
-Status save_annotated(const std::string& path, const LoadedImage& image, const std::vector<Detection>& dets,
-                      const std::vector<std::string>& names) {
-#ifdef DLR_HAVE_OPENCV
-  cv::Mat m(image.height, image.width, CV_8UC3, const_cast<uint8_t*>(image.pixels.data()));
-  cv::Mat out = m.clone();
-  for (const Detection& d : dets) {
-    // Darknet draw_detections_v3: int truncation, clamped to [0, size-1].
-    auto clampi = [](int v, int hi) { return v < 0 ? 0 : (v > hi ? hi : v); };
-    const int left = clampi(int((d.box.x - d.box.w / 2) * image.width), image.width - 1);
-    const int right = clampi(int((d.box.x + d.box.w / 2) * image.width), image.width - 1);
-    const int top = clampi(int((d.box.y - d.box.h / 2) * image.height), image.height - 1);
-    const int bot = clampi(int((d.box.y + d.box.h / 2) * image.height), image.height - 1);
-    const int hue = (d.class_id * 47) % 180;
-    cv::Mat hsv(1, 1, CV_8UC3, cv::Scalar(hue, 200, 255)), bgr;
-    cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);
-    const cv::Vec3b c = bgr.at<cv::Vec3b>(0, 0);
-    const cv::Scalar color(c[0], c[1], c[2]);
-    const int thick = std::max(1, int(image.height * 0.006));
-    cv::rectangle(out, cv::Point(left, top), cv::Point(right, bot), color, thick);
-    char label[128];
-    const std::string& name = d.class_id < int(names.size()) ? names[size_t(d.class_id)] : "?";
-    std::snprintf(label, sizeof(label), "%s: %.2f", name.c_str(), d.prob);
-    int base = 0;
-    const double scale = std::max(0.4, image.height / 1000.0);
-    const cv::Size ts = cv::getTextSize(label, cv::FONT_HERSHEY_SIMPLEX, scale, 1, &base);
-    const int ty = std::max(ts.height + 2, top);
-    cv::rectangle(out, cv::Point(left, ty - ts.height - 2), cv::Point(left + ts.width, ty + base - 2), color,
-                  cv::FILLED);
-    cv::putText(out, label, cv::Point(left, ty - 2), cv::FONT_HERSHEY_SIMPLEX, scale, cv::Scalar(0, 0, 0), 1);
-  }
-  if (!cv::imwrite(path, out)) return io_error(path + ": cannot write image (unknown extension or unwritable path)");
-  return Status();
-#else
-  return unsupported("--out needs OpenCV, and this dlrun was built without it");
-#endif
-}
-
 nlohmann::json detections_json(const std::string& image_name, int width, int height,
                                const std::vector<Detection>& dets, const std::vector<std::string>& names) {
   nlohmann::json j;

@@ -1,0 +1,63 @@
+// Video files and cameras in (OpenCV VideoCapture) and an annotated video out
+// (OpenCV VideoWriter). Without OpenCV every open() returns a clear error.
+// OpenCV's own log lines are silenced while opening, so a failure is one line.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/core/status.h"
+#include "tools/common/tool_support.h"
+
+namespace dlr::tools {
+
+// Turns OpenCV's own log lines (imread/VideoCapture warnings on stderr) off, so a
+// tool's error is its one line; `quiet` false restores OpenCV's default level.
+void set_opencv_logs_quiet(bool quiet);
+
+class VideoReader {
+ public:
+  // A video file; the error names the file.
+  static Expected<std::unique_ptr<VideoReader>> open_file(const std::string& path);
+  // A camera by index (/dev/videoN on Linux); the error names the camera.
+  static Expected<std::unique_ptr<VideoReader>> open_camera(int index);
+  ~VideoReader();
+
+  // The next frame as 8-bit BGR; false at the end of the stream.
+  Expected<bool> read(LoadedImage* frame);
+  int64_t frame_count() const { return m_frames; }  // -1 when unknown (cameras, some containers)
+  double fps() const { return m_fps; }              // 0 when unknown
+  const std::string& name() const { return m_name; }
+
+ private:
+  VideoReader() = default;
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+  std::string m_name;
+  int64_t m_frames = -1;
+  double m_fps = 0;
+};
+
+class VideoWriter {
+ public:
+  // Codec by extension: .avi -> MJPG, .mp4/.m4v/.mov -> mp4v, .mkv -> MJPG; others are an error.
+  static Expected<std::unique_ptr<VideoWriter>> open(const std::string& path, int width, int height, double fps);
+  // The extension check of open(), without creating anything (to fail before any work).
+  static Status check_name(const std::string& path);
+  ~VideoWriter();
+  // Every frame must have the size given to open(); the error says which differs.
+  Status write(const LoadedImage& frame);
+  Status close();  // finishes the file (also done by the destructor, unchecked)
+  int64_t frames_written() const { return m_written; }
+
+ private:
+  VideoWriter() = default;
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+  std::string m_path;
+  int m_width = 0, m_height = 0;
+  int64_t m_written = 0;
+};
+
+}  // namespace dlr::tools

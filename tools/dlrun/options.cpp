@@ -1,0 +1,158 @@
+#include "tools/dlrun/options.h"
+
+#include "tools/common/version_info.h"
+
+namespace dlr::tools {
+namespace {
+
+void add_inputs(CLI::App& app, Args* a) {
+  const char* g = "Inputs";
+  app.add_option("cfg", a->cfg, "Darknet .cfg file")->required()->group(g);
+  app.add_option("weights", a->weights, "Darknet .weights file")->required()->group(g);
+  app.add_option("inputs", a->inputs,
+                 "image files, video files (.mp4 .avi .mkv .mov ...), directories (their image files, sorted), "
+                 "quoted globs ('shots/*.jpg'), @LIST (a file of paths, one per line) or - (paths on stdin)")
+      ->group(g);
+  app.add_option("--list", a->lists, "a file of image/video paths, one per line (same as @FILE)")->group(g);
+  app.add_flag("--recursive,-r", a->recursive, "directories: also the image files in their sub-directories")->group(g);
+  app.add_option("--camera", a->camera, "read camera N (OpenCV VideoCapture, /dev/videoN) after the other inputs (-1: none)")
+      ->check(CLI::Range(0, 255))
+      ->group(g);
+  app.add_option("--frames", a->max_frames, "stop after N frames in all (0: every frame; Ctrl-C also stops cleanly)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(g);
+  app.add_option("--batch", a->batch, "images per inference (frames are grouped in input order)")
+      ->check(CLI::Range(1, 64))
+      ->group(g);
+}
+
+void add_detection(CLI::App& app, Args* a) {
+  const char* g = "Detection";
+  app.add_option("--names", a->names_file,
+                 "class names: a names file (one per line) or a Darknet .data file (its names= key); "
+                 "empty: the 80 COCO names")
+      ->group(g);
+  app.add_option("--thresh", a->thresh, "detection threshold (strict >)")->check(CLI::Range(0.0, 0.9999))->group(g);
+  app.add_option("--nms", a->nms, "NMS threshold")->check(CLI::Range(0.01, 1.0))->group(g);
+  auto* lb = app.add_flag("--letterbox", a->letterbox, "letterbox the input (default: as the cfg's letter_box)")
+                 ->group(g);
+  app.add_flag("--no-letterbox", a->no_letterbox, "stretch the input even if the cfg asks for letterbox")
+      ->excludes(lb)
+      ->group(g);
+  app.add_option("--width", a->width, "override the cfg's network width, multiple of 32 (0: the cfg's)")
+      ->check(CLI::Range(0, 8192))
+      ->group(g);
+  app.add_option("--height", a->height, "override the cfg's network height, multiple of 32 (0: the cfg's)")
+      ->check(CLI::Range(0, 8192))
+      ->group(g);
+}
+
+void add_outputs(CLI::App& app, Args* a) {
+  const char* g = "Outputs (detections on stdout; progress, summary and reports on stderr)";
+  app.add_flag("--ext-output", a->ext_output, "print box coordinates (Darknet -ext_output)")->group(g);
+  app.add_flag("--json", a->json, "one JSON object per frame on stdout instead of text")->group(g);
+  app.add_option("--out", a->out,
+                 "write annotated images here (.jpg, .png, ...; image i>0 gets _i before the extension)")
+      ->group(g);
+  app.add_option("--out-video", a->out_video,
+                 "write every annotated frame into one video (.avi/.mkv: MJPG, .mp4/.m4v/.mov: mp4v; all frames "
+                 "of one size)")
+      ->group(g);
+  app.add_option("--darknet-json", a->darknet_json,
+                 "write Darknet's -out JSON (frame_id, filename, objects with relative_coordinates) to FILE")
+      ->group(g);
+  app.add_option("--coco-json", a->coco_json,
+                 "write COCO detection results (image_id, category_id, bbox [x,y,w,h] px, score) to FILE")
+      ->group(g);
+  app.add_flag("--save-labels", a->save_labels,
+               "write YOLO labels 'class cx cy w h' for each image beside it (name.txt), image inputs only")
+      ->group(g);
+  app.add_option("--labels-dir", a->labels_dir, "with --save-labels: write the label files into DIR instead")
+      ->group(g);
+  app.add_option("--progress", a->progress, "progress bar on stderr: auto (when stderr is a terminal), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->group(g);
+  app.add_option("--summary", a->summary,
+                 "closing summary on stderr (frames, FPS, latency p50/p90/p99, memory): auto (more than one frame "
+                 "or a video/camera), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->group(g);
+}
+
+void add_device(CLI::App& app, Args* a) {
+  const char* g = "Device";
+  app.add_option("--device", a->device, "cpu (the reference backend) or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->group(g);
+  app.add_option("--precision", a->precision, "fp32, tf32 or fp16 (cuda only; cpu runs fp32)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16"}))
+      ->group(g);
+  app.add_option("--mode", a->mode, "cuda: preload (all weights resident) or stream (demand layering)")
+      ->check(CLI::IsMember({"preload", "stream"}))
+      ->group(g);
+  app.add_option("--weight-budget", a->weight_budget,
+                 "stream mode: device weight pool: min (about two of the largest layer), all, NN%, NNMiB, NNMB or "
+                 "bytes")
+      ->group(g);
+  app.add_option("--weight-pool", a->weight_pool,
+                 "stream mode: auto (ring where the GPU can map it), ring (one buffer mapped twice: exact byte "
+                 "lookahead), slots (K slots of the largest layer)")
+      ->check(CLI::IsMember({"auto", "ring", "slots"}))
+      ->group(g);
+  app.add_option("--units", a->units,
+                 "stream mode, ring pool: search (copy units chosen by simulating the plan with kernel times "
+                 "measured at open) or chunks (equal chunks of the copy profile's size)")
+      ->check(CLI::IsMember({"search", "chunks"}))
+      ->group(g);
+  app.add_option("--copy-profile", a->copy_profile,
+                 "stream mode: copy-engine profile: a dlprobe JSON file or h100, discrete, jetson-xavier")
+      ->group(g);
+  app.add_flag("--no-graph", a->no_graph, "cuda: do not capture the inference in a CUDA graph")->group(g);
+}
+
+void add_plan_and_reports(CLI::App& app, Args* a) {
+  const char* g = "Plan and reports";
+  app.add_flag("--print-plan", a->print_plan,
+               "print the compiled model (steps with op parameters, activation buffers, weight placement, "
+               "predictions) to stdout before running")
+      ->group(g);
+  app.add_option("--save-plan", a->save_plan, "write the compiled model as JSON to FILE (after open)")->group(g);
+  app.add_option("--report", a->report,
+                 "per-layer timing after each inference (copy/kernel start and end, stall, bytes; totals): table, "
+                 "csv or json; to --report-file, else stderr")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->group(g);
+  app.add_option("--report-file", a->report_file, "write the --report output to FILE instead of stderr")->group(g);
+  app.add_option("--trace", a->trace,
+                 "write a Chrome/Perfetto trace (compute and copy lanes) of each inference (inference i>0: _i "
+                 "before the extension)")
+      ->group(g);
+  app.add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off (stderr)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->group(g);
+}
+
+}  // namespace
+
+void add_dlrun_options(CLI::App& app, Args* a) {
+  app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version", [] { return version_text("dlrun"); },
+                       "print the version, git commit, CUDA/cuDNN/OpenCV versions and the GPU, and exit");
+  add_inputs(app, a);
+  add_detection(app, a);
+  add_outputs(app, a);
+  add_device(app, a);
+  add_plan_and_reports(app, a);
+}
+
+Status check_args(const Args& a) {
+  if (a.inputs.empty() && a.lists.empty() && a.camera < 0)
+    return invalid_argument("no input: give images, videos, directories, @LIST, -, --list FILE or --camera N");
+  if (!a.labels_dir.empty() && !a.save_labels) return invalid_argument("--labels-dir needs --save-labels");
+  if (!a.report_file.empty() && a.report.empty()) return invalid_argument("--report-file needs --report FORMAT");
+  if ((a.width % 32) != 0 || (a.height % 32) != 0)
+    return invalid_argument("--width and --height must be multiples of 32 (or 0 for the cfg's)");
+  return Status();
+}
+
+}  // namespace dlr::tools

@@ -1,0 +1,65 @@
+// dlrun's command line: every option in one struct, added to the parser by
+// group (inputs, detection, outputs, device, plan and reports). A new option
+// goes into Args and into the add_* function of its group.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/core/status.h"
+
+namespace dlr::tools {
+
+struct Args {
+  // ---- inputs ----
+  std::string cfg, weights;
+  std::vector<std::string> inputs;  // images, videos, directories, globs, @LIST, -
+  std::vector<std::string> lists;   // --list FILE (same as @FILE)
+  bool recursive = false;
+  int camera = -1;                  // --camera N; -1: none
+  long long max_frames = 0;         // --frames N; 0: all
+  int batch = 1;
+  // ---- detection ----
+  std::string names_file;
+  float thresh = 0.25f;
+  float nms = 0.45f;
+  bool letterbox = false;
+  bool no_letterbox = false;
+  int width = 0, height = 0;
+  // ---- outputs ----
+  bool ext_output = false;
+  bool json = false;
+  std::string out;           // annotated images
+  std::string out_video;     // annotated video
+  std::string darknet_json;  // Darknet -out format
+  std::string coco_json;
+  bool save_labels = false;
+  std::string labels_dir;
+  std::string progress = "auto";
+  std::string summary = "auto";
+  // ---- device ----
+  std::string device = "cpu";
+  std::string precision = "fp32";
+  std::string mode = "preload";
+  std::string weight_budget = "min";
+  std::string copy_profile = "h100";
+  std::string weight_pool = "auto";
+  std::string units = "search";
+  bool no_graph = false;
+  // ---- plan and reports ----
+  bool print_plan = false;
+  std::string save_plan;
+  std::string report;
+  std::string report_file;
+  std::string trace;
+  std::string log_level = "warn";
+};
+
+// Adds every option of dlrun to `app`, writing into *a (which must outlive app).
+void add_dlrun_options(CLI::App& app, Args* a);
+// Checks what the parser cannot: inputs present, option combinations. Usage errors.
+Status check_args(const Args& a);
+
+}  // namespace dlr::tools

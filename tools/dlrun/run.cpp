@@ -1,0 +1,258 @@
+#include "tools/dlrun/run.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "runtime/core/log.h"
+#ifdef DLR_HAVE_CUDA
+#include "runtime/cuda/cuda_engine.h"
+#endif
+#include "runtime/compile.h"
+#include "runtime/session.h"
+#include "tools/common/class_names.h"
+#include "tools/common/frames.h"
+#include "tools/common/inputs.h"
+#include "tools/common/progress.h"
+#include "tools/common/report.h"
+#include "tools/common/tool_support.h"
+#include "tools/common/video.h"
+#include "tools/dlrun/result_writer.h"
+
+namespace dlr::tools {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_sigint(int) { g_stop = 1; }
+
+constexpr const char* kTool = "dlrun";
+
+// Typed options from the command line, checked before any file or device work
+// (errors are usage errors). Stream-mode options are refused where they mean nothing.
+Expected<SessionOptions> session_options(const Args& a) {
+  SessionOptions opt;
+  opt.device = a.device == "cuda" ? DeviceKind::kCUDA : DeviceKind::kCPU;
+  if (!parse_precision(a.precision, &opt.precision)) return invalid_argument("--precision " + a.precision);
+  if (!parse_weight_mode(a.mode, &opt.mode)) return invalid_argument("--mode " + a.mode);
+  opt.batch = a.batch;
+  const Expected<WeightBudget> budget = WeightBudget::parse(a.weight_budget);
+  if (!budget.ok()) return invalid_argument("--weight-budget: " + budget.status().message());
+  opt.weight_budget = *budget;
+  opt.copy_profile = a.copy_profile;
+  if (!parse_pool_layout(a.weight_pool, &opt.weight_pool))
+    return invalid_argument("--weight-pool " + a.weight_pool + ": expected auto, ring or slots");
+  const Args defaults;
+  const bool stream = opt.device == DeviceKind::kCUDA && opt.mode == WeightMode::kStream;
+  const std::pair<const char*, bool> stream_only[] = {
+      {"--weight-budget", a.weight_budget != defaults.weight_budget},
+      {"--weight-pool", a.weight_pool != defaults.weight_pool},
+      {"--units", a.units != defaults.units},
+      {"--copy-profile", a.copy_profile != defaults.copy_profile}};
+  for (const auto& [name, given] : stream_only)
+    if (given && !stream)
+      return invalid_argument(std::string(name) + " applies to --device cuda --mode stream only");
+  if (opt.device == DeviceKind::kCPU && a.no_graph) return invalid_argument("--no-graph applies to --device cuda only");
+  opt.unit_search = a.units == "search";
+  opt.cuda_graph = !a.no_graph;
+  opt.profile_layers = !a.report.empty() || !a.trace.empty();
+  opt.thresh = a.thresh;
+  opt.nms = a.nms;
+  opt.width = a.width;
+  opt.height = a.height;
+  if (a.letterbox) opt.letterbox = 1;
+  if (a.no_letterbox) opt.letterbox = 0;
+  return opt;
+}
+
+Expected<std::vector<InputItem>> all_inputs(const Args& a) {
+  std::vector<std::string> args = a.inputs;
+  for (const std::string& l : a.lists) args.push_back("@" + l);
+  std::vector<InputItem> items;
+  if (!args.empty()) {
+    InputOptions io;
+    io.recursive = a.recursive;
+    DLR_ASSIGN_OR_RETURN(items, expand_inputs(args, io, std::cin));
+  }
+  if (a.camera >= 0) {
+    InputItem cam;
+    cam.kind = InputKind::kCamera;
+    cam.camera = a.camera;
+    cam.path = "camera " + std::to_string(a.camera);
+    items.push_back(cam);
+  }
+  return items;
+}
+
+// Where --report text goes: --report-file, else stderr.
+class ReportSink {
+ public:
+  Status open(const std::string& path) {
+    if (path.empty()) return Status();
+    m_file = std::fopen(path.c_str(), "w");
+    if (!m_file) return io_error(path + ": cannot create the report file");
+    m_path = path;
+    return Status();
+  }
+  Status write(const std::string& text) {
+    std::FILE* f = m_file ? m_file : stderr;
+    if (std::fwrite(text.data(), 1, text.size(), f) != text.size())
+      return io_error((m_file ? m_path : std::string("stderr")) + ": write failed");
+    return Status();
+  }
+  Status close() {
+    if (!m_file) return Status();
+    const bool ok = std::fclose(m_file) == 0;
+    m_file = nullptr;
+    return ok ? Status() : io_error(m_path + ": write failed");
+  }
+  ~ReportSink() {
+    if (m_file) std::fclose(m_file);
+  }
+
+ private:
+  std::FILE* m_file = nullptr;
+  std::string m_path;
+};
+
+Status write_trace(const std::string& path, Session& s) {
+  const std::string text = chrome_trace(s.network(), s.engine()).dump();
+  return write_text_file(path, text);
+}
+
+// The whole run; errors are values, the exit code is chosen by the caller.
+Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bool* show_summary) {
+  std::vector<std::string> names = coco_names();
+  if (!a.names_file.empty()) {
+    DLR_ASSIGN_OR_RETURN(names, read_class_names(a.names_file));
+  }
+  DLR_ASSIGN_OR_RETURN(std::vector<InputItem> items, all_inputs(a));
+  FrameReader reader(items);
+  DLR_RETURN_IF_ERROR(reader.probe());
+  bool streams = false;
+  for (const InputItem& it : items) streams = streams || it.kind != InputKind::kImage;
+
+  int64_t free_before = -1, free_after = -1, total_bytes = 0;
+#ifdef DLR_HAVE_CUDA
+  if (opt.device == DeviceKind::kCUDA && !cuda_memory_info(opt.cuda_device, &free_before, &total_bytes).ok())
+    free_before = -1;
+#endif
+  DLR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(a.cfg, a.weights, opt));
+#ifdef DLR_HAVE_CUDA
+  if (free_before >= 0 && !cuda_memory_info(opt.cuda_device, &free_after, &total_bytes).ok()) free_after = -1;
+#endif
+  (void)total_bytes;
+  if (free_before >= 0 && free_after >= 0) summary->device_used_bytes = free_before - free_after;
+  Session& s = *session;
+  int classes = 0;
+  for (int y : s.network().yolo_layers()) {
+    const int c = s.network().layers[size_t(y)].yolo().classes;
+    classes = std::max(classes, c);
+    if (c > int(names.size()))
+      return invalid_argument((a.names_file.empty() ? std::string("default COCO names") : a.names_file) + " has " +
+                              std::to_string(names.size()) + " names but the cfg's [yolo] layer " +
+                              std::to_string(y) + " has classes=" + std::to_string(c) + " (use --names)");
+  }
+  if (a.print_plan) std::fputs(s.plan_text().c_str(), stdout);
+  if (!a.save_plan.empty()) DLR_RETURN_IF_ERROR(write_text_file(a.save_plan, compiled_model_to_json(s.model())));
+
+  ResultWriter writer(a, names, classes, reader.first_fps());
+  DLR_RETURN_IF_ERROR(writer.open());
+  ReportSink report;
+  if (!a.report.empty()) DLR_RETURN_IF_ERROR(report.open(a.report_file));
+
+  const bool bar = a.progress == "always" || (a.progress == "auto" && ::isatty(STDERR_FILENO));
+  int64_t total = reader.total();
+  if (a.max_frames > 0 && (total < 0 || total > a.max_frames)) total = a.max_frames;
+  ProgressBar progress(stderr, bar, total);
+  g_stop = 0;
+  auto* old_handler = std::signal(SIGINT, on_sigint);
+
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  std::vector<Frame> batch(size_t(a.batch));
+  std::vector<ImageView> views(size_t(a.batch));
+  int64_t done = 0, inferences = 0;
+  Status st;
+  bool end = false;
+  while (!end && st.ok() && !g_stop) {
+    int n = 0;
+    while (n < a.batch && !(a.max_frames > 0 && done + n >= a.max_frames)) {
+      auto got = reader.next(&batch[size_t(n)]);
+      if (!got.ok()) {
+        st = got.status();
+        break;
+      }
+      if (!*got) {
+        end = true;
+        break;
+      }
+      ++n;
+    }
+    if (a.max_frames > 0 && done + n >= a.max_frames) end = true;
+    if (!st.ok() || n == 0) break;
+    for (int i = 0; i < n; ++i) views[size_t(i)] = batch[size_t(i)].image.view();
+    auto dets = s.detect_batch(views.data(), n);
+    if (!dets.ok()) {
+      st = dets.status();
+      break;
+    }
+    const InferTiming& t = s.last_timing();
+    const double ms = t.preprocess_ms + t.network_ms + t.postprocess_ms;
+    summary->latency_ms.push_back(ms);
+    DLR_LOG_INFO("inference {}: {} frame(s), pre {:.2f} ms, network {:.2f} ms, post {:.2f} ms", inferences, n,
+                 t.preprocess_ms, t.network_ms, t.postprocess_ms);
+    for (int i = 0; i < n && st.ok(); ++i) st = writer.write(batch[size_t(i)], (*dets)[size_t(i)], ms);
+    if (st.ok() && !a.report.empty()) st = report.write(layer_report(s.network(), s.engine(), a.report));
+    if (st.ok() && !a.trace.empty()) st = write_trace(indexed_name(a.trace, inferences), s);
+    ++inferences;
+    done += n;
+    progress.update(done);
+  }
+  std::signal(SIGINT, old_handler);
+  progress.finish();
+  if (g_stop) std::fprintf(stderr, "dlrun: interrupted after %lld frames; outputs closed\n", (long long)done);
+  // Close the outputs even after an error, so the files written so far are valid.
+  Status closed = writer.close();
+  Status rclosed = report.close();
+  DLR_RETURN_IF_ERROR(st);
+  DLR_RETURN_IF_ERROR(closed);
+  DLR_RETURN_IF_ERROR(rclosed);
+
+  summary->inputs = int(items.size());
+  summary->frames = done;
+  summary->inferences = inferences;
+  summary->batch = a.batch;
+  summary->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  summary->peak_rss_bytes = peak_host_rss_bytes();
+  summary->device = a.device;
+  const MemoryReport m = s.engine().memory();
+  summary->device_bytes = m.weights + m.activations + m.workspace + m.other;
+  summary->weight_bytes = m.weights;
+  *show_summary = a.summary == "always" || (a.summary == "auto" && (done > 1 || streams));
+  return Status();
+}
+
+}  // namespace
+
+int run_dlrun(const Args& a) {
+  Status usage = check_args(a);
+  Expected<SessionOptions> opt = usage.ok() ? session_options(a) : Expected<SessionOptions>(usage);
+  if (opt.ok()) usage = validate_options(*opt);
+  if (!usage.ok() || !opt.ok()) {
+    std::fprintf(stderr, "%s: %s\n", kTool, (opt.ok() ? usage : opt.status()).message().c_str());
+    return kExitUsage;
+  }
+  // OpenCV's warnings would add lines to our one-line errors; --log-level debug/trace keeps them.
+  set_opencv_logs_quiet(a.log_level != "debug" && a.log_level != "trace");
+  RunSummary summary;
+  bool show = false;
+  Status st = run_all(a, *opt, &summary, &show);
+  if (!st.ok()) return fail(kTool, st);
+  if (show) std::fputs(summary_text(summary).c_str(), stderr);
+  return kExitOk;
+}
+
+}  // namespace dlr::tools
