@@ -15,7 +15,10 @@
 
 namespace dlr {
 
-enum class LayerKind : uint8_t { kConv, kMaxPool, kRoute, kShortcut, kUpsample, kYolo, kDropout };
+enum class LayerKind : uint8_t {
+  kConv, kMaxPool, kRoute, kShortcut, kUpsample, kYolo, kDropout,
+  kAvgPool, kScaleChannels, kSam, kReorg, kReorg3d, kRegion, kGaussianYolo,
+};
 const char* layer_kind_name(LayerKind k);  // "conv", "maxpool", ...
 
 struct ConvParams {
@@ -73,8 +76,56 @@ struct DropoutParams {
   float probability = 0.5f;  // identity at inference
 };
 
+// [avgpool]: global average pool, C x H x W -> C x 1 x 1 (Darknet avgpool_layer.c). No keys.
+struct AvgPoolParams {};
+
+// [scale_channels]: out = act(scales * from), out has `from`'s shape; the previous layer
+// holds the scales: C x 1 x 1 (one per channel) or, with scale_wh, 1 x H x W (one per pixel).
+struct ScaleChannelsParams {
+  int from = 0;  // absolute index
+  bool scale_wh = false;
+  Activation activation = Activation::kLinear;
+};
+
+// [sam]: out = act(prev * from) elementwise, both of the same shape.
+struct SamParams {
+  int from = 0;  // absolute index
+  Activation activation = Activation::kLinear;
+};
+
+// [reorg] (Darknet's REORG_OLD) and [reorg3d] (REORG): space-to-depth by `stride`,
+// C x H x W -> C*s*s x H/s x W/s. The two differ in the index mapping (kernels/cpu/reorg.cpp).
+struct ReorgParams {
+  int stride = 1;
+};
+
+// [region] (YOLOv2): num anchors of coords + 1 + classes entries per cell.
+struct RegionParams {
+  int classes = 20;
+  int coords = 4;              // only 4 is supported
+  int num = 1;                 // anchors
+  bool softmax = false;        // softmax over the class entries
+  std::vector<float> anchors;  // 2*num values, w,h pairs in GRID CELLS (not pixels)
+};
+
+// Where a [Gaussian_yolo] box's (x, y) point sits (Darknet's yolo_point).
+enum class YoloPoint : uint8_t { kCenter, kLeftTop, kRightBottom };
+
+// [Gaussian_yolo] (Gaussian YOLOv3): a [yolo] head whose entries per anchor are
+// x, sigma_x, y, sigma_y, w, sigma_w, h, sigma_h, objectness, classes (classes + 9).
+struct GaussianYoloParams {
+  YoloParams yolo;  // classes, num, mask, anchors (pixels), scale_x_y, nms_kind, beta_nms
+  YoloPoint point = YoloPoint::kCenter;
+};
+
+// Kinds whose output is a network output, read by the host post-processing.
+inline bool is_output_kind(LayerKind k) {
+  return k == LayerKind::kYolo || k == LayerKind::kRegion || k == LayerKind::kGaussianYolo;
+}
+
 using LayerParams =
-    std::variant<ConvParams, MaxPoolParams, RouteParams, ShortcutParams, UpsampleParams, YoloParams, DropoutParams>;
+    std::variant<ConvParams, MaxPoolParams, RouteParams, ShortcutParams, UpsampleParams, YoloParams, DropoutParams,
+                 AvgPoolParams, ScaleChannelsParams, SamParams, ReorgParams, RegionParams, GaussianYoloParams>;
 
 struct LayerDesc {
   int index = 0;           // position after [net], from 0
@@ -92,6 +143,11 @@ struct LayerDesc {
   const UpsampleParams& upsample() const { return std::get<UpsampleParams>(params); }
   const YoloParams& yolo() const { return std::get<YoloParams>(params); }
   const DropoutParams& dropout() const { return std::get<DropoutParams>(params); }
+  const ScaleChannelsParams& scale_channels() const { return std::get<ScaleChannelsParams>(params); }
+  const SamParams& sam() const { return std::get<SamParams>(params); }
+  const ReorgParams& reorg() const { return std::get<ReorgParams>(params); }
+  const RegionParams& region() const { return std::get<RegionParams>(params); }
+  const GaussianYoloParams& gaussian_yolo() const { return std::get<GaussianYoloParams>(params); }
 
   // Conv only (0 otherwise): element counts as stored in the .weights file.
   int64_t weight_count() const;  // filters * (c/groups) * size * size
@@ -118,7 +174,8 @@ struct NetworkDesc {
   std::vector<LayerDesc> layers;
 
   Shape3 input_shape() const { return {net.channels, net.height, net.width}; }
-  std::vector<int> yolo_layers() const;
+  std::vector<int> yolo_layers() const;    // [yolo] layers only
+  std::vector<int> output_layers() const;  // every is_output_kind() layer ([yolo], [region], [Gaussian_yolo])
   int64_t total_file_floats() const;
   double total_gflops() const;          // conv-only, sum of gflops()
   double total_darknet_bflops() const;  // sum of darknet_bflops(), Darknet's "Total BFLOPS"

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "runtime/kernel_params.h"
+
 namespace dlr {
 
 void preprocess_image_cpu(const cpu::ImageU8& img, int net_w, int net_h, bool letterbox, float* dst,
@@ -112,6 +114,27 @@ void CpuEngine::run_step(const Step& s) {
       for (const auto& cp : v.copies) cpu::copy_channels(cp.first, cp.second);
       break;
     case LayerKind::kDropout:
+      break;
+    case LayerKind::kAvgPool:
+      cpu::avgpool(v.in[0], v.out);
+      break;
+    case LayerKind::kScaleChannels:
+      cpu::scale_channels(v.in[0], v.in[1], l.scale_channels().scale_wh, l.scale_channels().activation, v.out);
+      break;
+    case LayerKind::kSam:
+      cpu::sam(v.in[0], v.in[1], l.sam().activation, v.out);
+      break;
+    case LayerKind::kReorg:
+      cpu::reorg(v.in[0], l.reorg().stride, ReorgMapping::kDarknetOld, v.out);
+      break;
+    case LayerKind::kReorg3d:
+      cpu::reorg(v.in[0], l.reorg().stride, ReorgMapping::kSpaceToDepth, v.out);
+      break;
+    case LayerKind::kRegion:
+      cpu::region(region_op(l.region()), v.in[0], v.out);
+      break;
+    case LayerKind::kGaussianYolo:
+      cpu::gaussian_yolo(gaussian_yolo_op(l.gaussian_yolo()), v.in[0], v.out);
       break;
   }
 }

@@ -52,7 +52,9 @@ Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, co
   DLR_ASSIGN_OR_RETURN(WeightsFile wf, WeightsFile::open(weights_path, s->m_net));
   s->m_weights = std::make_unique<WeightsFile>(std::move(wf));
   s->m_letterbox = options.letterbox < 0 ? s->m_net.net.letter_box : options.letterbox != 0;
-  if (s->m_net.yolo_layers().empty()) return unsupported(cfg_path + ": the network has no [yolo] layer");
+  if (s->m_net.output_layers().empty())
+    return unsupported(cfg_path + ": the network has no detection output layer (expected [yolo], [region] or "
+                                  "[Gaussian_yolo])");
 
   PlannerOptions popt;
   popt.batch = options.batch;
@@ -92,10 +94,7 @@ Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageV
   std::vector<std::vector<Detection>> all;
   for (int i = 0; i < n; ++i) {
     std::vector<HeadOutput> heads;
-    for (int y : m_net.yolo_layers()) {
-      const LayerDesc& l = m_net.layers[size_t(y)];
-      heads.push_back(HeadOutput{&l.yolo(), m_engine->output(y, i), l.out.w, l.out.h});
-    }
+    for (int y : m_net.output_layers()) heads.push_back(head_output(m_net.layers[size_t(y)], m_engine->output(y, i)));
     all.push_back(postprocess(heads, m_net.net.width, m_net.net.height, images[i].width, images[i].height, post));
   }
   const auto t3 = Clock::now();

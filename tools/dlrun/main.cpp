@@ -83,11 +83,14 @@ int run(const Args& a) {
   auto session = Session::open(a.cfg, a.weights, opt);
   if (!session.ok()) return fail("dlrun", session.status());
   Session& s = **session;
-  for (int y : s.network().yolo_layers()) {
-    const int classes = s.network().layers[size_t(y)].yolo().classes;
+  for (int y : s.network().output_layers()) {
+    const LayerDesc& out_layer = s.network().layers[size_t(y)];
+    const int classes = out_layer.kind == LayerKind::kRegion ? out_layer.region().classes
+                        : out_layer.kind == LayerKind::kGaussianYolo ? out_layer.gaussian_yolo().yolo.classes
+                                                                     : out_layer.yolo().classes;
     if (classes > int(names.size()))
       return fail("dlrun", (a.names_file.empty() ? std::string("default COCO names") : a.names_file) + " has " +
-                               std::to_string(names.size()) + " names but the cfg's [yolo] layer " +
+                               std::to_string(names.size()) + " names but the cfg's output layer " +
                                std::to_string(y) + " has classes=" + std::to_string(classes) + " (use --names)");
   }
   if (a.print_plan) {
