@@ -127,6 +127,8 @@ const KeyRule kYoloRules[] = {
     {"show_details", U::kIgnored}, {"embedding_layer", U::kIgnored}, {"track_history_size", U::kIgnored},
     {"sim_thresh", U::kIgnored}, {"dets_for_track", U::kIgnored}, {"dets_for_show", U::kIgnored},
     {"track_ciou_norm", U::kIgnored},
+    // not read by parse_yolo (Darknet prints "Unused field"), found in Darknet's own cfgs
+    {"uc_normalizer", U::kIgnored}, {"beta1", U::kIgnored},
     {"map", U::kReject, "remaps class ids through a file"},
 };
 
