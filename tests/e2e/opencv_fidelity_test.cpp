@@ -175,6 +175,24 @@ TEST(OpenCvFidelity, EnetCocoAvgpoolScaleChannels) {
 #endif
 }
 
+// [sam] (and a shortcut from a layer with more channels) in a small hand-written cfg,
+// written to the test's temporary directory.
+TEST(OpenCvFidelity, SamSmallCfg) {
+  DLR_REQUIRE_OPENCV();
+#ifdef DLR_HAVE_OPENCV
+  const std::string cfg = test::temp_dir() + "/sam_small.cfg";
+  std::ofstream(cfg) << "[net]\nwidth=64\nheight=64\nchannels=3\n"
+                        "[convolutional]\nbatch_normalize=1\nfilters=16\nsize=3\nstride=2\npad=1\nactivation=leaky\n"
+                        "[convolutional]\nfilters=16\nsize=1\nstride=1\npad=1\nactivation=logistic\n"
+                        "[sam]\nfrom=-2\n"
+                        "[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\nstride=1\npad=1\nactivation=leaky\n"
+                        "[shortcut]\nfrom=-2\nactivation=linear\n"
+                        "[convolutional]\nfilters=21\nsize=1\nstride=1\npad=1\nactivation=linear\n"
+                        "[yolo]\nmask=0,1,2\nanchors=10,14,23,27,37,58\nclasses=2\nnum=3\n";
+  compare_with_opencv(cfg, 64);
+#endif
+}
+
 TEST(OpenCvFidelity, YoloFastestRealWeights) {
   DLR_REQUIRE_OPENCV();
   DLR_REQUIRE_FILE(cfg, "weights/yolo-fastest-1.1.cfg");
