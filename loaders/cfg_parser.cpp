@@ -63,6 +63,8 @@ const KeyRule kNetRules[] = {
     {"policy", U::kIgnored}, {"burn_in", U::kIgnored}, {"step", U::kIgnored}, {"scale", U::kIgnored},
     {"steps", U::kIgnored}, {"scales", U::kIgnored}, {"seq_scales", U::kIgnored}, {"gamma", U::kIgnored},
     {"center", U::kIgnored},
+    // not read by Darknet's parse_net_options at all (it prints "Unused field"), found in its own cfgs
+    {"max_epochs", U::kIgnored}, {"seen", U::kIgnored},
 };
 
 // Keys Darknet reads for every layer section (parse_network_cfg_custom).
@@ -126,12 +128,49 @@ const KeyRule kYoloRules[] = {
     {"show_details", U::kIgnored}, {"embedding_layer", U::kIgnored}, {"track_history_size", U::kIgnored},
     {"sim_thresh", U::kIgnored}, {"dets_for_track", U::kIgnored}, {"dets_for_show", U::kIgnored},
     {"track_ciou_norm", U::kIgnored},
+    // not read by parse_yolo (Darknet prints "Unused field"), found in Darknet's own cfgs
+    {"uc_normalizer", U::kIgnored}, {"beta1", U::kIgnored},
     {"map", U::kReject, "remaps class ids through a file"},
 };
 
 const KeyRule kDropoutRules[] = {
     {"probability", U::kIgnored}, {"dropblock", U::kIgnored}, {"dropblock_size_rel", U::kIgnored},
     {"dropblock_size_abs", U::kIgnored},
+};
+
+// ---- sections added for issue 9 (parsers at the end of CfgParser) ----
+
+const KeyRule kScaleChannelsRules[] = {{"from", U::kUsed}, {"scale_wh", U::kUsed}, {"activation", U::kUsed}};
+
+const KeyRule kSamRules[] = {{"from", U::kUsed}, {"activation", U::kUsed}};
+
+const KeyRule kReorgRules[] = {
+    {"stride", U::kUsed},
+    {"reverse", U::kRejectNonZero, "depth-to-space (reverse reorg)"},
+};
+
+const KeyRule kRegionRules[] = {
+    {"classes", U::kUsed}, {"coords", U::kUsed}, {"num", U::kUsed}, {"softmax", U::kUsed}, {"anchors", U::kUsed},
+    {"classfix", U::kUsed},
+    {"max", U::kIgnored}, {"log", U::kIgnored}, {"sqrt", U::kIgnored}, {"focal_loss", U::kIgnored},
+    {"jitter", U::kIgnored}, {"resize", U::kIgnored}, {"rescore", U::kIgnored}, {"thresh", U::kIgnored},
+    {"absolute", U::kIgnored}, {"random", U::kIgnored}, {"coord_scale", U::kIgnored},
+    {"object_scale", U::kIgnored}, {"noobject_scale", U::kIgnored}, {"mask_scale", U::kIgnored},
+    {"class_scale", U::kIgnored}, {"bias_match", U::kIgnored},
+    {"tree", U::kReject, "hierarchical softmax tree (yolo9000's 9k.tree)"},
+    {"map", U::kReject, "remaps class ids through a file"},
+};
+
+const KeyRule kGaussianYoloRules[] = {
+    {"classes", U::kUsed}, {"num", U::kUsed}, {"mask", U::kUsed}, {"anchors", U::kUsed},
+    {"scale_x_y", U::kUsed}, {"nms_kind", U::kUsed}, {"beta_nms", U::kUsed}, {"yolo_point", U::kUsed},
+    {"max", U::kIgnored}, {"max_delta", U::kIgnored}, {"counters_per_class", U::kIgnored},
+    {"label_smooth_eps", U::kIgnored}, {"objectness_smooth", U::kIgnored}, {"uc_normalizer", U::kIgnored},
+    {"iou_normalizer", U::kIgnored}, {"obj_normalizer", U::kIgnored}, {"cls_normalizer", U::kIgnored},
+    {"delta_normalizer", U::kIgnored}, {"iou_loss", U::kIgnored}, {"iou_thresh_kind", U::kIgnored},
+    {"jitter", U::kIgnored}, {"resize", U::kIgnored}, {"ignore_thresh", U::kIgnored},
+    {"truth_thresh", U::kIgnored}, {"iou_thresh", U::kIgnored}, {"random", U::kIgnored},
+    {"map", U::kReject, "remaps class ids through a file"},
 };
 
 struct RuleSet {
@@ -157,12 +196,15 @@ const SectionKind kLayerSections[] = {
     {"convolutional", LayerKind::kConv}, {"conv", LayerKind::kConv},       {"maxpool", LayerKind::kMaxPool},
     {"max", LayerKind::kMaxPool},        {"route", LayerKind::kRoute},     {"shortcut", LayerKind::kShortcut},
     {"upsample", LayerKind::kUpsample},  {"yolo", LayerKind::kYolo},       {"dropout", LayerKind::kDropout},
+    {"avgpool", LayerKind::kAvgPool},    {"avg", LayerKind::kAvgPool},     {"scale_channels", LayerKind::kScaleChannels},
+    {"sam", LayerKind::kSam},            {"reorg", LayerKind::kReorg},     {"reorg3d", LayerKind::kReorg3d},
+    {"region", LayerKind::kRegion},      {"Gaussian_yolo", LayerKind::kGaussianYolo},
 };
 
 // Sections Darknet knows (parser.c:string_to_layer_type) that dlrun does not implement.
 const char* const kUnsupportedSections[] = {
-    "region", "Gaussian_yolo", "detection", "avgpool", "avg", "local_avgpool", "local_avg", "connected", "conn",
-    "batchnorm", "activation", "scale_channels", "sam", "implicit", "reorg", "reorg3d", "softmax", "soft",
+    "detection", "local_avgpool", "local_avg", "connected", "conn",
+    "batchnorm", "activation", "implicit", "softmax", "soft",
     "local", "crop", "cost", "normalization", "lrn", "crnn", "rnn", "gru", "lstm", "conv_lstm", "history",
     "contrastive", "empty", "silence", "deconvolutional", "deconv", "iseg", "l2norm", "logistic", "xnor",
 };
@@ -215,6 +257,16 @@ class CfgParser {
   Status parse_upsample(const CfgSection& s, LayerDesc* l);
   Status parse_yolo(const CfgSection& s, LayerDesc* l);
   Status parse_dropout(const CfgSection& s, LayerDesc* l);
+  // Sections added for issue 9 (defined at the end of the class's members).
+  Status parse_avgpool(const CfgSection& s, LayerDesc* l);
+  Status parse_scale_channels(const CfgSection& s, LayerDesc* l);
+  Status parse_sam(const CfgSection& s, LayerDesc* l);
+  Status parse_reorg(const CfgSection& s, LayerDesc* l);
+  Status parse_region(const CfgSection& s, LayerDesc* l);
+  Status parse_gaussian_yolo(const CfgSection& s, LayerDesc* l);
+  Status resolve_one_ref(const CfgSection& s, const char* key, int cur, int* out) const;
+  Status get_anchors(const CfgSection& s, int total, float def, std::vector<float>* out) const;
+  Status get_yolo_mask(const CfgSection& s, int total, std::vector<int>* out) const;
 
   // Output shape of layer `index`; -1 is the network input.
   Shape3 shape_of(int index) const {
@@ -520,14 +572,10 @@ Status CfgParser::parse_shortcut(const CfgSection& s, LayerDesc* l) {
   DLR_RETURN_IF_ERROR(resolve_refs(s, "from", l->index, &p.from));
   DLR_RETURN_IF_ERROR(get_activation(s, "linear", &p.activation));
   read_previous(l);
-  for (int idx : p.from) {
-    const Shape3 sh = shape_of(idx);
-    if (sh != l->in)
-      return unsupported(at_key(s, "from") + "layer " + std::to_string(idx) + " outputs " + sh.to_string() +
-                         " but the previous layer outputs " + l->in.to_string() +
-                         ": dlrun supports only same-shape residual adds" + layer_note(l->index));
-    l->inputs.push_back(idx);
-  }
+  // Any shape is accepted, as in Darknet: the output has the previous layer's shape and
+  // a `from` layer adds its flat NCHW element i to output element i where i < its
+  // element count (its first channels when the spatial sizes match).
+  for (int idx : p.from) l->inputs.push_back(idx);
   l->out = l->in;
   l->params = std::move(p);
   return check_output(s, "from", *l, "shortcut");
@@ -628,6 +676,190 @@ Status CfgParser::parse_dropout(const CfgSection& s, LayerDesc* l) {
   return check_output(s, "probability", *l, "dropout");
 }
 
+// ---- sections added for issue 9 ----
+
+Status CfgParser::resolve_one_ref(const CfgSection& s, const char* key, int cur, int* out) const {
+  std::vector<int> refs;
+  DLR_RETURN_IF_ERROR(resolve_refs(s, key, cur, &refs));
+  if (refs.size() != 1) return parse_error(at_key(s, key) + "expected exactly one layer index" + layer_note(cur));
+  *out = refs[0];
+  return Status::ok_status();
+}
+
+// Darknet reads the first 2*total values; missing values keep the default `def`.
+Status CfgParser::get_anchors(const CfgSection& s, int total, float def, std::vector<float>* out) const {
+  out->assign(2 * size_t(total), def);
+  const CfgOption* o = s.find("anchors");
+  if (o == nullptr) return Status::ok_status();
+  std::vector<float> a;
+  if (!parse_cfg_float_list(o->value, &a))
+    return parse_error(at(s, o) + "expected a comma-separated list of numbers (w,h pairs)");
+  if (a.size() < 2 * size_t(total))
+    return parse_error(at(s, o) + "expected at least 2*num = " + std::to_string(2 * int64_t(total)) + " values, got " +
+                       std::to_string(a.size()));
+  std::copy(a.begin(), a.begin() + 2 * total, out->begin());
+  return Status::ok_status();
+}
+
+Status CfgParser::get_yolo_mask(const CfgSection& s, int total, std::vector<int>* out) const {
+  out->clear();
+  const CfgOption* o = s.find("mask");
+  if (o == nullptr) {
+    for (int i = 0; i < total; ++i) out->push_back(i);
+    return Status::ok_status();
+  }
+  if (!parse_cfg_int_list(o->value, out))
+    return parse_error(at(s, o) + "expected a comma-separated list of anchor indices");
+  for (int m : *out)
+    if (m < 0 || m >= total)
+      return parse_error(at(s, o) + "anchor index " + std::to_string(m) + " out of range (expected 0 <= index < num=" +
+                         std::to_string(total) + ")");
+  return Status::ok_status();
+}
+
+Status CfgParser::parse_avgpool(const CfgSection& s, LayerDesc* l) {
+  DLR_RETURN_IF_ERROR(check_keys(s, RuleSet{nullptr, 0}, true));
+  read_previous(l);
+  l->out = {l->in.c, 1, 1};
+  l->params = AvgPoolParams{};
+  return check_output(s, "", *l, "global average pool");
+}
+
+Status CfgParser::parse_scale_channels(const CfgSection& s, LayerDesc* l) {
+  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kScaleChannelsRules), true));
+  if (l->index == 0) return parse_error(at(s, nullptr) + "[scale_channels] needs a previous layer" + layer_note(0));
+  ScaleChannelsParams p;
+  DLR_RETURN_IF_ERROR(resolve_one_ref(s, "from", l->index, &p.from));
+  int wh = 0;
+  DLR_RETURN_IF_ERROR(get_int_in(s, "scale_wh", 0, 0, 1, &wh));
+  p.scale_wh = wh != 0;
+  DLR_RETURN_IF_ERROR(get_activation(s, "linear", &p.activation));
+  if (p.activation == Activation::kSwish || p.activation == Activation::kMish || p.activation == Activation::kHardMish)
+    return unsupported(at_key(s, "activation") + "Darknet's [scale_channels] does not apply " +
+                       activation_name(p.activation) + " (expected another activation)" + layer_note(l->index));
+  read_previous(l);
+  const Shape3 from = shape_of(p.from);
+  const bool ok = p.scale_wh ? (l->in.c == 1 && l->in.h == from.h && l->in.w == from.w)
+                             : (l->in.h == 1 && l->in.w == 1 && l->in.c == from.c);
+  if (!ok)
+    return parse_error(at_key(s, "from") + "the previous layer outputs " + l->in.to_string() + " and layer " +
+                       std::to_string(p.from) + " outputs " + from.to_string() + " (expected " +
+                       (p.scale_wh ? "1 x H x W scales for a C x H x W layer" : "C x 1 x 1 scales for a C x H x W layer") +
+                       ")" + layer_note(l->index));
+  l->inputs.push_back(p.from);
+  l->out = from;
+  l->params = p;
+  return check_output(s, "from", *l, "scale_channels");
+}
+
+Status CfgParser::parse_sam(const CfgSection& s, LayerDesc* l) {
+  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kSamRules), true));
+  if (l->index == 0) return parse_error(at(s, nullptr) + "[sam] needs a previous layer" + layer_note(0));
+  SamParams p;
+  DLR_RETURN_IF_ERROR(resolve_one_ref(s, "from", l->index, &p.from));
+  DLR_RETURN_IF_ERROR(get_activation(s, "linear", &p.activation));
+  if (p.activation == Activation::kSwish || p.activation == Activation::kMish || p.activation == Activation::kHardMish)
+    return unsupported(at_key(s, "activation") + "Darknet's [sam] does not apply " + activation_name(p.activation) +
+                       " (expected another activation)" + layer_note(l->index));
+  read_previous(l);
+  const Shape3 from = shape_of(p.from);
+  if (from != l->in)
+    return parse_error(at_key(s, "from") + "layer " + std::to_string(p.from) + " outputs " + from.to_string() +
+                       " but the previous layer outputs " + l->in.to_string() + " (expected equal shapes)" +
+                       layer_note(l->index));
+  l->inputs.push_back(p.from);
+  l->out = from;
+  l->params = p;
+  return check_output(s, "from", *l, "sam");
+}
+
+Status CfgParser::parse_reorg(const CfgSection& s, LayerDesc* l) {
+  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kReorgRules), true));
+  read_previous(l);
+  ReorgParams p;
+  DLR_RETURN_IF_ERROR(get_int_in(s, "stride", 1, 1, 64, &p.stride));
+  const int st = p.stride;
+  if (l->in.h % st != 0 || l->in.w % st != 0 || (l->kind == LayerKind::kReorg && l->in.c % (st * st) != 0))
+    return parse_error(at_key(s, "stride") + "the input " + l->in.to_string() + " is not divisible by the stride " +
+                       std::to_string(st) + " (expected H and W divisible by stride" +
+                       (l->kind == LayerKind::kReorg ? std::string(" and C by stride*stride") : std::string()) + ")" +
+                       layer_note(l->index));
+  const int64_t c = int64_t(l->in.c) * st * st;
+  if (c > kMaxTensorElements) return parse_error(at_key(s, "stride") + "too many output channels" + layer_note(l->index));
+  l->out = {int(c), l->in.h / st, l->in.w / st};
+  l->params = p;
+  return check_output(s, "stride", *l, "reorg");
+}
+
+Status CfgParser::parse_region(const CfgSection& s, LayerDesc* l) {
+  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kRegionRules), true));
+  read_previous(l);
+  RegionParams p;
+  DLR_RETURN_IF_ERROR(get_int_in(s, "classes", 20, 1, kMaxClasses, &p.classes));
+  DLR_RETURN_IF_ERROR(get_int_in(s, "coords", 4, 4, 4, &p.coords));
+  DLR_RETURN_IF_ERROR(get_int_in(s, "num", 1, 1, kMaxAnchors, &p.num));
+  int softmax = 0;
+  DLR_RETURN_IF_ERROR(get_int(s, "softmax", 0, &softmax));
+  p.softmax = softmax != 0;
+  int classfix = 0;
+  DLR_RETURN_IF_ERROR(get_int(s, "classfix", 0, &classfix));
+  if (classfix == -1)
+    return unsupported(at_key(s, "classfix") + "not supported by dlrun (zeroes objectness below 0.5); expected "
+                                               "classfix >= 0" + layer_note(l->index));
+  DLR_RETURN_IF_ERROR(get_anchors(s, p.num, 0.5f, &p.anchors));
+  const int64_t expect_c = int64_t(p.num) * (int64_t(p.classes) + p.coords + 1);
+  if (l->in.c != expect_c)
+    return parse_error(at(s, s.find("classes") ? s.find("classes") : s.find("num")) + "the previous layer " +
+                       std::to_string(l->index - 1) + " outputs " + std::to_string(l->in.c) +
+                       " channels but num*(classes+coords+1) = " + std::to_string(p.num) + "*(" +
+                       std::to_string(p.classes) + "+" + std::to_string(p.coords) + "+1) = " +
+                       std::to_string(expect_c) + " (expected filters=" + std::to_string(expect_c) +
+                       " in that [convolutional])" + layer_note(l->index));
+  l->out = l->in;
+  l->params = std::move(p);
+  return check_output(s, "classes", *l, "region");
+}
+
+Status CfgParser::parse_gaussian_yolo(const CfgSection& s, LayerDesc* l) {
+  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kGaussianYoloRules), true));
+  read_previous(l);
+  GaussianYoloParams g;
+  YoloParams& p = g.yolo;
+  DLR_RETURN_IF_ERROR(get_int_in(s, "classes", 20, 1, kMaxClasses, &p.classes));
+  DLR_RETURN_IF_ERROR(get_int_in(s, "num", 1, 1, kMaxAnchors, &p.total));
+  DLR_RETURN_IF_ERROR(get_yolo_mask(s, p.total, &p.mask));
+  DLR_RETURN_IF_ERROR(get_anchors(s, p.total, 0.5f, &p.anchors));
+  DLR_RETURN_IF_ERROR(get_float(s, "scale_x_y", 1.0f, &p.scale_x_y));
+  const CfgOption* nk = s.find("nms_kind");
+  const std::string nms = nk ? nk->value : "default";
+  if (nms == "greedynms") {
+    p.nms_kind = NmsKind::kGreedy;
+  } else if (nms == "diounms") {
+    p.nms_kind = NmsKind::kDiou;
+  } else if (nms == "cornersnms") {
+    return unsupported(at(s, nk) + "not supported by dlrun (corners NMS); expected default, greedynms or diounms");
+  } else {
+    p.nms_kind = NmsKind::kDefault;
+    if (nms != "default")
+      m_net.warnings.push_back(at(s, nk) + "unrecognised nms_kind; Darknet uses the default NMS (as does dlrun)");
+  }
+  DLR_RETURN_IF_ERROR(get_float(s, "beta_nms", 0.6f, &p.beta_nms));
+  const CfgOption* yp = s.find("yolo_point");
+  const std::string point = yp ? yp->value : "center";
+  g.point = point == "left_top" ? YoloPoint::kLeftTop
+                                : point == "right_bottom" ? YoloPoint::kRightBottom : YoloPoint::kCenter;
+  const int64_t expect_c = int64_t(p.mask.size()) * (int64_t(p.classes) + 9);
+  if (l->in.c != expect_c)
+    return parse_error(at(s, s.find("classes") ? s.find("classes") : s.find("mask")) + "the previous layer " +
+                       std::to_string(l->index - 1) + " outputs " + std::to_string(l->in.c) +
+                       " channels but len(mask)*(classes+9) = " + std::to_string(p.mask.size()) + "*(" +
+                       std::to_string(p.classes) + "+9) = " + std::to_string(expect_c) + " (expected filters=" +
+                       std::to_string(expect_c) + " in that [convolutional])" + layer_note(l->index));
+  l->out = l->in;
+  l->params = std::move(g);
+  return check_output(s, "classes", *l, "Gaussian_yolo");
+}
+
 Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) {
   if (sections.empty()) return parse_error(m_name + ": no sections (expected [net] first, then layers)");
   const CfgSection& first = sections[0];
@@ -646,7 +878,8 @@ Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) 
       for (const char* u : kUnsupportedSections)
         if (s.name == u)
           return unsupported(at(s, nullptr) + "section not supported by dlrun (expected one of net, convolutional, "
-                                              "maxpool, route, shortcut, upsample, yolo, dropout)");
+                                              "maxpool, route, shortcut, upsample, yolo, dropout, avgpool, "
+                                              "scale_channels, sam, reorg, reorg3d, region, Gaussian_yolo)");
       return parse_error(at(s, nullptr) + "unknown section (not a Darknet layer type)");
     }
     if (m_net.layers.size() >= size_t(limits::kLayers))
@@ -664,6 +897,13 @@ Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) 
       case LayerKind::kUpsample: DLR_RETURN_IF_ERROR(parse_upsample(s, &l)); break;
       case LayerKind::kYolo: DLR_RETURN_IF_ERROR(parse_yolo(s, &l)); break;
       case LayerKind::kDropout: DLR_RETURN_IF_ERROR(parse_dropout(s, &l)); break;
+      case LayerKind::kAvgPool: DLR_RETURN_IF_ERROR(parse_avgpool(s, &l)); break;
+      case LayerKind::kScaleChannels: DLR_RETURN_IF_ERROR(parse_scale_channels(s, &l)); break;
+      case LayerKind::kSam: DLR_RETURN_IF_ERROR(parse_sam(s, &l)); break;
+      case LayerKind::kReorg:
+      case LayerKind::kReorg3d: DLR_RETURN_IF_ERROR(parse_reorg(s, &l)); break;
+      case LayerKind::kRegion: DLR_RETURN_IF_ERROR(parse_region(s, &l)); break;
+      case LayerKind::kGaussianYolo: DLR_RETURN_IF_ERROR(parse_gaussian_yolo(s, &l)); break;
     }
     m_net.layers.push_back(std::move(l));
   }
@@ -671,7 +911,7 @@ Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) 
     return parse_error(at(first, nullptr) + "the network has no layers (expected layer sections after [net])");
   DLR_RETURN_IF_ERROR(check_network_weights());
   const NetParams& n = m_net.net;
-  if (m_net.layers.back().kind == LayerKind::kYolo && (n.width % 32 != 0 || n.height % 32 != 0))
+  if (is_output_kind(m_net.layers.back().kind) && (n.width % 32 != 0 || n.height % 32 != 0))
     m_net.warnings.push_back(m_name + ": input " + std::to_string(n.width) + "x" + std::to_string(n.height) +
                              " is not divisible by 32 (Darknet warns: detection may be worse)");
   return std::move(m_net);

@@ -39,7 +39,14 @@ double LayerDesc::darknet_bflops() const {
     case LayerKind::kRoute:
     case LayerKind::kUpsample:
     case LayerKind::kYolo:
-    case LayerKind::kDropout: return 0.0;
+    case LayerKind::kDropout:
+    case LayerKind::kAvgPool:
+    case LayerKind::kScaleChannels:
+    case LayerKind::kSam:
+    case LayerKind::kReorg:
+    case LayerKind::kReorg3d:
+    case LayerKind::kRegion:
+    case LayerKind::kGaussianYolo: return 0.0;
   }
   return 0.0;
 }
@@ -48,6 +55,13 @@ std::vector<int> NetworkDesc::yolo_layers() const {
   std::vector<int> out;
   for (const LayerDesc& l : layers)
     if (l.kind == LayerKind::kYolo) out.push_back(l.index);
+  return out;
+}
+
+std::vector<int> NetworkDesc::output_layers() const {
+  std::vector<int> out;
+  for (const LayerDesc& l : layers)
+    if (is_output_kind(l.kind)) out.push_back(l.index);
   return out;
 }
 
@@ -144,6 +158,37 @@ std::string layer_line(const LayerDesc& l) {
     case LayerKind::kDropout:
       s += fmt("dropout    p = %.3f        ", l.dropout().probability) + io_shapes(l.in, l.out);
       break;
+    case LayerKind::kAvgPool:
+      s += "avg                          " + io_shapes(l.in, l.out);
+      break;
+    case LayerKind::kScaleChannels: {
+      const ScaleChannelsParams& p = l.scale_channels();
+      s += fmt("scale_channels %4d%s %-8s", p.from, p.scale_wh ? " wh" : "   ", activation_name(p.activation)) +
+           io_shapes(l.in, l.out);
+      break;
+    }
+    case LayerKind::kSam:
+      s += fmt("sam            %4d    %-8s", l.sam().from, activation_name(l.sam().activation)) + io_shapes(l.in, l.out);
+      break;
+    case LayerKind::kReorg:
+      s += fmt("reorg                /%2d     ", l.reorg().stride) + io_shapes(l.in, l.out);
+      break;
+    case LayerKind::kReorg3d:
+      s += fmt("reorg3d              /%2d     ", l.reorg().stride) + io_shapes(l.in, l.out);
+      break;
+    case LayerKind::kRegion: {
+      const RegionParams& p = l.region();
+      s += fmt("region classes %d num %d%s ", p.classes, p.num, p.softmax ? " softmax" : "") +
+           fmt("%4d x%4d x%4d", l.out.w, l.out.h, l.out.c);
+      break;
+    }
+    case LayerKind::kGaussianYolo: {
+      const YoloParams& p = l.gaussian_yolo().yolo;
+      s += fmt("Gaussian_yolo classes %d mask %s sxy %.2f %s ", p.classes, join(p.mask).c_str(), p.scale_x_y,
+               nms_kind_name(p.nms_kind)) +
+           fmt("%4d x%4d x%4d", l.out.w, l.out.h, l.out.c);
+      break;
+    }
   }
   return s + "\n";
 }

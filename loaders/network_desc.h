@@ -43,6 +43,11 @@ struct LayerDesc {
   const UpsampleParams& upsample() const { return std::get<UpsampleParams>(params); }
   const YoloParams& yolo() const { return std::get<YoloParams>(params); }
   const DropoutParams& dropout() const { return std::get<DropoutParams>(params); }
+  const ScaleChannelsParams& scale_channels() const { return std::get<ScaleChannelsParams>(params); }
+  const SamParams& sam() const { return std::get<SamParams>(params); }
+  const ReorgParams& reorg() const { return std::get<ReorgParams>(params); }
+  const RegionParams& region() const { return std::get<RegionParams>(params); }
+  const GaussianYoloParams& gaussian_yolo() const { return std::get<GaussianYoloParams>(params); }
 
   // Conv only (0 otherwise): element counts as stored in the .weights file.
   // Saturating: a count that does not fit int64 is INT64_MAX (WeightsFile::open refuses it).
@@ -70,7 +75,8 @@ struct NetworkDesc {
   std::vector<LayerDesc> layers;
 
   Shape3 input_shape() const { return {net.channels, net.height, net.width}; }
-  std::vector<int> yolo_layers() const;
+  std::vector<int> yolo_layers() const;    // [yolo] layers only
+  std::vector<int> output_layers() const;  // every is_output_kind() layer ([yolo], [region], [Gaussian_yolo])
   int64_t total_file_floats() const;  // saturating, like file_floats()
   double total_gflops() const;          // conv-only, sum of gflops()
   double total_darknet_bflops() const;  // sum of darknet_bflops(), Darknet's "Total BFLOPS"

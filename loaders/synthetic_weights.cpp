@@ -71,24 +71,37 @@ ActMoments activation_moments(Activation a) {
   return {0.0, 1.0};
 }
 
-// Head info for a conv that feeds a [yolo] layer.
+// Head info for a conv that feeds a network output ([yolo], [region], [Gaussian_yolo]).
 struct HeadInfo {
   bool is_head = false;
-  int entries = 0;  // 5 + classes; 0 when the channel count does not match the head
+  int entries = 0;    // entries per anchor (5 + classes, 9 + classes for Gaussian); 0 when the channel count differs
+  int obj_entry = 4;  // objectness entry within an anchor's entries
 };
 
 std::vector<HeadInfo> find_heads(const NetworkDesc& net) {
   std::vector<HeadInfo> heads(net.layers.size());
   for (const LayerDesc& l : net.layers) {
-    if (l.kind != LayerKind::kYolo) continue;
+    if (!is_output_kind(l.kind)) continue;
     const int src = l.inputs.empty() ? l.index - 1 : l.inputs[0];
     if (src < 0 || static_cast<size_t>(src) >= net.layers.size()) continue;
     const LayerDesc& conv = net.layers[static_cast<size_t>(src)];
     if (conv.kind != LayerKind::kConv) continue;
-    heads[static_cast<size_t>(src)].is_head = true;
-    const YoloParams& y = l.yolo();
-    const int entries = 5 + y.classes;
-    if (conv.conv().filters == static_cast<int>(y.mask.size()) * entries) heads[static_cast<size_t>(src)].entries = entries;
+    HeadInfo& h = heads[static_cast<size_t>(src)];
+    h.is_head = true;
+    int anchors = 0;
+    if (l.kind == LayerKind::kYolo) {
+      anchors = static_cast<int>(l.yolo().mask.size());
+      h.entries = 5 + l.yolo().classes;
+    } else if (l.kind == LayerKind::kRegion) {
+      anchors = l.region().num;
+      h.entries = l.region().coords + 1 + l.region().classes;
+      h.obj_entry = l.region().coords;
+    } else {
+      anchors = static_cast<int>(l.gaussian_yolo().yolo.mask.size());
+      h.entries = 9 + l.gaussian_yolo().yolo.classes;
+      h.obj_entry = 8;
+    }
+    if (conv.conv().filters != anchors * h.entries) h.entries = 0;
   }
   return heads;
 }
@@ -251,8 +264,34 @@ std::vector<SyntheticMoments> synthetic_moment_estimates(const NetworkDesc& net,
       }
       case LayerKind::kYolo:
       case LayerKind::kDropout:
+      case LayerKind::kRegion:
+      case LayerKind::kGaussianYolo:
         out = in;
         break;
+      case LayerKind::kAvgPool: {  // the mean survives; the spatial part of the variance averages out
+        out.mean = in.mean;
+        out.variance = 0.1 * in.variance;
+        break;
+      }
+      case LayerKind::kReorg:
+      case LayerKind::kReorg3d: {  // a permutation: same values, channels repeated stride^2 times (approximately)
+        out.variance = in.variance;
+        for (int k = 0; k < l.out.c; ++k)
+          out.mean.push_back(in.mean.empty() ? 0.0 : in.mean[static_cast<size_t>(k) % in.mean.size()]);
+        break;
+      }
+      case LayerKind::kScaleChannels:
+      case LayerKind::kSam: {
+        // Product of two roughly independent signals: E[ab] = Ea Eb, Var ~ Va Vb + Va Eb^2 + Vb Ea^2.
+        const int from = l.kind == LayerKind::kSam ? l.sam().from : l.scale_channels().from;
+        const SyntheticMoments& f = moments_of(m, input, from);
+        double ma = 0, mb = 0;
+        for (double v : in.mean) ma += v / static_cast<double>(in.mean.size());
+        for (double v : f.mean) mb += v / static_cast<double>(f.mean.size());
+        out.mean.assign(static_cast<size_t>(l.out.c), ma * mb);
+        out.variance = in.variance * f.variance + in.variance * mb * mb + f.variance * ma * ma;
+        break;
+      }
     }
     if (out.mean.size() != static_cast<size_t>(l.out.c)) out.mean.resize(static_cast<size_t>(l.out.c), 0.0);
     if (!(out.variance > 1e-6)) out.variance = 1e-6;  // keeps the next conv's scale finite
@@ -343,7 +382,7 @@ Status write_synthetic_weights(const NetworkDesc& net, const std::string& path, 
     }
     if (heads[i].entries > 0) {
       for (size_t f = 0; f < un; ++f)
-        if (f % static_cast<size_t>(heads[i].entries) == 4) bias[f] += options.objectness_bias;
+        if (f % static_cast<size_t>(heads[i].entries) == size_t(heads[i].obj_entry)) bias[f] += options.objectness_bias;
     }
     for (float v : bias)
       if (!writer.push(v)) return out.write_error();

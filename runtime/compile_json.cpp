@@ -36,7 +36,16 @@ DLR_JSON_ENUM(LayerKind, {{LayerKind::kConv, "conv"},
                                          {LayerKind::kShortcut, "shortcut"},
                                          {LayerKind::kUpsample, "upsample"},
                                          {LayerKind::kYolo, "yolo"},
-                                         {LayerKind::kDropout, "dropout"}})
+                                         {LayerKind::kDropout, "dropout"},
+                                         {LayerKind::kAvgPool, "avgpool"},
+                                         {LayerKind::kScaleChannels, "scale_channels"},
+                                         {LayerKind::kSam, "sam"},
+                                         {LayerKind::kReorg, "reorg"},
+                                         {LayerKind::kReorg3d, "reorg3d"},
+                                         {LayerKind::kRegion, "region"},
+                                         {LayerKind::kGaussianYolo, "Gaussian_yolo"}})
+DLR_JSON_ENUM(YoloPoint, {{YoloPoint::kCenter, "center"}, {YoloPoint::kLeftTop, "left_top"},
+                          {YoloPoint::kRightBottom, "right_bottom"}})
 DLR_JSON_ENUM(DType, {{DType::kF32, "f32"}, {DType::kF16, "f16"}})
 DLR_JSON_ENUM(Layout, {{Layout::kNCHW, "nchw"}, {Layout::kNHWC, "nhwc"}})
 DLR_JSON_ENUM(Precision, {{Precision::kFP32, "fp32"}, {Precision::kTF32, "tf32"},
@@ -71,6 +80,13 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(UpsampleParams, stride, scale)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(YoloParams, classes, total, mask, anchors, scale_x_y, new_coords, nms_kind,
                                    beta_nms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropoutParams, probability)
+void to_json(nlohmann::json& j, const AvgPoolParams&) { j = nlohmann::json::object(); }
+void from_json(const nlohmann::json&, AvgPoolParams&) {}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ScaleChannelsParams, from, scale_wh, activation)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SamParams, from, activation)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReorgParams, stride)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RegionParams, classes, coords, num, softmax, anchors)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GaussianYoloParams, yolo, point)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Buffer, id, offset, bytes, dtype, layout, c, h, w, first_step, last_step,
                                    owner_layer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ViewRef, buffer, c_offset, c)
@@ -120,13 +136,20 @@ void from_json(const nlohmann::json& j, Step& s) {
     case LayerKind::kUpsample: s.params = p.get<UpsampleParams>(); break;
     case LayerKind::kYolo: s.params = p.get<YoloParams>(); break;
     case LayerKind::kDropout: s.params = p.get<DropoutParams>(); break;
+    case LayerKind::kAvgPool: s.params = p.get<AvgPoolParams>(); break;
+    case LayerKind::kScaleChannels: s.params = p.get<ScaleChannelsParams>(); break;
+    case LayerKind::kSam: s.params = p.get<SamParams>(); break;
+    case LayerKind::kReorg: s.params = p.get<ReorgParams>(); break;
+    case LayerKind::kReorg3d: s.params = p.get<ReorgParams>(); break;
+    case LayerKind::kRegion: s.params = p.get<RegionParams>(); break;
+    case LayerKind::kGaussianYolo: s.params = p.get<GaussianYoloParams>(); break;
   }
 }
 
 void to_json(nlohmann::json& j, const ExecutionPlan& p) {
   j = {{"options", p.options},   {"input_shape", p.input_shape}, {"input_buffer", p.input_buffer},
        {"buffers", p.buffers},   {"steps", p.steps},             {"layer_out", p.layer_out},
-       {"yolo_layers", p.yolo_layers}, {"weights", p.weights},   {"arena_bytes", p.arena_bytes},
+       {"output_layers", p.output_layers}, {"weights", p.weights},   {"arena_bytes", p.arena_bytes},
        {"naive_bytes", p.naive_bytes}};
 }
 
@@ -137,7 +160,7 @@ void from_json(const nlohmann::json& j, ExecutionPlan& p) {
   j.at("buffers").get_to(p.buffers);
   j.at("steps").get_to(p.steps);
   j.at("layer_out").get_to(p.layer_out);
-  j.at("yolo_layers").get_to(p.yolo_layers);
+  j.at("output_layers").get_to(p.output_layers);
   j.at("weights").get_to(p.weights);
   j.at("arena_bytes").get_to(p.arena_bytes);
   j.at("naive_bytes").get_to(p.naive_bytes);

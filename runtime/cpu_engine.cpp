@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "runtime/kernel_params.h"
+
 namespace dlr {
 
 void preprocess_image_cpu(const ImageU8& img, int net_w, int net_h, bool letterbox, float* dst,
@@ -112,6 +114,27 @@ void CpuEngine::run_step(const Step& s) {
       for (const auto& cp : v.copies) cpu::copy_channels(cp.first, cp.second);
       break;
     case LayerKind::kDropout:
+      break;
+    case LayerKind::kAvgPool:
+      cpu::avgpool(v.in[0], v.out);
+      break;
+    case LayerKind::kScaleChannels:
+      cpu::scale_channels(v.in[0], v.in[1], std::get<ScaleChannelsParams>(s.params).scale_wh, std::get<ScaleChannelsParams>(s.params).activation, v.out);
+      break;
+    case LayerKind::kSam:
+      cpu::sam(v.in[0], v.in[1], std::get<SamParams>(s.params).activation, v.out);
+      break;
+    case LayerKind::kReorg:
+      cpu::reorg(v.in[0], std::get<ReorgParams>(s.params).stride, ReorgMapping::kDarknetOld, v.out);
+      break;
+    case LayerKind::kReorg3d:
+      cpu::reorg(v.in[0], std::get<ReorgParams>(s.params).stride, ReorgMapping::kSpaceToDepth, v.out);
+      break;
+    case LayerKind::kRegion:
+      cpu::region(region_op(std::get<RegionParams>(s.params)), v.in[0], v.out);
+      break;
+    case LayerKind::kGaussianYolo:
+      cpu::gaussian_yolo(gaussian_yolo_op(std::get<GaussianYoloParams>(s.params)), v.in[0], v.out);
       break;
   }
 }

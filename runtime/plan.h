@@ -25,7 +25,7 @@ struct Buffer {
   int64_t offset = 0;  // bytes from the arena base (aligned)
   int64_t bytes = 0;   // batch * c * h * w * dtype size
   DType dtype = DType::kF32;
-  Layout layout = Layout::kNCHW;  // options.layout, except network outputs (yolo): always NCHW f32
+  Layout layout = Layout::kNCHW;  // options.layout, except network outputs (yolo etc.): always NCHW f32
   int c = 0, h = 0, w = 0;  // per-image shape of the whole buffer
   int first_step = 0;  // first step that writes it (-1: written before step 0, i.e. the input)
   int last_step = 0;   // last step that reads it (== steps.size() for network outputs)
@@ -86,7 +86,9 @@ struct ExecutionPlan {
   std::vector<Buffer> buffers;
   std::vector<Step> steps;        // steps[i].layer == i
   std::vector<ViewRef> layer_out; // output view of every layer (== steps[i].output)
-  std::vector<int> yolo_layers;   // layers whose outputs are the network outputs
+  // Layers whose outputs are the network outputs (is_output_kind: [yolo], [region],
+  // [Gaussian_yolo]), in layer order: whole f32 NCHW buffers live to the end.
+  std::vector<int> output_layers;
   std::vector<WeightBlob> weights;
 
   int64_t arena_bytes = 0;        // planned activation memory (max offset + bytes)
@@ -95,7 +97,7 @@ struct ExecutionPlan {
 
   const Buffer& buffer(const ViewRef& v) const { return buffers[size_t(v.buffer)]; }
   std::string to_text() const;  // human-readable, one line per step
-  // Output layers (yolo heads) in layer order, with their parameters.
+  // Parameters of a [yolo] output layer.
   const YoloParams& yolo(int layer) const { return std::get<YoloParams>(steps[size_t(layer)].params); }
 };
 

@@ -64,12 +64,19 @@ class Planner {
           plan_route(l, &copies[i], &no_op[i]);
           break;
         case LayerKind::kYolo:
+        case LayerKind::kRegion:
+        case LayerKind::kGaussianYolo:  // network outputs: f32
           m_loc[i] = Loc{new_proto(l.out, DType::kF32, l.index), 0, l.out.c};
           break;
         case LayerKind::kConv:
         case LayerKind::kMaxPool:
         case LayerKind::kShortcut:
         case LayerKind::kUpsample:
+        case LayerKind::kAvgPool:
+        case LayerKind::kScaleChannels:
+        case LayerKind::kSam:
+        case LayerKind::kReorg:
+        case LayerKind::kReorg3d:
           m_loc[i] = Loc{new_proto(l.out, m_opt.activation_dtype, l.index), 0, l.out.c};
           break;
       }
@@ -104,13 +111,13 @@ class Planner {
       for (const auto& cp : copies[i]) s.copies.emplace_back(resolve(cp.first), resolve(cp.second));
     }
     plan.input_buffer = resolve(Loc{m_input, 0, m_net.net.channels}).buffer;
-    plan.yolo_layers = m_net.yolo_layers();
+    plan.output_layers = m_net.output_layers();
     compute_liveness(&plan, reads);
     assign_offsets(&plan);
     plan_weights(&plan);
     plan.naive_bytes = int64_t(m_opt.batch) * m_net.input_shape().count() * int64_t(dtype_size(m_opt.activation_dtype));
     for (const LayerDesc& l : m_net.layers) {
-      const DType t = l.kind == LayerKind::kYolo ? DType::kF32 : m_opt.activation_dtype;
+      const DType t = is_output_kind(l.kind) ? DType::kF32 : m_opt.activation_dtype;
       plan.naive_bytes += int64_t(m_opt.batch) * l.out.count() * int64_t(dtype_size(t));
     }
     return plan;
@@ -123,7 +130,7 @@ class Planner {
     p.dtype = dtype;
     p.owner = owner;
     // Network outputs are read by the host post-processing: always packed f32 NCHW.
-    p.layout = owner >= 0 && m_net.layers[size_t(owner)].kind == LayerKind::kYolo ? Layout::kNCHW : m_opt.layout;
+    p.layout = owner >= 0 && is_output_kind(m_net.layers[size_t(owner)].kind) ? Layout::kNCHW : m_opt.layout;
     p.conv_io = owner >= 0 && (m_net.layers[size_t(owner)].kind == LayerKind::kConv || m_read_by_conv[size_t(owner)]);
     m_protos.push_back(p);
     return int(m_protos.size()) - 1;
@@ -158,7 +165,7 @@ class Planner {
     const Proto& p = m_protos[size_t(loc.proto)];
     if (p.parent >= 0 || p.owner < 0 || loc.c_off != 0 || loc.c != p.shape.c || p.dtype != m_opt.activation_dtype)
       return false;
-    if (m_net.layers[size_t(p.owner)].kind == LayerKind::kYolo) return false;  // outputs stay whole buffers
+    if (is_output_kind(m_net.layers[size_t(p.owner)].kind)) return false;  // outputs stay whole buffers
     return slices_packed() || m_opt.conv_strided_io || !p.conv_io;
   }
 
@@ -253,7 +260,7 @@ class Planner {
       for (const auto& cp : s.copies) touch(cp.second, s.layer, true);
       for (const Loc& r : reads[size_t(s.layer)]) touch(resolve(r), s.layer, false);
     }
-    for (int y : plan->yolo_layers) plan->buffers[size_t(plan->layer_out[size_t(y)].buffer)].last_step = n_steps;
+    for (int y : plan->output_layers) plan->buffers[size_t(plan->layer_out[size_t(y)].buffer)].last_step = n_steps;
     if (m_opt.keep_all_outputs)
       for (Buffer& b : plan->buffers) b.last_step = n_steps;
   }

@@ -63,8 +63,9 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   DLR_ASSIGN_OR_RETURN(s->m_net, parse_network_cfg(cfg_path, cfg_opt));
   for (const std::string& w : s->m_net.warnings) DLR_LOG_WARN("{}", w);
   // Before the weights: a cfg without a detector head is the cfg's fault, not the weights'.
-  if (s->m_net.yolo_layers().empty())
-    return unsupported(cfg_path + ": the network has no [yolo] layer (expected a YOLO detector cfg)");
+  if (s->m_net.output_layers().empty())
+    return unsupported(cfg_path + ": the network has no detection output layer (expected [yolo], [region] or "
+                                  "[Gaussian_yolo])");
   DLR_ASSIGN_OR_RETURN(WeightsFile wf, WeightsFile::open(weights_path, s->m_net));
   s->m_weights = std::make_unique<WeightsFile>(std::move(wf));
   s->m_source = weights_file_source(s->m_net, *s->m_weights);
@@ -123,10 +124,7 @@ Expected<std::vector<std::vector<Detection>>> Session::detect_batch_impl(const I
   std::vector<std::vector<Detection>> all;
   for (int i = 0; i < n; ++i) {
     std::vector<HeadOutput> heads;
-    for (int y : m_net.yolo_layers()) {
-      const LayerDesc& l = m_net.layers[size_t(y)];
-      heads.push_back(HeadOutput{&l.yolo(), m_engine->output(y, i), l.out.w, l.out.h});
-    }
+    for (int y : m_net.output_layers()) heads.push_back(head_output(m_net.layers[size_t(y)], m_engine->output(y, i)));
     all.push_back(postprocess(heads, m_net.net.width, m_net.net.height, images[i].width, images[i].height, post));
   }
   const auto t3 = Clock::now();

@@ -27,6 +27,7 @@ class FileSource final : public WeightSource {
     float* w = m_tmp.data();
     float* b = w + sizes.weights;
     DLR_RETURN_IF_ERROR(prepare_conv(layer, m_file, w, b));
+    if (blob.dtype == DType::kF16) DLR_RETURN_IF_ERROR(check_fp16_range(layer, m_file.path(), w));
 
     char* out = static_cast<char*>(dst);
     std::memset(out, 0, size_t(blob.bytes));

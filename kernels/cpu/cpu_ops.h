@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "kernels/op_params.h"
 #include "kernels/tensor_view.h"
 #include "kernels/op_params.h"
 #include "runtime/core/status.h"
@@ -62,6 +63,41 @@ void shortcut(const TensorView& prev, const TensorView* from, int n_from, Activa
 // Darknet yolo forward: copy in -> out, logistic on x, y, objectness and classes
 // (not on w, h) unless new_coords; then x,y = x*scale_x_y - 0.5*(scale_x_y-1).
 void yolo(const YoloParams& p, const TensorView& in, const TensorView& out);
+
+// ---- avgpool.cpp ----
+// Darknet global average pool: out[b][k] = (sum over the H*W plane, left to right in float) / (H*W).
+// out: C x 1 x 1.
+void avgpool(const TensorView& in, const TensorView& out);
+
+// ---- scale_channels.cpp ----
+// Darknet [scale_channels]: out = act(scale * from), out has from's shape. scales is
+// C x 1 x 1 (scale = scales[b][k]) or, with scale_wh, 1 x H x W (scale = scales[b][0][y][x]).
+// act must not be swish/mish/hard_mish (Darknet does not apply them here).
+void scale_channels(const TensorView& scales, const TensorView& from, bool scale_wh, Activation act,
+                    const TensorView& out);
+
+// ---- sam.cpp ----
+// Darknet [sam]: out = act(prev * from) elementwise (equal shapes). out may alias prev.
+void sam(const TensorView& prev, const TensorView& from, Activation act, const TensorView& out);
+
+// ---- reorg.cpp ----
+// Darknet reorg_cpu(forward = 0) with stride s: in C x H x W, out C*s*s x H/s x W/s (see reorg.cpp
+// for the two index mappings). out must not alias in.
+void reorg(const TensorView& in, int stride, ReorgMapping mapping, const TensorView& out);
+
+// ---- region.cpp ----
+// Darknet region forward at inference, kept in NCHW order (Darknet's CPU build transposes to
+// [cell][anchor][entry]; the values are the same): out = copy of in, then per anchor block
+// logistic on the objectness entry (coords) and, with softmax, Darknet's softmax over the
+// classes entries. x, y, w, h stay raw (the decode applies logistic/exp). out may alias in.
+void region(const RegionOp& p, const TensorView& in, const TensorView& out);
+
+// ---- gaussian_yolo.cpp ----
+// Darknet Gaussian_yolo forward (CPU build): out = copy of in, then per anchor block of
+// 9 + classes entries: logistic on 0,1 (x, sigma_x), 2,3 (y, sigma_y), 5 (sigma_w), 7 (sigma_h)
+// and 8.. (objectness, classes); then x (entry 0) and y (entry 2) = fma(v, sxy, beta),
+// beta = (float)(-0.5*(sxy - 1)) (as cpu::yolo). w, h (4, 6) stay raw. out may alias in.
+void gaussian_yolo(const GaussianYoloOp& p, const TensorView& in, const TensorView& out);
 
 // ---- preprocess.cpp ----
 // The caller's 8-bit image (runtime/core/image.h).

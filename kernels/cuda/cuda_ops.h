@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "kernels/op_params.h"
 #include "kernels/tensor_view.h"
 #include "kernels/op_params.h"
 #include "runtime/core/status.h"
@@ -44,6 +45,31 @@ Status shortcut(const TensorView& prev, const TensorView* from, int n_from, Acti
 // ---- yolo.cu ----
 // Darknet yolo forward (cpu::yolo): in f16/f32 any layout, out f32 NCHW packed.
 Status yolo(const YoloParams& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
+
+// ---- avgpool.cu ----
+// Global average pool (cpu::avgpool): out n x c x 1 x 1; the plane summed in NCHW order in fp32.
+Status avgpool(const TensorView& in, const TensorView& out, cudaStream_t stream);
+
+// ---- scale_channels.cu ----
+// out = act(scale * from) (cpu::scale_channels); scales c x 1 x 1, or 1 x h x w with scale_wh.
+Status scale_channels(const TensorView& scales, const TensorView& from, bool scale_wh, Activation act,
+                      const TensorView& out, cudaStream_t stream);
+
+// ---- sam.cu ----
+// out = act(prev * from) elementwise (cpu::sam). out may alias prev.
+Status sam(const TensorView& prev, const TensorView& from, Activation act, const TensorView& out, cudaStream_t stream);
+
+// ---- reorg.cu ----
+// Darknet reorg / reorg3d (cpu::reorg): out c*s*s x h/s x w/s. out must not overlap in.
+Status reorg(const TensorView& in, int stride, ReorgMapping mapping, const TensorView& out, cudaStream_t stream);
+
+// ---- region.cu ----
+// Darknet region forward (cpu::region): in f16/f32 any layout, out normally f32 NCHW packed.
+Status region(const RegionOp& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
+
+// ---- gaussian_yolo.cu ----
+// Darknet Gaussian_yolo forward (cpu::gaussian_yolo): in f16/f32 any layout, out normally f32 NCHW.
+Status gaussian_yolo(const GaussianYoloOp& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
 
 // ---- preprocess.cu ----
 // A device-resident 8-bit interleaved image (as uploaded from the host).

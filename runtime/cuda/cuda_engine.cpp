@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "runtime/core/log.h"
+#include "runtime/kernel_params.h"
 #include "runtime/weight_store.h"
 
 namespace dlr {
@@ -94,7 +95,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   // Outputs: every yolo layer, f32, pinned for the final download.
   e->m_output_offsets.assign(plan.steps.size(), -1);
   int64_t out_floats = 0;
-  for (int y : plan.yolo_layers) {
+  for (int y : plan.output_layers) {
     e->m_output_offsets[size_t(y)] = out_floats;
     out_floats += int64_t(plan.options.batch) * plan.steps[size_t(y)].out.count();
   }
@@ -213,6 +214,21 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
       return Status();
     case LayerKind::kDropout:
       return Status();
+    case LayerKind::kAvgPool:
+      return cuda::avgpool(view(st.inputs[0]), view(st.output), s);
+    case LayerKind::kScaleChannels:
+      return cuda::scale_channels(view(st.inputs[0]), view(st.inputs[1]), std::get<ScaleChannelsParams>(st.params).scale_wh,
+                                  std::get<ScaleChannelsParams>(st.params).activation, view(st.output), s);
+    case LayerKind::kSam:
+      return cuda::sam(view(st.inputs[0]), view(st.inputs[1]), std::get<SamParams>(st.params).activation, view(st.output), s);
+    case LayerKind::kReorg:
+      return cuda::reorg(view(st.inputs[0]), std::get<ReorgParams>(st.params).stride, ReorgMapping::kDarknetOld, view(st.output), s);
+    case LayerKind::kReorg3d:
+      return cuda::reorg(view(st.inputs[0]), std::get<ReorgParams>(st.params).stride, ReorgMapping::kSpaceToDepth, view(st.output), s);
+    case LayerKind::kRegion:
+      return cuda::region(region_op(std::get<RegionParams>(st.params)), view(st.inputs[0]), view(st.output), s);
+    case LayerKind::kGaussianYolo:
+      return cuda::gaussian_yolo(gaussian_yolo_op(std::get<GaussianYoloParams>(st.params)), view(st.inputs[0]), view(st.output), s);
   }
   return Status();
 }
@@ -228,7 +244,7 @@ Status CudaEngine::enqueue_layer_kernels(const Step& st, cudaStream_t s) {
 
 Status CudaEngine::enqueue_outputs(cudaStream_t s) {
   // One download per yolo layer into pinned memory (the only D2H of an inference).
-  for (int y : m_plan.yolo_layers) {
+  for (int y : m_plan.output_layers) {
     const TensorView v = view(m_plan.layer_out[size_t(y)]);
     DLR_ASSERT(v.contiguous() && v.dtype == DType::kF32);
     float* dst = static_cast<float*>(m_outputs.data()) + m_output_offsets[size_t(y)];

@@ -46,6 +46,24 @@ struct PostprocessOptions {
 void yolo_candidates(const YoloParams& p, const float* output, int lw, int lh, int net_w, int net_h, float thresh,
                      std::vector<Candidate>* out);
 
+// Darknet's [region] decode as its detector runs it (network.c custom_get_region_detections ->
+// region_layer.c get_region_boxes / get_region_box with DOABS, then correct_yolo_boxes): for
+// every cell (row-major) and anchor (inner): x = (col + logistic(tx))/lw, y = (row +
+// logistic(ty))/lh, w = exp(tw)*anchor_w/lw, h = exp(th)*anchor_h/lh (anchors in grid cells),
+// prob[j] = objectness*class_j if > thresh else 0. `output` is cpu::region's (NCHW, objectness
+// logistic, classes softmaxed). Darknet keeps every cell as a detection (objectness 1); one whose
+// probabilities are all 0 can neither suppress nor be reported, so only the others are appended.
+void region_candidates(const RegionParams& p, const float* output, int lw, int lh, float thresh,
+                       std::vector<Candidate>* out);
+
+// Darknet's [Gaussian_yolo] decode (gaussian_yolo_layer.c get_gaussian_yolo_detections):
+// candidates with objectness > thresh; x = (col + x)/lw, y = (row + y)/lh, w = exp(tw)*anchor_w/net_w,
+// h likewise (yolo_point left_top / right_bottom move the centre by +-w/2, +-h/2), and the
+// uncertainty-weighted score prob[j] = obj*cls_j*(1 - mean(sigma_x, sigma_y, sigma_w, sigma_h))
+// if > thresh else 0. `output` is cpu::gaussian_yolo's.
+void gaussian_yolo_candidates(const GaussianYoloParams& p, const float* output, int lw, int lh, int net_w, int net_h,
+                              float thresh, std::vector<Candidate>* out);
+
 // correct_yolo_boxes: network-relative -> image-relative (changes boxes only with letterbox).
 void correct_boxes(std::vector<Candidate>* cands, int image_w, int image_h, int net_w, int net_h, bool letterbox);
 
@@ -60,12 +78,17 @@ std::vector<Detection> select_detections(const std::vector<Candidate>& cands, in
 std::vector<Detection> select_detections(const std::vector<Candidate>& cands, int classes, float thresh,
                                          const std::vector<std::string>& names);
 
-// The whole pipeline for one image, given each yolo head's output in network order.
+// The whole pipeline for one image, given each output layer's output in network order.
 struct HeadOutput {
-  const YoloParams* params = nullptr;
+  const YoloParams* params = nullptr;  // [yolo]; for [Gaussian_yolo]: &gaussian->yolo
   const float* data = nullptr;  // fp32 NCHW, one image
   int w = 0, h = 0;
+  LayerKind kind = LayerKind::kYolo;            // kYolo, kRegion or kGaussianYolo
+  const RegionParams* region = nullptr;         // kRegion
+  const GaussianYoloParams* gaussian = nullptr; // kGaussianYolo
 };
+// The HeadOutput of output layer `l` (is_output_kind) for one image's output data.
+HeadOutput head_output(const LayerDesc& l, const float* data);
 std::vector<Detection> postprocess(const std::vector<HeadOutput>& heads, int net_w, int net_h, int image_w,
                                    int image_h, const PostprocessOptions& options);
 

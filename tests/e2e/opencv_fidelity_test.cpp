@@ -92,7 +92,7 @@ void compare_with_opencv(const std::string& cfg, int size, std::string weights =
   ref.setInput(cv::Mat(4, dims, CV_32F, input.data()));
   std::vector<std::string> names;
   std::vector<int> convs;
-  for (int y : net.yolo_layers()) {
+  for (int y : net.output_layers()) {  // [yolo] and [region] heads
     const int conv = net.layers[size_t(y)].inputs[0];
     ASSERT_EQ(net.layers[size_t(conv)].kind, LayerKind::kConv);
     convs.push_back(conv);
@@ -141,6 +141,59 @@ TEST(OpenCvFidelity, Yolov4At416) {
   DLR_REQUIRE_FILE(cfg, "models/yolov4.cfg");
 #ifdef DLR_HAVE_OPENCV
   compare_with_opencv(cfg, 416);
+#endif
+}
+
+// Layers added for issue 9, through cfgs of Darknet's own cfg folder that OpenCV 4.6 reads:
+// [region] heads (the conv feeding them) after [reorg] (yolov2), shortcuts between layers of
+// different channel counts (yolov3-tiny-prn), [avgpool] + [scale_channels] (enet-coco).
+TEST(OpenCvFidelity, Yolov2TinyRegion) {
+  DLR_REQUIRE_OPENCV();
+  DLR_REQUIRE_FILE(cfg, "models/darknet-cfg/yolov2-tiny.cfg");
+#ifdef DLR_HAVE_OPENCV
+  compare_with_opencv(cfg, 416);
+#endif
+}
+
+TEST(OpenCvFidelity, Yolov2ReorgRegion) {
+  DLR_REQUIRE_OPENCV();
+  DLR_REQUIRE_FILE(cfg, "models/darknet-cfg/yolov2.cfg");
+#ifdef DLR_HAVE_OPENCV
+  compare_with_opencv(cfg, 224);
+#endif
+}
+
+TEST(OpenCvFidelity, Yolov3TinyPrnShortcutsOfOtherChannelCounts) {
+  DLR_REQUIRE_OPENCV();
+  DLR_REQUIRE_FILE(cfg, "models/darknet-cfg/yolov3-tiny-prn.cfg");
+#ifdef DLR_HAVE_OPENCV
+  compare_with_opencv(cfg, 416);
+#endif
+}
+
+TEST(OpenCvFidelity, EnetCocoAvgpoolScaleChannels) {
+  DLR_REQUIRE_OPENCV();
+  DLR_REQUIRE_FILE(cfg, "models/darknet-cfg/enet-coco.cfg");
+#ifdef DLR_HAVE_OPENCV
+  compare_with_opencv(cfg, 224);
+#endif
+}
+
+// [sam] (and a shortcut from a layer with more channels) in a small hand-written cfg,
+// written to the test's temporary directory.
+TEST(OpenCvFidelity, SamSmallCfg) {
+  DLR_REQUIRE_OPENCV();
+#ifdef DLR_HAVE_OPENCV
+  const std::string cfg = test::temp_dir() + "/sam_small.cfg";
+  std::ofstream(cfg) << "[net]\nwidth=64\nheight=64\nchannels=3\n"
+                        "[convolutional]\nbatch_normalize=1\nfilters=16\nsize=3\nstride=2\npad=1\nactivation=leaky\n"
+                        "[convolutional]\nfilters=16\nsize=1\nstride=1\npad=1\nactivation=logistic\n"
+                        "[sam]\nfrom=-2\n"
+                        "[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\nstride=1\npad=1\nactivation=leaky\n"
+                        "[shortcut]\nfrom=-2\nactivation=linear\n"
+                        "[convolutional]\nfilters=21\nsize=1\nstride=1\npad=1\nactivation=linear\n"
+                        "[yolo]\nmask=0,1,2\nanchors=10,14,23,27,37,58\nclasses=2\nnum=3\n";
+  compare_with_opencv(cfg, 64);
 #endif
 }
 

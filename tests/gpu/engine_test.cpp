@@ -50,8 +50,19 @@ const Model kModels[] = {
     {"weights/yolo-fastest-1.1.cfg", "weights/yolo-fastest-1.1.weights", 320, 0.004, 0.008, 0.25f},
 };
 
+// Cfgs of Darknet's own folder with the layers added for issue 9 ([region] after [reorg],
+// [avgpool] + [scale_channels], [reorg3d] + [sam], [Gaussian_yolo], shortcuts of other
+// channel counts), synthetic weights.
+const Model kIssue9Models[] = {
+    {"models/darknet-cfg/yolov2.cfg", nullptr, 416},
+    {"models/darknet-cfg/enet-coco.cfg", nullptr, 416},
+    {"models/darknet-cfg/yolov4-sam-mish-csp-reorg-bfm.cfg", nullptr, 256},
+    {"models/darknet-cfg/Gaussian_yolov3_BDD.cfg", nullptr, 416},
+    {"models/darknet-cfg/csresnext50-panet-spp.cfg", nullptr, 416},
+};
+
 struct Outcome {
-  std::vector<std::vector<float>> heads;  // yolo outputs, image 0
+  std::vector<std::vector<float>> heads;  // network outputs ([yolo], [region], [Gaussian_yolo]), image 0
   std::vector<Detection> dets;
   bool ok = false;
   StreamPlan stream;  // stream mode: the plan that ran
@@ -90,7 +101,7 @@ Outcome run(const std::string& cfg, const std::string& weights, SessionOptions o
   EXPECT_TRUE(dets.ok()) << dets.status().to_string();
   if (!dets.ok()) return out;
   out.dets = *dets;
-  for (int y : (*s)->network().yolo_layers()) {
+  for (int y : (*s)->network().output_layers()) {
     const int64_t n = (*s)->network().layers[size_t(y)].out.count();
     const float* p = (*s)->engine().output(y, 0);
     out.heads.emplace_back(p, p + n);
@@ -229,14 +240,17 @@ TEST_P(CudaEngineE2E, Fp32MatchesCpuAndFp16IsClose) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CudaEngineE2E, ::testing::ValuesIn(kModels), [](const auto& info) {
+std::string model_name(const ::testing::TestParamInfo<Model>& info) {
   std::string n = info.param.cfg;
-  n = n.substr(n.find('/') + 1);
+  n = n.substr(n.find_last_of('/') + 1);
   n = n.substr(0, n.find(".cfg"));
   for (char& c : n)
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   return n;
-});
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaEngineE2E, ::testing::ValuesIn(kModels), model_name);
+INSTANTIATE_TEST_SUITE_P(Issue9Models, CudaEngineE2E, ::testing::ValuesIn(kIssue9Models), model_name);
 
 bool bit_identical(const Outcome& a, const Outcome& b, std::string* why) {
   if (a.heads.size() != b.heads.size()) return false;

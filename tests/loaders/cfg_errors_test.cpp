@@ -103,13 +103,44 @@ TEST(CfgErrors, UnknownSection) {
 }
 
 TEST(CfgErrors, UnsupportedDarknetSections) {
-  for (const char* name : {"region", "avgpool", "connected", "batchnorm", "activation", "scale_channels", "sam",
-                           "implicit", "reorg", "reorg3d", "local_avgpool", "softmax", "Gaussian_yolo", "empty"}) {
+  for (const char* name : {"connected", "batchnorm", "activation", "implicit", "local_avgpool", "softmax", "empty"}) {
     EXPECT_CFG_ERROR(kConvs + "[" + name + "]\n", kUnsupported,
                      std::string("t.cfg:14: [") + name +
                          "]: section not supported by dlrun (expected one of net, convolutional, maxpool, route, "
-                         "shortcut, upsample, yolo, dropout)");
+                         "shortcut, upsample, yolo, dropout, avgpool, scale_channels, sam, reorg, reorg3d, region, "
+                         "Gaussian_yolo)");
   }
+}
+
+// Sections added for issue 9: their shape checks and rejected keys, one line each.
+TEST(CfgErrors, Issue9SectionErrors) {
+  EXPECT_CFG_ERROR(kConvs + "[region]\n", kParseError,
+                   "t.cfg:14: [region]: the previous layer 2 outputs 16 channels but num*(classes+coords+1) = "
+                   "1*(20+4+1) = 25 (expected filters=25 in that [convolutional]) (this is layer 3)");
+  EXPECT_CFG_ERROR(kConvs + "[region]\ncoords=5\n", kParseError, "t.cfg:15: [region] coords=5: expected coords in 4..4");
+  EXPECT_CFG_ERROR(kConvs + "[region]\ntree=data/9k.tree\n", kUnsupported,
+                   "t.cfg:15: [region] tree=data/9k.tree: not supported by dlrun (hierarchical softmax tree "
+                   "(yolo9000's 9k.tree))");
+  EXPECT_CFG_ERROR(kConvs + "[Gaussian_yolo]\nclasses=1\nnum=1\n", kParseError,
+                   "t.cfg:15: [Gaussian_yolo] classes=1: the previous layer 2 outputs 16 channels but "
+                   "len(mask)*(classes+9) = 1*(1+9) = 10 (expected filters=10 in that [convolutional]) (this is layer 3)");
+  EXPECT_CFG_ERROR(kConvs + "[reorg]\nstride=3\n", kParseError,
+                   "t.cfg:15: [reorg] stride=3: the input 16x416x416 is not divisible by the stride 3 (expected H and "
+                   "W divisible by stride and C by stride*stride) (this is layer 3)");
+  EXPECT_CFG_ERROR(kConvs + "[reorg3d]\nstride=2\nreverse=1\n", kUnsupported,
+                   "t.cfg:16: [reorg3d] reverse=1: not supported by dlrun (depth-to-space (reverse reorg)); expected 0 "
+                   "or no key");
+  EXPECT_CFG_ERROR(kConvs + "[sam]\nfrom=-2\n", kParseError,
+                   "t.cfg:15: [sam] from=-2: layer 1 outputs 32x416x416 but the previous layer outputs 16x416x416 "
+                   "(expected equal shapes) (this is layer 3)");
+  EXPECT_CFG_ERROR(kConvs + "[sam]\nfrom=-1\nactivation=mish\n", kUnsupported,
+                   "t.cfg:16: [sam] activation=mish: Darknet's [sam] does not apply mish (expected another activation) "
+                   "(this is layer 3)");
+  EXPECT_CFG_ERROR(kConvs + "[scale_channels]\nfrom=-2\n", kParseError,
+                   "t.cfg:15: [scale_channels] from=-2: the previous layer outputs 16x416x416 and layer 1 outputs "
+                   "32x416x416 (expected C x 1 x 1 scales for a C x H x W layer) (this is layer 3)");
+  EXPECT_CFG_ERROR(kConvs + "[scale_channels]\nfrom=-2,-1\n", kParseError,
+                   "t.cfg:15: [scale_channels] from=-2,-1: expected exactly one layer index (this is layer 3)");
 }
 
 // ---- keys ----------------------------------------------------------------------
@@ -193,10 +224,20 @@ TEST(CfgErrors, ShortcutAsFirstLayer) {
                    "t.cfg:5: [shortcut]: a shortcut needs a previous layer (this is layer 0)");
 }
 
-TEST(CfgErrors, ShortcutShapeMismatchIsUnsupported) {
-  EXPECT_CFG_ERROR(kConvs + "[shortcut]\nfrom=-2\n", kUnsupported,
-                   "t.cfg:15: [shortcut] from=-2: layer 1 outputs 32x416x416 but the previous layer outputs "
-                   "16x416x416: dlrun supports only same-shape residual adds (this is layer 3)");
+// [net] keys Darknet itself never reads (it prints "Unused field") are ignored, not rejected.
+TEST(CfgErrors, NetKeysDarknetIgnoresAreAccepted) {
+  auto net = parse_network_cfg_text("[net]\nwidth=416\nheight=416\nchannels=3\nmax_epochs = 300\nseen=64\n[conv]\n",
+                                    "t.cfg");
+  EXPECT_TRUE(net.ok()) << net.status().to_string();
+}
+
+// Darknet adds the overlapping elements of a shortcut's `from` layers of another shape
+// (the output keeps the previous layer's shape): accepted, not an error.
+TEST(CfgErrors, ShortcutShapeMismatchIsAccepted) {
+  auto net = parse_network_cfg_text(kConvs + "[shortcut]\nfrom=-2\n", "t.cfg");
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  EXPECT_EQ(net->layers[3].out, (Shape3{16, 416, 416}));
+  EXPECT_EQ(net->layers[3].inputs, (std::vector<int>{2, 1}));
 }
 
 TEST(CfgErrors, RouteSpatialSizesDiffer) {

@@ -72,7 +72,7 @@ void check_plan(const NetworkDesc& net, const ExecutionPlan& plan, const std::st
       }
     }
   }
-  for (int y : plan.yolo_layers) {
+  for (int y : plan.output_layers) {
     const ViewRef& v = plan.layer_out[size_t(y)];
     const Buffer& b = plan.buffer(v);
     EXPECT_EQ(b.dtype, DType::kF32);

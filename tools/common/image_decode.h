@@ -9,11 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/image.h"
 #include "runtime/core/status.h"
-
-namespace dlr::cpu {
-struct ImageU8;
-}
 
 namespace dlr::tools {
 
@@ -22,7 +19,7 @@ struct LoadedImage {
   std::vector<uint8_t> pixels;  // BGR interleaved, rows packed
   int width = 0;
   int height = 0;
-  cpu::ImageU8 view() const;  // defined in image_io.cpp
+  ImageU8 view() const;  // defined in image_io.cpp
 };
 
 // Largest image accepted: generous for photos (a 100 MP camera is 12288x8192).

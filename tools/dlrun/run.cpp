@@ -147,12 +147,15 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   if (free_before >= 0 && free_after >= 0) summary->device_used_bytes = free_before - free_after;
   Session& s = *session;
   int classes = 0;
-  for (int y : s.network().yolo_layers()) {
-    const int c = s.network().layers[size_t(y)].yolo().classes;
+  for (int y : s.network().output_layers()) {
+    const LayerDesc& out_layer = s.network().layers[size_t(y)];
+    const int c = out_layer.kind == LayerKind::kRegion         ? out_layer.region().classes
+                  : out_layer.kind == LayerKind::kGaussianYolo ? out_layer.gaussian_yolo().yolo.classes
+                                                               : out_layer.yolo().classes;
     classes = std::max(classes, c);
     if (c > int(names.size()))
       return invalid_argument((a.names_file.empty() ? std::string("default COCO names") : a.names_file) + " has " +
-                              std::to_string(names.size()) + " names but the cfg's [yolo] layer " +
+                              std::to_string(names.size()) + " names but the cfg's output layer " +
                               std::to_string(y) + " has classes=" + std::to_string(c) + " (use --names)");
   }
   if (a.print_plan) std::fputs(s.plan_text().c_str(), stdout);
