@@ -146,7 +146,9 @@ class Planner {
 
   bool read_by_conv(int index) const { return !m_opt.conv_strided_io && m_read_by_conv[size_t(index)]; }
 
-  // m_read_by_conv[l]: a conv reads layer l's output directly or through dropout aliases.
+  // m_read_by_conv[l]: a conv reads layer l's output directly or through aliases: a
+  // dropout, or a single-input route that takes all channels (groups == 1), which is a view
+  // of the whole input. (A partial view is the route's own concern: plan_route copies it.)
   void mark_conv_readers() {
     m_read_by_conv.assign(m_net.layers.size(), 0);
     for (const LayerDesc& c : m_net.layers) {
@@ -154,7 +156,8 @@ class Planner {
       for (int src = c.inputs[0]; src >= 0;) {
         m_read_by_conv[size_t(src)] = 1;
         const LayerDesc& l = m_net.layers[size_t(src)];
-        src = l.kind == LayerKind::kDropout ? l.inputs[0] : -1;
+        const bool whole_view = l.kind == LayerKind::kRoute && l.route().layers.size() == 1 && l.route().groups == 1;
+        src = l.kind == LayerKind::kDropout || whole_view ? l.inputs[0] : -1;
       }
     }
   }

@@ -7,19 +7,20 @@ cd "$(dirname "$0")/.."
 shared="${1:-../shared}"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DDLR_CUDA=ON -DDLR_OPENCV=OFF -DDLR_BLAS=EIGEN \
   -DDLR_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build build-device -j"$(nproc)" --target dlr_gpu_tests dlrun dlgen dlbench dlprobe
+cmake --build build-device -j"$(nproc)" --target dlr_gpu_tests dlrun dlgen dlbench dlprobe dlsoak
 rm -rf device-carry && mkdir -p device-carry/bin device-carry/shared/models device-carry/shared/weights device-carry/shared/images
-for b in tests/dlr_gpu_tests tools/dlrun tools/dlgen tools/dlbench tools/dlprobe; do
+for b in tests/dlr_gpu_tests tools/dlrun tools/dlgen tools/dlbench tools/dlprobe tools/dlsoak; do
   cp "build-device/$b" device-carry/bin/ && strip device-carry/bin/"$(basename "$b")"
 done
 cp "$shared"/models/*.cfg device-carry/shared/models/
+cp -r "$shared"/models/darknet-cfg device-carry/shared/models/  # the cfg-table walk (CfgWalkGpu)
 cp "$shared"/weights/yolo-fastest-1.1.cfg "$shared"/weights/yolo-fastest-1.1.weights device-carry/shared/weights/
 # Decoded test images (the GPU machine has no OpenCV): binary PPM, converted by a host
 # dlimage with OpenCV, built here into build-host/ (also from a clean clone).
 cmake -S . -B build-host -G Ninja -DCMAKE_BUILD_TYPE=Release -DDLR_CUDA=OFF -DDLR_OPENCV=ON -DDLR_BUILD_TESTS=OFF \
   >/dev/null
 cmake --build build-host -j"$(nproc)" --target dlimage >/dev/null
-for img in dog horses; do
+for img in dog eagle giraffe horses kite person; do
   build-host/tools/dlimage convert "$shared/images/$img.jpg" "device-carry/shared/images/$img.ppm"
 done
 cp scripts/device_run.sh scripts/h100_profile.json device-carry/

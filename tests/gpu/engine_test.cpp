@@ -53,12 +53,21 @@ const Model kModels[] = {
 // Cfgs of Darknet's own folder with the layers added for issue 9 ([region] after [reorg],
 // [avgpool] + [scale_channels], [reorg3d] + [sam], [Gaussian_yolo], shortcuts of other
 // channel counts), synthetic weights.
+// Tolerances: about 2x the head errors measured on the H100 (2026-11-24: yolov2 tf32 0.0223 /
+// fp16 0.023; enet-coco 2.05e-4 / 3.5e-4; Gaussian_yolov3_BDD 0.022 / 0.0229). Threshold 0:
+// every box with a positive score is compared (hundreds to thousands per image), which the
+// fp32 check passes exactly. yolov4-sam-mish-csp-reorg-bfm and yolov3-tiny-prn have no
+// measurement yet (the first was refused by cuDNN before the planner fix): bounds like their
+// nearest measured relatives (yolov4, yolov4-tiny). csresnext50-panet-spp is not here: with
+// synthetic weights its ~100 grouped-conv layers amplify rounding (H100: fp32 vs CPU 1.4e-4 to
+// 4.0e-4, tf32/fp16 0.37 to 0.55), so a head bound says nothing; CfgWalkGpu still runs it and
+// yolov3-tiny-prn covers shortcuts of different channel counts.
 const Model kIssue9Models[] = {
-    {"models/darknet-cfg/yolov2.cfg", nullptr, 416},
-    {"models/darknet-cfg/enet-coco.cfg", nullptr, 416},
-    {"models/darknet-cfg/yolov4-sam-mish-csp-reorg-bfm.cfg", nullptr, 256},
-    {"models/darknet-cfg/Gaussian_yolov3_BDD.cfg", nullptr, 416},
-    {"models/darknet-cfg/csresnext50-panet-spp.cfg", nullptr, 416},
+    {"models/darknet-cfg/yolov2.cfg", nullptr, 416, 0.045, 0.05, 0.0f},
+    {"models/darknet-cfg/enet-coco.cfg", nullptr, 416, 5e-4, 8e-4, 0.0f},
+    {"models/darknet-cfg/yolov4-sam-mish-csp-reorg-bfm.cfg", nullptr, 256, 0.09, 0.1, 0.0f},
+    {"models/darknet-cfg/Gaussian_yolov3_BDD.cfg", nullptr, 416, 0.045, 0.05, 0.0f},
+    {"models/darknet-cfg/yolov3-tiny-prn.cfg", nullptr, 416, 0.01, 0.02, 0.0f},
 };
 
 struct Outcome {
@@ -184,10 +193,21 @@ TEST_P(CudaEngineE2E, Fp32MatchesCpuAndFp16IsClose) {
   // thresholds above give each model detections on dog.jpg).
   ASSERT_FALSE(cpu.dets.empty()) << "no CPU detections: nothing to compare";
   ASSERT_EQ(f32.dets.size(), cpu.dets.size()) << "CPU:\n" << describe(cpu.dets) << "CUDA fp32:\n" << describe(f32.dets);
+  // One-to-one: every CPU detection has its own CUDA fp32 twin (same class, prob within
+  // 1e-4, IoU >= 0.999). Matched, not compared index by index: with thousands of
+  // detections (threshold 0) two whose sort keys differ by less than the fp32 error may
+  // swap places (H100: yolov3-tiny-prn, Gaussian_yolov3_BDD).
+  std::vector<char> used(f32.dets.size(), 0);
   for (size_t i = 0; i < cpu.dets.size(); ++i) {
-    EXPECT_EQ(f32.dets[i].class_id, cpu.dets[i].class_id) << i;
-    EXPECT_NEAR(f32.dets[i].prob, cpu.dets[i].prob, 1e-4) << i;
-    EXPECT_GE(iou(f32.dets[i].box, cpu.dets[i].box), 0.999f) << i;
+    const Detection& c = cpu.dets[i];
+    size_t found = f32.dets.size();
+    for (size_t j = 0; j < f32.dets.size() && found == f32.dets.size(); ++j)
+      if (!used[j] && f32.dets[j].class_id == c.class_id && std::fabs(f32.dets[j].prob - c.prob) <= 1e-4f &&
+          iou(f32.dets[j].box, c.box) >= 0.999f)
+        found = j;
+    EXPECT_LT(found, f32.dets.size()) << "CPU detection " << i << " (class " << c.class_id << ", p " << c.prob
+                                      << ") has no CUDA fp32 twin";
+    if (found < f32.dets.size()) used[found] = 1;
   }
   std::printf("  %zu detections (CPU = CUDA fp32), fp16 %zu\n", cpu.dets.size(), f16.dets.size());
   // fp16: every confident detection of one has a match in the other (same class,

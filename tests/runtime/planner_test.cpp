@@ -5,9 +5,11 @@
 
 #include <cstring>
 
+#include "runtime/compile.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
+#include "tests/common/cfg_walk.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"
 
@@ -225,6 +227,46 @@ TEST(Planner, ReuseAndInPlaceConcatDoNotChangeOutputs) {
     ++ran;
   }
   EXPECT_EQ(ran, 4);
+}
+
+}  // namespace
+}  // namespace dlr
+
+namespace dlr {
+namespace {
+
+// cuDNN rejects NHWC channel slices (docs/architecture.md): in every plan the CUDA
+// engine makes for a tensor-core precision (NHWC, conv_strided_io off), every conv
+// reads and writes whole buffers. Checked on every Darknet cfg that loads, at 256 px.
+// (yolov4-sam-mish-csp-reorg-bfm once had a conv reading a concat slice through a
+// whole-input [route] view: the H100 run refused it with NOT_SUPPORTED.)
+TEST(Planner, NhwcConvsNeverTouchChannelSlices) {
+  if (test::shared_dir().empty()) GTEST_SKIP() << "shared data not found: models/darknet-cfg";
+  const std::string dir = test::shared_dir() + "/models/darknet-cfg";
+  SessionOptions so;
+  so.device = DeviceKind::kCUDA;
+  so.precision = Precision::kFP16;
+  const PlannerOptions po = planner_options(DeviceKind::kCUDA, so);
+  ASSERT_EQ(po.layout, Layout::kNHWC);
+  ASSERT_FALSE(po.conv_strided_io);
+  int planned = 0;
+  for (const std::string& name : test::list_cfgs(dir)) {
+    auto net = parse_network_cfg(dir + "/" + name, CfgOptions{256, 256});
+    if (!net.ok()) continue;  // the cfg table test accounts for cfgs that do not load
+    auto plan = build_plan(*net, po);
+    ASSERT_TRUE(plan.ok()) << name << ": " << plan.status().to_string();
+    ++planned;
+    for (const Step& s : plan->steps) {
+      if (s.kind != LayerKind::kConv) continue;
+      for (const ViewRef& v : {s.inputs[0], s.output}) {
+        const Buffer& b = plan->buffer(v);
+        EXPECT_TRUE(v.c_offset == 0 && v.c == b.c)
+            << name << " layer " << s.layer << " (cfg line " << s.cfg_line << "): conv touches channels ["
+            << v.c_offset << ", " << v.c_offset + v.c << ") of a " << b.c << "-channel buffer";
+      }
+    }
+  }
+  EXPECT_GE(planned, 45);  // 48 of the 87 load at 256 px (2026-11-24)
 }
 
 }  // namespace

@@ -95,7 +95,8 @@ TEST(SessionErrorsCfg, ACfgWithoutYoloBlamesTheCfgNotTheWeights) {
   auto s = Session::open(cfg, test::temp_dir() + "/any.weights");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kUnsupported);
-  EXPECT_EQ(s.status().message(), cfg + ": the network has no [yolo] layer (expected a YOLO detector cfg)");
+  EXPECT_EQ(s.status().message(), cfg + ": the network has no detection output layer (expected [yolo], [region] or "
+                                       "[Gaussian_yolo])");
 }
 
 // NetworkDesc::warnings reach the log once at open.
