@@ -1,0 +1,73 @@
+// dlrun and the compile step: options checked before any file work (usage errors,
+// exit 2), stream-only options refused outside stream mode, --print-plan and
+// --save-plan (the JSON loads back into the same compiled model).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "runtime/compile.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+#include "tests/e2e/tool_runner.h"
+#include "tools/common/tool_support.h"
+
+namespace dlr {
+namespace {
+
+using test::run_tool;
+
+TEST(DlrunPlan, BadOptionValuesAreUsageErrorsBeforeAnyFile) {
+  // The files do not exist: each error must be the option's.
+  struct Case {
+    std::string args, message;
+  };
+  const Case cases[] = {
+      {"--device cuda --mode stream --weight-budget 25x",
+       "dlrun: --weight-budget: weight budget \"25x\": unknown unit 'x'; expected %, B, KB, MB, GB, KiB, MiB or GiB"},
+      {"--weight-budget 25%", "dlrun: --weight-budget applies to --device cuda --mode stream only"},
+      {"--device cuda --weight-pool slots", "dlrun: --weight-pool applies to --device cuda --mode stream only"},
+      {"--copy-profile /nonexistent.json", "dlrun: --copy-profile applies to --device cuda --mode stream only"},
+      {"--units chunks", "dlrun: --units applies to --device cuda --mode stream only"},
+      {"--no-graph", "dlrun: --no-graph applies to --device cuda only"},
+      {"--precision fp16", "dlrun: the CPU backend runs fp32 only (asked for fp16)"},
+  };
+  for (const Case& c : cases) {
+    const test::ToolResult r = run_tool("dlrun /nonexistent.cfg /nonexistent.weights x.jpg " + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.err;
+    EXPECT_EQ(r.err, c.message + "\n") << c.args;
+  }
+}
+
+TEST(DlrunPlan, PrintAndSavePlan) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const std::string w = test::synthetic_weights(cfg);
+  ASSERT_FALSE(w.empty());
+  const std::string ppm = test::temp_dir() + "/plan_gray.ppm";
+  tools::LoadedImage img;
+  img.width = 64;
+  img.height = 48;
+  img.pixels.assign(size_t(64) * 48 * 3, 128);
+  ASSERT_TRUE(tools::save_ppm(ppm, img).ok());
+  const std::string json = test::temp_dir() + "/plan.json";
+  const test::ToolResult r =
+      run_tool("dlrun " + cfg + " " + w + " " + ppm + " --width 160 --height 160 --print-plan --save-plan " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("model: yolov4-tiny ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: weights: preload"), std::string::npos) << r.out;
+  std::ifstream f(json);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Expected<CompiledModel> m = compiled_model_from_json(ss.str(), json);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->model_name, "yolov4-tiny");
+  EXPECT_EQ(m->plan.input_shape, (Shape3{3, 160, 160}));
+  EXPECT_FALSE(m->streaming);
+  EXPECT_EQ(compiled_model_to_json(*m), ss.str());
+  // The printed plan is the saved model's text.
+  EXPECT_NE(r.out.find(m->to_text()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlr
