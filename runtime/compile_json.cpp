@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/compile.h"
+#include "runtime/streaming/copy_profile_json.h"
 
 // Like NLOHMANN_JSON_SERIALIZE_ENUM, but a name that is not in the table is an
 // error (nlohmann's macro silently maps it to the first entry).
@@ -175,7 +176,7 @@ nlohmann::json target_json(const Target& t) {
           {"memory_bytes", t.memory_bytes},
           {"map_granularity", t.map_granularity},
           // A target without copies (the CPU) has no profile: null.
-          {"copy_profile", t.copy_profile.name.empty() ? nlohmann::json() : t.copy_profile.to_json()}};
+          {"copy_profile", t.copy_profile.name.empty() ? nlohmann::json() : copy_profile_to_json(t.copy_profile)}};
 }
 
 Status read_target(const nlohmann::json& j, const std::string& what, Target* t) {
@@ -185,7 +186,7 @@ Status read_target(const nlohmann::json& j, const std::string& what, Target* t) 
   j.at("memory_bytes").get_to(t->memory_bytes);
   j.at("map_granularity").get_to(t->map_granularity);
   if (!j.at("copy_profile").is_null()) {
-    DLR_ASSIGN_OR_RETURN(t->copy_profile, CopyProfile::from_json(j.at("copy_profile"), what + ": copy_profile"));
+    DLR_ASSIGN_OR_RETURN(t->copy_profile, copy_profile_from_json(j.at("copy_profile"), what + ": copy_profile"));
   }
   return Status();
 }
@@ -224,6 +225,7 @@ Expected<CompiledModel> compiled_model_from_json(const std::string& text, const 
     j.at("model_name").get_to(m.model_name);
     DLR_RETURN_IF_ERROR(read_target(j.at("target"), what, &m.target));
     j.at("options").get_to(m.options);
+    m.engine = engine_settings(m.options);  // derived, not stored
     j.at("letterbox").get_to(m.letterbox);
     j.at("plan").get_to(m.plan);
     j.at("streaming").get_to(m.streaming);

@@ -1,5 +1,7 @@
 #include "runtime/options.h"
 
+#include "runtime/streaming/copy_profile.h"
+
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -158,7 +160,7 @@ Status validate_options(const SessionOptions& o) {
   if (o.layout < -1 || o.layout > 1) return invalid_argument("layout must be -1 (auto), 0 (NCHW) or 1 (NHWC)");
   if (o.max_image_width < 1 || o.max_image_height < 1)
     return invalid_argument("image staging size must be at least 1x1");
-  if (o.copy_profile.empty()) return invalid_argument("copy profile: empty; expected a built-in name or a JSON file");
+  DLR_RETURN_IF_ERROR(CopyProfile::check_name(o.copy_profile));  // syntax only: no file is read here
   switch (o.weight_budget.kind) {
     case WeightBudget::Kind::kFraction:
       if (!(o.weight_budget.fraction > 0 && o.weight_budget.fraction <= 1))

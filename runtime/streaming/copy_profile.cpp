@@ -1,6 +1,7 @@
 // CopyProfile: interpolation, JSON round trip with validation, built-in profiles,
 // and the derivation of a profile from dlprobe's measurements.
 #include "runtime/streaming/copy_profile.h"
+#include "runtime/streaming/copy_profile_json.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -234,21 +235,33 @@ int CopyProfile::queue_depth(int64_t bytes) const {
   return queue.back().depth;
 }
 
-nlohmann::json CopyProfile::to_json() const {
+nlohmann::json copy_profile_to_json(const CopyProfile& p) {
   json q = json::array();
-  for (const QueueClass& c : queue) q.push_back({{"max_bytes", c.max_bytes}, {"depth", c.depth}});
-  return json{{"name", name},
-              {"device", device},
-              {"pinned", curve_json(pinned)},
-              {"pageable", curve_json(pageable)},
-              {"call_us", call_us},
+  for (const QueueClass& c : p.queue) q.push_back({{"max_bytes", c.max_bytes}, {"depth", c.depth}});
+  return json{{"name", p.name},
+              {"device", p.device},
+              {"pinned", curve_json(p.pinned)},
+              {"pageable", curve_json(p.pageable)},
+              {"call_us", p.call_us},
               {"queue", std::move(q)},
-              {"chunk_bytes", chunk_bytes},
-              {"min_unit_bytes", min_unit_bytes},
+              {"chunk_bytes", p.chunk_bytes},
+              {"min_unit_bytes", p.min_unit_bytes},
               {"format", kFormat}};
 }
 
-Expected<CopyProfile> CopyProfile::from_json(const nlohmann::json& j, const std::string& what) {
+std::string CopyProfile::to_json_text(int indent) const { return copy_profile_to_json(*this).dump(indent); }
+
+Expected<CopyProfile> CopyProfile::from_json_text(const std::string& text, const std::string& what) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return parse_error(what + ": not valid JSON: " + e.what());
+  }
+  return copy_profile_from_json(j, what);
+}
+
+Expected<CopyProfile> copy_profile_from_json(const nlohmann::json& j, const std::string& what) {
   if (!j.is_object()) return parse_error(what + ": a copy profile must be a JSON object");
   const Reader r(what);
   std::string format;
@@ -272,19 +285,13 @@ Expected<CopyProfile> CopyProfile::load(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return io_error("cannot read copy profile '" + path + "'");
-  json j;
-  try {
-    j = json::parse(text.str());
-  } catch (const json::exception& e) {
-    return parse_error(path + ": not valid JSON: " + e.what());
-  }
-  return from_json(j, path);
+  return from_json_text(text.str(), path);
 }
 
 Status CopyProfile::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return io_error("cannot write copy profile '" + path + "': " + std::strerror(errno));
-  out << to_json().dump(2) << "\n";
+  out << to_json_text(2) << "\n";
   out.flush();
   if (!out) return io_error("cannot write copy profile '" + path + "'");
   return Status();
@@ -299,14 +306,25 @@ Expected<CopyProfile> CopyProfile::builtin(const std::string& name) {
 
 std::vector<std::string> CopyProfile::builtin_names() { return {"discrete", "h100", "jetson-xavier"}; }
 
-Expected<CopyProfile> CopyProfile::resolve(const std::string& file_or_name) {
-  std::error_code ec;
-  const bool is_json = file_or_name.size() >= 5 && file_or_name.compare(file_or_name.size() - 5, 5, ".json") == 0;
-  if (is_json || std::filesystem::exists(file_or_name, ec)) return load(file_or_name);
-  auto b = builtin(file_or_name);
-  if (b.ok()) return b;
+namespace {
+bool names_a_file(const std::string& s) {
+  return s.find('/') != std::string::npos || (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+}
+}  // namespace
+
+Status CopyProfile::check_name(const std::string& file_or_name) {
+  if (file_or_name.empty()) return invalid_argument("copy profile: empty; expected a built-in name or a JSON file");
+  if (names_a_file(file_or_name)) return Status();
+  for (const std::string& n : builtin_names())
+    if (n == file_or_name) return Status();
   return invalid_argument("copy profile '" + file_or_name + "' is neither a file nor a built-in profile (" +
-                          builtin_list() + ")");
+                          builtin_list() + "; a file is a path with '/' or ending in .json)");
+}
+
+Expected<CopyProfile> CopyProfile::resolve(const std::string& file_or_name) {
+  DLR_RETURN_IF_ERROR(check_name(file_or_name));
+  if (names_a_file(file_or_name)) return load(file_or_name);
+  return builtin(file_or_name);
 }
 
 Expected<CopyProfile> derive_copy_profile(const std::string& name, const std::string& device,
@@ -356,7 +374,7 @@ Expected<CopyProfile> derive_copy_profile(const std::string& name, const std::st
   p.chunk_bytes = chunk;
   p.min_unit_bytes = std::min(unit, chunk);
   // Validate the result exactly as a loaded file would be.
-  return CopyProfile::from_json(p.to_json(), "derived profile '" + name + "'");
+  return copy_profile_from_json(copy_profile_to_json(p), "derived profile '" + name + "'");
 }
 
 }  // namespace dlr

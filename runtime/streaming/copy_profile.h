@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "runtime/core/status.h"
 
 namespace dlr {
@@ -46,8 +44,10 @@ struct CopyProfile {
   double peak_gbps() const;  // the largest pinned bandwidth
   int queue_depth(int64_t bytes) const;  // 0 when `queue` is empty (unknown: assume every call blocks)
 
-  nlohmann::json to_json() const;
-  static Expected<CopyProfile> from_json(const nlohmann::json& j, const std::string& what);
+  // JSON text (dlprobe's format); the nlohmann::json forms are in copy_profile_json.h,
+  // which no public header includes. from_json_text validates like load().
+  std::string to_json_text(int indent = -1) const;
+  static Expected<CopyProfile> from_json_text(const std::string& text, const std::string& what);
   static Expected<CopyProfile> load(const std::string& path);  // a JSON file written by dlprobe
   Status save(const std::string& path) const;
 
@@ -57,7 +57,11 @@ struct CopyProfile {
   // bandwidths are assumptions, see copy_profile.cpp).
   static Expected<CopyProfile> builtin(const std::string& name);
   static std::vector<std::string> builtin_names();
-  // A file path (JSON) or a built-in name.
+  // A file path or a built-in name. A path is written as one: it contains '/' or ends
+  // in ".json" (a profile file "p" in the working directory is "./p"); any other text
+  // must be a built-in name. check_name() applies that rule without touching a file
+  // (validate_options calls it), resolve() then loads or builds the profile.
+  static Status check_name(const std::string& file_or_name);
   static Expected<CopyProfile> resolve(const std::string& file_or_name);
 };
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/streaming/copy_profile.h"
+#include "runtime/streaming/copy_profile_json.h"
 
 namespace dlr {
 namespace {
@@ -89,11 +90,11 @@ TEST(CopyProfile, QueueDepthClasses) {
 
 TEST(CopyProfile, JsonRoundTrip) {
   const CopyProfile p = small_profile();
-  const nlohmann::json j = p.to_json();
+  const nlohmann::json j = copy_profile_to_json(p);
   EXPECT_EQ(j["format"], "dlrun-copy-profile-1");
-  auto q = CopyProfile::from_json(nlohmann::json::parse(j.dump()), "mem");
+  auto q = copy_profile_from_json(nlohmann::json::parse(j.dump()), "mem");
   ASSERT_TRUE(q.ok()) << q.status().to_string();
-  EXPECT_EQ(q->to_json(), j);
+  EXPECT_EQ(copy_profile_to_json(*q), j);
   EXPECT_EQ(q->name, p.name);
   EXPECT_EQ(q->device, p.device);
   ASSERT_EQ(q->pinned.size(), p.pinned.size());
@@ -118,15 +119,15 @@ TEST(CopyProfile, SaveLoadRoundTrip) {
     ASSERT_TRUE(p->save(f.path).ok());
     auto q = CopyProfile::load(f.path);
     ASSERT_TRUE(q.ok()) << q.status().to_string();
-    EXPECT_EQ(q->to_json(), p->to_json()) << name;
+    EXPECT_EQ(copy_profile_to_json(*q), copy_profile_to_json(*p)) << name;
   }
 }
 
 // Applies `edit` to a valid profile's JSON and returns from_json's error message.
 std::string error_of(const std::function<void(nlohmann::json&)>& edit) {
-  nlohmann::json j = small_profile().to_json();
+  nlohmann::json j = copy_profile_to_json(small_profile());
   edit(j);
-  auto p = CopyProfile::from_json(j, "prof.json");
+  auto p = copy_profile_from_json(j, "prof.json");
   if (p.ok()) return "ok";
   EXPECT_EQ(p.status().code(), StatusCode::kParseError);
   return p.status().message();
@@ -193,7 +194,7 @@ TEST(CopyProfile, LoadErrors) {
   EXPECT_EQ(b.status().message().rfind(bad.path + ": not valid JSON", 0), 0u) << b.status().message();
 
   TempFile neg("neg.json");
-  nlohmann::json j = small_profile().to_json();
+  nlohmann::json j = copy_profile_to_json(small_profile());
   j["pinned"][0]["gbps"] = -1;
   neg.write(j.dump());
   auto n = CopyProfile::load(neg.path);
@@ -210,7 +211,7 @@ TEST(CopyProfile, BuiltinsAreSane) {
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     EXPECT_EQ(p->name, name);
     // Valid by the same rules as a file.
-    auto again = CopyProfile::from_json(p->to_json(), name);
+    auto again = copy_profile_from_json(copy_profile_to_json(*p), name);
     ASSERT_TRUE(again.ok()) << again.status().to_string();
     EXPECT_FALSE(p->pinned.empty());
     EXPECT_FALSE(p->pageable.empty());
@@ -281,7 +282,8 @@ TEST(CopyProfile, ResolveFileNameAndUnknown) {
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(d.status().message(),
-            "copy profile 'h200' is neither a file nor a built-in profile (discrete, h100, jetson-xavier)");
+            "copy profile 'h200' is neither a file nor a built-in profile (discrete, h100, jetson-xavier; a file is a "
+            "path with '/' or ending in .json)");
 }
 
 TEST(CopyProfile, DeriveFromH100LikeMeasurements) {

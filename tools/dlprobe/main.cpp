@@ -182,7 +182,7 @@ int probe_main(const Args& a) {
   if (!p.ok()) return fail("dlprobe", p.status());
   std::printf("\n");
   print_profile(*p);
-  std::printf("\nprofile JSON (%.1f s of measurement): %s\n", r->seconds, p->to_json().dump().c_str());
+  std::printf("\nprofile JSON (%.1f s of measurement): %s\n", r->seconds, p->to_json_text().c_str());
   std::fflush(stdout);
   Status st = p->save(a.out);
   if (!st.ok()) return fail("dlprobe", st);
