@@ -59,6 +59,20 @@ bool CompiledModel::needs_layer_times() const { return searchable(*this) && laye
 
 int64_t CompiledModel::device_weight_bytes() const { return streaming ? stream.pool_bytes : plan.weight_bytes(); }
 
+EngineSettings engine_settings(const SessionOptions& o) {
+  EngineSettings e;
+  e.device = o.device;
+  e.precision = o.precision;
+  e.cuda_device = o.cuda_device;
+  e.cuda_graph = o.cuda_graph;
+  e.profile_layers = o.profile_layers;
+  e.find_algorithms = o.find_algorithms;
+  e.workspace_limit = o.workspace_limit;
+  e.max_image_width = o.max_image_width;
+  e.max_image_height = o.max_image_height;
+  return e;
+}
+
 Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, const SessionOptions& options,
                                 const std::vector<double>& layer_ms) {
   DLR_RETURN_IF_ERROR(validate_options(options));
@@ -70,6 +84,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   m.model_name = base_name(net.cfg_path);
   m.target = target;
   m.options = options;
+  m.engine = engine_settings(options);
   m.letterbox = options.letterbox < 0 ? net.net.letter_box : options.letterbox != 0;
   DLR_ASSIGN_OR_RETURN(m.plan, build_plan(net, planner_options(options.device, options)));
   if (!layer_ms.empty() && layer_ms.size() != m.plan.steps.size())

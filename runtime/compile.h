@@ -40,13 +40,29 @@ struct Target {
 // planning, is written by hand.
 Target cpu_target();
 
+// The run settings an engine reads (besides the plan and the weight placement),
+// resolved from the options by compile(). Engines never see SessionOptions.
+struct EngineSettings {
+  DeviceKind device = DeviceKind::kCPU;
+  Precision precision = Precision::kFP32;  // cuDNN math mode (the plan holds layouts and dtypes)
+  int cuda_device = 0;
+  bool cuda_graph = true;         // capture the network once and replay it
+  bool profile_layers = false;    // per-layer timing events
+  bool find_algorithms = false;   // cudnnFind instead of heuristics
+  int64_t workspace_limit = 0;    // cuDNN workspace per conv, bytes
+  int max_image_width = 0;        // image staging allocated at open
+  int max_image_height = 0;
+};
+EngineSettings engine_settings(const SessionOptions& options);
+
 // Everything the engines need, and nothing they must work out themselves.
 struct CompiledModel {
   int format_version = 1;       // of the JSON form
   std::string cfg_path;
   std::string model_name;       // cfg file name without directory
   Target target;
-  SessionOptions options;       // as validated (thresholds are post-processing's, kept for the record)
+  SessionOptions options;       // as validated, for the record and post-processing (engines read `engine`)
+  EngineSettings engine;        // engine_settings(options)
   bool letterbox = false;       // resolved (options.letterbox or the cfg's)
   ExecutionPlan plan;           // steps with op parameters, activation offsets, weight blobs
 

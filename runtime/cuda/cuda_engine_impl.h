@@ -48,7 +48,7 @@ class CudaEngine final : public Engine {
 
  private:
   explicit CudaEngine(const CompiledModel& model)
-      : m_options(model.options), m_plan(model.plan), m_streaming(model.streaming), m_stream_plan(model.stream),
+      : m_options(model.engine), m_plan(model.plan), m_streaming(model.streaming), m_stream_plan(model.stream),
         m_profile_name(model.target.copy_profile.name) {}
   TensorView view(const ViewRef& v) const;
   const char* blob_ptr(int blob) const;  // device address of a weight blob (pool or resident buffer)
@@ -68,7 +68,7 @@ class CudaEngine final : public Engine {
   // instantiated graph; m_capturing is true meanwhile.
   Expected<cuda::GraphExec> capture(const std::function<Status()>& enqueue);
 
-  SessionOptions m_options;  // as compiled (model.options)
+  EngineSettings m_options;  // as compiled (model.engine)
   ExecutionPlan m_plan;
   cuda::CudnnHandle m_cudnn;
   cuda::Stream m_stream;       // compute

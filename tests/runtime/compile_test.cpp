@@ -77,7 +77,9 @@ TEST(Compile, StepsCarryTheOpParameters) {
       EXPECT_EQ(std::get<ConvParams>(s.params).filters, l.conv().filters);
       EXPECT_EQ(std::get<ConvParams>(s.params).activation, l.conv().activation);
     }
-    if (l.kind == LayerKind::kYolo) EXPECT_EQ(m->plan.yolo(l.index).anchors, l.yolo().anchors);
+    if (l.kind == LayerKind::kYolo) {
+      EXPECT_EQ(m->plan.yolo(l.index).anchors, l.yolo().anchors);
+    }
   }
   EXPECT_FALSE(m->streaming);
   EXPECT_FALSE(m->needs_layer_times());
@@ -123,6 +125,34 @@ TEST(Compile, StreamModelRoundTripsAndMeasureThenReplan) {
   ASSERT_TRUE(all.ok());
   EXPECT_TRUE(all->stream.resident);
   EXPECT_EQ(all->device_weight_bytes(), all->plan.weight_bytes());
+}
+
+// Every layer kind's parameters survive the JSON round trip: every Darknet cfg that
+// loads, compiled for the CPU and streamed for a GPU target.
+TEST(Compile, EveryDarknetCfgRoundTrips) {
+  if (test::shared_dir().empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
+  const std::string dir = test::shared_dir() + "/models/darknet-cfg";
+  ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir << " is missing from the shared folder";
+  std::set<LayerKind> kinds;
+  int models = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".cfg") continue;
+    auto net = parse_network_cfg(e.path().string());
+    if (!net.ok() || net->output_layers().empty()) continue;
+    SCOPED_TRACE(e.path().filename().string());
+    auto cpu = compile(*net, cpu_target(), SessionOptions{});
+    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+    expect_round_trip(*cpu);
+    auto gpu = compile(*net, gpu_target(), stream_options("min"));
+    ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
+    expect_round_trip(*gpu);
+    for (const Step& st : cpu->plan.steps) kinds.insert(st.kind);
+    ++models;
+  }
+  EXPECT_GT(models, 40);
+  for (LayerKind k : {LayerKind::kReorg, LayerKind::kRegion, LayerKind::kSam, LayerKind::kScaleChannels,
+                      LayerKind::kAvgPool, LayerKind::kReorg3d, LayerKind::kGaussianYolo})
+    EXPECT_TRUE(kinds.count(k)) << layer_kind_name(k);
 }
 
 TEST(Compile, Errors) {
@@ -193,6 +223,9 @@ TEST(SessionOptions, BadValuesFailBeforeAnyFileWork) {
       {[](SessionOptions* o) { o->layout = 3; }, "layout must be -1 (auto), 0 (NCHW) or 1 (NHWC)"},
       {[](SessionOptions* o) { o->copy_profile.clear(); },
        "copy profile: empty; expected a built-in name or a JSON file"},
+      {[](SessionOptions* o) { o->copy_profile = "h10"; },
+       "copy profile 'h10' is neither a file nor a built-in profile (discrete, h100, jetson-xavier; a file is a path "
+       "with '/' or ending in .json)"},
       {[](SessionOptions* o) { o->weight_budget = WeightBudget::percent(150); },
        "weight budget: a percentage must be in (0, 100]"},
       {[](SessionOptions* o) { o->mode = WeightMode::kStream; },
@@ -275,6 +308,38 @@ TEST(Dependencies, PointOneWay) {
     }
   }
   EXPECT_GT(files, 20);
+  // No header of the library includes a JSON library, directly or not, except the
+  // private one that gives a copy profile's JSON value to compile_json.cpp and tests.
+  int headers = 0;
+  for (const char* dir : {"runtime", "loaders", "kernels"})
+    for (const auto& e : std::filesystem::recursive_directory_iterator(test::source_file(dir))) {
+      if (!e.is_regular_file() || e.path().extension() != ".h") continue;
+      const std::string rel =
+          std::string(dir) + "/" + std::filesystem::relative(e.path(), test::source_file(dir)).string();
+      if (rel == "runtime/streaming/copy_profile_json.h") continue;
+      ++headers;
+      for (const std::string& h : closure(rel)) EXPECT_EQ(h.find("nlohmann"), std::string::npos) << rel << " reaches " << h;
+    }
+  EXPECT_GT(headers, 30);
+  // Engines execute a compiled model: no engine source names the network description or
+  // the session options (they read CompiledModel::plan, ::stream and ::engine).
+  int engine_files = 0;
+  for (const char* dir : {"runtime/cuda"}) {
+    for (const auto& e : std::filesystem::directory_iterator(test::source_file(dir))) {
+      const std::string rel = std::string(dir) + "/" + e.path().filename().string();
+      ++engine_files;
+      const std::string text = read_text(e.path().string());
+      EXPECT_EQ(text.find("SessionOptions"), std::string::npos) << rel;
+      EXPECT_EQ(text.find("NetworkDesc"), std::string::npos) << rel;
+    }
+  }
+  for (const char* rel : {"runtime/cpu_engine.cpp", "runtime/cpu_engine.h"}) {
+    ++engine_files;
+    const std::string text = read_text(test::source_file(rel));
+    EXPECT_EQ(text.find("SessionOptions"), std::string::npos) << rel;
+    EXPECT_EQ(text.find("NetworkDesc"), std::string::npos) << rel;
+  }
+  EXPECT_GE(engine_files, 7);
 }
 
 }  // namespace
