@@ -4,6 +4,14 @@
 //   DLR_CUDA_CHECK(cudaMemcpyAsync(...));
 //   kernel<<<g, b, 0, s>>>(...); DLR_CUDA_LAUNCH_CHECK("maxpool");
 // DLR_CUDA_CHECK_LOG is for destructors and cleanup paths: it only logs.
+//
+// Fault injection (runtime/core/fault_injection.h): every checked call is a site.
+// When a test has armed the hit, the call is NOT made and the macro takes its error
+// path as if it had failed (cudaErrorUnknown / CUDNN_STATUS_INTERNAL_ERROR; a launch
+// check reports cudaErrorLaunchFailure), the message ending in
+// " [fault injected at cuda_call]". Disarmed: one relaxed atomic load per checked
+// call (a few per inference: graph launch, event, synchronise), no synchronisation.
+// Cleanup (DLR_CUDA_CHECK_LOG) is never injected: it must always run.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,6 +19,7 @@
 
 #include <string>
 
+#include "runtime/core/fault_injection.h"
 #include "runtime/core/status.h"
 
 namespace dlr::cuda {
@@ -28,16 +37,26 @@ inline Status cudnn_status(cudnnStatus_t e, const char* call, const char* file, 
 
 void log_cuda_error(cudaError_t e, const char* call, const char* file, int line);
 
+// The site name of every checked CUDA/cuDNN call and launch.
+inline constexpr const char* kFaultSite = "cuda_call";
+
+inline Status injected(Status s) { return Status(s.code(), s.message() + fault::tag(kFaultSite)); }
+
 }  // namespace dlr::cuda
 
 #define DLR_CUDA_CHECK(call)                                                     \
   do {                                                                           \
+    if (::dlr::fault::hit(::dlr::cuda::kFaultSite))                              \
+      return ::dlr::cuda::injected(::dlr::cuda::cuda_status(cudaErrorUnknown, #call, __FILE__, __LINE__)); \
     const cudaError_t dlr_e_ = (call);                                           \
     if (dlr_e_ != cudaSuccess) return ::dlr::cuda::cuda_status(dlr_e_, #call, __FILE__, __LINE__); \
   } while (0)
 
 #define DLR_CUDNN_CHECK(call)                                                    \
   do {                                                                           \
+    if (::dlr::fault::hit(::dlr::cuda::kFaultSite))                              \
+      return ::dlr::cuda::injected(                                              \
+          ::dlr::cuda::cudnn_status(CUDNN_STATUS_INTERNAL_ERROR, #call, __FILE__, __LINE__)); \
     const cudnnStatus_t dlr_e_ = (call);                                         \
     if (dlr_e_ != CUDNN_STATUS_SUCCESS) return ::dlr::cuda::cudnn_status(dlr_e_, #call, __FILE__, __LINE__); \
   } while (0)
@@ -46,6 +65,9 @@ void log_cuda_error(cudaError_t e, const char* call, const char* file, int line)
 // errors surface at a later checked call).
 #define DLR_CUDA_LAUNCH_CHECK(kernel_name)                                       \
   do {                                                                           \
+    if (::dlr::fault::hit(::dlr::cuda::kFaultSite))                              \
+      return ::dlr::cuda::injected(                                              \
+          ::dlr::cuda::cuda_status(cudaErrorLaunchFailure, "launch of " kernel_name, __FILE__, __LINE__)); \
     const cudaError_t dlr_e_ = cudaGetLastError();                               \
     if (dlr_e_ != cudaSuccess) return ::dlr::cuda::cuda_status(dlr_e_, "launch of " kernel_name, __FILE__, __LINE__); \
   } while (0)

@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_handles.h"
 
+#include "runtime/core/fault_injection.h"
 #include "runtime/core/log.h"
 
 namespace dlr::cuda {
@@ -52,6 +53,8 @@ void DeviceBuffer::reset() {
 Expected<DeviceBuffer> DeviceBuffer::alloc(size_t bytes) {
   DeviceBuffer b;
   if (bytes == 0) return b;
+  if (fault::hit("device_alloc"))  // before the call: nothing to free
+    return out_of_memory("cudaMalloc of " + std::to_string(bytes) + " bytes failed" + fault::tag("device_alloc"));
   const cudaError_t e = cudaMalloc(&b.m_ptr, bytes);
   if (e != cudaSuccess) {
     b.m_ptr = nullptr;
@@ -79,6 +82,9 @@ void PinnedBuffer::reset() {
 Expected<PinnedBuffer> PinnedBuffer::alloc(size_t bytes, unsigned flags) {
   PinnedBuffer b;
   if (bytes == 0) return b;
+  if (fault::hit("pinned_alloc"))
+    return out_of_memory("cudaHostAlloc of " + std::to_string(bytes) + " bytes of pinned memory failed" +
+                         fault::tag("pinned_alloc"));
   const cudaError_t e = cudaHostAlloc(&b.m_ptr, bytes, flags);
   if (e != cudaSuccess) {
     b.m_ptr = nullptr;

@@ -47,7 +47,7 @@ TensorView CudaEngine::view(const ViewRef& v) const {
 }
 
 Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& model, WeightSource& weights) {
-  const SessionOptions& options = model.options;
+  const EngineSettings& options = model.engine;
   if (options.device != DeviceKind::kCUDA || model.target.device != DeviceKind::kCUDA)
     return invalid_argument("the CUDA engine runs models compiled for a CUDA target");
   int count = 0;
@@ -262,13 +262,17 @@ Expected<cuda::GraphExec> CudaEngine::capture(const std::function<Status()>& enq
   m_capturing = false;
   const cudaError_t end = cudaStreamEndCapture(s, &graph);
   if (!st.ok()) {
-    if (graph) cudaGraphDestroy(graph);
+    if (graph) DLR_CUDA_CHECK_LOG(cudaGraphDestroy(graph));
     return st;
   }
   if (end != cudaSuccess) return cuda::cuda_status(end, "cudaStreamEndCapture", __FILE__, __LINE__);
   cudaGraphExec_t exec = nullptr;
+  if (fault::hit(cuda::kFaultSite)) {  // a checked call (cuda_check.h): skipped and failed
+    DLR_CUDA_CHECK_LOG(cudaGraphDestroy(graph));
+    return cuda::injected(cuda::cuda_status(cudaErrorUnknown, "cudaGraphInstantiate", __FILE__, __LINE__));
+  }
   const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
+  DLR_CUDA_CHECK_LOG(cudaGraphDestroy(graph));
   if (inst != cudaSuccess) return cuda::cuda_status(inst, "cudaGraphInstantiate", __FILE__, __LINE__);
   return cuda::GraphExec(exec);
 }

@@ -71,8 +71,12 @@ Status cu_status(CUresult r, const char* call) {
                 std::string(call) + " failed: " + (name ? name : std::to_string(int(r))));
 }
 
+// Driver calls are fault-injection sites like the runtime's (site "cuda_call",
+// kernels/cuda/cuda_check.h): an armed hit skips the call and fails it.
 #define DLR_CU_CHECK(call)                                          \
   do {                                                              \
+    if (fault::hit(cuda::kFaultSite))                               \
+      return cuda::injected(cu_status(CUDA_ERROR_UNKNOWN, #call));  \
     const CUresult dlr_r_ = (call);                                 \
     if (dlr_r_ != CUDA_SUCCESS) return cu_status(dlr_r_, #call);    \
   } while (0)

@@ -13,12 +13,10 @@ namespace {
 // Pinned host memory as a HostBuffer (the weight store's allocator in stream mode).
 Expected<HostBuffer> pinned_host(size_t bytes) {
   void* p = nullptr;
-  const cudaError_t e = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocDefault);
-  if (e == cudaSuccess && fault::hit("pinned_alloc")) {
-    DLR_CUDA_CHECK_LOG(cudaFreeHost(p));
+  if (fault::hit("pinned_alloc"))  // before the call: nothing to free
     return out_of_memory("cudaHostAlloc of " + std::to_string(bytes) + " bytes of pinned memory failed" +
                          fault::tag("pinned_alloc"));
-  }
+  const cudaError_t e = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocDefault);
   if (e != cudaSuccess)
     return out_of_memory("cudaHostAlloc of " + std::to_string(bytes) + " bytes of pinned memory failed: " +
                          cudaGetErrorString(e));

@@ -1,0 +1,310 @@
+// Device-side fault injection (runtime/core/fault_injection.h, kernels/cuda/cuda_check.h):
+// every checked CUDA/cuDNN/driver call, every device and pinned allocation on the way
+// through Session::open and detect is made to fail in turn, in preload, ring-stream and
+// slot-stream mode. Each fault must give one line naming its site; afterwards the device
+// memory in use is back where it was (nothing leaked), and a session whose detect failed
+// is still usable: its next detect gives the reference outputs bit for bit. A fault that
+// open absorbs (a failed CUDA graph capture falls back to running without a graph) must
+// leave a session that still computes the reference outputs.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/core/fault_injection.h"
+#include "runtime/session.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace dlr {
+namespace {
+
+// A small detector with every common op kind (conv + BN + leaky, maxpool, route
+// slice and concat, upsample, two yolo heads): few calls per open, so every one can fail.
+const char* kCfg = R"([net]
+width=64
+height=64
+channels=3
+
+[convolutional]
+batch_normalize=1
+filters=16
+size=3
+stride=1
+pad=1
+activation=leaky
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+batch_normalize=1
+filters=32
+size=3
+stride=1
+pad=1
+activation=leaky
+
+[route]
+layers=-1
+groups=2
+group_id=1
+
+[convolutional]
+batch_normalize=1
+filters=16
+size=3
+stride=1
+pad=1
+activation=mish
+
+[route]
+layers=-1,-3
+
+[convolutional]
+size=1
+stride=1
+pad=1
+filters=18
+activation=linear
+
+[yolo]
+mask=3,4,5
+anchors=10,14,  23,27,  37,58,  81,82,  135,169,  344,319
+classes=1
+num=6
+
+[route]
+layers=-4
+
+[upsample]
+stride=2
+
+[convolutional]
+size=1
+stride=1
+pad=1
+filters=18
+activation=linear
+
+[yolo]
+mask=0,1,2
+anchors=10,14,  23,27,  37,58,  81,82,  135,169,  344,319
+classes=1
+num=6
+)";
+
+std::string site_of(const std::string& message) {
+  const std::string mark = " [fault injected at ";
+  const size_t at = message.find(mark);
+  if (at == std::string::npos || message.back() != ']') return "";
+  return message.substr(at + mark.size(), message.size() - at - mark.size() - 1);
+}
+
+struct Disarm {
+  ~Disarm() { fault::disarm(); }
+};
+
+int64_t device_used() {
+  size_t free_b = 0, total = 0;
+  if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return -1;
+  return int64_t(total - free_b);
+}
+
+ImageU8 test_image(std::vector<uint8_t>* pixels) {
+  const int w = 80, h = 48;
+  pixels->resize(size_t(w) * h * 3);
+  for (size_t i = 0; i < pixels->size(); ++i) (*pixels)[i] = uint8_t((i * 37 + i / 7) & 0xFF);
+  ImageU8 img;
+  img.data = pixels->data();
+  img.width = w;
+  img.height = h;
+  img.row_stride = w * 3;
+  return img;
+}
+
+// The raw network outputs (every head) of the last run, as bits.
+std::vector<std::vector<float>> outputs(Session& s) {
+  std::vector<std::vector<float>> out;
+  for (int layer : s.plan().output_layers) {
+    const int64_t n = s.plan().steps[size_t(layer)].out.count();
+    const float* p = s.engine().output(layer, 0);
+    out.emplace_back(p, p + n);
+  }
+  return out;
+}
+
+bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4) != 0) return false;
+  return true;
+}
+
+struct Mode {
+  const char* name;
+  Precision precision;
+  WeightMode mode;
+  PoolLayout pool;
+};
+
+class DeviceFaults : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(DeviceFaults, EverySiteOfOpenAndDetectFailsCleanly) {
+  if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
+  const Mode m = GetParam();
+  const std::string cfg = test::temp_dir() + "/fault_small.cfg";
+  {
+    std::ofstream f(cfg);
+    f << kCfg;
+  }
+  const std::string weights = test::synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = m.precision;
+  o.mode = m.mode;
+  o.weight_pool = m.pool;
+  o.thresh = 0.05f;
+  std::vector<uint8_t> pixels;
+  const ImageU8 img = test_image(&pixels);
+
+  std::vector<std::vector<float>> ref;
+  {
+    auto s = Session::open(cfg, weights, o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    ASSERT_TRUE((*s)->detect(img).ok());
+    ref = outputs(**s);
+  }
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  const int64_t used0 = device_used();
+  ASSERT_GE(used0, 0);
+
+  Disarm disarm;
+  std::map<std::string, int> open_faults, detect_faults;
+  int absorbed = 0, n = 1;
+  for (; n < 20000; ++n) {
+    fault::arm(n);
+    auto s = Session::open(cfg, weights, o);
+    if (!s.ok()) {
+      fault::disarm();
+      const std::string& msg = s.status().message();
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      const std::string site = site_of(msg);
+      ASSERT_FALSE(site.empty()) << "fault " << n << " in open: " << msg;
+      ++open_faults[site];
+      ASSERT_EQ(device_used(), used0) << "fault " << n << " in open (" << msg << ") left device memory behind";
+      continue;
+    }
+    const bool hit_in_open = fault::count() >= n;
+    auto r = (*s)->detect(img);
+    const bool hit = fault::count() >= n;
+    fault::disarm();
+    if (!r.ok()) {
+      const std::string& msg = r.status().message();
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      const std::string site = site_of(msg);
+      ASSERT_FALSE(site.empty()) << "fault " << n << " in detect: " << msg;
+      ++detect_faults[site];
+      auto again = (*s)->detect(img);  // the session stays usable
+      ASSERT_TRUE(again.ok()) << "after fault " << n << " (" << msg << "): " << again.status().to_string();
+    } else if (hit_in_open) {
+      ++absorbed;  // e.g. graph capture failed: the session runs without a graph
+    }
+    EXPECT_TRUE(same_bits(outputs(**s), ref)) << "fault " << n << ": outputs differ from the reference";
+    s->reset();
+    ASSERT_EQ(device_used(), used0) << "fault " << n << " left device memory behind";
+    if (!hit) break;  // this open + detect made fewer than n checked calls: all were failed once
+  }
+  ASSERT_LT(n, 20000);
+  int in_open = 0, in_detect = 0;
+  std::string sites;
+  for (const auto& [site, k] : open_faults) {
+    in_open += k;
+    sites += " " + site + "=" + std::to_string(k);
+  }
+  for (const auto& [site, k] : detect_faults) in_detect += k;
+  std::printf("[%s] %d injected faults: %d failed open (%s ), %d failed detect, %d absorbed by open\n", m.name, n - 1,
+              in_open, sites.c_str(), in_detect, absorbed);
+  EXPECT_EQ(in_open + in_detect + absorbed, n - 1);
+  EXPECT_GT(open_faults["cuda_call"], 10);
+  EXPECT_GT(open_faults["device_alloc"], 0);
+  EXPECT_GT(in_detect, 0);
+  // Pinned: output and image staging buffers, and the weight store in stream mode.
+  EXPECT_GE(open_faults["pinned_alloc"], m.mode == WeightMode::kStream ? 3 : 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, DeviceFaults,
+                         ::testing::Values(Mode{"preload_fp32", Precision::kFP32, WeightMode::kPreload, PoolLayout::kAuto},
+                                           Mode{"stream_ring_fp16", Precision::kFP16, WeightMode::kStream, PoolLayout::kRing},
+                                           Mode{"stream_slots_fp16", Precision::kFP16, WeightMode::kStream,
+                                                PoolLayout::kSlots}),
+                         [](const ::testing::TestParamInfo<Mode>& i) { return std::string(i.param.name); });
+
+// Several sessions of one process used from several threads at once (each session by
+// one thread at a time): outputs bit-identical to each session's single run. Small
+// enough to run under compute-sanitizer (memcheck, racecheck, synccheck).
+TEST(MultiSession, ThreadsMatchSingleRuns) {
+  if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
+  const std::string cfg = test::temp_dir() + "/multi_small.cfg";
+  {
+    std::ofstream f(cfg);
+    f << kCfg;
+  }
+  const std::string weights = test::synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  std::vector<uint8_t> pixels;
+  const ImageU8 img = test_image(&pixels);
+  const Mode modes[] = {{"preload_fp32", Precision::kFP32, WeightMode::kPreload, PoolLayout::kAuto},
+                        {"stream_ring_fp16", Precision::kFP16, WeightMode::kStream, PoolLayout::kRing},
+                        {"stream_slots_fp16", Precision::kFP16, WeightMode::kStream, PoolLayout::kSlots},
+                        {"stream_ring_fp32", Precision::kFP32, WeightMode::kStream, PoolLayout::kRing}};
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::vector<std::vector<float>>> refs;
+  for (const Mode& m : modes) {
+    SessionOptions o;
+    o.device = DeviceKind::kCUDA;
+    o.precision = m.precision;
+    o.mode = m.mode;
+    o.weight_pool = m.pool;
+    auto s = Session::open(cfg, weights, o);
+    ASSERT_TRUE(s.ok()) << m.name << ": " << s.status().to_string();
+    ASSERT_TRUE((*s)->detect(img).ok());
+    refs.push_back(outputs(**s));
+    sessions.push_back(std::move(*s));
+  }
+  const int kThreads = 4, kIters = 12;
+  std::vector<std::mutex> locks(sessions.size());
+  std::vector<int> bad(kThreads, 0), failed(kThreads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t)
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        const size_t k = size_t(t + i) % sessions.size();
+        std::lock_guard<std::mutex> lock(locks[k]);
+        if (!sessions[k]->detect(img).ok()) {
+          ++failed[size_t(t)];
+          continue;
+        }
+        if (!same_bits(outputs(*sessions[k]), refs[k])) ++bad[size_t(t)];
+      }
+    });
+  for (std::thread& th : pool) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(failed[size_t(t)], 0) << "thread " << t;
+    EXPECT_EQ(bad[size_t(t)], 0) << "thread " << t;
+  }
+}
+
+}  // namespace
+}  // namespace dlr
