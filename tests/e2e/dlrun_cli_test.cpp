@@ -105,6 +105,30 @@ TEST(DlbenchCli, BadUnitsAreOneLineErrorsBeforeAnyWork) {
   }
 }
 
+TEST(DlbenchCli, BadOptionValuesFailBeforeTheCfgIsRead) {
+  // The cfg does not exist: each error must be the option's, not the file's.
+  const std::string cfg = "/nonexistent/x.cfg";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--mode stream --weight-budget lots",
+       "weight budget \"lots\": expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)"},
+      {"--mode stream --weight-pool rung", "--weight-pool rung: expected auto, ring or slots"},
+      {"--mode streem", "--mode streem: expected preload or stream"},
+      {"--device gpu", "--device gpu: expected cuda or cpu"},
+      {"--layout nhcw", "--layout nhcw: expected auto, nchw or nhwc"},
+      {"--precision fp8", "--precision fp8: expected fp32, tf32 or fp16"},
+      {"--mode stream --copy-profile h10",
+       "copy profile 'h10' is neither a file nor a built-in profile (discrete, h100, jetson-xavier; a file is a path "
+       "with '/' or ending in .json)"},
+      {"--batch 0", "batch 0 is out of range (1..64)"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Result r = run_tool("dlbench " + cfg + " --synthetic " + args);
+    EXPECT_EQ(r.code, 1) << args;
+    EXPECT_EQ(r.err, "dlbench: " + message + "\n") << args;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
 TEST(Models, BundledYolov4TinyCfgEqualsTheSharedOne) {
   DLR_REQUIRE_FILE(shared, "models/yolov4-tiny.cfg");
   auto a = parse_network_cfg(test::source_file("models/yolov4-tiny.cfg"));

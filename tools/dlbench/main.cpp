@@ -148,29 +148,44 @@ std::vector<Config> configs(const Args& a) {
 // Per-layer kernel times of a profiled run (for the simulator), keyed by precision/batch/layout.
 std::map<std::string, std::vector<double>> g_kernel_ms;
 
-Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights, const Config& c,
-                                      const std::vector<float>& input) {
+// The session options of one configuration, parsed and validated (no file or device
+// work): run() checks every configuration with it before it reads the cfg.
+Expected<SessionOptions> config_options(const Args& a, const Config& c) {
   SessionOptions opt;
   opt.device = c.device == "cuda" ? DeviceKind::kCUDA : DeviceKind::kCPU;
-  if (!parse_precision(c.precision, &opt.precision)) return invalid_argument("unknown precision " + c.precision);
+  if (!parse_precision(c.precision, &opt.precision))
+    return invalid_argument("--precision " + c.precision + ": expected fp32, tf32 or fp16");
   opt.batch = c.batch;
   opt.width = a.size;
   opt.height = a.size;
   opt.cuda_graph = !a.no_graph;
   opt.find_algorithms = a.find;
   opt.profile_layers = false;  // timed runs use the graph; profiling is a separate session below
-  if (c.layout == "nchw") opt.layout = 0;
-  if (c.layout == "nhwc") opt.layout = 1;
+  if (c.layout == "nchw") {
+    opt.layout = 0;
+  } else if (c.layout == "nhwc") {
+    opt.layout = 1;
+  } else if (c.layout != "auto") {
+    return invalid_argument("--layout " + c.layout + ": expected auto, nchw or nhwc");
+  }
+  if (c.device != "cuda" && c.device != "cpu") return invalid_argument("--device " + c.device + ": expected cuda or cpu");
   if (c.mode == "stream") {
     opt.mode = WeightMode::kStream;
     DLR_ASSIGN_OR_RETURN(opt.weight_budget, WeightBudget::parse(c.budget));
     opt.copy_profile = a.copy_profile;
     if (!parse_pool_layout(c.pool, &opt.weight_pool))
-      return invalid_argument("--pool " + c.pool + ": expected auto, ring or slots");
+      return invalid_argument("--weight-pool " + c.pool + ": expected auto, ring or slots");
     DLR_RETURN_IF_ERROR(parse_units(c.units, &opt.unit_search, &opt.chunk_bytes));
   } else if (c.mode != "preload" && c.mode != "cpu") {
-    return invalid_argument("unknown mode " + c.mode);
+    return invalid_argument("--mode " + c.mode + ": expected preload or stream");
   }
+  DLR_RETURN_IF_ERROR(validate_options(opt));
+  return opt;
+}
+
+Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights, const Config& c,
+                                      const std::vector<float>& input) {
+  DLR_ASSIGN_OR_RETURN(const SessionOptions opt, config_options(a, c));
 
   int64_t free_before = 0, total = 0, free_after = 0;
 #ifdef DLR_HAVE_CUDA
@@ -312,11 +327,15 @@ Expected<nlohmann::json> bench_opencv(const Args& a, const std::string& weights,
 #endif
 
 int run(const Args& a) {
-  for (const std::string& u : split(a.units)) {  // bad --units fail before any work
+  for (const std::string& u : split(a.units)) {  // bad --units fail before any work, whatever the modes
     bool search = false;
     int64_t chunk = 0;
     const Status st = parse_units(u, &search, &chunk);
     if (!st.ok()) return fail("dlbench", st);
+  }
+  for (const Config& c : configs(a)) {  // every configuration's options fail before any work
+    const auto o = config_options(a, c);
+    if (!o.ok()) return fail("dlbench", o.status());
   }
   auto net = parse_network_cfg(a.cfg, CfgOptions{a.size, a.size});
   if (!net.ok()) return fail("dlbench", net.status());

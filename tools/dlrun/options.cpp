@@ -146,8 +146,10 @@ void add_dlrun_options(CLI::App& app, Args* a) {
 }
 
 Status check_args(const Args& a) {
-  if (a.inputs.empty() && a.lists.empty() && a.camera < 0)
-    return invalid_argument("no input: give images, videos, directories, @LIST, -, --list FILE or --camera N");
+  // Without inputs, dlrun may still compile the model and print or save the plan.
+  if (a.inputs.empty() && a.lists.empty() && a.camera < 0 && !a.print_plan && a.save_plan.empty())
+    return invalid_argument("no input: give images, videos, directories, @LIST, -, --list FILE or --camera N "
+                            "(or --print-plan / --save-plan alone)");
   if (!a.labels_dir.empty() && !a.save_labels) return invalid_argument("--labels-dir needs --save-labels");
   if (!a.report_file.empty() && a.report.empty()) return invalid_argument("--report-file needs --report FORMAT");
   if ((a.width % 32) != 0 || (a.height % 32) != 0)

@@ -128,9 +128,13 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   if (!a.names_file.empty()) {
     DLR_ASSIGN_OR_RETURN(names, read_class_names(a.names_file));
   }
-  DLR_ASSIGN_OR_RETURN(std::vector<InputItem> items, all_inputs(a));
+  const bool plan_only = a.inputs.empty() && a.lists.empty() && a.camera < 0;  // --print-plan / --save-plan alone
+  std::vector<InputItem> items;
+  if (!plan_only) {
+    DLR_ASSIGN_OR_RETURN(items, all_inputs(a));
+  }
   FrameReader reader(items);
-  DLR_RETURN_IF_ERROR(reader.probe());
+  if (!plan_only) DLR_RETURN_IF_ERROR(reader.probe());
   bool streams = false;
   for (const InputItem& it : items) streams = streams || it.kind != InputKind::kImage;
 
@@ -160,6 +164,7 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   }
   if (a.print_plan) std::fputs(s.plan_text().c_str(), stdout);
   if (!a.save_plan.empty()) DLR_RETURN_IF_ERROR(write_text_file(a.save_plan, compiled_model_to_json(s.model())));
+  if (plan_only) return Status();
 
   ResultWriter writer(a, names, classes, reader.first_fps());
   DLR_RETURN_IF_ERROR(writer.open());
