@@ -95,6 +95,13 @@ const tools::LoadedImage* test_image() {
   return img.pixels.empty() ? nullptr : &img;
 }
 
+// No shared folder: skip. A shared folder without a loadable dog image: fail.
+#define REQUIRE_TEST_IMAGE()                                                                            \
+  if (!test_image()) {                                                                                  \
+    if (test::shared_dir().empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";      \
+    FAIL() << "the shared folder has no loadable images/dog.ppm (or dog.jpg with OpenCV)";            \
+  }
+
 Outcome run(const std::string& cfg, const std::string& weights, SessionOptions o, int size) {
   Outcome out;
   std::printf("[session] %s %s %s %s budget %s pool %s%s @%d\n", cfg.substr(cfg.find_last_of('/') + 1).c_str(),
@@ -163,7 +170,7 @@ TEST_P(CudaEngineE2E, Fp32MatchesCpuAndFp16IsClose) {
   DLR_REQUIRE_GPU();
   Resolved r;
   if (!resolve(GetParam(), &r)) GTEST_SKIP() << "shared data not found: " << GetParam().cfg;
-  if (!test_image()) GTEST_SKIP() << "no test image (images/dog.ppm or dog.jpg with OpenCV)";
+  REQUIRE_TEST_IMAGE();
   const Model& model = GetParam();
   const int size = model.size;
   auto with_thresh = [&](SessionOptions o) {
@@ -292,7 +299,7 @@ bool bit_identical(const Outcome& a, const Outcome& b, std::string* why) {
 // smallest model whose weights exceed the minimal ring, so the ring path is covered.
 TEST(StreamMode, BitIdenticalToPreload) {
   DLR_REQUIRE_GPU();
-  if (!test_image()) GTEST_SKIP() << "no test image";
+  REQUIRE_TEST_IMAGE();
   int ran = 0, rings = 0;
   for (Model m : {kModels[0], kModels[1], kModels[3]}) {
     const bool tiny = std::string(m.cfg).find("yolov4-tiny") != std::string::npos;
@@ -387,7 +394,8 @@ TEST(StreamMode, KernelTimesMeasuredAtOpenDescribeThePlan) {
 TEST(CudaEngine, RepeatedRunsAndGraphAreBitIdentical) {
   DLR_REQUIRE_GPU();
   Resolved r;
-  if (!resolve(kModels[1], &r) || !test_image()) GTEST_SKIP() << "shared data not found";
+  REQUIRE_TEST_IMAGE();
+  if (!resolve(kModels[1], &r)) GTEST_SKIP() << "shared data not found";
   for (WeightMode mode : {WeightMode::kPreload, WeightMode::kStream}) {
     SessionOptions o = cuda(Precision::kFP16);
     o.mode = mode;
@@ -428,7 +436,7 @@ TEST(CudaEngine, BatchMatchesSingleImagesEveryHead) {
   Resolved r;
   DLR_REQUIRE_SHARED_DIR();
   ASSERT_TRUE(resolve(kModels[3], &r));
-  if (!test_image()) GTEST_SKIP() << "no test image (images/dog.ppm or dog.jpg with OpenCV)";
+  REQUIRE_TEST_IMAGE();
   constexpr int kBatch = 3;
   std::vector<tools::LoadedImage> images(kBatch, *test_image());
   tools::LoadedImage& flipped = images[1];
