@@ -1,6 +1,6 @@
 // parse_network_cfg: Darknet .cfg -> validated, shape-inferred NetworkDesc.
 //
-// Semantics follow Darknet's parser.c (shared docs DARKNET.md section 1);
+// Semantics follow Darknet's parser.c (AlexeyAB/darknet src/parser.c);
 // docs/cfg-support.md lists every section and key. Every key of a section is
 // classified before its values are read: used, ignored (training-only),
 // rejected (changes inference or the .weights layout in a way dlrun does not

@@ -2,7 +2,7 @@
 //
 // Produced by parse_network_cfg() (loaders/cfg_parser.cpp); consumed by the
 // weights index, the planner and the backends. Plain data, no CUDA.
-// Semantics follow Darknet (shared docs DARKNET.md section 1); docs/cfg-support.md
+// Semantics follow Darknet (Darknet's src/parser.c and layer files); docs/cfg-support.md
 // lists every section and key and whether it is supported, ignored or rejected.
 #pragma once
 

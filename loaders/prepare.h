@@ -1,6 +1,6 @@
 // Preparation: raw Darknet blobs of one conv layer -> inference weights.
 // Batch norm is folded in double precision with eps 1e-5 exactly as Darknet's
-// fuse_conv_batchnorm does (DARKNET.md section 3). Works per layer so that the
+// fuse_conv_batchnorm does (Darknet src/network.c). Works per layer so that the
 // streaming engine can prepare layer by layer.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Darknet .weights: index computation, header parsing, read-only mapping.
 //
-// Layout (DARKNET.md section 3): a little-endian header (int32 major, minor,
+// Layout (Darknet src/parser.c load_weights): a little-endian header (int32 major, minor,
 // revision; seen as uint64 when major*10+minor >= 2, else uint32), then raw
 // float32 blobs in layer order. Per conv layer: bias[n], then when
 // batch_normalize scale[n], mean[n], variance[n], then weights

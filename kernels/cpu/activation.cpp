@@ -1,4 +1,4 @@
-// Darknet activations (DARKNET.md section 2), scalar and in-place over arrays.
+// Darknet activations (Darknet src/activations.h, src/activations.c), scalar and in-place over arrays.
 //
 // Formulas, as Darknet's activations.h/.c write them in float:
 //   linear    x

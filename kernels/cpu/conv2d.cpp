@@ -1,6 +1,6 @@
 // conv2d: Darknet convolution, out = act(conv(in, weights) + bias), fp32 NCHW.
 //
-// Geometry contract (DARKNET.md 1.3, convolutional_layer.c):
+// Geometry contract (Darknet src/convolutional_layer.c):
 //  - output size ignores dilation: Hout = (H + 2*padding - size)/stride_y + 1,
 //    Wout = (W + 2*padding - size)/stride_x + 1 (asserted against the out view);
 //  - with dilation d, taps are placed like Darknet's im2col_cpu_ext / cuDNN with

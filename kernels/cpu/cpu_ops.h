@@ -6,7 +6,8 @@
 //  - shapes were validated by the loader/planner: a mismatch is a bug (DLR_ASSERT);
 //  - ops never allocate: scratch memory is passed in;
 //  - ops may use several threads (OpenMP / the BLAS library) and return when done.
-// Formulas are Darknet's (shared docs DARKNET.md sections 1, 2, 4.3, 4.4).
+// Formulas are Darknet's (AlexeyAB/darknet src/*_layer.c, src/blas.c,
+// src/activations.h, src/image.c).
 #pragma once
 
 #include <cstdint>
@@ -110,7 +111,7 @@ void resize_darknet(const float* src, int c, int ih, int iw, float* dst, int oh,
 // Darknet letterbox_image: aspect-preserving resize into the middle of an ow x oh
 // canvas filled with 0.5. tmp: c*ih*ow floats + c*oh*ow floats (resized image).
 void letterbox_darknet(const float* src, int c, int ih, int iw, float* dst, int oh, int ow, float* tmp);
-// The inner size letterbox uses (DARKNET.md 4.3): integer formula on the float compare.
+// The inner size letterbox uses (Darknet src/image.c letterbox_image): integer formula on the float compare.
 void letterbox_size(int iw, int ih, int ow, int oh, int* new_w, int* new_h);
 
 }  // namespace dlr::cpu

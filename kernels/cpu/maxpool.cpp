@@ -1,6 +1,6 @@
 // maxpool: Darknet max pooling (maxpool_layer.c forward_maxpool_layer), fp32 NCHW.
 //
-// Contract (DARKNET.md 1.6):
+// Contract (Darknet src/maxpool_layer.c):
 //  - Hout = (H + padding - size)/stride_y + 1, Wout = (W + padding - size)/stride_x + 1
 //    with `padding` the TOTAL padding (asserted against the out view), out.c == in.c;
 //  - output (oy, ox) takes the max over input rows oy*stride_y - padding/2 + [0, size)

@@ -1,4 +1,4 @@
-// Image pre-processing exactly like Darknet (shared docs DARKNET.md 4.3):
+// Image pre-processing exactly like Darknet (Darknet src/image.c, src/image_opencv.cpp):
 // load_image_cv's BGR->RGB + /255.f, resize_image (align-corners separable
 // bilinear, float math) and letterbox_image (0.5 canvas, centred paste).
 //

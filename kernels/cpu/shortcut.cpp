@@ -1,6 +1,6 @@
 // shortcut: Darknet residual add (shortcut_layer.c, blas.c shortcut_multilayer_cpu), fp32 NCHW.
 //
-// Contract (DARKNET.md 1.5, plain unweighted variant):
+// Contract (Darknet src/blas.c shortcut_multilayer_cpu, plain unweighted variant):
 //   out[b][i] = act(prev[b][i] + from[0][b][i] + from[1][b][i] + ...)
 // with i the flattened C*H*W index of out. prev has out's shape. A from tensor
 // with fewer elements per image than out only contributes to i < its element

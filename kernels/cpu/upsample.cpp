@@ -1,6 +1,6 @@
 // upsample: Darknet nearest-neighbour upsampling (blas.c upsample_cpu, forward), fp32 NCHW.
 //
-// Contract (DARKNET.md 1.7): out[c][y][x] = scale * in[c][y/stride][x/stride],
+// Contract (Darknet src/blas.c upsample_cpu): out[c][y][x] = scale * in[c][y/stride][x/stride],
 // out = (C, H*stride, W*stride), stride >= 1 (negative strides are rejected by the
 // loader). The product is a single float multiply, as Darknet (exact for scale 1).
 // OpenMP over (image, channel) planes.

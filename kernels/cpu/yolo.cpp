@@ -1,6 +1,6 @@
 // yolo: Darknet yolo layer forward at inference (yolo_layer.c forward_yolo_layer, CPU), fp32 NCHW.
 //
-// Contract (DARKNET.md 4.4): out = copy of in (in.c == len(mask)*(5+classes),
+// Contract (Darknet src/yolo_layer.c forward_yolo_layer): out = copy of in (in.c == len(mask)*(5+classes),
 // channel a*(5+classes)+e is entry e of anchor a). Then, per image and anchor:
 //  - new_coords == 0: logistic on x, y (e = 0, 1), objectness and classes (e >= 4);
 //    w, h (e = 2, 3) stay raw;

@@ -1,4 +1,4 @@
-// maxpool: Darknet max pooling (cuda_ops.h, cpu::maxpool, DARKNET.md 1.6).
+// maxpool: Darknet max pooling (cuda_ops.h, cpu::maxpool, Darknet src/maxpool_layer.c).
 // Window of size x size taps starting at (-padding/2 + oy*stride_y, -padding/2 + ox*stride_x),
 // padding = TOTAL padding; taps outside the input are ignored (Darknet uses -FLT_MAX
 // for them and keeps the first strict maximum). One thread per output element, in the

@@ -1,5 +1,5 @@
 // preprocess: Darknet's image pre-processing on the device (cuda_ops.h), the
-// same values as the CPU reference (kernels/cpu/preprocess.cpp, DARKNET.md 4.3):
+// same values as the CPU reference (kernels/cpu/preprocess.cpp, Darknet src/image.c):
 //   u(x, y, k) = byte / 255.f                       (load_image_cv, RGB order)
 //   resize_image (align-corners, two passes), for output pixel (x, y) of a rw x rh resize:
 //     h(row) = x == rw-1 || iw == 1 ? u(iw-1, row)
@@ -92,7 +92,7 @@ float align_corners_scale(int in, int out) {
   return out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.f;
 }
 
-// cpu::letterbox_size (DARKNET.md 4.3): float compare, integer sizes.
+// cpu::letterbox_size (Darknet src/image.c letterbox_image): float compare, integer sizes.
 void letterbox_size(int iw, int ih, int ow, int oh, int* new_w, int* new_h) {
   if (static_cast<float>(ow) / iw < static_cast<float>(oh) / ih) {
     *new_w = ow;

@@ -1,5 +1,5 @@
 // shortcut: out = act(prev + from[0] + from[1] + ...), Darknet's multilayer rule
-// (cuda_ops.h, cpu::shortcut, DARKNET.md 1.5, blas.c:shortcut_multilayer_cpu):
+// (cuda_ops.h, cpu::shortcut, blas.c:shortcut_multilayer_cpu):
 // for the element of flat NCHW index i = (c*H + y)*W + x of an image of out, a
 // `from` view of F = Cf*Hf*Wf elements per image adds its flat element i (in its
 // own NCHW order) when i < F; with the same H, W that is "the first Cf channels".

@@ -1,5 +1,5 @@
 // upsample: nearest neighbour, out[c][y][x] = scale * in[c][y/stride][x/stride]
-// (cuda_ops.h, cpu::upsample, DARKNET.md 1.7). One thread per output element in
+// (cuda_ops.h, cpu::upsample, Darknet src/blas.c upsample_cpu). One thread per output element in
 // the output's memory order; any layout/dtype for in and out.
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/cuda_check.h"

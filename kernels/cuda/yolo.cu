@@ -1,4 +1,4 @@
-// yolo: Darknet yolo forward at inference (cuda_ops.h, cpu::yolo, DARKNET.md 4.4).
+// yolo: Darknet yolo forward at inference (cuda_ops.h, cpu::yolo, Darknet src/yolo_layer.c).
 // Channel k of the input is entry e = k % (classes + 5) of anchor k / (classes + 5):
 //   e = 0, 1 (tx, ty):   v = logistic(v) unless new_coords; then v = fmaf(v, sxy, beta)
 //                        (a single rounding, like cpu::yolo), beta = (float)(-0.5*(sxy - 1))

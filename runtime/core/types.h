@@ -36,7 +36,7 @@ enum class DeviceKind : uint8_t { kCPU, kCUDA };
 const char* device_name(DeviceKind d);
 
 // Darknet activations. All are elementwise; see kernels/cpu/activation.h for
-// the exact formulas (DARKNET.md section 2).
+// the exact formulas (Darknet src/activations.h).
 enum class Activation : uint8_t {
   kLinear,
   kLeaky,     // x > 0 ? x : 0.1f * x

@@ -1,4 +1,5 @@
-// Post-processing exactly like Darknet (shared docs DARKNET.md 4.4-4.6):
+// Post-processing exactly like Darknet (AlexeyAB/darknet src/yolo_layer.c,
+// src/box.c, src/image.c):
 // yolo decode -> correct_yolo_boxes -> per-class NMS -> best-class selection.
 // Pure host code, fp32, no CUDA.
 #pragma once

@@ -1,5 +1,4 @@
-// Darknet's stdout detection lines (AlexeyAB image.c:draw_detections_v3, shared
-// docs DARKNET.md 4.6):
+// Darknet's stdout detection lines (AlexeyAB image.c:draw_detections_v3):
 //   printf("%s: %.0f%%", name, prob*100)            prob*100 in float
 //   ext_output: printf("\t(left_x: %4.0f   top_y: %4.0f   width: %4.0f   height: %4.0f)\n",
 //                      round((x-w/2)*im.w), round((y-h/2)*im.h), round(w*im.w), round(h*im.h))

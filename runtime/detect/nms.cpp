@@ -1,4 +1,4 @@
-// Darknet box.c NMS (shared docs DARKNET.md 4.5): overlap/box_iou, box_diou
+// Darknet box.c NMS (AlexeyAB/darknet src/box.c): overlap/box_iou, box_diou
 // (GREEDY_NMS, exponent 0.6 as a double literal), box_diounms (DIOU_NMS, exponent
 // beta_nms: a float promoted to double), do_nms_sort and diounms_sort.
 //

@@ -1,5 +1,5 @@
-// The whole Darknet detection post-processing for one image (shared docs
-// DARKNET.md 4.2 steps 7-9): get_network_boxes over the output layers ([yolo],
+// The whole Darknet detection post-processing for one image (AlexeyAB/darknet
+// src/network.c, src/detector.c): get_network_boxes over the output layers ([yolo],
 // [region], [Gaussian_yolo]) in network order -> correct_yolo_boxes -> NMS with the
 // LAST output layer's nms_kind/beta_nms and classes (Darknet reads net.layers[net.n-1])
 // -> get_actual_detections.

@@ -1,5 +1,5 @@
-// Darknet image.c:get_actual_detections + compare_by_lefts (shared docs
-// DARKNET.md 4.6):
+// Darknet image.c:get_actual_detections + compare_by_lefts (AlexeyAB/darknet
+// src/image.c):
 //  - best class: the running maximum starting at thresh with a strict '>', so the
 //    class must exceed thresh and ties go to the lowest index;
 //  - a candidate without a best class is dropped;

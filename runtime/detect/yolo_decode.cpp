@@ -1,5 +1,5 @@
 // Darknet yolo_layer.c:get_yolo_detections / get_yolo_box / correct_yolo_boxes
-// (shared docs DARKNET.md 4.4), with Darknet's float/double promotions kept:
+// (AlexeyAB/darknet src/yolo_layer.c), with Darknet's float/double promotions kept:
 //  - bx = (col + x) / lw in float; bw = exp(double tw) * anchor_w / net_w in double,
 //    stored as float; new_coords: bw = tw*tw*4*anchor_w/net_w in float;
 //  - correct_boxes: x = (x - (net_w-new_w)/2./net_w) / ((float)new_w/net_w) in double,

@@ -152,8 +152,8 @@ json curve_json(const std::vector<BandwidthPoint>& pts) {
 }
 
 CopyProfile make_h100() {
-  // PERF-ANCHORS.md section 4, measured on the H100 machine (PCIe Gen5 x16, driver 580,
-  // CUDA 13.0): the measured 17.05 GB/s at 64 KB is used (DOMAIN.md rounds it to 16).
+  // Measured with dlprobe on the H100 machine (PCIe Gen5 x16, driver 580, CUDA 13.0;
+  // docs/results/h100-2026-11-21-ring/probe.txt): 17.05 GB/s at 64 KB, 55 GB/s from 16 MB.
   CopyProfile p;
   p.name = "h100";
   p.pinned = {{64 * kKiB, 17.05}, {256 * kKiB, 35.87}, {1 * kMiB, 47.42}, {2 * kMiB, 51.13},
@@ -171,7 +171,8 @@ CopyProfile make_h100() {
 CopyProfile make_jetson_xavier() {
   CopyProfile p;
   p.name = "jetson-xavier";
-  // Queue: measured on Jetson AGX Xavier (DOMAIN.md section 2): <= 64 KB copies queue
+  // Queue: measured on Jetson AGX Xavier (Ji et al., RTSS 2022, "Demand
+  // Layering for Real-Time DNN Inference with Minimized Memory Usage"): <= 64 KB copies queue
   // about 14 deep (25 at 32 KB: 14 is kept for the whole class), 64 KB-1 MB: 2,
   // 1-2 MB: 1, > 2 MB: the call waits until the queue is empty (depth 0).
   p.queue = {{64 * kKiB, 14}, {1 * kMiB, 2}, {2 * kMiB, 1}, {256 * kMiB, 0}};
