@@ -4,6 +4,7 @@
 
 #include "loaders/network_desc.h"
 #include "runtime/core/log.h"
+#include "runtime/streaming/residency.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/unit_search.h"
 
@@ -25,10 +26,19 @@ std::string base_name(const std::string& path) {
   return dot != std::string::npos && dot + 4 == n.size() ? n.substr(0, dot) : n;
 }
 
+bool streamed_ring(const CompiledModel& m) {
+  return m.streaming && !m.stream.resident && m.stream.layout == PoolLayout::kRing;
+}
+
+// Transfer units chosen by simulation.
 bool searchable(const CompiledModel& m) {
-  const SessionOptions& o = m.options;
-  return m.streaming && !m.stream.resident && m.stream.layout == PoolLayout::kRing && o.unit_search &&
-         o.chunk_bytes == 0;
+  return streamed_ring(m) && m.options.unit_search && m.options.chunk_bytes == 0;
+}
+
+// Resident blobs chosen within the budget: only a budget above the minimal pool
+// leaves room (an explicit "min" budget does not).
+bool residency_planned(const CompiledModel& m) {
+  return streamed_ring(m) && m.options.residency != Residency::kNone && m.budget_bytes > 0;
 }
 
 }  // namespace
@@ -55,9 +65,11 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
   return p;
 }
 
-bool CompiledModel::needs_layer_times() const { return searchable(*this) && layer_ms.empty(); }
+bool CompiledModel::needs_layer_times() const {
+  return (searchable(*this) || residency_planned(*this)) && layer_ms.empty();
+}
 
-int64_t CompiledModel::device_weight_bytes() const { return streaming ? stream.pool_bytes : plan.weight_bytes(); }
+int64_t CompiledModel::device_weight_bytes() const { return streaming ? stream.device_bytes() : plan.weight_bytes(); }
 
 EngineSettings engine_settings(const SessionOptions& o) {
   EngineSettings e;
@@ -114,6 +126,16 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
                         mib(m.stream.total_weight_bytes)) +
                     " (copy profile " + target.copy_profile.name + ")");
 
+  if (residency_planned(m) && !layer_ms.empty()) {
+    ResidencyOptions ro;
+    ro.strategy = options.residency;
+    DLR_ASSIGN_OR_RETURN(ResidencyResult r, plan_residency(m.plan, target.copy_profile, so, layer_ms, ro));
+    if (r.plan.resident_bytes > 0) so.resident = r.resident;
+    m.stream = std::move(r.plan);
+    m.notes.push_back(r.how);
+  } else if (residency_planned(m)) {
+    m.notes.push_back("residency: chosen once kernel times are measured at open");
+  }
   if (searchable(m) && !layer_ms.empty()) {
     UnitSearchOptions search;
     search.min_gain = options.unit_search_min_gain;

@@ -6,8 +6,8 @@
 //   engine = create(model, weights)               allocates, uploads
 //   if model.needs_layer_times():                 measure-then-replan, explicit:
 //     ms = engine->measure_layer_ms()             kernel times on this device
-//     model = compile(net, target, options, ms)   units chosen by simulation
-//     engine->replan(model)                       same pool, new units/events
+//     model = compile(net, target, options, ms)   resident set, pool and units chosen by simulation
+//     engine->replan(model, weights)              the final placement (weights prepared once, here)
 //
 // Plain C++ (no CUDA): a plan can be compiled, printed, saved and diffed without a GPU.
 #pragma once
@@ -57,7 +57,7 @@ EngineSettings engine_settings(const SessionOptions& options);
 
 // Everything the engines need, and nothing they must work out themselves.
 struct CompiledModel {
-  int format_version = 1;       // of the JSON form
+  int format_version = 2;       // of the JSON form (2: resident blobs in stream mode)
   std::string cfg_path;
   std::string model_name;       // cfg file name without directory
   Target target;

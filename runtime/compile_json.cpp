@@ -55,6 +55,8 @@ DLR_JSON_ENUM(DeviceKind, {{DeviceKind::kCPU, "cpu"}, {DeviceKind::kCUDA, "cuda"
 DLR_JSON_ENUM(WeightMode, {{WeightMode::kPreload, "preload"}, {WeightMode::kStream, "stream"}})
 DLR_JSON_ENUM(PoolLayout, {{PoolLayout::kAuto, "auto"}, {PoolLayout::kSlots, "slots"},
                                           {PoolLayout::kRing, "ring"}})
+DLR_JSON_ENUM(Residency, {{Residency::kNone, "none"}, {Residency::kLargestLate, "largest-late"},
+                          {Residency::kGreedy, "greedy"}})
 DLR_JSON_ENUM(NmsKind, {{NmsKind::kDefault, "default"}, {NmsKind::kGreedy, "greedynms"},
                                        {NmsKind::kDiou, "diounms"}})
 DLR_JSON_ENUM(StreamAction::Kind, {{StreamAction::Kind::kCopy, "copy"},
@@ -101,11 +103,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightGroup, first_blob, last_blob, host_offs
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamPlan, layout, pool_bytes, slot_bytes, slots, minimal_pool_bytes,
                                    total_weight_bytes, groups, resident, units, blob_pool_offset, blob_last_unit,
                                    unit_waits, order, max_copies_ahead, units_searched, searched_ms, chunks_ms,
-                                   search_layer_ms)
+                                   search_layer_ms, blob_resident, resident_bytes, blob_host_offset)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBudget, kind, fraction, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SessionOptions, device, precision, batch, width, height, letterbox, thresh, nms,
                                    concat_in_place, keep_all_outputs, cuda_device, mode, weight_budget, copy_profile,
-                                   chunk_bytes, weight_pool, unit_search, unit_search_min_gain, layout, cuda_graph,
+                                   chunk_bytes, weight_pool, unit_search, unit_search_min_gain, residency, layout,
+                                   cuda_graph,
                                    profile_layers, find_algorithms, workspace_limit, max_image_width,
                                    max_image_height)
 

@@ -58,6 +58,7 @@ struct MemoryReport {
 };
 
 struct CompiledModel;
+class WeightSource;
 
 class Engine {
  public:
@@ -69,8 +70,12 @@ class Engine {
     return unsupported("this engine does not measure kernel times");
   }
   // Adopts a model compiled again from the same network, target and options with
-  // measured kernel times: only the transfer units (and their ordering) may differ.
-  virtual Status replan(const CompiledModel& model) { return unsupported("this engine does not replan"); }
+  // measured kernel times: the execution plan is the same; the weight placement (the
+  // resident set, the pool, the transfer units and their ordering) may differ, and is
+  // then set up again from `weights` (allocation at open, never inside an inference).
+  virtual Status replan(const CompiledModel& model, WeightSource& weights) {
+    return unsupported("this engine does not replan");
+  }
   // Warm-up and CUDA graph capture; called once, last, before the first run().
   virtual Status finalize() { return Status(); }
 

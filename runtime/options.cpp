@@ -8,6 +8,24 @@
 
 namespace dlr {
 
+const char* residency_name(Residency r) {
+  switch (r) {
+    case Residency::kNone: return "none";
+    case Residency::kLargestLate: return "largest-late";
+    case Residency::kGreedy: return "greedy";
+  }
+  return "greedy";
+}
+
+bool parse_residency(const std::string& s, Residency* out) {
+  for (Residency r : {Residency::kNone, Residency::kLargestLate, Residency::kGreedy})
+    if (s == residency_name(r)) {
+      *out = r;
+      return true;
+    }
+  return false;
+}
+
 const char* weight_mode_name(WeightMode m) { return m == WeightMode::kStream ? "stream" : "preload"; }
 
 bool parse_weight_mode(const std::string& s, WeightMode* out) {

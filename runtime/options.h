@@ -21,6 +21,14 @@ enum class PoolLayout : uint8_t { kAuto, kSlots, kRing };
 const char* pool_layout_name(PoolLayout l);
 bool parse_pool_layout(const std::string& s, PoolLayout* out);  // "auto", "slots", "ring"
 
+// Which weights stay resident within the weight budget in stream mode
+// (runtime/streaming/residency.h): none (every blob streamed through a pool of the
+// whole budget), largest-late (the largest blobs, later first), greedy (chosen by
+// simulation from kernel times measured at open; the default).
+enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
+const char* residency_name(Residency r);
+bool parse_residency(const std::string& s, Residency* out);  // "none", "largest-late", "greedy"
+
 // Device memory for streamed weights ("--weight-budget"). Resolved against the
 // plan's weight bytes and the pool minimum by the compile step.
 struct WeightBudget {
@@ -67,6 +75,7 @@ struct SessionOptions {
   bool unit_search = true;                 // stream mode, ring, no chunk_bytes: transfer units chosen by simulation
                                            // from kernel times measured at open (unit_search.h); false: equal chunks
   double unit_search_min_gain = 0.01;      // keep a searched cut only when predicted this fraction faster, [0, 1)
+  Residency residency = Residency::kGreedy;  // stream mode, ring: which blobs stay resident within the budget
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
   bool profile_layers = false;    // per-layer CUDA event timing (event nodes inside the graph)

@@ -96,7 +96,7 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
     DLR_ASSIGN_OR_RETURN(std::vector<double> layer_ms, s->m_engine->measure_layer_ms());
     DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(s->m_net, target, options, layer_ms));
     DLR_LOG_DEBUG("compiled again with kernel times measured at open: {}", again.notes.back());
-    DLR_RETURN_IF_ERROR(s->m_engine->replan(again));
+    DLR_RETURN_IF_ERROR(s->m_engine->replan(again, *s->m_source));
     *s->m_model = std::move(again);
     DLR_LOG_INFO("stream mode: {}", s->m_model->notes.back());
   }

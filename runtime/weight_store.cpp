@@ -38,16 +38,23 @@ Expected<HostBuffer> HostBuffer::aligned(size_t bytes) {
 
 Expected<WeightStore> WeightStore::create(const ExecutionPlan& plan, WeightSource& source,
                                           const HostAllocator& alloc) {
+  return create_subset(plan, source, alloc, std::vector<char>(plan.weights.size(), 1));
+}
+
+Expected<WeightStore> WeightStore::create_subset(const ExecutionPlan& plan, WeightSource& source,
+                                                 const HostAllocator& alloc, const std::vector<char>& hold) {
+  DLR_ASSERT(hold.size() == plan.weights.size());
   WeightStore store;
   int64_t total = 0;
-  for (const WeightBlob& w : plan.weights) {
-    store.m_offsets.push_back(total);
-    total += w.bytes;
+  for (size_t i = 0; i < plan.weights.size(); ++i) {
+    store.m_offsets.push_back(hold[i] ? total : -1);
+    if (hold[i]) total += plan.weights[i].bytes;
   }
   auto buf = alloc ? alloc(size_t(total)) : HostBuffer::aligned(size_t(total));
   if (!buf.ok()) return buf.status();
   store.m_buffer = std::move(buf).value();
   for (size_t i = 0; i < plan.weights.size(); ++i) {
+    if (!hold[i]) continue;
     const WeightBlob& w = plan.weights[i];
     DLR_RETURN_IF_ERROR(
         source.prepare(w, plan.options.layout, static_cast<char*>(store.m_buffer.data()) + store.m_offsets[i]));

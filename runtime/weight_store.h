@@ -48,6 +48,10 @@ class WeightStore {
   // allocation from `alloc` (default: HostBuffer::aligned).
   static Expected<WeightStore> create(const ExecutionPlan& plan, WeightSource& source,
                                       const HostAllocator& alloc = {});
+  // Only the blobs `hold` marks (per plan.weights entry, non-zero = held), back to back
+  // in plan order; blob_offset() of a blob not held is -1.
+  static Expected<WeightStore> create_subset(const ExecutionPlan& plan, WeightSource& source,
+                                             const HostAllocator& alloc, const std::vector<char>& hold);
 
   const void* blob(int index) const { return static_cast<const char*>(m_buffer.data()) + m_offsets[size_t(index)]; }
   int64_t blob_offset(int index) const { return m_offsets[size_t(index)]; }

@@ -24,7 +24,9 @@ CudaEngine::~CudaEngine() {
 }
 
 const char* CudaEngine::blob_ptr(int blob) const {
-  const int64_t off = m_streaming ? m_stream_plan.blob_pool_offset[size_t(blob)] : m_blob_offsets[size_t(blob)];
+  if (!m_streaming) return static_cast<const char*>(pool_base()) + m_blob_offsets[size_t(blob)];
+  const int64_t off = m_stream_plan.blob_pool_offset[size_t(blob)];
+  if (m_stream_plan.is_resident(blob)) return static_cast<const char*>(m_resident.data()) + off;
   return static_cast<const char*>(pool_base()) + off;
 }
 
@@ -107,6 +109,8 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
 }
 
 Status CudaEngine::finalize() {
+  if (m_weights_deferred)
+    return internal_error("finalize: the model needs kernel times measured at open and a replan before it can run");
   if (m_options.profile_layers && m_ev_layer_start.empty()) {
     for (auto* v : {&m_ev_layer_start, &m_ev_layer_ready, &m_ev_layer_end}) {
       for (size_t i = 0; i < m_plan.steps.size(); ++i) {
@@ -334,7 +338,7 @@ Status CudaEngine::read_layer(int layer, int image, std::vector<float>* out) con
 
 MemoryReport CudaEngine::memory() const {
   MemoryReport r;
-  r.weights = int64_t(m_weights.bytes() + m_ring.bytes());
+  r.weights = int64_t(m_weights.bytes() + m_ring.bytes() + m_resident.bytes());
   r.activations = int64_t(m_arena.bytes());
   r.workspace = int64_t(m_workspace.bytes());
   r.other = int64_t(m_image_dev.bytes() + m_input_f32.bytes());

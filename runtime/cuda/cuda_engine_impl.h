@@ -41,7 +41,7 @@ class CudaEngine final : public Engine {
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
   std::vector<CopyTiming> copy_timings() const override { return m_copy_timings; }
   Expected<std::vector<double>> measure_layer_ms() override;
-  Status replan(const CompiledModel& model) override;
+  Status replan(const CompiledModel& model, WeightSource& weights) override;
   Status finalize() override;
   double last_run_ms() const override { return m_run_timing.network_ms; }
   RunTiming last_run_timing() const override { return m_run_timing; }
@@ -49,13 +49,14 @@ class CudaEngine final : public Engine {
  private:
   explicit CudaEngine(const CompiledModel& model)
       : m_options(model.engine), m_plan(model.plan), m_streaming(model.streaming), m_stream_plan(model.stream),
-        m_profile_name(model.target.copy_profile.name) {}
+        m_profile_name(model.target.copy_profile.name), m_weights_deferred(model.needs_layer_times()) {}
   TensorView view(const ViewRef& v) const;
   const char* blob_ptr(int blob) const;  // device address of a weight blob (pool or resident buffer)
   char* pool_base() const { return m_ring.bytes() ? m_ring.data() : static_cast<char*>(m_weights.data()); }
 
   // weight_residency.cpp
   Status setup_weights(WeightSource& weights);
+  Status setup_stream_weights(WeightSource& weights);  // pool, resident region, pinned store of m_stream_plan
   Status make_stream_events();  // per-unit and per-layer ordering events of m_stream_plan
   Status enqueue_network(bool profile);
   Status read_profile();
@@ -79,10 +80,15 @@ class CudaEngine final : public Engine {
   // m_stream_plan the schedule.
   cuda::DeviceBuffer m_weights;
   cuda::MirroredBuffer m_ring;
+  cuda::DeviceBuffer m_resident;    // stream mode: the resident blobs (StreamPlan::resident_bytes)
   std::vector<int64_t> m_blob_offsets;
   bool m_streaming = false;
   StreamPlan m_stream_plan;
   std::string m_profile_name;       // the copy profile the plan was compiled with (logs)
+  // Stream mode, a model that is compiled again with kernel times measured at open:
+  // until replan() only the pool exists (the measurement reads it; values do not
+  // matter), so the host store is prepared once, for the final placement.
+  bool m_weights_deferred = false;
   std::unique_ptr<WeightStore> m_host;
   std::vector<cuda::Event> m_copy_done;   // per unit (ordering only)
   std::vector<cuda::Event> m_layer_done;  // per layer that ends a group's use (ordering only)

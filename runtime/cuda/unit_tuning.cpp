@@ -82,15 +82,25 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
   return result;
 }
 
-Status CudaEngine::replan(const CompiledModel& model) {
-  // Same network, options and pool: only the cut of the byte stream (units, waits, order).
-  if (model.plan.steps.size() != m_plan.steps.size() || model.streaming != m_streaming ||
-      model.stream.pool_bytes != m_stream_plan.pool_bytes || model.stream.layout != m_stream_plan.layout ||
-      model.stream.resident != m_stream_plan.resident)
-    return invalid_argument("replan: the model differs from the open one in more than its transfer units");
+Status CudaEngine::replan(const CompiledModel& model, WeightSource& weights) {
+  // Same network and options: the execution plan is unchanged. The weight placement
+  // may differ: only the cut of the byte stream (units, waits, order), or also the
+  // resident set and the pool (residency chosen from the measured times), which is
+  // then set up again (allocation at open).
+  if (model.plan.steps.size() != m_plan.steps.size() || model.streaming != m_streaming)
+    return invalid_argument("replan: the model differs from the open one in more than its weight placement");
   if (!m_streaming) return Status();
-  m_stream_plan = model.stream;
-  DLR_RETURN_IF_ERROR(make_stream_events());
+  const StreamPlan& s = model.stream;
+  const bool same_placement = !m_weights_deferred && s.pool_bytes == m_stream_plan.pool_bytes &&
+                              s.layout == m_stream_plan.layout && s.resident == m_stream_plan.resident &&
+                              s.blob_resident == m_stream_plan.blob_resident;
+  m_stream_plan = s;
+  if (same_placement) {
+    DLR_RETURN_IF_ERROR(make_stream_events());
+  } else {
+    m_weights_deferred = false;
+    DLR_RETURN_IF_ERROR(setup_stream_weights(weights));
+  }
   if (m_graph) DLR_RETURN_IF_ERROR(capture_graph());
   return Status();
 }

@@ -38,33 +38,66 @@ Status CudaEngine::setup_weights(WeightSource& source) {
     return Status();
   }
 
-  // The pinned host store, filled blob by blob from the source.
-  DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create(m_plan, source, pinned_host));
-  m_host = std::make_unique<WeightStore>(std::move(store));
-  for (size_t i = 0; i < m_plan.weights.size(); ++i)
-    DLR_ASSERT(i == 0 || m_host->blob_offset(int(i)) == m_host->blob_offset(int(i) - 1) + m_plan.weights[i - 1].bytes);
-  if (m_stream_plan.layout == PoolLayout::kRing) {
+  return setup_stream_weights(source);
+}
+
+Status CudaEngine::setup_stream_weights(WeightSource& source) {
+  // Streams and ordering events exist once; the placement below may be set up again by replan().
+  if (!m_copy_stream) {
+    DLR_ASSIGN_OR_RETURN(m_copy_stream, cuda::make_stream());
+    DLR_ASSIGN_OR_RETURN(m_fork, cuda::make_event(false));
+    DLR_ASSIGN_OR_RETURN(m_join, cuda::make_event(false));
+  }
+  m_host.reset();
+  m_ring = cuda::MirroredBuffer();
+  m_weights = cuda::DeviceBuffer();
+  m_resident = cuda::DeviceBuffer();
+  if (m_stream_plan.layout == PoolLayout::kRing && !m_stream_plan.resident) {
     DLR_ASSIGN_OR_RETURN(m_ring, cuda::MirroredBuffer::alloc(m_options.cuda_device, size_t(m_stream_plan.pool_bytes)));
   } else {
     DLR_ASSIGN_OR_RETURN(m_weights, cuda::DeviceBuffer::alloc(size_t(m_stream_plan.pool_bytes)));
   }
-  DLR_ASSIGN_OR_RETURN(m_copy_stream, cuda::make_stream());
-  DLR_ASSIGN_OR_RETURN(m_fork, cuda::make_event(false));
-  DLR_ASSIGN_OR_RETURN(m_join, cuda::make_event(false));
   DLR_RETURN_IF_ERROR(make_stream_events());
+  if (m_weights_deferred) {
+    DLR_LOG_DEBUG("stream mode: {:.2f} MiB pool for measuring kernel times; weights set up after the replan",
+                  mib(m_stream_plan.pool_bytes));
+    return Status();
+  }
+  const size_t n = m_plan.weights.size();
+  std::vector<char> streamed(n, 1), resident(n, 0);
+  for (size_t b = 0; b < n; ++b)
+    if (m_stream_plan.is_resident(int(b))) {
+      streamed[b] = 0;
+      resident[b] = 1;
+    }
+  if (m_stream_plan.resident_bytes > 0) {
+    // Resident blobs: prepared in ordinary host memory in the region's order (blobs
+    // back to back), uploaded once, the host copy freed.
+    DLR_ASSIGN_OR_RETURN(WeightStore staged, WeightStore::create_subset(m_plan, source, {}, resident));
+    DLR_ASSERT(staged.bytes() == m_stream_plan.resident_bytes);
+    for (size_t b = 0; b < n; ++b)
+      if (resident[b]) DLR_ASSERT(staged.blob_offset(int(b)) == m_stream_plan.blob_pool_offset[b]);
+    DLR_ASSIGN_OR_RETURN(m_resident, cuda::DeviceBuffer::alloc(size_t(staged.bytes())));
+    DLR_CUDA_CHECK(cudaMemcpy(m_resident.data(), staged.data(), size_t(staged.bytes()), cudaMemcpyHostToDevice));
+  }
+  // The pinned host store of the streamed blobs, filled blob by blob from the source.
+  DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create_subset(m_plan, source, pinned_host, streamed));
+  m_host = std::make_unique<WeightStore>(std::move(store));
+  for (size_t b = 0; b < n; ++b)
+    if (streamed[b]) DLR_ASSERT(m_host->blob_offset(int(b)) == m_stream_plan.blob_host_offset[b]);
   if (m_stream_plan.resident) {
-    // Every blob has its own region: copy once now; inferences copy nothing.
+    // Every streamed blob has its own region: copy once now; inferences copy nothing.
     for (const TransferUnit& u : m_stream_plan.units)
       DLR_CUDA_CHECK(cudaMemcpy(pool_base() + u.pool_offset,
                                 static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
                                 cudaMemcpyHostToDevice));
   }
-  DLR_LOG_INFO("stream mode: {} pool of {:.2f} MiB ({} slots of {:.2f} MiB) for {:.2f} MiB of weights, {} copies "
-               "per inference (profile {})",
+  DLR_LOG_INFO("stream mode: {} pool of {:.2f} MiB ({} slots of {:.2f} MiB) for {:.2f} MiB of streamed weights, "
+               "{:.2f} MiB resident beside it, {} copies per inference (profile {})",
                m_stream_plan.resident ? "resident" : pool_layout_name(m_stream_plan.layout),
                mib(m_stream_plan.pool_bytes), m_stream_plan.slots, mib(m_stream_plan.slot_bytes),
-               mib(m_stream_plan.total_weight_bytes), m_stream_plan.resident ? 0 : m_stream_plan.units.size(),
-               m_profile_name);
+               mib(m_stream_plan.host_store_bytes()), mib(m_stream_plan.resident_bytes),
+               m_stream_plan.resident ? 0 : m_stream_plan.units.size(), m_profile_name);
   return Status();
 }
 

@@ -191,10 +191,12 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
     // Ring: a byte is in use from the start of the copy writing it to its reader's end,
     // so every (unit, blob) overlap holds its bytes over that interval.
     std::vector<std::pair<double, int64_t>> ev;  // (time, +-bytes)
-    const std::vector<int64_t> host_offset = blob_host_offsets(plan);
+    const std::vector<int64_t> host_offset =
+        stream.blob_host_offset.size() == plan.weights.size() ? stream.blob_host_offset : blob_host_offsets(plan);
     for (const TransferUnit& tu : stream.units) {
       if (!issued[size_t(tu.index)]) continue;
       for (int b = tu.first_blob; b <= tu.last_blob; ++b) {
+        if (stream.is_resident(b)) continue;
         const int64_t lo = std::max(tu.host_offset, host_offset[size_t(b)]);
         const int64_t hi = std::min(tu.host_offset + tu.bytes, host_offset[size_t(b)] + plan.weights[size_t(b)].bytes);
         if (hi <= lo) continue;
@@ -226,7 +228,8 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
     std::vector<double> blob_ready(plan.weights.size(), 0);
     for (const TransferUnit& tu : stream.units)
       for (int b = tu.first_blob; b <= tu.last_blob; ++b)
-        blob_ready[size_t(b)] = std::max(blob_ready[size_t(b)], r.copy_end_ms[size_t(tu.index)]);
+        if (!stream.is_resident(b))
+          blob_ready[size_t(b)] = std::max(blob_ready[size_t(b)], r.copy_end_ms[size_t(tu.index)]);
     for (int l = 0; l < n_steps; ++l) {
       const Step& st = plan.steps[size_t(l)];
       if (st.weight < 0 || st.no_op || !launched[size_t(l)]) continue;
@@ -248,6 +251,7 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
     for (const TransferUnit& tu : stream.units) {
       if (!issued[size_t(tu.index)]) continue;
       for (int b = 0; b < tu.first_blob; ++b) {
+        if (stream.is_resident(b)) continue;  // its own region: never overwritten
         if (!overlaps(tu.pool_offset, tu.bytes, stream.blob_pool_offset[size_t(b)], plan.weights[size_t(b)].bytes))
           continue;
         if (r.copy_start_ms[size_t(tu.index)] + kEps < blob_reader_end(b))

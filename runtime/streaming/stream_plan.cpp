@@ -235,6 +235,68 @@ void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int
 
 }  // namespace
 
+
+StreamedSubplan streamed_subplan(const ExecutionPlan& plan, const std::vector<char>& resident) {
+  StreamedSubplan sp;
+  sp.plan.options = plan.options;
+  sp.plan.steps.resize(plan.steps.size());
+  std::vector<int> sub_of(plan.weights.size(), -1);
+  for (size_t b = 0; b < plan.weights.size(); ++b) {
+    if (resident[b]) continue;
+    sub_of[b] = int(sp.plan.weights.size());
+    sp.plan.weights.push_back(plan.weights[b]);
+    sp.full_blob.push_back(int(b));
+  }
+  for (size_t l = 0; l < plan.steps.size(); ++l) {
+    const Step& st = plan.steps[l];
+    Step& t = sp.plan.steps[l];
+    t.layer = st.layer;
+    t.kind = st.kind;
+    t.no_op = st.no_op;
+    if (!st.copies.empty()) t.copies.push_back(st.copies.front());  // simulate() asks only whether there are any
+    t.weight = st.weight >= 0 ? sub_of[size_t(st.weight)] : -1;
+  }
+  return sp;
+}
+
+// `sub` (planned over the streamed blobs of `sp`) in the full plan's blob numbering,
+// with the resident blobs back to back in their own region.
+StreamPlan expand_stream_plan(StreamPlan sub, const ExecutionPlan& plan, const StreamedSubplan& sp,
+                              const std::vector<char>& resident) {
+  StreamPlan s = std::move(sub);
+  const size_t n = plan.weights.size();
+  auto full = [&](int b) { return sp.full_blob[size_t(b)]; };
+  for (TransferUnit& u : s.units) {
+    u.first_blob = full(u.first_blob);
+    u.last_blob = full(u.last_blob);
+  }
+  for (WeightGroup& g : s.groups) {
+    g.first_blob = full(g.first_blob);
+    g.last_blob = full(g.last_blob);
+  }
+  std::vector<int64_t> pool_offset(n, 0), host_offset(n, -1);
+  std::vector<int> last_unit(n, -1);
+  for (size_t i = 0; i < sp.full_blob.size(); ++i) {
+    const size_t b = size_t(sp.full_blob[i]);
+    pool_offset[b] = s.blob_pool_offset[i];
+    last_unit[b] = s.blob_last_unit[i];
+    host_offset[b] = s.blob_host_offset[i];
+  }
+  int64_t res = 0;
+  for (size_t b = 0; b < n; ++b) {
+    if (!resident[b]) continue;
+    pool_offset[b] = res;
+    res += plan.weights[b].bytes;
+  }
+  s.blob_pool_offset = std::move(pool_offset);
+  s.blob_last_unit = std::move(last_unit);
+  s.blob_host_offset = std::move(host_offset);
+  s.blob_resident = resident;
+  s.resident_bytes = res;
+  s.total_weight_bytes = s.total_weight_bytes + res;
+  return s;
+}
+
 // A unit starting inside blob B must end within B's start + ring: otherwise it would
 // overwrite bytes of B itself and wait for B's reader, which waits for it. Units of at
 // most ring - slot_bytes bytes never do (they start less than slot_bytes into B).
@@ -249,6 +311,8 @@ std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan) {
   }
   return offset;
 }
+
+int64_t StreamPlan::host_store_bytes() const { return total_weight_bytes - resident_bytes; }
 
 int64_t StreamPlan::streamed_bytes() const {
   if (resident) return 0;
@@ -336,6 +400,35 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
   }
   if (options.budget_bytes < 0)
     return invalid_argument("weight budget " + std::to_string(options.budget_bytes) + " bytes is negative");
+  if (!options.resident.empty()) {
+    if (options.resident.size() != size_t(n_blobs))
+      return invalid_argument("resident set has " + std::to_string(options.resident.size()) + " entries; expected " +
+                              std::to_string(n_blobs) + " (one per weight blob)");
+    int64_t res = 0;
+    int n_res = 0;
+    for (int b = 0; b < n_blobs; ++b)
+      if (options.resident[size_t(b)]) {
+        res += plan.weights[size_t(b)].bytes;
+        ++n_res;
+      }
+    if (n_res > 0) {
+      if (n_res == n_blobs) return invalid_argument("resident set holds every blob: use a budget of all the weights");
+      if (options.layout == PoolLayout::kSlots)
+        return invalid_argument("resident blobs need the ring pool (the slots pool streams every blob)");
+      if (options.ring_granularity <= 0)
+        return invalid_argument("resident blobs need the ring pool, which needs CUDA virtual memory management");
+      if (options.budget_bytes != 0 && options.budget_bytes <= res)
+        return out_of_memory("weight budget " + mib_text(options.budget_bytes) + " MiB leaves no pool beside " +
+                             mib_text(res) + " MiB of resident weights");
+      const StreamedSubplan sp = streamed_subplan(plan, options.resident);
+      StreamOptions so = options;
+      so.resident.clear();
+      so.layout = PoolLayout::kRing;
+      so.budget_bytes = options.budget_bytes == 0 ? 0 : options.budget_bytes - res;
+      DLR_ASSIGN_OR_RETURN(StreamPlan sub, plan_streaming(sp.plan, profile, so));
+      return expand_stream_plan(std::move(sub), plan, sp, options.resident);
+    }
+  }
   const int64_t chunk = options.chunk_bytes > 0 ? options.chunk_bytes : profile.chunk_bytes;
   const int64_t min_unit = options.min_unit_bytes > 0 ? options.min_unit_bytes : profile.min_unit_bytes;
   if (options.chunk_bytes < 0 || chunk <= 0 || chunk % kAlign != 0)
@@ -348,6 +441,7 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
   const HostLayout h = host_layout(plan);
   StreamPlan s;
   s.total_weight_bytes = h.total;
+  s.blob_host_offset = h.offset;
   int largest = -1;
   for (int b = 0; b < n_blobs; ++b)
     if (largest < 0 || plan.weights[size_t(b)].bytes > plan.weights[size_t(largest)].bytes) largest = b;

@@ -74,7 +74,14 @@ struct StreamOptions {
   // Ring layout only: explicit unit boundaries instead of chunking (unit_search.h
   // chooses them). Host byte offsets where units end, strictly increasing, multiples
   // of 256, the last one the total weight bytes; each unit at most ring - largest blob.
+  // With resident blobs these are offsets into the streamed store (streamed blobs only).
   std::vector<int64_t> unit_ends;
+  // Per weight blob (plan.weights order), or empty: 1 = resident (its own region of
+  // the device weight memory, uploaded once at open; never copied per inference, never
+  // in the host store). budget_bytes then covers the resident bytes AND the pool; the
+  // streamed blobs are planned as if they were the whole network (ring pool only).
+  // residency.h chooses the set.
+  std::vector<char> resident;
 };
 
 struct WeightGroup {
@@ -98,7 +105,17 @@ struct StreamPlan {
   int64_t address_span() const { return layout == PoolLayout::kRing ? 2 * pool_bytes : pool_bytes; }
   int64_t total_weight_bytes = 0;
   std::vector<WeightGroup> groups;
-  bool resident = false;         // the pool holds every blob: copied once at open, nothing per inference
+  bool resident = false;         // the pool holds every streamed blob: copied once at open, nothing per inference
+  // Resident blobs (StreamOptions::resident): their own device region of resident_bytes,
+  // separate from the pool, uploaded once at open. blob_pool_offset of a resident blob
+  // is its offset in that region; its blob_last_unit is -1 (nothing to wait for).
+  std::vector<char> blob_resident;           // per weight blob: 1 = resident (empty: none)
+  int64_t resident_bytes = 0;
+  // Per weight blob: its offset in the host store, which holds the streamed blobs back
+  // to back in execution order (-1 for a resident blob).
+  std::vector<int64_t> blob_host_offset;
+  bool is_resident(int blob) const { return !blob_resident.empty() && blob_resident[size_t(blob)] != 0; }
+  int64_t host_store_bytes() const;          // bytes of the streamed blobs (the host store)
   std::vector<TransferUnit> units;
   std::vector<int64_t> blob_pool_offset;     // per weight blob: its region in the pool
   std::vector<int> blob_last_unit;           // per weight blob: the unit whose completion makes it ready
@@ -113,6 +130,7 @@ struct StreamPlan {
   double chunks_ms = 0;
   std::vector<double> search_layer_ms;  // the kernel time of every step the search used (empty: none ran)
   int64_t streamed_bytes() const;            // bytes copied per inference (0 when resident)
+  int64_t device_bytes() const { return pool_bytes + resident_bytes; }  // the weight budget used
   std::vector<int64_t> unit_ends() const;    // host offset where each unit ends (StreamOptions::unit_ends' form)
   std::string to_text() const;
 };
@@ -124,6 +142,22 @@ std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan);
 // The largest transfer unit a ring of `ring` bytes allows when the largest blob is
 // `slot_bytes` (a larger unit could overwrite the blob it completes), 256-aligned.
 int64_t ring_max_unit(int64_t ring, int64_t slot_bytes);
+
+// The streamed blobs of a plan with resident ones, as a plan of their own: the same
+// steps, `weights` reduced to the blobs not resident, each step's `weight`
+// renumbered (-1 for a resident blob's layer). Only what plan_streaming, the unit
+// search and simulate() read is kept (a step's params, inputs and views are
+// dropped), so building one is cheap. plan_streaming and search_ring_units plan the
+// sub-plan and expand the result back with expand_stream_plan.
+struct StreamedSubplan {
+  ExecutionPlan plan;
+  std::vector<int> full_blob;  // sub blob index -> plan.weights index
+};
+StreamedSubplan streamed_subplan(const ExecutionPlan& plan, const std::vector<char>& resident);
+// `sub` (planned over sp.plan) in the full plan's blob numbering, the resident blobs
+// back to back (execution order) in their own region.
+StreamPlan expand_stream_plan(StreamPlan sub, const ExecutionPlan& plan, const StreamedSubplan& sp,
+                              const std::vector<char>& resident);
 
 // Fails when the budget is smaller than the minimal pool (error names both sizes)
 // or the options are invalid.

@@ -68,6 +68,19 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
   StreamOptions base = options;
   base.unit_ends.clear();
   DLR_ASSIGN_OR_RETURN(StreamPlan def, plan_streaming(plan, profile, base));
+  if (def.resident_bytes > 0) {
+    // Resident blobs: search the cut of the streamed blobs' byte stream alone, in the
+    // pool plan_streaming gave them, and number the result like the full plan.
+    const StreamedSubplan sp = streamed_subplan(plan, options.resident);
+    StreamOptions sub = base;
+    sub.resident.clear();
+    sub.layout = PoolLayout::kRing;
+    sub.budget_bytes = def.pool_bytes;
+    DLR_ASSIGN_OR_RETURN(UnitSearchResult r, search_ring_units(sp.plan, profile, sub, layer_ms, search));
+    if (r.plan.pool_bytes != def.pool_bytes) return internal_error("unit search: the streamed pool changed");
+    r.plan = expand_stream_plan(std::move(r.plan), plan, sp, options.resident);
+    return r;
+  }
   UnitSearchOptions quiet = search;
   quiet.sim.check = false;
   UnitSearchResult r;

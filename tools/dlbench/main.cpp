@@ -57,6 +57,7 @@ struct Args {
   std::string copy_profile = "h100";
   std::string pools = "auto";
   std::string units = "search";
+  std::string residencies = "greedy";
   bool simulate = false;
 };
 
@@ -98,10 +99,12 @@ struct Config {
   std::string budget;  // stream mode
   std::string pool;    // stream mode
   std::string units;   // stream mode: search or chunks
+  std::string residency;  // stream mode: greedy, largest-late, none
   std::string name() const {
     std::string stream;
     if (mode == "stream")
-      stream = "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units);
+      stream = "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units) +
+               (residency == "greedy" ? "" : "~" + residency);
     return device + "/" + mode + stream + "/" + precision + (layout == "auto" ? "" : "/" + layout) + "/b" +
            std::to_string(batch);
   }
@@ -136,11 +139,16 @@ std::vector<Config> configs(const Args& a) {
           for (const std::string& b : split(a.batches))
             for (const std::string& budget : split(stream ? a.budgets : none))
               for (const std::string& pool : split(stream ? a.pools : none))
-                for (const std::string& units : split(stream ? a.units : none)) {
-                  // slots and resident plans never search their units: one variant is enough
-                  if ((pool == "slots" || budget == "all") && units != split(a.units).front()) continue;
-                  out.push_back(Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool, units});
-                }
+                for (const std::string& units : split(stream ? a.units : none))
+                  for (const std::string& res : split(stream ? a.residencies : none)) {
+                    // slots and resident plans never search their units and keep nothing resident
+                    // apart: one variant is enough
+                    const bool fixed = pool == "slots" || budget == "all" || budget == "min";
+                    if (fixed && units != split(a.units).front()) continue;
+                    if (fixed && res != split(a.residencies).front()) continue;
+                    out.push_back(
+                        Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool, units, res});
+                  }
     }
   return out;
 }
@@ -176,6 +184,8 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
     if (!parse_pool_layout(c.pool, &opt.weight_pool))
       return invalid_argument("--weight-pool " + c.pool + ": expected auto, ring or slots");
     DLR_RETURN_IF_ERROR(parse_units(c.units, &opt.unit_search, &opt.chunk_bytes));
+    if (!parse_residency(c.residency, &opt.residency))
+      return invalid_argument("--residency " + c.residency + ": expected greedy, largest-late or none");
   } else if (c.mode != "preload" && c.mode != "cpu") {
     return invalid_argument("--mode " + c.mode + ": expected preload or stream");
   }
@@ -251,7 +261,13 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                    {"profile", profile.name},
                    {"profile_peak_gbps", profile.peak_gbps()},
                    {"copy_floor_ms", copy_floor_ms},
-                   {"units", sp->units_searched ? "search" : "chunks"}};
+                   {"units", sp->units_searched ? "search" : "chunks"},
+                   {"residency", residency_name(opt.residency)},
+                   {"resident_bytes", sp->resident_bytes},
+                   {"device_weight_bytes", sp->device_bytes()},
+                   {"predicted_ms", session->model().predicted_ms}};
+    for (const std::string& note : session->model().notes)
+      if (note.rfind("residency: ", 0) == 0) j["stream"]["residency_note"] = note;
     if (sp->searched_ms > 0) {
       j["stream"]["search_predicted_ms"] = sp->searched_ms;
       j["stream"]["chunks_predicted_ms"] = sp->chunks_ms;
@@ -378,8 +394,9 @@ int run(const Args& a) {
                   mib(j["memory"]["workspace"]));
     if (j.contains("stream")) {
       const auto& st = j["stream"];
-      std::printf("  streamed %.1f MiB, copy floor %.3f ms", mib(st["streamed_bytes"]),
-                  st["copy_floor_ms"].get<double>());
+      std::printf("  streamed %.1f MiB, resident %.1f MiB, copy floor %.3f ms", mib(st["streamed_bytes"]),
+                  mib(st["resident_bytes"]), st["copy_floor_ms"].get<double>());
+      if (st["predicted_ms"].get<double>() > 0) std::printf(", predicted %.3f ms", st["predicted_ms"].get<double>());
       if (st.contains("simulated_ms")) std::printf(", simulated %.3f ms", st["simulated_ms"].get<double>());
       if (st.contains("search_predicted_ms"))
         std::printf(", units %s: searched %.3f ms predicted, equal chunks %.3f",
@@ -468,6 +485,9 @@ int tool_main(int argc, char** argv) {
                  "stream mode transfer units, comma-separated: search (chosen by simulation from kernel times "
                  "measured at open; default), chunks (equal chunks of the profile's size), chunks:SIZE (e.g. "
                  "chunks:16MiB)");
+  app.add_option("--residency", a.residencies,
+                 "stream mode, ring: which weights stay resident within the budget, comma-separated: greedy "
+                 "(default), largest-late, none");
   app.add_option("--copy-profile", a.copy_profile, "stream mode: dlprobe JSON file or h100, discrete, jetson-xavier");
   app.add_flag("--simulate", a.simulate,
                "also predict stream-mode latency with the simulator from the profiled preload kernel times "

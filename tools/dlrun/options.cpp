@@ -104,6 +104,12 @@ void add_device(CLI::App& app, Args* a) {
                  "measured at open) or chunks (equal chunks of the copy profile's size)")
       ->check(CLI::IsMember({"search", "chunks"}))
       ->group(g);
+  app.add_option("--residency", a->residency,
+                 "stream mode, ring pool: which weights stay resident within the budget: greedy (chosen by simulating "
+                 "the plan with kernel times measured at open), largest-late (the largest layers) or none (every "
+                 "weight streamed through a pool of the whole budget)")
+      ->check(CLI::IsMember({"greedy", "largest-late", "none"}))
+      ->group(g);
   app.add_option("--copy-profile", a->copy_profile,
                  "stream mode: copy-engine profile: a dlprobe JSON file or h100, discrete, jetson-xavier")
       ->group(g);

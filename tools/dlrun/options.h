@@ -47,6 +47,7 @@ struct Args {
   std::string copy_profile = "h100";
   std::string weight_pool = "auto";
   std::string units = "search";
+  std::string residency = "greedy";
   bool no_graph = false;
   // ---- plan and reports ----
   bool print_plan = false;

@@ -50,12 +50,15 @@ Expected<SessionOptions> session_options(const Args& a) {
       {"--weight-budget", a.weight_budget != defaults.weight_budget},
       {"--weight-pool", a.weight_pool != defaults.weight_pool},
       {"--units", a.units != defaults.units},
+      {"--residency", a.residency != defaults.residency},
       {"--copy-profile", a.copy_profile != defaults.copy_profile}};
   for (const auto& [name, given] : stream_only)
     if (given && !stream)
       return invalid_argument(std::string(name) + " applies to --device cuda --mode stream only");
   if (opt.device == DeviceKind::kCPU && a.no_graph) return invalid_argument("--no-graph applies to --device cuda only");
   opt.unit_search = a.units == "search";
+  if (!parse_residency(a.residency, &opt.residency))
+    return invalid_argument("--residency " + a.residency + ": expected greedy, largest-late or none");
   opt.cuda_graph = !a.no_graph;
   opt.profile_layers = !a.report.empty() || !a.trace.empty();
   opt.thresh = a.thresh;
