@@ -11,32 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "loaders/cfg_parser.h"
+
 #include "loaders/cfg_lexer.h"
 #include "loaders/checked_math.h"
+#include "loaders/layer_table.h"
 #include "loaders/network_desc.h"
 
 namespace dlr {
 namespace {
-
-constexpr int kMaxInputDim = 16384;
-constexpr int kMaxFilters = 65536;
-constexpr int kMaxClasses = 65536;
-constexpr int kMaxAnchors = 65536;
-constexpr int64_t kMaxTensorElements = INT32_MAX;  // per image
-
-enum class KeyUse : uint8_t {
-  kUsed,           // read by this parser
-  kIgnored,        // training-only (or memory/scheduling only): accepted and ignored
-  kRejectNonZero,  // unsupported unless its integer value is 0
-  kRejectNotNone,  // unsupported unless its value is "none"
-  kReject,         // unsupported whenever present
-};
-
-struct KeyRule {
-  const char* key;
-  KeyUse use;
-  const char* why = nullptr;  // for rejected keys: what Darknet would do with it
-};
 
 using U = KeyUse;
 
@@ -76,130 +59,11 @@ const KeyRule kLayerCommonRules[] = {
     {"dontloadscales", U::kRejectNonZero, "skips the batch-norm scales in the .weights file, changing its layout"},
 };
 
-const KeyRule kConvRules[] = {
-    {"filters", U::kUsed}, {"size", U::kUsed}, {"stride", U::kUsed}, {"stride_x", U::kUsed},
-    {"stride_y", U::kUsed}, {"dilation", U::kUsed}, {"pad", U::kUsed}, {"padding", U::kUsed},
-    {"groups", U::kUsed}, {"batch_normalize", U::kUsed}, {"activation", U::kUsed},
-    {"assisted_excitation", U::kIgnored}, {"dot", U::kIgnored}, {"grad_centr", U::kIgnored},
-    {"stream", U::kIgnored}, {"wait_stream", U::kIgnored},
-    {"angle", U::kIgnored}, {"reverse", U::kIgnored},  // only read by the rejected sway/rotate modes
-    {"binary", U::kRejectNonZero, "binarized weights"},
-    {"xnor", U::kRejectNonZero, "XNOR (binary) convolution"},
-    {"bin_output", U::kRejectNonZero, "binary output of XNOR convolution"},
-    {"share_index", U::kReject, "shares another layer's weights; this layer then has none in the .weights file"},
-    {"flipped", U::kRejectNonZero, "transposes the weights after loading"},
-    {"antialiasing", U::kRejectNonZero, "adds a fixed blur convolution after this one"},
-    {"coordconv", U::kRejectNonZero, "adds coordinate channels"},
-    {"sway", U::kRejectNonZero, "deformable (sway) weights"},
-    {"rotate", U::kRejectNonZero, "deformable (rotate) weights"},
-    {"stretch", U::kRejectNonZero, "deformable (stretch) weights"},
-    {"stretch_sway", U::kRejectNonZero, "deformable (stretch_sway) weights"},
-    {"cbn", U::kRejectNonZero, "cross-iteration batch normalization"},
-};
-
-const KeyRule kMaxPoolRules[] = {
-    {"size", U::kUsed}, {"stride", U::kUsed}, {"stride_x", U::kUsed}, {"stride_y", U::kUsed},
-    {"padding", U::kUsed},
-    {"out_channels", U::kIgnored},  // only read with maxpool_depth, which is rejected
-    {"maxpool_depth", U::kRejectNonZero, "max over channels instead of space"},
-    {"antialiasing", U::kRejectNonZero, "adds a fixed blur convolution after the pooling"},
-    {"maxpool_zero_nonmax", U::kRejectNonZero, "zeroes non-maximum outputs"},
-};
-
-const KeyRule kRouteRules[] = {{"layers", U::kUsed}, {"groups", U::kUsed}, {"group_id", U::kUsed}};
-
-const KeyRule kShortcutRules[] = {
-    {"from", U::kUsed}, {"activation", U::kUsed},
-    {"weights_type", U::kRejectNotNone, "weighted (per_feature/per_channel) residual add"},
-    {"weights_normalization", U::kRejectNotNone, "normalized residual weights"},
-};
-
-const KeyRule kUpsampleRules[] = {{"stride", U::kUsed}, {"scale", U::kUsed}};
-
-const KeyRule kYoloRules[] = {
-    {"classes", U::kUsed}, {"num", U::kUsed}, {"mask", U::kUsed}, {"anchors", U::kUsed},
-    {"scale_x_y", U::kUsed}, {"new_coords", U::kUsed}, {"nms_kind", U::kUsed}, {"beta_nms", U::kUsed},
-    {"jitter", U::kIgnored}, {"ignore_thresh", U::kIgnored}, {"truth_thresh", U::kIgnored},
-    {"iou_thresh", U::kIgnored}, {"random", U::kIgnored}, {"iou_loss", U::kIgnored},
-    {"iou_normalizer", U::kIgnored}, {"obj_normalizer", U::kIgnored}, {"cls_normalizer", U::kIgnored},
-    {"delta_normalizer", U::kIgnored}, {"max_delta", U::kIgnored}, {"label_smooth_eps", U::kIgnored},
-    {"objectness_smooth", U::kIgnored}, {"resize", U::kIgnored}, {"focal_loss", U::kIgnored},
-    {"iou_thresh_kind", U::kIgnored}, {"counters_per_class", U::kIgnored}, {"max", U::kIgnored},
-    {"show_details", U::kIgnored}, {"embedding_layer", U::kIgnored}, {"track_history_size", U::kIgnored},
-    {"sim_thresh", U::kIgnored}, {"dets_for_track", U::kIgnored}, {"dets_for_show", U::kIgnored},
-    {"track_ciou_norm", U::kIgnored},
-    // not read by parse_yolo (Darknet prints "Unused field"), found in Darknet's own cfgs
-    {"uc_normalizer", U::kIgnored}, {"beta1", U::kIgnored},
-    {"map", U::kReject, "remaps class ids through a file"},
-};
-
-const KeyRule kDropoutRules[] = {
-    {"probability", U::kIgnored}, {"dropblock", U::kIgnored}, {"dropblock_size_rel", U::kIgnored},
-    {"dropblock_size_abs", U::kIgnored},
-};
-
-// ---- sections added for issue 9 (parsers at the end of CfgParser) ----
-
-const KeyRule kScaleChannelsRules[] = {{"from", U::kUsed}, {"scale_wh", U::kUsed}, {"activation", U::kUsed}};
-
-const KeyRule kSamRules[] = {{"from", U::kUsed}, {"activation", U::kUsed}};
-
-const KeyRule kReorgRules[] = {
-    {"stride", U::kUsed},
-    {"reverse", U::kRejectNonZero, "depth-to-space (reverse reorg)"},
-};
-
-const KeyRule kRegionRules[] = {
-    {"classes", U::kUsed}, {"coords", U::kUsed}, {"num", U::kUsed}, {"softmax", U::kUsed}, {"anchors", U::kUsed},
-    {"classfix", U::kUsed},
-    {"max", U::kIgnored}, {"log", U::kIgnored}, {"sqrt", U::kIgnored}, {"focal_loss", U::kIgnored},
-    {"jitter", U::kIgnored}, {"resize", U::kIgnored}, {"rescore", U::kIgnored}, {"thresh", U::kIgnored},
-    {"absolute", U::kIgnored}, {"random", U::kIgnored}, {"coord_scale", U::kIgnored},
-    {"object_scale", U::kIgnored}, {"noobject_scale", U::kIgnored}, {"mask_scale", U::kIgnored},
-    {"class_scale", U::kIgnored}, {"bias_match", U::kIgnored},
-    {"tree", U::kReject, "hierarchical softmax tree (yolo9000's 9k.tree)"},
-    {"map", U::kReject, "remaps class ids through a file"},
-};
-
-const KeyRule kGaussianYoloRules[] = {
-    {"classes", U::kUsed}, {"num", U::kUsed}, {"mask", U::kUsed}, {"anchors", U::kUsed},
-    {"scale_x_y", U::kUsed}, {"nms_kind", U::kUsed}, {"beta_nms", U::kUsed}, {"yolo_point", U::kUsed},
-    {"max", U::kIgnored}, {"max_delta", U::kIgnored}, {"counters_per_class", U::kIgnored},
-    {"label_smooth_eps", U::kIgnored}, {"objectness_smooth", U::kIgnored}, {"uc_normalizer", U::kIgnored},
-    {"iou_normalizer", U::kIgnored}, {"obj_normalizer", U::kIgnored}, {"cls_normalizer", U::kIgnored},
-    {"delta_normalizer", U::kIgnored}, {"iou_loss", U::kIgnored}, {"iou_thresh_kind", U::kIgnored},
-    {"jitter", U::kIgnored}, {"resize", U::kIgnored}, {"ignore_thresh", U::kIgnored},
-    {"truth_thresh", U::kIgnored}, {"iou_thresh", U::kIgnored}, {"random", U::kIgnored},
-    {"map", U::kReject, "remaps class ids through a file"},
-};
-
-struct RuleSet {
-  const KeyRule* rules;
-  size_t count;
-};
-template <size_t N>
-constexpr RuleSet rules_of(const KeyRule (&r)[N]) {
-  return {r, N};
-}
-
 const KeyRule* find_rule(RuleSet set, const std::string& key) {
   for (size_t i = 0; i < set.count; ++i)
     if (key == set.rules[i].key) return &set.rules[i];
   return nullptr;
 }
-
-struct SectionKind {
-  const char* name;
-  LayerKind kind;
-};
-const SectionKind kLayerSections[] = {
-    {"convolutional", LayerKind::kConv}, {"conv", LayerKind::kConv},       {"maxpool", LayerKind::kMaxPool},
-    {"max", LayerKind::kMaxPool},        {"route", LayerKind::kRoute},     {"shortcut", LayerKind::kShortcut},
-    {"upsample", LayerKind::kUpsample},  {"yolo", LayerKind::kYolo},       {"dropout", LayerKind::kDropout},
-    {"avgpool", LayerKind::kAvgPool},    {"avg", LayerKind::kAvgPool},     {"scale_channels", LayerKind::kScaleChannels},
-    {"sam", LayerKind::kSam},            {"reorg", LayerKind::kReorg},     {"reorg3d", LayerKind::kReorg3d},
-    {"region", LayerKind::kRegion},      {"Gaussian_yolo", LayerKind::kGaussianYolo},
-};
 
 // Sections Darknet knows (parser.c:string_to_layer_type) that dlrun does not implement.
 const char* const kUnsupportedSections[] = {
@@ -220,68 +84,7 @@ std::string activation_choices() {
   return s;
 }
 
-class CfgParser {
- public:
-  CfgParser(std::string name, const CfgOptions& options) : m_name(std::move(name)), m_options(options) {
-    m_net.cfg_path = m_name;
-  }
-
-  Expected<NetworkDesc> parse(const std::vector<CfgSection>& sections);
-
- private:
-  // "NAME:LINE: [section] key=value: " (or "NAME:LINE: [section]: " without an option).
-  std::string at(const CfgSection& s, const CfgOption* o) const {
-    if (o == nullptr) return m_name + ":" + std::to_string(s.line) + ": [" + s.name + "]: ";
-    return m_name + ":" + std::to_string(o->line) + ": [" + s.name + "] " + o->key + "=" + o->value + ": ";
-  }
-  std::string at_key(const CfgSection& s, const char* key) const { return at(s, s.find(key)); }
-  std::string layer_note(int index) const { return " (this is layer " + std::to_string(index) + ")"; }
-
-  Status check_keys(const CfgSection& s, RuleSet rules, bool layer_section);
-  Status get_int(const CfgSection& s, const char* key, int def, int* out) const;
-  Status get_float(const CfgSection& s, const char* key, float def, float* out) const;
-  // Integer key that must satisfy lo <= v <= hi ("expected KEY in LO..HI" / "expected KEY >= LO").
-  Status get_int_in(const CfgSection& s, const char* key, int def, int lo, int hi, int* out) const;
-  Status get_activation(const CfgSection& s, const char* def, Activation* out) const;
-  Status resolve_refs(const CfgSection& s, const char* key, int cur, std::vector<int>* out) const;
-  Status check_output(const CfgSection& s, const char* key, const LayerDesc& l, const std::string& how) const;
-  Status check_conv_weights(const CfgSection& s, const LayerDesc& l, const ConvParams& p) const;
-  Status check_input_size(const CfgSection& s) const;
-  Status check_network_weights() const;
-
-  Status parse_net(const CfgSection& s);
-  Status parse_conv(const CfgSection& s, LayerDesc* l);
-  Status parse_maxpool(const CfgSection& s, LayerDesc* l);
-  Status parse_route(const CfgSection& s, LayerDesc* l);
-  Status parse_shortcut(const CfgSection& s, LayerDesc* l);
-  Status parse_upsample(const CfgSection& s, LayerDesc* l);
-  Status parse_yolo(const CfgSection& s, LayerDesc* l);
-  Status parse_dropout(const CfgSection& s, LayerDesc* l);
-  // Sections added for issue 9 (defined at the end of the class's members).
-  Status parse_avgpool(const CfgSection& s, LayerDesc* l);
-  Status parse_scale_channels(const CfgSection& s, LayerDesc* l);
-  Status parse_sam(const CfgSection& s, LayerDesc* l);
-  Status parse_reorg(const CfgSection& s, LayerDesc* l);
-  Status parse_region(const CfgSection& s, LayerDesc* l);
-  Status parse_gaussian_yolo(const CfgSection& s, LayerDesc* l);
-  Status resolve_one_ref(const CfgSection& s, const char* key, int cur, int* out) const;
-  Status get_anchors(const CfgSection& s, int total, float def, std::vector<float>* out) const;
-  Status get_yolo_mask(const CfgSection& s, int total, std::vector<int>* out) const;
-
-  // Output shape of layer `index`; -1 is the network input.
-  Shape3 shape_of(int index) const {
-    return index < 0 ? m_net.input_shape() : m_net.layers[static_cast<size_t>(index)].out;
-  }
-  // Reads the previous layer (or the network input for layer 0).
-  void read_previous(LayerDesc* l) const {
-    l->inputs = {l->index - 1};
-    l->in = shape_of(l->index - 1);
-  }
-
-  std::string m_name;
-  CfgOptions m_options;
-  NetworkDesc m_net;
-};
+}  // namespace
 
 Status CfgParser::check_keys(const CfgSection& s, RuleSet rules, bool layer_section) {
   for (const CfgOption& o : s.options) {
@@ -458,226 +261,6 @@ Status CfgParser::parse_net(const CfgSection& s) {
   return Status::ok_status();
 }
 
-Status CfgParser::parse_conv(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kConvRules), true));
-  read_previous(l);
-  ConvParams p;
-  DLR_RETURN_IF_ERROR(get_int_in(s, "filters", 1, 1, kMaxFilters, &p.filters));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "size", 1, 1, limits::kKernelSize, &p.size));
-  int stride = 1;
-  DLR_RETURN_IF_ERROR(get_int_in(s, "stride", 1, 1, INT32_MAX, &stride));
-  // Darknet: stride_x/stride_y default to -1 = "use stride".
-  DLR_RETURN_IF_ERROR(get_int_in(s, "stride_x", stride, 1, INT32_MAX, &p.stride_x));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "stride_y", stride, 1, INT32_MAX, &p.stride_y));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "dilation", 1, 1, INT32_MAX, &p.dilation));
-  if (p.size == 1) p.dilation = 1;
-  int pad = 0;
-  DLR_RETURN_IF_ERROR(get_int(s, "pad", 0, &pad));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "padding", 0, 0, INT32_MAX, &p.padding));
-  if (pad != 0) p.padding = p.size / 2;  // pad overrides padding
-  DLR_RETURN_IF_ERROR(get_int_in(s, "groups", 1, 1, kMaxFilters, &p.groups));
-  if (l->in.c % p.groups != 0)
-    return parse_error(at_key(s, "groups") + "the input has " + std::to_string(l->in.c) +
-                       " channels, not divisible by groups" + layer_note(l->index));
-  if (p.filters % p.groups != 0)
-    return parse_error(at_key(s, "groups") + "filters=" + std::to_string(p.filters) + " is not divisible by groups" +
-                       layer_note(l->index));
-  DLR_RETURN_IF_ERROR(check_conv_weights(s, *l, p));
-  int bn = 0;
-  DLR_RETURN_IF_ERROR(get_int(s, "batch_normalize", 0, &bn));
-  p.batch_normalize = bn != 0;
-  DLR_RETURN_IF_ERROR(get_activation(s, "logistic", &p.activation));
-
-  const int64_t num_h = int64_t(l->in.h) + 2 * int64_t(p.padding) - p.size;
-  const int64_t num_w = int64_t(l->in.w) + 2 * int64_t(p.padding) - p.size;
-  const std::string how = "size " + std::to_string(p.size) + ", stride " + std::to_string(p.stride_x) + "x" +
-                          std::to_string(p.stride_y) + ", padding " + std::to_string(p.padding);
-  if (num_h < 0 || num_w < 0)
-    return parse_error(at_key(s, "size") + "the kernel does not fit the padded input " + l->in.to_string() + " (" + how +
-                       ")" + layer_note(l->index));
-  l->out = {p.filters, static_cast<int>(std::min<int64_t>(num_h / p.stride_y + 1, INT32_MAX)),
-            static_cast<int>(std::min<int64_t>(num_w / p.stride_x + 1, INT32_MAX))};
-  if (p.dilation > 1) {
-    // Darknet computes with padding*d per side and a kernel span d*(size-1)+1.
-    const int64_t span = int64_t(p.dilation) * (p.size - 1) + 1;
-    const int64_t eh = int64_t(l->in.h) + 2 * int64_t(p.padding) * p.dilation - span;
-    const int64_t ew = int64_t(l->in.w) + 2 * int64_t(p.padding) * p.dilation - span;
-    if (eh < 0 || ew < 0 || eh / p.stride_y + 1 != l->out.h || ew / p.stride_x + 1 != l->out.w)
-      return unsupported(at_key(s, "dilation") + "not supported by dlrun with size=" + std::to_string(p.size) +
-                         " padding=" + std::to_string(p.padding) +
-                         ": Darknet's output-size formula ignores dilation and disagrees with the computed "
-                         "window (expected an odd size with pad=1)" + layer_note(l->index));
-  }
-  l->params = p;
-  return check_output(s, "size", *l, how);
-}
-
-Status CfgParser::parse_maxpool(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kMaxPoolRules), true));
-  read_previous(l);
-  MaxPoolParams p;
-  int stride = 1;
-  DLR_RETURN_IF_ERROR(get_int_in(s, "stride", 1, 1, INT32_MAX, &stride));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "stride_x", stride, 1, INT32_MAX, &p.stride_x));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "stride_y", stride, 1, INT32_MAX, &p.stride_y));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "size", stride, 1, limits::kKernelSize, &p.size));  // size defaults to stride
-  DLR_RETURN_IF_ERROR(get_int_in(s, "padding", p.size - 1, 0, INT32_MAX, &p.padding));  // TOTAL padding
-  if (int64_t(p.padding) > 2 * (int64_t(p.size) - 1))
-    return unsupported(at_key(s, "padding") + "windows would lie entirely in the padding (expected padding <= " +
-                       std::to_string(2 * (int64_t(p.size) - 1)) + " = 2*(size-1))" + layer_note(l->index));
-  const int64_t num_h = int64_t(l->in.h) + p.padding - p.size;
-  const int64_t num_w = int64_t(l->in.w) + p.padding - p.size;
-  const std::string how = "size " + std::to_string(p.size) + ", stride " + std::to_string(p.stride_x) + "x" +
-                          std::to_string(p.stride_y) + ", total padding " + std::to_string(p.padding);
-  if (num_h < 0 || num_w < 0)
-    return parse_error(at_key(s, "size") + "the window does not fit the padded input " + l->in.to_string() + " (" +
-                       how + ")" + layer_note(l->index));
-  l->out = {l->in.c, static_cast<int>(num_h / p.stride_y + 1), static_cast<int>(num_w / p.stride_x + 1)};
-  l->params = p;
-  return check_output(s, "size", *l, how);
-}
-
-Status CfgParser::parse_route(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kRouteRules), true));
-  RouteParams p;
-  DLR_RETURN_IF_ERROR(resolve_refs(s, "layers", l->index, &p.layers));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "groups", 1, 1, kMaxFilters, &p.groups));
-  DLR_RETURN_IF_ERROR(get_int(s, "group_id", 0, &p.group_id));
-  if (p.group_id < 0 || p.group_id >= p.groups)
-    return parse_error(at_key(s, "group_id") + "expected 0 <= group_id < groups (" + std::to_string(p.groups) + ")");
-  l->inputs = p.layers;
-  l->in = shape_of(l->index - 1);
-  const Shape3 first = shape_of(p.layers[0]);
-  int64_t channels = 0;
-  for (int idx : p.layers) {
-    const Shape3 sh = shape_of(idx);
-    if (sh.h != first.h || sh.w != first.w)
-      return parse_error(at_key(s, "layers") + "inputs differ in width/height: layer " + std::to_string(p.layers[0]) +
-                         " is " + first.to_string() + " but layer " + std::to_string(idx) + " is " + sh.to_string() +
-                         " (expected equal height and width)" + layer_note(l->index));
-    if (sh.c % p.groups != 0)
-      return parse_error(at_key(s, "groups") + "layer " + std::to_string(idx) + " has " + std::to_string(sh.c) +
-                         " channels, not divisible by groups" + layer_note(l->index));
-    channels += sh.c;
-  }
-  l->out = {static_cast<int>(std::min<int64_t>(channels / p.groups, INT32_MAX)), first.h, first.w};
-  l->params = std::move(p);
-  return check_output(s, "layers", *l, "route");
-}
-
-Status CfgParser::parse_shortcut(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kShortcutRules), true));
-  if (l->index == 0) return parse_error(at(s, nullptr) + "a shortcut needs a previous layer" + layer_note(0));
-  ShortcutParams p;
-  DLR_RETURN_IF_ERROR(resolve_refs(s, "from", l->index, &p.from));
-  DLR_RETURN_IF_ERROR(get_activation(s, "linear", &p.activation));
-  read_previous(l);
-  // Any shape is accepted, as in Darknet: the output has the previous layer's shape and
-  // a `from` layer adds its flat NCHW element i to output element i where i < its
-  // element count (its first channels when the spatial sizes match).
-  for (int idx : p.from) l->inputs.push_back(idx);
-  l->out = l->in;
-  l->params = std::move(p);
-  return check_output(s, "from", *l, "shortcut");
-}
-
-Status CfgParser::parse_upsample(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kUpsampleRules), true));
-  read_previous(l);
-  UpsampleParams p;
-  DLR_RETURN_IF_ERROR(get_int(s, "stride", 2, &p.stride));
-  if (p.stride < 0)
-    return unsupported(at_key(s, "stride") + "a negative stride (downsampling) is not supported by dlrun" +
-                       layer_note(l->index));
-  if (p.stride == 0) return parse_error(at_key(s, "stride") + "expected stride >= 1" + layer_note(l->index));
-  DLR_RETURN_IF_ERROR(get_float(s, "scale", 1.0f, &p.scale));
-  const int64_t h = int64_t(l->in.h) * p.stride;
-  const int64_t w = int64_t(l->in.w) * p.stride;
-  // Ordered so that no product overflows: h, w <= 2^31 before h*w; h*w <= 2^31 before c*h*w.
-  if (h > kMaxTensorElements || w > kMaxTensorElements || h * w > kMaxTensorElements ||
-      l->in.c * h * w > kMaxTensorElements)
-    return parse_error(at_key(s, "stride") + "output would exceed 2^31-1 elements per image" + layer_note(l->index));
-  l->out = {l->in.c, static_cast<int>(h), static_cast<int>(w)};
-  l->params = p;
-  return check_output(s, "stride", *l, "upsample");
-}
-
-Status CfgParser::parse_yolo(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kYoloRules), true));
-  read_previous(l);
-  YoloParams p;
-  DLR_RETURN_IF_ERROR(get_int_in(s, "classes", 20, 1, kMaxClasses, &p.classes));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "num", 1, 1, kMaxAnchors, &p.total));
-  if (const CfgOption* o = s.find("mask")) {
-    if (!parse_cfg_int_list(o->value, &p.mask))
-      return parse_error(at(s, o) + "expected a comma-separated list of anchor indices");
-    for (int m : p.mask)
-      if (m < 0 || m >= p.total)
-        return parse_error(at(s, o) + "anchor index " + std::to_string(m) + " out of range (expected 0 <= index < num=" +
-                           std::to_string(p.total) + ")");
-  } else {
-    for (int i = 0; i < p.total; ++i) p.mask.push_back(i);
-  }
-  if (const CfgOption* o = s.find("anchors")) {
-    std::vector<float> a;
-    if (!parse_cfg_float_list(o->value, &a))
-      return parse_error(at(s, o) + "expected a comma-separated list of numbers (w,h pairs)");
-    if (a.size() < 2 * size_t(p.total))
-      return parse_error(at(s, o) + "expected at least 2*num = " + std::to_string(2 * p.total) + " values, got " +
-                         std::to_string(a.size()));
-    a.resize(2 * size_t(p.total));  // Darknet reads the first 2*num values
-    p.anchors = std::move(a);
-  } else {
-    p.anchors.assign(2 * size_t(p.total), 0.5f);
-  }
-  DLR_RETURN_IF_ERROR(get_float(s, "scale_x_y", 1.0f, &p.scale_x_y));
-  int new_coords = 0;
-  DLR_RETURN_IF_ERROR(get_int(s, "new_coords", 0, &new_coords));
-  if (new_coords != 0 && new_coords != 1)
-    return unsupported(at_key(s, "new_coords") + "expected 0 or 1");
-  p.new_coords = new_coords == 1;
-  const CfgOption* nk = s.find("nms_kind");
-  const std::string nms = nk ? nk->value : "default";
-  if (nms == "greedynms") {
-    p.nms_kind = NmsKind::kGreedy;
-  } else if (nms == "diounms") {
-    p.nms_kind = NmsKind::kDiou;
-  } else {
-    p.nms_kind = NmsKind::kDefault;
-    if (nms != "default")
-      m_net.warnings.push_back(at(s, nk) + "unrecognised nms_kind; Darknet uses the default NMS (as does dlrun)");
-  }
-  DLR_RETURN_IF_ERROR(get_float(s, "beta_nms", 0.6f, &p.beta_nms));
-  const int64_t expect_c = int64_t(p.mask.size()) * (int64_t(p.classes) + 5);
-  if (l->in.c != expect_c) {
-    const CfgOption* key = s.find("classes") ? s.find("classes") : s.find("mask");
-    return parse_error(at(s, key) + "the previous layer " + std::to_string(l->index - 1) + " outputs " +
-                       std::to_string(l->in.c) + " channels but len(mask)*(classes+5) = " +
-                       std::to_string(p.mask.size()) + "*(" + std::to_string(p.classes) + "+5) = " +
-                       std::to_string(expect_c) + " (expected filters=" + std::to_string(expect_c) +
-                       " in that [convolutional])" + layer_note(l->index));
-  }
-  l->out = l->in;
-  l->params = std::move(p);
-  return check_output(s, "classes", *l, "yolo");
-}
-
-Status CfgParser::parse_dropout(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kDropoutRules), true));
-  read_previous(l);
-  DropoutParams p;
-  p.probability = 0.2f;  // Darknet's default; identity at inference either way
-  if (const CfgOption* o = s.find("probability")) {
-    float v = 0;
-    if (parse_cfg_float(o->value, &v)) p.probability = v;  // training-only: a bad value is ignored
-  }
-  l->out = l->in;
-  l->params = p;
-  return check_output(s, "probability", *l, "dropout");
-}
-
-// ---- sections added for issue 9 ----
-
 Status CfgParser::resolve_one_ref(const CfgSection& s, const char* key, int cur, int* out) const {
   std::vector<int> refs;
   DLR_RETURN_IF_ERROR(resolve_refs(s, key, cur, &refs));
@@ -717,149 +300,6 @@ Status CfgParser::get_yolo_mask(const CfgSection& s, int total, std::vector<int>
   return Status::ok_status();
 }
 
-Status CfgParser::parse_avgpool(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, RuleSet{nullptr, 0}, true));
-  read_previous(l);
-  l->out = {l->in.c, 1, 1};
-  l->params = AvgPoolParams{};
-  return check_output(s, "", *l, "global average pool");
-}
-
-Status CfgParser::parse_scale_channels(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kScaleChannelsRules), true));
-  if (l->index == 0) return parse_error(at(s, nullptr) + "[scale_channels] needs a previous layer" + layer_note(0));
-  ScaleChannelsParams p;
-  DLR_RETURN_IF_ERROR(resolve_one_ref(s, "from", l->index, &p.from));
-  int wh = 0;
-  DLR_RETURN_IF_ERROR(get_int_in(s, "scale_wh", 0, 0, 1, &wh));
-  p.scale_wh = wh != 0;
-  DLR_RETURN_IF_ERROR(get_activation(s, "linear", &p.activation));
-  if (p.activation == Activation::kSwish || p.activation == Activation::kMish || p.activation == Activation::kHardMish)
-    return unsupported(at_key(s, "activation") + "Darknet's [scale_channels] does not apply " +
-                       activation_name(p.activation) + " (expected another activation)" + layer_note(l->index));
-  read_previous(l);
-  const Shape3 from = shape_of(p.from);
-  const bool ok = p.scale_wh ? (l->in.c == 1 && l->in.h == from.h && l->in.w == from.w)
-                             : (l->in.h == 1 && l->in.w == 1 && l->in.c == from.c);
-  if (!ok)
-    return parse_error(at_key(s, "from") + "the previous layer outputs " + l->in.to_string() + " and layer " +
-                       std::to_string(p.from) + " outputs " + from.to_string() + " (expected " +
-                       (p.scale_wh ? "1 x H x W scales for a C x H x W layer" : "C x 1 x 1 scales for a C x H x W layer") +
-                       ")" + layer_note(l->index));
-  l->inputs.push_back(p.from);
-  l->out = from;
-  l->params = p;
-  return check_output(s, "from", *l, "scale_channels");
-}
-
-Status CfgParser::parse_sam(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kSamRules), true));
-  if (l->index == 0) return parse_error(at(s, nullptr) + "[sam] needs a previous layer" + layer_note(0));
-  SamParams p;
-  DLR_RETURN_IF_ERROR(resolve_one_ref(s, "from", l->index, &p.from));
-  DLR_RETURN_IF_ERROR(get_activation(s, "linear", &p.activation));
-  if (p.activation == Activation::kSwish || p.activation == Activation::kMish || p.activation == Activation::kHardMish)
-    return unsupported(at_key(s, "activation") + "Darknet's [sam] does not apply " + activation_name(p.activation) +
-                       " (expected another activation)" + layer_note(l->index));
-  read_previous(l);
-  const Shape3 from = shape_of(p.from);
-  if (from != l->in)
-    return parse_error(at_key(s, "from") + "layer " + std::to_string(p.from) + " outputs " + from.to_string() +
-                       " but the previous layer outputs " + l->in.to_string() + " (expected equal shapes)" +
-                       layer_note(l->index));
-  l->inputs.push_back(p.from);
-  l->out = from;
-  l->params = p;
-  return check_output(s, "from", *l, "sam");
-}
-
-Status CfgParser::parse_reorg(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kReorgRules), true));
-  read_previous(l);
-  ReorgParams p;
-  DLR_RETURN_IF_ERROR(get_int_in(s, "stride", 1, 1, 64, &p.stride));
-  const int st = p.stride;
-  if (l->in.h % st != 0 || l->in.w % st != 0 || (l->kind == LayerKind::kReorg && l->in.c % (st * st) != 0))
-    return parse_error(at_key(s, "stride") + "the input " + l->in.to_string() + " is not divisible by the stride " +
-                       std::to_string(st) + " (expected H and W divisible by stride" +
-                       (l->kind == LayerKind::kReorg ? std::string(" and C by stride*stride") : std::string()) + ")" +
-                       layer_note(l->index));
-  const int64_t c = int64_t(l->in.c) * st * st;
-  if (c > kMaxTensorElements) return parse_error(at_key(s, "stride") + "too many output channels" + layer_note(l->index));
-  l->out = {int(c), l->in.h / st, l->in.w / st};
-  l->params = p;
-  return check_output(s, "stride", *l, "reorg");
-}
-
-Status CfgParser::parse_region(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kRegionRules), true));
-  read_previous(l);
-  RegionParams p;
-  DLR_RETURN_IF_ERROR(get_int_in(s, "classes", 20, 1, kMaxClasses, &p.classes));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "coords", 4, 4, 4, &p.coords));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "num", 1, 1, kMaxAnchors, &p.num));
-  int softmax = 0;
-  DLR_RETURN_IF_ERROR(get_int(s, "softmax", 0, &softmax));
-  p.softmax = softmax != 0;
-  int classfix = 0;
-  DLR_RETURN_IF_ERROR(get_int(s, "classfix", 0, &classfix));
-  if (classfix == -1)
-    return unsupported(at_key(s, "classfix") + "not supported by dlrun (zeroes objectness below 0.5); expected "
-                                               "classfix >= 0" + layer_note(l->index));
-  DLR_RETURN_IF_ERROR(get_anchors(s, p.num, 0.5f, &p.anchors));
-  const int64_t expect_c = int64_t(p.num) * (int64_t(p.classes) + p.coords + 1);
-  if (l->in.c != expect_c)
-    return parse_error(at(s, s.find("classes") ? s.find("classes") : s.find("num")) + "the previous layer " +
-                       std::to_string(l->index - 1) + " outputs " + std::to_string(l->in.c) +
-                       " channels but num*(classes+coords+1) = " + std::to_string(p.num) + "*(" +
-                       std::to_string(p.classes) + "+" + std::to_string(p.coords) + "+1) = " +
-                       std::to_string(expect_c) + " (expected filters=" + std::to_string(expect_c) +
-                       " in that [convolutional])" + layer_note(l->index));
-  l->out = l->in;
-  l->params = std::move(p);
-  return check_output(s, "classes", *l, "region");
-}
-
-Status CfgParser::parse_gaussian_yolo(const CfgSection& s, LayerDesc* l) {
-  DLR_RETURN_IF_ERROR(check_keys(s, rules_of(kGaussianYoloRules), true));
-  read_previous(l);
-  GaussianYoloParams g;
-  YoloParams& p = g.yolo;
-  DLR_RETURN_IF_ERROR(get_int_in(s, "classes", 20, 1, kMaxClasses, &p.classes));
-  DLR_RETURN_IF_ERROR(get_int_in(s, "num", 1, 1, kMaxAnchors, &p.total));
-  DLR_RETURN_IF_ERROR(get_yolo_mask(s, p.total, &p.mask));
-  DLR_RETURN_IF_ERROR(get_anchors(s, p.total, 0.5f, &p.anchors));
-  DLR_RETURN_IF_ERROR(get_float(s, "scale_x_y", 1.0f, &p.scale_x_y));
-  const CfgOption* nk = s.find("nms_kind");
-  const std::string nms = nk ? nk->value : "default";
-  if (nms == "greedynms") {
-    p.nms_kind = NmsKind::kGreedy;
-  } else if (nms == "diounms") {
-    p.nms_kind = NmsKind::kDiou;
-  } else if (nms == "cornersnms") {
-    return unsupported(at(s, nk) + "not supported by dlrun (corners NMS); expected default, greedynms or diounms");
-  } else {
-    p.nms_kind = NmsKind::kDefault;
-    if (nms != "default")
-      m_net.warnings.push_back(at(s, nk) + "unrecognised nms_kind; Darknet uses the default NMS (as does dlrun)");
-  }
-  DLR_RETURN_IF_ERROR(get_float(s, "beta_nms", 0.6f, &p.beta_nms));
-  const CfgOption* yp = s.find("yolo_point");
-  const std::string point = yp ? yp->value : "center";
-  g.point = point == "left_top" ? YoloPoint::kLeftTop
-                                : point == "right_bottom" ? YoloPoint::kRightBottom : YoloPoint::kCenter;
-  const int64_t expect_c = int64_t(p.mask.size()) * (int64_t(p.classes) + 9);
-  if (l->in.c != expect_c)
-    return parse_error(at(s, s.find("classes") ? s.find("classes") : s.find("mask")) + "the previous layer " +
-                       std::to_string(l->index - 1) + " outputs " + std::to_string(l->in.c) +
-                       " channels but len(mask)*(classes+9) = " + std::to_string(p.mask.size()) + "*(" +
-                       std::to_string(p.classes) + "+9) = " + std::to_string(expect_c) + " (expected filters=" +
-                       std::to_string(expect_c) + " in that [convolutional])" + layer_note(l->index));
-  l->out = l->in;
-  l->params = std::move(g);
-  return check_output(s, "classes", *l, "Gaussian_yolo");
-}
-
 Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) {
   if (sections.empty()) return parse_error(m_name + ": no sections (expected [net] first, then layers)");
   const CfgSection& first = sections[0];
@@ -871,15 +311,15 @@ Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) 
     const CfgSection& s = sections[i];
     if (is_net_section(s.name))
       return parse_error(at(s, nullptr) + "[net] may only be the first section");
-    const SectionKind* sk = nullptr;
-    for (const SectionKind& k : kLayerSections)
-      if (s.name == k.name) sk = &k;
-    if (sk == nullptr) {
+    const LayerRow* row = find_layer_section(s.name);
+    if (row == nullptr) {
       for (const char* u : kUnsupportedSections)
-        if (s.name == u)
-          return unsupported(at(s, nullptr) + "section not supported by dlrun (expected one of net, convolutional, "
-                                              "maxpool, route, shortcut, upsample, yolo, dropout, avgpool, "
-                                              "scale_channels, sam, reorg, reorg3d, region, Gaussian_yolo)");
+        if (s.name == u) {
+          std::string known = "net";
+          for (int k = 0; k < kLayerKindCount; ++k)
+            known += std::string(", ") + layer_row(static_cast<LayerKind>(k)).sections[0];
+          return unsupported(at(s, nullptr) + "section not supported by dlrun (expected one of " + known + ")");
+        }
       return parse_error(at(s, nullptr) + "unknown section (not a Darknet layer type)");
     }
     if (m_net.layers.size() >= size_t(limits::kLayers))
@@ -887,24 +327,10 @@ Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) 
                          " layers; expected at most " + std::to_string(limits::kLayers));
     LayerDesc l;
     l.index = static_cast<int>(m_net.layers.size());
-    l.kind = sk->kind;
+    l.kind = row->kind;
     l.cfg_line = s.line;
-    switch (sk->kind) {
-      case LayerKind::kConv: DLR_RETURN_IF_ERROR(parse_conv(s, &l)); break;
-      case LayerKind::kMaxPool: DLR_RETURN_IF_ERROR(parse_maxpool(s, &l)); break;
-      case LayerKind::kRoute: DLR_RETURN_IF_ERROR(parse_route(s, &l)); break;
-      case LayerKind::kShortcut: DLR_RETURN_IF_ERROR(parse_shortcut(s, &l)); break;
-      case LayerKind::kUpsample: DLR_RETURN_IF_ERROR(parse_upsample(s, &l)); break;
-      case LayerKind::kYolo: DLR_RETURN_IF_ERROR(parse_yolo(s, &l)); break;
-      case LayerKind::kDropout: DLR_RETURN_IF_ERROR(parse_dropout(s, &l)); break;
-      case LayerKind::kAvgPool: DLR_RETURN_IF_ERROR(parse_avgpool(s, &l)); break;
-      case LayerKind::kScaleChannels: DLR_RETURN_IF_ERROR(parse_scale_channels(s, &l)); break;
-      case LayerKind::kSam: DLR_RETURN_IF_ERROR(parse_sam(s, &l)); break;
-      case LayerKind::kReorg:
-      case LayerKind::kReorg3d: DLR_RETURN_IF_ERROR(parse_reorg(s, &l)); break;
-      case LayerKind::kRegion: DLR_RETURN_IF_ERROR(parse_region(s, &l)); break;
-      case LayerKind::kGaussianYolo: DLR_RETURN_IF_ERROR(parse_gaussian_yolo(s, &l)); break;
-    }
+    DLR_RETURN_IF_ERROR(check_keys(s, row->keys, true));
+    DLR_RETURN_IF_ERROR(row->parse(*this, s, &l));
     m_net.layers.push_back(std::move(l));
   }
   if (m_net.layers.empty())
@@ -916,8 +342,6 @@ Expected<NetworkDesc> CfgParser::parse(const std::vector<CfgSection>& sections) 
                              " is not divisible by 32 (Darknet warns: detection may be worse)");
   return std::move(m_net);
 }
-
-}  // namespace
 
 // The largest power of two dividing the cfg's input size that every layer's output
 // width and height divide into (32 for YOLO detectors): the step input sizes should take.

@@ -1,9 +1,9 @@
-// NetworkDesc helpers: names, parameter/FLOP counts and the Darknet-like layer table.
-#include <cstdarg>
-#include <cstdio>
+// NetworkDesc helpers: parameter/FLOP counts and the Darknet-like layer table (per-kind
+// parts: loaders/layer_table.cpp).
 #include <string>
 
 #include "loaders/checked_math.h"
+#include "loaders/layer_table.h"
 #include "loaders/network_desc.h"
 
 namespace dlr {
@@ -29,26 +29,8 @@ double LayerDesc::gflops() const {
 }
 
 double LayerDesc::darknet_bflops() const {
-  switch (kind) {
-    case LayerKind::kConv: return gflops();
-    case LayerKind::kMaxPool: {
-      const MaxPoolParams& p = maxpool();
-      return double(p.size) * p.size * in.c * out.h * out.w / 1e9;
-    }
-    case LayerKind::kShortcut: return double(out.count()) * double(shortcut().from.size()) / 1e9;
-    case LayerKind::kRoute:
-    case LayerKind::kUpsample:
-    case LayerKind::kYolo:
-    case LayerKind::kDropout:
-    case LayerKind::kAvgPool:
-    case LayerKind::kScaleChannels:
-    case LayerKind::kSam:
-    case LayerKind::kReorg:
-    case LayerKind::kReorg3d:
-    case LayerKind::kRegion:
-    case LayerKind::kGaussianYolo: return 0.0;
-  }
-  return 0.0;
+  double (*const bflops)(const LayerDesc&) = layer_row(kind).bflops;
+  return bflops ? bflops(*this) : 0.0;
 }
 
 std::vector<int> NetworkDesc::yolo_layers() const {
@@ -83,127 +65,15 @@ double NetworkDesc::total_darknet_bflops() const {
   return g;
 }
 
-namespace {
-
-std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* format, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, format);
-  std::vsnprintf(buf, sizeof(buf), format, ap);
-  va_end(ap);
-  return buf;
-}
-
-std::string io_shapes(const Shape3& in, const Shape3& out) {
-  return fmt("%4d x%4d x%4d -> %4d x%4d x%4d", in.w, in.h, in.c, out.w, out.h, out.c);
-}
-
-std::string join(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
-std::string layer_line(const LayerDesc& l) {
-  std::string s = fmt("%4d ", l.index);
-  switch (l.kind) {
-    case LayerKind::kConv: {
-      const ConvParams& p = l.conv();
-      s += p.groups > 1 ? fmt("conv  %5d/%4d ", p.filters, p.groups) : fmt("conv  %5d      ", p.filters);
-      if (p.stride_x != p.stride_y)
-        s += fmt("%2dx%2d/%2dx%2d ", p.size, p.size, p.stride_x, p.stride_y);
-      else if (p.dilation > 1)
-        s += fmt("%2d x%2d/%2d(%1d)", p.size, p.size, p.stride_x, p.dilation);
-      else
-        s += fmt("%2d x%2d/%2d   ", p.size, p.size, p.stride_x);
-      s += io_shapes(l.in, l.out) + fmt(" %5.3f BF %s%s", l.gflops(), p.batch_normalize ? "bn " : "",
-                                        activation_name(p.activation));
-      break;
-    }
-    case LayerKind::kMaxPool: {
-      const MaxPoolParams& p = l.maxpool();
-      if (p.stride_x == p.stride_y)
-        s += fmt("max               %2dx%2d/%2d   ", p.size, p.size, p.stride_x);
-      else
-        s += fmt("max              %2dx%2d/%2dx%2d ", p.size, p.size, p.stride_x, p.stride_y);
-      s += io_shapes(l.in, l.out) + fmt(" %5.3f BF", l.darknet_bflops());
-      break;
-    }
-    case LayerKind::kRoute: {
-      const RouteParams& p = l.route();
-      std::string refs;
-      for (int x : p.layers) refs += " " + std::to_string(x);
-      s += fmt("route %-26s", refs.c_str());
-      if (p.groups > 1) s += fmt("groups %d/%d ", p.group_id, p.groups);
-      s += fmt("-> %4d x%4d x%4d", l.out.w, l.out.h, l.out.c);
-      break;
-    }
-    case LayerKind::kShortcut: {
-      const ShortcutParams& p = l.shortcut();
-      s += fmt("shortcut %-22s %s ", join(p.from).c_str(), activation_name(p.activation)) +
-           fmt("-> %4d x%4d x%4d %5.3f BF", l.out.w, l.out.h, l.out.c, l.darknet_bflops());
-      break;
-    }
-    case LayerKind::kUpsample:
-      s += fmt("upsample             %2dx   ", l.upsample().stride) + io_shapes(l.in, l.out);
-      break;
-    case LayerKind::kYolo: {
-      const YoloParams& p = l.yolo();
-      s += fmt("yolo  classes %d mask %s sxy %.2f %s%s ", p.classes, join(p.mask).c_str(), p.scale_x_y,
-               nms_kind_name(p.nms_kind), p.new_coords ? " new_coords" : "") +
-           fmt("%4d x%4d x%4d", l.out.w, l.out.h, l.out.c);
-      break;
-    }
-    case LayerKind::kDropout:
-      s += fmt("dropout    p = %.3f        ", l.dropout().probability) + io_shapes(l.in, l.out);
-      break;
-    case LayerKind::kAvgPool:
-      s += "avg                          " + io_shapes(l.in, l.out);
-      break;
-    case LayerKind::kScaleChannels: {
-      const ScaleChannelsParams& p = l.scale_channels();
-      s += fmt("scale_channels %4d%s %-8s", p.from, p.scale_wh ? " wh" : "   ", activation_name(p.activation)) +
-           io_shapes(l.in, l.out);
-      break;
-    }
-    case LayerKind::kSam:
-      s += fmt("sam            %4d    %-8s", l.sam().from, activation_name(l.sam().activation)) + io_shapes(l.in, l.out);
-      break;
-    case LayerKind::kReorg:
-      s += fmt("reorg                /%2d     ", l.reorg().stride) + io_shapes(l.in, l.out);
-      break;
-    case LayerKind::kReorg3d:
-      s += fmt("reorg3d              /%2d     ", l.reorg().stride) + io_shapes(l.in, l.out);
-      break;
-    case LayerKind::kRegion: {
-      const RegionParams& p = l.region();
-      s += fmt("region classes %d num %d%s ", p.classes, p.num, p.softmax ? " softmax" : "") +
-           fmt("%4d x%4d x%4d", l.out.w, l.out.h, l.out.c);
-      break;
-    }
-    case LayerKind::kGaussianYolo: {
-      const YoloParams& p = l.gaussian_yolo().yolo;
-      s += fmt("Gaussian_yolo classes %d mask %s sxy %.2f %s ", p.classes, join(p.mask).c_str(), p.scale_x_y,
-               nms_kind_name(p.nms_kind)) +
-           fmt("%4d x%4d x%4d", l.out.w, l.out.h, l.out.c);
-      break;
-    }
-  }
-  return s + "\n";
-}
-
-}  // namespace
-
 std::string network_summary(const NetworkDesc& net) {
-  std::string s = fmt("%s: input %d x %d x %d%s\n", net.cfg_path.c_str(), net.net.width, net.net.height,
-                      net.net.channels, net.net.letter_box ? " (letter_box)" : "");
+  std::string s = strfmt("%s: input %d x %d x %d%s\n", net.cfg_path.c_str(), net.net.width, net.net.height,
+                         net.net.channels, net.net.letter_box ? " (letter_box)" : "");
   s += "   layer   filters  size/strd(dil)      input                output\n";
-  for (const LayerDesc& l : net.layers) s += layer_line(l);
+  for (const LayerDesc& l : net.layers) s += strfmt("%4d ", l.index) + layer_row(l.kind).summary(l) + "\n";
   const int64_t floats = net.total_file_floats();
-  s += fmt("Total BFLOPS %5.3f (conv only %5.3f)\n", net.total_darknet_bflops(), net.total_gflops());
-  s += fmt("Weights: %lld floats, %lld bytes with the 20-byte header\n", static_cast<long long>(floats),
-           static_cast<long long>(add_sat(20, mul_sat(4, floats))));
+  s += strfmt("Total BFLOPS %5.3f (conv only %5.3f)\n", net.total_darknet_bflops(), net.total_gflops());
+  s += strfmt("Weights: %lld floats, %lld bytes with the 20-byte header\n", static_cast<long long>(floats),
+              static_cast<long long>(add_sat(20, mul_sat(4, floats))));
   return s;
 }
 

@@ -43,11 +43,11 @@ struct LayerDesc {
   const UpsampleParams& upsample() const { return std::get<UpsampleParams>(params); }
   const YoloParams& yolo() const { return std::get<YoloParams>(params); }
   const DropoutParams& dropout() const { return std::get<DropoutParams>(params); }
-  const ScaleChannelsParams& scale_channels() const { return std::get<ScaleChannelsParams>(params); }
-  const SamParams& sam() const { return std::get<SamParams>(params); }
-  const ReorgParams& reorg() const { return std::get<ReorgParams>(params); }
   const RegionParams& region() const { return std::get<RegionParams>(params); }
   const GaussianYoloParams& gaussian_yolo() const { return std::get<GaussianYoloParams>(params); }
+  // Any kind's params struct P (a new kind needs no accessor of its own).
+  template <class P>
+  const P& as() const { return std::get<P>(params); }
 
   // Conv only (0 otherwise): element counts as stored in the .weights file.
   // Saturating: a count that does not fit int64 is INT64_MAX (WeightsFile::open refuses it).

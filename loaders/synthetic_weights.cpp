@@ -2,6 +2,8 @@
 
 #include "loaders/synthetic_weights.h"
 
+#include "loaders/layer_table.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -48,29 +50,6 @@ class Stream {
   uint64_t m_state;
 };
 
-// Mean and variance of act(z) for z ~ N(0, 1) (numerical integration, 4 digits).
-struct ActMoments {
-  double mean;
-  double variance;
-};
-ActMoments activation_moments(Activation a) {
-  switch (a) {
-    case Activation::kLinear: return {0.0, 1.0};
-    case Activation::kLeaky: return {0.359, 0.3761};
-    case Activation::kLogistic: return {0.5, 0.0434};
-    case Activation::kRelu: return {0.3989, 0.3408};
-    case Activation::kRelu6: return {0.3989, 0.3408};
-    case Activation::kElu: return {0.1605, 0.6192};
-    case Activation::kSelu: return {0.0, 1.0};
-    case Activation::kGelu: return {0.282, 0.3456};
-    case Activation::kTanh: return {0.0, 0.3943};
-    case Activation::kSwish: return {0.2066, 0.3131};
-    case Activation::kMish: return {0.2404, 0.3945};
-    case Activation::kHardMish: return {0.2386, 0.5074};
-  }
-  return {0.0, 1.0};
-}
-
 // Head info for a conv that feeds a network output ([yolo], [region], [Gaussian_yolo]).
 struct HeadInfo {
   bool is_head = false;
@@ -81,27 +60,18 @@ struct HeadInfo {
 std::vector<HeadInfo> find_heads(const NetworkDesc& net) {
   std::vector<HeadInfo> heads(net.layers.size());
   for (const LayerDesc& l : net.layers) {
-    if (!is_output_kind(l.kind)) continue;
+    HeadLayout (*const head)(const LayerDesc&) = layer_row(l.kind).head;
+    if (!is_output_kind(l.kind) || head == nullptr) continue;
     const int src = l.inputs.empty() ? l.index - 1 : l.inputs[0];
     if (src < 0 || static_cast<size_t>(src) >= net.layers.size()) continue;
     const LayerDesc& conv = net.layers[static_cast<size_t>(src)];
     if (conv.kind != LayerKind::kConv) continue;
     HeadInfo& h = heads[static_cast<size_t>(src)];
     h.is_head = true;
-    int anchors = 0;
-    if (l.kind == LayerKind::kYolo) {
-      anchors = static_cast<int>(l.yolo().mask.size());
-      h.entries = 5 + l.yolo().classes;
-    } else if (l.kind == LayerKind::kRegion) {
-      anchors = l.region().num;
-      h.entries = l.region().coords + 1 + l.region().classes;
-      h.obj_entry = l.region().coords;
-    } else {
-      anchors = static_cast<int>(l.gaussian_yolo().yolo.mask.size());
-      h.entries = 9 + l.gaussian_yolo().yolo.classes;
-      h.obj_entry = 8;
-    }
-    if (conv.conv().filters != anchors * h.entries) h.entries = 0;
+    const HeadLayout hl = head(l);
+    h.entries = hl.entries;
+    h.obj_entry = hl.obj_entry;
+    if (conv.conv().filters != hl.anchors * h.entries) h.entries = 0;
   }
   return heads;
 }
@@ -182,12 +152,6 @@ void draw_filter(Stream& rng, double sigma, std::vector<double>* z, std::vector<
   for (size_t j = 0; j < n; ++j) (*out)[j] = static_cast<float>(((*z)[j] - mean) * scale);
 }
 
-// Moments of layer `src`'s output (-1: the network input).
-const SyntheticMoments& moments_of(const std::vector<SyntheticMoments>& m, const SyntheticMoments& input, int src) {
-  if (src < 0 || static_cast<size_t>(src) >= m.size()) return input;
-  return m[static_cast<size_t>(src)];
-}
-
 SyntheticMoments input_moments(const NetworkDesc& net, const SyntheticOptions& o) {
   SyntheticMoments in;
   in.mean.assign(static_cast<size_t>(net.net.channels > 0 ? net.net.channels : 0), o.input_mean);
@@ -199,100 +163,34 @@ int first_input(const LayerDesc& l) { return l.inputs.empty() ? l.index - 1 : l.
 
 }  // namespace
 
+// Mean and variance of act(z) for z ~ N(0, 1) (numerical integration, 4 digits).
+ActMoments activation_moments(Activation a) {
+  switch (a) {
+    case Activation::kLinear: return {0.0, 1.0};
+    case Activation::kLeaky: return {0.359, 0.3761};
+    case Activation::kLogistic: return {0.5, 0.0434};
+    case Activation::kRelu: return {0.3989, 0.3408};
+    case Activation::kRelu6: return {0.3989, 0.3408};
+    case Activation::kElu: return {0.1605, 0.6192};
+    case Activation::kSelu: return {0.0, 1.0};
+    case Activation::kGelu: return {0.282, 0.3456};
+    case Activation::kTanh: return {0.0, 0.3943};
+    case Activation::kSwish: return {0.2066, 0.3131};
+    case Activation::kMish: return {0.2404, 0.3945};
+    case Activation::kHardMish: return {0.2386, 0.5074};
+  }
+  return {0.0, 1.0};
+}
+
 std::vector<SyntheticMoments> synthetic_moment_estimates(const NetworkDesc& net, const SyntheticOptions& options) {
   const std::vector<HeadInfo> heads = find_heads(net);
   const SyntheticMoments input = input_moments(net, options);
   std::vector<SyntheticMoments> m(net.layers.size());
   for (size_t i = 0; i < net.layers.size(); ++i) {
     const LayerDesc& l = net.layers[i];
-    const SyntheticMoments& in = moments_of(m, input, first_input(l));
-    SyntheticMoments out;
-    switch (l.kind) {
-      case LayerKind::kConv: {
-        // Pre-activations ~ N(~0, target) by construction of the weights and BN means.
-        const double target = heads[i].is_head ? options.head_variance : options.hidden_variance;
-        const ActMoments a = activation_moments(l.conv().activation);
-        out.mean.assign(static_cast<size_t>(l.out.c), a.mean * std::sqrt(target));
-        out.variance = a.variance * target;
-        break;
-      }
-      case LayerKind::kMaxPool: {
-        // Max of s*s correlated, right-skewed values: the mean moves up and the variance
-        // grows (measured ~x1.25 for 2x2 windows after leaky).
-        const double r = std::sqrt(static_cast<double>(l.maxpool().size - 1));
-        const double shift = 0.5 * r * std::sqrt(in.variance);
-        out = in;
-        for (double& v : out.mean) v += shift;
-        out.variance *= 1.0 + 0.25 * r;
-        break;
-      }
-      case LayerKind::kRoute: {
-        const RouteParams& r = l.route();
-        double weighted = 0;
-        for (int src : r.layers) {
-          const SyntheticMoments& s = moments_of(m, input, src);
-          const size_t part = s.mean.size() / static_cast<size_t>(r.groups > 0 ? r.groups : 1);
-          const size_t from = part * static_cast<size_t>(r.group_id);
-          for (size_t c = from; c < from + part && c < s.mean.size(); ++c) out.mean.push_back(s.mean[c]);
-          weighted += s.variance * static_cast<double>(part);
-        }
-        out.variance = out.mean.empty() ? in.variance : weighted / static_cast<double>(out.mean.size());
-        break;
-      }
-      case LayerKind::kShortcut: {
-        out = moments_of(m, input, static_cast<int>(i) - 1);
-        for (int src : l.shortcut().from) {
-          const SyntheticMoments& s = moments_of(m, input, src);
-          for (size_t c = 0; c < out.mean.size() && c < s.mean.size(); ++c) out.mean[c] += s.mean[c];
-          out.variance += s.variance;
-        }
-        if (l.shortcut().activation != Activation::kLinear) {  // crude: as if the sum were N(0, power)
-          double power = out.variance;
-          for (double v : out.mean) power += v * v / static_cast<double>(out.mean.size());
-          const ActMoments a = activation_moments(l.shortcut().activation);
-          out.mean.assign(out.mean.size(), a.mean * std::sqrt(power));
-          out.variance = a.variance * power;
-        }
-        break;
-      }
-      case LayerKind::kUpsample: {
-        const double s = l.upsample().scale;
-        out = in;
-        for (double& v : out.mean) v *= s;
-        out.variance *= s * s;
-        break;
-      }
-      case LayerKind::kYolo:
-      case LayerKind::kDropout:
-      case LayerKind::kRegion:
-      case LayerKind::kGaussianYolo:
-        out = in;
-        break;
-      case LayerKind::kAvgPool: {  // the mean survives; the spatial part of the variance averages out
-        out.mean = in.mean;
-        out.variance = 0.1 * in.variance;
-        break;
-      }
-      case LayerKind::kReorg:
-      case LayerKind::kReorg3d: {  // a permutation: same values, channels repeated stride^2 times (approximately)
-        out.variance = in.variance;
-        for (int k = 0; k < l.out.c; ++k)
-          out.mean.push_back(in.mean.empty() ? 0.0 : in.mean[static_cast<size_t>(k) % in.mean.size()]);
-        break;
-      }
-      case LayerKind::kScaleChannels:
-      case LayerKind::kSam: {
-        // Product of two roughly independent signals: E[ab] = Ea Eb, Var ~ Va Vb + Va Eb^2 + Vb Ea^2.
-        const int from = l.kind == LayerKind::kSam ? l.sam().from : l.scale_channels().from;
-        const SyntheticMoments& f = moments_of(m, input, from);
-        double ma = 0, mb = 0;
-        for (double v : in.mean) ma += v / static_cast<double>(in.mean.size());
-        for (double v : f.mean) mb += v / static_cast<double>(f.mean.size());
-        out.mean.assign(static_cast<size_t>(l.out.c), ma * mb);
-        out.variance = in.variance * f.variance + in.variance * mb * mb + f.variance * ma * ma;
-        break;
-      }
-    }
+    const SyntheticMoments& in = synthetic_moments_of(m, input, first_input(l));
+    const double target = heads[i].is_head ? options.head_variance : options.hidden_variance;
+    SyntheticMoments out = layer_row(l.kind).moments(MomentsIn{l, in, target, m, input});
     if (out.mean.size() != static_cast<size_t>(l.out.c)) out.mean.resize(static_cast<size_t>(l.out.c), 0.0);
     if (!(out.variance > 1e-6)) out.variance = 1e-6;  // keeps the next conv's scale finite
     m[i] = std::move(out);
@@ -323,7 +221,7 @@ Status write_synthetic_weights(const NetworkDesc& net, const std::string& path, 
     const ConvParams& cp = l.conv();
     const int64_t n = l.bias_count();
     const int64_t total = l.weight_count();
-    const SyntheticMoments& in = moments_of(moments, input, first_input(l));
+    const SyntheticMoments& in = synthetic_moments_of(moments, input, first_input(l));
     const int64_t groups = cp.groups;
     const int64_t cg = groups > 0 ? l.in.c / groups : 0;  // input channels per group
     const int64_t kk = int64_t(cp.size) * cp.size;

@@ -3,6 +3,8 @@
 // (nlohmann throws on a missing field or a wrong type: caught here, one line).
 #include <nlohmann/json.hpp>
 
+#include <utility>
+
 #include "runtime/compile.h"
 #include "runtime/streaming/copy_profile_json.h"
 
@@ -31,20 +33,17 @@
 
 namespace dlr {
 
-DLR_JSON_ENUM(LayerKind, {{LayerKind::kConv, "conv"},
-                                         {LayerKind::kMaxPool, "maxpool"},
-                                         {LayerKind::kRoute, "route"},
-                                         {LayerKind::kShortcut, "shortcut"},
-                                         {LayerKind::kUpsample, "upsample"},
-                                         {LayerKind::kYolo, "yolo"},
-                                         {LayerKind::kDropout, "dropout"},
-                                         {LayerKind::kAvgPool, "avgpool"},
-                                         {LayerKind::kScaleChannels, "scale_channels"},
-                                         {LayerKind::kSam, "sam"},
-                                         {LayerKind::kReorg, "reorg"},
-                                         {LayerKind::kReorg3d, "reorg3d"},
-                                         {LayerKind::kRegion, "region"},
-                                         {LayerKind::kGaussianYolo, "Gaussian_yolo"}})
+// LayerKind by layer_kind_name() (the names of DLR_OPS, kernels/op_params.h).
+void to_json(nlohmann::json& j, const LayerKind& k) { j = layer_kind_name(k); }
+void from_json(const nlohmann::json& j, LayerKind& k) {
+  if (j.is_string())
+    for (int i = 0; i < kLayerKindCount; ++i)
+      if (j.get<std::string>() == layer_kind_name(static_cast<LayerKind>(i))) {
+        k = static_cast<LayerKind>(i);
+        return;
+      }
+  throw nlohmann::json::other_error::create(501, "unknown LayerKind " + j.dump(), &j);
+}
 DLR_JSON_ENUM(YoloPoint, {{YoloPoint::kCenter, "center"}, {YoloPoint::kLeftTop, "left_top"},
                           {YoloPoint::kRightBottom, "right_bottom"}})
 DLR_JSON_ENUM(DType, {{DType::kF32, "f32"}, {DType::kF16, "f16"}})
@@ -74,22 +73,21 @@ void from_json(const nlohmann::json& j, Activation& a) {
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Shape3, c, h, w)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ConvParams, filters, size, stride_x, stride_y, dilation, padding, groups,
-                                   batch_normalize, activation)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MaxPoolParams, size, stride_x, stride_y, padding)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RouteParams, layers, groups, group_id)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ShortcutParams, from, activation)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(UpsampleParams, stride, scale)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(YoloParams, classes, total, mask, anchors, scale_x_y, new_coords, nms_kind,
-                                   beta_nms)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropoutParams, probability)
-void to_json(nlohmann::json& j, const AvgPoolParams&) { j = nlohmann::json::object(); }
-void from_json(const nlohmann::json&, AvgPoolParams&) {}
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ScaleChannelsParams, from, scale_wh, activation)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SamParams, from, activation)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReorgParams, stride)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RegionParams, classes, coords, num, softmax, anchors)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GaussianYoloParams, yolo, point)
+// Every op params struct through its fields() (kernels/op_params.h): one member per
+// key, by its C++ name; reading needs every key (at() throws on a missing one).
+struct AnyField {  // a visitor type for the SFINAE tests below
+  template <class T>
+  void operator()(const char*, T&) const {}
+};
+template <class P, class = decltype(P::fields(std::declval<const P&>(), AnyField{}))>
+void to_json(nlohmann::json& j, const P& p) {
+  j = nlohmann::json::object();
+  P::fields(p, [&](const char* key, const auto& member) { j[key] = member; });
+}
+template <class P, class = decltype(P::fields(std::declval<P&>(), AnyField{}))>
+void from_json(const nlohmann::json& j, P& p) {
+  P::fields(p, [&](const char* key, auto& member) { j.at(key).get_to(member); });
+}
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Buffer, id, offset, bytes, dtype, layout, c, h, w, first_step, last_step,
                                    owner_layer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ViewRef, buffer, c_offset, c)
@@ -132,21 +130,14 @@ void from_json(const nlohmann::json& j, Step& s) {
   j.at("no_op").get_to(s.no_op);
   j.at("weight").get_to(s.weight);
   const nlohmann::json& p = j.at("params");
+  // The params struct of the step's kind (DLR_OPS).
   switch (s.kind) {
-    case LayerKind::kConv: s.params = p.get<ConvParams>(); break;
-    case LayerKind::kMaxPool: s.params = p.get<MaxPoolParams>(); break;
-    case LayerKind::kRoute: s.params = p.get<RouteParams>(); break;
-    case LayerKind::kShortcut: s.params = p.get<ShortcutParams>(); break;
-    case LayerKind::kUpsample: s.params = p.get<UpsampleParams>(); break;
-    case LayerKind::kYolo: s.params = p.get<YoloParams>(); break;
-    case LayerKind::kDropout: s.params = p.get<DropoutParams>(); break;
-    case LayerKind::kAvgPool: s.params = p.get<AvgPoolParams>(); break;
-    case LayerKind::kScaleChannels: s.params = p.get<ScaleChannelsParams>(); break;
-    case LayerKind::kSam: s.params = p.get<SamParams>(); break;
-    case LayerKind::kReorg: s.params = p.get<ReorgParams>(); break;
-    case LayerKind::kReorg3d: s.params = p.get<ReorgParams>(); break;
-    case LayerKind::kRegion: s.params = p.get<RegionParams>(); break;
-    case LayerKind::kGaussianYolo: s.params = p.get<GaussianYoloParams>(); break;
+#define DLR_JSON_PARAMS_(K, ident, name, P, role) \
+  case LayerKind::K:                              \
+    s.params = p.get<P>();                        \
+    break;
+    DLR_OPS(DLR_JSON_PARAMS_)
+#undef DLR_JSON_PARAMS_
   }
 }
 

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "runtime/kernel_params.h"
 
 namespace dlr {
 
@@ -90,53 +89,22 @@ Status CpuEngine::set_input(const float* nchw, int n) {
 
 void CpuEngine::run_step(const Step& s) {
   const StepViews& v = m_views[size_t(s.layer)];
-  switch (s.kind) {
-    case LayerKind::kConv: {
-      const WeightBlob& wb = m_plan.weights[size_t(s.weight)];
-      const char* blob = static_cast<const char*>(m_weights.blob(s.weight));
-      cpu::conv2d(std::get<ConvParams>(s.params), v.in[0], reinterpret_cast<const float*>(blob),
-                  reinterpret_cast<const float*>(blob + wb.bias_offset), v.out, m_scratch.data());
-      break;
-    }
-    case LayerKind::kMaxPool:
-      cpu::maxpool(std::get<MaxPoolParams>(s.params), v.in[0], v.out);
-      break;
-    case LayerKind::kUpsample:
-      cpu::upsample(std::get<UpsampleParams>(s.params), v.in[0], v.out);
-      break;
-    case LayerKind::kShortcut:
-      cpu::shortcut(v.in[0], v.in.data() + 1, int(v.in.size()) - 1, std::get<ShortcutParams>(s.params).activation, v.out);
-      break;
-    case LayerKind::kYolo:
-      cpu::yolo(std::get<YoloParams>(s.params), v.in[0], v.out);
-      break;
-    case LayerKind::kRoute:
-      for (const auto& cp : v.copies) cpu::copy_channels(cp.first, cp.second);
-      break;
-    case LayerKind::kDropout:
-      break;
-    case LayerKind::kAvgPool:
-      cpu::avgpool(v.in[0], v.out);
-      break;
-    case LayerKind::kScaleChannels:
-      cpu::scale_channels(v.in[0], v.in[1], std::get<ScaleChannelsParams>(s.params).scale_wh, std::get<ScaleChannelsParams>(s.params).activation, v.out);
-      break;
-    case LayerKind::kSam:
-      cpu::sam(v.in[0], v.in[1], std::get<SamParams>(s.params).activation, v.out);
-      break;
-    case LayerKind::kReorg:
-      cpu::reorg(v.in[0], std::get<ReorgParams>(s.params).stride, ReorgMapping::kDarknetOld, v.out);
-      break;
-    case LayerKind::kReorg3d:
-      cpu::reorg(v.in[0], std::get<ReorgParams>(s.params).stride, ReorgMapping::kSpaceToDepth, v.out);
-      break;
-    case LayerKind::kRegion:
-      cpu::region(region_op(std::get<RegionParams>(s.params)), v.in[0], v.out);
-      break;
-    case LayerKind::kGaussianYolo:
-      cpu::gaussian_yolo(gaussian_yolo_op(std::get<GaussianYoloParams>(s.params)), v.in[0], v.out);
-      break;
+  cpu::OpCall call;
+  call.layer = s.layer;
+  call.params = &s.params;
+  call.in = v.in.data();
+  call.n_in = int(v.in.size());
+  call.out = v.out;
+  call.copies = v.copies.data();
+  call.n_copies = int(v.copies.size());
+  if (s.weight >= 0) {
+    const WeightBlob& wb = m_plan.weights[size_t(s.weight)];
+    const char* blob = static_cast<const char*>(m_weights.blob(s.weight));
+    call.weights = reinterpret_cast<const float*>(blob);
+    call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);
+    call.scratch = m_scratch.data();
   }
+  cpu::run_op(s.kind, call);
 }
 
 Status CpuEngine::run() {

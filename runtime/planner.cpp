@@ -55,37 +55,27 @@ class Planner {
     for (const LayerDesc& l : m_net.layers) {
       const size_t i = size_t(l.index);
       for (int in : l.inputs) reads[i].push_back(loc_of(in));
-      switch (l.kind) {
-        case LayerKind::kDropout:
+      switch (op_role(l.kind)) {  // DLR_OPS (kernels/op_params.h)
+        case OpRole::kAlias:
           m_loc[i] = loc_of(l.inputs[0]);
           no_op[i] = 1;
           break;
-        case LayerKind::kRoute:
+        case OpRole::kRoute:
           plan_route(l, &copies[i], &no_op[i]);
           break;
-        case LayerKind::kYolo:
-        case LayerKind::kRegion:
-        case LayerKind::kGaussianYolo:  // network outputs: f32
+        case OpRole::kOutput:  // network outputs: f32
           m_loc[i] = Loc{new_proto(l.out, DType::kF32, l.index), 0, l.out.c};
           break;
-        case LayerKind::kConv:
-        case LayerKind::kMaxPool:
-        case LayerKind::kShortcut:
-        case LayerKind::kUpsample:
-        case LayerKind::kAvgPool:
-        case LayerKind::kScaleChannels:
-        case LayerKind::kSam:
-        case LayerKind::kReorg:
-        case LayerKind::kReorg3d:
+        case OpRole::kCompute:
           m_loc[i] = Loc{new_proto(l.out, m_opt.activation_dtype, l.index), 0, l.out.c};
           break;
       }
       // A route's reads are its copy sources only (in-place inputs are not read by it).
-      if (l.kind == LayerKind::kRoute) {
+      if (op_role(l.kind) == OpRole::kRoute) {
         reads[i].clear();
         for (const auto& cp : copies[i]) reads[i].push_back(cp.first);
       }
-      if (l.kind == LayerKind::kDropout) reads[i].clear();
+      if (op_role(l.kind) == OpRole::kAlias) reads[i].clear();
     }
 
     ExecutionPlan plan;
@@ -106,7 +96,7 @@ class Planner {
       s.no_op = no_op[i] != 0;
       s.output = resolve(m_loc[i]);
       plan.layer_out[i] = s.output;
-      if (l.kind != LayerKind::kRoute && l.kind != LayerKind::kDropout)
+      if (op_role(l.kind) != OpRole::kRoute && op_role(l.kind) != OpRole::kAlias)
         for (int in : l.inputs) s.inputs.push_back(resolve(loc_of(in)));
       for (const auto& cp : copies[i]) s.copies.emplace_back(resolve(cp.first), resolve(cp.second));
     }
@@ -156,8 +146,8 @@ class Planner {
       for (int src = c.inputs[0]; src >= 0;) {
         m_read_by_conv[size_t(src)] = 1;
         const LayerDesc& l = m_net.layers[size_t(src)];
-        const bool whole_view = l.kind == LayerKind::kRoute && l.route().layers.size() == 1 && l.route().groups == 1;
-        src = l.kind == LayerKind::kDropout || whole_view ? l.inputs[0] : -1;
+        const bool whole_view = op_role(l.kind) == OpRole::kRoute && l.route().layers.size() == 1 && l.route().groups == 1;
+        src = op_role(l.kind) == OpRole::kAlias || whole_view ? l.inputs[0] : -1;
       }
     }
   }

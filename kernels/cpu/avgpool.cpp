@@ -24,4 +24,7 @@ void avgpool(const TensorView& in, const TensorView& out) {
   }
 }
 
+// Entry point of [avgpool] (cpu_ops.h OpCall).
+void run_avgpool(const OpCall& call) { avgpool(call.in[0], call.out); }
+
 }  // namespace dlr::cpu

@@ -293,4 +293,9 @@ void conv2d(const ConvParams& p, const TensorView& in, const float* weights, con
   }
 }
 
+// Entry point of [convolutional] (cpu_ops.h OpCall).
+void run_conv(const OpCall& call) {
+  conv2d(call.p<ConvParams>(), call.in[0], call.weights, call.bias, call.out, call.scratch);
+}
+
 }  // namespace dlr::cpu

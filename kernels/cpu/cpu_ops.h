@@ -10,15 +10,40 @@
 // src/activations.h, src/image.c).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
+#include "kernels/op_call.h"
 #include "kernels/op_params.h"
 #include "kernels/tensor_view.h"
-#include "kernels/op_params.h"
 #include "runtime/core/status.h"
 #include "runtime/core/image.h"
 
 namespace dlr::cpu {
+
+// ---- the uniform entry point of every layer kind (generated from DLR_OPS) ----
+// One step of a plan as the CPU engine hands it to an op (OpStep, kernels/op_call.h:
+// views resolved, the step's params) plus conv's weights. Each kind's file defines
+// run_<ident>(const OpCall&) (kernels/op_params.h DLR_OPS), which unpacks this and
+// calls the op below.
+struct OpCall : OpStep {
+  const float* weights = nullptr;     // conv: prepared weights and bias
+  const float* bias = nullptr;
+  float* scratch = nullptr;           // conv: conv2d_scratch_floats() floats
+};
+
+#define DLR_CPU_RUN_DECL_(K, ident, name, P, role) void run_##ident(const OpCall& call);
+DLR_OPS(DLR_CPU_RUN_DECL_)
+#undef DLR_CPU_RUN_DECL_
+
+// Runs one step: the dispatch table of DLR_OPS (the only per-kind dispatch of the CPU engine).
+inline void run_op(LayerKind kind, const OpCall& call) {
+#define DLR_CPU_RUN_FN_(K, ident, name, P, role) &run_##ident,
+  static constexpr void (*kRun[])(const OpCall&) = {DLR_OPS(DLR_CPU_RUN_FN_)};
+#undef DLR_CPU_RUN_FN_
+  kRun[static_cast<size_t>(kind)](call);
+}
 
 // ---- activation.cpp ----
 // Scalar Darknet activation (mish: x*tanh(softplus(x)), softplus threshold 20).

@@ -40,4 +40,9 @@ void gaussian_yolo(const GaussianYoloOp& p, const TensorView& in, const TensorVi
   }
 }
 
+// Entry point of [Gaussian_yolo] (cpu_ops.h OpCall).
+void run_gaussian_yolo(const OpCall& call) {
+  gaussian_yolo(gaussian_yolo_op(call.p<GaussianYoloParams>()), call.in[0], call.out);
+}
+
 }  // namespace dlr::cpu

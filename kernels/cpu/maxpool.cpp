@@ -128,4 +128,7 @@ void maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& out
   }
 }
 
+// Entry point of [maxpool] (cpu_ops.h OpCall).
+void run_maxpool(const OpCall& call) { maxpool(call.p<MaxPoolParams>(), call.in[0], call.out); }
+
 }  // namespace dlr::cpu

@@ -51,4 +51,7 @@ void region(const RegionOp& p, const TensorView& in, const TensorView& out) {
   }
 }
 
+// Entry point of [region] (cpu_ops.h OpCall).
+void run_region(const OpCall& call) { region(region_op(call.p<RegionParams>()), call.in[0], call.out); }
+
 }  // namespace dlr::cpu

@@ -49,4 +49,12 @@ void reorg(const TensorView& in, int stride, ReorgMapping mapping, const TensorV
   }
 }
 
+// Entry points of [reorg] and [reorg3d] (cpu_ops.h OpCall).
+void run_reorg(const OpCall& call) {
+  reorg(call.in[0], call.p<ReorgParams>().stride, ReorgMapping::kDarknetOld, call.out);
+}
+void run_reorg3d(const OpCall& call) {
+  reorg(call.in[0], call.p<ReorgParams>().stride, ReorgMapping::kSpaceToDepth, call.out);
+}
+
 }  // namespace dlr::cpu

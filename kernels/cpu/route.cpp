@@ -34,4 +34,9 @@ void copy_channels(const TensorView& src, const TensorView& dst) {
   }
 }
 
+// Entry point of [route] (cpu_ops.h OpCall): the copies the planner left (views need none).
+void run_route(const OpCall& call) {
+  for (int i = 0; i < call.n_copies; ++i) copy_channels(call.copies[i].first, call.copies[i].second);
+}
+
 }  // namespace dlr::cpu

@@ -24,4 +24,7 @@ void sam(const TensorView& prev, const TensorView& from, Activation act, const T
   }
 }
 
+// Entry point of [sam] (cpu_ops.h OpCall): in[0] is the previous layer, in[1] is `from`.
+void run_sam(const OpCall& call) { sam(call.in[0], call.in[1], call.p<SamParams>().activation, call.out); }
+
 }  // namespace dlr::cpu

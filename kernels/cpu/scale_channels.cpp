@@ -35,4 +35,10 @@ void scale_channels(const TensorView& scales, const TensorView& from, bool scale
   }
 }
 
+// Entry point of [scale_channels] (cpu_ops.h OpCall): in[0] holds the scales, in[1] is `from`.
+void run_scale_channels(const OpCall& call) {
+  const ScaleChannelsParams& p = call.p<ScaleChannelsParams>();
+  scale_channels(call.in[0], call.in[1], p.scale_wh, p.activation, call.out);
+}
+
 }  // namespace dlr::cpu

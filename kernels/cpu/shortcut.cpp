@@ -53,4 +53,9 @@ void shortcut(const TensorView& prev, const TensorView* from, int n_from, Activa
   }
 }
 
+// Entry point of [shortcut] (cpu_ops.h OpCall): in[0] is the previous layer, then the `from` layers.
+void run_shortcut(const OpCall& call) {
+  shortcut(call.in[0], call.in + 1, call.n_in - 1, call.p<ShortcutParams>().activation, call.out);
+}
+
 }  // namespace dlr::cpu

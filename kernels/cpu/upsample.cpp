@@ -47,4 +47,7 @@ void upsample(const UpsampleParams& p, const TensorView& in, const TensorView& o
   }
 }
 
+// Entry point of [upsample] (cpu_ops.h OpCall).
+void run_upsample(const OpCall& call) { upsample(call.p<UpsampleParams>(), call.in[0], call.out); }
+
 }  // namespace dlr::cpu

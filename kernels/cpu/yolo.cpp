@@ -46,4 +46,7 @@ void yolo(const YoloParams& p, const TensorView& in, const TensorView& out) {
   }
 }
 
+// Entry point of [yolo] (cpu_ops.h OpCall).
+void run_yolo(const OpCall& call) { yolo(call.p<YoloParams>(), call.in[0], call.out); }
+
 }  // namespace dlr::cpu

@@ -37,4 +37,7 @@ Status avgpool(const TensorView& in, const TensorView& out, cudaStream_t stream)
   return Status();
 }
 
+// Entry point of [avgpool] (cuda_ops.h OpCall).
+Status run_avgpool(const OpCall& call) { return avgpool(call.in[0], call.out, call.stream); }
+
 }  // namespace dlr::cuda

@@ -487,4 +487,10 @@ Status CudnnConv::run(cudnnHandle_t handle, const TensorView& in, const void* we
   return m.run_unfused(handle, in, weights, bias, out, workspace, workspace_bytes, stream);
 }
 
+// Entry point of [convolutional] (cuda_ops.h OpCall): the layer's prepared CudnnConv.
+Status run_conv(const OpCall& call) {
+  return call.conv->run(call.cudnn, call.in[0], call.weights, call.bias, call.out, call.workspace,
+                        call.workspace_bytes, call.stream);
+}
+
 }  // namespace dlr::cuda

@@ -13,14 +13,48 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
+#include "kernels/op_call.h"
 #include "kernels/op_params.h"
 #include "kernels/tensor_view.h"
-#include "kernels/op_params.h"
 #include "runtime/core/status.h"
 
+struct cudnnContext;  // cudnnHandle_t (cudnn.h), for the conv entry point
+
 namespace dlr::cuda {
+
+class CudnnConv;  // conv.h
+
+// ---- the uniform entry point of every layer kind (generated from DLR_OPS) ----
+// One step of a plan as the CUDA engine hands it to an op (OpStep, kernels/op_call.h:
+// device views resolved, the step's params) plus the stream. Each kind's file defines
+// run_<ident>(const OpCall&) (kernels/op_params.h DLR_OPS), which unpacks this and
+// calls the launcher below.
+struct OpCall : OpStep {
+  cudaStream_t stream = nullptr;
+  // conv only: the layer's prepared cuDNN convolution, handle, weights and workspace
+  const CudnnConv* conv = nullptr;
+  cudnnContext* cudnn = nullptr;
+  const void* weights = nullptr;
+  const float* bias = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+#define DLR_CUDA_RUN_DECL_(K, ident, name, P, role) Status run_##ident(const OpCall& call);
+DLR_OPS(DLR_CUDA_RUN_DECL_)
+#undef DLR_CUDA_RUN_DECL_
+
+// Enqueues one step: the dispatch table of DLR_OPS (the only per-kind dispatch of the CUDA engine).
+inline Status run_op(LayerKind kind, const OpCall& call) {
+#define DLR_CUDA_RUN_FN_(K, ident, name, P, role) &run_##ident,
+  static constexpr Status (*kRun[])(const OpCall&) = {DLR_OPS(DLR_CUDA_RUN_FN_)};
+#undef DLR_CUDA_RUN_FN_
+  return kRun[static_cast<size_t>(kind)](call);
+}
 
 // ---- bias_activation.cu ----
 // In place: x = act(x + bias[c]) for every element of `t` (bias: f32, t.c values; may be null = no bias).

@@ -49,4 +49,9 @@ Status gaussian_yolo(const GaussianYoloOp& p, const TensorView& in, const Tensor
   return Status();
 }
 
+// Entry point of [Gaussian_yolo] (cuda_ops.h OpCall).
+Status run_gaussian_yolo(const OpCall& call) {
+  return gaussian_yolo(gaussian_yolo_op(call.p<GaussianYoloParams>()), call.in[0], call.out, call.stream);
+}
+
 }  // namespace dlr::cuda

@@ -61,4 +61,7 @@ Status maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& o
   return Status();
 }
 
+// Entry point of [maxpool] (cuda_ops.h OpCall).
+Status run_maxpool(const OpCall& call) { return maxpool(call.p<MaxPoolParams>(), call.in[0], call.out, call.stream); }
+
 }  // namespace dlr::cuda

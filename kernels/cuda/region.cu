@@ -63,4 +63,9 @@ Status region(const RegionOp& p, const TensorView& in, const TensorView& out, cu
   return Status();
 }
 
+// Entry point of [region] (cuda_ops.h OpCall).
+Status run_region(const OpCall& call) {
+  return region(region_op(call.p<RegionParams>()), call.in[0], call.out, call.stream);
+}
+
 }  // namespace dlr::cuda

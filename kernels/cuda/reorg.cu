@@ -64,4 +64,12 @@ Status reorg(const TensorView& in, int stride, ReorgMapping mapping, const Tenso
   return Status();
 }
 
+// Entry points of [reorg] and [reorg3d] (cuda_ops.h OpCall).
+Status run_reorg(const OpCall& call) {
+  return reorg(call.in[0], call.p<ReorgParams>().stride, ReorgMapping::kDarknetOld, call.out, call.stream);
+}
+Status run_reorg3d(const OpCall& call) {
+  return reorg(call.in[0], call.p<ReorgParams>().stride, ReorgMapping::kSpaceToDepth, call.out, call.stream);
+}
+
 }  // namespace dlr::cuda

@@ -37,4 +37,9 @@ Status sam(const TensorView& prev, const TensorView& from, Activation act, const
   return Status();
 }
 
+// Entry point of [sam] (cuda_ops.h OpCall): in[0] is the previous layer, in[1] is `from`.
+Status run_sam(const OpCall& call) {
+  return sam(call.in[0], call.in[1], call.p<SamParams>().activation, call.out, call.stream);
+}
+
 }  // namespace dlr::cuda

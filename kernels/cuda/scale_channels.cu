@@ -43,4 +43,10 @@ Status scale_channels(const TensorView& scales, const TensorView& from, bool sca
   return Status();
 }
 
+// Entry point of [scale_channels] (cuda_ops.h OpCall): in[0] holds the scales, in[1] is `from`.
+Status run_scale_channels(const OpCall& call) {
+  const ScaleChannelsParams& p = call.p<ScaleChannelsParams>();
+  return scale_channels(call.in[0], call.in[1], p.scale_wh, p.activation, call.out, call.stream);
+}
+
 }  // namespace dlr::cuda

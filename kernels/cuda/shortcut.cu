@@ -10,6 +10,7 @@
 // the same layout and every from has out's shape (the residual add of every
 // supported cfg), else the general one below.
 #include <algorithm>
+#include <string>
 
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -128,6 +129,15 @@ Status shortcut(const TensorView& prev, const TensorView* from, int n_from, Acti
     DLR_CUDA_LAUNCH_CHECK("shortcut_kernel");
   }
   return Status();
+}
+
+// Entry point of [shortcut] (cuda_ops.h OpCall): in[0] is the previous layer, then the `from` layers.
+Status run_shortcut(const OpCall& call) {
+  const int n_from = call.n_in - 1;
+  if (n_from > kMaxShortcutFrom)
+    return unsupported("layer " + std::to_string(call.layer) + ": shortcut with more than " +
+                       std::to_string(kMaxShortcutFrom) + " inputs");
+  return shortcut(call.in[0], call.in + 1, n_from, call.p<ShortcutParams>().activation, call.out, call.stream);
 }
 
 }  // namespace dlr::cuda

@@ -37,4 +37,9 @@ Status upsample(const UpsampleParams& p, const TensorView& in, const TensorView&
   return Status();
 }
 
+// Entry point of [upsample] (cuda_ops.h OpCall).
+Status run_upsample(const OpCall& call) {
+  return upsample(call.p<UpsampleParams>(), call.in[0], call.out, call.stream);
+}
+
 }  // namespace dlr::cuda

@@ -56,4 +56,7 @@ Status yolo(const YoloParams& p, const TensorView& in, const TensorView& out, cu
   return Status();
 }
 
+// Entry point of [yolo] (cuda_ops.h OpCall).
+Status run_yolo(const OpCall& call) { return yolo(call.p<YoloParams>(), call.in[0], call.out, call.stream); }
+
 }  // namespace dlr::cuda

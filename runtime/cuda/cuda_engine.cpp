@@ -4,13 +4,14 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "runtime/core/log.h"
-#include "runtime/kernel_params.h"
 #include "runtime/weight_store.h"
 
 namespace dlr {
@@ -190,51 +191,39 @@ Status CudaEngine::set_input(const float* nchw, int n) {
 }
 
 Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
-  switch (st.kind) {
-    case LayerKind::kConv: {
-      const WeightBlob& wb = m_plan.weights[size_t(st.weight)];
-      const char* blob = blob_ptr(st.weight);
-      return m_convs[size_t(st.layer)]->run(m_cudnn.get(), view(st.inputs[0]), blob,
-                                            reinterpret_cast<const float*>(blob + wb.bias_offset), view(st.output),
-                                            m_workspace.data(), m_workspace.bytes(), s);
-    }
-    case LayerKind::kMaxPool:
-      return cuda::maxpool(std::get<MaxPoolParams>(st.params), view(st.inputs[0]), view(st.output), s);
-    case LayerKind::kUpsample:
-      return cuda::upsample(std::get<UpsampleParams>(st.params), view(st.inputs[0]), view(st.output), s);
-    case LayerKind::kShortcut: {
-      TensorView from[cuda::kMaxShortcutFrom];
-      const int n_from = int(st.inputs.size()) - 1;
-      if (n_from > cuda::kMaxShortcutFrom)
-        return unsupported("layer " + std::to_string(st.layer) + ": shortcut with more than " +
-                           std::to_string(cuda::kMaxShortcutFrom) + " inputs");
-      for (int i = 0; i < n_from; ++i) from[i] = view(st.inputs[size_t(i) + 1]);
-      return cuda::shortcut(view(st.inputs[0]), from, n_from, std::get<ShortcutParams>(st.params).activation, view(st.output), s);
-    }
-    case LayerKind::kYolo:
-      return cuda::yolo(std::get<YoloParams>(st.params), view(st.inputs[0]), view(st.output), s);
-    case LayerKind::kRoute:
-      for (const auto& cp : st.copies) DLR_RETURN_IF_ERROR(cuda::copy_channels(view(cp.first), view(cp.second), s));
-      return Status();
-    case LayerKind::kDropout:
-      return Status();
-    case LayerKind::kAvgPool:
-      return cuda::avgpool(view(st.inputs[0]), view(st.output), s);
-    case LayerKind::kScaleChannels:
-      return cuda::scale_channels(view(st.inputs[0]), view(st.inputs[1]), std::get<ScaleChannelsParams>(st.params).scale_wh,
-                                  std::get<ScaleChannelsParams>(st.params).activation, view(st.output), s);
-    case LayerKind::kSam:
-      return cuda::sam(view(st.inputs[0]), view(st.inputs[1]), std::get<SamParams>(st.params).activation, view(st.output), s);
-    case LayerKind::kReorg:
-      return cuda::reorg(view(st.inputs[0]), std::get<ReorgParams>(st.params).stride, ReorgMapping::kDarknetOld, view(st.output), s);
-    case LayerKind::kReorg3d:
-      return cuda::reorg(view(st.inputs[0]), std::get<ReorgParams>(st.params).stride, ReorgMapping::kSpaceToDepth, view(st.output), s);
-    case LayerKind::kRegion:
-      return cuda::region(region_op(std::get<RegionParams>(st.params)), view(st.inputs[0]), view(st.output), s);
-    case LayerKind::kGaussianYolo:
-      return cuda::gaussian_yolo(gaussian_yolo_op(std::get<GaussianYoloParams>(st.params)), view(st.inputs[0]), view(st.output), s);
+  // Views of the step's inputs and copies (on the stack for the usual few).
+  constexpr size_t kInline = 16;
+  using Copy = std::pair<TensorView, TensorView>;
+  TensorView in_inline[kInline];
+  Copy copies_inline[kInline];
+  std::vector<TensorView> in_heap;
+  std::vector<Copy> copies_heap;
+  TensorView* in = in_inline;
+  Copy* copies = copies_inline;
+  if (st.inputs.size() > kInline) in = (in_heap.resize(st.inputs.size()), in_heap.data());
+  if (st.copies.size() > kInline) copies = (copies_heap.resize(st.copies.size()), copies_heap.data());
+  for (size_t i = 0; i < st.inputs.size(); ++i) in[i] = view(st.inputs[i]);
+  for (size_t i = 0; i < st.copies.size(); ++i) copies[i] = Copy(view(st.copies[i].first), view(st.copies[i].second));
+  cuda::OpCall call;
+  call.layer = st.layer;
+  call.params = &st.params;
+  call.in = in;
+  call.n_in = int(st.inputs.size());
+  call.out = view(st.output);
+  call.copies = copies;
+  call.n_copies = int(st.copies.size());
+  call.stream = s;
+  if (st.weight >= 0) {
+    const WeightBlob& wb = m_plan.weights[size_t(st.weight)];
+    const char* blob = blob_ptr(st.weight);
+    call.conv = m_convs[size_t(st.layer)].get();
+    call.cudnn = m_cudnn.get();
+    call.weights = blob;
+    call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);
+    call.workspace = m_workspace.data();
+    call.workspace_bytes = m_workspace.bytes();
   }
-  return Status();
+  return cuda::run_op(st.kind, call);
 }
 
 Status CudaEngine::enqueue_layer_kernels(const Step& st, cudaStream_t s) {
