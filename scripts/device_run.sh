@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream
+#   info tests sanitize probe bench stream regress residency soak
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -23,15 +23,15 @@ for phase in "$@"; do
       compute-sanitizer --version | head -1 | tee -a "$summary"
       ;;
     tests)
-      timeout 330 "$B/dlr_gpu_tests" --gtest_filter='-GpuBench.*' >"$OUT/gpu_tests.log" 2>&1
+      timeout 420 "$B/dlr_gpu_tests" --gtest_filter='-GpuBench.*' >"$OUT/gpu_tests.log" 2>&1
       note "gpu tests rc=$? $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]+ test' "$OUT/gpu_tests.log" | tr '\n' ' ')"
-      grep -E '^\[  FAILED  \]|rel err vs CPU|detections' "$OUT/gpu_tests.log" | head -40 | tee -a "$summary"
+      grep -E '^\[  FAILED  \]|rel err vs CPU|detections|injected faults' "$OUT/gpu_tests.log" | head -40 | tee -a "$summary"
       ;;
     sanitize)
       export DLR_TEST_SMALL_MODELS=1
       for tool in memcheck racecheck synccheck; do
-        filter='*CudaEngineE2E.*fastest*:StreamMode.*'
-        [ "$tool" = memcheck ] || filter='StreamMode.*'
+        filter='*CudaEngineE2E.*fastest*:StreamMode.*:MultiSession.*'
+        [ "$tool" = memcheck ] || filter='StreamMode.*:MultiSession.*'
         limit=100; [ "$tool" = racecheck ] && limit=420
         timeout $limit compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/dlr_gpu_tests" --gtest_filter="$filter" \
           >"$OUT/sanitize_$tool.log" 2>&1
@@ -77,6 +77,32 @@ for phase in "$@"; do
         --precision fp16 --mode stream --weight-pool ring --weight-budget min --print-plan --report table \
         --trace "$OUT/trace_tiny_ring.json" >"$OUT/dlrun_tiny_ring.txt" 2>&1
       note "dlrun yolov4-tiny ring rc=$?"; head -5 "$OUT/dlrun_tiny_ring.txt" | tee -a "$summary"
+      ;;
+    regress)
+      # docs/benchmarks.md's yolov4 @608 rows (issue 9's must-not-regress set), plus the
+      # residency strategies at the same budgets (issue 10), preload in the same run.
+      for p in fp16 fp32; do
+        timeout 200 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+          --weight-budget min,25%,50%,75% --weight-pool ring --residency none,largest-late,greedy \
+          --copy-profile "${PROFILE_ARG:-h100}" --iters 50 --warmup 5 --json "$OUT/regress_yolov4_608_$p.json" \
+          >"$OUT/regress_yolov4_608_$p.txt" 2>&1
+        note "regress yolov4@608 $p rc=$?"; cat "$OUT/regress_yolov4_608_$p.txt" | tee -a "$summary"
+      done
+      ;;
+    residency)
+      # The latency-vs-budget curve of the residency planner (issue 10), yolov4-tiny too.
+      timeout 150 "$B/dlbench" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp16 --mode preload,stream \
+        --weight-budget min,25%,50%,75% --weight-pool ring --residency none,greedy --iters 50 --warmup 5 \
+        --json "$OUT/residency_tiny_416.json" >"$OUT/residency_tiny_416.txt" 2>&1
+      note "residency yolov4-tiny@416 rc=$?"; cat "$OUT/residency_tiny_416.txt" | tee -a "$summary"
+      ;;
+    soak)
+      "$B/dlsoak" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp16 --mode stream --weight-budget min \
+        --json "$OUT/soak_tiny_fp16_stream.json" >"$OUT/soak.txt" 2>&1
+      note "dlsoak stream min rc=$?"; cat "$OUT/soak.txt" | tee -a "$summary"
+      "$B/dlsoak" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp16 --mode stream --weight-budget 50% \
+        --iters 2000 --json "$OUT/soak_tiny_fp16_resident.json" >"$OUT/soak_resident.txt" 2>&1
+      note "dlsoak stream 50% rc=$?"; cat "$OUT/soak_resident.txt" | tee -a "$summary"
       ;;
     *) note "unknown phase $phase" ;;
   esac
