@@ -35,10 +35,76 @@ bool searchable(const CompiledModel& m) {
   return streamed_ring(m) && m.options.unit_search && m.options.chunk_bytes == 0;
 }
 
+bool auto_budget(const CompiledModel& m) { return m.options.weight_budget.kind == WeightBudget::Kind::kAuto; }
+
 // Resident blobs chosen within the budget: only a budget above the minimal pool
-// leaves room (an explicit "min" budget does not).
+// leaves room (an explicit "min" budget does not); "auto" is chosen with them.
 bool residency_planned(const CompiledModel& m) {
-  return streamed_ring(m) && m.options.residency != Residency::kNone && m.budget_bytes > 0;
+  return streamed_ring(m) && (auto_budget(m) || (m.options.residency != Residency::kNone && m.budget_bytes > 0));
+}
+
+// Weight budget "auto": the smallest budget (in mapping units, from the minimal ring
+// to every weight) whose residency plan the simulator predicts within the target:
+// (1 + max_slowdown) x preload's predicted latency, or latency_target_ms. Binary
+// search over the budget (the prediction falls as the budget grows, up to noise of a
+// few microseconds; the search takes ~8 residency plans for yolov4).
+struct AutoBudget {
+  int64_t bytes = 0;
+  double predicted_ms = 0, preload_ms = 0, target_ms = 0;
+  int plans = 0;
+};
+
+Expected<AutoBudget> choose_auto_budget(const ExecutionPlan& plan, const CopyProfile& profile, StreamOptions so,
+                                        const SessionOptions& options, const std::vector<double>& layer_ms) {
+  AutoBudget a;
+  const int64_t total = plan.weight_bytes();
+  so.resident.clear();
+  so.budget_bytes = total;
+  DLR_ASSIGN_OR_RETURN(StreamPlan all, plan_streaming(plan, profile, so));
+  a.preload_ms = simulate(plan, all, profile, layer_ms).latency_ms;
+  a.target_ms = options.latency_target_ms > 0 ? options.latency_target_ms : a.preload_ms * (1 + options.max_slowdown);
+  so.budget_bytes = 0;
+  DLR_ASSIGN_OR_RETURN(StreamPlan minimal, plan_streaming(plan, profile, so));
+  const int64_t gran = std::max<int64_t>(so.ring_granularity, 256);
+  ResidencyOptions ro;
+  ro.strategy = options.residency;
+  // The prediction the final compile makes at that budget: the residency plan, then
+  // (when units are searched) its searched cut.
+  const bool search = options.unit_search && options.chunk_bytes == 0;
+  UnitSearchOptions us;
+  us.min_gain = options.unit_search_min_gain;
+  auto predict = [&](int64_t budget) -> Expected<double> {
+    if (budget >= total) return a.preload_ms;
+    so.budget_bytes = budget;
+    so.resident.clear();
+    ++a.plans;
+    DLR_ASSIGN_OR_RETURN(ResidencyResult r, plan_residency(plan, profile, so, layer_ms, ro));
+    if (!search || r.plan.resident || r.plan.layout != PoolLayout::kRing) return r.predicted_ms;
+    if (r.plan.resident_bytes > 0) so.resident = r.resident;
+    DLR_ASSIGN_OR_RETURN(UnitSearchResult u, search_ring_units(plan, profile, so, layer_ms, us));
+    return u.predicted_ms;
+  };
+  int64_t lo = minimal.pool_bytes / gran, hi = (total + gran - 1) / gran;  // in mapping units
+  DLR_ASSIGN_OR_RETURN(double at_lo, predict(lo * gran));
+  if (at_lo <= a.target_ms) {
+    a.bytes = lo * gran;
+    a.predicted_ms = at_lo;
+    return a;
+  }
+  double at_hi = a.preload_ms;
+  while (hi - lo > 1) {  // predict(lo) > target >= predict(hi), or hi is every weight
+    const int64_t mid = (lo + hi) / 2;
+    DLR_ASSIGN_OR_RETURN(double ms, predict(mid * gran));
+    if (ms <= a.target_ms) {
+      hi = mid;
+      at_hi = ms;
+    } else {
+      lo = mid;
+    }
+  }
+  a.bytes = std::min(hi * gran, total);
+  a.predicted_ms = at_hi;
+  return a;
 }
 
 }  // namespace
@@ -120,6 +186,25 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   so.ring_granularity = target.map_granularity;
   m.budget_bytes = so.budget_bytes;
   DLR_ASSIGN_OR_RETURN(m.stream, plan_streaming(m.plan, target.copy_profile, so));
+  if (auto_budget(m) && !streamed_ring(m))
+    return invalid_argument("weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
+  if (auto_budget(m) && !layer_ms.empty()) {
+    DLR_ASSIGN_OR_RETURN(AutoBudget a, choose_auto_budget(m.plan, target.copy_profile, so, options, layer_ms));
+    so.budget_bytes = a.bytes;
+    m.budget_bytes = a.bytes;
+    DLR_ASSIGN_OR_RETURN(m.stream, plan_streaming(m.plan, target.copy_profile, so));
+    const std::string goal = options.latency_target_ms > 0
+                                 ? fmt("the latency target %.3f ms", options.latency_target_ms)
+                                 : fmt("%.1f %% of preload's %.3f ms", 100.0 * options.max_slowdown, a.preload_ms);
+    m.notes.push_back(fmt("budget auto: %.2f MiB (%.1f %% of the weights), predicted %.3f ms", mib(a.bytes),
+                          100.0 * double(a.bytes) / double(m.plan.weight_bytes()), a.predicted_ms) +
+                      ", the smallest within " + goal + fmt(" (%.0f residency plans)", double(a.plans)));
+    if (a.predicted_ms > a.target_ms)
+      m.notes.push_back(fmt("budget auto: no budget meets the target; every weight resident predicts %.3f ms",
+                            a.preload_ms));
+  } else if (auto_budget(m)) {
+    m.notes.push_back("budget auto: chosen once kernel times are measured at open (minimal pool meanwhile)");
+  }
   m.notes.push_back("weights: budget " + options.weight_budget.to_string() + " -> " +
                     (m.stream.resident ? std::string("resident") : pool_layout_name(m.stream.layout)) +
                     fmt(" pool of %.2f MiB for %.2f MiB of weights", mib(m.stream.pool_bytes),

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace dlr {
 
@@ -66,6 +67,7 @@ std::string lower(std::string s) {
 // Accepted (case-insensitive, surrounding blanks ignored):
 //   "min"              the minimal pool: returns minimal_bytes (0: plan_streaming picks the layout's minimum)
 //   "all"              every weight byte (resident)
+//   "auto"             chosen by the compile step (SessionOptions::max_slowdown)
 //   "P%"               P percent of the weight bytes, 0 < P <= 100 (decimals allowed)
 //   "N" + unit         decimals allowed; KB/MB/GB are decimal (1e3/1e6/1e9 bytes),
 //                      KiB/MiB/GiB binary (2^10/2^20/2^30), B = bytes
@@ -83,6 +85,7 @@ Expected<WeightBudget> WeightBudget::parse(const std::string& text) {
   if (t.empty()) return bad("empty; expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
   if (t == "min") return WeightBudget::min();
   if (t == "all") return WeightBudget::all();
+  if (t == "auto") return WeightBudget::automatic();
   if (t[0] == '-') return bad("negative");
 
   // number: digits [. digits]
@@ -142,6 +145,7 @@ Expected<WeightBudget> WeightBudget::parse(const std::string& text) {
 int64_t WeightBudget::resolve(int64_t total, int64_t minimal) const {
   switch (kind) {
     case Kind::kMin: return minimal;
+    case Kind::kAuto: return minimal;
     case Kind::kAll: return total;
     case Kind::kFraction: return int64_t(std::floor(double(total) * fraction));
     case Kind::kBytes: return bytes;
@@ -152,6 +156,7 @@ int64_t WeightBudget::resolve(int64_t total, int64_t minimal) const {
 std::string WeightBudget::to_string() const {
   switch (kind) {
     case Kind::kMin: return "min";
+    case Kind::kAuto: return "auto";
     case Kind::kAll: return "all";
     case Kind::kFraction: {
       char buf[64];
@@ -161,6 +166,24 @@ std::string WeightBudget::to_string() const {
     case Kind::kBytes: return std::to_string(bytes);
   }
   return "min";
+}
+
+Expected<double> parse_percentage(const std::string& text, const std::string& what) {
+  std::string t = text;
+  if (!t.empty() && t.back() == '%') t.pop_back();
+  size_t used = 0;
+  double v = -1;
+  bool ok = !t.empty() && (std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '.');
+  if (ok) {
+    try {
+      v = std::stod(t, &used);
+    } catch (...) {
+      ok = false;
+    }
+  }
+  if (!ok || used != t.size() || !(v >= 0) || !std::isfinite(v))
+    return invalid_argument(what + " \"" + text + "\": expected a percentage such as 5% (>= 0)");
+  return v / 100.0;
 }
 
 Status validate_options(const SessionOptions& o) {
@@ -179,6 +202,12 @@ Status validate_options(const SessionOptions& o) {
   if (o.max_image_width < 1 || o.max_image_height < 1)
     return invalid_argument("image staging size must be at least 1x1");
   DLR_RETURN_IF_ERROR(CopyProfile::check_name(o.copy_profile));  // syntax only: no file is read here
+  if (!(o.max_slowdown >= 0 && o.max_slowdown <= 10))
+    return invalid_argument("max slowdown " + std::to_string(o.max_slowdown * 100) + " % must be in [0, 1000] %");
+  if (!(o.latency_target_ms >= 0 && o.latency_target_ms < 1e9))
+    return invalid_argument("latency target must be >= 0 ms (0: use the max slowdown)");
+  if (o.latency_target_ms > 0 && o.weight_budget.kind != WeightBudget::Kind::kAuto)
+    return invalid_argument("a latency target needs the weight budget auto");
   switch (o.weight_budget.kind) {
     case WeightBudget::Kind::kFraction:
       if (!(o.weight_budget.fraction > 0 && o.weight_budget.fraction <= 1))

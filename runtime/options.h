@@ -32,7 +32,9 @@ bool parse_residency(const std::string& s, Residency* out);  // "none", "largest
 // Device memory for streamed weights ("--weight-budget"). Resolved against the
 // plan's weight bytes and the pool minimum by the compile step.
 struct WeightBudget {
-  enum class Kind : uint8_t { kMin, kAll, kFraction, kBytes };
+  // kAuto: the compile step picks the smallest budget predicted within
+  // SessionOptions::max_slowdown of preload (or within latency_target_ms).
+  enum class Kind : uint8_t { kMin, kAll, kFraction, kBytes, kAuto };
   Kind kind = Kind::kMin;
   double fraction = 0;  // kFraction: (0, 1]
   int64_t bytes = 0;    // kBytes: > 0
@@ -41,11 +43,13 @@ struct WeightBudget {
   static WeightBudget all() { return {Kind::kAll, 0, 0}; }
   static WeightBudget percent(double p) { return {Kind::kFraction, p / 100.0, 0}; }
   static WeightBudget of_bytes(int64_t b) { return {Kind::kBytes, 0, b}; }
-  // "min", "all", "NN%" (0 < NN <= 100, decimals allowed), "N" + KB/MB/GB (1e3..),
+  static WeightBudget automatic() { return {Kind::kAuto, 0, 0}; }
+  // "min", "all", "auto", "NN%" (0 < NN <= 100, decimals allowed), "N" + KB/MB/GB (1e3..),
   // KiB/MiB/GiB (2^10..) or B, or plain bytes; case-insensitive, blanks around ignored.
   static Expected<WeightBudget> parse(const std::string& text);
   // Bytes for a plan with `total` weight bytes whose smallest pool is `minimal`
-  // (min -> minimal; a percentage is rounded down to whole bytes).
+  // (min and auto -> minimal: auto is chosen later, from measured kernel times; a
+  // percentage is rounded down to whole bytes).
   int64_t resolve(int64_t total, int64_t minimal) const;
   std::string to_string() const;  // parse(to_string()) == *this
   bool operator==(const WeightBudget& o) const {
@@ -76,6 +80,8 @@ struct SessionOptions {
                                            // from kernel times measured at open (unit_search.h); false: equal chunks
   double unit_search_min_gain = 0.01;      // keep a searched cut only when predicted this fraction faster, [0, 1)
   Residency residency = Residency::kGreedy;  // stream mode, ring: which blobs stay resident within the budget
+  double max_slowdown = 0.05;     // weight budget auto: predicted latency at most (1 + this) x preload's, [0, 10]
+  double latency_target_ms = 0;   // weight budget auto: > 0 replaces max_slowdown with this predicted latency
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
   bool profile_layers = false;    // per-layer CUDA event timing (event nodes inside the graph)
@@ -84,6 +90,9 @@ struct SessionOptions {
   int max_image_width = 1920;     // host/device image staging sized at open (grows if exceeded)
   int max_image_height = 1080;
 };
+
+// "5%" or "5" (percent, decimals allowed, >= 0) -> 0.05; errors name `what`.
+Expected<double> parse_percentage(const std::string& text, const std::string& what);
 
 // Checks every option's range and that the options fit together (e.g. the CPU
 // backend runs fp32 preload only). Touches no file and no device. One-line errors

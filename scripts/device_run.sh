@@ -83,7 +83,7 @@ for phase in "$@"; do
       # residency strategies at the same budgets (issue 10), preload in the same run.
       for p in fp16 fp32; do
         timeout 200 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
-          --weight-budget min,25%,50%,75% --weight-pool ring --residency none,largest-late,greedy \
+          --weight-budget min,25%,50%,75%,auto --weight-pool ring --residency none,largest-late,greedy \
           --copy-profile "${PROFILE_ARG:-h100}" --iters 50 --warmup 5 --json "$OUT/regress_yolov4_608_$p.json" \
           >"$OUT/regress_yolov4_608_$p.txt" 2>&1
         note "regress yolov4@608 $p rc=$?"; cat "$OUT/regress_yolov4_608_$p.txt" | tee -a "$summary"
@@ -92,16 +92,21 @@ for phase in "$@"; do
     residency)
       # The latency-vs-budget curve of the residency planner (issue 10), yolov4-tiny too.
       timeout 150 "$B/dlbench" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp16 --mode preload,stream \
-        --weight-budget min,25%,50%,75% --weight-pool ring --residency none,greedy --iters 50 --warmup 5 \
+        --weight-budget min,80%,90% --weight-pool ring --residency none,largest-late,greedy --iters 50 --warmup 5 \
         --json "$OUT/residency_tiny_416.json" >"$OUT/residency_tiny_416.txt" 2>&1
       note "residency yolov4-tiny@416 rc=$?"; cat "$OUT/residency_tiny_416.txt" | tee -a "$summary"
+      "$B/dlgen" "$M/yolov4.cfg" /tmp/yolov4.weights >/dev/null
+      timeout 60 "$B/dlrun" "$M/yolov4.cfg" /tmp/yolov4.weights --device cuda --precision fp16 --mode stream \
+        --weight-budget auto --print-plan >"$OUT/printplan_yolov4_auto.txt" 2>&1
+      note "dlrun yolov4 fp16 auto --print-plan rc=$?"; grep -E "^note|^predicted|^stream plan" \
+        "$OUT/printplan_yolov4_auto.txt" | tee -a "$summary"
       ;;
     soak)
       "$B/dlsoak" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp16 --mode stream --weight-budget min \
         --json "$OUT/soak_tiny_fp16_stream.json" >"$OUT/soak.txt" 2>&1
       note "dlsoak stream min rc=$?"; cat "$OUT/soak.txt" | tee -a "$summary"
-      "$B/dlsoak" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp16 --mode stream --weight-budget 50% \
-        --iters 2000 --json "$OUT/soak_tiny_fp16_resident.json" >"$OUT/soak_resident.txt" 2>&1
+      "$B/dlsoak" "$M/yolov4.cfg" --synthetic --size 416 --precision fp16 --mode stream --weight-budget 50% \
+        --iters 2000 --thread-iters 50 --json "$OUT/soak_yolov4_fp16_resident.json" >"$OUT/soak_resident.txt" 2>&1
       note "dlsoak stream 50% rc=$?"; cat "$OUT/soak_resident.txt" | tee -a "$summary"
       ;;
     *) note "unknown phase $phase" ;;

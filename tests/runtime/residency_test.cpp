@@ -178,8 +178,12 @@ TEST(Residency, Yolov4GreedyBeatsBothBaselines) {
       // fp16 is copy-bound: from half the weights up, resident bytes are copies saved
       // (modelled here: 1.94 vs 2.48 ms all-streamed and 2.12 ms largest-late at 50 %).
       // At 25 % the pool's lookahead is worth as much as the bytes a smaller pool frees.
-      if (dt == DType::kF16 && f > 0.3) EXPECT_LT(r->greedy_ms, 0.9 * r->none_ms);
-      if (dt == DType::kF16 && f == 0.5) EXPECT_LT(r->greedy_ms, 0.95 * r->largest_late_ms);
+      if (dt == DType::kF16 && f > 0.3) {
+        EXPECT_LT(r->greedy_ms, 0.9 * r->none_ms);
+      }
+      if (dt == DType::kF16 && f == 0.5) {
+        EXPECT_LT(r->greedy_ms, 0.95 * r->largest_late_ms);
+      }
       EXPECT_GE(r->greedy_ms, compute);  // never faster than the kernels alone
       EXPECT_LT(r->simulations, 6000);
     }
@@ -224,6 +228,93 @@ TEST(Residency, CompileChoosesResidentBlobsFromMeasuredTimesAndRoundTrips) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->stream.resident_bytes, 0);
   EXPECT_LE(second->predicted_ms, none->predicted_ms);
+}
+
+// Weight budget "auto": the smallest budget (in mapping units) whose plan the simulator
+// predicts within the slowdown, or within a latency target.
+TEST(Residency, AutoBudgetIsTheSmallestWithinTheTarget) {
+  DLR_REQUIRE_FILE(cfg, "models/yolov4.cfg");
+  Expected<NetworkDesc> net = parse_network_cfg(cfg);
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  Target t;
+  t.device = DeviceKind::kCUDA;
+  t.name = "hand-made H100-like target";
+  t.map_granularity = int64_t(2) << 20;
+  t.copy_profile = *CopyProfile::builtin("h100");
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  o.mode = WeightMode::kStream;
+  o.weight_budget = *WeightBudget::parse("auto");
+  auto first = compile(*net, t, o);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_TRUE(first->needs_layer_times());
+  const std::vector<double> ms = model_layer_ms(*net, first->plan, 120000.0, 2500.0, 4.0);
+  auto preload = compile(*net, t, [&] {
+    SessionOptions p = o;
+    p.weight_budget = WeightBudget::all();
+    return p;
+  }(), ms);
+  ASSERT_TRUE(preload.ok());
+  const double preload_ms = simulate(preload->plan, preload->stream, t.copy_profile, ms).latency_ms;
+  for (double slowdown : {0.05, 0.10, 0.30}) {
+    o.max_slowdown = slowdown;
+    auto m = compile(*net, t, o, ms);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    const int64_t total = m->plan.weight_bytes();
+    std::printf("auto at %.0f %%: %.1f MiB (%.1f %% of the weights), predicted %.3f ms, preload %.3f ms\n",
+                100 * slowdown, double(m->budget_bytes) / kMiB, 100.0 * double(m->budget_bytes) / double(total),
+                m->predicted_ms, preload_ms);
+    EXPECT_LE(m->device_weight_bytes(), m->budget_bytes);
+    EXPECT_LE(m->predicted_ms, preload_ms * (1 + slowdown) + 1e-9);
+    EXPECT_LT(m->budget_bytes, total);
+    EXPECT_NE(m->to_text().find("budget auto: "), std::string::npos);
+    // One mapping unit less is predicted above the target (or is below the minimal pool).
+    SessionOptions less = o;
+    less.weight_budget = WeightBudget::of_bytes(m->budget_bytes - t.map_granularity);
+    auto smaller = compile(*net, t, less, ms);
+    if (smaller.ok()) {
+      EXPECT_GT(smaller->predicted_ms, preload_ms * (1 + slowdown)) << "budget " << smaller->budget_bytes;
+    }
+  }
+  o.max_slowdown = 0.05;
+  o.latency_target_ms = 2.2;
+  auto target = compile(*net, t, o, ms);
+  ASSERT_TRUE(target.ok()) << target.status().to_string();
+  EXPECT_LE(target->predicted_ms, 2.2 + 1e-9);
+  o.latency_target_ms = 0.5;  // below preload: every weight resident, and a note says so
+  auto impossible = compile(*net, t, o, ms);
+  ASSERT_TRUE(impossible.ok()) << impossible.status().to_string();
+  EXPECT_TRUE(impossible->stream.resident);
+  EXPECT_NE(impossible->to_text().find("no budget meets the target"), std::string::npos);
+}
+
+TEST(Residency, AutoBudgetOptionErrors) {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.mode = WeightMode::kStream;
+  o.latency_target_ms = 3;
+  EXPECT_EQ(validate_options(o).message(), "a latency target needs the weight budget auto");
+  o.latency_target_ms = 0;
+  o.max_slowdown = -0.1;
+  EXPECT_EQ(validate_options(o).message(), "max slowdown -10.000000 % must be in [0, 1000] %");
+  EXPECT_EQ(parse_percentage("5%", "--max-slowdown").value(), 0.05);
+  EXPECT_EQ(parse_percentage("12.5", "--max-slowdown").value(), 0.125);
+  EXPECT_EQ(parse_percentage("five", "--max-slowdown").status().message(),
+            "--max-slowdown \"five\": expected a percentage such as 5% (>= 0)");
+  EXPECT_EQ(parse_percentage("-3%", "--max-slowdown").status().message(),
+            "--max-slowdown \"-3%\": expected a percentage such as 5% (>= 0)");
+  EXPECT_EQ(WeightBudget::parse("AUTO").value().kind, WeightBudget::Kind::kAuto);
+  EXPECT_EQ(WeightBudget::parse("auto").value().to_string(), "auto");
+  o.max_slowdown = 0.05;
+  Target no_ring;
+  no_ring.device = DeviceKind::kCUDA;
+  no_ring.copy_profile = *CopyProfile::builtin("h100");
+  o.weight_budget = WeightBudget::automatic();
+  Expected<NetworkDesc> net = parse_network_cfg(test::source_file("models/yolov4-tiny.cfg"));
+  ASSERT_TRUE(net.ok());
+  EXPECT_EQ(compile(*net, no_ring, o).status().message(),
+            "weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ struct Args {
   std::string pools = "auto";
   std::string units = "search";
   std::string residencies = "greedy";
+  std::string max_slowdown = "5%";
   bool simulate = false;
 };
 
@@ -143,7 +144,7 @@ std::vector<Config> configs(const Args& a) {
                   for (const std::string& res : split(stream ? a.residencies : none)) {
                     // slots and resident plans never search their units and keep nothing resident
                     // apart: one variant is enough
-                    const bool fixed = pool == "slots" || budget == "all" || budget == "min";
+                    const bool fixed = pool == "slots" || budget == "all" || budget == "min";  // auto varies
                     if (fixed && units != split(a.units).front()) continue;
                     if (fixed && res != split(a.residencies).front()) continue;
                     out.push_back(
@@ -186,6 +187,7 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
     DLR_RETURN_IF_ERROR(parse_units(c.units, &opt.unit_search, &opt.chunk_bytes));
     if (!parse_residency(c.residency, &opt.residency))
       return invalid_argument("--residency " + c.residency + ": expected greedy, largest-late or none");
+    DLR_ASSIGN_OR_RETURN(opt.max_slowdown, parse_percentage(a.max_slowdown, "--max-slowdown"));
   } else if (c.mode != "preload" && c.mode != "cpu") {
     return invalid_argument("--mode " + c.mode + ": expected preload or stream");
   }
@@ -265,9 +267,11 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                    {"residency", residency_name(opt.residency)},
                    {"resident_bytes", sp->resident_bytes},
                    {"device_weight_bytes", sp->device_bytes()},
+                   {"budget_bytes", session->model().budget_bytes},
                    {"predicted_ms", session->model().predicted_ms}};
     for (const std::string& note : session->model().notes)
       if (note.rfind("residency: ", 0) == 0) j["stream"]["residency_note"] = note;
+      else if (note.rfind("budget auto: ", 0) == 0) j["stream"]["auto_budget_note"] = note;
     if (sp->searched_ms > 0) {
       j["stream"]["search_predicted_ms"] = sp->searched_ms;
       j["stream"]["chunks_predicted_ms"] = sp->chunks_ms;
@@ -397,6 +401,9 @@ int run(const Args& a) {
       std::printf("  streamed %.1f MiB, resident %.1f MiB, copy floor %.3f ms", mib(st["streamed_bytes"]),
                   mib(st["resident_bytes"]), st["copy_floor_ms"].get<double>());
       if (st["predicted_ms"].get<double>() > 0) std::printf(", predicted %.3f ms", st["predicted_ms"].get<double>());
+      if (st.contains("auto_budget_note"))
+        std::printf(", auto budget %.1f MiB (%.1f %%)", mib(st["budget_bytes"]),
+                    100.0 * st["budget_bytes"].get<double>() / st["total_weight_bytes"].get<double>());
       if (st.contains("simulated_ms")) std::printf(", simulated %.3f ms", st["simulated_ms"].get<double>());
       if (st.contains("search_predicted_ms"))
         std::printf(", units %s: searched %.3f ms predicted, equal chunks %.3f",
@@ -479,12 +486,14 @@ int tool_main(int argc, char** argv) {
   app.add_option("--precision", a.precisions, "fp32,tf32,fp16 (comma-separated; cuda)");
   app.add_option("--mode", a.modes, "preload,stream (comma-separated; cuda)");
   app.add_option("--weight-budget", a.budgets,
-                 "stream mode budgets, comma-separated: min, all, NN%, NNMiB, NNMB, bytes (default min)");
+                 "stream mode budgets, comma-separated: min, all, auto, NN%, NNMiB, NNMB, bytes (default min)");
   app.add_option("--weight-pool", a.pools, "stream mode pool layouts, comma-separated: auto, ring, slots (default auto)");
   app.add_option("--units", a.units,
                  "stream mode transfer units, comma-separated: search (chosen by simulation from kernel times "
                  "measured at open; default), chunks (equal chunks of the profile's size), chunks:SIZE (e.g. "
                  "chunks:16MiB)");
+  app.add_option("--max-slowdown", a.max_slowdown,
+                 "stream mode, --weight-budget auto: predicted latency at most this much above preload's (default 5%)");
   app.add_option("--residency", a.residencies,
                  "stream mode, ring: which weights stay resident within the budget, comma-separated: greedy "
                  "(default), largest-late, none");

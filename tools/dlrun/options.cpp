@@ -91,8 +91,17 @@ void add_device(CLI::App& app, Args* a) {
       ->check(CLI::IsMember({"preload", "stream"}))
       ->group(g);
   app.add_option("--weight-budget", a->weight_budget,
-                 "stream mode: device weight pool: min (about two of the largest layer), all, NN%, NNMiB, NNMB or "
-                 "bytes")
+                 "stream mode: device memory for weights (resident ones and the pool): min (about two of the largest "
+                 "layer), all, auto (the smallest predicted within --max-slowdown of preload, or --latency-target), "
+                 "NN%, NNMiB, NNMB or bytes")
+      ->group(g);
+  app.add_option("--max-slowdown", a->max_slowdown,
+                 "--weight-budget auto: predicted latency at most this much above preload's, NN% (default 5%)")
+      ->group(g);
+  app.add_option("--latency-target", a->latency_target_ms,
+                 "--weight-budget auto: the smallest budget predicted within this latency, ms (instead of "
+                 "--max-slowdown)")
+      ->check(CLI::Range(0.0, 1e6))
       ->group(g);
   app.add_option("--weight-pool", a->weight_pool,
                  "stream mode: auto (ring where the GPU can map it), ring (one buffer mapped twice: exact byte "

@@ -44,6 +44,8 @@ struct Args {
   std::string precision = "fp32";
   std::string mode = "preload";
   std::string weight_budget = "min";
+  std::string max_slowdown = "5%";
+  double latency_target_ms = 0;
   std::string copy_profile = "h100";
   std::string weight_pool = "auto";
   std::string units = "search";

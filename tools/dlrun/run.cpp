@@ -41,6 +41,8 @@ Expected<SessionOptions> session_options(const Args& a) {
   const Expected<WeightBudget> budget = WeightBudget::parse(a.weight_budget);
   if (!budget.ok()) return invalid_argument("--weight-budget: " + budget.status().message());
   opt.weight_budget = *budget;
+  DLR_ASSIGN_OR_RETURN(opt.max_slowdown, parse_percentage(a.max_slowdown, "--max-slowdown"));
+  opt.latency_target_ms = a.latency_target_ms;
   opt.copy_profile = a.copy_profile;
   if (!parse_pool_layout(a.weight_pool, &opt.weight_pool))
     return invalid_argument("--weight-pool " + a.weight_pool + ": expected auto, ring or slots");
@@ -48,6 +50,8 @@ Expected<SessionOptions> session_options(const Args& a) {
   const bool stream = opt.device == DeviceKind::kCUDA && opt.mode == WeightMode::kStream;
   const std::pair<const char*, bool> stream_only[] = {
       {"--weight-budget", a.weight_budget != defaults.weight_budget},
+      {"--max-slowdown", a.max_slowdown != defaults.max_slowdown},
+      {"--latency-target", a.latency_target_ms != defaults.latency_target_ms},
       {"--weight-pool", a.weight_pool != defaults.weight_pool},
       {"--units", a.units != defaults.units},
       {"--residency", a.residency != defaults.residency},
