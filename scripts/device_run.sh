@@ -32,7 +32,7 @@ for phase in "$@"; do
       for tool in memcheck racecheck synccheck; do
         filter='*CudaEngineE2E.*fastest*:StreamMode.*:MultiSession.*'
         [ "$tool" = memcheck ] || filter='StreamMode.*:MultiSession.*'
-        limit=100; [ "$tool" = racecheck ] && limit=420
+        limit=100; [ "$tool" = racecheck ] && limit=360
         timeout $limit compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/dlr_gpu_tests" --gtest_filter="$filter" \
           >"$OUT/sanitize_$tool.log" 2>&1
         note "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED|^\[  FAILED' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"

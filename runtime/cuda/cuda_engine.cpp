@@ -253,7 +253,19 @@ Expected<cuda::GraphExec> CudaEngine::capture(const std::function<Status()>& enq
   m_capturing = true;
   const Status st = enqueue();
   m_capturing = false;
+  if (!st.ok() && m_copy_stream) {
+    // The enqueue failed after forking the copy stream into the capture: join it back,
+    // or the capture cannot end cleanly (cudaErrorStreamCaptureUnjoined).
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(m_copy_stream.get(), &cs) == cudaSuccess && cs == cudaStreamCaptureStatusActive) {
+      DLR_CUDA_CHECK_LOG(cudaEventRecord(m_join.get(), m_copy_stream.get()));
+      DLR_CUDA_CHECK_LOG(cudaStreamWaitEvent(s, m_join.get(), 0));
+    }
+  }
   const cudaError_t end = cudaStreamEndCapture(s, &graph);
+  // A failed end of capture leaves its error as the thread's last CUDA error, which the
+  // next launch check (cudaGetLastError) would report as its own: clear it here.
+  if (end != cudaSuccess) (void)cudaGetLastError();
   if (!st.ok()) {
     if (graph) DLR_CUDA_CHECK_LOG(cudaGraphDestroy(graph));
     return st;

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/compile.h"
 #include "runtime/core/fault_injection.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
@@ -28,8 +29,10 @@
 namespace dlr {
 namespace {
 
-// A small detector with every common op kind (conv + BN + leaky, maxpool, route
+// A small detector with every common op kind (conv + BN + leaky/mish, maxpool, route
 // slice and concat, upsample, two yolo heads): few calls per open, so every one can fail.
+// Three 256->256 3x3 convs (1.1 MiB each in fp16) make its weights larger than the
+// minimal ring and two slots, so the stream modes really stream (checked below).
 const char* kCfg = R"([net]
 width=64
 height=64
@@ -49,11 +52,35 @@ stride=2
 
 [convolutional]
 batch_normalize=1
-filters=32
+filters=256
 size=3
 stride=1
 pad=1
 activation=leaky
+
+[convolutional]
+batch_normalize=1
+filters=256
+size=3
+stride=1
+pad=1
+activation=leaky
+
+[convolutional]
+batch_normalize=1
+filters=256
+size=3
+stride=1
+pad=1
+activation=leaky
+
+[convolutional]
+batch_normalize=1
+filters=256
+size=3
+stride=1
+pad=1
+activation=mish
 
 [route]
 layers=-1
@@ -196,6 +223,11 @@ TEST_P(DeviceFaults, EverySiteOfOpenAndDetectFailsCleanly) {
   {
     auto s = Session::open(cfg, weights, o);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
+    if (m.mode == WeightMode::kStream) {  // copies per inference through the asked-for pool
+      ASSERT_FALSE((*s)->model().stream.resident);
+      ASSERT_EQ((*s)->model().stream.layout, m.pool);
+      ASSERT_GT((*s)->model().stream.streamed_bytes(), 0);
+    }
     ASSERT_TRUE((*s)->detect(img).ok());
     ref = outputs(**s);
   }
