@@ -19,7 +19,10 @@ uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) <
 uint32_t le16(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8; }
 uint32_t le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
 
-// PNM header integer: skips whitespace and '#' comments; at most 9 digits.
+// PNM header integer: skips whitespace and '#' comments; at most 9 digits; must be
+// followed by whitespace. OpenCV's PNM reader consumes the byte after a number as its
+// delimiter, so in "869#1041720\n" it reads the comment's digits as the next number:
+// a header that two readers would size differently is refused.
 bool pnm_int(const uint8_t* d, size_t n, size_t* pos, int64_t* out) {
   size_t i = *pos;
   while (i < n) {
@@ -38,7 +41,7 @@ bool pnm_int(const uint8_t* d, size_t n, size_t* pos, int64_t* out) {
     v = v * 10 + (d[i] - '0');
     ++i;
   }
-  if (digits == 0) return false;
+  if (digits == 0 || i >= n || !std::isspace(d[i])) return false;
   *pos = i;
   *out = v;
   return true;
