@@ -23,6 +23,7 @@
 #include "runtime/core/fault_injection.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
+#include "tests/common/fault_site.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -131,16 +132,8 @@ classes=1
 num=6
 )";
 
-std::string site_of(const std::string& message) {
-  const std::string mark = " [fault injected at ";
-  const size_t at = message.find(mark);
-  if (at == std::string::npos || message.back() != ']') return "";
-  return message.substr(at + mark.size(), message.size() - at - mark.size() - 1);
-}
-
-struct Disarm {
-  ~Disarm() { fault::disarm(); }
-};
+std::string site_of(const std::string& message) { return test::fault_site_of(message); }
+using Disarm = test::DisarmFaults;
 
 // Device memory in use, after the device is idle and the default stream-ordered pool
 // has handed back what it caches (libraries may allocate through it).

@@ -10,22 +10,15 @@
 #include "runtime/core/fault_injection.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
+#include "tests/common/fault_site.h"
 #include "tests/common/test_paths.h"
 #include "tools/common/tool_support.h"
 
 namespace dlr {
 namespace {
 
-std::string site_of(const std::string& message) {
-  const std::string mark = " [fault injected at ";
-  const size_t at = message.find(mark);
-  if (at == std::string::npos || message.back() != ']') return "";
-  return message.substr(at + mark.size(), message.size() - at - mark.size() - 1);
-}
-
-struct Disarm {
-  ~Disarm() { fault::disarm(); }
-};
+std::string site_of(const std::string& message) { return test::fault_site_of(message); }
+using Disarm = test::DisarmFaults;
 
 TEST(FaultInjection, EverySiteOfSessionOpenFailsCleanly) {
   const std::string cfg = test::source_file("models/yolov4-tiny.cfg");

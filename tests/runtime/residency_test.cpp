@@ -27,6 +27,24 @@ using test::kMiB;
 using test::random_sizes;
 using test::random_times;
 
+// A GPU target written by hand (compile needs no GPU) and fp16 stream options.
+Target h100_target() {
+  Target t;
+  t.device = DeviceKind::kCUDA;
+  t.name = "hand-made H100-like target";
+  t.map_granularity = int64_t(2) << 20;
+  t.copy_profile = *CopyProfile::builtin("h100");
+  return t;
+}
+
+SessionOptions fp16_stream() {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  o.mode = WeightMode::kStream;
+  return o;
+}
+
 // Structure of a plan with resident blobs: resident blobs back to back in their own
 // region, never copied and never waited for; streamed blobs back to back in the host
 // store, every one inside the unit that completes it; the budget holds both parts.
@@ -193,15 +211,8 @@ TEST(Residency, Yolov4GreedyBeatsBothBaselines) {
 TEST(Residency, CompileChoosesResidentBlobsFromMeasuredTimesAndRoundTrips) {
   Expected<NetworkDesc> net = parse_network_cfg(test::source_file("models/yolov4-tiny.cfg"));
   ASSERT_TRUE(net.ok());
-  Target t;
-  t.device = DeviceKind::kCUDA;
-  t.name = "hand-made H100-like target";
-  t.map_granularity = int64_t(2) << 20;
-  t.copy_profile = *CopyProfile::builtin("h100");
-  SessionOptions o;
-  o.device = DeviceKind::kCUDA;
-  o.precision = Precision::kFP16;
-  o.mode = WeightMode::kStream;
+  const Target t = h100_target();
+  SessionOptions o = fp16_stream();
   o.weight_budget = WeightBudget::percent(70);
   auto first = compile(*net, t, o);
   ASSERT_TRUE(first.ok()) << first.status().to_string();
@@ -236,15 +247,8 @@ TEST(Residency, AutoBudgetIsTheSmallestWithinTheTarget) {
   DLR_REQUIRE_FILE(cfg, "models/yolov4.cfg");
   Expected<NetworkDesc> net = parse_network_cfg(cfg);
   ASSERT_TRUE(net.ok()) << net.status().to_string();
-  Target t;
-  t.device = DeviceKind::kCUDA;
-  t.name = "hand-made H100-like target";
-  t.map_granularity = int64_t(2) << 20;
-  t.copy_profile = *CopyProfile::builtin("h100");
-  SessionOptions o;
-  o.device = DeviceKind::kCUDA;
-  o.precision = Precision::kFP16;
-  o.mode = WeightMode::kStream;
+  const Target t = h100_target();
+  SessionOptions o = fp16_stream();
   o.weight_budget = *WeightBudget::parse("auto");
   auto first = compile(*net, t, o);
   ASSERT_TRUE(first.ok()) << first.status().to_string();
