@@ -229,7 +229,7 @@ Expected<CompiledModel> compiled_model_from_json(const std::string& text, const 
     j.at("predicted_ms").get_to(m.predicted_ms);
     j.at("notes").get_to(m.notes);
   } catch (const nlohmann::json::exception& e) {
-    return parse_error(what + ": " + e.what());
+    return parse_error(what + ": " + printable(e.what()));
   }
   return m;
 }

@@ -17,6 +17,23 @@ const char* status_code_name(StatusCode code) {
   return "unknown";
 }
 
+std::string printable(const std::string& text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 std::string Status::to_string() const {
   if (ok()) return "ok";
   return std::string(status_code_name(m_code)) + ": " + m_message;

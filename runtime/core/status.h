@@ -48,6 +48,10 @@ class [[nodiscard]] Status {
 
 inline Status invalid_argument(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
 inline Status parse_error(std::string m) { return Status(StatusCode::kParseError, std::move(m)); }
+
+// `text` with every control byte (below 0x20, and 0x7f) written as \xNN, for quoting
+// untrusted input (e.g. a JSON parser's message that echoes the file) in a one-line error.
+std::string printable(const std::string& text);
 inline Status unsupported(std::string m) { return Status(StatusCode::kUnsupported, std::move(m)); }
 inline Status io_error(std::string m) { return Status(StatusCode::kIoError, std::move(m)); }
 inline Status out_of_memory(std::string m) { return Status(StatusCode::kOutOfMemory, std::move(m)); }

@@ -257,7 +257,7 @@ Expected<CopyProfile> CopyProfile::from_json_text(const std::string& text, const
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    return parse_error(what + ": not valid JSON: " + e.what());
+    return parse_error(what + ": not valid JSON: " + printable(e.what()));
   }
   return copy_profile_from_json(j, what);
 }

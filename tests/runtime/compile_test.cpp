@@ -191,6 +191,12 @@ TEST(CompiledModelJson, BadInputsGiveOneLineErrors) {
   kind.replace(kind.find("\"kind\": \"conv\""), 14, "\"kind\": \"conx\"");
   EXPECT_FALSE(compiled_model_from_json(kind, "p.json").ok());
   for (const std::string& e : {err("{}"), err(other), err(missing)}) EXPECT_EQ(e.find('\n'), std::string::npos);
+  // The parser's message echoes the input: a DEL byte (which the JSON library does not
+  // escape, unlike bytes below 0x20) comes out as \x7f (found by the plan_json fuzzer).
+  const std::string ctl = err(std::string("{\"format\": fal\x7f\x7f}"));
+  EXPECT_NE(ctl.find("\\x7f\\x7f"), std::string::npos) << ctl;
+  for (char c : ctl) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << ctl;
+  EXPECT_EQ(printable(std::string("a\0b\x7f\n", 5)), "a\\x00b\\x7f\\x0a");
 }
 
 TEST(SessionOptions, TypedBudgetParsesAndPrints) {
