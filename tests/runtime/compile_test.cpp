@@ -194,7 +194,7 @@ TEST(CompiledModelJson, BadInputsGiveOneLineErrors) {
   // The parser's message echoes the input: a DEL byte (which the JSON library does not
   // escape, unlike bytes below 0x20) comes out as \x7f (found by the plan_json fuzzer).
   const std::string ctl = err(std::string("{\"format\": fal\x7f\x7f}"));
-  EXPECT_NE(ctl.find("\\x7f\\x7f"), std::string::npos) << ctl;
+  EXPECT_NE(ctl.find("fal\\x7f"), std::string::npos) << ctl;
   for (char c : ctl) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << ctl;
   EXPECT_EQ(printable(std::string("a\0b\x7f\n", 5)), "a\\x00b\\x7f\\x0a");
 }
