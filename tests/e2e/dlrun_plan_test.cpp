@@ -67,6 +67,20 @@ TEST(DlrunPlan, PrintAndSavePlan) {
   EXPECT_EQ(compiled_model_to_json(*m), ss.str());
   // The printed plan is the saved model's text.
   EXPECT_NE(r.out.find(m->to_text()), std::string::npos);
+
+  // Without an input: the model is compiled, printed and saved, nothing is detected.
+  const std::string json2 = test::temp_dir() + "/plan2.json";
+  const test::ToolResult alone =
+      run_tool("dlrun " + cfg + " " + w + " --width 160 --height 160 --print-plan --save-plan " + json2);
+  ASSERT_EQ(alone.code, 0) << alone.err;
+  EXPECT_EQ(alone.out, m->to_text());
+  std::ifstream f2(json2);
+  std::stringstream ss2;
+  ss2 << f2.rdbuf();
+  EXPECT_EQ(ss2.str(), ss.str());
+  const test::ToolResult none = run_tool("dlrun " + cfg + " " + w);
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("no input: give images"), std::string::npos) << none.err;
 }
 
 }  // namespace
