@@ -127,6 +127,16 @@ TEST(DlbenchCli, BadOptionValuesFailBeforeTheCfgIsRead) {
     EXPECT_EQ(r.err, "dlbench: " + message + "\n") << args;
     EXPECT_EQ(r.out, "") << args;
   }
+  // CUDA-only options with only the CPU: refused, not ignored.
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--device cpu --mode stream", "--mode applies to --device cuda only"},
+           {"--device cpu --weight-budget 50%", "--weight-budget applies to --device cuda only"},
+           {"--device cpu --residency none", "--residency applies to --device cuda only"}}) {
+    const Result r = run_tool("dlbench " + cfg + " --synthetic " + args);
+    EXPECT_EQ(r.code, 1) << args;
+    EXPECT_EQ(r.err, "dlbench: " + message + "\n") << args;
+    EXPECT_EQ(r.out, "") << args;
+  }
 }
 
 TEST(Models, BundledYolov4TinyCfgEqualsTheSharedOne) {

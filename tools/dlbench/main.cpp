@@ -353,6 +353,22 @@ int run(const Args& a) {
     const Status st = parse_units(u, &search, &chunk);
     if (!st.ok()) return fail("dlbench", st);
   }
+  // Options that only a CUDA configuration reads are refused when no device is cuda.
+  bool any_cuda = false;
+  for (const std::string& d : split(a.devices)) any_cuda = any_cuda || d == "cuda";
+  if (!any_cuda) {
+    const Args defaults;
+    const std::pair<const char*, bool> cuda_only[] = {
+        {"--mode", a.modes != defaults.modes},          {"--precision", a.precisions != defaults.precisions},
+        {"--layout", a.layouts != defaults.layouts},    {"--weight-budget", a.budgets != defaults.budgets},
+        {"--weight-pool", a.pools != defaults.pools},   {"--units", a.units != defaults.units},
+        {"--residency", a.residencies != defaults.residencies},
+        {"--max-slowdown", a.max_slowdown != defaults.max_slowdown},
+        {"--copy-profile", a.copy_profile != defaults.copy_profile},
+        {"--no-graph", a.no_graph},                     {"--find", a.find}};
+    for (const auto& [name, set] : cuda_only)
+      if (set) return fail("dlbench", invalid_argument(std::string(name) + " applies to --device cuda only"));
+  }
   for (const Config& c : configs(a)) {  // every configuration's options fail before any work
     const auto o = config_options(a, c);
     if (!o.ok()) return fail("dlbench", o.status());
