@@ -205,7 +205,19 @@ std::string compiled_model_to_json(const CompiledModel& m) {
   return j.dump(1) + "\n";
 }
 
+namespace {
+Expected<CompiledModel> model_from_json(const std::string& text, const std::string& what);
+}  // namespace
+
 Expected<CompiledModel> compiled_model_from_json(const std::string& text, const std::string& what) {
+  Expected<CompiledModel> m = model_from_json(text, what);
+  // Messages may quote values from the file, which JSON escapes can fill with control bytes.
+  if (!m.ok()) return Status(m.status().code(), printable(m.status().message()));
+  return m;
+}
+
+namespace {
+Expected<CompiledModel> model_from_json(const std::string& text, const std::string& what) {
   CompiledModel m;
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
@@ -233,5 +245,6 @@ Expected<CompiledModel> compiled_model_from_json(const std::string& text, const 
   }
   return m;
 }
+}  // namespace
 
 }  // namespace dlr

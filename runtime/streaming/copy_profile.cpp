@@ -259,7 +259,10 @@ Expected<CopyProfile> CopyProfile::from_json_text(const std::string& text, const
   } catch (const json::exception& e) {
     return parse_error(what + ": not valid JSON: " + printable(e.what()));
   }
-  return copy_profile_from_json(j, what);
+  Expected<CopyProfile> p = copy_profile_from_json(j, what);
+  // Messages quote field values, which JSON escapes can fill with control bytes.
+  if (!p.ok()) return Status(p.status().code(), printable(p.status().message()));
+  return p;
 }
 
 Expected<CopyProfile> copy_profile_from_json(const nlohmann::json& j, const std::string& what) {

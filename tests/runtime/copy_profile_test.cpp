@@ -286,6 +286,15 @@ TEST(CopyProfile, ResolveFileNameAndUnknown) {
             "path with '/' or ending in .json)");
 }
 
+TEST(CopyProfile, ValuesWithControlBytesAreQuotedPrintably) {
+  // A JSON escape puts a control byte into a value the message quotes (found by the
+  // plan_json fuzzer).
+  auto p = CopyProfile::from_json_text("{\"format\": \"dlrun-copy-profile-1\\u0001\"}", "p.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(),
+            "p.json: copy profile field 'format' is 'dlrun-copy-profile-1\\x01', expected 'dlrun-copy-profile-1'");
+}
+
 TEST(CopyProfile, DeriveFromH100LikeMeasurements) {
   std::vector<BandwidthPoint> pinned = {{4 * kKiB, 1.5},   {16 * kKiB, 5.5},  {64 * kKiB, 17.05}, {256 * kKiB, 35.87},
                                         {1 * kMiB, 47.42}, {2 * kMiB, 51.13}, {4 * kMiB, 53.03},  {8 * kMiB, 54.0},
