@@ -1,6 +1,8 @@
 // CompiledModel <-> JSON. Field names follow the C++ members; enums are written
 // by name. Reading checks the format version and that the JSON has every field
 // (nlohmann throws on a missing field or a wrong type: caught here, one line).
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include <utility>
@@ -217,10 +219,37 @@ Expected<CompiledModel> compiled_model_from_json(const std::string& text, const 
 }
 
 namespace {
+
+// Every field of the format that holds a fraction is small (times in ms, rates,
+// thresholds), and sizes are written as integers. A floating-point number outside the
+// int range would make the JSON library's conversion into an int field undefined, so
+// the whole document is checked first (found by the plan_json fuzzer: 5.6e103).
+bool numbers_in_range(const nlohmann::json& j, double* bad) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (!(v > -2147483648.0 && v < 2147483648.0)) {
+      *bad = v;
+      return false;
+    }
+    return true;
+  }
+  if (j.is_structured())
+    for (const auto& e : j)
+      if (!numbers_in_range(e, bad)) return false;
+  return true;
+}
+
 Expected<CompiledModel> model_from_json(const std::string& text, const std::string& what) {
   CompiledModel m;
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
+    double bad = 0;
+    if (!numbers_in_range(j, &bad)) {
+      char num[32];
+      std::snprintf(num, sizeof(num), "%g", bad);
+      return parse_error(what + ": number " + num + " is out of range (fractions must lie within +-2147483648; " +
+                         "sizes are integers)");
+    }
     if (!j.is_object() || j.value("format", std::string()) != "dlrun-compiled-model")
       return parse_error(what + ": not a dlrun compiled model (no \"format\": \"dlrun-compiled-model\")");
     const int version = j.at("format_version").get<int>();

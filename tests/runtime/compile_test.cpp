@@ -197,6 +197,12 @@ TEST(CompiledModelJson, BadInputsGiveOneLineErrors) {
   EXPECT_NE(ctl.find("fal\\x7f"), std::string::npos) << ctl;
   for (char c : ctl) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << ctl;
   EXPECT_EQ(printable(std::string("a\0b\x7f\n", 5)), "a\\x00b\\x7f\\x0a");
+  // A float too large for the int field it lands in is refused before any conversion
+  // (the conversion would be undefined; found by the plan_json fuzzer).
+  std::string huge = good;
+  huge.replace(huge.find("\"batch\": 1"), 10, "\"batch\": 5.6e103");
+  EXPECT_EQ(err(huge),
+            "p.json: number 5.6e+103 is out of range (fractions must lie within +-2147483648; sizes are integers)");
 }
 
 TEST(SessionOptions, TypedBudgetParsesAndPrints) {
