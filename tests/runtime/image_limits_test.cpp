@@ -77,6 +77,9 @@ TEST(ImageLimits, HeadersOfKnownFormats) {
   const std::string sneaky = std::string("P6\n\r869#1041720\n 2\n", 19) + std::string("\0\0\0\x03" "255\n", 8);
   EXPECT_EQ(hdr(sneaky).status().message(), "x: malformed PNM header: expected width and height");
   EXPECT_TRUE(hdr("P6\n869 #comment\n2\n255\n").ok());  // a comment after the whitespace is fine
+  // "P62 1": not PNM for OpenCV (no whitespace after the magic), so not PNM here either,
+  // or OpenCV would hand it to another decoder (GDCM asserted on one such file).
+  EXPECT_EQ(hdr("P62 1\nDICM").status().code(), StatusCode::kUnsupported);
   EXPECT_EQ(tools::check_image_size("x", "PNG", 0x7FFFFFFF, 3, {}).message(),
             "x: PNG image size 2147483647x3: expected width and height in 1..32768 and width*height <= 134217728");
   EXPECT_TRUE(tools::check_image_size("x", "PNG", 32768, 4096, {}).ok());

@@ -105,7 +105,10 @@ Expected<ImageHeader> read_image_header(const uint8_t* d, size_t n, const std::s
     }
     return h;
   }
-  if (n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6') {
+  // PNM as OpenCV recognises it: "P1".."P6" and then whitespace. Anything else must not
+  // pass as PNM: OpenCV would try its other decoders on it (GDCM, DICOM, asserted and
+  // aborted on "P62 1\n..." with a DICM tag; found by the image fuzzer).
+  if (n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' && std::isspace(d[2])) {
     size_t pos = 2;
     h.format = "PNM";
     if (!pnm_int(d, n, &pos, &h.width) || !pnm_int(d, n, &pos, &h.height))
@@ -128,7 +131,7 @@ Status check_image_size(const std::string& name, const char* format, int64_t wid
 Expected<LoadedImage> decode_ppm(const uint8_t* d, size_t n, const std::string& name, const ImageLimits& limits) {
   size_t pos = 2;
   int64_t w = 0, h = 0, maxval = 0;
-  if (n < 2 || d[0] != 'P' || d[1] != '6' || !pnm_int(d, n, &pos, &w) || !pnm_int(d, n, &pos, &h) ||
+  if (n < 3 || d[0] != 'P' || d[1] != '6' || !std::isspace(d[2]) || !pnm_int(d, n, &pos, &w) || !pnm_int(d, n, &pos, &h) ||
       !pnm_int(d, n, &pos, &maxval) || pos >= n || !std::isspace(d[pos]))
     return parse_error(name + ": not a binary PPM (P6) image");
   if (maxval != 255)
