@@ -130,11 +130,9 @@ Expected<ResidencyResult> plan_residency(const ExecutionPlan& plan, const CopyPr
     //    all-streamed simulation first). Each candidate is simulated.
     const int64_t budget = r.plan.pool_bytes;  // all-streamed: the budget in whole mapping units
     const int64_t gran = std::max<int64_t>(base.ring_granularity, 256);
-    const SimResult none_sim = simulate(plan, r.plan, profile, layer_ms, [&] {
-      SimOptions so = residency.sim;
-      so.check = false;
-      return so;
-    }());
+    SimOptions quiet = residency.sim;
+    quiet.check = false;
+    const SimResult none_sim = simulate(plan, r.plan, profile, layer_ms, quiet);
     std::vector<double> stall(n, 0.0);
     for (size_t b = 0; b < n; ++b) {
       const int l = plan.weights[b].layer;
