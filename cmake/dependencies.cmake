@@ -34,6 +34,23 @@ if(NOT DLR_OPENCV STREQUAL "OFF")
   endif()
 endif()
 
+# ---- liburing (io_uring reads of streamed weights, runtime/storage) ----
+# The static archive first: the GPU machine has no liburing.so. Absent (AUTO): the
+# block reader has its threads backend only.
+set(DLR_HAVE_LIBURING OFF)
+if(NOT DLR_LIBURING STREQUAL "OFF")
+  find_path(LIBURING_INCLUDE_DIR liburing.h)
+  find_library(LIBURING_LIBRARY NAMES liburing.a uring)
+  if(LIBURING_INCLUDE_DIR AND LIBURING_LIBRARY)
+    set(DLR_HAVE_LIBURING ON)
+    add_library(dlr_liburing INTERFACE)
+    target_include_directories(dlr_liburing INTERFACE ${LIBURING_INCLUDE_DIR})
+    target_link_libraries(dlr_liburing INTERFACE ${LIBURING_LIBRARY})
+  elseif(DLR_LIBURING STREQUAL "ON")
+    message(FATAL_ERROR "DLR_LIBURING=ON but liburing was not found (apt-get install liburing-dev)")
+  endif()
+endif()
+
 # ---- CUDA + cuDNN ----
 set(DLR_HAVE_CUDA OFF)
 if(NOT DLR_CUDA STREQUAL "OFF")

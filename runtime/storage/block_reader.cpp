@@ -1,0 +1,171 @@
+// BlockReader: open() (checks, O_DIRECT, backend choice), request checks, and the page
+// cache helpers. The backends are uring_reader.cpp and thread_reader.cpp.
+#include "runtime/storage/block_reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/storage/reader_backends.h"
+
+namespace dlr {
+namespace {
+
+std::string errno_text(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+
+// Closes an fd on every path that does not hand it to a backend.
+class FdGuard {
+ public:
+  explicit FdGuard(int fd) : m_fd(fd) {}
+  ~FdGuard() {
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  FdGuard(const FdGuard&) = delete;
+  FdGuard& operator=(const FdGuard&) = delete;
+  int get() const { return m_fd; }
+  int release() {
+    const int fd = m_fd;
+    m_fd = -1;
+    return fd;
+  }
+
+ private:
+  int m_fd;
+};
+
+}  // namespace
+
+const char* reader_kind_name(ReaderKind k) {
+  switch (k) {
+    case ReaderKind::kAuto: return "auto";
+    case ReaderKind::kUring: return "uring";
+    case ReaderKind::kThreads: return "threads";
+  }
+  return "?";
+}
+
+bool parse_reader_kind(const std::string& s, ReaderKind* out) {
+  for (ReaderKind k : {ReaderKind::kAuto, ReaderKind::kUring, ReaderKind::kThreads})
+    if (s == reader_kind_name(k)) {
+      *out = k;
+      return true;
+    }
+  return false;
+}
+
+bool uring_available() {
+  static const bool available = storage_detail::uring_compiled_in() && storage_detail::uring_probe() == 0;
+  return available;
+}
+
+BlockReader::BlockReader(std::string path, int fd, bool direct, int queue_depth, int64_t file_bytes)
+    : m_path(std::move(path)), m_fd(fd), m_direct(direct), m_queue_depth(queue_depth), m_file_bytes(file_bytes) {}
+
+BlockReader::~BlockReader() {
+  if (m_fd >= 0) ::close(m_fd);
+}
+
+Expected<std::unique_ptr<BlockReader>> BlockReader::open(const std::string& path, ReaderKind kind, int queue_depth,
+                                                         bool direct) {
+  if (queue_depth < 1 || queue_depth > kMaxQueueDepth)
+    return invalid_argument("block reader for '" + path + "': queue depth " + std::to_string(queue_depth) +
+                            " is outside 1.." + std::to_string(kMaxQueueDepth));
+  if (kind == ReaderKind::kUring && !uring_available()) {
+    if (!storage_detail::uring_compiled_in())
+      return unsupported("block reader for '" + path + "': io_uring requested but this build has no liburing "
+                         "(install liburing-dev and reconfigure, or use the threads reader)");
+    return unsupported("block reader for '" + path + "': io_uring requested but the kernel refuses a ring: " +
+                       errno_text(-storage_detail::uring_probe()) + " (a seccomp profile may block io_uring; "
+                       "use the threads reader)");
+  }
+  const int flags = O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0);
+  int raw = -1;
+  do {
+    raw = ::open(path.c_str(), flags);
+  } while (raw < 0 && errno == EINTR);
+  if (raw < 0) {
+    const int e = errno;
+    if (direct && e == EINVAL)
+      return io_error("cannot open '" + path + "' with O_DIRECT: its filesystem refuses direct I/O (" +
+                      errno_text(e) + "); put the file on a disk filesystem (ext4, xfs) or read it buffered");
+    return io_error("cannot open '" + path + "'" + (direct ? " with O_DIRECT" : "") + ": " + errno_text(e));
+  }
+  FdGuard fd(raw);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return io_error("cannot stat '" + path + "': " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) return invalid_argument("block reader: '" + path + "' is not a regular file");
+  const int64_t size = int64_t(st.st_size);
+  const bool uring = kind == ReaderKind::kUring || (kind == ReaderKind::kAuto && uring_available());
+  const int owned = fd.release();  // the backend owns it from here, on success and on failure
+  return uring ? storage_detail::open_uring_reader(path, owned, direct, queue_depth, size)
+               : storage_detail::open_thread_reader(path, owned, direct, queue_depth, size);
+}
+
+Status BlockReader::check_request(const ReadRequest& r) const {
+  if (r.bytes <= 0 || r.file_offset < 0 || !r.dst)
+    return invalid_argument("read of '" + m_path + "': offset " + std::to_string(r.file_offset) + ", " +
+                            std::to_string(r.bytes) + " bytes" + (r.dst ? "" : ", no destination") +
+                            ": expected offset >= 0, bytes > 0 and a destination");
+  if (r.file_offset > m_file_bytes || r.bytes > m_file_bytes - r.file_offset)
+    return read_error(r, "past the end of the file (" + std::to_string(m_file_bytes) + " bytes)");
+  if (m_direct) {
+    const bool aligned = r.file_offset % kDirectAlign == 0 && r.bytes % kDirectAlign == 0 &&
+                         reinterpret_cast<uintptr_t>(r.dst) % kDirectAlign == 0;
+    if (!aligned)
+      return invalid_argument("direct read of '" + m_path + "' at offset " + std::to_string(r.file_offset) + ", " +
+                              std::to_string(r.bytes) + " bytes: offset, size and destination address must be "
+                              "multiples of " + std::to_string(kDirectAlign));
+  }
+  return Status();
+}
+
+Status BlockReader::read_error(const ReadRequest& r, const std::string& what) const {
+  return io_error("read of '" + m_path + "' at offset " + std::to_string(r.file_offset) + ", " +
+                  std::to_string(r.bytes) + " bytes failed: " + what);
+}
+
+Expected<int64_t> page_cache_bytes(const std::string& path) {
+  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (raw < 0) return io_error("page cache of '" + path + "': cannot open: " + errno_text(errno));
+  FdGuard fd(raw);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return io_error("page cache of '" + path + "': cannot stat: " + errno_text(errno));
+  const int64_t size = int64_t(st.st_size);
+  if (size == 0) return int64_t(0);
+  const int64_t page = ::sysconf(_SC_PAGESIZE);
+  // Map and query in windows of 1 GiB: bounded address space and mincore vector.
+  constexpr int64_t kWindow = int64_t(1) << 30;
+  std::vector<unsigned char> vec(size_t(std::min(size, kWindow) / page + 1));
+  int64_t resident = 0;
+  for (int64_t off = 0; off < size; off += kWindow) {
+    const int64_t len = std::min(kWindow, size - off);
+    void* p = ::mmap(nullptr, size_t(len), PROT_READ, MAP_SHARED, fd.get(), off);
+    if (p == MAP_FAILED) return io_error("page cache of '" + path + "': mmap failed: " + errno_text(errno));
+    const int rc = ::mincore(p, size_t(len), vec.data());
+    const int e = errno;
+    ::munmap(p, size_t(len));
+    if (rc != 0) return io_error("page cache of '" + path + "': mincore failed: " + errno_text(e));
+    const int64_t pages = (len + page - 1) / page;
+    for (int64_t i = 0; i < pages; ++i)
+      if (vec[size_t(i)] & 1) resident += std::min(page, len - i * page);
+  }
+  return resident;
+}
+
+Status drop_page_cache(const std::string& path) {
+  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (raw < 0) return io_error("drop page cache of '" + path + "': cannot open: " + errno_text(errno));
+  FdGuard fd(raw);
+  ::fdatasync(fd.get());  // dirty pages cannot be dropped; a failure here only leaves them cached
+  const int rc = ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  if (rc != 0) return io_error("drop page cache of '" + path + "': posix_fadvise failed: " + errno_text(rc));
+  return Status();
+}
+
+}  // namespace dlr

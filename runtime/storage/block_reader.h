@@ -1,0 +1,98 @@
+// BlockReader: reads byte ranges of one file into caller memory, several reads in
+// flight, with direct I/O (O_DIRECT: the bytes bypass the page cache) or buffered.
+// Two backends: io_uring (Debian's liburing, linked statically) and a pool of threads
+// calling pread. Streaming reads a prepared weight file (every blob 4 KiB-aligned)
+// into a pinned staging ring through it (docs/streaming.md, "Reading from storage").
+// Plain C++ (no CUDA).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/core/status.h"
+
+namespace dlr {
+
+enum class ReaderKind : uint8_t { kAuto, kUring, kThreads };
+const char* reader_kind_name(ReaderKind k);                 // "auto", "uring", "threads"
+bool parse_reader_kind(const std::string& s, ReaderKind* out);
+// True when this build has io_uring and the kernel lets this process create a ring
+// (a container's seccomp profile may refuse io_uring_setup). Probed once, cached.
+bool uring_available();
+
+// One read: `bytes` bytes at `file_offset` of the file into `dst` (caller-owned; it
+// must stay valid and untouched until the read's ticket has been waited on).
+struct ReadRequest {
+  int64_t file_offset = 0;
+  int64_t bytes = 0;
+  void* dst = nullptr;
+};
+
+// Reads of one file. Used by ONE thread: submit() and wait() are called from the same
+// thread (the threads backend's workers are internal). Not copyable or movable.
+//
+// Errors: a failed read (I/O error, read past the end of the file) is sticky: its
+// one-line message is returned by the wait that covers it and by every later
+// submit/wait (the reader is then unusable; streaming abandons the inference).
+// Nothing is allocated per read after open() (every table is sized by queue_depth);
+// only building an error message allocates.
+class BlockReader {
+ public:
+  static constexpr int64_t kDirectAlign = 4096;  // O_DIRECT offset, size and buffer alignment
+  static constexpr int kMaxQueueDepth = 64;
+
+  // direct: open with O_DIRECT; then every request's offset, bytes and dst must be
+  // multiples of kDirectAlign (checked by submit, one-line error). A filesystem that
+  // refuses O_DIRECT (tmpfs before Linux 6.6, some FUSE and network filesystems)
+  // makes open() fail with a message saying so; there is no silent buffered fallback.
+  // queue_depth: reads in flight at most, 1..64.
+  // kind: kUring fails when uring_available() is false; kThreads always works; kAuto
+  // takes io_uring when available, else threads (why: docs/streaming.md, measured).
+  static Expected<std::unique_ptr<BlockReader>> open(const std::string& path, ReaderKind kind, int queue_depth,
+                                                     bool direct);
+  virtual ~BlockReader();  // waits for (or cancels) reads in flight, then releases everything
+  BlockReader(const BlockReader&) = delete;
+  BlockReader& operator=(const BlockReader&) = delete;
+
+  // Queues one read and returns its ticket (0, 1, 2, ... in submission order). Blocks
+  // only while queue_depth reads are in flight: then it first waits for one of them.
+  // Errors: bytes <= 0, offset < 0, a range past the file's size (as of open), direct
+  // alignment, or a sticky error of an earlier read.
+  virtual Expected<int64_t> submit(const ReadRequest& r) = 0;
+  // Waits until read `ticket` has completed with all its bytes (short reads are
+  // continued, EINTR/EAGAIN retried). An error names the file, offset, bytes and the
+  // errno text; a read that meets the end of the file is an error. A ticket never
+  // issued is an invalid_argument error.
+  virtual Status wait(int64_t ticket) = 0;
+  virtual Status wait_all() = 0;
+  virtual ReaderKind kind() const = 0;  // the backend in use (never kAuto)
+  const std::string& path() const { return m_path; }
+  bool direct() const { return m_direct; }
+  int queue_depth() const { return m_queue_depth; }
+  int64_t file_bytes() const { return m_file_bytes; }  // the file's size at open()
+  int64_t bytes_read() const { return m_bytes_read; }  // bytes of completed reads, for reports
+
+ protected:
+  BlockReader(std::string path, int fd, bool direct, int queue_depth, int64_t file_bytes);
+  Status check_request(const ReadRequest& r) const;  // the submit() argument checks
+  // "read of 'path' at offset O, B bytes failed: <what>"
+  Status read_error(const ReadRequest& r, const std::string& what) const;
+
+  std::string m_path;
+  int m_fd = -1;  // owned; closed by ~BlockReader after the backend has stopped using it
+  bool m_direct = false;
+  int m_queue_depth = 1;
+  int64_t m_file_bytes = 0;
+  int64_t m_bytes_read = 0;
+};
+
+// Bytes of `path` resident in the page cache now (mincore over a read-only mapping;
+// the last page counts only up to the file's end). For memory reports.
+Expected<int64_t> page_cache_bytes(const std::string& path);
+// Asks the kernel to drop `path`'s clean pages from the page cache (fdatasync, then
+// posix_fadvise DONTNEED over the whole file). Advisory: pages mapped or locked by
+// someone stay. For benchmarks (cold reads) and tests.
+Status drop_page_cache(const std::string& path);
+
+}  // namespace dlr

@@ -1,0 +1,222 @@
+// The io_uring backend (liburing, linked statically): one ring of queue_depth entries;
+// each read is one IORING_OP_READ whose user_data is its slot; a short completion is
+// resubmitted for the remaining bytes, -EINTR/-EAGAIN completions are resubmitted as
+// they are. Without liburing (DLR_HAVE_LIBURING undefined) opening fails with a
+// one-line unsupported error and kAuto falls back to threads.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "runtime/storage/reader_backends.h"
+
+#ifdef DLR_HAVE_LIBURING
+#include <liburing.h>
+#endif
+
+namespace dlr::storage_detail {
+
+#ifdef DLR_HAVE_LIBURING
+namespace {
+
+constexpr int64_t kMaxSqe = int64_t(1) << 30;  // an SQE's length is 32-bit; larger reads go in parts
+
+std::string errno_text(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+
+class UringReader final : public BlockReader {
+ public:
+  UringReader(const std::string& path, int fd, bool direct, int queue_depth, int64_t file_bytes)
+      : BlockReader(path, fd, direct, queue_depth, file_bytes),
+        m_slots(size_t(queue_depth)),
+        m_free(size_t(queue_depth)) {
+    for (int i = 0; i < queue_depth; ++i) m_free[size_t(i)] = queue_depth - 1 - i;
+    m_free_count = queue_depth;
+  }
+
+  Status init() {
+    const int rc = io_uring_queue_init(unsigned(m_queue_depth), &m_ring, 0);
+    if (rc < 0)
+      return io_error("block reader for '" + m_path + "': io_uring_queue_init(" + std::to_string(m_queue_depth) +
+                      ") failed: " + errno_text(-rc));
+    m_ring_ok = true;
+    return Status();
+  }
+
+  ~UringReader() override {
+    if (!m_ring_ok) return;
+    drain();  // the kernel must be done writing into the callers' buffers
+    io_uring_queue_exit(&m_ring);
+  }
+
+  Expected<int64_t> submit(const ReadRequest& r) override {
+    if (!m_error.ok()) return m_error;
+    DLR_RETURN_IF_ERROR(check_request(r));
+    if (m_in_flight == m_queue_depth) reap_one();
+    if (!m_error.ok()) {
+      drain();
+      return m_error;
+    }
+    const int idx = m_free[size_t(--m_free_count)];
+    Slot& s = m_slots[size_t(idx)];
+    s.ticket = m_next_ticket++;
+    s.req = r;
+    s.done = 0;
+    ++m_in_flight;
+    issue(idx);
+    if (!m_error.ok()) {
+      drain();
+      return m_error;
+    }
+    return s.ticket;
+  }
+
+  Status wait(int64_t ticket) override {
+    if (ticket < 0 || ticket >= m_next_ticket)
+      return invalid_argument("block reader for '" + m_path + "': wait for ticket " + std::to_string(ticket) +
+                              ", which was never issued (next: " + std::to_string(m_next_ticket) + ")");
+    while (m_error.ok() && in_flight(ticket)) reap_one();
+    if (!m_error.ok()) drain();
+    return m_error;
+  }
+
+  Status wait_all() override {
+    drain();
+    return m_error;
+  }
+
+  ReaderKind kind() const override { return ReaderKind::kUring; }
+
+ private:
+  bool in_flight(int64_t ticket) const {
+    for (const Slot& s : m_slots)
+      if (s.ticket == ticket) return true;
+    return false;
+  }
+
+  // Queues the rest of slot idx's read and submits it. A ring that refuses (it cannot:
+  // at most queue_depth SQEs are ever outstanding) sets the sticky error.
+  void issue(int idx) {
+    Slot& s = m_slots[size_t(idx)];
+    io_uring_sqe* sqe = io_uring_get_sqe(&m_ring);
+    if (!sqe) {
+      fail(idx, "no free io_uring submission entry");
+      return;
+    }
+    const int64_t len = std::min(s.req.bytes - s.done, kMaxSqe);
+    io_uring_prep_read(sqe, m_fd, static_cast<char*>(s.req.dst) + s.done, unsigned(len),
+                       uint64_t(s.req.file_offset + s.done));
+    io_uring_sqe_set_data64(sqe, uint64_t(idx));
+    int rc;
+    do {
+      rc = io_uring_submit(&m_ring);
+    } while (rc == -EINTR || rc == -EAGAIN);
+    if (rc < 0) fail(idx, "io_uring_submit: " + errno_text(-rc));
+  }
+
+  // Releases slot idx with an error (the first one becomes sticky).
+  void fail(int idx, const std::string& what) {
+    Slot& s = m_slots[size_t(idx)];
+    if (m_error.ok()) m_error = read_error(s.req, what);
+    release(idx);
+  }
+
+  void release(int idx) {
+    m_slots[size_t(idx)].ticket = -1;
+    m_free[size_t(m_free_count++)] = idx;
+    --m_in_flight;
+  }
+
+  // Waits for one completion and handles it (continue, retry, finish or fail).
+  void reap_one() {
+    io_uring_cqe* cqe = nullptr;
+    int rc;
+    do {
+      rc = io_uring_wait_cqe(&m_ring, &cqe);
+    } while (rc == -EINTR || rc == -EAGAIN);
+    if (rc < 0) {
+      // Nothing can be reaped: the ring is unusable. Keep the slots (their reads may
+      // still be running) and report; the destructor's drain stops at the same error.
+      if (m_error.ok())
+        m_error = io_error("block reader for '" + m_path + "': io_uring_wait_cqe: " + errno_text(-rc));
+      m_ring_broken = true;
+      return;
+    }
+    const int idx = int(io_uring_cqe_get_data64(cqe));
+    const int res = cqe->res;
+    io_uring_cqe_seen(&m_ring, cqe);
+    Slot& s = m_slots[size_t(idx)];
+    if (res == -EINTR || res == -EAGAIN) {
+      issue(idx);
+      return;
+    }
+    if (res < 0) {
+      fail(idx, errno_text(-res) + " after " + std::to_string(s.done) + " bytes");
+      return;
+    }
+    if (res == 0) {
+      fail(idx, "the file ended after " + std::to_string(s.done) + " of its bytes");
+      return;
+    }
+    s.done += res;
+    if (s.done < s.req.bytes) {
+      issue(idx);
+      return;
+    }
+    m_bytes_read += s.req.bytes;
+    release(idx);
+  }
+
+  void drain() {
+    while (m_in_flight > 0 && !m_ring_broken) reap_one();
+  }
+
+  io_uring m_ring{};
+  bool m_ring_ok = false;
+  bool m_ring_broken = false;
+  std::vector<Slot> m_slots;
+  std::vector<int> m_free;  // stack of free slot indices
+  int m_free_count = 0;
+  int m_in_flight = 0;
+  int64_t m_next_ticket = 0;
+  Status m_error;
+};
+
+}  // namespace
+
+bool uring_compiled_in() { return true; }
+
+int uring_probe() {
+  io_uring ring{};
+  const int rc = io_uring_queue_init(1, &ring, 0);
+  if (rc == 0) io_uring_queue_exit(&ring);
+  return rc;
+}
+
+Expected<std::unique_ptr<BlockReader>> open_uring_reader(const std::string& path, int fd, bool direct,
+                                                         int queue_depth, int64_t file_bytes) {
+  auto r = std::make_unique<UringReader>(path, fd, direct, queue_depth, file_bytes);
+  DLR_RETURN_IF_ERROR(r->init());  // on failure ~UringReader closes fd
+  return std::unique_ptr<BlockReader>(std::move(r));
+}
+
+#else  // no liburing in this build
+
+bool uring_compiled_in() { return false; }
+int uring_probe() { return -ENOSYS; }
+
+Expected<std::unique_ptr<BlockReader>> open_uring_reader(const std::string& path, int fd, bool direct,
+                                                         int queue_depth, int64_t file_bytes) {
+  // Adopt the fd so that it is closed like on the other failure paths.
+  struct Closer : BlockReader {
+    Closer(const std::string& p, int f) : BlockReader(p, f, false, 1, 0) {}
+    Expected<int64_t> submit(const ReadRequest&) override { return internal_error("unused"); }
+    Status wait(int64_t) override { return Status(); }
+    Status wait_all() override { return Status(); }
+    ReaderKind kind() const override { return ReaderKind::kUring; }
+  } closer(path, fd);
+  return unsupported("block reader for '" + path + "': this build has no liburing");
+}
+
+#endif
+
+}  // namespace dlr::storage_detail
