@@ -6,6 +6,11 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(spdlog REQUIRED)          # used header-only: spdlog::spdlog_header_only
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
+# xxHash: header-only (XXH_INLINE_ALL in runtime/storage/prepared_file.cpp), so no .so to ship.
+find_path(XXHASH_INCLUDE_DIR xxhash.h)
+if(NOT XXHASH_INCLUDE_DIR)
+  message(FATAL_ERROR "xxhash.h not found (apt-get install libxxhash-dev)")
+endif()
 
 # ---- CPU GEMM ----
 # AUTO = Eigen: header-only, no runtime library to ship (GPU machine, Jetson), and on

@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libopenblas-dev           # CPU GEMM (Eigen; OpenBLAS optional)
   libcli11-dev nlohmann-json3-dev         # command lines, JSON
   libspdlog-dev libfmt-dev                # logging (spdlog used header-only)
+  libxxhash-dev                           # XXH3 identity hashes of prepared weight files (header-only)
   libgtest-dev                            # tests
   python3-matplotlib                      # docs/ plots from benchmark JSON
 )

@@ -1,0 +1,30 @@
+// CRC32C (Castagnoli polynomial 0x1EDC6F41, reflected 0x82F63B78), the checksum of
+// every blob and of the header of a prepared weight file (prepared_file.h).
+//
+// Convention (the common one, iSCSI / ext4 / RFC 3720): pre- and post-inverted, so
+// crc32c("123456789") == 0xE3069283, and chaining works by passing the previous
+// result as the seed: crc32c(b, nb, crc32c(a, na)) == crc32c(a then b, na + nb).
+// A streaming reader can therefore check a blob read in several pieces, in order.
+//
+// Implementation: the SSE4.2 crc32 instruction on x86-64 CPUs that have it (checked
+// at run time), else the ARMv8 CRC32C instructions when compiled for them, else a
+// table (slicing by 8). No library: the binaries travel to machines that have none
+// (ISA-L's crc32_iscsi computes the same function, ~crc32_iscsi(p, n, ~seed), but
+// Debian ships it only as a shared library).
+// Thread-safe; no allocation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dlr {
+
+uint32_t crc32c(const void* data, size_t bytes, uint32_t seed = 0);
+
+// The portable table version (the reference the hardware path is tested against).
+uint32_t crc32c_portable(const void* data, size_t bytes, uint32_t seed = 0);
+
+// "sse4.2", "armv8-crc" or "table": which implementation crc32c() uses here.
+const char* crc32c_implementation();
+
+}  // namespace dlr
