@@ -18,6 +18,7 @@ namespace {
 constexpr const char* kFormat = "dlrun-copy-profile-1";
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * 1024;
+constexpr int64_t kMaxStorageDepth = 1024;  // a storage point's queue depth, at most
 
 using nlohmann::json;
 
@@ -60,10 +61,13 @@ class Reader {
     return &*it;
   }
 
-  Status read_string(const json& obj, const char* key, bool required, std::string* out) const {
-    DLR_ASSIGN_OR_RETURN(const json* v, member(obj, key, key, required));
+  // `field`: the name in messages (nullptr: the key).
+  Status read_string(const json& obj, const char* key, bool required, std::string* out,
+                     const char* field = nullptr) const {
+    const std::string f = field ? field : key;
+    DLR_ASSIGN_OR_RETURN(const json* v, member(obj, key, f, required));
     if (!v) return Status();
-    if (!v->is_string()) return error(key, "must be a string");
+    if (!v->is_string()) return error(f, "must be a string");
     *out = v->get<std::string>();
     return Status();
   }
@@ -93,13 +97,15 @@ class Reader {
   }
 
   // An array of objects (empty allowed only when `allow_empty`).
-  Expected<const json*> read_array(const json& obj, const char* key, bool required, bool allow_empty) const {
-    DLR_ASSIGN_OR_RETURN(const json* v, member(obj, key, key, required));
+  Expected<const json*> read_array(const json& obj, const char* key, bool required, bool allow_empty,
+                                   const char* field = nullptr) const {
+    const std::string f = field ? field : key;
+    DLR_ASSIGN_OR_RETURN(const json* v, member(obj, key, f, required));
     if (!v) return v;
-    if (!v->is_array()) return error(key, "must be an array");
-    if (v->empty() && !allow_empty) return error(key, "is empty");
+    if (!v->is_array()) return error(f, "must be an array");
+    if (v->empty() && !allow_empty) return error(f, "is empty");
     for (size_t i = 0; i < v->size(); ++i)
-      if (!(*v)[i].is_object()) return error(std::string(key) + "[" + std::to_string(i) + "]", "must be an object");
+      if (!(*v)[i].is_object()) return error(f + "[" + std::to_string(i) + "]", "must be an object");
     return v;
   }
 
@@ -141,9 +147,113 @@ class Reader {
     return Status();
   }
 
+  // The optional "storage" object. Absent or null: `out` stays empty.
+  Status read_storage(const json& obj, StorageProfile* out) const {
+    DLR_ASSIGN_OR_RETURN(const json* st, member(obj, "storage", "storage", false));
+    *out = StorageProfile();
+    if (!st || st->is_null()) return Status();
+    if (!st->is_object()) return error("storage", "must be an object");
+    DLR_RETURN_IF_ERROR(read_string(*st, "device", false, &out->device, "storage.device"));
+    DLR_RETURN_IF_ERROR(read_string(*st, "reader", false, &out->reader, "storage.reader"));
+    if (!out->reader.empty() && out->reader != "uring" && out->reader != "threads")
+      return error("storage.reader", "is '" + out->reader + "', expected 'uring', 'threads' or ''");
+    DLR_ASSIGN_OR_RETURN(const json* arr, read_array(*st, "direct", true, false, "storage.direct"));
+    for (size_t i = 0; i < arr->size(); ++i) {
+      const std::string f = "storage.direct[" + std::to_string(i) + "]";
+      StoragePoint p;
+      int64_t depth = 0;
+      DLR_RETURN_IF_ERROR(read_int((*arr)[i], "block_bytes", f + ".block_bytes", 1, &p.block_bytes));
+      DLR_RETURN_IF_ERROR(read_int((*arr)[i], "queue_depth", f + ".queue_depth", 1, &depth));
+      if (depth > kMaxStorageDepth)
+        return error(f + ".queue_depth", "is too large (" + std::to_string(depth) + ", at most " +
+                                             std::to_string(kMaxStorageDepth) + ")");
+      p.queue_depth = int(depth);
+      DLR_RETURN_IF_ERROR(read_number((*arr)[i], "gbps", f + ".gbps", true, &p.gbps));
+      if (!out->direct.empty()) {
+        const StoragePoint& b = out->direct.back();
+        if (p.queue_depth < b.queue_depth || (p.queue_depth == b.queue_depth && p.block_bytes <= b.block_bytes))
+          return error("storage.direct", "is not sorted by (queue_depth, block_bytes), each pair once: " + f +
+                                             " (" + std::to_string(p.queue_depth) + ", " +
+                                             std::to_string(p.block_bytes) + ") after (" +
+                                             std::to_string(b.queue_depth) + ", " + std::to_string(b.block_bytes) +
+                                             ")");
+      }
+      out->direct.push_back(p);
+    }
+    DLR_RETURN_IF_ERROR(read_number(*st, "buffered_gbps", "storage.buffered_gbps", false, &out->buffered_gbps));
+    DLR_RETURN_IF_ERROR(read_number(*st, "cached_gbps", "storage.cached_gbps", false, &out->cached_gbps));
+    return Status();
+  }
+
  private:
   std::string m_what;
 };
+
+json storage_json(const StorageProfile& s) {
+  json d = json::array();
+  for (const StoragePoint& p : s.direct)
+    d.push_back({{"block_bytes", p.block_bytes}, {"queue_depth", p.queue_depth}, {"gbps", p.gbps}});
+  return json{{"device", s.device},
+              {"reader", s.reader},
+              {"direct", std::move(d)},
+              {"buffered_gbps", s.buffered_gbps},
+              {"cached_gbps", s.cached_gbps}};
+}
+
+// Bandwidth at `block` over the points [first, last) of one queue depth: linear in
+// log(block) between points, flat outside.
+double block_gbps(const StoragePoint* first, const StoragePoint* last, int64_t block) {
+  if (block <= first->block_bytes) return first->gbps;
+  if (block >= (last - 1)->block_bytes) return (last - 1)->gbps;
+  const StoragePoint* hi = first;
+  while (hi->block_bytes < block) ++hi;
+  const StoragePoint* lo = hi - 1;
+  const double t = (std::log(double(block)) - std::log(double(lo->block_bytes))) /
+                   (std::log(double(hi->block_bytes)) - std::log(double(lo->block_bytes)));
+  return lo->gbps + t * (hi->gbps - lo->gbps);
+}
+
+// Storage built-ins. Points per depth at 64 KiB, 1 MiB, 4 MiB, 16 MiB.
+std::vector<StoragePoint> storage_points(const std::vector<int>& depths, const std::vector<std::vector<double>>& gbps) {
+  const int64_t blocks[] = {64 * kKiB, 1 * kMiB, 4 * kMiB, 16 * kMiB};
+  std::vector<StoragePoint> pts;
+  for (size_t d = 0; d < depths.size(); ++d)
+    for (size_t b = 0; b < 4; ++b) pts.push_back({blocks[b], depths[d], gbps[d][b]});
+  return pts;
+}
+
+StorageProfile h100_storage() {
+  // NOT MEASURED BY DLPROBE YET: the H100 machine's disk as reported by hand (issue
+  // #15): O_DIRECT at queue depth 1: 0.58 GB/s at 64 KiB, 0.9-1.0 GB/s at 1-16 MiB;
+  // buffered re-reads of a cached file 1.4 GB/s. Deeper queues unknown: depth 1 only
+  // (the model keeps depth 1's figures for any depth: a lower bound).
+  StorageProfile s;
+  s.direct = storage_points({1}, {{0.58, 0.90, 0.95, 1.0}});
+  s.cached_gbps = 1.4;
+  return s;
+}
+
+StorageProfile jetson_storage() {
+  // ASSUMPTION (not measured): eMMC-class storage, the Jetson AGX Xavier's built-in
+  // disk, "typically 300 MB/s" (Ji et al., RTSS 2022; an M.2 NVMe SSD, "up to 7000
+  // MB/s", would be far faster: measure it with dlprobe). Small reads pay eMMC's
+  // command latency; depth 4 is taken to reach the interface limit.
+  StorageProfile s;
+  s.direct = storage_points({1, 4}, {{0.12, 0.25, 0.28, 0.30}, {0.22, 0.30, 0.30, 0.30}});
+  s.buffered_gbps = 0.28;
+  s.cached_gbps = 4.0;  // a memcpy-bound re-read on the ARM cores: assumed
+  return s;
+}
+
+StorageProfile discrete_storage() {
+  // ASSUMPTION (not measured): a conservative NVMe SSD (PCIe Gen3 x4 class, ~2.4 GB/s
+  // sequential at depth), well below the 7 GB/s of current Gen4 drives.
+  StorageProfile s;
+  s.direct = storage_points({1, 4, 16}, {{0.40, 1.2, 1.5, 1.6}, {1.0, 2.0, 2.2, 2.2}, {1.6, 2.2, 2.4, 2.4}});
+  s.buffered_gbps = 1.5;
+  s.cached_gbps = 5.0;
+  return s;
+}
 
 json curve_json(const std::vector<BandwidthPoint>& pts) {
   json a = json::array();
@@ -165,6 +275,7 @@ CopyProfile make_h100() {
   p.queue = {{256 * kMiB, 1020}};
   p.chunk_bytes = 4 * kMiB;     // 53.0 GB/s = 96.6 % of peak
   p.min_unit_bytes = 1 * kMiB;  // 47.4 GB/s = 86 % of peak
+  p.storage = h100_storage();
   return p;
 }
 
@@ -189,6 +300,7 @@ CopyProfile make_jetson_xavier() {
   // 1 MiB: the largest copy that still queues 2 deep (a 2 MiB chunk would queue 1).
   p.chunk_bytes = 1 * kMiB;
   p.min_unit_bytes = 1 * kMiB;
+  p.storage = jetson_storage();
   return p;
 }
 
@@ -206,6 +318,7 @@ CopyProfile make_discrete() {
   p.queue = {{256 * kMiB, 1000}};
   p.chunk_bytes = 4 * kMiB;
   p.min_unit_bytes = 1 * kMiB;
+  p.storage = discrete_storage();
   return p;
 }
 
@@ -236,10 +349,53 @@ int CopyProfile::queue_depth(int64_t bytes) const {
   return queue.back().depth;
 }
 
+double StorageProfile::direct_gbps(int64_t block_bytes, int queue_depth) const {
+  if (direct.empty()) return 0;
+  const int64_t block = std::max<int64_t>(block_bytes, 1);
+  const int depth = std::max(queue_depth, 1);
+  // Depth groups: [begin, end) runs of equal queue_depth (sorted).
+  const StoragePoint* first = direct.data();
+  const StoragePoint* const end = first + direct.size();
+  auto group_end = [&](const StoragePoint* g) {
+    const StoragePoint* e = g;
+    while (e != end && e->queue_depth == g->queue_depth) ++e;
+    return e;
+  };
+  const StoragePoint* lo = first;  // the deepest group with depth <= `depth` (or the first)
+  for (const StoragePoint* g = first; g != end; g = group_end(g))
+    if (g->queue_depth <= depth) lo = g;
+  const StoragePoint* lo_end = group_end(lo);
+  const double lo_gbps = block_gbps(lo, lo_end, block);
+  if (lo->queue_depth >= depth || lo_end == end) return lo_gbps;  // at or outside the measured depths
+  const StoragePoint* hi = lo_end;
+  const double hi_gbps = block_gbps(hi, group_end(hi), block);
+  const double t = (std::log(double(depth)) - std::log(double(lo->queue_depth))) /
+                   (std::log(double(hi->queue_depth)) - std::log(double(lo->queue_depth)));
+  return lo_gbps + t * (hi_gbps - lo_gbps);
+}
+
+double StorageProfile::read_ms(int64_t bytes, int64_t block_bytes, int queue_depth) const {
+  if (bytes <= 0 || direct.empty()) return 0;
+  const int64_t block = block_bytes <= 0 ? bytes : std::min(block_bytes, bytes);
+  const int64_t reads = (bytes + block - 1) / block;
+  const int depth = int(std::min<int64_t>(std::max(queue_depth, 1), reads));
+  const double gbps = direct_gbps(block, depth);
+  return gbps > 0 ? double(bytes) / (gbps * 1e6) : 0;
+}
+
+const StorageProfile& CopyProfile::default_storage() {
+  static const StorageProfile s = discrete_storage();
+  return s;
+}
+
+const StorageProfile& CopyProfile::storage_or_default() const {
+  return storage.empty() ? default_storage() : storage;
+}
+
 nlohmann::json copy_profile_to_json(const CopyProfile& p) {
   json q = json::array();
   for (const QueueClass& c : p.queue) q.push_back({{"max_bytes", c.max_bytes}, {"depth", c.depth}});
-  return json{{"name", p.name},
+  json j{{"name", p.name},
               {"device", p.device},
               {"pinned", curve_json(p.pinned)},
               {"pageable", curve_json(p.pageable)},
@@ -248,6 +404,8 @@ nlohmann::json copy_profile_to_json(const CopyProfile& p) {
               {"chunk_bytes", p.chunk_bytes},
               {"min_unit_bytes", p.min_unit_bytes},
               {"format", kFormat}};
+  if (!p.storage.empty()) j["storage"] = storage_json(p.storage);  // absent: none measured
+  return j;
 }
 
 std::string CopyProfile::to_json_text(int indent) const { return copy_profile_to_json(*this).dump(indent); }
@@ -280,6 +438,7 @@ Expected<CopyProfile> copy_profile_from_json(const nlohmann::json& j, const std:
   DLR_RETURN_IF_ERROR(r.read_queue(j, &p.queue));
   DLR_RETURN_IF_ERROR(r.read_int(j, "chunk_bytes", "chunk_bytes", 1, &p.chunk_bytes));
   DLR_RETURN_IF_ERROR(r.read_int(j, "min_unit_bytes", "min_unit_bytes", 1, &p.min_unit_bytes));
+  DLR_RETURN_IF_ERROR(r.read_storage(j, &p.storage));
   return p;
 }
 

@@ -34,6 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     dlr::fuzz::require(again->to_json_text() == once, "profile JSON round trip");
     for (int64_t b : {int64_t(1), int64_t(4096), int64_t(1) << 20, int64_t(1) << 30})
       dlr::fuzz::require(p->copy_ms(b) >= 0, "negative copy time");
+    for (int64_t b : {int64_t(1), int64_t(4096), int64_t(1) << 20, int64_t(1) << 30})
+      for (int d : {0, 1, 3, 64})
+        dlr::fuzz::require(p->storage_or_default().read_ms(b, int64_t(1) << 20, d) >= 0, "negative or NaN read time");
   }
   return 0;
 }

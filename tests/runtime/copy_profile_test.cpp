@@ -336,5 +336,193 @@ TEST(CopyProfile, DeriveAvoidsDepthZeroAndCapsChunk) {
   EXPECT_FALSE(empty.ok());
 }
 
+
+// ---- storage ----
+
+StorageProfile small_storage() {
+  StorageProfile s;
+  s.device = "test disk";
+  s.reader = "uring";
+  s.direct = {{64 * kKiB, 1, 0.5}, {1 * kMiB, 1, 1.0}, {16 * kMiB, 1, 1.5},
+              {64 * kKiB, 4, 1.0}, {16 * kMiB, 4, 3.0}};
+  s.buffered_gbps = 1.2;
+  s.cached_gbps = 6.0;
+  return s;
+}
+
+TEST(StorageProfile, EmptyReadsNothing) {
+  const StorageProfile s;
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.read_ms(1 << 20, 1 << 20, 4), 0);
+  EXPECT_EQ(s.direct_gbps(1 << 20, 4), 0);
+}
+
+TEST(StorageProfile, InterpolationByBlockAndDepth) {
+  const StorageProfile s = small_storage();
+  EXPECT_FALSE(s.empty());
+  // At points.
+  EXPECT_DOUBLE_EQ(s.direct_gbps(64 * kKiB, 1), 0.5);
+  EXPECT_DOUBLE_EQ(s.direct_gbps(16 * kMiB, 4), 3.0);
+  // Log-linear in block size: 256 KiB is halfway between 64 KiB and 1 MiB.
+  EXPECT_NEAR(s.direct_gbps(256 * kKiB, 1), 0.75, 1e-12);
+  // Flat outside the blocks measured.
+  EXPECT_DOUBLE_EQ(s.direct_gbps(4 * kKiB, 1), 0.5);
+  EXPECT_DOUBLE_EQ(s.direct_gbps(256 * kMiB, 1), 1.5);
+  // Depth 2 is halfway between depths 1 and 4 in log(depth).
+  EXPECT_NEAR(s.direct_gbps(64 * kKiB, 2), 0.75, 1e-12);
+  EXPECT_NEAR(s.direct_gbps(16 * kMiB, 2), 2.25, 1e-12);
+  // 1 MiB at depth 4: the depth-4 curve gives 2.0 (halfway in log(block)).
+  EXPECT_NEAR(s.direct_gbps(1 * kMiB, 4), 2.0, 1e-12);
+  // Beyond the deepest depth: flat; a depth below 1 counts as 1.
+  EXPECT_DOUBLE_EQ(s.direct_gbps(16 * kMiB, 64), 3.0);
+  EXPECT_DOUBLE_EQ(s.direct_gbps(16 * kMiB, 0), 1.5);
+  // Monotone in depth and block size for a monotone table.
+  double prev = 0;
+  for (int d = 1; d <= 16; ++d) {
+    EXPECT_GE(s.direct_gbps(4 * kMiB, d), prev);
+    prev = s.direct_gbps(4 * kMiB, d);
+  }
+}
+
+TEST(StorageProfile, ReadMs) {
+  const StorageProfile s = small_storage();
+  // 64 MiB in 16 MiB blocks, 4 in flight: 3 GB/s.
+  EXPECT_NEAR(s.read_ms(64 * kMiB, 16 * kMiB, 4), 64.0 * 1048576 / 3e6, 1e-9);
+  // One 16 MiB read cannot have 4 in flight: depth 1, 1.5 GB/s.
+  EXPECT_NEAR(s.read_ms(16 * kMiB, 16 * kMiB, 4), 16.0 * 1048576 / 1.5e6, 1e-9);
+  // A 1 MiB read with 16 MiB blocks is one 1 MiB read.
+  EXPECT_NEAR(s.read_ms(1 * kMiB, 16 * kMiB, 8), 1048576.0 / 1.0e6, 1e-9);
+  // block <= 0: one read of all the bytes.
+  EXPECT_NEAR(s.read_ms(1 * kMiB, 0, 8), 1048576.0 / 1.0e6, 1e-9);
+  EXPECT_EQ(s.read_ms(0, 1 * kMiB, 1), 0);
+  EXPECT_EQ(s.read_ms(-5, 1 * kMiB, 1), 0);
+  // Deeper queues never make a read slower here.
+  EXPECT_LE(s.read_ms(64 * kMiB, 1 * kMiB, 4), s.read_ms(64 * kMiB, 1 * kMiB, 1));
+}
+
+TEST(StorageProfile, JsonRoundTrip) {
+  CopyProfile p = small_profile();
+  p.storage = small_storage();
+  const nlohmann::json j = copy_profile_to_json(p);
+  ASSERT_TRUE(j.contains("storage"));
+  auto q = copy_profile_from_json(nlohmann::json::parse(j.dump()), "mem");
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_EQ(copy_profile_to_json(*q), j);
+  EXPECT_EQ(q->storage.device, "test disk");
+  EXPECT_EQ(q->storage.reader, "uring");
+  ASSERT_EQ(q->storage.direct.size(), 5u);
+  EXPECT_EQ(q->storage.direct[3].queue_depth, 4);
+  EXPECT_EQ(q->storage.direct[3].block_bytes, 64 * kKiB);
+  EXPECT_EQ(q->storage.buffered_gbps, 1.2);
+  EXPECT_EQ(q->storage.cached_gbps, 6.0);
+  // Text form too.
+  auto t = CopyProfile::from_json_text(p.to_json_text(2), "text");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->storage.direct.size(), 5u);
+}
+
+// A profile written before storage was measured has no "storage": it loads, its
+// storage is empty and storage_or_default() gives the documented default.
+TEST(StorageProfile, OldProfilesLoadWithTheDefault) {
+  const CopyProfile p = small_profile();
+  const nlohmann::json j = copy_profile_to_json(p);
+  EXPECT_FALSE(j.contains("storage"));  // an empty storage is not written
+  auto q = copy_profile_from_json(j, "old.json");
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_TRUE(q->storage.empty());
+  EXPECT_FALSE(q->storage_or_default().empty());
+  auto discrete = CopyProfile::builtin("discrete");
+  ASSERT_TRUE(discrete.ok());
+  EXPECT_EQ(q->storage_or_default().read_ms(64 * kMiB, 4 * kMiB, 4), discrete->storage.read_ms(64 * kMiB, 4 * kMiB, 4));
+  nlohmann::json null_storage = j;
+  null_storage["storage"] = nullptr;
+  auto n = copy_profile_from_json(null_storage, "null.json");
+  ASSERT_TRUE(n.ok()) << n.status().to_string();
+  EXPECT_TRUE(n->storage.empty());
+  // A profile with storage uses its own.
+  CopyProfile own = small_profile();
+  own.storage = small_storage();
+  EXPECT_EQ(&own.storage_or_default(), &own.storage);
+}
+
+std::string storage_error_of(const std::function<void(nlohmann::json&)>& edit) {
+  CopyProfile p = small_profile();
+  p.storage = small_storage();
+  nlohmann::json j = copy_profile_to_json(p);
+  edit(j);
+  auto q = copy_profile_from_json(j, "prof.json");
+  if (q.ok()) return "ok";
+  EXPECT_EQ(q.status().code(), StatusCode::kParseError);
+  return q.status().message();
+}
+
+TEST(StorageProfile, ValidationErrors) {
+  using J = nlohmann::json;
+  const std::string pre = "prof.json: copy profile field ";
+  EXPECT_EQ(storage_error_of([](J&) {}), "ok");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"] = 3; }), pre + "'storage' must be an object");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"].erase("direct"); }), pre + "'storage.direct' is missing");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"] = J::array(); }), pre + "'storage.direct' is empty");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"][0] = 1; }), pre + "'storage.direct[0]' must be an object");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"][1]["gbps"] = 0; }),
+            pre + "'storage.direct[1].gbps' must be > 0 (got 0)");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"][1]["gbps"] = -1; }),
+            pre + "'storage.direct[1].gbps' is negative (-1)");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"][2]["block_bytes"] = 0; }),
+            pre + "'storage.direct[2].block_bytes' must be > 0 (got 0)");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"][0]["queue_depth"] = 0; }),
+            pre + "'storage.direct[0].queue_depth' must be > 0 (got 0)");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"][4]["queue_depth"] = 5000; }),
+            pre + "'storage.direct[4].queue_depth' is too large (5000, at most 1024)");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"][0]["queue_depth"] = 1e300; }),
+            pre + "'storage.direct[0].queue_depth' must be an integer");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"][0]["queue_depth"] = 18446744073709551615ull; }),
+            pre + "'storage.direct[0].queue_depth' is too large (9223372036854775807, at most 1024)");
+  EXPECT_EQ(storage_error_of([](J& j) { std::swap(j["storage"]["direct"][0], j["storage"]["direct"][1]); }),
+            pre + "'storage.direct' is not sorted by (queue_depth, block_bytes), each pair once: storage.direct[1] "
+                  "(1, 65536) after (1, 1048576)");
+  EXPECT_EQ(storage_error_of([](J& j) { std::swap(j["storage"]["direct"][2], j["storage"]["direct"][3]); }),
+            pre + "'storage.direct' is not sorted by (queue_depth, block_bytes), each pair once: storage.direct[3] "
+                  "(1, 16777216) after (4, 65536)");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["direct"][1]["block_bytes"] = 65536; }),
+            pre + "'storage.direct' is not sorted by (queue_depth, block_bytes), each pair once: storage.direct[1] "
+                  "(1, 65536) after (1, 65536)");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["reader"] = "aio"; }),
+            pre + "'storage.reader' is 'aio', expected 'uring', 'threads' or ''");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["reader"] = ""; }), "ok");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"].erase("reader"); }), "ok");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"].erase("device"); }), "ok");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["device"] = 1; }), pre + "'storage.device' must be a string");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"].erase("buffered_gbps"); }),
+            pre + "'storage.buffered_gbps' is missing");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["buffered_gbps"] = -0.5; }),
+            pre + "'storage.buffered_gbps' is negative (-0.5)");
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["cached_gbps"] = 0; }), "ok");  // 0: unknown
+  EXPECT_EQ(storage_error_of([](J& j) { j["storage"]["cached_gbps"] = "x"; }),
+            pre + "'storage.cached_gbps' must be a number");
+}
+
+TEST(StorageProfile, Builtins) {
+  for (const std::string& name : CopyProfile::builtin_names()) {
+    auto p = CopyProfile::builtin(name);
+    ASSERT_TRUE(p.ok());
+    const StorageProfile& s = p->storage;
+    ASSERT_FALSE(s.empty()) << name;
+    // Valid as a loaded file would be (sorted, positive).
+    auto q = copy_profile_from_json(copy_profile_to_json(*p), name);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    // Deeper queues and larger blocks are never slower in the built-ins.
+    for (int64_t block : {64 * kKiB, 1 * kMiB, 16 * kMiB})
+      for (int d = 1; d < 16; ++d) EXPECT_LE(s.direct_gbps(block, d), s.direct_gbps(block, d + 1) + 1e-12) << name;
+    for (int d : {1, 4, 16}) EXPECT_LE(s.direct_gbps(64 * kKiB, d), s.direct_gbps(16 * kMiB, d)) << name;
+  }
+  // The figures documented in copy_profile.h.
+  EXPECT_NEAR(CopyProfile::builtin("h100")->storage.direct_gbps(64 * kKiB, 1), 0.58, 1e-12);
+  EXPECT_NEAR(CopyProfile::builtin("h100")->storage.direct_gbps(16 * kMiB, 8), 1.0, 1e-12);
+  EXPECT_NEAR(CopyProfile::builtin("h100")->storage.cached_gbps, 1.4, 1e-12);
+  EXPECT_LE(CopyProfile::builtin("jetson-xavier")->storage.direct_gbps(16 * kMiB, 16), 0.3 + 1e-12);
+  EXPECT_GT(CopyProfile::builtin("discrete")->storage.direct_gbps(4 * kMiB, 4), 1.0);
+}
+
 }  // namespace
 }  // namespace dlr
