@@ -116,6 +116,8 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
   p.batch = options.batch;
   p.concat_in_place = options.concat_in_place;
   p.keep_all_outputs = options.keep_all_outputs;
+  // Storage: blob sizes in 4096 multiples, so streamed ranges are O_DIRECT-readable (read_plan.h).
+  if (options.weights_from == WeightsFrom::kStorage) p.weight_align = kReadAlign;
   if (device == DeviceKind::kCPU) return p;  // fp32 NCHW, strided views everywhere
   const bool f16 = options.precision == Precision::kFP16;
   // Auto layout (measured on the H100, yolov4 @608): tensor-core precisions run faster
@@ -135,7 +137,10 @@ bool CompiledModel::needs_layer_times() const {
   return (searchable(*this) || residency_planned(*this)) && layer_ms.empty();
 }
 
-int64_t CompiledModel::device_weight_bytes() const { return streaming ? stream.device_bytes() : plan.weight_bytes(); }
+int64_t CompiledModel::device_weight_bytes() const {
+  if (from_storage && reads.two_stage) return 0;  // kernels read the staging area (host memory)
+  return streaming ? stream.device_bytes() : plan.weight_bytes();
+}
 
 EngineSettings engine_settings(const SessionOptions& o) {
   EngineSettings e;
@@ -148,6 +153,9 @@ EngineSettings engine_settings(const SessionOptions& o) {
   e.workspace_limit = o.workspace_limit;
   e.max_image_width = o.max_image_width;
   e.max_image_height = o.max_image_height;
+  e.reader = o.reader;
+  // Reads from storage cannot be captured: storage runs enqueue each inference.
+  if (o.weights_from == WeightsFrom::kStorage) e.cuda_graph = false;
   return e;
 }
 
@@ -171,12 +179,35 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   m.layer_ms = layer_ms;
   m.notes.push_back(fmt("activations: %.2f MiB planned (%.2f MiB without reuse)", mib(m.plan.arena_bytes),
                         mib(m.plan.naive_bytes)));
+  ReadOptions ro;
+  ro.staging_bytes = options.host_budget;
+  ro.queue_depth = options.read_depth;
+  ro.block_bytes = options.read_block_bytes;
+  const bool storage = options.weights_from == WeightsFrom::kStorage;
+  const bool zero_copy = storage && (options.device == DeviceKind::kCPU || options.zero_copy == 1 ||
+                                     (options.zero_copy == -1 && target.integrated));
+  if (zero_copy) {
+    // Two stages: the staging area is where kernels read weights; nothing else holds them.
+    m.from_storage = true;
+    DLR_ASSIGN_OR_RETURN(m.reads, plan_reads_two_stage(m.plan, {}, ro));
+    m.notes.push_back(fmt("weights: from storage, two stages (read -> kernel), %.2f MiB staging for %.2f MiB read "
+                          "per inference",
+                          mib(m.reads.staging_bytes), mib(m.reads.read_bytes())) +
+                      (options.device == DeviceKind::kCUDA ? " (mapped pinned memory, zero copy)" : ""));
+    return m;
+  }
   if (options.device != DeviceKind::kCUDA || options.mode != WeightMode::kStream) {
     m.notes.push_back(fmt("weights: preload, %.2f MiB resident", mib(m.plan.weight_bytes())));
     return m;
   }
 
   m.streaming = true;
+  // Weights from storage: every streamed byte passes the disk and then PCIe, one unit
+  // after the other, so the budget, the resident set and the units are chosen with the
+  // slower of the two at each size (storage_copy_profile); the prediction below then
+  // simulates the reads explicitly.
+  const CopyProfile profile =
+      storage ? storage_copy_profile(target.copy_profile, ro.block_bytes, ro.queue_depth) : target.copy_profile;
   StreamOptions so;
   so.budget_bytes = options.weight_budget.resolve(m.plan.weight_bytes(), 0);  // 0: the layout's minimum
   if (options.weight_budget.kind == WeightBudget::Kind::kFraction && so.budget_bytes < 1)
@@ -185,14 +216,14 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   so.layout = options.weight_pool;
   so.ring_granularity = target.map_granularity;
   m.budget_bytes = so.budget_bytes;
-  DLR_ASSIGN_OR_RETURN(m.stream, plan_streaming(m.plan, target.copy_profile, so));
+  DLR_ASSIGN_OR_RETURN(m.stream, plan_streaming(m.plan, profile, so));
   if (auto_budget(m) && !streamed_ring(m))
     return invalid_argument("weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
   if (auto_budget(m) && !layer_ms.empty()) {
-    DLR_ASSIGN_OR_RETURN(AutoBudget a, choose_auto_budget(m.plan, target.copy_profile, so, options, layer_ms));
+    DLR_ASSIGN_OR_RETURN(AutoBudget a, choose_auto_budget(m.plan, profile, so, options, layer_ms));
     so.budget_bytes = a.bytes;
     m.budget_bytes = a.bytes;
-    DLR_ASSIGN_OR_RETURN(m.stream, plan_streaming(m.plan, target.copy_profile, so));
+    DLR_ASSIGN_OR_RETURN(m.stream, plan_streaming(m.plan, profile, so));
     const std::string goal = options.latency_target_ms > 0
                                  ? fmt("the latency target %.3f ms", options.latency_target_ms)
                                  : fmt("%.1f %% of preload's %.3f ms", 100.0 * options.max_slowdown, a.preload_ms);
@@ -209,12 +240,12 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
                     (m.stream.resident ? std::string("resident") : pool_layout_name(m.stream.layout)) +
                     fmt(" pool of %.2f MiB for %.2f MiB of weights", mib(m.stream.pool_bytes),
                         mib(m.stream.total_weight_bytes)) +
-                    " (copy profile " + target.copy_profile.name + ")");
+                    " (copy profile " + profile.name + ")");
 
   if (residency_planned(m) && !layer_ms.empty()) {
     ResidencyOptions ro;
     ro.strategy = options.residency;
-    DLR_ASSIGN_OR_RETURN(ResidencyResult r, plan_residency(m.plan, target.copy_profile, so, layer_ms, ro));
+    DLR_ASSIGN_OR_RETURN(ResidencyResult r, plan_residency(m.plan, profile, so, layer_ms, ro));
     if (r.plan.resident_bytes > 0) so.resident = r.resident;
     m.stream = std::move(r.plan);
     m.notes.push_back(r.how);
@@ -224,7 +255,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   if (searchable(m) && !layer_ms.empty()) {
     UnitSearchOptions search;
     search.min_gain = options.unit_search_min_gain;
-    DLR_ASSIGN_OR_RETURN(UnitSearchResult r, search_ring_units(m.plan, target.copy_profile, so, layer_ms, search));
+    DLR_ASSIGN_OR_RETURN(UnitSearchResult r, search_ring_units(m.plan, profile, so, layer_ms, search));
     // Same budget, same ring: only the cut of the byte stream (and so the waits) changes.
     if (r.plan.pool_bytes != m.stream.pool_bytes || r.plan.layout != m.stream.layout)
       return internal_error("compile: the unit search changed the pool");
@@ -240,8 +271,26 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   } else {
     m.notes.push_back(fmt("units: %.0f equal chunks", double(m.stream.units.size())));
   }
+  if (storage) {
+    m.from_storage = true;
+    if (m.stream.resident) {
+      m.notes.push_back("weights: from storage, every blob fits the budget: read once at open");
+    } else {
+      DLR_ASSIGN_OR_RETURN(m.reads, plan_reads_three_stage(m.plan, m.stream, ro));
+      m.notes.push_back(fmt("weights: from storage, three stages (read -> copy -> kernel), %.2f MiB staging for "
+                            "%.2f MiB read per inference",
+                            mib(m.reads.staging_bytes), mib(m.reads.read_bytes())));
+    }
+  }
   if (!layer_ms.empty()) {
-    const SimResult sim = simulate(m.plan, m.stream, target.copy_profile, layer_ms);
+    SimOptions sim_options;
+    const StorageProfile disk = target.copy_profile.storage_or_default();
+    if (storage && !m.reads.units.empty()) {
+      sim_options.reads = &m.reads;
+      sim_options.read_ms = [&](int64_t bytes) { return disk.read_ms(bytes, m.reads.block_bytes, m.reads.queue_depth); };
+      sim_options.launch_us = 8.0;  // no CUDA graph: every layer launched from the host
+    }
+    const SimResult sim = simulate(m.plan, m.stream, target.copy_profile, layer_ms, sim_options);
     if (!sim.violations.empty()) return internal_error("compile: the stream plan fails a check: " + sim.violations[0]);
     m.predicted_ms = sim.latency_ms;
   }
@@ -253,7 +302,8 @@ std::string CompiledModel::to_text() const {
                   device_name(options.device) + " " + precision_name(options.precision) + ", " +
                   weight_mode_name(streaming ? WeightMode::kStream : WeightMode::kPreload) + "\n";
   s += plan.to_text();
-  if (streaming) s += stream.to_text();
+  if (streaming && !(from_storage && reads.two_stage)) s += stream.to_text();
+  if (from_storage) s += reads.to_text();
   if (predicted_ms > 0) s += fmt("predicted: %.3f ms per inference (simulator, kernel times measured at open)\n",
                                  predicted_ms);
   for (const std::string& n : notes) s += "note: " + n + "\n";

@@ -19,6 +19,7 @@
 #include "runtime/options.h"
 #include "runtime/plan.h"
 #include "runtime/streaming/copy_profile.h"
+#include "runtime/streaming/read_plan.h"
 #include "runtime/streaming/stream_plan.h"
 
 namespace dlr {
@@ -52,12 +53,13 @@ struct EngineSettings {
   int64_t workspace_limit = 0;    // cuDNN workspace per conv, bytes
   int max_image_width = 0;        // image staging allocated at open
   int max_image_height = 0;
+  ReaderKind reader = ReaderKind::kAuto;  // weights from storage: the block reader's backend
 };
 EngineSettings engine_settings(const SessionOptions& options);
 
 // Everything the engines need, and nothing they must work out themselves.
 struct CompiledModel {
-  int format_version = 2;       // of the JSON form (2: resident blobs in stream mode)
+  int format_version = 3;       // of the JSON form (2: resident blobs in stream mode; 3: weights from storage)
   std::string cfg_path;
   std::string model_name;       // cfg file name without directory
   Target target;
@@ -71,6 +73,12 @@ struct CompiledModel {
   bool streaming = false;
   StreamPlan stream;
   int64_t budget_bytes = 0;     // the resolved weight budget (stream mode; 0: the layout's minimum)
+  // Weights from storage (options.weights_from): each inference reads the streamed blobs
+  // from a prepared weight file as `reads` says. Three stages (reads.two_stage false):
+  // read -> copy (stream's units) -> kernel. Two stages (CPU; CUDA zero copy): read ->
+  // kernel, the kernels reading the staging area; `stream` is then unused.
+  bool from_storage = false;
+  ReadPlan reads;
 
   // Predicted costs: the simulator over the kernel times the compile was given
   // (layer_ms; empty before measurement) and the target's copy profile.

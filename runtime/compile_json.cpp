@@ -58,6 +58,8 @@ DLR_JSON_ENUM(PoolLayout, {{PoolLayout::kAuto, "auto"}, {PoolLayout::kSlots, "sl
                                           {PoolLayout::kRing, "ring"}})
 DLR_JSON_ENUM(Residency, {{Residency::kNone, "none"}, {Residency::kLargestLate, "largest-late"},
                           {Residency::kGreedy, "greedy"}})
+DLR_JSON_ENUM(WeightsFrom, {{WeightsFrom::kHost, "host"}, {WeightsFrom::kStorage, "storage"}})
+DLR_JSON_ENUM(ReaderKind, {{ReaderKind::kAuto, "auto"}, {ReaderKind::kUring, "uring"}, {ReaderKind::kThreads, "threads"}})
 DLR_JSON_ENUM(NmsKind, {{NmsKind::kDefault, "default"}, {NmsKind::kGreedy, "greedynms"},
                                        {NmsKind::kDiou, "diounms"}})
 DLR_JSON_ENUM(StreamAction::Kind, {{StreamAction::Kind::kCopy, "copy"},
@@ -95,7 +97,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Buffer, id, offset, bytes, dtype, layout, c, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ViewRef, buffer, c_offset, c)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBlob, layer, weight_elems, bias_elems, dtype, bias_offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlannerOptions, batch, layout, activation_dtype, weight_dtype, concat_in_place,
-                                   alignment, keep_all_outputs, conv_strided_io)
+                                   alignment, weight_align, keep_all_outputs, conv_strided_io)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TransferUnit, index, group, host_offset, bytes, pool_offset, first_blob,
                                    last_blob, first_layer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamAction, kind, index)
@@ -105,9 +107,17 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamPlan, layout, pool_bytes, slot_bytes, s
                                    unit_waits, order, max_copies_ahead, units_searched, searched_ms, chunks_ms,
                                    search_layer_ms, blob_resident, resident_bytes, blob_host_offset)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBudget, kind, fraction, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadSegment, blob, blob_offset, bytes, staging_offset)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadUnit, index, staging_offset, bytes, first_blob, last_blob, first_layer,
+                                   wait_unit, wait_layer, own_offset, own_bytes, segments)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadPlan, two_stage, staging_bytes, min_staging_bytes, queue_depth, block_bytes,
+                                   units, copy_src_offset, blob_staging_offset, blob_read_unit, layer_read_unit,
+                                   layer_releases)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SessionOptions, device, precision, batch, width, height, letterbox, thresh, nms,
                                    concat_in_place, keep_all_outputs, cuda_device, mode, weight_budget, copy_profile,
-                                   chunk_bytes, weight_pool, unit_search, unit_search_min_gain, residency, layout,
+                                   chunk_bytes, weight_pool, unit_search, unit_search_min_gain, residency,
+                                   weights_from, host_budget, zero_copy, read_depth, read_block_bytes, prepared_path, reader, cache_kernel_times,
+                                   layout,
                                    cuda_graph,
                                    profile_layers, find_algorithms, workspace_limit, max_image_width,
                                    max_image_height)
@@ -201,6 +211,8 @@ std::string compiled_model_to_json(const CompiledModel& m) {
                             {"streaming", m.streaming},
                             {"stream", m.stream},
                             {"budget_bytes", m.budget_bytes},
+                            {"from_storage", m.from_storage},
+                            {"reads", m.reads},
                             {"layer_ms", m.layer_ms},
                             {"predicted_ms", m.predicted_ms},
                             {"notes", m.notes}};
@@ -266,6 +278,8 @@ Expected<CompiledModel> model_from_json(const std::string& text, const std::stri
     j.at("streaming").get_to(m.streaming);
     j.at("stream").get_to(m.stream);
     j.at("budget_bytes").get_to(m.budget_bytes);
+    j.at("from_storage").get_to(m.from_storage);
+    j.at("reads").get_to(m.reads);
     j.at("layer_ms").get_to(m.layer_ms);
     j.at("predicted_ms").get_to(m.predicted_ms);
     j.at("notes").get_to(m.notes);

@@ -26,10 +26,18 @@ void preprocess_image_cpu(const ImageU8& img, int net_w, int net_h, bool letterb
 Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& model, WeightSource& weights) {
   const ExecutionPlan& plan = model.plan;
   if (plan.options.layout != Layout::kNCHW || plan.options.activation_dtype != DType::kF32 ||
-      plan.options.weight_dtype != DType::kF32 || model.streaming)
-    return invalid_argument("the CPU backend runs fp32 NCHW preload plans only");
-  std::unique_ptr<CpuEngine> e(new CpuEngine(plan));
-  DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights));
+      plan.options.weight_dtype != DType::kF32 || model.streaming || (model.from_storage && !model.reads.two_stage))
+    return invalid_argument("the CPU backend runs fp32 NCHW preload plans or two-stage storage plans only");
+  std::unique_ptr<CpuEngine> e(new CpuEngine(model));
+  if (e->m_storage) {
+    const BlobFile* file = weights.blob_file();
+    if (!file) return invalid_argument(weights.name() + ": weights from storage need a prepared weight file");
+    DLR_ASSIGN_OR_RETURN(e->m_staging, HostBuffer::aligned(size_t(e->m_reads.staging_bytes)));
+    DLR_ASSIGN_OR_RETURN(e->m_pipeline, ReadPipeline::open(e->m_reads, *file, static_cast<char*>(e->m_staging.data()),
+                                                           model.options.reader, {}));
+  } else {
+    DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights));
+  }
   DLR_ASSIGN_OR_RETURN(e->m_arena, HostBuffer::aligned(size_t(e->m_plan.arena_bytes)));
   std::memset(e->m_arena.data(), 0, e->m_arena.bytes());
   int64_t scratch = 0;
@@ -99,7 +107,7 @@ void CpuEngine::run_step(const Step& s) {
   call.n_copies = int(v.copies.size());
   if (s.weight >= 0) {
     const WeightBlob& wb = m_plan.weights[size_t(s.weight)];
-    const char* blob = static_cast<const char*>(m_weights.blob(s.weight));
+    const char* blob = this->blob(s.weight);
     call.weights = reinterpret_cast<const float*>(blob);
     call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);
     call.scratch = m_scratch.data();
@@ -107,7 +115,46 @@ void CpuEngine::run_step(const Step& s) {
   cpu::run_op(s.kind, call);
 }
 
+const char* CpuEngine::blob(int index) const {
+  if (m_storage) return static_cast<const char*>(m_staging.data()) + m_reads.blob_staging_offset[size_t(index)];
+  return static_cast<const char*>(m_weights.blob(index));
+}
+
+std::vector<ReadTiming> CpuEngine::read_timings() const {
+  return m_pipeline ? m_pipeline->timings() : std::vector<ReadTiming>();
+}
+
+// Two stages: before a layer, the read bringing its weights; after it, staging it frees.
+Status CpuEngine::run_storage() {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto ms_since = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - t0).count(); };
+  m_pipeline->start();
+  for (const Step& s : m_plan.steps) {
+    const auto start = Clock::now();
+    const int unit = m_reads.layer_read_unit[size_t(s.layer)];
+    if (unit >= 0) {
+      Status st = m_pipeline->wait_unit(unit);
+      if (!st.ok()) {
+        m_pipeline->abort();
+        (void)m_pipeline->finish();
+        return st;
+      }
+    }
+    const auto ready = Clock::now();
+    if (!s.no_op || !s.copies.empty()) run_step(s);
+    if (m_reads.layer_releases[size_t(s.layer)]) m_pipeline->progress(s.layer);
+    LayerTiming& t = m_timings[size_t(s.layer)];
+    t = LayerTiming{s.layer, ms_since(start), ms_since(Clock::now()), ms_since(ready), 0};
+    t.weight_bytes = s.weight >= 0 ? m_plan.weights[size_t(s.weight)].bytes : 0;
+  }
+  DLR_RETURN_IF_ERROR(m_pipeline->finish());
+  m_last_ms = ms_since(Clock::now());
+  return Status();
+}
+
 Status CpuEngine::run() {
+  if (m_storage) return run_storage();
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto ms_since = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - t0).count(); };
@@ -141,7 +188,9 @@ Status CpuEngine::read_layer(int layer, int image, std::vector<float>* out) cons
 
 MemoryReport CpuEngine::memory() const {
   MemoryReport r;
-  r.weights = m_weights.bytes();
+  r.weights = m_storage ? 0 : m_weights.bytes();
+  r.host_weights = m_storage ? int64_t(m_staging.bytes()) : 0;  // the staging area
+  r.read_bytes = m_pipeline ? m_reads.read_bytes() : 0;
   r.activations = m_plan.arena_bytes;
   r.workspace = int64_t(m_scratch.size()) * 4;
   r.other = int64_t(m_image_tmp.size()) * 4;

@@ -1,5 +1,8 @@
 // CpuEngine: walks an ExecutionPlan with the CPU reference ops (kernels/cpu),
-// fp32 NCHW, weights prepared once at open in host memory.
+// fp32 NCHW, weights prepared once at open in host memory, or (weights from storage,
+// model.from_storage) read each inference from a prepared weight file into a bounded
+// staging area that the convolutions read directly (read_pipeline.h: two stages, the
+// reads of later layers overlapping the compute of earlier ones).
 #pragma once
 
 #include <memory>
@@ -7,6 +10,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "runtime/compile.h"
 #include "runtime/engine.h"
+#include "runtime/storage/read_pipeline.h"
 #include "runtime/weight_store.h"
 
 namespace dlr {
@@ -27,10 +31,14 @@ class CpuEngine final : public Engine {
   Status read_layer(int layer, int image, std::vector<float>* out) const override;
   MemoryReport memory() const override;
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
+  std::vector<ReadTiming> read_timings() const override;
   double last_run_ms() const override { return m_last_ms; }
 
  private:
-  explicit CpuEngine(ExecutionPlan plan) : m_plan(std::move(plan)) {}
+  explicit CpuEngine(const CompiledModel& model)
+      : m_plan(model.plan), m_storage(model.from_storage), m_reads(model.reads) {}
+  const char* blob(int index) const;
+  Status run_storage();
   TensorView view(const ViewRef& v) const;
   void run_step(const Step& s);
 
@@ -43,7 +51,11 @@ class CpuEngine final : public Engine {
 
   ExecutionPlan m_plan;
   std::vector<StepViews> m_views;
-  WeightStore m_weights;
+  WeightStore m_weights;             // preload
+  bool m_storage = false;             // weights from storage: m_staging + m_pipeline instead
+  ReadPlan m_reads;
+  HostBuffer m_staging;
+  std::unique_ptr<ReadPipeline> m_pipeline;
   HostBuffer m_arena;
   std::vector<float> m_scratch;       // im2col, one image
   std::vector<float> m_image_tmp;     // pre-processing staging, grows with image size

@@ -41,6 +41,16 @@ struct CopyTiming {
   double end_ms = 0;
 };
 
+// One read from storage of the last run() (weights from storage): a read unit of the
+// ReadPlan, host clock, ms from the start of run().
+struct ReadTiming {
+  int unit = 0;
+  int first_layer = 0;  // the first layer that needs it
+  int64_t bytes = 0;
+  double start_ms = 0;  // first request submitted
+  double end_ms = 0;    // last request landed
+};
+
 // Timing of the last run(), measured on the device with events where there is one.
 struct RunTiming {
   double upload_ms = 0;    // input transfer + pre-processing (set_images/set_input), if measured
@@ -54,7 +64,9 @@ struct MemoryReport {
   int64_t activations = 0;  // planned activation arena
   int64_t workspace = 0;    // scratch (im2col, cuDNN workspace)
   int64_t other = 0;        // staging, outputs, ...
-  int64_t host_weights = 0; // host copy of prepared weights (streaming store), 0 if none
+  int64_t host_weights = 0; // host memory for weights: the pinned streaming store, or the staging area for
+                            // reads from storage; 0 if none
+  int64_t read_bytes = 0;   // bytes read from storage per inference (weights from storage)
 };
 
 struct CompiledModel;
@@ -99,6 +111,7 @@ class Engine {
   virtual MemoryReport memory() const = 0;
   virtual std::vector<LayerTiming> layer_timings() const = 0;  // of the last run()
   virtual std::vector<CopyTiming> copy_timings() const { return {}; }
+  virtual std::vector<ReadTiming> read_timings() const { return {}; }
   virtual double last_run_ms() const = 0;  // network time of the last run()
   virtual RunTiming last_run_timing() const { return RunTiming{0, last_run_ms(), 0, last_run_ms()}; }
 };

@@ -27,6 +27,15 @@ bool parse_residency(const std::string& s, Residency* out) {
   return false;
 }
 
+const char* weights_from_name(WeightsFrom w) { return w == WeightsFrom::kStorage ? "storage" : "host"; }
+
+bool parse_weights_from(const std::string& s, WeightsFrom* out) {
+  if (s == "host") *out = WeightsFrom::kHost;
+  else if (s == "storage") *out = WeightsFrom::kStorage;
+  else return false;
+  return true;
+}
+
 const char* weight_mode_name(WeightMode m) { return m == WeightMode::kStream ? "stream" : "preload"; }
 
 bool parse_weight_mode(const std::string& s, WeightMode* out) {
@@ -219,6 +228,19 @@ Status validate_options(const SessionOptions& o) {
     default:
       break;
   }
+  if (o.host_budget < 0) return invalid_argument("host budget must be >= 0 bytes (0: the minimum)");
+  if (o.zero_copy < -1 || o.zero_copy > 1) return invalid_argument("zero copy must be -1 (auto), 0 or 1");
+  if (o.read_depth < 1 || o.read_depth > 64)
+    return invalid_argument("read depth " + std::to_string(o.read_depth) + " is out of range (1..64)");
+  if (o.read_block_bytes < 4096 || o.read_block_bytes > (int64_t(64) << 20) || o.read_block_bytes % 4096 != 0)
+    return invalid_argument("read block " + std::to_string(o.read_block_bytes) +
+                            " bytes: expected a multiple of 4096 from 4 KiB to 64 MiB");
+  if (o.weights_from == WeightsFrom::kHost && (o.zero_copy == 1 || o.host_budget > 0 || !o.prepared_path.empty()))
+    return invalid_argument("zero copy, a host budget and a prepared file need --weights-from storage");
+  if (o.weights_from == WeightsFrom::kStorage && o.device == DeviceKind::kCUDA && o.mode != WeightMode::kStream)
+    return invalid_argument("--weights-from storage on the GPU streams weights: it needs --mode stream");
+  if (o.weights_from == WeightsFrom::kStorage && o.device == DeviceKind::kCPU && o.zero_copy == 0)
+    return invalid_argument("the CPU backend reads weights where it computes from them: zero copy cannot be off");
   if (o.device == DeviceKind::kCPU) {
     if (o.mode != WeightMode::kPreload)
       return invalid_argument("the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");

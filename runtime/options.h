@@ -9,6 +9,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/core/types.h"
+#include "runtime/storage/block_reader.h"  // ReaderKind
 
 namespace dlr {
 
@@ -28,6 +29,13 @@ bool parse_pool_layout(const std::string& s, PoolLayout* out);  // "auto", "slot
 enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
 const char* residency_name(Residency r);
 bool parse_residency(const std::string& s, Residency* out);  // "none", "largest-late", "greedy"
+
+// Where streamed weights come from each inference ("--weights-from"): host (every
+// streamed blob prepared once in a pinned host store) or storage (read from a prepared
+// weight file with direct I/O into a bounded staging ring, runtime/streaming/read_plan.h).
+enum class WeightsFrom : uint8_t { kHost, kStorage };
+const char* weights_from_name(WeightsFrom w);
+bool parse_weights_from(const std::string& s, WeightsFrom* out);  // "host", "storage"
 
 // Device memory for streamed weights ("--weight-budget"). Resolved against the
 // plan's weight bytes and the pool minimum by the compile step.
@@ -82,8 +90,20 @@ struct SessionOptions {
   Residency residency = Residency::kGreedy;  // stream mode, ring: which blobs stay resident within the budget
   double max_slowdown = 0.05;     // weight budget auto: predicted latency at most (1 + this) x preload's, [0, 10]
   double latency_target_ms = 0;   // weight budget auto: > 0 replaces max_slowdown with this predicted latency
+  // ---- weights from storage (CPU, or CUDA stream mode) ----
+  WeightsFrom weights_from = WeightsFrom::kHost;
+  int64_t host_budget = 0;        // storage: staging bytes for reads (0 = the minimum, 2 x the largest read)
+  int zero_copy = -1;             // storage, CUDA: 1 reads land in mapped pinned memory the kernels read (two
+                                  // stages, no device pool); 0 read -> copy -> compute; -1 auto (1 on integrated GPUs)
+  int read_depth = 8;             // storage: reads in flight (1..64)
+  int64_t read_block_bytes = int64_t(1) << 20;  // storage: bytes per read request (multiple of 4096, 4 KiB..64 MiB)
+  std::string prepared_path;      // storage: the prepared weight file ("" = the user's cache, built on first use)
+  ReaderKind reader = ReaderKind::kAuto;  // storage: io_uring or a pool of pread threads (auto: io_uring if available)
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
+  bool cache_kernel_times = false;  // stream mode: keep kernel times measured at open per GPU and model in
+                                    // the user's cache directory and reuse them (runtime/kernel_times_cache.h;
+                                    // dlrun turns it on)
   bool profile_layers = false;    // per-layer CUDA event timing (event nodes inside the graph)
   bool find_algorithms = false;   // cudnnFind (timed) instead of heuristics
   int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per conv, bytes (>= 0)

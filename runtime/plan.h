@@ -62,7 +62,7 @@ struct WeightBlob {
   int64_t bias_elems = 0;
   DType dtype = DType::kF32;  // of the weights; bias is always f32
   int64_t bias_offset = 0;    // bytes from the blob start, 256-aligned
-  int64_t bytes = 0;          // whole blob, 256-aligned
+  int64_t bytes = 0;          // whole blob, a multiple of PlannerOptions::weight_align (>= 256)
 };
 
 struct PlannerOptions {
@@ -72,6 +72,7 @@ struct PlannerOptions {
   DType weight_dtype = DType::kF32;
   bool concat_in_place = true;  // producers write straight into their slice of a route's buffer
   int64_t alignment = 256;      // of every buffer offset, bytes
+  int64_t weight_align = 256;   // every weight blob's size is a multiple of this (4096 when weights come from storage)
   bool keep_all_outputs = false;  // debugging/tests: no reuse, every layer output readable after a run
   // Whether convolutions accept channel-slice views that are not packed (a slice is
   // packed only for NCHW with batch 1). When false, a conv never writes into a

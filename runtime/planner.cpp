@@ -294,7 +294,7 @@ class Planner {
       w.bias_elems = l.bias_count();
       w.dtype = m_opt.weight_dtype;
       w.bias_offset = align_up(w.weight_elems * int64_t(dtype_size(w.dtype)), 256);
-      w.bytes = align_up(w.bias_offset + w.bias_elems * 4, 256);
+      w.bytes = align_up(w.bias_offset + w.bias_elems * 4, std::max<int64_t>(256, m_opt.weight_align));
       plan->steps[size_t(l.index)].weight = int(plan->weights.size());
       plan->weights.push_back(w);
     }
@@ -322,6 +322,8 @@ Expected<ExecutionPlan> build_plan(const NetworkDesc& net, const PlannerOptions&
     return invalid_argument("batch " + std::to_string(options.batch) + " is out of range (1..1024)");
   if (options.alignment < 16 || (options.alignment & (options.alignment - 1)) != 0)
     return invalid_argument("plan alignment must be a power of two >= 16");
+  if (options.weight_align < 256 || (options.weight_align & (options.weight_align - 1)) != 0)
+    return invalid_argument("weight blob alignment must be a power of two >= 256");
   if (net.layers.empty()) return invalid_argument(net.cfg_path + ": network has no layers");
   return Planner(net, options).run();
 }

@@ -1,5 +1,7 @@
 #include "runtime/session.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <exception>
 #include <new>
@@ -8,7 +10,9 @@
 #include "loaders/weights_file.h"
 #include "runtime/compile.h"
 #include "runtime/core/log.h"
+#include "runtime/kernel_times_cache.h"
 #include "runtime/cpu_engine.h"
+#include "runtime/storage/prepared_file.h"
 #include "runtime/weight_source.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
@@ -21,11 +25,22 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// Whether `path` starts with the prepared weight file's magic (a file that cannot be
+// read is not: opening it as a .weights file then names the problem).
+Expected<bool> is_prepared_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[8] = {};
+  if (!f.read(magic, sizeof(magic))) return false;
+  return std::string(magic, sizeof(magic)) == "DLRWPREP";
+}
+
 }  // namespace
 
 Session::~Session() = default;
 
 std::string Session::plan_text() const { return m_model->to_text(); }
+
+std::string Session::prepared_path() const { return m_prepared ? m_prepared->path() : std::string(); }
 
 // Runs `body`, turning an exception (std::bad_alloc from a huge request, anything
 // a dependency throws) into a Status, so none crosses the API.
@@ -66,9 +81,18 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   if (s->m_net.output_layers().empty())
     return unsupported(cfg_path + ": the network has no detection output layer (expected [yolo], [region] or "
                                   "[Gaussian_yolo])");
-  DLR_ASSIGN_OR_RETURN(WeightsFile wf, WeightsFile::open(weights_path, s->m_net));
-  s->m_weights = std::make_unique<WeightsFile>(std::move(wf));
-  s->m_source = weights_file_source(s->m_net, *s->m_weights);
+  // A prepared weight file given as the weights (its magic tells) is read as it is;
+  // a .weights file is checked against the network.
+  const bool storage = options.weights_from == WeightsFrom::kStorage;
+  DLR_ASSIGN_OR_RETURN(const bool given_prepared, is_prepared_file(weights_path));
+  if (given_prepared && !storage)
+    return invalid_argument(weights_path + ": a prepared weight file is read with --weights-from storage (or give the "
+                                           ".weights file)");
+  if (!given_prepared) {
+    DLR_ASSIGN_OR_RETURN(WeightsFile wf, WeightsFile::open(weights_path, s->m_net));
+    s->m_weights = std::make_unique<WeightsFile>(std::move(wf));
+    s->m_source = weights_file_source(s->m_net, *s->m_weights);
+  }
 
   // 3. Target and compile.
   Target target = cpu_target();
@@ -83,6 +107,7 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   s->m_model = std::make_unique<CompiledModel>(std::move(model));
   s->m_letterbox = s->m_model->letterbox;
   DLR_LOG_DEBUG("compiled {} for {}: {}", cfg_path, target.name, s->m_model->notes.back());
+  if (storage) DLR_RETURN_IF_ERROR(s->open_prepared(cfg_path, weights_path, given_prepared));
 
   // 4. Engine; measure-then-replan where the plan needs kernel times; finalize.
   if (options.device == DeviceKind::kCPU) {
@@ -93,7 +118,17 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
 #endif
   }
   if (s->m_model->needs_layer_times()) {
-    DLR_ASSIGN_OR_RETURN(std::vector<double> layer_ms, s->m_engine->measure_layer_ms());
+    // Kernel times: kept per GPU and model (kernel_times_cache.h), else measured and kept.
+    std::vector<double> layer_ms = options.cache_kernel_times ? load_kernel_times(*s->m_model) : std::vector<double>();
+    if (!layer_ms.empty()) {
+      DLR_LOG_DEBUG("kernel times of {} from the cache", cfg_path);
+    } else {
+      DLR_ASSIGN_OR_RETURN(layer_ms, s->m_engine->measure_layer_ms());
+      if (options.cache_kernel_times) {
+        const Status saved = save_kernel_times(*s->m_model, layer_ms);
+        if (!saved.ok()) DLR_LOG_WARN("kernel times not kept: {}", saved.message());
+      }
+    }
     DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(s->m_net, target, options, layer_ms));
     DLR_LOG_DEBUG("compiled again with kernel times measured at open: {}", again.notes.back());
     DLR_RETURN_IF_ERROR(s->m_engine->replan(again, *s->m_source));
@@ -104,6 +139,42 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   DLR_LOG_INFO("opened {} ({} layers, {:.3f} GFLOPs @{}x{}) on {}", cfg_path, s->m_net.layers.size(),
                s->m_net.total_gflops(), s->m_net.net.width, s->m_net.net.height, device_name(options.device));
   return s;
+}
+
+// Weights from storage: the prepared weight file of the compiled plan becomes the
+// weight source (the engine reads its blobs each inference). Given as the weights: used
+// if it fits the plan. Otherwise --prepared PATH or the user's cache: used when its
+// identity matches the cfg and .weights (size, mtime, content hash as written), else
+// (missing, stale, corrupt) written from the .weights first, with a log line saying why.
+Status Session::open_prepared(const std::string& cfg_path, const std::string& weights_path, bool given_prepared) {
+  const ExecutionPlan& plan = m_model->plan;
+  if (plan.weights.empty()) return invalid_argument(cfg_path + ": the network has no weights to read from storage");
+  std::string path = weights_path;
+  DLR_ASSIGN_OR_RETURN(PreparedIdentity id, given_prepared ? PreparedIdentity() : prepared_identity(cfg_path, weights_path, plan));
+  if (!given_prepared) {
+    bool built = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (m_options.prepared_path.empty()) {
+      DLR_ASSIGN_OR_RETURN(path, ensure_prepared(id, plan, *m_source, &built));
+    } else {
+      path = m_options.prepared_path;
+      const Expected<PreparedFile> have = PreparedFile::open(path, plan, &id);
+      if (!have.ok()) {
+        if (access(path.c_str(), F_OK) == 0) DLR_LOG_WARN("{}; writing it again", have.status().message());
+        DLR_RETURN_IF_ERROR(write_prepared_file(path, plan, *m_source, id));
+        built = true;
+      }
+    }
+    if (built)
+      DLR_LOG_INFO("prepared {} from {} in {:.2f} s", path, weights_path,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  DLR_ASSIGN_OR_RETURN(PreparedFile file, PreparedFile::open(path, plan, given_prepared ? nullptr : &id));
+  m_prepared = std::make_unique<PreparedFile>(std::move(file));
+  DLR_ASSIGN_OR_RETURN(m_source, prepared_file_source(*m_prepared));
+  m_weights.reset();  // every blob now comes from the prepared file
+  DLR_LOG_DEBUG("weights from storage: {}", path);
+  return Status();
 }
 
 Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageView* images, int n) {

@@ -28,6 +28,7 @@ namespace dlr {
 using ImageView = ImageU8;
 class WeightsFile;
 class WeightSource;
+class PreparedFile;
 struct CompiledModel;
 
 struct InferTiming {
@@ -56,6 +57,8 @@ class Session {
   bool letterbox() const { return m_letterbox; }
   const InferTiming& last_timing() const { return m_timing; }
   std::string plan_text() const;  // model().to_text()
+  // Weights from storage: the prepared weight file the engine reads ("" otherwise).
+  std::string prepared_path() const;
 
  private:
   Session() = default;
@@ -63,9 +66,11 @@ class Session {
   static Expected<std::unique_ptr<Session>> open_impl(const std::string& cfg_path, const std::string& weights_path,
                                                       const SessionOptions& options);
   Expected<std::vector<std::vector<Detection>>> detect_batch_impl(const ImageView* images, int n);
+  Status open_prepared(const std::string& cfg_path, const std::string& weights_path, bool given_prepared);
   NetworkDesc m_net;
   std::unique_ptr<WeightsFile> m_weights;
   std::unique_ptr<WeightSource> m_source;
+  std::unique_ptr<PreparedFile> m_prepared;  // weights from storage: the file the engine reads
   std::unique_ptr<CompiledModel> m_model;
   std::unique_ptr<Engine> m_engine;
   SessionOptions m_options;

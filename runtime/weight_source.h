@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/core/status.h"
 #include "runtime/core/types.h"
@@ -14,6 +16,14 @@ namespace dlr {
 
 class WeightsFile;
 
+// Where each prepared blob lies in a file (a prepared weight file): the blobs a
+// storage plan reads each inference come from here (runtime/storage/read_pipeline.h).
+struct BlobFile {
+  std::string path;
+  std::vector<int64_t> offsets;  // per plan.weights blob: its file offset (multiple of 4096)
+  std::vector<uint32_t> crc32c;  // per blob: CRC32C of its bytes, checked as they are read (empty: none)
+};
+
 class WeightSource {
  public:
   virtual ~WeightSource() = default;
@@ -21,6 +31,9 @@ class WeightSource {
   // Not thread-safe (keeps scratch memory).
   virtual Status prepare(const WeightBlob& blob, Layout layout, void* dst) = 0;
   virtual const std::string& name() const = 0;  // for messages (the weights file path)
+  // The prepared blobs as a file readable with direct I/O, or nullptr (a .weights
+  // source, whose blobs need preparing).
+  virtual const BlobFile* blob_file() const { return nullptr; }
 };
 
 // A Darknet .weights file already checked against `net` (WeightsFile::open).

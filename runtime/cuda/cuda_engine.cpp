@@ -20,11 +20,13 @@ using cuda::DeviceBuffer;
 using cuda::PinnedBuffer;
 
 CudaEngine::~CudaEngine() {
+  m_pipeline.reset();  // its thread may wait on this engine's events
   if (m_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_stream.get()));
   if (m_copy_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_copy_stream.get()));
 }
 
 const char* CudaEngine::blob_ptr(int blob) const {
+  if (zero_copy()) return m_staging_dev + m_reads.blob_staging_offset[size_t(blob)];
   if (!m_streaming) return static_cast<const char*>(pool_base()) + m_blob_offsets[size_t(blob)];
   const int64_t off = m_stream_plan.blob_pool_offset[size_t(blob)];
   if (m_stream_plan.is_resident(blob)) return static_cast<const char*>(m_resident.data()) + off;
@@ -121,7 +123,10 @@ Status CudaEngine::finalize() {
     }
   }
   // Warm-up run (loads kernels, lets cuDNN initialise) outside any timing, then capture.
-  DLR_RETURN_IF_ERROR(enqueue_network(false));
+  if (m_from_storage && m_pipeline)
+    DLR_RETURN_IF_ERROR(enqueue_network_storage(false));
+  else
+    DLR_RETURN_IF_ERROR(enqueue_network(false));
   DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
   DLR_LOG_DEBUG("cuda engine: warm-up done");
   m_graph = cuda::GraphExec();
@@ -294,6 +299,8 @@ Status CudaEngine::run() {
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
   if (m_graph) {
     DLR_CUDA_CHECK(cudaGraphLaunch(m_graph.get(), s));
+  } else if (m_from_storage && m_pipeline) {
+    DLR_RETURN_IF_ERROR(enqueue_network_storage(m_options.profile_layers));
   } else {
     DLR_RETURN_IF_ERROR(enqueue_network(m_options.profile_layers));
   }
@@ -343,7 +350,8 @@ MemoryReport CudaEngine::memory() const {
   r.activations = int64_t(m_arena.bytes());
   r.workspace = int64_t(m_workspace.bytes());
   r.other = int64_t(m_image_dev.bytes() + m_input_f32.bytes());
-  r.host_weights = m_host ? m_host->bytes() : 0;
+  r.host_weights = m_host ? m_host->bytes() : int64_t(m_staging.bytes());
+  r.read_bytes = m_pipeline ? m_reads.read_bytes() : 0;
   return r;
 }
 

@@ -16,6 +16,7 @@
 #include "runtime/compile.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/cuda/mirrored_buffer.h"
+#include "runtime/storage/read_pipeline.h"
 #include "runtime/streaming/stream_plan.h"
 #include "runtime/weight_source.h"
 #include "runtime/weight_store.h"
@@ -40,6 +41,7 @@ class CudaEngine final : public Engine {
   MemoryReport memory() const override;
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
   std::vector<CopyTiming> copy_timings() const override { return m_copy_timings; }
+  std::vector<ReadTiming> read_timings() const override;
   Expected<std::vector<double>> measure_layer_ms() override;
   Status replan(const CompiledModel& model, WeightSource& weights) override;
   Status finalize() override;
@@ -49,15 +51,21 @@ class CudaEngine final : public Engine {
  private:
   explicit CudaEngine(const CompiledModel& model)
       : m_options(model.engine), m_plan(model.plan), m_streaming(model.streaming), m_stream_plan(model.stream),
+        m_from_storage(model.from_storage), m_reads(model.reads),
         m_profile_name(model.target.copy_profile.name), m_weights_deferred(model.needs_layer_times()) {}
   TensorView view(const ViewRef& v) const;
   const char* blob_ptr(int blob) const;  // device address of a weight blob (pool or resident buffer)
   char* pool_base() const { return m_ring.bytes() ? m_ring.data() : static_cast<char*>(m_weights.data()); }
+  bool zero_copy() const { return m_from_storage && m_reads.two_stage; }
+  // Where copy unit u's bytes come from: the pinned store, or the staging area of reads.
+  const char* copy_source(const TransferUnit& u) const;
 
   // weight_residency.cpp
   Status setup_weights(WeightSource& weights);
   Status setup_stream_weights(WeightSource& weights);  // pool, resident region, pinned store of m_stream_plan
   Status make_stream_events();  // per-unit and per-layer ordering events of m_stream_plan
+  Status setup_storage_reads(WeightSource& weights);  // staging area and read pipeline of m_reads
+  Status enqueue_network_storage(bool profile);  // one inference driven by the reads (no graph)
   Status enqueue_network(bool profile);
   Status read_profile();
   // cuda_engine.cpp
@@ -90,6 +98,13 @@ class CudaEngine final : public Engine {
   // matter), so the host store is prepared once, for the final placement.
   bool m_weights_deferred = false;
   std::unique_ptr<WeightStore> m_host;
+  // Weights from storage: reads follow m_reads into m_staging (pinned; mapped and read by
+  // the kernels themselves on the two-stage, zero-copy path), the pipeline's thread reading.
+  bool m_from_storage = false;
+  ReadPlan m_reads;
+  cuda::PinnedBuffer m_staging;
+  char* m_staging_dev = nullptr;  // zero copy: the device address of m_staging
+  std::unique_ptr<ReadPipeline> m_pipeline;
   std::vector<cuda::Event> m_copy_done;   // per unit (ordering only)
   std::vector<cuda::Event> m_layer_done;  // per layer that ends a group's use (ordering only)
   cuda::Event m_fork, m_join;             // copy stream joins/leaves the compute stream

@@ -95,8 +95,10 @@ Status CudaEngine::replan(const CompiledModel& model, WeightSource& weights) {
                               s.layout == m_stream_plan.layout && s.resident == m_stream_plan.resident &&
                               s.blob_resident == m_stream_plan.blob_resident;
   m_stream_plan = s;
+  m_reads = model.reads;
   if (same_placement) {
     DLR_RETURN_IF_ERROR(make_stream_events());
+    if (m_from_storage && !m_stream_plan.resident) DLR_RETURN_IF_ERROR(setup_storage_reads(weights));
   } else {
     m_weights_deferred = false;
     DLR_RETURN_IF_ERROR(setup_stream_weights(weights));

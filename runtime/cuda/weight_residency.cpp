@@ -28,6 +28,7 @@ double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
 }  // namespace
 
 Status CudaEngine::setup_weights(WeightSource& source) {
+  if (zero_copy()) return setup_storage_reads(source);
   if (!m_streaming) {
     // Preload: prepared on the host in the plan's layout/dtype, uploaded once.
     DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create(m_plan, source));
@@ -80,8 +81,23 @@ Status CudaEngine::setup_stream_weights(WeightSource& source) {
     DLR_ASSIGN_OR_RETURN(m_resident, cuda::DeviceBuffer::alloc(size_t(staged.bytes())));
     DLR_CUDA_CHECK(cudaMemcpy(m_resident.data(), staged.data(), size_t(staged.bytes()), cudaMemcpyHostToDevice));
   }
-  // The pinned host store of the streamed blobs, filled blob by blob from the source.
-  DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create_subset(m_plan, source, pinned_host, streamed));
+  if (m_from_storage && !m_stream_plan.resident) {
+    DLR_RETURN_IF_ERROR(setup_storage_reads(source));
+    DLR_LOG_INFO("stream mode: {} pool of {:.2f} MiB for {:.2f} MiB of streamed weights read from {} each "
+                 "inference through {:.2f} MiB of pinned staging ({} reads, {} in flight, {} reader), {:.2f} MiB "
+                 "resident beside it",
+                 pool_layout_name(m_stream_plan.layout), mib(m_stream_plan.pool_bytes),
+                 mib(m_stream_plan.host_store_bytes()), source.name(), mib(m_reads.staging_bytes),
+                 m_reads.units.size(), m_reads.queue_depth, reader_kind_name(m_pipeline->reader_kind()),
+                 mib(m_stream_plan.resident_bytes));
+    return Status();
+  }
+  // The host store of the streamed blobs, filled blob by blob from the source: pinned
+  // (copied every inference), or ordinary memory freed after the one copy at open
+  // when weights come from storage and every blob fits the budget.
+  const bool once = m_from_storage;
+  DLR_ASSIGN_OR_RETURN(WeightStore store,
+                       WeightStore::create_subset(m_plan, source, once ? HostAllocator() : pinned_host, streamed));
   m_host = std::make_unique<WeightStore>(std::move(store));
   for (size_t b = 0; b < n; ++b)
     if (streamed[b]) DLR_ASSERT(m_host->blob_offset(int(b)) == m_stream_plan.blob_host_offset[b]);
@@ -91,12 +107,14 @@ Status CudaEngine::setup_stream_weights(WeightSource& source) {
       DLR_CUDA_CHECK(cudaMemcpy(pool_base() + u.pool_offset,
                                 static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
                                 cudaMemcpyHostToDevice));
+    if (once) m_host.reset();
   }
   DLR_LOG_INFO("stream mode: {} pool of {:.2f} MiB ({} slots of {:.2f} MiB) for {:.2f} MiB of streamed weights, "
                "{:.2f} MiB resident beside it, {} copies per inference (profile {})",
                m_stream_plan.resident ? "resident" : pool_layout_name(m_stream_plan.layout),
                mib(m_stream_plan.pool_bytes), m_stream_plan.slots, mib(m_stream_plan.slot_bytes),
-               mib(m_stream_plan.host_store_bytes()), mib(m_stream_plan.resident_bytes),
+               mib(m_stream_plan.resident ? m_stream_plan.total_weight_bytes : m_stream_plan.host_store_bytes()),
+               mib(m_stream_plan.resident_bytes),
                m_stream_plan.resident ? 0 : m_stream_plan.units.size(), m_profile_name);
   return Status();
 }
@@ -155,10 +173,11 @@ Status CudaEngine::enqueue_network(bool profile) {
       waited_layer = layer;
     }
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_start[size_t(ui)], ps));
-    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + u.pool_offset,
-                                   static_cast<const char*>(m_host->data()) + u.host_offset, size_t(u.bytes),
+    if (m_pipeline) DLR_RETURN_IF_ERROR(m_pipeline->wait_unit(ui));  // its bytes are in staging
+    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + u.pool_offset, copy_source(u), size_t(u.bytes),
                                    cudaMemcpyHostToDevice, ps));
     DLR_CUDA_CHECK(cudaEventRecord(m_copy_done[size_t(ui)].get(), ps));
+    if (m_pipeline) m_pipeline->progress(ui);  // copy_done[ui] is recorded: its staging can be waited for
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_end[size_t(ui)], ps));
     return Status();
   };
@@ -169,9 +188,14 @@ Status CudaEngine::enqueue_network(bool profile) {
       waited_unit = m_stream_plan.blob_last_unit[size_t(st.weight)];
       DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_copy_done[size_t(waited_unit)].get(), 0));
     }
+    const bool two_stage = zero_copy();
+    if (two_stage && m_reads.layer_read_unit[size_t(layer)] >= 0)  // its weights are in (mapped) staging
+      DLR_RETURN_IF_ERROR(m_pipeline->wait_unit(m_reads.layer_read_unit[size_t(layer)]));
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_ready[size_t(layer)], cs));
     DLR_RETURN_IF_ERROR(enqueue_layer_kernels(st, cs));
-    if (copies && m_layer_done[size_t(layer)]) DLR_CUDA_CHECK(cudaEventRecord(m_layer_done[size_t(layer)].get(), cs));
+    if ((copies || two_stage) && m_layer_done[size_t(layer)])
+      DLR_CUDA_CHECK(cudaEventRecord(m_layer_done[size_t(layer)].get(), cs));
+    if (two_stage && m_reads.layer_releases[size_t(layer)]) m_pipeline->progress(layer);
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_end[size_t(layer)], cs));
     return Status();
   };
@@ -184,6 +208,70 @@ Status CudaEngine::enqueue_network(bool profile) {
     for (const Step& st : m_plan.steps) DLR_RETURN_IF_ERROR(enqueue_layer(st.layer));
   }
   return enqueue_outputs(cs);
+}
+
+const char* CudaEngine::copy_source(const TransferUnit& u) const {
+  if (m_pipeline) return static_cast<const char*>(m_staging.data()) + m_reads.copy_src_offset[size_t(u.index)];
+  return static_cast<const char*>(m_host->data()) + u.host_offset;
+}
+
+std::vector<ReadTiming> CudaEngine::read_timings() const {
+  return m_pipeline ? m_pipeline->timings() : std::vector<ReadTiming>();
+}
+
+Status CudaEngine::setup_storage_reads(WeightSource& source) {
+  m_pipeline.reset();
+  m_staging = cuda::PinnedBuffer();
+  m_staging_dev = nullptr;
+  const BlobFile* file = source.blob_file();
+  if (!file) return invalid_argument(source.name() + ": weights from storage need a prepared weight file");
+  const bool two = m_reads.two_stage;
+  DLR_ASSIGN_OR_RETURN(m_staging, cuda::PinnedBuffer::alloc(size_t(m_reads.staging_bytes),
+                                                            two ? cudaHostAllocMapped : cudaHostAllocDefault));
+  if (two) {
+    void* dev = nullptr;
+    DLR_CUDA_CHECK(cudaHostGetDevicePointer(&dev, m_staging.data(), 0));
+    m_staging_dev = static_cast<char*>(dev);
+    // A read may reuse staging once the last layer reading it has finished.
+    m_layer_done.clear();
+    m_layer_done.resize(m_plan.steps.size());
+    for (size_t l = 0; l < m_plan.steps.size(); ++l)
+      if (m_reads.layer_releases[l]) {
+        DLR_ASSIGN_OR_RETURN(m_layer_done[l], cuda::make_event(false));
+      }
+  }
+  // The reader thread waits for the copy (three stages) or the layer (two stages) that
+  // last used the staging it refills; the engine's thread has recorded that event.
+  auto event = [this](const ReadUnit& u) -> cudaEvent_t {
+    return m_reads.two_stage ? m_layer_done[size_t(u.wait_layer)].get() : m_copy_done[size_t(u.wait_unit)].get();
+  };
+  ReadPipeline::DeviceWait wait;
+  wait.ready = [event](const ReadUnit& u) { return cudaEventQuery(event(u)) == cudaSuccess; };
+  wait.wait = [event](const ReadUnit& u) -> Status {
+    DLR_CUDA_CHECK(cudaEventSynchronize(event(u)));
+    return Status();
+  };
+  DLR_ASSIGN_OR_RETURN(m_pipeline, ReadPipeline::open(m_reads, *file, static_cast<char*>(m_staging.data()),
+                                                      m_options.reader, std::move(wait)));
+  if (two)
+    DLR_LOG_INFO("weights from storage, zero copy: {:.2f} MiB read from {} each inference into {:.2f} MiB of mapped "
+                 "pinned staging that the kernels read ({} reads, {} in flight, {} reader)",
+                 mib(m_reads.read_bytes()), source.name(), mib(m_reads.staging_bytes), m_reads.units.size(),
+                 m_reads.queue_depth, reader_kind_name(m_pipeline->reader_kind()));
+  return Status();
+}
+
+// One inference whose weights come from storage: enqueued (no graph) while the reads
+// land; the reader's errors and this thread's are both reported, the reads drained.
+Status CudaEngine::enqueue_network_storage(bool profile) {
+  m_pipeline->start();
+  const Status st = enqueue_network(profile);
+  if (!st.ok()) {
+    m_pipeline->abort();
+    (void)m_pipeline->finish();
+    return st;
+  }
+  return m_pipeline->finish();
 }
 
 Status CudaEngine::read_profile() {

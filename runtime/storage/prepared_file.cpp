@@ -484,8 +484,14 @@ namespace {
 class PreparedSource final : public WeightSource {
  public:
   PreparedSource(const PreparedFile& f, Fd fd) : m_path(f.path()), m_blobs(f.blobs()), m_id(f.identity()), m_fd(std::move(fd)) {
-    for (size_t i = 0; i < m_blobs.size(); ++i) m_by_layer.emplace_back(m_blobs[i].layer, int(i));
+    m_file.path = m_path;
+    for (size_t i = 0; i < m_blobs.size(); ++i) {
+      m_by_layer.emplace_back(m_blobs[i].layer, int(i));
+      m_file.offsets.push_back(m_blobs[i].offset);
+      m_file.crc32c.push_back(m_blobs[i].crc32c);
+    }
   }
+  const BlobFile* blob_file() const override { return &m_file; }
 
   Status prepare(const WeightBlob& blob, Layout layout, void* dst) override {
     int index = -1;
@@ -519,6 +525,7 @@ class PreparedSource final : public WeightSource {
   PreparedIdentity m_id;
   Fd m_fd;
   std::vector<std::pair<int, int>> m_by_layer;
+  BlobFile m_file;
 };
 
 }  // namespace

@@ -77,6 +77,16 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
   int last_layer = -1;         // last launched layer
   std::vector<int> fifo;       // issued copies in issue order; [oldest, end) may be unfinished
   size_t oldest = 0;
+  const ReadPlan* reads = options.reads && options.read_ms && !stream.resident ? options.reads : nullptr;
+  if (reads && reads->units.size() != size_t(n_units)) {
+    violation("reads: " + std::to_string(reads->units.size()) + " read units for " + std::to_string(n_units) + " copies");
+    reads = nullptr;
+  }
+  if (reads) {
+    r.read_start_ms.assign(size_t(n_units), kInf);
+    r.read_end_ms.assign(size_t(n_units), kInf);
+  }
+  double reader_free = 0;  // the reader: end of the last read
 
   for (const StreamAction& a : stream.order) {
     if (a.kind == StreamAction::Kind::kCopy) {
@@ -92,6 +102,20 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
       }
       const int64_t bytes = stream.units[size_t(u)].bytes;
       const int depth = profile.queue_depth(bytes);
+      if (reads) {  // the read feeding this copy, then the host waits for it
+        const ReadUnit& ru = reads->units[size_t(u)];
+        double rs = reader_free;
+        if (ru.wait_unit >= 0) {
+          if (ru.wait_unit >= u || !issued[size_t(ru.wait_unit)])
+            violation("read " + std::to_string(u) + " waits for copy " + std::to_string(ru.wait_unit) +
+                      ", not enqueued before it");
+          else
+            rs = std::max(rs, r.copy_end_ms[size_t(ru.wait_unit)]);
+        }
+        r.read_start_ms[size_t(u)] = rs;
+        r.read_end_ms[size_t(u)] = reader_free = rs + options.read_ms(ru.bytes);
+        host = std::max(host, r.read_end_ms[size_t(u)]);
+      }
       // Block while the queue is full (depth 0: until it is empty). FIFO copies end in
       // issue order, so the oldest unfinished copy is the next to leave the queue.
       const double t0 = host;

@@ -4,11 +4,13 @@
 // safety properties of the plan and predicts latency (no GPU needed).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "runtime/plan.h"
 #include "runtime/streaming/copy_profile.h"
+#include "runtime/streaming/read_plan.h"
 #include "runtime/streaming/stream_plan.h"
 
 namespace dlr {
@@ -16,6 +18,12 @@ namespace dlr {
 struct SimOptions {
   double launch_us = 4.0;     // host time to enqueue one layer's kernels
   bool check = true;          // record property violations
+  // Weights from storage, three stages: one read per unit (reads->units[u] feeds copy u),
+  // issued in order by one reader as soon as its staging is free (the copy it waits for
+  // has ended) and the previous read has landed, each taking read_ms(bytes); the host
+  // blocks until read u has landed before it enqueues copy u. nullptr: no reads.
+  const ReadPlan* reads = nullptr;
+  std::function<double(int64_t bytes)> read_ms;
 };
 
 struct SimResult {
@@ -24,6 +32,8 @@ struct SimResult {
   std::vector<double> layer_end_ms;
   std::vector<double> copy_start_ms;   // per unit
   std::vector<double> copy_end_ms;
+  std::vector<double> read_start_ms;   // per read unit (weights from storage)
+  std::vector<double> read_end_ms;
   double stall_ms = 0;                 // compute idle waiting for weights
   double host_blocked_ms = 0;          // host blocked inside a copy call
   int max_queued_copies = 0;
@@ -34,6 +44,13 @@ struct SimResult {
 // layer_ms: kernel time of every step (size == plan.steps.size(); 0 for no-ops).
 SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const CopyProfile& profile,
                    const std::vector<double>& layer_ms, const SimOptions& options = {});
+
+// Two stages (weights from storage read where the kernels use them: the CPU backend,
+// zero copy): one reader issues the units in order, each once its wait_layer has ended
+// and the previous read has landed, taking read_ms(bytes); a layer starts once the
+// previous layer has ended and its unit has landed. layer_ms: per step.
+SimResult simulate_two_stage(const ExecutionPlan& plan, const ReadPlan& reads, const std::vector<double>& layer_ms,
+                             const std::function<double(int64_t bytes)>& read_ms);
 
 // A cost model for layer times when no measurement exists: conv time from FLOPs
 // at `gflops_per_s` plus a fixed per-kernel cost; other layers from bytes moved.

@@ -3,6 +3,7 @@
 // Data comes from the shared folder (DLR_SHARED_DIR): cfgs, the real
 // yolo-fastest weights, and images/dog.ppm (or dog.jpg with OpenCV).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -536,6 +537,127 @@ TEST(CudaEngine, BadOptionsAreErrors) {
   s = Session::open(r.cfg, r.weights, o);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("h100"), std::string::npos) << s.status().message();
+}
+
+// ---- weights from storage (docs/streaming.md section 7) ----
+
+// A stream-mode session reading its streamed weights from a prepared file each inference.
+SessionOptions storage(Precision p, const std::string& prepared, const std::string& budget, int zero_copy) {
+  SessionOptions o = cuda(p);
+  o.mode = WeightMode::kStream;
+  o.weights_from = WeightsFrom::kStorage;
+  o.prepared_path = prepared;
+  o.weight_budget = *WeightBudget::parse(budget);
+  o.zero_copy = zero_copy;
+  return o;
+}
+
+TEST(StorageMode, BitIdenticalToPreload) {
+  DLR_REQUIRE_GPU();
+  REQUIRE_TEST_IMAGE();
+  const std::string dir = test::temp_dir();
+  int ran = 0, zero_copy = 0, resident = 0;
+  for (const Model& m : {kModels[1], kModels[3], kModels[0]}) {
+    Resolved r;
+    if (!resolve(m, &r)) continue;
+    const bool big = std::string(m.cfg).find("yolov4.cfg") != std::string::npos;
+    for (Precision p : {Precision::kFP32, Precision::kFP16}) {
+      if (big && p == Precision::kFP32) continue;  // yolov4 fp16 only: the fp32 path is the same code
+      const Outcome pre = run(r.cfg, r.weights, cuda(p), m.size);
+      ASSERT_TRUE(pre.ok);
+      const std::string prepared = dir + "/" + std::string(m.cfg).substr(std::string(m.cfg).find('/') + 1) + "." +
+                                   precision_name(p) + ".dlrw";
+      // Three stages at the smallest pool and at half the weights (resident + streamed),
+      // a larger host budget and the thread reader, and two stages (zero copy).
+      struct Variant {
+        const char* name;
+        const char* budget;
+        int zero_copy;
+        int64_t host_budget;
+        ReaderKind reader;
+      };
+      const Variant variants[] = {{"copy@min", "min", 0, 0, ReaderKind::kAuto},
+                                  {"copy@50%", "50%", 0, 0, ReaderKind::kAuto},
+                                  {"copy@min, 3x host, threads", "min", 0, -3, ReaderKind::kThreads},
+                                  {"zero copy", "min", 1, 0, ReaderKind::kAuto}};
+      int64_t min_staging = 0;
+      for (const Variant& v : variants) {
+        SessionOptions o = storage(p, prepared, v.budget, v.zero_copy);
+        o.reader = v.reader;
+        if (v.host_budget < 0) o.host_budget = -v.host_budget * min_staging;
+        auto s = Session::open(r.cfg, r.weights, [&] { SessionOptions q = o; q.width = q.height = m.size; return q; }());
+        ASSERT_TRUE(s.ok()) << v.name << ": " << s.status().to_string();
+        const CompiledModel& cm = (*s)->model();
+        ASSERT_TRUE(cm.from_storage) << v.name;
+        EXPECT_EQ(cm.reads.two_stage, v.zero_copy == 1) << v.name;
+        if (!v.zero_copy && v.host_budget == 0 && std::string(v.budget) == "min") min_staging = cm.reads.staging_bytes;
+        resident += cm.stream.resident_bytes > 0;
+        zero_copy += cm.reads.two_stage;
+        const MemoryReport mem = (*s)->engine().memory();
+        EXPECT_EQ(mem.host_weights, cm.reads.staging_bytes) << v.name << ": host memory for weights is the staging";
+        if (v.zero_copy) {
+          EXPECT_EQ(mem.weights, 0) << "zero copy keeps no weights on the device";
+        }
+        const Outcome st = run(r.cfg, r.weights, o, m.size);
+        ASSERT_TRUE(st.ok) << v.name;
+        std::string why;
+        EXPECT_TRUE(bit_identical(st, pre, &why)) << m.cfg << " " << precision_name(p) << " " << v.name << ": " << why;
+        // Two inferences in a row read everything again and give the same outputs.
+        auto again = (*s)->detect(test_image()->view());
+        ASSERT_TRUE(again.ok()) << again.status().to_string();
+        auto third = (*s)->detect(test_image()->view());
+        ASSERT_TRUE(third.ok()) << third.status().to_string();
+        ASSERT_EQ(again->size(), third->size());
+        for (size_t i = 0; i < again->size(); ++i) EXPECT_EQ((*again)[i].prob, (*third)[i].prob);
+        EXPECT_EQ((*s)->engine().read_timings().size(), cm.reads.units.size());
+      }
+      ++ran;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "shared data not found";
+  EXPECT_GT(zero_copy, 0);
+  EXPECT_GT(resident, 0) << "no storage plan kept blobs resident";
+}
+
+// A read that fails (the prepared file truncated under a running session) fails that
+// detect with one line naming the file; once the file is whole again, the same session
+// detects as before.
+TEST(StorageMode, ReadErrorFailsOneDetectAndTheSessionRecovers) {
+  DLR_REQUIRE_GPU();
+  REQUIRE_TEST_IMAGE();
+  Resolved r;
+  if (!resolve(kModels[3], &r)) GTEST_SKIP() << "shared data not found";
+  const std::string prepared = test::temp_dir() + "/fastest-recover.dlrw";
+  SessionOptions o = storage(Precision::kFP16, prepared, "min", 0);
+  o.width = o.height = 320;
+  auto s = Session::open(r.cfg, r.weights, o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  auto first = (*s)->detect(test_image()->view());
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  std::string bytes;
+  {
+    std::FILE* f = std::fopen(prepared.c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.append(buf, n);
+    std::fclose(f);
+  }
+  ASSERT_EQ(0, truncate(prepared.c_str(), off_t(bytes.size() / 2)));
+  auto bad = (*s)->detect(test_image()->view());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(prepared), std::string::npos) << bad.status().message();
+  EXPECT_EQ(bad.status().message().find('\n'), std::string::npos) << bad.status().message();
+  {
+    std::FILE* f = std::fopen(prepared.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  }
+  auto good = (*s)->detect(test_image()->view());
+  ASSERT_TRUE(good.ok()) << good.status().to_string();
+  ASSERT_EQ(good->size(), first->size());
+  for (size_t i = 0; i < good->size(); ++i) EXPECT_EQ((*good)[i].prob, (*first)[i].prob);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "tools/common/progress.h"
 
+#include <cstdlib>
+#include <fstream>
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -73,6 +76,17 @@ int64_t peak_host_rss_bytes() {
   struct rusage ru {};
   if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
   return int64_t(ru.ru_maxrss) * 1024;  // Linux: KiB
+}
+
+HostMemory host_memory() {
+  HostMemory m;
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) m.rss = int64_t(std::atoll(line.c_str() + 6)) * 1024;
+    if (line.rfind("VmHWM:", 0) == 0) m.hwm = int64_t(std::atoll(line.c_str() + 6)) * 1024;
+  }
+  return m;
 }
 
 std::string summary_text(const RunSummary& s) {

@@ -39,6 +39,12 @@ class ProgressBar {
 double percentile(std::vector<double> v, double p);
 // Peak resident set size of this process (getrusage), bytes.
 int64_t peak_host_rss_bytes();
+// This process's resident set now and its peak (VmRSS, VmHWM of /proc/self/status), bytes; -1 when unknown.
+struct HostMemory {
+  int64_t rss = -1;
+  int64_t hwm = -1;
+};
+HostMemory host_memory();
 
 struct RunSummary {
   int inputs = 0;            // input items (images, videos, cameras)

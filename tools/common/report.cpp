@@ -51,6 +51,13 @@ ReportTotals report_totals(const Engine& e) {
     t.copied_bytes += c.bytes;
     copy.emplace_back(c.start_ms, c.end_ms);
   }
+  std::vector<Interval> read;
+  for (const ReadTiming& r : e.read_timings()) {
+    t.read_bytes += r.bytes;
+    read.emplace_back(r.start_ms, r.end_ms);
+  }
+  t.read_busy_ms = union_ms(read);
+  t.read_gbps = t.read_busy_ms > 0 ? double(t.read_bytes) / (t.read_busy_ms * 1e6) : 0;
   t.compute_busy_ms = union_ms(compute);
   t.copy_busy_ms = union_ms(copy);
   t.copy_gbps = t.copy_busy_ms > 0 ? double(t.copied_bytes) / (t.copy_busy_ms * 1e6) : 0;
@@ -66,6 +73,15 @@ nlohmann::json layer_report_json(const NetworkDesc& net, const Engine& e) {
     s.first = s.first < 0 ? c.start_ms : std::min(s.first, c.start_ms);
     s.second = std::max(s.second, c.end_ms);
   }
+  // Reads per layer: the read units whose first_layer is this layer.
+  std::vector<std::pair<double, double>> read_span(net.layers.size(), {-1, -1});
+  std::vector<int64_t> read_bytes(net.layers.size(), 0);
+  for (const ReadTiming& r : e.read_timings()) {
+    auto& s = read_span[size_t(r.first_layer)];
+    s.first = s.first < 0 ? r.start_ms : std::min(s.first, r.start_ms);
+    s.second = std::max(s.second, r.end_ms);
+    read_bytes[size_t(r.first_layer)] += r.bytes;
+  }
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerTiming& l : e.layer_timings()) {
     nlohmann::json j = {{"layer", l.layer},
@@ -80,6 +96,12 @@ nlohmann::json layer_report_json(const NetworkDesc& net, const Engine& e) {
       j["copy_start_ms"] = cs.first;
       j["copy_end_ms"] = cs.second;
     }
+    const auto& rs = read_span[size_t(l.layer)];
+    if (rs.first >= 0) {
+      j["read_start_ms"] = rs.first;
+      j["read_end_ms"] = rs.second;
+      j["read_bytes"] = read_bytes[size_t(l.layer)];
+    }
     layers.push_back(j);
   }
   const ReportTotals t = report_totals(e);
@@ -92,10 +114,13 @@ nlohmann::json layer_report_json(const NetworkDesc& net, const Engine& e) {
             {"copy_busy_ms", t.copy_busy_ms},
             {"copy_gbps", t.copy_gbps},
             {"overlap_fraction", t.overlap},
-            {"compute_busy_ms", t.compute_busy_ms}}},
+            {"compute_busy_ms", t.compute_busy_ms},
+            {"read_bytes", t.read_bytes},
+            {"read_busy_ms", t.read_busy_ms},
+            {"read_gbps", t.read_gbps}}},
           {"memory",
            {{"weights", m.weights}, {"activations", m.activations}, {"workspace", m.workspace}, {"other", m.other},
-            {"host_weights", m.host_weights}}}};
+            {"host_weights", m.host_weights}, {"read_bytes_per_inference", m.read_bytes}}}};
 }
 
 std::string layer_report(const NetworkDesc& net, const Engine& e, const std::string& format) {
@@ -104,23 +129,33 @@ std::string layer_report(const NetworkDesc& net, const Engine& e, const std::str
   std::string s;
   char line[256];
   if (format == "csv") {
-    s += "layer,type,copy_start_ms,copy_end_ms,kernel_start_ms,kernel_end_ms,stall_ms,bytes\n";
+    s += "layer,type,read_start_ms,read_end_ms,read_bytes,copy_start_ms,copy_end_ms,kernel_start_ms,kernel_end_ms,"
+         "stall_ms,bytes\n";
     for (const auto& l : j["layers"]) {
-      std::snprintf(line, sizeof(line), "%d,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%lld\n", l["layer"].get<int>(),
-                    l["type"].get<std::string>().c_str(), l.value("copy_start_ms", -1.0), l.value("copy_end_ms", -1.0),
-                    l["kernel_start_ms"].get<double>(), l["kernel_end_ms"].get<double>(), l["stall_ms"].get<double>(),
-                    static_cast<long long>(l["bytes"].get<int64_t>()));
+      std::snprintf(line, sizeof(line), "%d,%s,%.4f,%.4f,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%lld\n", l["layer"].get<int>(),
+                    l["type"].get<std::string>().c_str(), l.value("read_start_ms", -1.0), l.value("read_end_ms", -1.0),
+                    static_cast<long long>(l.value("read_bytes", int64_t(0))), l.value("copy_start_ms", -1.0),
+                    l.value("copy_end_ms", -1.0), l["kernel_start_ms"].get<double>(), l["kernel_end_ms"].get<double>(),
+                    l["stall_ms"].get<double>(), static_cast<long long>(l["bytes"].get<int64_t>()));
       s += line;
     }
     return s;
   }
-  s += "layer type       copy_start  copy_end   kern_start  kern_end   kernel_ms  stall_ms   MiB\n";
+  const bool reads = j["totals"]["read_bytes"].get<int64_t>() > 0;
+  s += reads ? "layer type       read_start  read_end   " : "layer type       ";
+  s += "copy_start  copy_end   kern_start  kern_end   kernel_ms  stall_ms   MiB\n";
+  auto cell = [](const nlohmann::json& l, const char* key) {
+    return l.contains(key) ? std::to_string(l[key].get<double>()).substr(0, 8) : std::string("-");
+  };
   for (const auto& l : j["layers"]) {
-    const bool has_copy = l.contains("copy_start_ms");
-    std::snprintf(line, sizeof(line), "%5d %-9s %10s %10s %10.3f %10.3f %9.3f %9.3f %6.2f\n", l["layer"].get<int>(),
-                  l["type"].get<std::string>().c_str(),
-                  has_copy ? std::to_string(l["copy_start_ms"].get<double>()).substr(0, 8).c_str() : "-",
-                  has_copy ? std::to_string(l["copy_end_ms"].get<double>()).substr(0, 8).c_str() : "-",
+    std::snprintf(line, sizeof(line), "%5d %-9s ", l["layer"].get<int>(), l["type"].get<std::string>().c_str());
+    s += line;
+    if (reads) {
+      std::snprintf(line, sizeof(line), "%10s %10s ", cell(l, "read_start_ms").c_str(), cell(l, "read_end_ms").c_str());
+      s += line;
+    }
+    std::snprintf(line, sizeof(line), "%10s %10s %10.3f %10.3f %9.3f %9.3f %6.2f\n",
+                  cell(l, "copy_start_ms").c_str(), cell(l, "copy_end_ms").c_str(),
                   l["kernel_start_ms"].get<double>(), l["kernel_end_ms"].get<double>(), l["kernel_ms"].get<double>(),
                   l["stall_ms"].get<double>(), double(l["bytes"].get<int64_t>()) / (1024.0 * 1024.0));
     s += line;
@@ -133,6 +168,12 @@ std::string layer_report(const NetworkDesc& net, const Engine& e, const std::str
                 double(t["copied_bytes"].get<int64_t>()) / (1024.0 * 1024.0), t["copy_busy_ms"].get<double>(),
                 t["copy_gbps"].get<double>(), 100.0 * t["overlap_fraction"].get<double>());
   s += line;
+  if (reads) {
+    std::snprintf(line, sizeof(line), "read: %.2f MiB in %.3f ms busy (%.2f GB/s, host clock)\n",
+                  double(t["read_bytes"].get<int64_t>()) / 1048576.0, t["read_busy_ms"].get<double>(),
+                  t["read_gbps"].get<double>());
+    s += line;
+  }
   std::snprintf(line, sizeof(line), "device memory: weights %.2f MiB, activations %.2f MiB, workspace %.2f MiB\n",
                 double(m["weights"].get<int64_t>()) / 1048576.0, double(m["activations"].get<int64_t>()) / 1048576.0,
                 double(m["workspace"].get<int64_t>()) / 1048576.0);
@@ -162,6 +203,16 @@ nlohmann::json chrome_trace(const NetworkDesc& net, const Engine& e) {
                   {"dur", std::max(0.0, l.ms()) * 1000.0},
                   {"args", {{"layer", l.layer}, {"weight_bytes", l.weight_bytes}}}});
   }
+  if (!e.read_timings().empty())
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 3}, {"args", {{"name", "read (storage)"}}}});
+  for (const ReadTiming& r : e.read_timings())
+    ev.push_back({{"name", "read " + std::to_string(r.unit) + " (L" + std::to_string(r.first_layer) + ")"},
+                  {"ph", "X"},
+                  {"pid", 1},
+                  {"tid", 3},
+                  {"ts", r.start_ms * 1000.0},
+                  {"dur", (r.end_ms - r.start_ms) * 1000.0},
+                  {"args", {{"bytes", r.bytes}, {"first_layer", r.first_layer}}}});
   for (const CopyTiming& c : e.copy_timings())
     ev.push_back({{"name", "unit " + std::to_string(c.unit) + " (L" + std::to_string(c.first_layer) + ")"},
                   {"ph", "X"},

@@ -16,6 +16,8 @@
 
 #include "loaders/synthetic_weights.h"
 #include "runtime/streaming/simulator.h"
+#include "runtime/storage/block_reader.h"
+#include "tools/common/progress.h"
 #include "tools/common/report.h"
 #include "runtime/core/log.h"
 #include "runtime/compile.h"
@@ -60,6 +62,15 @@ struct Args {
   std::string residencies = "greedy";
   std::string max_slowdown = "5%";
   bool simulate = false;
+  // weights from storage
+  std::string weights_from = "host";  // comma-separated: host, storage
+  std::string zero_copy = "auto";     // comma-separated: auto, on, off
+  std::string host_budget = "min";
+  int read_depth = 8;
+  std::string read_block = "1MiB";
+  std::string reader = "auto";
+  std::string prepared;
+  bool cold = false;  // drop the prepared file from the page cache before each configuration
 };
 
 struct Stats {
@@ -101,11 +112,14 @@ struct Config {
   std::string pool;    // stream mode
   std::string units;   // stream mode: search or chunks
   std::string residency;  // stream mode: greedy, largest-late, none
+  std::string from = "host";   // host or storage
+  std::string zero = "auto";   // storage: zero copy auto, on, off
   std::string name() const {
     std::string stream;
     if (mode == "stream")
       stream = "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units) +
                (residency == "greedy" ? "" : "~" + residency);
+    if (from == "storage") stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy");
     return device + "/" + mode + stream + "/" + precision + (layout == "auto" ? "" : "/" + layout) + "/b" +
            std::to_string(batch);
   }
@@ -141,15 +155,20 @@ std::vector<Config> configs(const Args& a) {
             for (const std::string& budget : split(stream ? a.budgets : none))
               for (const std::string& pool : split(stream ? a.pools : none))
                 for (const std::string& units : split(stream ? a.units : none))
-                  for (const std::string& res : split(stream ? a.residencies : none)) {
-                    // slots and resident plans never search their units and keep nothing resident
-                    // apart: one variant is enough
-                    const bool fixed = pool == "slots" || budget == "all" || budget == "min";  // auto varies
-                    if (fixed && units != split(a.units).front()) continue;
-                    if (fixed && res != split(a.residencies).front()) continue;
-                    out.push_back(
-                        Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool, units, res});
-                  }
+                  for (const std::string& res : split(stream ? a.residencies : none))
+                    for (const std::string& from : split(a.weights_from))
+                      for (const std::string& zero : split(from == "storage" ? a.zero_copy : std::string("auto"))) {
+                        // slots and resident plans never search their units and keep nothing resident
+                        // apart: one variant is enough
+                        const bool fixed = pool == "slots" || budget == "all" || budget == "min";  // auto varies
+                        if (fixed && units != split(a.units).front()) continue;
+                        if (fixed && res != split(a.residencies).front()) continue;
+                        // storage is read by the CPU and by streaming GPU runs (not by preload)
+                        if (from == "storage" && mode == "preload") continue;
+                        if (from == "storage" && device == "cpu" && zero != split(a.zero_copy).front()) continue;
+                        out.push_back(Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool,
+                                             units, res, from, zero});
+                      }
     }
   return out;
 }
@@ -191,6 +210,12 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
   } else if (c.mode != "preload" && c.mode != "cpu") {
     return invalid_argument("--mode " + c.mode + ": expected preload or stream");
   }
+  if (c.from != "host" && c.from != "storage") return invalid_argument("--weights-from " + c.from + ": expected host or storage");
+  const bool storage = c.from == "storage";
+  DLR_RETURN_IF_ERROR(storage_options(c.from, storage ? a.host_budget : "min",
+                                      storage && c.device == "cuda" ? c.zero : "auto", storage ? a.read_depth : 8,
+                                      storage ? a.read_block : "1MiB", storage ? a.reader : "auto",
+                                      storage ? a.prepared : "", &opt));
   DLR_RETURN_IF_ERROR(validate_options(opt));
   return opt;
 }
@@ -204,8 +229,17 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
   if (opt.device == DeviceKind::kCUDA) DLR_RETURN_IF_ERROR(cuda_memory_info(opt.cuda_device, &free_before, &total));
 #endif
   const auto t_open = Clock::now();
+  const HostMemory host_before = host_memory();
   DLR_ASSIGN_OR_RETURN(auto session, Session::open(a.cfg, weights, opt));
   const double open_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_open).count();
+  // Storage: the prepared file's page-cache bytes before the timed inferences (after a
+  // --cold drop), to report how many the direct reads leave behind.
+  const std::string prepared = session->prepared_path();
+  if (!prepared.empty() && a.cold) DLR_RETURN_IF_ERROR(drop_page_cache(prepared));
+  int64_t cache_before = 0;
+  if (!prepared.empty()) {
+    DLR_ASSIGN_OR_RETURN(cache_before, page_cache_bytes(prepared));
+  }
 #ifdef DLR_HAVE_CUDA
   if (opt.device == DeviceKind::kCUDA) DLR_RETURN_IF_ERROR(cuda_memory_info(opt.cuda_device, &free_after, &total));
 #endif
@@ -226,6 +260,11 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
   }
   const Stats sn = stats_of(net), se = stats_of(e2e), su = stats_of(upload);
   const MemoryReport m = e.memory();
+  const HostMemory host_after = host_memory();
+  int64_t cache_after = 0;
+  if (!prepared.empty()) {
+    DLR_ASSIGN_OR_RETURN(cache_after, page_cache_bytes(prepared));
+  }
   const NetworkDesc& nd = session->network();
   nlohmann::json j;
   j["config"] = c.name();
@@ -248,7 +287,29 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                  {"workspace", m.workspace},
                  {"other", m.other},
                  {"activations_naive", session->plan().naive_bytes},
-                 {"device_delta_after_open", free_before - free_after}};
+                 {"device_delta_after_open", free_before - free_after},
+                 {"host_weights", m.host_weights},
+                 {"host_rss_before_open", host_before.rss},
+                 {"host_rss_after", host_after.rss},
+                 {"host_rss_peak", host_after.hwm}};
+  if (!prepared.empty()) {
+    const ReadPlan& rp = session->model().reads;
+    j["storage"] = {{"prepared_file", prepared},
+                    {"two_stage", rp.two_stage},
+                    {"read_bytes_per_inference", rp.read_bytes()},
+                    {"reads_per_inference", rp.units.size()},
+                    {"largest_read", rp.largest_unit()},
+                    {"staging_bytes", rp.staging_bytes},
+                    {"queue_depth", rp.queue_depth},
+                    {"block_bytes", rp.block_bytes},
+                    {"page_cache_before", cache_before},
+                    {"page_cache_after", cache_after},
+                    {"page_cache_growth", cache_after - cache_before},
+                    {"inferences", a.warmup + a.iters},
+                    {"cold", a.cold}};
+    if (sn.median > 0)
+      j["storage"]["read_gbps_at_median"] = double(rp.read_bytes()) / (sn.median * 1e6);
+  }
   if (const StreamPlan* sp = session->model().streaming ? &session->model().stream : nullptr) {
     DLR_ASSIGN_OR_RETURN(CopyProfile profile, CopyProfile::resolve(a.copy_profile));
     const double copy_floor_ms = double(sp->streamed_bytes()) / (profile.peak_gbps() * 1e6);
@@ -421,6 +482,15 @@ int run(const Args& a) {
         std::printf(", auto budget %.1f MiB (%.1f %%)", mib(st["budget_bytes"]),
                     100.0 * st["budget_bytes"].get<double>() / st["total_weight_bytes"].get<double>());
       if (st.contains("simulated_ms")) std::printf(", simulated %.3f ms", st["simulated_ms"].get<double>());
+    }
+    if (j.contains("storage")) {
+      const auto& sg = j["storage"];
+      std::printf("  read %.1f MiB/inference (%.2f GB/s), staging %.1f MiB, page cache +%.1f MiB, RSS peak %.0f MiB",
+                  mib(sg["read_bytes_per_inference"]), sg.value("read_gbps_at_median", 0.0), mib(sg["staging_bytes"]),
+                  mib(sg["page_cache_growth"]), mib(j["memory"]["host_rss_peak"]));
+    }
+    if (j.contains("stream")) {
+      const auto& st = j["stream"];
       if (st.contains("search_predicted_ms"))
         std::printf(", units %s: searched %.3f ms predicted, equal chunks %.3f",
                     st["units"].get<std::string>() == "search" ? "searched" : "kept equal",
@@ -518,6 +588,16 @@ int tool_main(int argc, char** argv) {
                "also predict stream-mode latency with the simulator from the profiled preload kernel times "
                "(list preload before stream)");
   app.add_option("--device", a.devices, "cpu,cuda (comma-separated; default cuda)");
+  app.add_option("--weights-from", a.weights_from,
+                 "host,storage (comma-separated): storage reads the streamed weights from a prepared file each "
+                 "inference (cpu, or cuda stream mode)");
+  app.add_option("--zero-copy", a.zero_copy, "storage on cuda: auto,on,off (comma-separated)");
+  app.add_option("--host-budget", a.host_budget, "storage: staging bytes (min or a size)");
+  app.add_option("--read-depth", a.read_depth, "storage: reads in flight (1..64)")->check(CLI::Range(1, 64));
+  app.add_option("--read-block", a.read_block, "storage: bytes per read request (multiple of 4 KiB)");
+  app.add_option("--reader", a.reader, "storage: auto, uring or threads");
+  app.add_option("--prepared", a.prepared, "storage: the prepared weight file (default: the user's cache)");
+  app.add_flag("--cold", a.cold, "storage: drop the prepared file from the page cache after open");
   app.add_option("--layout", a.layouts, "auto,nchw,nhwc (comma-separated; cuda)");
   app.add_option("--iters", a.iters, "timed iterations (default 50)")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", a.warmup, "untimed iterations first (default 10)")->check(CLI::Range(0, 100000));

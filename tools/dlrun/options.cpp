@@ -123,6 +123,38 @@ void add_device(CLI::App& app, Args* a) {
                  "stream mode: copy-engine profile: a dlprobe JSON file or h100, discrete, jetson-xavier")
       ->group(g);
   app.add_flag("--no-graph", a->no_graph, "cuda: do not capture the inference in a CUDA graph")->group(g);
+  app.add_flag("--no-kernel-cache", a->no_kernel_cache,
+               "stream mode: measure kernel times at open and keep nothing (default: reuse this GPU's times for this "
+               "model from the user's cache directory, or measure and keep them there)")
+      ->group(g);
+}
+
+void add_storage(CLI::App& app, Args* a) {
+  const char* g = "Weights from storage";
+  app.add_option("--weights-from", a->weights_from,
+                 "host (prepared once into host memory) or storage (each inference reads the weights it streams from a "
+                 "prepared weight file with direct I/O through a small staging area: --device cpu, or --device cuda "
+                 "--mode stream)")
+      ->check(CLI::IsMember({"host", "storage"}))
+      ->group(g);
+  app.add_option("--host-budget", a->host_budget,
+                 "storage: host memory for reads in flight: min (2 x the largest read), NNMiB, NNMB or bytes")
+      ->group(g);
+  app.add_option("--zero-copy", a->zero_copy,
+                 "storage, cuda: on (reads land in mapped pinned memory the kernels read: two stages, no device pool; "
+                 "for integrated GPUs such as Jetson), off (read -> copy -> kernel) or auto (on for integrated GPUs)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->group(g);
+  app.add_option("--read-depth", a->read_depth, "storage: reads in flight (1..64)")->check(CLI::Range(1, 64))->group(g);
+  app.add_option("--read-block", a->read_block, "storage: bytes per read request (multiple of 4 KiB, e.g. 1MiB)")
+      ->group(g);
+  app.add_option("--reader", a->reader, "storage: auto (io_uring where the kernel allows it), uring or threads (pread)")
+      ->check(CLI::IsMember({"auto", "uring", "threads"}))
+      ->group(g);
+  app.add_option("--prepared", a->prepared,
+                 "storage: the prepared weight file to read (made there on first use when missing; default: the "
+                 "user's cache directory, $DLR_CACHE_DIR or ~/.cache/dlrun)")
+      ->group(g);
 }
 
 void add_plan_and_reports(CLI::App& app, Args* a) {
@@ -157,6 +189,7 @@ void add_dlrun_options(CLI::App& app, Args* a) {
   add_detection(app, a);
   add_outputs(app, a);
   add_device(app, a);
+  add_storage(app, a);
   add_plan_and_reports(app, a);
 }
 

@@ -51,6 +51,15 @@ struct Args {
   std::string units = "search";
   std::string residency = "greedy";
   bool no_graph = false;
+  bool no_kernel_cache = false;
+  // ---- weights from storage ----
+  std::string weights_from = "host";
+  std::string host_budget = "min";
+  std::string zero_copy = "auto";
+  int read_depth = 8;
+  std::string read_block = "1MiB";
+  std::string reader = "auto";
+  std::string prepared;
   // ---- plan and reports ----
   bool print_plan = false;
   std::string save_plan;

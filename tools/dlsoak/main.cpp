@@ -31,6 +31,7 @@
 #include "loaders/synthetic_weights.h"
 #include "runtime/core/log.h"
 #include "runtime/session.h"
+#include "tools/common/progress.h"
 #include "tools/common/tool_support.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
@@ -51,13 +52,7 @@ struct Args {
   std::string json;
 };
 
-int64_t rss_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return int64_t(std::atoll(line.c_str() + 6)) * 1024;
-  return -1;
-}
+int64_t rss_bytes() { return tools::host_memory().rss; }
 
 int64_t device_used(int device) {
 #ifdef DLR_HAVE_CUDA

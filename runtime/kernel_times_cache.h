@@ -1,0 +1,26 @@
+// Kernel times measured at open (Engine::measure_layer_ms), kept per GPU and model in
+// the user's cache directory (runtime/cache_dir.h), so that a later open of the same
+// model on the same GPU skips the measurement (about 1.5 s for yolov4): what is
+// measured once per GPU and model is kept. The key hashes the execution plan's text
+// (every step's op, shapes, layouts, dtypes), the precision, the cuDNN algorithm
+// policy and workspace limit, and the device description (GPU name, SM count, driver,
+// cuDNN version). A file that does not parse or does not fit the plan is ignored
+// (and overwritten by the next measurement).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/compile.h"
+#include "runtime/core/status.h"
+
+namespace dlr {
+
+// The cache file of `model` (user_cache_dir()/kernel-times/<model>-<16 hex>.json).
+Expected<std::string> kernel_times_path(const CompiledModel& model);
+// The cached times of `model`, or an empty vector when there are none that fit.
+std::vector<double> load_kernel_times(const CompiledModel& model);
+// Writes the times (atomically: temporary file, rename). Errors name the file.
+Status save_kernel_times(const CompiledModel& model, const std::vector<double>& layer_ms);
+
+}  // namespace dlr

@@ -1,0 +1,242 @@
+#include "runtime/storage/read_pipeline.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/storage/crc32c.h"
+
+namespace dlr {
+namespace {
+Status aborted() { return internal_error("read pipeline: inference aborted"); }
+}  // namespace
+
+Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan, const BlobFile& file, char* staging,
+                                                           ReaderKind kind, DeviceWait device_wait) {
+  if (staging == nullptr || reinterpret_cast<uintptr_t>(staging) % kReadAlign != 0)
+    return invalid_argument("read pipeline: the staging area must be 4096-aligned");
+  std::unique_ptr<ReadPipeline> p(new ReadPipeline());
+  p->m_plan = &plan;
+  p->m_staging = staging;
+  p->m_device = std::move(device_wait);
+  for (const ReadUnit& u : plan.units)
+    for (const ReadSegment& s : u.segments) {
+      if (s.blob < 0 || size_t(s.blob) >= file.offsets.size())
+        return invalid_argument(file.path + ": the prepared file has no blob " + std::to_string(s.blob));
+      if (s.staging_offset < 0 || s.staging_offset + s.bytes > plan.staging_bytes)
+        return internal_error("read pipeline: a read lands outside the staging area");
+    }
+  p->m_file_offset = file.offsets;
+  p->m_crc_expected = file.crc32c;
+  if (!p->m_crc_expected.empty() && p->m_crc_expected.size() != file.offsets.size())
+    return invalid_argument(file.path + ": " + std::to_string(file.crc32c.size()) + " checksums for " +
+                            std::to_string(file.offsets.size()) + " blobs");
+  p->m_blob_bytes.assign(file.offsets.size(), 0);
+  for (const ReadUnit& u : plan.units)
+    for (const ReadSegment& s : u.segments)
+      p->m_blob_bytes[size_t(s.blob)] = std::max(p->m_blob_bytes[size_t(s.blob)], s.blob_offset + s.bytes);
+  p->m_crc.assign(file.offsets.size(), 0);
+  p->m_crc_done.assign(file.offsets.size(), 0);
+  p->m_path = file.path;
+  p->m_kind = kind;
+  DLR_ASSIGN_OR_RETURN(p->m_reader, BlockReader::open(file.path, kind, plan.queue_depth, /*direct=*/true));
+  p->m_reader_kind = p->m_reader->kind();
+  p->m_timings.resize(plan.units.size());
+  p->m_tickets.resize(plan.units.size());
+  for (size_t u = 0; u < plan.units.size(); ++u) p->m_tickets[u].assign(plan.units[u].segments.size(), -1);
+  p->m_thread = std::thread([q = p.get()] { q->thread_main(); });
+  return p;
+}
+
+ReadPipeline::~ReadPipeline() {
+  {
+    std::lock_guard<std::mutex> lock(m_mu);
+    m_quit = true;
+    m_abort = true;
+  }
+  m_cv.notify_all();
+  if (m_thread.joinable()) m_thread.join();
+}
+
+ReaderKind ReadPipeline::reader_kind() const { return m_reader_kind; }
+
+void ReadPipeline::start() {
+  {
+    std::lock_guard<std::mutex> lock(m_mu);
+    m_published = -1;
+    m_progress = -1;
+    m_abort = false;
+    m_error = Status();
+    m_running = true;
+    ++m_generation;
+    m_t0 = std::chrono::steady_clock::now();
+  }
+  m_cv.notify_all();
+}
+
+Status ReadPipeline::wait_unit(int u) {
+  std::unique_lock<std::mutex> lock(m_mu);
+  m_cv.wait(lock, [&] { return m_published >= u || !m_error.ok() || !m_running; });
+  if (!m_error.ok()) return m_error;
+  if (m_published < u) return internal_error("read pipeline: read unit " + std::to_string(u) + " never landed");
+  return Status();
+}
+
+void ReadPipeline::progress(int index) {
+  {
+    std::lock_guard<std::mutex> lock(m_mu);
+    m_progress = std::max(m_progress, index);
+  }
+  m_cv.notify_all();
+}
+
+void ReadPipeline::abort() {
+  {
+    std::lock_guard<std::mutex> lock(m_mu);
+    m_abort = true;
+  }
+  m_cv.notify_all();
+}
+
+Status ReadPipeline::finish() {
+  std::unique_lock<std::mutex> lock(m_mu);
+  m_cv.wait(lock, [&] { return !m_running; });
+  return m_error;
+}
+
+void ReadPipeline::thread_main() {
+  int seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(m_mu);
+      m_cv.wait(lock, [&] { return m_quit || m_generation != seen; });
+      if (m_quit) return;
+      seen = m_generation;
+    }
+    // A failed read is sticky in a BlockReader: after a failed inference the reader is
+    // dropped and the next inference opens a fresh one (the file may have been repaired),
+    // so a failed detect leaves the session usable.
+    Status st;
+    if (!m_reader) {
+      Expected<std::unique_ptr<BlockReader>> again =
+          BlockReader::open(m_path, m_kind, m_plan->queue_depth, /*direct=*/true);
+      if (again.ok()) m_reader = std::move(again).value();
+      else st = again.status();
+    }
+    if (m_reader) {
+      st = read_inference();
+      const Status drained = m_reader->wait_all();  // no read may still write into staging
+      if (st.ok() && !drained.ok()) st = drained;
+      if (!st.ok()) m_reader.reset();  // waits for (or cancels) whatever is still in flight
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_mu);
+      if (m_error.ok() && !st.ok()) m_error = st;
+      m_running = false;
+    }
+    m_cv.notify_all();
+  }
+}
+
+// Whether unit u may be read now. Staging still in use is waited for only when nothing
+// is in flight (otherwise the caller lands the oldest unit first, which the engine
+// may need in order to make the progress this unit waits for).
+Status ReadPipeline::gate(const ReadUnit& u, bool in_flight, bool* passed) {
+  *passed = false;
+  const int need = m_plan->two_stage ? u.wait_layer : u.wait_unit;
+  if (need < 0) {
+    *passed = true;
+    return Status();
+  }
+  {
+    std::unique_lock<std::mutex> lock(m_mu);
+    if (in_flight) {
+      if (m_progress < need && !m_abort) return Status();
+    } else {
+      m_cv.wait(lock, [&] { return m_progress >= need || m_abort; });
+    }
+    if (m_abort) return aborted();
+  }
+  if (m_device.ready) {
+    if (in_flight && !m_device.ready(u)) return Status();
+    if (!in_flight) DLR_RETURN_IF_ERROR(m_device.wait(u));
+  }
+  *passed = true;
+  return Status();
+}
+
+// Chains the CRC32C of the unit's own bytes into each blob's running checksum; a blob
+// whose bytes are all in compares it with the prepared file's header. Units arrive in
+// order and cover each blob's bytes in order, once.
+Status ReadPipeline::check_unit(const ReadUnit& u) {
+  if (m_crc_expected.empty()) return Status();
+  const int64_t own_lo = u.own_offset, own_hi = u.own_offset + u.own_bytes;
+  for (const ReadSegment& s : u.segments) {
+    const int64_t lo = std::max(own_lo, s.staging_offset), hi = std::min(own_hi, s.staging_offset + s.bytes);
+    if (lo >= hi) continue;
+    const size_t b = size_t(s.blob);
+    const int64_t blob_lo = s.blob_offset + (lo - s.staging_offset);
+    if (blob_lo != m_crc_done[b])
+      return internal_error("read pipeline: blob " + std::to_string(b) + " bytes out of order (" +
+                            std::to_string(blob_lo) + " after " + std::to_string(m_crc_done[b]) + ")");
+    m_crc[b] = crc32c(m_staging + lo, size_t(hi - lo), m_crc[b]);
+    m_crc_done[b] += hi - lo;
+    if (m_crc_done[b] == m_blob_bytes[b] && m_crc[b] != m_crc_expected[b]) {
+      char buf[160];
+      std::snprintf(buf, sizeof(buf), ": blob %zu at offset %lld, %lld bytes: CRC32C %08x, the header says %08x", b,
+                    static_cast<long long>(m_file_offset[b]), static_cast<long long>(m_blob_bytes[b]), m_crc[b],
+                    m_crc_expected[b]);
+      return parse_error(m_path + buf + " (the file changed or is corrupt: prepare it again)");
+    }
+  }
+  return Status();
+}
+
+Status ReadPipeline::read_inference() {
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - m_t0).count(); };
+  const std::vector<ReadUnit>& units = m_plan->units;
+  const int n = int(units.size());
+  std::fill(m_crc.begin(), m_crc.end(), 0u);
+  std::fill(m_crc_done.begin(), m_crc_done.end(), int64_t(0));
+  int next_submit = 0, next_publish = 0;
+  int64_t in_flight = 0;  // requests submitted and not yet landed (as far as published units tell)
+  while (next_publish < n) {
+    if (next_submit < n && in_flight < m_plan->queue_depth) {
+      bool passed = false;
+      DLR_RETURN_IF_ERROR(gate(units[size_t(next_submit)], next_publish < next_submit, &passed));
+      if (passed) {
+        const ReadUnit& u = units[size_t(next_submit)];
+        m_timings[size_t(next_submit)] = ReadTiming{u.index, u.first_layer, u.bytes, ms(), 0};
+        for (size_t k = 0; k < u.segments.size(); ++k) {
+          const ReadSegment& s = u.segments[k];
+          ReadRequest r;
+          r.file_offset = m_file_offset[size_t(s.blob)] + s.blob_offset;
+          r.bytes = s.bytes;
+          r.dst = m_staging + s.staging_offset;
+          DLR_ASSIGN_OR_RETURN(m_tickets[size_t(next_submit)][k], m_reader->submit(r));
+        }
+        in_flight += int64_t(u.segments.size());
+        ++next_submit;
+        continue;
+      }
+    }
+    // Land the oldest unit in flight and publish it.
+    // Requests complete in any order: wait for every request of the unit.
+    const ReadUnit& u = units[size_t(next_publish)];
+    for (int64_t t : m_tickets[size_t(next_publish)]) DLR_RETURN_IF_ERROR(m_reader->wait(t));
+    in_flight -= int64_t(u.segments.size());
+    DLR_RETURN_IF_ERROR(check_unit(u));
+    m_timings[size_t(next_publish)].end_ms = ms();
+    m_bytes_read += u.bytes;
+    {
+      std::lock_guard<std::mutex> lock(m_mu);
+      if (m_abort) return aborted();
+      m_published = next_publish;
+    }
+    m_cv.notify_all();
+    ++next_publish;
+  }
+  return Status();
+}
+
+}  // namespace dlr

@@ -1,0 +1,228 @@
+#include "runtime/streaming/read_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace dlr {
+namespace {
+
+int64_t align_down(int64_t x) { return x / kReadAlign * kReadAlign; }
+int64_t align_up(int64_t x) { return (x + kReadAlign - 1) / kReadAlign * kReadAlign; }
+double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
+
+Status check_options(const ExecutionPlan& plan, const ReadOptions& o) {
+  if (o.queue_depth < 1 || o.queue_depth > 64)
+    return invalid_argument("read plan: queue depth " + std::to_string(o.queue_depth) + " is out of range (1..64)");
+  if (o.block_bytes < kReadAlign || o.block_bytes % kReadAlign != 0)
+    return invalid_argument("read plan: read block " + std::to_string(o.block_bytes) +
+                            " bytes must be a positive multiple of 4096");
+  if (o.staging_bytes < 0) return invalid_argument("read plan: host budget must be >= 0 bytes");
+  for (size_t b = 0; b < plan.weights.size(); ++b)
+    if (plan.weights[b].bytes <= 0 || plan.weights[b].bytes % kReadAlign != 0)
+      return invalid_argument("read plan: weight blob " + std::to_string(b) + " (layer " +
+                              std::to_string(plan.weights[b].layer) + ") has " +
+                              std::to_string(plan.weights[b].bytes) +
+                              " bytes; storage plans need multiples of 4096 (PlannerOptions::weight_align)");
+  return Status();
+}
+
+// Cuts [blob_offset, blob_offset + bytes) of `blob` into segments of at most block bytes.
+void add_segments(ReadUnit* u, int blob, int64_t blob_offset, int64_t bytes, int64_t staging, int64_t block) {
+  for (int64_t done = 0; done < bytes; done += block) {
+    ReadSegment s;
+    s.blob = blob;
+    s.blob_offset = blob_offset + done;
+    s.bytes = std::min(block, bytes - done);
+    s.staging_offset = staging + done;
+    u->segments.push_back(s);
+  }
+}
+
+// Places units FIFO in a ring of `staging` bytes (restart at 0 when a unit does not fit
+// before the end); returns, per unit, the latest earlier unit whose region it overlaps.
+std::vector<int> place_fifo(std::vector<ReadUnit>* units, int64_t staging) {
+  std::vector<int> latest(units->size(), -1);
+  int64_t cursor = 0;
+  for (size_t i = 0; i < units->size(); ++i) {
+    ReadUnit& u = (*units)[i];
+    if (cursor + u.bytes > staging) cursor = 0;
+    u.staging_offset = cursor;
+    cursor += u.bytes;
+    for (size_t v = i; v-- > 0;) {
+      const ReadUnit& o = (*units)[v];
+      if (o.staging_offset < u.staging_offset + u.bytes && u.staging_offset < o.staging_offset + o.bytes) {
+        latest[i] = int(v);
+        break;
+      }
+    }
+  }
+  return latest;
+}
+
+Status resolve_staging(ReadPlan* r, const ReadOptions& o) {
+  r->min_staging_bytes = 2 * r->largest_unit();
+  r->staging_bytes = o.staging_bytes == 0 ? r->min_staging_bytes : align_down(o.staging_bytes);
+  if (r->staging_bytes < r->min_staging_bytes) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "host budget %.2f MiB is below the minimum for reading from storage, %.2f MiB (2 x the largest "
+                  "read, %.2f MiB)",
+                  mib(o.staging_bytes), mib(r->min_staging_bytes), mib(r->largest_unit()));
+    return invalid_argument(buf);
+  }
+  return Status();
+}
+
+}  // namespace
+
+int64_t ReadPlan::read_bytes() const {
+  int64_t n = 0;
+  for (const ReadUnit& u : units) n += u.bytes;
+  return n;
+}
+
+int64_t ReadPlan::largest_unit() const {
+  int64_t m = 0;
+  for (const ReadUnit& u : units) m = std::max(m, u.bytes);
+  return m;
+}
+
+Expected<ReadPlan> plan_reads_three_stage(const ExecutionPlan& plan, const StreamPlan& stream,
+                                          const ReadOptions& options) {
+  DLR_RETURN_IF_ERROR(check_options(plan, options));
+  if (stream.resident) return invalid_argument("read plan: the stream plan copies nothing per inference");
+  ReadPlan r;
+  r.queue_depth = options.queue_depth;
+  r.block_bytes = options.block_bytes;
+  // The streamed host store: blob b at stream.blob_host_offset[b] (-1: resident), back to back.
+  std::vector<int> streamed;
+  for (size_t b = 0; b < plan.weights.size(); ++b)
+    if (!stream.is_resident(int(b))) streamed.push_back(int(b));
+  for (const TransferUnit& t : stream.units) {
+    ReadUnit u;
+    u.index = int(r.units.size());
+    const int64_t lo = align_down(t.host_offset), hi = align_up(t.host_offset + t.bytes);
+    u.bytes = hi - lo;
+    u.first_blob = t.first_blob;
+    u.last_blob = t.last_blob;
+    u.first_layer = t.first_layer;
+    for (int b : streamed) {
+      const int64_t h = stream.blob_host_offset[size_t(b)], n = plan.weights[size_t(b)].bytes;
+      const int64_t s = std::max(lo, h), e = std::min(hi, h + n);
+      if (s < e) add_segments(&u, b, s - h, e - s, s - lo, options.block_bytes);
+    }
+    if (u.segments.empty()) return internal_error("read plan: transfer unit " + std::to_string(t.index) + " reads nothing");
+    r.units.push_back(std::move(u));
+  }
+  DLR_RETURN_IF_ERROR(resolve_staging(&r, options));
+  const std::vector<int> latest = place_fifo(&r.units, r.staging_bytes);
+  for (size_t i = 0; i < r.units.size(); ++i) {
+    ReadUnit& u = r.units[i];
+    u.wait_unit = latest[i];  // copy unit index == read unit index
+    for (ReadSegment& s : u.segments) s.staging_offset += u.staging_offset;
+    r.copy_src_offset.push_back(u.staging_offset + (stream.units[i].host_offset - align_down(stream.units[i].host_offset)));
+    u.own_offset = r.copy_src_offset.back();
+    u.own_bytes = stream.units[i].bytes;
+  }
+  return r;
+}
+
+Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::vector<char>& resident,
+                                        const ReadOptions& options) {
+  DLR_RETURN_IF_ERROR(check_options(plan, options));
+  if (!resident.empty() && resident.size() != plan.weights.size())
+    return invalid_argument("read plan: resident flags for " + std::to_string(resident.size()) + " of " +
+                            std::to_string(plan.weights.size()) + " blobs");
+  ReadPlan r;
+  r.two_stage = true;
+  r.queue_depth = options.queue_depth;
+  r.block_bytes = options.block_bytes;
+  const size_t nb = plan.weights.size();
+  r.blob_staging_offset.assign(nb, -1);
+  r.blob_read_unit.assign(nb, -1);
+  std::vector<int64_t> blob_in_unit(nb, 0);
+  ReadUnit cur;
+  bool open = false;
+  auto close = [&] {
+    if (!open) return;
+    cur.index = int(r.units.size());
+    r.units.push_back(cur);
+    cur = ReadUnit();
+    open = false;
+  };
+  for (size_t b = 0; b < nb; ++b) {
+    if (!resident.empty() && resident[b]) continue;
+    const int64_t n = plan.weights[b].bytes;
+    if (open && cur.bytes + n > options.unit_bytes) close();
+    if (!open) {
+      open = true;
+      cur.first_blob = int(b);
+      cur.first_layer = plan.weights[b].layer;
+    }
+    cur.last_blob = int(b);
+    blob_in_unit[b] = cur.bytes;
+    r.blob_read_unit[b] = int(r.units.size());
+    add_segments(&cur, int(b), 0, n, cur.bytes, options.block_bytes);
+    cur.bytes += n;
+  }
+  close();
+  DLR_RETURN_IF_ERROR(resolve_staging(&r, options));
+  const std::vector<int> latest = place_fifo(&r.units, r.staging_bytes);
+  // The last layer reading a unit's blobs (blobs are read by their own layer only).
+  auto last_layer = [&](const ReadUnit& u) { return plan.weights[size_t(u.last_blob)].layer; };
+  r.layer_read_unit.assign(plan.steps.size(), -1);
+  r.layer_releases.assign(plan.steps.size(), 0);
+  for (size_t i = 0; i < r.units.size(); ++i) {
+    ReadUnit& u = r.units[i];
+    for (ReadSegment& s : u.segments) s.staging_offset += u.staging_offset;
+    u.own_offset = u.staging_offset;
+    u.own_bytes = u.bytes;
+    if (latest[i] >= 0) {
+      // Layers finish in order: the latest overlapping unit's last reader covers every older one.
+      u.wait_layer = last_layer(r.units[size_t(latest[i])]);
+      r.layer_releases[size_t(u.wait_layer)] = 1;
+    }
+    for (int b = u.first_blob; b <= u.last_blob; ++b)
+      if (r.blob_read_unit[size_t(b)] == int(i)) {
+        r.blob_staging_offset[size_t(b)] = u.staging_offset + blob_in_unit[size_t(b)];
+        r.layer_read_unit[size_t(plan.weights[size_t(b)].layer)] = int(i);
+      }
+  }
+  return r;
+}
+
+CopyProfile storage_copy_profile(const CopyProfile& profile, int64_t block_bytes, int queue_depth) {
+  CopyProfile p = profile;
+  const StorageProfile disk = profile.storage_or_default();
+  for (BandwidthPoint& b : p.pinned) {
+    const int64_t block = std::min(b.bytes, block_bytes);
+    const int depth = int(std::min<int64_t>(queue_depth, std::max<int64_t>(1, b.bytes / std::max<int64_t>(block, 1))));
+    const double gbps = disk.direct_gbps(block, depth);
+    if (gbps > 0) b.gbps = std::min(b.gbps, gbps);
+  }
+  p.name = profile.name + "+storage";
+  return p;
+}
+
+std::string ReadPlan::to_text() const {
+  char buf[320];
+  std::snprintf(buf, sizeof(buf),
+                "read plan: %s, %zu reads of %.2f MiB per inference (largest %.2f MiB), staging %.2f MiB "
+                "(minimum %.2f MiB), %d in flight, blocks of %.2f MiB\n",
+                two_stage ? "two stages (read -> kernel)" : "three stages (read -> copy -> kernel)", units.size(),
+                mib(read_bytes()), mib(largest_unit()), mib(staging_bytes), mib(min_staging_bytes), queue_depth,
+                mib(block_bytes));
+  std::string s = buf;
+  for (const ReadUnit& u : units) {
+    std::snprintf(buf, sizeof(buf), "  read %3d: staging [%10lld, +%9lld) blobs %d-%d first layer %d, %zu requests%s",
+                  u.index, static_cast<long long>(u.staging_offset), static_cast<long long>(u.bytes), u.first_blob,
+                  u.last_blob, u.first_layer, u.segments.size(), u.wait_unit >= 0 || u.wait_layer >= 0 ? ", after " : "");
+    s += buf;
+    if (u.wait_unit >= 0) s += "copy " + std::to_string(u.wait_unit);
+    if (u.wait_layer >= 0) s += "layer " + std::to_string(u.wait_layer);
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace dlr

@@ -1,0 +1,112 @@
+// ReadPlan: how streamed weights come from storage each inference
+// (--weights-from storage; docs/streaming.md section 7). Plain data, computed by the
+// compile step from the ExecutionPlan (and the StreamPlan on the three-stage path);
+// printable and testable without a file or a GPU. The engines follow it.
+//
+// The file is a prepared weight file (runtime/storage/prepared_file.h): every blob
+// prepared (BN folded, dtype, layout) and starting at a 4096-aligned file offset; in
+// storage plans every blob's size is a multiple of 4096 too (PlannerOptions::
+// weight_align), so any 4096-aligned range of the streamed blobs maps to
+// 4096-aligned file ranges, as O_DIRECT needs.
+//
+// Reads land in a staging area of `staging_bytes` host bytes, a FIFO ring: read unit u
+// takes the next `bytes` at the cursor, or restarts at 0 when they do not fit before
+// the end. Before a read may overwrite staging bytes, what occupied them must be done:
+//  - three stages (discrete GPU: read -> copy -> kernel): one read per transfer unit
+//    of the StreamPlan, covering the unit's host range rounded out to 4096; the
+//    staging bytes are free once the copy of the latest earlier unit overlapping
+//    them has finished (`wait_unit`; copies finish in order on the copy stream).
+//  - two stages (CPU backend; integrated GPU with --zero-copy: read -> kernel): whole
+//    blobs grouped into read units; kernels read the weights in the staging area
+//    itself (mapped pinned memory on a GPU), so every streamed blob has a fixed
+//    staging address (`blob_staging_offset`); the staging bytes are free once the last
+//    layer reading any blob of an overlapping earlier unit has finished (`wait_layer`;
+//    layers finish in order).
+// A read unit is submitted as `segments`, each within one blob and at most
+// `block_bytes`, up to `queue_depth` requests in flight.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/plan.h"
+#include "runtime/streaming/stream_plan.h"
+
+namespace dlr {
+
+constexpr int64_t kReadAlign = 4096;  // O_DIRECT offset/size/address alignment the plan keeps
+
+struct ReadSegment {
+  int blob = 0;                 // plan.weights index
+  int64_t blob_offset = 0;      // bytes into the prepared blob (multiple of 4096)
+  int64_t bytes = 0;            // multiple of 4096, at most block_bytes
+  int64_t staging_offset = 0;   // where it lands (multiple of 4096)
+};
+
+struct ReadUnit {
+  int index = 0;
+  int64_t staging_offset = 0;   // [staging_offset, staging_offset + bytes) of the staging area
+  int64_t bytes = 0;
+  int first_blob = 0;           // blobs [first_blob, last_blob] (plan.weights indices) overlap it
+  int last_blob = 0;
+  int first_layer = 0;          // the first layer that needs it
+  int wait_unit = -1;           // three stages: the copy (StreamPlan unit) that must finish first; -1 none
+  int wait_layer = -1;          // two stages: the layer that must finish first; -1 none
+  // The bytes this unit is read for (no other unit covers them): staging
+  // [own_offset, own_offset + own_bytes). Three stages: the transfer unit's range (the
+  // read rounds it out to 4096); two stages: everything. Their checksums are checked.
+  int64_t own_offset = 0;
+  int64_t own_bytes = 0;
+  std::vector<ReadSegment> segments;
+};
+
+struct ReadPlan {
+  bool two_stage = false;
+  int64_t staging_bytes = 0;      // host bytes of the staging area (the host budget used)
+  int64_t min_staging_bytes = 0;  // 2 x the largest read unit: a read can proceed while the previous one is used
+  int queue_depth = 0;
+  int64_t block_bytes = 0;
+  std::vector<ReadUnit> units;
+  // Three stages, per StreamPlan unit: the staging offset of its first byte (the copy's source).
+  std::vector<int64_t> copy_src_offset;
+  // Two stages, per weight blob: its staging offset (-1: not read, i.e. resident) and the read unit bringing it.
+  std::vector<int64_t> blob_staging_offset;
+  std::vector<int> blob_read_unit;
+  // Two stages, per step: the read unit its weights need (-1: none), and whether a read waits for it to finish.
+  std::vector<int> layer_read_unit;
+  std::vector<char> layer_releases;
+
+  int64_t read_bytes() const;     // bytes read from the file per inference
+  int64_t largest_unit() const;
+  std::string to_text() const;
+};
+
+struct ReadOptions {
+  int64_t staging_bytes = 0;   // 0 = min_staging_bytes; less than the minimum is an error naming both
+  int queue_depth = 8;         // 1..64
+  int64_t block_bytes = int64_t(1) << 20;  // multiple of 4096
+  int64_t unit_bytes = int64_t(4) << 20;   // two stages: whole blobs grouped up to this (a larger blob alone)
+};
+
+// Three stages: one read unit per transfer unit of `stream` (ring or slots, not
+// resident), over the streamed blobs' host store (stream.blob_host_offset). Every
+// weight blob's size must be a multiple of 4096 (storage plans).
+Expected<ReadPlan> plan_reads_three_stage(const ExecutionPlan& plan, const StreamPlan& stream,
+                                          const ReadOptions& options);
+
+// Two stages: every blob not marked in `resident` (per plan.weights; empty = none)
+// read into staging, whole blobs grouped into units of at most unit_bytes.
+Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::vector<char>& resident,
+                                        const ReadOptions& options);
+
+// The copy profile a three-stage storage plan is chosen with (pool, resident set,
+// units): every streamed byte is read and then copied, unit after unit, so at each
+// pinned size the bandwidth is the smaller of the copy's and the disk's (direct reads
+// of min(size, block_bytes) with queue_depth in flight; the profile's storage, or
+// its default). Queue classes, chunk and unit sizes are unchanged; the name gains
+// "+storage".
+CopyProfile storage_copy_profile(const CopyProfile& profile, int64_t block_bytes, int queue_depth);
+
+}  // namespace dlr

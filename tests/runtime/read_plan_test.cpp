@@ -1,0 +1,205 @@
+// ReadPlan (weights from storage): on random plans, every read lands where its copy
+// or kernel expects the bytes (checked byte by byte against a fake file), staging is
+// never overwritten while still in use, nothing waits on what comes after it, and the
+// host budget is respected or refused with both sizes named.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "runtime/streaming/read_plan.h"
+#include "runtime/streaming/stream_plan.h"
+#include "tests/runtime/stream_fixtures.h"
+
+namespace dlr {
+namespace {
+
+using test::fake_plan;
+using test::h100_like;
+
+// Blob sizes in 4 KiB multiples (storage plans), 4 KiB .. 256 KiB, skewed small.
+std::vector<int64_t> storage_sizes(std::mt19937_64* rng, int n) {
+  std::uniform_int_distribution<int> pages(1, 64);
+  std::vector<int64_t> v;
+  for (int i = 0; i < n; ++i) v.push_back(int64_t(pages(*rng)) * pages(*rng) / 8 * kReadAlign + kReadAlign);
+  return v;
+}
+
+// The byte the fake file holds at offset `i` of blob `b`.
+uint8_t file_byte(int b, int64_t i) { return uint8_t((b * 131 + i * 7 + i / 4096) & 0xff); }
+
+// Executes the reads of `r` into a staging array, in unit order, checking each unit's
+// placement as it goes; `consume(u, staging)` checks what its consumer sees.
+template <class F>
+void replay(const ReadPlan& r, const ExecutionPlan& plan, F consume) {
+  std::vector<uint8_t> staging(size_t(r.staging_bytes), 0xEE);
+  for (const ReadUnit& u : r.units) {
+    ASSERT_EQ(u.staging_offset % kReadAlign, 0);
+    ASSERT_GE(u.staging_offset, 0);
+    ASSERT_LE(u.staging_offset + u.bytes, r.staging_bytes);
+    int64_t covered = 0;
+    for (const ReadSegment& s : u.segments) {
+      ASSERT_EQ(s.blob_offset % kReadAlign, 0);
+      ASSERT_EQ(s.bytes % kReadAlign, 0);
+      ASSERT_EQ(s.staging_offset % kReadAlign, 0);
+      ASSERT_LE(s.bytes, r.block_bytes);
+      ASSERT_LE(s.blob_offset + s.bytes, plan.weights[size_t(s.blob)].bytes);
+      ASSERT_GE(s.staging_offset, u.staging_offset);
+      ASSERT_LE(s.staging_offset + s.bytes, u.staging_offset + u.bytes);
+      for (int64_t i = 0; i < s.bytes; ++i) staging[size_t(s.staging_offset + i)] = file_byte(s.blob, s.blob_offset + i);
+      covered += s.bytes;
+    }
+    ASSERT_EQ(covered, u.bytes) << "read " << u.index << " does not fill its staging range exactly";
+    consume(u, staging);
+  }
+}
+
+TEST(ReadPlan, ThreeStageCopiesSeeTheHostStoreBytesAndStagingIsNeverOverwrittenEarly) {
+  std::mt19937_64 rng(20261125);
+  int cases = 0;
+  for (int iter = 0; iter < 60; ++iter) {
+    const ExecutionPlan plan = fake_plan(storage_sizes(&rng, 1 + int(rng() % 40)), &rng);
+    StreamOptions so;
+    so.ring_granularity = 64 << 10;
+    so.chunk_bytes = int64_t(1 + rng() % 8) * 32768 + 256 * int64_t(rng() % 4);  // not 4 KiB-aligned on purpose
+    so.min_unit_bytes = 8192;
+    so.layout = iter % 3 == 0 ? PoolLayout::kSlots : PoolLayout::kAuto;
+    if (iter % 4 == 1) {  // some blobs resident
+      so.resident.assign(plan.weights.size(), 0);
+      for (char& c : so.resident) c = char(rng() % 3 == 0);
+      so.resident[0] = 0;
+      so.layout = PoolLayout::kRing;
+    }
+    Expected<StreamPlan> s = plan_streaming(plan, h100_like(), so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    if (s->resident) continue;
+    ReadOptions ro;
+    ro.block_bytes = kReadAlign * int64_t(1 + rng() % 16);
+    ro.queue_depth = 4;
+    for (int64_t extra : {int64_t(0), int64_t(rng() % 5) * 65536}) {
+      Expected<ReadPlan> probe = plan_reads_three_stage(plan, *s, ro);
+      ASSERT_TRUE(probe.ok()) << probe.status().to_string();
+      ro.staging_bytes = extra == 0 ? 0 : probe->min_staging_bytes + extra;
+      Expected<ReadPlan> r = plan_reads_three_stage(plan, *s, ro);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      ASSERT_EQ(r->units.size(), s->units.size());
+      ASSERT_EQ(r->min_staging_bytes, 2 * r->largest_unit());
+      ASSERT_GE(r->staging_bytes, r->min_staging_bytes);
+      // The host store bytes of copy unit u, from the fake file.
+      auto host_byte = [&](int64_t x) -> int {
+        for (size_t b = 0; b < plan.weights.size(); ++b) {
+          const int64_t h = s->blob_host_offset[b];
+          if (h >= 0 && x >= h && x < h + plan.weights[b].bytes) return file_byte(int(b), x - h);
+        }
+        return -1;
+      };
+      replay(*r, plan, [&](const ReadUnit& u, const std::vector<uint8_t>& staging) {
+        const TransferUnit& t = s->units[size_t(u.index)];
+        const int64_t src = r->copy_src_offset[size_t(u.index)];
+        ASSERT_GE(src, u.staging_offset);
+        ASSERT_LE(src + t.bytes, u.staging_offset + u.bytes);
+        for (int64_t i = 0; i < t.bytes; i += 509)
+          ASSERT_EQ(int(staging[size_t(src + i)]), host_byte(t.host_offset + i)) << "unit " << u.index << " byte " << i;
+        ASSERT_EQ(int(staging[size_t(src + t.bytes - 1)]), host_byte(t.host_offset + t.bytes - 1));
+        // Every earlier read overlapping this one is covered by the copy it waits for.
+        ASSERT_LT(u.wait_unit, u.index);
+        for (const ReadUnit& v : r->units) {
+          if (v.index >= u.index) break;
+          const bool overlap = v.staging_offset < u.staging_offset + u.bytes && u.staging_offset < v.staging_offset + v.bytes;
+          if (overlap) ASSERT_LE(v.index, u.wait_unit) << "read " << u.index << " overwrites read " << v.index;
+        }
+      });
+      if (HasFatalFailure()) return;
+      ++cases;
+    }
+  }
+  EXPECT_GT(cases, 60);
+}
+
+TEST(ReadPlan, TwoStageBlobsLieWhereKernelsReadThemUntilTheirLayerIsDone) {
+  std::mt19937_64 rng(7);
+  for (int iter = 0; iter < 60; ++iter) {
+    const ExecutionPlan plan = fake_plan(storage_sizes(&rng, 1 + int(rng() % 40)), &rng);
+    ReadOptions ro;
+    ro.block_bytes = kReadAlign * int64_t(1 + rng() % 16);
+    ro.unit_bytes = int64_t(1 + rng() % 8) * 65536;
+    std::vector<char> resident;
+    if (iter % 3 == 2) {
+      resident.assign(plan.weights.size(), 0);
+      for (char& c : resident) c = char(rng() % 4 == 0);
+    }
+    Expected<ReadPlan> r = plan_reads_two_stage(plan, resident, ro);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_TRUE(r->two_stage);
+    // Where each blob's bytes are at the moment its layer runs: layers run in order, a
+    // layer runs once its unit has landed, and a unit is read once its wait_layer is done.
+    std::vector<uint8_t> staging(size_t(r->staging_bytes), 0xEE);
+    size_t next_read = 0;
+    int64_t blobs_checked = 0;
+    for (const Step& st : plan.steps) {
+      const int unit = r->layer_read_unit[size_t(st.layer)];
+      if (st.weight < 0 || (!resident.empty() && resident[size_t(st.weight)])) {
+        ASSERT_EQ(unit, -1);
+        continue;
+      }
+      ASSERT_GE(unit, 0);
+      // Read every unit that may be read before this layer runs: up to `unit`, and any
+      // later one whose wait is an earlier layer (the reader runs ahead as far as allowed).
+      while (next_read < r->units.size()) {
+        const ReadUnit& u = r->units[next_read];
+        if (int(next_read) > unit && u.wait_layer >= st.layer) break;
+        ASSERT_LT(u.wait_layer, u.first_layer) << "read " << u.index << " waits for a layer that needs it";
+        ASSERT_TRUE(int(next_read) <= unit || u.wait_layer < st.layer);
+        for (const ReadSegment& s : u.segments)
+          for (int64_t i = 0; i < s.bytes; ++i) staging[size_t(s.staging_offset + i)] = file_byte(s.blob, s.blob_offset + i);
+        ++next_read;
+      }
+      const int64_t off = r->blob_staging_offset[size_t(st.weight)];
+      ASSERT_GE(off, 0);
+      const int64_t n = plan.weights[size_t(st.weight)].bytes;
+      ASSERT_LE(off + n, r->staging_bytes);
+      for (int64_t i = 0; i < n; i += 127)
+        ASSERT_EQ(staging[size_t(off + i)], file_byte(st.weight, i)) << "layer " << st.layer << " byte " << i;
+      ASSERT_EQ(staging[size_t(off + n - 1)], file_byte(st.weight, n - 1));
+      ++blobs_checked;
+    }
+    ASSERT_EQ(next_read, r->units.size());
+    for (size_t b = 0; b < plan.weights.size(); ++b)
+      if (!resident.empty() && resident[b]) EXPECT_EQ(r->blob_staging_offset[b], -1);
+    EXPECT_GT(blobs_checked, 0);
+  }
+}
+
+TEST(ReadPlan, HostBudgetBelowTheMinimumNamesBothSizes) {
+  const ExecutionPlan plan = fake_plan({4 << 20, 2 << 20, 1 << 20}, nullptr);
+  ReadOptions ro;
+  ro.unit_bytes = 1 << 20;
+  ro.staging_bytes = 5 << 20;
+  Expected<ReadPlan> r = plan_reads_two_stage(plan, {}, ro);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "host budget 5.00 MiB is below the minimum for reading from storage, 8.00 MiB (2 x the largest read, "
+            "4.00 MiB)");
+  ro.staging_bytes = 8 << 20;
+  EXPECT_TRUE(plan_reads_two_stage(plan, {}, ro).ok());
+}
+
+TEST(ReadPlan, RefusesBlobsThatAreNotWholePages) {
+  const ExecutionPlan plan = fake_plan({4096, 4096 + 256}, nullptr);
+  Expected<ReadPlan> r = plan_reads_two_stage(plan, {}, ReadOptions());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("multiples of 4096"), std::string::npos) << r.status().message();
+}
+
+TEST(ReadPlan, StoragePlansHavePageSizedBlobs) {
+  const ExecutionPlan plan = fake_plan({12288, 4096}, nullptr);
+  ReadOptions ro;
+  ro.queue_depth = 0;
+  EXPECT_FALSE(plan_reads_two_stage(plan, {}, ro).ok());
+  ro.queue_depth = 4;
+  ro.block_bytes = 1000;
+  EXPECT_FALSE(plan_reads_two_stage(plan, {}, ro).ok());
+}
+
+}  // namespace
+}  // namespace dlr
