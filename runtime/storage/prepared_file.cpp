@@ -614,6 +614,8 @@ Expected<PrepareReport> prepare_weights(const std::string& cfg_path, const std::
   r.path = out;
   r.file_bytes = f.file_bytes();
   r.blobs = int(f.blobs().size());
+  r.dtype = f.identity().dtype;
+  r.layout = f.identity().layout;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
