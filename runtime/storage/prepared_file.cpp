@@ -585,6 +585,7 @@ Expected<std::string> ensure_prepared(const PreparedIdentity& id, const Executio
   if (!w.ok()) {
     if (!dest_failed) return w;
     return io_error("prepared weight cache " + dirname_of(path) + ": " + w.message() +
+                    (why.empty() ? std::string() : " (while replacing a stale entry: " + why + ")") +
                     " (set DLR_CACHE_DIR to a writable directory, or write the file with dlrun --prepare OUT to "
                     "writable storage)");
   }
