@@ -592,6 +592,7 @@ Expected<std::string> ensure_prepared(const PreparedIdentity& id, const Executio
   if (!w.ok()) {
     if (!dest_failed) return w;
     return io_error("prepared weight cache " + dirname_of(path) + ": " + w.message() +
+                    (why.empty() ? std::string() : " (while replacing a stale entry: " + why + ")") +
                     " (set DLR_CACHE_DIR to a writable directory, or write the file with dlrun --prepare OUT to "
                     "writable storage)");
   }
@@ -621,6 +622,8 @@ Expected<PrepareReport> prepare_weights(const std::string& cfg_path, const std::
   r.path = out;
   r.file_bytes = f.file_bytes();
   r.blobs = int(f.blobs().size());
+  r.dtype = f.identity().dtype;
+  r.layout = f.identity().layout;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -174,6 +174,8 @@ struct PrepareReport {
   std::string path;
   int64_t file_bytes = 0;
   int blobs = 0;
+  DType dtype = DType::kF32;
+  Layout layout = Layout::kNCHW;
   double seconds = 0;  // the whole call: parse, fold, write, fsync
 };
 Expected<PrepareReport> prepare_weights(const std::string& cfg_path, const std::string& weights_path,

@@ -174,6 +174,12 @@ void add_plan_and_reports(CLI::App& app, Args* a) {
                  "write a Chrome/Perfetto trace (compute and copy lanes) of each inference (inference i>0: _i "
                  "before the extension)")
       ->group(g);
+  app.add_option("--prepare", a->prepare,
+                 "write the prepared weight file of CFG WEIGHTS (BN folded, in the dtype and layout that --device and "
+                 "--precision run, every blob 4096-aligned, CRC32C-checked) to OUT and exit; takes no inputs; stdout: "
+                 "one line (path, MiB, blobs, seconds). docs/streaming.md, \"Prepared weight file\"")
+      ->type_name("OUT")
+      ->group(g);
   app.add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->group(g);
@@ -194,6 +200,13 @@ void add_dlrun_options(CLI::App& app, Args* a) {
 }
 
 Status check_args(const Args& a) {
+  const bool has_inputs = !a.inputs.empty() || !a.lists.empty() || a.camera >= 0;
+  if (!a.prepare.empty()) {
+    if (has_inputs) return invalid_argument("--prepare writes the prepared weight file and exits: give no inputs");
+    if (a.print_plan || !a.save_plan.empty())
+      return invalid_argument("--prepare cannot be combined with --print-plan or --save-plan");
+    return Status();
+  }
   // Without inputs, dlrun may still compile the model and print or save the plan.
   if (a.inputs.empty() && a.lists.empty() && a.camera < 0 && !a.print_plan && a.save_plan.empty())
     return invalid_argument("no input: give images, videos, directories, @LIST, -, --list FILE or --camera N "

@@ -67,6 +67,8 @@ struct Args {
   std::string report_file;
   std::string trace;
   std::string log_level = "warn";
+  // ---- prepare ----
+  std::string prepare;  // --prepare OUT: write the prepared weight file and exit
 };
 
 // Adds every option of dlrun to `app`, writing into *a (which must outlive app).

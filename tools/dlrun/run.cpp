@@ -13,6 +13,7 @@
 #endif
 #include "runtime/compile.h"
 #include "runtime/session.h"
+#include "runtime/storage/prepared_file.h"
 #include "tools/common/class_names.h"
 #include "tools/common/frames.h"
 #include "tools/common/inputs.h"
@@ -262,6 +263,13 @@ int run_dlrun(const Args& a) {
   if (!usage.ok() || !opt.ok()) {
     std::fprintf(stderr, "%s: %s\n", kTool, (opt.ok() ? usage : opt.status()).message().c_str());
     return kExitUsage;
+  }
+  if (!a.prepare.empty()) {  // dlrun --prepare OUT: no device, no inputs
+    Expected<PrepareReport> r = prepare_weights(a.cfg, a.weights, *opt, a.prepare);
+    if (!r.ok()) return fail(kTool, r.status());
+    std::printf("prepared %s: %.2f MiB, %d blobs, %s %s, %.2f s\n", r->path.c_str(), double(r->file_bytes) / (1 << 20),
+                r->blobs, dtype_name(r->dtype), layout_name(r->layout), r->seconds);
+    return kExitOk;
   }
   // OpenCV's warnings would add lines to our one-line errors; --log-level debug/trace keeps them.
   set_opencv_logs_quiet(a.log_level != "debug" && a.log_level != "trace");
