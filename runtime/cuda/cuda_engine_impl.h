@@ -51,8 +51,8 @@ class CudaEngine final : public Engine {
  private:
   explicit CudaEngine(const CompiledModel& model)
       : m_options(model.engine), m_plan(model.plan), m_streaming(model.streaming), m_stream_plan(model.stream),
-        m_from_storage(model.from_storage), m_reads(model.reads),
-        m_profile_name(model.target.copy_profile.name), m_weights_deferred(model.needs_layer_times()) {}
+        m_profile_name(model.target.copy_profile.name), m_weights_deferred(model.needs_layer_times()),
+        m_from_storage(model.from_storage), m_reads(model.reads) {}
   TensorView view(const ViewRef& v) const;
   const char* blob_ptr(int blob) const;  // device address of a weight blob (pool or resident buffer)
   char* pool_base() const { return m_ring.bytes() ? m_ring.data() : static_cast<char*>(m_weights.data()); }

@@ -165,7 +165,9 @@ TEST(ReadPlan, TwoStageBlobsLieWhereKernelsReadThemUntilTheirLayerIsDone) {
     }
     ASSERT_EQ(next_read, r->units.size());
     for (size_t b = 0; b < plan.weights.size(); ++b)
-      if (!resident.empty() && resident[b]) EXPECT_EQ(r->blob_staging_offset[b], -1);
+      if (!resident.empty() && resident[b]) {
+        EXPECT_EQ(r->blob_staging_offset[b], -1);
+      }
     EXPECT_GT(blobs_checked, 0);
   }
 }
