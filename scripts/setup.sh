@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libopenblas-dev           # CPU GEMM (Eigen; OpenBLAS optional)
   libcli11-dev nlohmann-json3-dev         # command lines, JSON
   libspdlog-dev libfmt-dev                # logging (spdlog used header-only)
+  liburing-dev                            # io_uring reads of streamed weights (linked statically)
   libgtest-dev                            # tests
   python3-matplotlib                      # docs/ plots from benchmark JSON
 )

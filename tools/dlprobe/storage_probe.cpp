@@ -202,7 +202,9 @@ Expected<StorageResult> run_storage_probe(const StorageOptions& o) {
   const std::vector<int> depths = o.quick ? std::vector<int>{1, 4, 16} : std::vector<int>{1, 2, 4, 8, 16};
   std::vector<ReaderKind> kinds;
   if (uring_available()) kinds.push_back(ReaderKind::kUring);
-  else std::fprintf(stderr, "dlprobe storage: io_uring is not available (no liburing in this build, or the kernel refuses a ring): threads only\n");
+  else
+    std::fprintf(stderr, "dlprobe storage: io_uring is not available (no liburing in this build, or the kernel "
+                         "refuses a ring): threads only\n");
   kinds.push_back(ReaderKind::kThreads);
   const double max_seconds = o.quick ? 0.25 : 0.6;
   const int64_t pass = res.file_bytes;
