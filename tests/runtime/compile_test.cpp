@@ -320,6 +320,17 @@ TEST(Dependencies, PointOneWay) {
     }
   }
   EXPECT_GT(files, 20);
+  // runtime/storage/ (the block reader) is plain C++ over the OS: runtime/core/ and itself.
+  int storage_files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(test::source_file("runtime/storage"))) {
+    if (!e.is_regular_file()) continue;
+    ++storage_files;
+    const std::string rel = "runtime/storage/" + e.path().filename().string();
+    for (const std::string& inc : includes_of(rel))
+      EXPECT_TRUE(inc.rfind("runtime/core/", 0) == 0 || inc.rfind("runtime/storage/", 0) == 0)
+          << rel << " includes " << inc;
+  }
+  EXPECT_GE(storage_files, 4);
   // No header of the library includes a JSON library, directly or not, except the
   // private one that gives a copy profile's JSON value to compile_json.cpp and tests.
   int headers = 0;

@@ -42,7 +42,7 @@ using AlignedBuffer = std::unique_ptr<char, FreeDeleter>;
 Expected<AlignedBuffer> aligned_buffer(int64_t bytes) {
   void* p = nullptr;
   if (::posix_memalign(&p, size_t(BlockReader::kDirectAlign), size_t(bytes)) != 0)
-    return out_of_memory("dlprobe storage: cannot allocate " + std::to_string(bytes >> 20) + " MiB of read buffers");
+    return out_of_memory("storage: cannot allocate " + std::to_string(bytes >> 20) + " MiB of read buffers");
   return AlignedBuffer(static_cast<char*>(p));
 }
 
@@ -63,7 +63,7 @@ Status create_file(const std::string& dir, int64_t bytes, TempFile* out) {
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   const int fd = ::mkstemp(name.data());
-  if (fd < 0) return io_error("dlprobe storage: cannot create a file in '" + dir + "': " + errno_text());
+  if (fd < 0) return io_error("storage: cannot create a file in '" + dir + "': " + errno_text());
   out->path = name.data();
   std::vector<uint64_t> chunk(size_t(4 * kMiB / 8));
   uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -79,10 +79,10 @@ Status create_file(const std::string& dir, int64_t bytes, TempFile* out) {
     const int64_t n = std::min<int64_t>(bytes - done, 4 * kMiB);
     const ssize_t w = ::write(fd, chunk.data(), size_t(n));
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) st = io_error("dlprobe storage: cannot write '" + out->path + "': " + errno_text());
+    if (w <= 0) st = io_error("storage: cannot write '" + out->path + "': " + errno_text());
     else done += w;
   }
-  if (st.ok() && ::fsync(fd) != 0) st = io_error("dlprobe storage: cannot sync '" + out->path + "': " + errno_text());
+  if (st.ok() && ::fsync(fd) != 0) st = io_error("storage: cannot sync '" + out->path + "': " + errno_text());
   ::close(fd);
   return st;
 }
@@ -185,7 +185,7 @@ Expected<StorageResult> run_storage_probe(const StorageOptions& o) {
   }
   struct stat st {};
   if (::stat(res.file.c_str(), &st) != 0)
-    return io_error("dlprobe storage: cannot stat '" + res.file + "': " + errno_text());
+    return io_error("storage: cannot stat '" + res.file + "': " + errno_text());
   res.file_bytes = int64_t(st.st_size);
   std::string label;
   if (res.temporary) {
@@ -194,7 +194,7 @@ Expected<StorageResult> run_storage_probe(const StorageOptions& o) {
   }
   res.device = describe_storage(res.file, label);
   if (res.file_bytes < 4 * kMiB)
-    return invalid_argument("dlprobe storage: '" + res.file + "' has " + std::to_string(res.file_bytes) +
+    return invalid_argument("storage: '" + res.file + "' has " + std::to_string(res.file_bytes) +
                             " bytes; at least 4 MiB are needed");
 
   const std::vector<int64_t> blocks = o.quick ? std::vector<int64_t>{64 * kKiB, 1 * kMiB, 16 * kMiB}
