@@ -51,7 +51,8 @@ class UringReader final : public BlockReader {
   Expected<int64_t> submit(const ReadRequest& r) override {
     if (!m_error.ok()) return m_error;
     DLR_RETURN_IF_ERROR(check_request(r));
-    if (m_in_flight == m_queue_depth) reap_one();
+    // A completion may only continue a short read (the slot stays busy): reap until one is free.
+    while (m_error.ok() && m_in_flight == m_queue_depth) reap_one();
     if (!m_error.ok()) {
       drain();
       return m_error;
