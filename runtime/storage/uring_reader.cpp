@@ -85,6 +85,7 @@ class UringReader final : public BlockReader {
     return m_error;
   }
 
+  int in_flight() const override { return m_in_flight; }
   ReaderKind kind() const override { return ReaderKind::kUring; }
 
  private:
@@ -214,6 +215,7 @@ Expected<std::unique_ptr<BlockReader>> open_uring_reader(const std::string& path
     Status wait(int64_t) override { return Status(); }
     Status wait_all() override { return Status(); }
     ReaderKind kind() const override { return ReaderKind::kUring; }
+    int in_flight() const override { return 0; }
   } closer(path, fd);
   return unsupported("block reader for '" + path + "': this build has no liburing");
 }
