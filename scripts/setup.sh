@@ -10,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev         # command lines, JSON
   libspdlog-dev libfmt-dev                # logging (spdlog used header-only)
   libxxhash-dev                           # XXH3 identity hashes of prepared weight files (header-only)
+  liburing-dev                            # io_uring reads of streamed weights (linked statically)
   libgtest-dev                            # tests
   python3-matplotlib                      # docs/ plots from benchmark JSON
 )

@@ -67,6 +67,8 @@ class BlockReader {
   virtual Status wait(int64_t ticket) = 0;
   virtual Status wait_all() = 0;
   virtual ReaderKind kind() const = 0;  // the backend in use (never kAuto)
+  // Reads submitted and not yet reaped by a submit/wait (0..queue_depth).
+  virtual int in_flight() const = 0;
   const std::string& path() const { return m_path; }
   bool direct() const { return m_direct; }
   int queue_depth() const { return m_queue_depth; }

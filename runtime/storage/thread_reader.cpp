@@ -106,6 +106,7 @@ class ThreadReader final : public BlockReader {
     return m_error;
   }
 
+  int in_flight() const override { return m_in_flight; }
   ReaderKind kind() const override { return ReaderKind::kThreads; }
 
  private:

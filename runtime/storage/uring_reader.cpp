@@ -51,7 +51,8 @@ class UringReader final : public BlockReader {
   Expected<int64_t> submit(const ReadRequest& r) override {
     if (!m_error.ok()) return m_error;
     DLR_RETURN_IF_ERROR(check_request(r));
-    if (m_in_flight == m_queue_depth) reap_one();
+    // A completion may only continue a short read (the slot stays busy): reap until one is free.
+    while (m_error.ok() && m_in_flight == m_queue_depth) reap_one();
     if (!m_error.ok()) {
       drain();
       return m_error;
@@ -84,6 +85,7 @@ class UringReader final : public BlockReader {
     return m_error;
   }
 
+  int in_flight() const override { return m_in_flight; }
   ReaderKind kind() const override { return ReaderKind::kUring; }
 
  private:
@@ -213,6 +215,7 @@ Expected<std::unique_ptr<BlockReader>> open_uring_reader(const std::string& path
     Status wait(int64_t) override { return Status(); }
     Status wait_all() override { return Status(); }
     ReaderKind kind() const override { return ReaderKind::kUring; }
+    int in_flight() const override { return 0; }
   } closer(path, fd);
   return unsupported("block reader for '" + path + "': this build has no liburing");
 }

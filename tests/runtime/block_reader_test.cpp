@@ -162,8 +162,12 @@ TEST_F(BlockReaderTest, QueueDepthBounds) {
       for (int i = 0; i < n; ++i) {
         auto t = (*r)->submit({int64_t(i) * kAlign, kAlign, buf.get() + int64_t(i) * kAlign});
         ASSERT_TRUE(t.ok()) << t.status().to_string();
+        EXPECT_GE((*r)->in_flight(), 1);
+        EXPECT_LE((*r)->in_flight(), depth);
+        if (kind == ReaderKind::kUring) EXPECT_EQ((*r)->in_flight(), std::min(i + 1, depth));  // reaps one at a time
       }
       ASSERT_TRUE((*r)->wait_all().ok());
+      EXPECT_EQ((*r)->in_flight(), 0);
       EXPECT_EQ(std::memcmp(buf.get(), data.data(), size_t(n) * kAlign), 0) << label(kind, true, depth);
     }
 }

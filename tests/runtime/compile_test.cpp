@@ -320,6 +320,28 @@ TEST(Dependencies, PointOneWay) {
     }
   }
   EXPECT_GT(files, 20);
+  // runtime/storage/ (block reader, prepared weight file, read pipeline) is plain C++ over
+  // the OS: no CUDA, no kernels, no engine, no tool; of the runtime it sees the core, itself
+  // and the plain-data types it reads and fills (plan, options, weight source, read plan,
+  // the engine's timing structs, the cache directory).
+  int storage_files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(test::source_file("runtime/storage"))) {
+    if (!e.is_regular_file()) continue;
+    ++storage_files;
+    const std::string rel = "runtime/storage/" + e.path().filename().string();
+    for (const std::string& inc : includes_of(rel)) {
+      const bool project = inc.rfind("runtime/", 0) == 0 || inc.rfind("loaders/", 0) == 0 ||
+                           inc.rfind("kernels/", 0) == 0 || inc.rfind("tools/", 0) == 0;
+      const bool allowed = inc.rfind("runtime/core/", 0) == 0 || inc.rfind("runtime/storage/", 0) == 0 ||
+                           inc == "runtime/plan.h" || inc == "runtime/options.h" || inc == "runtime/weight_source.h" ||
+                           inc == "runtime/streaming/read_plan.h" || inc == "runtime/engine.h" ||
+                           inc == "runtime/cache_dir.h" || inc == "runtime/compile.h" || inc == "runtime/weight_store.h" ||
+                           inc == "loaders/network_desc.h" || inc == "loaders/weights_file.h";
+      EXPECT_TRUE(!project || allowed) << rel << " includes " << inc;
+      EXPECT_EQ(inc.find("cuda"), std::string::npos) << rel << " includes " << inc;
+    }
+  }
+  EXPECT_GE(storage_files, 4);
   // No header of the library includes a JSON library, directly or not, except the
   // private one that gives a copy profile's JSON value to compile_json.cpp and tests.
   int headers = 0;

@@ -1,8 +1,10 @@
 // dlprobe: measure the current GPU's host-to-device copy engine (bandwidth by copy
-// size, host call time, copy-queue depth behind a busy stream) and write a copy
-// profile for `dlrun --copy-profile`. `dlprobe --show NAME|FILE` prints a built-in
-// or saved profile (no GPU needed). Tables on stdout, progress and errors on stderr.
-// Exit: 0 ok, 1 error (one line on stderr), 2 usage error.
+// size, host call time, copy-queue depth behind a busy stream) and the disk the
+// weights are read from (O_DIRECT bandwidth by block size and queue depth, buffered
+// reads), and write a copy profile for `dlrun --copy-profile`. `--storage-only`
+// measures the disk alone (no GPU needed, also in a CPU-only build). `dlprobe --show
+// NAME|FILE` prints a built-in or saved profile (no GPU needed). Tables on stdout,
+// progress and errors on stderr. Exit: 0 ok, 1 error (one line on stderr), 2 usage error.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "runtime/streaming/copy_profile.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlprobe/probe.h"
+#include "tools/dlprobe/storage_probe.h"
 
 namespace {
 
@@ -35,6 +38,12 @@ struct Args {
   int max_mb = 256;
   int device = 0;
   std::string log_level = "warn";
+  // Storage phase.
+  bool no_storage = false;
+  bool storage_only = false;
+  std::string storage_file;
+  int storage_mib = 512;
+  std::string base;  // --storage-only: the copy part of the profile written
 };
 
 std::string size_text(int64_t b) {
@@ -78,6 +87,118 @@ void print_profile(const CopyProfile& p) {
   }
   if (p.queue.empty()) std::printf(" none\n");
   std::printf("  YOLOv4's largest fp32 layer (18.9 MB): %.3f ms pinned\n", p.copy_ms(18'900'000));
+  const StorageProfile& st = p.storage;
+  if (st.empty()) {
+    std::printf("  storage: none in this profile (streaming assumes the default, a conservative NVMe disk)\n");
+    return;
+  }
+  std::printf("  storage%s%s, reader %s: buffered %.2f GB/s uncached, %.2f GB/s cached (0: unknown)\n",
+              st.device.empty() ? "" : " ", st.device.c_str(), st.reader.empty() ? "any" : st.reader.c_str(),
+              st.buffered_gbps, st.cached_gbps);
+  std::set<int64_t> blocks;
+  std::set<int> depths;
+  for (const StoragePoint& sp : st.direct) {
+    blocks.insert(sp.block_bytes);
+    depths.insert(sp.queue_depth);
+  }
+  std::printf("  O_DIRECT GB/s %10s", "block");
+  for (int d : depths) std::printf(" %7s", ("qd " + std::to_string(d)).c_str());
+  std::printf("\n");
+  for (int64_t b : blocks) {
+    std::printf("  %14s%10s", "", size_text(b).c_str());
+    for (int d : depths) {
+      const StoragePoint* hit = nullptr;
+      for (const StoragePoint& sp : st.direct)
+        if (sp.block_bytes == b && sp.queue_depth == d) hit = &sp;
+      if (hit)
+        std::printf(" %7.2f", hit->gbps);
+      else
+        std::printf(" %7s", "-");
+    }
+    std::printf("\n");
+  }
+  std::printf("  reading YOLOv4's weights (258 MB) in 4 MiB blocks: %.0f ms at depth 1, %.0f ms at depth 8\n",
+              st.read_ms(258'000'000, 4 * kMiB, 1), st.read_ms(258'000'000, 4 * kMiB, 8));
+}
+
+// The storage phase's measurements: both reader kinds side by side.
+void print_storage(const probe::StorageResult& r) {
+  std::printf("\nStorage: %s, %lld MiB%s; O_DIRECT sequential reads (GB/s, wall time, page cache dropped "
+              "before each run)\n",
+              r.device.c_str(), (long long)(r.file_bytes >> 20), r.temporary ? " (created and removed)" : "");
+  std::printf("%10s %6s %12s %12s %16s %16s\n", "block", "depth", "uring GB/s", "threads GB/s", "uring CPU ms/GB",
+              "threads CPU ms/GB");
+  std::set<std::pair<int, int64_t>> keys;
+  for (const probe::StorageRun& x : r.direct) keys.insert({x.depth, x.block});
+  for (const auto& [depth, block] : keys) {
+    double g[2] = {-1, -1}, c[2] = {-1, -1};
+    for (const probe::StorageRun& x : r.direct)
+      if (x.depth == depth && x.block == block) {
+        g[x.kind == ReaderKind::kUring ? 0 : 1] = x.gbps;
+        c[x.kind == ReaderKind::kUring ? 0 : 1] = x.cpu_ms_per_gb;
+      }
+    char cell[4][16] = {"-", "-", "-", "-"};
+    for (int k = 0; k < 2; ++k) {
+      if (g[k] >= 0) std::snprintf(cell[k], sizeof cell[k], "%.3f", g[k]);
+      if (c[k] >= 0) std::snprintf(cell[2 + k], sizeof cell[2 + k], "%.0f", c[k]);
+    }
+    std::printf("%10s %6d %12s %12s %16s %16s\n", size_text(block).c_str(), depth, cell[0], cell[1], cell[2], cell[3]);
+  }
+  std::printf("buffered 1 MiB reads, %lld MiB: %.3f GB/s uncached (after POSIX_FADV_DONTNEED), %.3f GB/s cached\n",
+              (long long)(r.buffered_bytes >> 20), r.buffered_gbps, r.cached_gbps);
+  if (r.cached_after_direct >= 0)
+    std::printf("page cache held %lld KiB of the file after the O_DIRECT runs\n",
+                (long long)(r.cached_after_direct / kKiB));
+  std::printf("best reader: %s (geometric mean of the uring/threads ratios); %.1f s\n", reader_kind_name(r.best),
+              r.seconds);
+}
+
+// Runs the storage phase and puts its figures into `p` (validated like a loaded file).
+Status measure_storage(const Args& a, CopyProfile* p) {
+  probe::StorageOptions o;
+  o.file = a.storage_file;
+  o.file_bytes = int64_t(a.storage_mib) * kMiB;
+  o.quick = a.quick;
+  DLR_ASSIGN_OR_RETURN(probe::StorageResult r, probe::run_storage_probe(o));
+  print_storage(r);
+  p->storage = probe::storage_profile_from(r);
+  DLR_ASSIGN_OR_RETURN(*p, CopyProfile::from_json_text(p->to_json_text(), "measured profile '" + p->name + "'"));
+  return Status();
+}
+
+// Fails before measuring, not after, when the profile cannot be written.
+Status check_out_dir(const std::string& out) {
+  const std::filesystem::path dir = std::filesystem::path(out).parent_path();
+  const std::string dir_text = dir.empty() ? "." : dir.string();
+  if (::access(dir_text.c_str(), W_OK) != 0)
+    return invalid_argument("cannot write --out " + out + ": directory '" + dir_text + "' is not writable or missing");
+  return Status();
+}
+
+Status save_profile(const CopyProfile& p, const std::string& out) {
+  std::printf("\n");
+  print_profile(p);
+  std::fflush(stdout);
+  DLR_RETURN_IF_ERROR(p.save(out));
+  std::printf("wrote %s\n", out.c_str());
+  return Status();
+}
+
+// --storage-only: the copy part comes from --base, else from the --out file when it
+// is a valid profile (its storage is replaced), else the built-in "discrete".
+int storage_main(const Args& a) {
+  Status st = check_out_dir(a.out);
+  if (!st.ok()) return fail("dlprobe", st);
+  std::string base = a.base;
+  if (base.empty()) base = std::filesystem::exists(a.out) ? a.out : "discrete";
+  if (base == a.out && !CopyProfile::check_name(base).ok()) base = "./" + base;  // a file name without '/' or .json
+  auto p = CopyProfile::resolve(base);
+  if (!p.ok()) return fail("dlprobe", "--storage-only: the copy part of the profile: " + p.status().message());
+  std::fprintf(stderr, "dlprobe: storage only; copy figures from '%s'\n", base.c_str());
+  if (!a.name.empty()) p->name = a.name;
+  st = measure_storage(a, &*p);
+  if (st.ok()) st = save_profile(*p, a.out);
+  return st.ok() ? kExitOk : fail("dlprobe", st);
 }
 
 int show(const std::string& what) {
@@ -170,24 +291,20 @@ int probe_main(const Args& a) {
   o.device = a.device;
   o.quick = a.quick;
   o.max_bytes = int64_t(a.max_mb) * kMiB;
-  // Fail before measuring, not after, when the profile cannot be written.
-  const std::filesystem::path dir = std::filesystem::path(a.out).parent_path();
-  const std::string dir_text = dir.empty() ? "." : dir.string();
-  if (::access(dir_text.c_str(), W_OK) != 0)
-    return fail("dlprobe", "cannot write --out " + a.out + ": directory '" + dir_text + "' is not writable or missing");
+  Status st = check_out_dir(a.out);
+  if (!st.ok()) return fail("dlprobe", st);
   auto r = probe::run_probe(o);
   if (!r.ok()) return fail("dlprobe", r.status());
   print_measurements(*r);
   auto p = derive(*r, a.name);
   if (!p.ok()) return fail("dlprobe", p.status());
-  std::printf("\n");
-  print_profile(*p);
-  std::printf("\nprofile JSON (%.1f s of measurement): %s\n", r->seconds, p->to_json_text().c_str());
-  std::fflush(stdout);
-  Status st = p->save(a.out);
-  if (!st.ok()) return fail("dlprobe", st);
-  std::printf("wrote %s\n", a.out.c_str());
-  return kExitOk;
+  std::printf("\nprofile JSON of the copy measurements (%.1f s): %s\n", r->seconds, p->to_json_text().c_str());
+  if (!a.no_storage) {
+    st = measure_storage(a, &*p);
+    if (!st.ok()) return fail("dlprobe", st);
+  }
+  st = save_profile(*p, a.out);
+  return st.ok() ? kExitOk : fail("dlprobe", st);
 }
 
 #endif  // DLR_HAVE_CUDA
@@ -199,13 +316,24 @@ namespace {
 int tool_main(int argc, char** argv) {
   dlr::init_logging();
   Args a;
-  CLI::App app{"dlprobe: measure the GPU's host-to-device copy engine and write a copy profile", "dlprobe"};
+  CLI::App app{"dlprobe: measure the GPU's host-to-device copy engine and the disk, and write a copy profile",
+               "dlprobe"};
   app.add_option("--show", a.show, "print a copy profile (built-in name or JSON file) and exit; needs no GPU");
   app.add_option("--out", a.out, "write the measured profile here (default copy_profile.json)");
   app.add_option("--name", a.name, "profile name (default: probe-<device name>)");
   app.add_flag("--quick", a.quick, "fewer sizes, repetitions and queue tests");
   app.add_option("--max-mb", a.max_mb, "largest copy size in MiB (default 256)")->check(CLI::Range(1, 4096));
   app.add_option("--device", a.device, "CUDA device index (default 0)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--no-storage", a.no_storage, "skip the storage phase (the profile then has no storage section)");
+  app.add_flag("--storage-only", a.storage_only,
+               "measure only the disk (no GPU needed); the copy part comes from --base, else the --out file if it "
+               "exists, else the built-in 'discrete'");
+  app.add_option("--storage-file", a.storage_file,
+                 "measure reads of this existing file (kept); default: a temporary file of --storage-mib MiB in "
+                 "$TMPDIR or the current directory, removed afterwards");
+  app.add_option("--storage-mib", a.storage_mib, "size of the temporary storage test file in MiB (default 512)")
+      ->check(CLI::Range(4, 1 << 20));
+  app.add_option("--base", a.base, "--storage-only: built-in name or profile file for the copy part");
   app.add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   try {
@@ -216,10 +344,19 @@ int tool_main(int argc, char** argv) {
   }
   dlr::set_log_level(a.log_level);
   if (!a.show.empty()) return show(a.show);
+  if (a.storage_only && a.no_storage) {
+    std::fprintf(stderr, "dlprobe: --storage-only and --no-storage exclude each other\n");
+    return kExitUsage;
+  }
+  if (!a.base.empty() && !a.storage_only) {
+    std::fprintf(stderr, "dlprobe: --base is for --storage-only\n");
+    return kExitUsage;
+  }
+  if (a.storage_only) return storage_main(a);
 #ifdef DLR_HAVE_CUDA
   return probe_main(a);
 #else
-  return fail("dlprobe", "this build has no CUDA backend");
+  return fail("dlprobe", "this build has no CUDA backend: --storage-only measures the disk alone");
 #endif
 }
 
