@@ -245,9 +245,14 @@ Status CudaEngine::setup_storage_reads(WeightSource& source) {
   auto event = [this](const ReadUnit& u) -> cudaEvent_t {
     return m_reads.two_stage ? m_layer_done[size_t(u.wait_layer)].get() : m_copy_done[size_t(u.wait_unit)].get();
   };
+  // The reader thread makes this engine's device current before touching its events.
   ReadPipeline::DeviceWait wait;
-  wait.ready = [event](const ReadUnit& u) { return cudaEventQuery(event(u)) == cudaSuccess; };
-  wait.wait = [event](const ReadUnit& u) -> Status {
+  const int device = m_options.cuda_device;
+  wait.ready = [event, device](const ReadUnit& u) {
+    return cudaSetDevice(device) == cudaSuccess && cudaEventQuery(event(u)) == cudaSuccess;
+  };
+  wait.wait = [event, device](const ReadUnit& u) -> Status {
+    DLR_CUDA_CHECK(cudaSetDevice(device));
     DLR_CUDA_CHECK(cudaEventSynchronize(event(u)));
     return Status();
   };
