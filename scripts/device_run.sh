@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream regress residency soak
+#   info tests sanitize probe bench stream regress residency soak storage
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -108,6 +108,47 @@ for phase in "$@"; do
       "$B/dlsoak" "$M/yolov4.cfg" --synthetic --size 416 --precision fp16 --mode stream --weight-budget 50% \
         --iters 2000 --thread-iters 50 --json "$OUT/soak_yolov4_fp16_resident.json" >"$OUT/soak_resident.txt" 2>&1
       note "dlsoak stream 50% rc=$?"; cat "$OUT/soak_resident.txt" | tee -a "$summary"
+      ;;
+    storage)
+      # Issue 15: weights read from the machine's disk each inference (yolov4 @608 fp16).
+      # The disk's O_DIRECT profile first (the h100 copy part plus a measured storage part).
+      SPROF="$OUT/storage_profile.json"
+      timeout 120 "$B/dlprobe" --storage-only --base h100 --storage-mib 1024 --storage-file /tmp/dlprobe-storage.bin \
+        --out "$SPROF" >"$OUT/storage_probe.txt" 2>&1
+      note "dlprobe storage rc=$?"; tail -25 "$OUT/storage_probe.txt" | tee -a "$summary"
+      [ -f "$SPROF" ] || SPROF=h100
+      export DLR_CACHE_DIR=/tmp/dlrcache
+      W=/tmp/y4.weights; P=/tmp/y4-fp16.dlrw
+      "$B/dlgen" "$M/yolov4.cfg" $W >/dev/null
+      "$B/dlrun" "$M/yolov4.cfg" $W --prepare $P --device cuda --precision fp16 >"$OUT/prepare.txt" 2>&1
+      note "prepare rc=$? $(tr '\n' ' ' < "$OUT/prepare.txt")"
+      # Time to the first detection with a prepared file: the first run measures kernel times
+      # and keeps them; the second reads them from the cache.
+      for run in first second; do
+        t0=$(date +%s.%N)
+        "$B/dlrun" "$M/yolov4.cfg" $P "$DLR_SHARED_DIR/images/dog.ppm" --device cuda --precision fp16 --mode stream \
+          --weights-from storage --copy-profile "$SPROF" >"$OUT/ttfd_$run.txt" 2>&1
+        rc=$?; t1=$(date +%s.%N)
+        note "time to first detection ($run run, kernel-times cache): $(python3 -c "print(round($t1 - $t0, 3))") s rc=$rc"
+      done
+      # Host vs storage, three stages and zero copy, minimal pool and half the weights.
+      timeout 300 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --precision fp16 --mode preload,stream \
+        --weight-budget min,50% --weights-from host,storage --zero-copy off,on --prepared $P --copy-profile "$SPROF" \
+        --cold --iters 20 --warmup 2 --json "$OUT/storage_yolov4_608_fp16.json" >"$OUT/storage_yolov4_608_fp16.txt" 2>&1
+      note "storage bench rc=$?"; cat "$OUT/storage_yolov4_608_fp16.txt" | tee -a "$summary"
+      # Read depth and reader, storage at the minimal pool; 100 inferences for the page cache.
+      for v in "--read-depth 1" "--read-depth 32" "--reader threads" "--read-block 4MiB" "--iters 100 --warmup 0"; do
+        timeout 120 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --precision fp16 --mode stream \
+          --weight-budget min --weights-from storage --zero-copy off --prepared $P --copy-profile "$SPROF" --cold \
+          --iters 20 --warmup 2 $v --json "$OUT/storage_var_$(echo $v | tr -dc 'a-z0-9').json" \
+          >"$OUT/storage_var.txt" 2>&1
+        note "storage $v rc=$? $(tail -1 "$OUT/storage_var.txt")"
+      done
+      "$B/dlrun" "$M/yolov4.cfg" $P "$DLR_SHARED_DIR/images/dog.ppm" --device cuda --precision fp16 --mode stream \
+        --weights-from storage --copy-profile "$SPROF" --print-plan --report table --trace "$OUT/trace_storage.json" \
+        >"$OUT/dlrun_storage_report.txt" 2>&1
+      note "dlrun storage report rc=$?"; grep -E "^total|^read:|^device memory|^note: weights" "$OUT/dlrun_storage_report.txt" | tee -a "$summary"
+      unset DLR_CACHE_DIR
       ;;
     *) note "unknown phase $phase" ;;
   esac

@@ -123,10 +123,12 @@ Status CudaEngine::finalize() {
     }
   }
   // Warm-up run (loads kernels, lets cuDNN initialise) outside any timing, then capture.
-  if (m_from_storage && m_pipeline)
-    DLR_RETURN_IF_ERROR(enqueue_network_storage(false));
-  else
-    DLR_RETURN_IF_ERROR(enqueue_network(false));
+  // From storage the warm-up runs the layers alone on whatever the pool holds: a full
+  // read of the weights would only delay the first detection.
+  m_kernels_only = m_from_storage;
+  const Status warm = enqueue_network(false);
+  m_kernels_only = false;
+  DLR_RETURN_IF_ERROR(warm);
   DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
   DLR_LOG_DEBUG("cuda engine: warm-up done");
   m_graph = cuda::GraphExec();

@@ -126,6 +126,7 @@ class CudaEngine final : public Engine {
   std::vector<cuda::Event> m_ev_copy_start, m_ev_copy_end;                      // per unit
   bool m_input_pending = false;
   bool m_capturing = false;  // inside capture()
+  bool m_kernels_only = false;  // enqueue_network: the layers alone, no copies or reads (warm-up from storage)
   std::vector<LayerTiming> m_timings;
   std::vector<CopyTiming> m_copy_timings;
   RunTiming m_run_timing;

@@ -154,7 +154,7 @@ Status CudaEngine::enqueue_network(bool profile) {
     DLR_CUDA_CHECK(cudaEventRecordWithFlags(ev.get(), s, timing_flags));
     return Status();
   };
-  const bool copies = m_streaming && !m_stream_plan.resident;
+  const bool copies = m_streaming && !m_stream_plan.resident && !m_kernels_only;
   if (copies) {  // the copy stream joins after everything already on the compute stream
     DLR_CUDA_CHECK(cudaEventRecord(m_fork.get(), cs));
     DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_fork.get(), 0));
@@ -188,7 +188,7 @@ Status CudaEngine::enqueue_network(bool profile) {
       waited_unit = m_stream_plan.blob_last_unit[size_t(st.weight)];
       DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_copy_done[size_t(waited_unit)].get(), 0));
     }
-    const bool two_stage = zero_copy();
+    const bool two_stage = zero_copy() && !m_kernels_only;
     if (two_stage && m_reads.layer_read_unit[size_t(layer)] >= 0)  // its weights are in (mapped) staging
       DLR_RETURN_IF_ERROR(m_pipeline->wait_unit(m_reads.layer_read_unit[size_t(layer)]));
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_ready[size_t(layer)], cs));
