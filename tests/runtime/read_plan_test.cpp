@@ -8,6 +8,7 @@
 #include <random>
 
 #include "runtime/streaming/read_plan.h"
+#include "runtime/streaming/simulator.h"
 #include "runtime/streaming/stream_plan.h"
 #include "tests/runtime/stream_fixtures.h"
 
@@ -201,6 +202,55 @@ TEST(ReadPlan, StoragePlansHavePageSizedBlobs) {
   ro.queue_depth = 4;
   ro.block_bytes = 1000;
   EXPECT_FALSE(plan_reads_two_stage(plan, {}, ro).ok());
+}
+
+TEST(ReadPlan, SimulatedReadsBoundTheLatencyAndVanishWhenFree) {
+  std::mt19937_64 rng(3);
+  for (int iter = 0; iter < 30; ++iter) {
+    const ExecutionPlan plan = fake_plan(storage_sizes(&rng, 2 + int(rng() % 30)), &rng);
+    const std::vector<double> ms = test::random_times(plan, &rng, 0.01, 0.5);
+    StreamOptions so;
+    so.ring_granularity = 64 << 10;
+    so.min_unit_bytes = 8192;
+    Expected<StreamPlan> s = plan_streaming(plan, h100_like(), so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    if (s->resident) continue;
+    Expected<ReadPlan> r = plan_reads_three_stage(plan, *s, ReadOptions());
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const SimResult plain = simulate(plan, *s, h100_like(), ms);
+    SimOptions free_reads;
+    free_reads.reads = &*r;
+    free_reads.read_ms = [](int64_t) { return 0.0; };
+    const SimResult free = simulate(plan, *s, h100_like(), ms, free_reads);
+    EXPECT_TRUE(free.violations.empty()) << free.violations[0];
+    EXPECT_NEAR(free.latency_ms, plain.latency_ms, 1e-9);
+    // A slow disk (1 GB/s): reads are serial, so the latency is at least all of them.
+    SimOptions slow = free_reads;
+    slow.read_ms = [](int64_t b) { return double(b) / 1e6; };
+    const SimResult disk = simulate(plan, *s, h100_like(), ms, slow);
+    EXPECT_TRUE(disk.violations.empty()) << disk.violations[0];
+    EXPECT_GE(disk.latency_ms + 1e-9, double(r->read_bytes()) / 1e6);
+    for (size_t u = 0; u < r->units.size(); ++u) {
+      EXPECT_GE(disk.copy_start_ms[u] + 1e-9, disk.read_end_ms[u]) << "copy " << u << " before its read landed";
+      const int w = r->units[u].wait_unit;
+      if (w >= 0) {
+        EXPECT_GE(disk.read_start_ms[u] + 1e-9, disk.copy_end_ms[size_t(w)]) << "read " << u;
+      }
+    }
+    // Two stages: at least every read, at least every kernel, each layer after its read.
+    Expected<ReadPlan> two = plan_reads_two_stage(plan, {}, ReadOptions());
+    ASSERT_TRUE(two.ok());
+    const SimResult t = simulate_two_stage(plan, *two, ms, slow.read_ms);
+    double compute = 0;
+    for (double x : ms) compute += x;
+    EXPECT_GE(t.latency_ms + 1e-9, std::max(compute, double(two->read_bytes()) / 1e6));
+    for (const Step& st : plan.steps) {
+      const int u = two->layer_read_unit[size_t(st.layer)];
+      if (u >= 0) {
+        EXPECT_GE(t.layer_start_ms[size_t(st.layer)] + 1e-9, t.read_end_ms[size_t(u)]);
+      }
+    }
+  }
 }
 
 }  // namespace
