@@ -113,7 +113,7 @@ for phase in "$@"; do
       # Issue 15: weights read from the machine's disk each inference (yolov4 @608 fp16).
       # The disk's O_DIRECT profile first (the h100 copy part plus a measured storage part).
       SPROF="$OUT/storage_profile.json"
-      timeout 120 "$B/dlprobe" --storage-only --base h100 --storage-mib 1024 --storage-file /tmp/dlprobe-storage.bin \
+      timeout 120 "$B/dlprobe" --storage-only --base h100 --storage-mib 512 --storage-file /tmp/dlprobe-storage.bin \
         --out "$SPROF" >"$OUT/storage_probe.txt" 2>&1
       note "dlprobe storage rc=$?"; tail -25 "$OUT/storage_probe.txt" | tee -a "$summary"
       [ -f "$SPROF" ] || SPROF=h100
