@@ -113,8 +113,8 @@ for phase in "$@"; do
       # Issue 15: weights read from the machine's disk each inference (yolov4 @608 fp16).
       # The disk's O_DIRECT profile first (the h100 copy part plus a measured storage part).
       SPROF="$OUT/storage_profile.json"
-      timeout 120 "$B/dlprobe" --storage-only --base h100 --storage-mib 512 --storage-file /tmp/dlprobe-storage.bin \
-        --out "$SPROF" >"$OUT/storage_probe.txt" 2>&1
+      (cd /tmp && timeout 150 "$B/dlprobe" --storage-only --base h100 --storage-mib 512 --out "$SPROF") \
+        >"$OUT/storage_probe.txt" 2>&1
       note "dlprobe storage rc=$?"; tail -25 "$OUT/storage_probe.txt" | tee -a "$summary"
       [ -f "$SPROF" ] || SPROF=h100
       export DLR_CACHE_DIR=/tmp/dlrcache
@@ -138,9 +138,10 @@ for phase in "$@"; do
       note "storage bench rc=$?"; cat "$OUT/storage_yolov4_608_fp16.txt" | tee -a "$summary"
       # Read depth and reader, storage at the minimal pool; 100 inferences for the page cache.
       for v in "--read-depth 1" "--read-depth 32" "--reader threads" "--read-block 4MiB" "--iters 100 --warmup 0"; do
+        iters="--iters 20 --warmup 2"; case "$v" in *--iters*) iters="";; esac
         timeout 120 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --precision fp16 --mode stream \
           --weight-budget min --weights-from storage --zero-copy off --prepared $P --copy-profile "$SPROF" --cold \
-          --iters 20 --warmup 2 $v --json "$OUT/storage_var_$(echo $v | tr -dc 'a-z0-9').json" \
+          $iters $v --json "$OUT/storage_var_$(echo $v | tr -dc 'a-z0-9').json" \
           >"$OUT/storage_var.txt" 2>&1
         note "storage $v rc=$? $(tail -1 "$OUT/storage_var.txt")"
       done

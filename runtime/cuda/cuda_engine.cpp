@@ -352,7 +352,7 @@ MemoryReport CudaEngine::memory() const {
   r.activations = int64_t(m_arena.bytes());
   r.workspace = int64_t(m_workspace.bytes());
   r.other = int64_t(m_image_dev.bytes() + m_input_f32.bytes());
-  r.host_weights = m_host ? m_host->bytes() : int64_t(m_staging.bytes());
+  r.host_weights = m_host ? m_host->bytes() : m_pipeline ? m_reads.staging_bytes : 0;
   r.read_bytes = m_pipeline ? m_reads.read_bytes() : 0;
   return r;
 }

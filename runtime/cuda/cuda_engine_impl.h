@@ -103,7 +103,8 @@ class CudaEngine final : public Engine {
   bool m_from_storage = false;
   ReadPlan m_reads;
   cuda::PinnedBuffer m_staging;
-  char* m_staging_dev = nullptr;  // zero copy: the device address of m_staging
+  char* m_staging_host = nullptr;  // m_staging's first 4096-aligned byte (reads land from here)
+  char* m_staging_dev = nullptr;   // zero copy: its device address
   std::unique_ptr<ReadPipeline> m_pipeline;
   std::vector<cuda::Event> m_copy_done;   // per unit (ordering only)
   std::vector<cuda::Event> m_layer_done;  // per layer that ends a group's use (ordering only)

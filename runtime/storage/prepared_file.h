@@ -91,9 +91,10 @@ Expected<PreparedIdentity> prepared_identity(const std::string& cfg_path, const 
 // when its size differs from id->weights_size (the file changed).
 Status hash_weights_content(PreparedIdentity* id);
 
-// The plan whose weight blobs a run with `options` uses (layout and dtype from
-// planner_options for options.device), built without a device: a CUDA plan can be
-// prepared on a machine without a GPU. Validates the options first.
+// The plan whose weight blobs a storage run with `options` reads (layout and dtype from
+// planner_options for options.device, blobs in whole 4 KiB pages as storage plans
+// have them), built without a device: a CUDA plan can be prepared on a machine without
+// a GPU. Validates the options first.
 Expected<ExecutionPlan> plan_for_prepare(const NetworkDesc& net, const SessionOptions& options);
 
 // Writes the prepared file for `plan` to `path` atomically: a temporary file in the
