@@ -408,6 +408,10 @@ Expected<Target> cuda_target(int device, const std::string& copy_profile) {
   gpu.minor = prop.minor;
   const Expected<std::string> dir = user_cache_dir();
   const ProbeFunction probe = [device](double* seconds) -> Expected<CopyProfile> {
+    // The context first (cudaFree(nullptr) creates it), so the probe's reported time is
+    // the probe's own; an open creates the context anyway.
+    DLR_CUDA_CHECK(cudaSetDevice(device));
+    DLR_CUDA_CHECK(cudaFree(nullptr));
     probe::ProbeOptions o;
     o.device = device;
     o.brief = true;
