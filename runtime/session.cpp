@@ -98,7 +98,9 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   Target target = cpu_target();
   if (options.device == DeviceKind::kCUDA) {
 #ifdef DLR_HAVE_CUDA
-    DLR_ASSIGN_OR_RETURN(target, cuda_target(options.cuda_device, options.copy_profile));
+    // Only stream mode copies weights, so only it resolves (and for auto, maybe probes) a profile.
+    DLR_ASSIGN_OR_RETURN(target, cuda_target(options.cuda_device,
+                                             options.mode == WeightMode::kStream ? options.copy_profile : ""));
 #else
     return unsupported("this dlrun was built without the CUDA backend (rebuild with -DDLR_CUDA=ON)");
 #endif

@@ -23,5 +23,5 @@ cmake --build build-host -j"$(nproc)" --target dlimage >/dev/null
 for img in dog eagle giraffe horses kite person; do
   build-host/tools/dlimage convert "$shared/images/$img.jpg" "device-carry/shared/images/$img.ppm"
 done
-cp scripts/device_run.sh scripts/h100_profile.json device-carry/
+cp scripts/device_run.sh scripts/h100_profile.json scripts/plot_budget_curve.py device-carry/
 du -sh device-carry

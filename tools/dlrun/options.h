@@ -46,7 +46,7 @@ struct Args {
   std::string weight_budget = "min";
   std::string max_slowdown = "5%";
   double latency_target_ms = 0;
-  std::string copy_profile = "h100";
+  std::string copy_profile = "auto";
   std::string weight_pool = "auto";
   std::string units = "search";
   std::string residency = "greedy";
