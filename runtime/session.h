@@ -34,6 +34,7 @@ struct InferTiming {
   double preprocess_ms = 0;
   double network_ms = 0;
   double postprocess_ms = 0;
+  int threads = 0;  // the largest OpenMP team the CPU conv kernels ran with (0: none ran on the CPU)
 };
 
 class Session {

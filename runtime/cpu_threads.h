@@ -1,0 +1,40 @@
+// CPU thread control for sessions (SessionOptions::threads).
+//
+// The rule: a session runs its OpenMP work with `threads` threads when that is set
+// (> 0); with 0 (auto) with max(1, cpus / active) threads, where cpus is the number
+// of CPUs this process may run on (sched_getaffinity: taskset, cgroup cpusets) and
+// active the number of sessions inside open() or detect() at that moment, this one
+// included. So one session alone uses every CPU, and N sessions detecting at once
+// on N threads share them instead of each starting a full team (oversubscription
+// costs 10-40x on a loaded machine: OpenMP threads spin at barriers while their
+// peers wait for a CPU). Explicit counts are the application's to keep within cpus.
+//
+// Mechanism: OpenMP's thread count is an internal control variable of the calling
+// thread, so CpuThreadScope sets it (omp_set_num_threads) for the thread that calls
+// open()/detect() and restores the previous value when it ends; other threads of
+// the application are not affected.
+#pragma once
+
+namespace dlr {
+
+// CPUs this process may run on (>= 1).
+int available_cpus();
+// The auto rule: max(1, cpus / max(1, active)).
+int auto_threads(int cpus, int active);
+
+// RAII: for its lifetime the calling thread's OpenMP team size is `requested` (> 0)
+// or the auto rule's (0), and it counts as one active session.
+class CpuThreadScope {
+ public:
+  explicit CpuThreadScope(int requested);
+  ~CpuThreadScope();
+  CpuThreadScope(const CpuThreadScope&) = delete;
+  CpuThreadScope& operator=(const CpuThreadScope&) = delete;
+  int threads() const { return m_threads; }
+
+ private:
+  int m_threads = 1;
+  int m_previous = 1;
+};
+
+}  // namespace dlr
