@@ -12,7 +12,9 @@
 // Mechanism: OpenMP's thread count is an internal control variable of the calling
 // thread, so CpuThreadScope sets it (omp_set_num_threads) for the thread that calls
 // open()/detect() and restores the previous value when it ends; other threads of
-// the application are not affected.
+// the application are not affected. With auto, the CPU engine re-applies the rule
+// before every layer (refresh_cpu_threads), so a session that started alone gives
+// up CPUs within one layer when others start.
 #pragma once
 
 namespace dlr {
@@ -26,6 +28,9 @@ int auto_threads(int cpus, int active);
 // or the auto rule's (0), and it counts as one active session.
 class CpuThreadScope {
  public:
+  // Re-applies the auto rule for the innermost scope of the calling thread (no-op
+  // without one or with an explicit count). Cheap: an atomic load and an ICV store.
+  friend void refresh_cpu_threads();
   explicit CpuThreadScope(int requested);
   ~CpuThreadScope();
   CpuThreadScope(const CpuThreadScope&) = delete;
@@ -33,8 +38,12 @@ class CpuThreadScope {
   int threads() const { return m_threads; }
 
  private:
+  int m_requested = 0;
   int m_threads = 1;
   int m_previous = 1;
+  CpuThreadScope* m_outer = nullptr;
 };
+
+void refresh_cpu_threads();
 
 }  // namespace dlr
