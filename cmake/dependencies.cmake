@@ -58,3 +58,23 @@ if(NOT DLR_CUDA STREQUAL "OFF")
     message(STATUS "dlrun: no CUDA toolkit with cuDNN found; building the CPU backend only")
   endif()
 endif()
+
+# ---- Python bindings (pybind11, Python 3 headers, numpy at run time) ----
+set(DLR_HAVE_PYTHON OFF)
+if(NOT DLR_PYTHON STREQUAL "OFF")
+  # Debian's interpreter, the one python3-dev and python3-numpy belong to, unless one
+  # is named with -DPython3_EXECUTABLE (a pyenv or venv shim on PATH may lack numpy).
+  if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python3_EXECUTABLE /usr/bin/python3)
+  endif()
+  find_package(Python3 QUIET COMPONENTS Interpreter Development.Module)
+  if(Python3_FOUND)
+    set(PYBIND11_FINDPYTHON ON)
+    find_package(pybind11 CONFIG QUIET)
+  endif()
+  if(Python3_FOUND AND pybind11_FOUND)
+    set(DLR_HAVE_PYTHON ON)
+  elseif(DLR_PYTHON STREQUAL "ON")
+    message(FATAL_ERROR "DLR_PYTHON=ON but pybind11 or the Python 3 headers were not found (apt-get install pybind11-dev python3-dev)")
+  endif()
+endif()
