@@ -12,7 +12,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/dlrun.h ${PROJECT_SOUR
               ${PROJECT_BINARY_DIR}/include/dlrun/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dlrun COMPONENT dev)
 install(TARGETS dlrun_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib)
-install(FILES ${DLRUN_STATIC_LIB} DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+install(FILES ${PROJECT_BINARY_DIR}/lib/libdlrun.a DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 foreach(tool dlrun dlbench dlgen dlimage dlprobe dlsoak)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
