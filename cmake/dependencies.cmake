@@ -35,6 +35,31 @@ if(NOT DLR_OPENCV STREQUAL "OFF")
 endif()
 
 # ---- CUDA + cuDNN ----
+# DLR_CUDA_ARCHITECTURES -> CMAKE_CUDA_ARCHITECTURES. "users": the GPUs dlrun's users
+# run (Jetson Xavier sm_72, Orin sm_87; Turing 75, Ampere 80/86, Ada 89, Hopper 90),
+# kept to those this nvcc can compile for (CUDA 13 dropped sm_72: Xavier needs
+# JetPack 5's CUDA 11.4), SASS for each and PTX for the newest only (newer GPUs JIT
+# it). "native": CMake's, the GPUs of the build machine. Anything else is passed on.
+function(dlr_cuda_architectures out)
+  set(archs "${DLR_CUDA_ARCHITECTURES}")
+  if(archs STREQUAL "users")
+    set(wanted 72 75 80 86 87 89 90)
+    execute_process(COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} --list-gpu-arch OUTPUT_VARIABLE listed RESULT_VARIABLE rc ERROR_QUIET)
+    set(archs "")
+    foreach(a ${wanted})
+      if(NOT rc EQUAL 0 OR listed MATCHES "compute_${a}")
+        list(APPEND archs ${a})
+      else()
+        message(STATUS "dlrun: this nvcc cannot build sm_${a}; left out (docs/jetson.md)")
+      endif()
+    endforeach()
+    list(POP_BACK archs newest)
+    list(TRANSFORM archs APPEND "-real")
+    list(APPEND archs ${newest})
+  endif()
+  set(${out} "${archs}" PARENT_SCOPE)
+endfunction()
+
 set(DLR_HAVE_CUDA OFF)
 if(NOT DLR_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
@@ -44,7 +69,9 @@ if(NOT DLR_CUDA STREQUAL "OFF")
   find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include/x86_64-linux-gnu /usr/include)
   find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu)
   if(CUDAToolkit_FOUND AND CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
-    set(CMAKE_CUDA_ARCHITECTURES ${DLR_CUDA_ARCHITECTURES})
+    dlr_cuda_architectures(DLR_CUDA_ARCHS_RESOLVED)
+    set(CMAKE_CUDA_ARCHITECTURES ${DLR_CUDA_ARCHS_RESOLVED})
+    message(STATUS "dlrun: CUDA architectures ${DLR_CUDA_ARCHS_RESOLVED}")
     enable_language(CUDA)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)

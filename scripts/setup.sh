@@ -11,6 +11,8 @@ packages=(
   libspdlog-dev libfmt-dev                # logging (spdlog used header-only)
   libgtest-dev                            # tests
   python3-matplotlib                      # docs/ plots from benchmark JSON
+  pybind11-dev python3-dev python3-numpy  # the Python module dlrun and its test
+  ccache                                  # scripts/build.sh compiles through it when present
 )
 
 missing=()
