@@ -27,6 +27,29 @@ int available_cpus() {
   return std::max(1, int(std::thread::hardware_concurrency()));
 }
 
+int AutoThreadChooser::pick() {
+  if (cpus() == 1) return 0;
+  if (m_ms[0] < 0) return 0;
+  if (m_ms[1] < 0) return 1;
+  const int best = m_ms[1] < m_ms[0] ? 1 : 0;
+  if (m_calls >= m_next_probe) return 1 - best;  // try the other again
+  return best;
+}
+
+void AutoThreadChooser::record(int picked, double ms) {
+  const int i = picked == 1 ? 1 : 0;
+  const bool probe = m_ms[0] >= 0 && m_ms[1] >= 0 && m_calls >= m_next_probe;
+  const int best_before = m_ms[1] >= 0 && m_ms[1] < m_ms[0] ? 1 : 0;
+  m_ms[i] = m_ms[i] < 0 || probe ? ms : 0.8 * m_ms[i] + 0.2 * ms;
+  ++m_calls;
+  if (probe) {
+    const int best_after = m_ms[1] < m_ms[0] ? 1 : 0;
+    // The other choice lost again: wait twice as long before the next try.
+    m_interval = best_after == best_before ? std::min<int64_t>(m_interval * 2, 1024) : 16;
+    m_next_probe = m_calls + m_interval;
+  }
+}
+
 int auto_threads(int cpus, int active) { return std::max(1, cpus / std::max(1, active)); }
 
 CpuThreadScope::CpuThreadScope(int requested) : m_requested(requested), m_outer(t_scope) {

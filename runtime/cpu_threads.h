@@ -17,7 +17,30 @@
 // up CPUs within one layer when others start.
 #pragma once
 
+#include <cstdint>
+
 namespace dlr {
+
+// Auto mode's choice between the shared team (cpus / active) and one thread, made
+// from measured latency: OpenMP threads spin at barriers, so on a CPU loaded by other
+// processes a team can be 10-40x slower than one thread (measured: docs/library.md).
+// The first two calls try both; then the faster (exponential moving average) is
+// used, and the other is tried again after 16 calls, then 32, 64, ... up to 1024
+// while it keeps losing. One per session; not thread-safe (a session is used by one
+// thread at a time).
+class AutoThreadChooser {
+ public:
+  // The `requested` value for CpuThreadScope: 0 (the auto team) or 1.
+  int pick();
+  // The latency of the call made with pick()'s value.
+  void record(int picked, double ms);
+
+ private:
+  double m_ms[2] = {-1, -1};  // EMA latency: [0] the auto team, [1] one thread
+  int64_t m_calls = 0;
+  int64_t m_next_probe = 16;
+  int64_t m_interval = 16;
+};
 
 // CPUs this process may run on (>= 1).
 int available_cpus();

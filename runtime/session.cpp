@@ -113,8 +113,15 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
 
 Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageView* images, int n) {
   return no_throw("Session::detect", [&] {
-    const CpuThreadScope threads(m_options.threads);
-    return detect_batch_impl(images, n);
+    const bool choose = m_options.threads == 0;
+    const int picked = choose ? m_threads.pick() : m_options.threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    Expected<std::vector<std::vector<Detection>>> r = [&] {
+      const CpuThreadScope threads(picked);
+      return detect_batch_impl(images, n);
+    }();
+    if (choose && r.ok()) m_threads.record(picked, ms_between(t0, std::chrono::steady_clock::now()));
+    return r;
   });
 }
 

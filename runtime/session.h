@@ -21,6 +21,7 @@
 #include "runtime/detect/detection.h"
 #include "runtime/engine.h"
 #include "runtime/options.h"
+#include "runtime/cpu_threads.h"
 #include "runtime/plan.h"
 
 namespace dlr {
@@ -72,6 +73,7 @@ class Session {
   SessionOptions m_options;
   bool m_letterbox = false;
   InferTiming m_timing;
+  AutoThreadChooser m_threads;  // options.threads == 0: the auto team or one thread, by measured latency
 };
 
 // Reads a names file (one class name per line); error names the file.

@@ -177,7 +177,11 @@ void bias_activation(float* y, int f0, int f1, int64_t n, int64_t n0, int64_t n1
 void conv2d_gemm_group(const ConvGeom& g, bool pointwise, const float* x, const float* w, const float* bias,
                        Activation act, float* y, float* scratch) {
   const int threads = std::max(1, omp_get_max_threads());
-  const Tiling t = plan_tiles(g.n, g.fg, threads);
+  // Tiles follow the processors, not the team size: the tile shapes decide the GEMM's
+  // summation order, so results are the same bits for any thread count (a session's
+  // auto thread choice may change between calls, runtime/cpu_threads.h).
+  static const int kTileParallelism = std::max(1, omp_get_num_procs());
+  const Tiling t = plan_tiles(g.n, g.fg, kTileParallelism);
   const int64_t ntasks = t.ntn * t.ntm;
   // When tiles are shared by several filter chunks, im2col runs first for all.
   const bool im2col_first = !pointwise && t.ntm > 1;
