@@ -1,4 +1,5 @@
-// Session: the public API a robotics application embeds.
+// Session: the runtime's session, used by the tools and tests. Applications use
+// the public handle over it, dlrun::Session (<dlrun/session.h>, runtime/public/).
 //
 //   auto s = dlr::Session::open("yolov4.cfg", "yolov4.weights", options);   // Expected<unique_ptr<Session>>
 //   auto dets = (*s)->detect(image);                                           // Expected<vector<Detection>>
@@ -10,7 +11,8 @@
 // processes like Darknet. Errors are values; a failed call leaves the session usable.
 // No exception crosses this API: std::bad_alloc becomes kOutOfMemory, anything
 // else kInternal. Parser warnings and suspicious weight values are logged
-// (DLR_LOG_WARN, stderr) once at open.
+// (DLR_LOG_WARN: stderr or the application's callback) once at open.
+// CPU threads: options.threads, applied around open() and detect() (runtime/cpu_threads.h).
 #pragma once
 
 #include <memory>
