@@ -23,7 +23,7 @@ struct Options {
   Device device = Device::kCPU;
   Precision precision = Precision::kFP32;
   int batch = 1;             // images per inference, 1..64
-  int width = 0;             // > 0: network input width instead of the cfg's (multiple of 32)
+  int width = 0;             // > 0: network input width instead of the cfg's (the cfg parser checks it)
   int height = 0;            // > 0: network input height instead of the cfg's
   int letterbox = -1;        // -1: as the cfg's [net] letter_box; 0: stretch; 1: letterbox
   float thresh = 0.25f;      // detection threshold (strict >), [0, 1)
