@@ -76,6 +76,10 @@ struct SessionOptions {
   float nms = 0.45f;       // NMS threshold, (0, 1]
   bool concat_in_place = true;    // route buffers without copies
   bool keep_all_outputs = false;  // debugging: every layer output readable after a run (more memory)
+  // CPU threads (OpenMP team size) of this session's kernels, pre- and post-processing,
+  // 0..1024. 0 (auto): the CPUs this process may run on (sched_getaffinity) divided by
+  // the sessions inside open/detect at that moment, at least 1 (runtime/cpu_threads.h).
+  int threads = 0;
 
   // ---- CUDA backend ----
   int cuda_device = 0;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the binaries that run on the GPU machine (no OpenCV, Eigen GEMM, static
-# GoogleTest, sm_90) and gathers them with the test data into device-carry/
+# GoogleTest, sm_90 only: the machine is an H100, and one architecture compiles
+# several times faster than CMake's default list, docs/jetson.md) and gathers them with the test data into device-carry/
 # (git-ignored), which a device run carries. Usage: scripts/device_prepare.sh [SHARED_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -23,6 +23,7 @@
 #include "tools/common/report.h"
 #include "runtime/core/log.h"
 #include "runtime/compile.h"
+#include "runtime/cpu_threads.h"
 #include "runtime/session.h"
 #include "tools/common/tool_support.h"
 #ifdef DLR_HAVE_CUDA
@@ -45,6 +46,7 @@ struct Args {
   bool synthetic = false;
   uint64_t seed = 1;
   int size = 0;
+  int threads = 0;  // --threads (0: auto)
   std::string batches = "1";
   std::string precisions = "fp32";
   std::string modes = "preload";
@@ -195,6 +197,7 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
   if (!parse_precision(c.precision, &opt.precision))
     return invalid_argument("--precision " + c.precision + ": expected fp32, tf32 or fp16");
   opt.batch = c.batch;
+  opt.threads = a.threads;
   opt.width = a.size;
   opt.height = a.size;
   opt.cuda_graph = !a.no_graph;
@@ -255,6 +258,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
   if (opt.device == DeviceKind::kCUDA) DLR_RETURN_IF_ERROR(cuda_memory_info(opt.cuda_device, &free_after, &total));
 #endif
   Engine& e = session->engine();
+  const CpuThreadScope threads(opt.threads);  // the engine is driven directly, not through Session::detect
   for (int i = 0; i < a.warmup; ++i) {
     DLR_RETURN_IF_ERROR(e.set_input(input.data(), c.batch));
     DLR_RETURN_IF_ERROR(e.run());
@@ -828,6 +832,9 @@ int tool_main(int argc, char** argv) {
   auto* w = app.add_option("--weights", a.weights, "Darknet .weights file");
   app.add_flag("--synthetic", a.synthetic, "generate shape-correct synthetic weights (seeded)")->excludes(w);
   app.add_option("--seed", a.seed, "seed of synthetic weights and input (default 1)");
+  app.add_option("--threads", a.threads, "CPU threads per session (0: auto, docs/library.md)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   app.add_option("--size", a.size, "network input size (square; default: the cfg's)")->check(CLI::Range(32, 8192));
   app.add_option("--batch", a.batches, "batch sizes, comma-separated (default 1)");
   app.add_option("--precision", a.precisions, "fp32,tf32,fp16 (comma-separated; cuda)");

@@ -81,6 +81,13 @@ void add_outputs(CLI::App& app, Args* a) {
 
 void add_device(CLI::App& app, Args* a) {
   const char* g = "Device";
+  app.add_option("--threads", a->threads,
+                 "CPU threads (OpenMP) for kernels and pre/post-processing; 0: auto (the CPUs this process may "
+                 "use shared among sessions running at once, or one thread when that measures faster; "
+                 "docs/library.md)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str()
+      ->group(g);
   app.add_option("--device", a->device, "cpu (the reference backend) or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->group(g);

@@ -41,6 +41,7 @@ struct Args {
   std::string summary = "auto";
   // ---- device ----
   std::string device = "cpu";
+  int threads = 0;  // --threads: CPU threads per session (0: auto)
   std::string precision = "fp32";
   std::string mode = "preload";
   std::string weight_budget = "min";
