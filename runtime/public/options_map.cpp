@@ -62,6 +62,15 @@ dlr::Expected<dlr::SessionOptions> to_session_options(const Options& o) {
   s.profile_layers = o.profile_layers;
   s.find_algorithms = o.find_algorithms;
   s.workspace_limit = o.workspace_limit;
+  s.cache_kernel_times = o.cache_kernel_times;
+  s.weights_from = o.weights_from_storage ? dlr::WeightsFrom::kStorage : dlr::WeightsFrom::kHost;
+  s.host_budget = o.host_budget;
+  s.zero_copy = o.zero_copy;
+  s.read_depth = o.read_depth;
+  s.read_block_bytes = o.read_block_bytes;
+  if (!dlr::parse_reader_kind(o.reader, &s.reader))
+    return dlr::invalid_argument("reader \"" + o.reader + "\": expected auto, uring or threads");
+  s.prepared_path = o.prepared_path;
   return s;
 }
 

@@ -77,6 +77,14 @@ dlrun::Options options_from(const py::kwargs& kw) {
     else if (k == "profile_layers") o.profile_layers = v.cast<bool>();
     else if (k == "find_algorithms") o.find_algorithms = v.cast<bool>();
     else if (k == "workspace_limit") o.workspace_limit = v.cast<int64_t>();
+    else if (k == "cache_kernel_times") o.cache_kernel_times = v.cast<bool>();
+    else if (k == "weights_from_storage") o.weights_from_storage = v.cast<bool>();
+    else if (k == "host_budget") o.host_budget = v.cast<int64_t>();
+    else if (k == "zero_copy") o.zero_copy = v.cast<int>();
+    else if (k == "read_depth") o.read_depth = v.cast<int>();
+    else if (k == "read_block_bytes") o.read_block_bytes = v.cast<int64_t>();
+    else if (k == "reader") o.reader = py::str(v);
+    else if (k == "prepared_path") o.prepared_path = py::str(v);
     else throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument, "unknown option '" + k + "'"}};
   }
   return o;

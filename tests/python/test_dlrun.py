@@ -140,7 +140,9 @@ every = dict(device="cpu", precision="fp32", mode="preload", weight_pool="auto",
              width=0, height=0, letterbox=-1, thresh=0.25, nms=0.45, threads=0, max_image_width=1920,
              max_image_height=1080, cuda_device=0, weight_budget="min", copy_profile="h100", chunk_bytes=0,
              unit_search=True, max_slowdown=0.05, latency_target_ms=0.0, layout=-1, cuda_graph=True,
-             profile_layers=False, find_algorithms=False, workspace_limit=256 << 20)
+             profile_layers=False, find_algorithms=False, workspace_limit=256 << 20, cache_kernel_times=False,
+             weights_from_storage=False, host_budget=0, zero_copy=-1, read_depth=8, read_block_bytes=1 << 20,
+             reader="auto", prepared_path="")
 s2 = dlrun.Session(cfg, weights, **every)
 check(s2.info()["classes"] == 80, "info: %s" % s2.info())
 if not dlrun.has_cuda():

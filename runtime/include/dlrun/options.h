@@ -41,7 +41,9 @@ struct Options {
   // Stream mode: device memory for weights: "min", "all", "auto", "NN%", "NNMiB",
   // "NNMB", "NNGiB", ... or plain bytes (dlrun --weight-budget).
   std::string weight_budget = "min";
-  std::string copy_profile = "h100";  // a dlprobe JSON file or a built-in profile name
+  // Stream mode: the copy engine's profile: "auto" (this GPU's, probed once and cached per GPU),
+  // a dlprobe JSON file or a built-in profile name.
+  std::string copy_profile = "auto";
   int64_t chunk_bytes = 0;            // stream mode: copy chunk override (0: the profile's)
   PoolLayout weight_pool = PoolLayout::kAuto;
   bool unit_search = true;            // transfer units chosen by simulation (false: equal chunks)
@@ -53,6 +55,16 @@ struct Options {
   bool profile_layers = false;        // per-layer CUDA event timing for Report::layers
   bool find_algorithms = false;       // cudnnFind instead of heuristics
   int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per convolution, bytes
+  bool cache_kernel_times = false;    // stream mode: reuse kernel times kept per GPU and model in the cache
+
+  // ---- weights from storage (CPU, or CUDA stream mode; docs/streaming.md section 7) ----
+  bool weights_from_storage = false;  // read the weights each inference from a prepared weight file
+  int64_t host_budget = 0;            // staging bytes for reads (0: the minimum, 2 x the largest read)
+  int zero_copy = -1;                 // CUDA: 1 reads land in memory the kernels read; 0 read->copy->kernel; -1 auto
+  int read_depth = 8;                 // reads in flight, 1..64
+  int64_t read_block_bytes = int64_t(1) << 20;  // bytes per read request, a multiple of 4096
+  std::string reader = "auto";        // "auto" (io_uring if available), "uring" or "threads"
+  std::string prepared_path;          // the prepared weight file ("": the user's cache, made on first use)
 };
 
 }  // namespace dlrun
