@@ -1,9 +1,11 @@
 #include "runtime/compile.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "loaders/network_desc.h"
 #include "runtime/core/log.h"
+#include "runtime/streaming/lower_bound.h"
 #include "runtime/streaming/residency.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/unit_search.h"
@@ -240,7 +242,8 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
                     (m.stream.resident ? std::string("resident") : pool_layout_name(m.stream.layout)) +
                     fmt(" pool of %.2f MiB for %.2f MiB of weights", mib(m.stream.pool_bytes),
                         mib(m.stream.total_weight_bytes)) +
-                    " (copy profile " + profile.name + ")");
+                    " (copy profile " + profile.name +
+                    (target.copy_profile_source.empty() ? "" : ": " + target.copy_profile_source) + ")");
 
   if (residency_planned(m) && !layer_ms.empty()) {
     ResidencyOptions ro;
@@ -293,6 +296,14 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
     const SimResult sim = simulate(m.plan, m.stream, target.copy_profile, layer_ms, sim_options);
     if (!sim.violations.empty()) return internal_error("compile: the stream plan fails a check: " + sim.violations[0]);
     m.predicted_ms = sim.latency_ms;
+    if (target.map_granularity > 0 && (streamed_ring(m) || m.stream.resident)) {
+      // What no ring plan within this budget could beat: is a miss the planner's or physics'?
+      const int64_t budget = std::max(m.budget_bytes, m.stream.device_bytes());
+      DLR_ASSIGN_OR_RETURN(LatencyBound lb, latency_lower_bound(m.plan, layer_ms, target.copy_profile, budget,
+                                                                target.map_granularity));
+      m.lower_bound_ms = lb.ms;
+      m.notes.push_back(lb.to_text() + fmt("; this plan: %.3f ms predicted", m.predicted_ms));
+    }
   }
   return m;
 }
@@ -306,6 +317,8 @@ std::string CompiledModel::to_text() const {
   if (from_storage) s += reads.to_text();
   if (predicted_ms > 0) s += fmt("predicted: %.3f ms per inference (simulator, kernel times measured at open)\n",
                                  predicted_ms);
+  if (lower_bound_ms > 0) s += fmt("lower bound: %.3f ms (no plan within the budget is predicted faster)\n",
+                                   lower_bound_ms);
   for (const std::string& n : notes) s += "note: " + n + "\n";
   return s;
 }

@@ -34,6 +34,7 @@ struct Target {
   int64_t memory_bytes = 0;     // device memory in all (0: unknown)
   int64_t map_granularity = 0;  // virtual-memory mapping unit; 0: no VMM, so no ring pool
   CopyProfile copy_profile;     // host-to-device copies (stream mode)
+  std::string copy_profile_source;  // where copy_profile came from (auto: cache, probe or nearest built-in)
 };
 
 // The CPU as a target. A GPU target comes from the CUDA backend
@@ -84,6 +85,9 @@ struct CompiledModel {
   // (layer_ms; empty before measurement) and the target's copy profile.
   std::vector<double> layer_ms;
   double predicted_ms = 0;      // 0: not predicted
+  // The latency no plan within the budget can be predicted below (lower_bound.h),
+  // stream mode with kernel times and a ring-capable target; 0: not computed.
+  double lower_bound_ms = 0;
   std::vector<std::string> notes;  // how choices were made, one line each
 
   // Stream mode with a ring and unit search on, compiled without kernel times:

@@ -181,6 +181,7 @@ nlohmann::json target_json(const Target& t) {
           {"integrated", t.integrated},
           {"memory_bytes", t.memory_bytes},
           {"map_granularity", t.map_granularity},
+          {"copy_profile_source", t.copy_profile_source},
           // A target without copies (the CPU) has no profile: null.
           {"copy_profile", t.copy_profile.name.empty() ? nlohmann::json() : copy_profile_to_json(t.copy_profile)}};
 }
@@ -191,6 +192,7 @@ Status read_target(const nlohmann::json& j, const std::string& what, Target* t) 
   j.at("integrated").get_to(t->integrated);
   j.at("memory_bytes").get_to(t->memory_bytes);
   j.at("map_granularity").get_to(t->map_granularity);
+  if (j.contains("copy_profile_source")) j.at("copy_profile_source").get_to(t->copy_profile_source);
   if (!j.at("copy_profile").is_null()) {
     DLR_ASSIGN_OR_RETURN(t->copy_profile, copy_profile_from_json(j.at("copy_profile"), what + ": copy_profile"));
   }
@@ -215,6 +217,7 @@ std::string compiled_model_to_json(const CompiledModel& m) {
                             {"reads", m.reads},
                             {"layer_ms", m.layer_ms},
                             {"predicted_ms", m.predicted_ms},
+                            {"lower_bound_ms", m.lower_bound_ms},
                             {"notes", m.notes}};
   return j.dump(1) + "\n";
 }
@@ -282,6 +285,7 @@ Expected<CompiledModel> model_from_json(const std::string& text, const std::stri
     j.at("reads").get_to(m.reads);
     j.at("layer_ms").get_to(m.layer_ms);
     j.at("predicted_ms").get_to(m.predicted_ms);
+    if (j.contains("lower_bound_ms")) j.at("lower_bound_ms").get_to(m.lower_bound_ms);
     j.at("notes").get_to(m.notes);
   } catch (const nlohmann::json::exception& e) {
     return parse_error(what + ": " + printable(e.what()));

@@ -1,5 +1,7 @@
 #include "runtime/cpu_engine.h"
 
+#include "runtime/cpu_threads.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -159,6 +161,7 @@ Status CpuEngine::run() {
   const auto t0 = Clock::now();
   auto ms_since = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - t0).count(); };
   for (const Step& s : m_plan.steps) {
+    refresh_cpu_threads();  // auto threads: follow the number of sessions running now
     const auto start = Clock::now();
     if (!s.no_op || !s.copies.empty()) run_step(s);
     const double begin = ms_since(start);

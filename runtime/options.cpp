@@ -196,6 +196,8 @@ Expected<double> parse_percentage(const std::string& text, const std::string& wh
 }
 
 Status validate_options(const SessionOptions& o) {
+  if (o.threads < 0 || o.threads > 1024)
+    return invalid_argument("threads " + std::to_string(o.threads) + " is out of range (0 = auto, 1..1024)");
   if (o.batch < 1 || o.batch > 64) return invalid_argument("batch " + std::to_string(o.batch) + " is out of range (1..64)");
   if (o.width < 0 || o.height < 0)
     return invalid_argument("network width/height overrides must be > 0 (0 keeps the cfg's)");

@@ -76,12 +76,18 @@ struct SessionOptions {
   float nms = 0.45f;       // NMS threshold, (0, 1]
   bool concat_in_place = true;    // route buffers without copies
   bool keep_all_outputs = false;  // debugging: every layer output readable after a run (more memory)
+  // CPU threads (OpenMP team size) of this session's kernels, pre- and post-processing,
+  // 0..1024. 0 (auto): the CPUs this process may run on (sched_getaffinity) divided by
+  // the sessions inside open/detect at that moment, at least 1 (runtime/cpu_threads.h).
+  int threads = 0;
 
   // ---- CUDA backend ----
   int cuda_device = 0;
   WeightMode mode = WeightMode::kPreload;  // preload: all weights resident; stream: demand layering
   WeightBudget weight_budget;              // stream mode: device pool for weights
-  std::string copy_profile = "h100";       // stream mode: a dlprobe JSON file or a built-in profile name
+  // stream mode: "auto" (measured on this GPU on first use and cached per GPU UUID;
+  // runtime/streaming/profile_select.h), a dlprobe JSON file or a built-in profile name
+  std::string copy_profile = "auto";
   int64_t chunk_bytes = 0;                 // stream mode: copy chunk size override (0 = the profile's)
   PoolLayout weight_pool = PoolLayout::kAuto;  // stream mode: ring (double-mapped) or slots; auto: ring if possible
   bool unit_search = true;                 // stream mode, ring, no chunk_bytes: transfer units chosen by simulation

@@ -13,6 +13,8 @@
 #include "runtime/kernel_times_cache.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/storage/prepared_file.h"
+#include "runtime/cpu_threads.h"
+#include "kernels/cpu/threads.h"
 #include "runtime/weight_source.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
@@ -61,7 +63,10 @@ auto no_throw(const char* call, F&& body) -> decltype(body()) {
 
 Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, const std::string& weights_path,
                                                  const SessionOptions& options) {
-  return no_throw("Session::open", [&] { return open_impl(cfg_path, weights_path, options); });
+  return no_throw("Session::open", [&] {
+    const CpuThreadScope threads(options.threads);
+    return open_impl(cfg_path, weights_path, options);
+  });
 }
 
 Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_path, const std::string& weights_path,
@@ -98,7 +103,9 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   Target target = cpu_target();
   if (options.device == DeviceKind::kCUDA) {
 #ifdef DLR_HAVE_CUDA
-    DLR_ASSIGN_OR_RETURN(target, cuda_target(options.cuda_device, options.copy_profile));
+    // Only stream mode copies weights, so only it resolves (and for auto, maybe probes) a profile.
+    DLR_ASSIGN_OR_RETURN(target, cuda_target(options.cuda_device,
+                                             options.mode == WeightMode::kStream ? options.copy_profile : ""));
 #else
     return unsupported("this dlrun was built without the CUDA backend (rebuild with -DDLR_CUDA=ON)");
 #endif
@@ -178,12 +185,23 @@ Status Session::open_prepared(const std::string& cfg_path, const std::string& we
 }
 
 Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageView* images, int n) {
-  return no_throw("Session::detect", [&] { return detect_batch_impl(images, n); });
+  return no_throw("Session::detect", [&] {
+    const bool choose = m_options.threads == 0;
+    const int picked = choose ? m_threads.pick() : m_options.threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    Expected<std::vector<std::vector<Detection>>> r = [&] {
+      const CpuThreadScope threads(picked);
+      return detect_batch_impl(images, n);
+    }();
+    if (choose && r.ok()) m_threads.record(picked, ms_between(t0, std::chrono::steady_clock::now()));
+    return r;
+  });
 }
 
 Expected<std::vector<std::vector<Detection>>> Session::detect_batch_impl(const ImageView* images, int n) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
+  (void)cpu::take_team_size();  // counts this inference's kernels only
   DLR_RETURN_IF_ERROR(m_engine->set_images(images, n, m_letterbox));
   const auto t1 = Clock::now();
   DLR_RETURN_IF_ERROR(m_engine->run());
@@ -199,7 +217,7 @@ Expected<std::vector<std::vector<Detection>>> Session::detect_batch_impl(const I
     all.push_back(postprocess(heads, m_net.net.width, m_net.net.height, images[i].width, images[i].height, post));
   }
   const auto t3 = Clock::now();
-  m_timing = InferTiming{ms_between(t0, t1), ms_between(t1, t2), ms_between(t2, t3)};
+  m_timing = InferTiming{ms_between(t0, t1), ms_between(t1, t2), ms_between(t2, t3), cpu::take_team_size()};
   return all;
 }
 

@@ -1,4 +1,5 @@
-// Session: the public API a robotics application embeds.
+// Session: the runtime's session, used by the tools and tests. Applications use
+// the public handle over it, dlrun::Session (<dlrun/session.h>, runtime/public/).
 //
 //   auto s = dlr::Session::open("yolov4.cfg", "yolov4.weights", options);   // Expected<unique_ptr<Session>>
 //   auto dets = (*s)->detect(image);                                           // Expected<vector<Detection>>
@@ -10,7 +11,8 @@
 // processes like Darknet. Errors are values; a failed call leaves the session usable.
 // No exception crosses this API: std::bad_alloc becomes kOutOfMemory, anything
 // else kInternal. Parser warnings and suspicious weight values are logged
-// (DLR_LOG_WARN, stderr) once at open.
+// (DLR_LOG_WARN: stderr or the application's callback) once at open.
+// CPU threads: options.threads, applied around open() and detect() (runtime/cpu_threads.h).
 #pragma once
 
 #include <memory>
@@ -21,6 +23,7 @@
 #include "runtime/detect/detection.h"
 #include "runtime/engine.h"
 #include "runtime/options.h"
+#include "runtime/cpu_threads.h"
 #include "runtime/plan.h"
 
 namespace dlr {
@@ -35,6 +38,7 @@ struct InferTiming {
   double preprocess_ms = 0;
   double network_ms = 0;
   double postprocess_ms = 0;
+  int threads = 0;  // the largest OpenMP team the CPU conv kernels ran with (0: none ran on the CPU)
 };
 
 class Session {
@@ -76,6 +80,7 @@ class Session {
   SessionOptions m_options;
   bool m_letterbox = false;
   InferTiming m_timing;
+  AutoThreadChooser m_threads;  // options.threads == 0: the auto team or one thread, by measured latency
 };
 
 // Reads a names file (one class name per line); error names the file.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the binaries that run on the GPU machine (no OpenCV, Eigen GEMM, static
-# GoogleTest, sm_90) and gathers them with the test data into device-carry/
+# GoogleTest, sm_90 only: the machine is an H100, and one architecture compiles
+# several times faster than CMake's default list, docs/jetson.md) and gathers them with the test data into device-carry/
 # (git-ignored), which a device run carries. Usage: scripts/device_prepare.sh [SHARED_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,5 +24,5 @@ cmake --build build-host -j"$(nproc)" --target dlimage >/dev/null
 for img in dog eagle giraffe horses kite person; do
   build-host/tools/dlimage convert "$shared/images/$img.jpg" "device-carry/shared/images/$img.ppm"
 done
-cp scripts/device_run.sh scripts/h100_profile.json device-carry/
+cp scripts/device_run.sh scripts/h100_profile.json scripts/plot_budget_curve.py device-carry/
 du -sh device-carry

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream regress residency soak storage
+#   info tests sanitize probe bench stream regress residency curve soak storage
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -100,6 +100,54 @@ for phase in "$@"; do
         --weight-budget auto --print-plan >"$OUT/printplan_yolov4_auto.txt" 2>&1
       note "dlrun yolov4 fp16 auto --print-plan rc=$?"; grep -E "^note|^predicted|^stream plan" \
         "$OUT/printplan_yolov4_auto.txt" | tee -a "$summary"
+      ;;
+    curve)
+      # Issue 10 items 3 and 4. (a) --copy-profile auto on first use: the GPU test (its own
+      # temp cache), then dlrun with a fresh cache directory, timed: the first open probes
+      # (its log line says how long), the second reads the cache; the brief probe next to
+      # the full one (the probe phase) as dlprobe --brief.
+      timeout 120 "$B/dlr_gpu_tests" --gtest_filter='CopyProfileAuto.*' >"$OUT/copy_profile_auto.log" 2>&1
+      note "copy profile auto test rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' "$OUT/copy_profile_auto.log" | tr '\n' ' ')"
+      grep -E 'first-use copy probe|second cuda_target' "$OUT/copy_profile_auto.log" | tee -a "$summary"
+      export DLR_CACHE_DIR="$OUT/cache"
+      rm -rf "$DLR_CACHE_DIR"
+      "$B/dlgen" "$M/yolov4.cfg" /tmp/yolov4.weights >/dev/null
+      for run in first second; do
+        t0=$(date +%s.%N)
+        timeout 60 "$B/dlrun" "$M/yolov4.cfg" /tmp/yolov4.weights --device cuda --precision fp16 --mode stream \
+          --weight-budget 50% --print-plan --log-level info >"$OUT/printplan_auto_profile_$run.txt" 2>&1
+        rc=$?; t1=$(date +%s.%N)
+        note "dlrun --print-plan, copy profile auto, $run open rc=$rc, $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") s in all"
+        grep -E 'copy profile|lower bound|^predicted' "$OUT/printplan_auto_profile_$run.txt" | tee -a "$summary"
+      done
+      ls -l "$DLR_CACHE_DIR" | tee -a "$summary"
+      cp "$DLR_CACHE_DIR"/copy-profile-*.json "$OUT/" 2>/dev/null
+      t0=$(date +%s.%N)
+      timeout 60 "$B/dlprobe" --brief --out "$OUT/brief_probe_profile.json" >"$OUT/brief_probe.txt" 2>&1
+      rc=$?; t1=$(date +%s.%N)
+      note "dlprobe --brief rc=$rc, $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") s with process start"
+      grep -E 'profile JSON|peak pinned|queue classes' "$OUT/brief_probe.txt" | cut -c1-200 | tee -a "$summary"
+      # (b) The budget curves: >= 12 budgets from the minimal pool to all, preload in the
+      # same run, measured and predicted (the planner at open, kernel times measured
+      # there, the auto profile above) with the lower bound on every row.
+      for p in fp16 fp32; do
+        timeout 300 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --budget-curve 14 \
+          --iters 30 --warmup 5 --json "$OUT/budget_curve_yolov4_608_$p.json" >"$OUT/budget_curve_yolov4_608_$p.txt" 2>&1
+        note "budget curve yolov4@608 $p rc=$?"; cat "$OUT/budget_curve_yolov4_608_$p.txt" | tee -a "$summary"
+      done
+      timeout 200 "$B/dlbench" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp16 --budget-curve 12 \
+        --iters 50 --warmup 5 --json "$OUT/budget_curve_tiny_416_fp16.json" >"$OUT/budget_curve_tiny_416_fp16.txt" 2>&1
+      note "budget curve yolov4-tiny@416 fp16 rc=$?"; cat "$OUT/budget_curve_tiny_416_fp16.txt" | tee -a "$summary"
+      unset DLR_CACHE_DIR
+      # The PNGs: here when python3 has matplotlib, else on the host (scripts/plot_budget_curve.py).
+      if [ -f "$PWD/device-carry/plot_budget_curve.py" ] && python3 -c 'import matplotlib' 2>/dev/null; then
+        for f in yolov4_608_fp16 yolov4_608_fp32 tiny_416_fp16; do
+          python3 device-carry/plot_budget_curve.py "$OUT/budget_curve_$f.png" "$OUT/budget_curve_$f.json" \
+            | tee -a "$summary"
+        done
+      else
+        note "no matplotlib here: plot on the host with scripts/plot_budget_curve.py OUT.png budget_curve_*.json"
+      fi
       ;;
     soak)
       "$B/dlsoak" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp16 --mode stream --weight-budget min \

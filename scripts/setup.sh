@@ -13,6 +13,8 @@ packages=(
   liburing-dev                            # io_uring reads of streamed weights (linked statically)
   libgtest-dev                            # tests
   python3-matplotlib                      # docs/ plots from benchmark JSON
+  pybind11-dev python3-dev python3-numpy  # the Python module dlrun and its test
+  ccache                                  # scripts/build.sh compiles through it when present
 )
 
 missing=()

@@ -35,6 +35,8 @@
 
 #include <omp.h>
 
+#include "kernels/cpu/threads.h"
+
 #include "kernels/cpu/cpu_ops.h"
 #include "runtime/core/status.h"
 
@@ -175,13 +177,18 @@ void bias_activation(float* y, int f0, int f1, int64_t n, int64_t n0, int64_t n1
 void conv2d_gemm_group(const ConvGeom& g, bool pointwise, const float* x, const float* w, const float* bias,
                        Activation act, float* y, float* scratch) {
   const int threads = std::max(1, omp_get_max_threads());
-  const Tiling t = plan_tiles(g.n, g.fg, threads);
+  // Tiles follow the processors, not the team size: the tile shapes decide the GEMM's
+  // summation order, so results are the same bits for any thread count (a session's
+  // auto thread choice may change between calls, runtime/cpu_threads.h).
+  static const int kTileParallelism = std::max(1, omp_get_num_procs());
+  const Tiling t = plan_tiles(g.n, g.fg, kTileParallelism);
   const int64_t ntasks = t.ntn * t.ntm;
   // When tiles are shared by several filter chunks, im2col runs first for all.
   const bool im2col_first = !pointwise && t.ntm > 1;
   const int64_t kdim = g.kdim;
 #pragma omp parallel num_threads(int(std::min<int64_t>(threads, std::max<int64_t>(ntasks, 1))))
   {
+    if (omp_get_thread_num() == 0) note_team_size(omp_get_num_threads());
     if (im2col_first) {
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < t.ntn * kdim; ++i) {
@@ -242,14 +249,18 @@ void conv2d_depthwise(const ConvGeom& g, const float* x, const float* weights, c
                       float* y) {
   const int64_t in_plane = int64_t(g.h) * g.w;
   const int kk = g.k * g.k;
-#pragma omp parallel for schedule(static)
-  for (int ch = 0; ch < g.c; ++ch) {
-    float* out = y + ch * g.n;
-    depthwise_plane(x + ch * in_plane, weights + int64_t(ch) * kk, g, out);
-    if (bias != nullptr) {
-      bias_activate_array(act, bias[ch], out, g.n);
-    } else {
-      activate_array(act, out, g.n);
+#pragma omp parallel
+  {
+    if (omp_get_thread_num() == 0) note_team_size(omp_get_num_threads());
+#pragma omp for schedule(static)
+    for (int ch = 0; ch < g.c; ++ch) {
+      float* out = y + ch * g.n;
+      depthwise_plane(x + ch * in_plane, weights + int64_t(ch) * kk, g, out);
+      if (bias != nullptr) {
+        bias_activate_array(act, bias[ch], out, g.n);
+      } else {
+        activate_array(act, out, g.n);
+      }
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -11,7 +12,10 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "runtime/cache_dir.h"
 #include "runtime/core/log.h"
+#include "runtime/cuda/copy_probe.h"
+#include "runtime/streaming/profile_select.h"
 #include "runtime/weight_store.h"
 
 namespace dlr {
@@ -398,7 +402,47 @@ Expected<Target> cuda_target(int device, const std::string& copy_profile) {
   t.integrated = prop.integrated != 0;
   t.memory_bytes = int64_t(prop.totalGlobalMem);
   DLR_ASSIGN_OR_RETURN(t.map_granularity, cuda::MirroredBuffer::granularity(device));
-  DLR_ASSIGN_OR_RETURN(t.copy_profile, CopyProfile::resolve(copy_profile));
+  if (copy_profile.empty()) return t;  // no copies planned (preload): no profile
+  if (copy_profile != "auto") {
+    DLR_ASSIGN_OR_RETURN(t.copy_profile, CopyProfile::resolve(copy_profile));
+    t.copy_profile_source = "given (--copy-profile " + copy_profile + ")";
+    DLR_LOG_INFO("copy profile {}: {}", t.copy_profile.name, t.copy_profile_source);
+    return t;
+  }
+  // auto: this GPU's own profile (cache by UUID, else a brief probe, else the nearest built-in).
+  GpuIdentity gpu;
+  gpu.uuid = uuid_hex(prop.uuid.bytes);
+  gpu.name = prop.name;
+  gpu.integrated = prop.integrated != 0;
+  gpu.major = prop.major;
+  gpu.minor = prop.minor;
+  const Expected<std::string> dir = user_cache_dir();
+  const ProbeFunction probe = [device](double* seconds) -> Expected<CopyProfile> {
+    // The context first (cudaFree(nullptr) creates it), so the probe's reported time is
+    // the probe's own; an open creates the context anyway.
+    DLR_CUDA_CHECK(cudaSetDevice(device));
+    DLR_CUDA_CHECK(cudaFree(nullptr));
+    probe::ProbeOptions o;
+    o.device = device;
+    o.brief = true;
+    o.progress = false;
+    o.max_bytes = int64_t(16) << 20;
+    DLR_ASSIGN_OR_RETURN(probe::ProbeResult r, probe::run_probe(o));
+    *seconds = r.seconds;
+    return probe::profile_from_probe(r, "");
+  };
+  // One probe at a time in this process: sessions opened together on a new GPU would
+  // disturb each other's measurements; the second one then reads the cache.
+  static std::mutex probe_mutex;
+  const std::lock_guard<std::mutex> lock(probe_mutex);
+  ResolvedProfile r = resolve_auto_profile(gpu, dir.ok() ? *dir : std::string(), probe,
+                                           dir.ok() ? std::string() : dir.status().message());
+  t.copy_profile = std::move(r.profile);
+  t.copy_profile_source = std::move(r.source);
+  if (r.cached || r.probed)
+    DLR_LOG_INFO("copy profile auto -> {}: {}", t.copy_profile.name, t.copy_profile_source);
+  else
+    DLR_LOG_WARN("copy profile auto -> {}: {}", t.copy_profile.name, t.copy_profile_source);
   return t;
 }
 

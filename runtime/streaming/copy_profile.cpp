@@ -16,6 +16,7 @@ namespace dlr {
 namespace {
 
 constexpr const char* kFormat = "dlrun-copy-profile-1";
+constexpr const char* kAutoName = "auto";
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * 1024;
 constexpr int64_t kMaxStorageDepth = 1024;  // a storage point's queue depth, at most
@@ -476,16 +477,20 @@ bool names_a_file(const std::string& s) {
 }  // namespace
 
 Status CopyProfile::check_name(const std::string& file_or_name) {
-  if (file_or_name.empty()) return invalid_argument("copy profile: empty; expected a built-in name or a JSON file");
-  if (names_a_file(file_or_name)) return Status();
+  if (file_or_name.empty())
+    return invalid_argument("copy profile: empty; expected auto, a built-in name or a JSON file");
+  if (names_a_file(file_or_name) || file_or_name == kAutoName) return Status();
   for (const std::string& n : builtin_names())
     if (n == file_or_name) return Status();
-  return invalid_argument("copy profile '" + file_or_name + "' is neither a file nor a built-in profile (" +
+  return invalid_argument("copy profile '" + file_or_name + "' is neither auto, a file nor a built-in profile (" +
                           builtin_list() + "; a file is a path with '/' or ending in .json)");
 }
 
 Expected<CopyProfile> CopyProfile::resolve(const std::string& file_or_name) {
   DLR_RETURN_IF_ERROR(check_name(file_or_name));
+  if (file_or_name == kAutoName)
+    return invalid_argument("copy profile auto is this GPU's measured profile: it is resolved when a CUDA target is "
+                            "made (cuda_target), not without a device; give a built-in name or a JSON file here");
   if (names_a_file(file_or_name)) return load(file_or_name);
   return builtin(file_or_name);
 }

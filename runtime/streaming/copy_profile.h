@@ -98,10 +98,12 @@ struct CopyProfile {
   // bandwidths are assumptions, see copy_profile.cpp; an eMMC-class disk, ~0.3 GB/s).
   static Expected<CopyProfile> builtin(const std::string& name);
   static std::vector<std::string> builtin_names();
-  // A file path or a built-in name. A path is written as one: it contains '/' or ends
-  // in ".json" (a profile file "p" in the working directory is "./p"); any other text
-  // must be a built-in name. check_name() applies that rule without touching a file
-  // (validate_options calls it), resolve() then loads or builds the profile.
+  // "auto", a file path or a built-in name. A path is written as one: it contains '/'
+  // or ends in ".json" (a profile file "p" in the working directory is "./p"); any
+  // other text must be "auto" or a built-in name. check_name() applies that rule
+  // without touching a file (validate_options calls it), resolve() then loads or
+  // builds the profile. "auto" (this GPU's measured profile, profile_select.h) needs
+  // the device: cuda_target() resolves it; resolve("auto") is an error saying so.
   static Status check_name(const std::string& file_or_name);
   static Expected<CopyProfile> resolve(const std::string& file_or_name);
 };

@@ -117,7 +117,7 @@ TEST(DlbenchCli, BadOptionValuesFailBeforeTheCfgIsRead) {
       {"--layout nhcw", "--layout nhcw: expected auto, nchw or nhwc"},
       {"--precision fp8", "--precision fp8: expected fp32, tf32 or fp16"},
       {"--mode stream --copy-profile h10",
-       "copy profile 'h10' is neither a file nor a built-in profile (discrete, h100, jetson-xavier; a file is a path "
+       "copy profile 'h10' is neither auto, a file nor a built-in profile (discrete, h100, jetson-xavier; a file is a path "
        "with '/' or ending in .json)"},
       {"--batch 0", "batch 0 is out of range (1..64)"},
   };

@@ -234,9 +234,9 @@ TEST(SessionOptions, BadValuesFailBeforeAnyFileWork) {
       {[](SessionOptions* o) { o->chunk_bytes = -1; }, "chunk size must be >= 0 bytes (0: the copy profile's)"},
       {[](SessionOptions* o) { o->layout = 3; }, "layout must be -1 (auto), 0 (NCHW) or 1 (NHWC)"},
       {[](SessionOptions* o) { o->copy_profile.clear(); },
-       "copy profile: empty; expected a built-in name or a JSON file"},
+       "copy profile: empty; expected auto, a built-in name or a JSON file"},
       {[](SessionOptions* o) { o->copy_profile = "h10"; },
-       "copy profile 'h10' is neither a file nor a built-in profile (discrete, h100, jetson-xavier; a file is a path "
+       "copy profile 'h10' is neither auto, a file nor a built-in profile (discrete, h100, jetson-xavier; a file is a path "
        "with '/' or ending in .json)"},
       {[](SessionOptions* o) { o->weight_budget = WeightBudget::percent(150); },
        "weight budget: a percentage must be in (0, 100]"},

@@ -282,7 +282,7 @@ TEST(CopyProfile, ResolveFileNameAndUnknown) {
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(d.status().message(),
-            "copy profile 'h200' is neither a file nor a built-in profile (discrete, h100, jetson-xavier; a file is a "
+            "copy profile 'h200' is neither auto, a file nor a built-in profile (discrete, h100, jetson-xavier; a file is a "
             "path with '/' or ending in .json)");
 }
 

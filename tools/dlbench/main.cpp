@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <chrono>
 #include <cstdio>
@@ -15,12 +16,14 @@
 #include <vector>
 
 #include "loaders/synthetic_weights.h"
+#include "runtime/streaming/lower_bound.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/storage/block_reader.h"
 #include "tools/common/progress.h"
 #include "tools/common/report.h"
 #include "runtime/core/log.h"
 #include "runtime/compile.h"
+#include "runtime/cpu_threads.h"
 #include "runtime/session.h"
 #include "tools/common/tool_support.h"
 #ifdef DLR_HAVE_CUDA
@@ -43,6 +46,7 @@ struct Args {
   bool synthetic = false;
   uint64_t seed = 1;
   int size = 0;
+  int threads = 0;  // --threads (0: auto)
   std::string batches = "1";
   std::string precisions = "fp32";
   std::string modes = "preload";
@@ -56,7 +60,7 @@ struct Args {
   bool find = false;
   std::string layouts = "auto";
   std::string budgets = "min";
-  std::string copy_profile = "h100";
+  std::string copy_profile = "auto";
   std::string pools = "auto";
   std::string units = "search";
   std::string residencies = "greedy";
@@ -71,6 +75,15 @@ struct Args {
   std::string reader = "auto";
   std::string prepared;
   bool cold = false;  // drop the prepared file from the page cache before each configuration
+  // --budget-curve N: N budgets from the minimal pool to all the weights (preload in the same run).
+  int budget_curve = 0;
+  // --simulate-only: no GPU; the planner's predictions and the lower bound over a
+  // budget curve from kernel times in a dlbench JSON file.
+  bool simulate_only = false;
+  std::string layer_ms_from;
+  std::string layer_ms_config;
+  double scale_preload_ms = 0;
+  int64_t granularity = int64_t(2) << 20;
 };
 
 struct Stats {
@@ -184,6 +197,7 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
   if (!parse_precision(c.precision, &opt.precision))
     return invalid_argument("--precision " + c.precision + ": expected fp32, tf32 or fp16");
   opt.batch = c.batch;
+  opt.threads = a.threads;
   opt.width = a.size;
   opt.height = a.size;
   opt.cuda_graph = !a.no_graph;
@@ -244,6 +258,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
   if (opt.device == DeviceKind::kCUDA) DLR_RETURN_IF_ERROR(cuda_memory_info(opt.cuda_device, &free_after, &total));
 #endif
   Engine& e = session->engine();
+  const CpuThreadScope threads(opt.threads);  // the engine is driven directly, not through Session::detect
   for (int i = 0; i < a.warmup; ++i) {
     DLR_RETURN_IF_ERROR(e.set_input(input.data(), c.batch));
     DLR_RETURN_IF_ERROR(e.run());
@@ -311,7 +326,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
       j["storage"]["read_gbps_at_median"] = double(rp.read_bytes()) / (sn.median * 1e6);
   }
   if (const StreamPlan* sp = session->model().streaming ? &session->model().stream : nullptr) {
-    DLR_ASSIGN_OR_RETURN(CopyProfile profile, CopyProfile::resolve(a.copy_profile));
+    const CopyProfile& profile = session->model().target.copy_profile;  // as resolved at open (auto: this GPU's)
     const double copy_floor_ms = double(sp->streamed_bytes()) / (profile.peak_gbps() * 1e6);
     j["stream"] = {{"pool_bytes", sp->pool_bytes},
                    {"pool_layout", sp->resident ? "resident" : pool_layout_name(sp->layout)},
@@ -322,6 +337,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                    {"copies_per_inference", sp->resident ? 0 : sp->units.size()},
                    {"total_weight_bytes", sp->total_weight_bytes},
                    {"profile", profile.name},
+                   {"profile_source", session->model().target.copy_profile_source},
                    {"profile_peak_gbps", profile.peak_gbps()},
                    {"copy_floor_ms", copy_floor_ms},
                    {"units", sp->units_searched ? "search" : "chunks"},
@@ -329,7 +345,8 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                    {"resident_bytes", sp->resident_bytes},
                    {"device_weight_bytes", sp->device_bytes()},
                    {"budget_bytes", session->model().budget_bytes},
-                   {"predicted_ms", session->model().predicted_ms}};
+                   {"predicted_ms", session->model().predicted_ms},
+                   {"lower_bound_ms", session->model().lower_bound_ms}};
     for (const std::string& note : session->model().notes)
       if (note.rfind("residency: ", 0) == 0) j["stream"]["residency_note"] = note;
       else if (note.rfind("budget auto: ", 0) == 0) j["stream"]["auto_budget_note"] = note;
@@ -407,7 +424,254 @@ Expected<nlohmann::json> bench_opencv(const Args& a, const std::string& weights,
 }
 #endif
 
-int run(const Args& a) {
+// --budget-curve: `n` budgets from the minimal pool to all the weights, as dlbench
+// --weight-budget items: "min", n - 2 percentages evenly spaced above the minimum
+// (one decimal), "all". The minimum is the largest minimal pool (in % of the weights)
+// over `precisions`, found by compiling for a hand-made target with the device's
+// mapping granularity (the pool does not depend on the copy profile).
+Expected<std::string> curve_budgets(const NetworkDesc& net, const std::vector<std::string>& precisions,
+                                    int64_t granularity, int n) {
+  if (n < 2) return invalid_argument("--budget-curve " + std::to_string(n) + ": at least 2 budgets");
+  double min_pct = 0;
+  for (const std::string& p : precisions) {
+    Target t;
+    t.device = DeviceKind::kCUDA;
+    t.name = "curve budgets";
+    t.map_granularity = granularity;
+    t.copy_profile = *CopyProfile::builtin("h100");
+    SessionOptions o;
+    o.device = DeviceKind::kCUDA;
+    o.mode = WeightMode::kStream;
+    if (!parse_precision(p, &o.precision)) return invalid_argument("--precision " + p + ": expected fp32, tf32 or fp16");
+    DLR_ASSIGN_OR_RETURN(CompiledModel m, compile(net, t, o));
+    const double total = double(m.plan.weight_bytes());
+    if (total <= 0) return invalid_argument("--budget-curve: the network has no weights");
+    min_pct = std::max(min_pct, 100.0 * double(m.stream.device_bytes()) / total);
+  }
+  std::string list = "min";
+  for (int i = 1; i + 1 < n; ++i) {
+    const double pct = std::ceil(10.0 * (min_pct + (100.0 - min_pct) * double(i) / double(n - 1))) / 10.0;
+    if (pct >= 100.0) break;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, ",%.1f%%", pct);
+    list += buf;
+  }
+  return list + ",all";
+}
+
+// Per-step kernel times from a dlbench JSON file: the first result of `precision`
+// (whose config contains `config` when given) with stream.kernel_ms_at_open (measured
+// at open, event cost removed), else with a profiled run's per-layer kernel_ms.
+Expected<std::vector<double>> layer_ms_from_json(const std::string& path, const std::string& precision,
+                                                 const std::string& config, std::string* used) {
+  std::ifstream in(path);
+  if (!in) return io_error("--layer-ms-from " + path + ": cannot open");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return parse_error("--layer-ms-from " + path + ": not valid JSON: " + printable(e.what()));
+  }
+  if (!j.is_object() || !j.contains("results") || !j["results"].is_array())
+    return parse_error("--layer-ms-from " + path + ": not dlbench JSON (no 'results' list)");
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& r : j["results"]) {
+      if (!r.is_object() || r.value("precision", std::string()) != precision) continue;
+      const std::string name = r.value("config", std::string());
+      if (!config.empty() && name.find(config) == std::string::npos) continue;
+      std::vector<double> ms;
+      try {
+        if (pass == 0 && r.contains("stream") && r["stream"].contains("kernel_ms_at_open")) {
+          ms = r["stream"]["kernel_ms_at_open"].get<std::vector<double>>();
+          *used = name + " (kernel times measured at open)";
+        } else if (pass == 1 && r.contains("profile") && r["profile"].contains("layers")) {
+          for (const auto& l : r["profile"]["layers"]) ms.push_back(l.at("kernel_ms").get<double>());
+          *used = name + " (profiled run, CUDA events inside the graph)";
+        } else {
+          continue;
+        }
+      } catch (const nlohmann::json::exception& e) {
+        return parse_error("--layer-ms-from " + path + ": " + name + ": " + printable(e.what()));
+      }
+      for (double& v : ms)
+        if (!std::isfinite(v) || v < 0) return parse_error("--layer-ms-from " + path + ": " + name + ": a kernel time is negative or not finite");
+      return ms;
+    }
+  }
+  return invalid_argument("--layer-ms-from " + path + ": no " + precision + " result" +
+                          (config.empty() ? "" : " whose config contains '" + config + "'") +
+                          " with kernel_ms_at_open or a profiled run");
+}
+
+// --simulate-only: the residency planner's prediction and the lower bound at every
+// budget of the curve, from measured kernel times (optionally scaled) and a named
+// copy profile. No GPU: the target is written by hand.
+int simulate_only(const Args& a, const NetworkDesc& net) {
+  if (a.layer_ms_from.empty()) return fail("dlbench", invalid_argument("--simulate-only needs --layer-ms-from FILE"));
+  if (a.copy_profile == "auto")
+    return fail("dlbench", invalid_argument("--simulate-only needs a named --copy-profile (a built-in or a JSON "
+                                            "file): auto is measured on a GPU"));
+  auto profile = CopyProfile::resolve(a.copy_profile);
+  if (!profile.ok()) return fail("dlbench", profile.status());
+  const std::vector<std::string> precisions = split(a.precisions);
+  // --weight-budget given: those budgets; else the curve (--budget-curve N, default 16).
+  Expected<std::string> budgets = a.budgets;
+  if (a.budgets == Args().budgets || a.budget_curve > 0)
+    budgets = curve_budgets(net, precisions, a.granularity, a.budget_curve > 0 ? a.budget_curve : 16);
+  if (!budgets.ok()) return fail("dlbench", budgets.status());
+  nlohmann::json all;
+  all["mode"] = "simulate-only";
+  all["cfg"] = a.cfg;
+  all["size"] = net.net.width;
+  all["copy_profile"] = profile->name;
+  all["layer_ms_from"] = a.layer_ms_from;
+  all["scale_preload_ms"] = a.scale_preload_ms;
+  all["granularity"] = a.granularity;
+  all["rows"] = nlohmann::json::array();
+  std::printf("%-10s %-13s %9s %8s %8s %11s %11s %10s %9s %9s %9s\n", "precision", "budget", "MiB", "weights",
+              "saved", "predicted", "vs preload", "bound", "resident", "pool", "residency");
+  for (const std::string& prec : precisions) {
+    SessionOptions o;
+    o.device = DeviceKind::kCUDA;
+    o.mode = WeightMode::kStream;
+    if (!parse_precision(prec, &o.precision))
+      return fail("dlbench", invalid_argument("--precision " + prec + ": expected fp32, tf32 or fp16"));
+    o.width = o.height = a.size;
+    std::string used;
+    auto ms = layer_ms_from_json(a.layer_ms_from, prec, a.layer_ms_config, &used);
+    if (!ms.ok()) return fail("dlbench", ms.status());
+    Target t;
+    t.device = DeviceKind::kCUDA;
+    t.name = "simulated (" + profile->name + ")";
+    t.map_granularity = a.granularity;
+    t.copy_profile = *profile;
+    // Steps that reach no GPU (no-op routes) take no time in the simulator: zero them
+    // before scaling, so that the kernels that run sum to --scale-preload-ms.
+    SessionOptions oplan = o;
+    oplan.weight_budget = WeightBudget::min();
+    auto plan_only = compile(net, t, oplan);
+    if (!plan_only.ok()) return fail("dlbench", plan_only.status());
+    if (ms->size() != plan_only->plan.steps.size())
+      return fail("dlbench", invalid_argument("--layer-ms-from " + a.layer_ms_from + ": " + std::to_string(ms->size()) +
+                                              " kernel times for " + std::to_string(plan_only->plan.steps.size()) +
+                                              " steps of " + a.cfg));
+    for (size_t i = 0; i < ms->size(); ++i) {
+      const Step& st = plan_only->plan.steps[i];
+      if (st.no_op && st.copies.empty()) (*ms)[i] = 0;
+    }
+    double sum = 0;
+    for (double v : *ms) sum += v;
+    if (a.scale_preload_ms > 0 && sum > 0)
+      for (double& v : *ms) v *= a.scale_preload_ms / sum;
+    double preload = 0;
+    for (double v : *ms) preload += v;
+    std::printf("# %s: kernel times of %s%s: preload (the kernels alone) %.3f ms\n", prec.c_str(), used.c_str(),
+                a.scale_preload_ms > 0 ? (", scaled from " + std::to_string(sum) + " ms").c_str() : "", preload);
+    // The smallest pool dlrun can stream through; a budget below it gets the bound
+    // alone (what any layer-granular plan of the model could reach, none of dlrun's).
+    SessionOptions omin = o;
+    omin.weight_budget = WeightBudget::min();
+    auto mmin = compile(net, t, omin, *ms);
+    if (!mmin.ok()) return fail("dlbench", mmin.status());
+    const int64_t total_bytes = mmin->plan.weight_bytes();
+    for (const std::string& budget : split(*budgets)) {
+      auto wb0 = WeightBudget::parse(budget);
+      if (!wb0.ok()) return fail("dlbench", wb0.status());
+      const int64_t want = wb0->resolve(total_bytes, mmin->stream.device_bytes());
+      if (want < mmin->stream.device_bytes()) {
+        auto lb = latency_lower_bound(mmin->plan, *ms, *profile, std::max<int64_t>(want, 1), a.granularity);
+        if (!lb.ok()) return fail("dlbench", lb.status());
+        const bool feasible = lb->pool_bytes > 0;
+        all["rows"].push_back({{"precision", prec},
+                               {"budget", budget},
+                               {"residency", "bound only"},
+                               {"budget_bytes", want},
+                               {"total_weight_bytes", total_bytes},
+                               {"preload_ms", preload},
+                               {"predicted_ms", nullptr},
+                               {"lower_bound_ms", feasible ? nlohmann::json(lb->ms) : nlohmann::json()},
+                               {"kernel_times", used},
+                               {"notes", {"below dlrun's minimal pool (" + std::to_string(mmin->stream.device_bytes()) +
+                                          " bytes): " + (feasible ? lb->to_text() : "no layer-granular plan exists "
+                                                                                    "(a blob larger than the ring "
+                                                                                    "cannot be resident either)")}}});
+        std::printf("%-10s %-13s %9.1f %7.1f%% %7.1f%% %12s %10s %10s %s\n", prec.c_str(), budget.c_str(), mib(want),
+                    100.0 * double(want) / double(total_bytes), 100.0 * (1.0 - double(want) / double(total_bytes)),
+                    "-", "-", feasible ? (std::to_string(lb->ms).substr(0, 8) + " ms").c_str() : "none",
+                    "(below dlrun's minimal pool: the bound alone)");
+        continue;
+      }
+      for (const std::string& res : split(a.residencies)) {
+        if ((budget == "min" || budget == "all") && res != split(a.residencies).front()) continue;
+        SessionOptions ob = o;
+        auto wb = WeightBudget::parse(budget);
+        if (!wb.ok()) return fail("dlbench", wb.status());
+        ob.weight_budget = *wb;
+        if (!parse_residency(res, &ob.residency))
+          return fail("dlbench", invalid_argument("--residency " + res + ": expected greedy, largest-late or none"));
+        auto m = compile(net, t, ob, *ms);
+        if (!m.ok()) {
+          std::fprintf(stderr, "dlbench: %s @%s: %s\n", prec.c_str(), budget.c_str(), m.status().message().c_str());
+          return kExitError;
+        }
+        const StreamPlan& sp = m->stream;
+        const double total = double(sp.total_weight_bytes);
+        const int64_t device = sp.resident ? sp.total_weight_bytes : sp.device_bytes();
+        const double predicted = m->predicted_ms;
+        nlohmann::json row = {{"precision", prec},
+                              {"budget", budget},
+                              {"residency", res},
+                              {"budget_bytes", std::max<int64_t>(m->budget_bytes, device)},
+                              {"device_weight_bytes", device},
+                              {"total_weight_bytes", sp.total_weight_bytes},
+                              {"resident_bytes", sp.resident ? sp.total_weight_bytes : sp.resident_bytes},
+                              {"pool_bytes", sp.resident ? 0 : sp.pool_bytes},
+                              {"streamed_bytes", sp.streamed_bytes()},
+                              {"preload_ms", preload},
+                              {"predicted_ms", predicted},
+                              {"lower_bound_ms", m->lower_bound_ms > 0 ? m->lower_bound_ms : preload},
+                              {"kernel_times", used},
+                              {"notes", m->notes}};
+        all["rows"].push_back(row);
+        std::printf("%-10s %-13s %9.1f %7.1f%% %7.1f%% %9.3f ms %+9.1f%% %7.3f ms %9.1f %9.1f %9s\n", prec.c_str(),
+                    budget.c_str(), mib(device), 100.0 * double(device) / total,
+                    100.0 * (1.0 - double(device) / total), predicted, 100.0 * (predicted / preload - 1.0),
+                    row["lower_bound_ms"].get<double>(), mib(row["resident_bytes"]), mib(row["pool_bytes"]),
+                    res.c_str());
+      }
+    }
+  }
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    f << all.dump(2) << "\n";
+    if (!f) return fail("dlbench", a.json + ": cannot write");
+  }
+  return kExitOk;
+}
+
+int run(const Args& a_in) {
+  Args a = a_in;
+  if (a.simulate_only) {
+    auto net = parse_network_cfg(a.cfg, CfgOptions{a.size, a.size});
+    if (!net.ok()) return fail("dlbench", net.status());
+    return simulate_only(a, *net);
+  }
+  if (a.budget_curve > 0) {  // N budgets from the minimum to all, preload in the same run
+#ifdef DLR_HAVE_CUDA
+    auto net = parse_network_cfg(a.cfg, CfgOptions{a.size, a.size});
+    if (!net.ok()) return fail("dlbench", net.status());
+    auto target = cuda_target(0, "");
+    if (!target.ok()) return fail("dlbench", target.status());
+    auto budgets = curve_budgets(*net, split(a.precisions), target->map_granularity, a.budget_curve);
+    if (!budgets.ok()) return fail("dlbench", budgets.status());
+    a.budgets = *budgets;
+    a.modes = "preload,stream";
+    a.pools = "ring";
+#else
+    return fail("dlbench", "--budget-curve measures on a GPU: this build has no CUDA backend (--simulate-only "
+                           "predicts without one)");
+#endif
+  }
   for (const std::string& u : split(a.units)) {  // bad --units fail before any work, whatever the modes
     bool search = false;
     int64_t chunk = 0;
@@ -478,6 +742,7 @@ int run(const Args& a) {
       std::printf("  streamed %.1f MiB, resident %.1f MiB, copy floor %.3f ms", mib(st["streamed_bytes"]),
                   mib(st["resident_bytes"]), st["copy_floor_ms"].get<double>());
       if (st["predicted_ms"].get<double>() > 0) std::printf(", predicted %.3f ms", st["predicted_ms"].get<double>());
+      if (st["lower_bound_ms"].get<double>() > 0) std::printf(", bound %.3f ms", st["lower_bound_ms"].get<double>());
       if (st.contains("auto_budget_note"))
         std::printf(", auto budget %.1f MiB (%.1f %%)", mib(st["budget_bytes"]),
                     100.0 * st["budget_bytes"].get<double>() / st["total_weight_bytes"].get<double>());
@@ -567,6 +832,9 @@ int tool_main(int argc, char** argv) {
   auto* w = app.add_option("--weights", a.weights, "Darknet .weights file");
   app.add_flag("--synthetic", a.synthetic, "generate shape-correct synthetic weights (seeded)")->excludes(w);
   app.add_option("--seed", a.seed, "seed of synthetic weights and input (default 1)");
+  app.add_option("--threads", a.threads, "CPU threads per session (0: auto, docs/library.md)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   app.add_option("--size", a.size, "network input size (square; default: the cfg's)")->check(CLI::Range(32, 8192));
   app.add_option("--batch", a.batches, "batch sizes, comma-separated (default 1)");
   app.add_option("--precision", a.precisions, "fp32,tf32,fp16 (comma-separated; cuda)");
@@ -583,10 +851,27 @@ int tool_main(int argc, char** argv) {
   app.add_option("--residency", a.residencies,
                  "stream mode, ring: which weights stay resident within the budget, comma-separated: greedy "
                  "(default), largest-late, none");
-  app.add_option("--copy-profile", a.copy_profile, "stream mode: dlprobe JSON file or h100, discrete, jetson-xavier");
+  app.add_option("--copy-profile", a.copy_profile, "stream mode: auto (default: measured on this GPU on first use, cached per GPU), a dlprobe JSON "
+                 "file, or h100, discrete, jetson-xavier");
   app.add_flag("--simulate", a.simulate,
                "also predict stream-mode latency with the simulator from the profiled preload kernel times "
                "(list preload before stream)");
+  app.add_option("--budget-curve", a.budget_curve,
+                 "measure N budgets from the minimal pool to all the weights (ring, preload in the same run; "
+                 "N >= 12 for the curve of docs/streaming.md); each row has the planner's prediction and the lower "
+                 "bound; plot with scripts/plot_budget_curve.py")
+      ->check(CLI::Range(2, 200));
+  app.add_flag("--simulate-only", a.simulate_only,
+               "no GPU: predict the budget curve (--budget-curve N, default 16) with the planner and the lower bound "
+               "from the kernel times of --layer-ms-from and a named --copy-profile");
+  app.add_option("--layer-ms-from", a.layer_ms_from,
+                 "--simulate-only: a dlbench JSON file with kernel_ms_at_open (or a profiled run) for the precision");
+  app.add_option("--layer-ms-config", a.layer_ms_config,
+                 "--simulate-only: take the kernel times of the first result whose config contains this text");
+  app.add_option("--scale-preload-ms", a.scale_preload_ms,
+                 "--simulate-only: scale the kernel times so that they sum to this many ms (e.g. 160.8: the "
+                 "paper's YOLOv4 on Jetson AGX Xavier)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--device", a.devices, "cpu,cuda (comma-separated; default cuda)");
   app.add_option("--weights-from", a.weights_from,
                  "host,storage (comma-separated): storage reads the streamed weights from a prepared file each "
@@ -614,7 +899,7 @@ int tool_main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? dlr::tools::kExitOk : dlr::tools::kExitUsage;
   }
-  if (a.weights.empty() && !a.synthetic) {
+  if (a.weights.empty() && !a.synthetic && !a.simulate_only) {
     std::fprintf(stderr, "dlbench: give --weights FILE or --synthetic\n");
     return dlr::tools::kExitUsage;
   }

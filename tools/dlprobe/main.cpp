@@ -19,7 +19,9 @@
 #include "runtime/core/log.h"
 #include "runtime/streaming/copy_profile.h"
 #include "tools/common/tool_support.h"
-#include "tools/dlprobe/probe.h"
+#ifdef DLR_HAVE_CUDA
+#include "runtime/cuda/copy_probe.h"
+#endif
 #include "tools/dlprobe/storage_probe.h"
 
 namespace {
@@ -35,6 +37,7 @@ struct Args {
   std::string out = "copy_profile.json";
   std::string name;
   bool quick = false;
+  bool brief = false;
   int max_mb = 256;
   int device = 0;
   std::string log_level = "warn";
@@ -210,22 +213,6 @@ int show(const std::string& what) {
 
 #ifdef DLR_HAVE_CUDA
 
-std::string default_name(const std::string& device) {
-  std::string n = "probe-";
-  bool dash = false;
-  for (char c : device.substr(0, device.find(','))) {
-    if (std::isalnum(static_cast<unsigned char>(c))) {
-      n += char(std::tolower(static_cast<unsigned char>(c)));
-      dash = false;
-    } else if (!dash) {
-      n += '-';
-      dash = true;
-    }
-  }
-  while (!n.empty() && n.back() == '-') n.pop_back();
-  return n;
-}
-
 void print_measurements(const probe::ProbeResult& r) {
   std::printf("dlprobe on %s\n", r.device.c_str());
   if (r.integrated) std::printf("note: integrated GPU: H2D copies are DRAM-to-DRAM; mapped pinned memory avoids them\n");
@@ -269,34 +256,18 @@ void print_measurements(const probe::ProbeResult& r) {
   }
 }
 
-Expected<CopyProfile> derive(const probe::ProbeResult& r, const std::string& name) {
-  std::vector<BandwidthPoint> pinned, pageable;
-  std::vector<double> calls;
-  for (const probe::SizeResult& s : r.sizes) {
-    if (s.pinned_gbps > 0) pinned.push_back({s.bytes, s.pinned_gbps});
-    if (s.pageable_gbps > 0) pageable.push_back({s.bytes, s.pageable_gbps});
-    calls.push_back(s.pinned_call_us);
-  }
-  std::sort(calls.begin(), calls.end());
-  const double call_us = calls.empty() ? 0 : calls[calls.size() / 2];
-  std::vector<QueueSample> queue;
-  for (const probe::QueueResult& q : r.queue)
-    if (q.pinned) queue.push_back({q.bytes, q.queued});
-  return derive_copy_profile(name.empty() ? default_name(r.device) : name, r.device, std::move(pinned),
-                             std::move(pageable), call_us, std::move(queue));
-}
-
 int probe_main(const Args& a) {
   probe::ProbeOptions o;
   o.device = a.device;
   o.quick = a.quick;
+  o.brief = a.brief;
   o.max_bytes = int64_t(a.max_mb) * kMiB;
   Status st = check_out_dir(a.out);
   if (!st.ok()) return fail("dlprobe", st);
   auto r = probe::run_probe(o);
   if (!r.ok()) return fail("dlprobe", r.status());
   print_measurements(*r);
-  auto p = derive(*r, a.name);
+  auto p = probe::profile_from_probe(*r, a.name);
   if (!p.ok()) return fail("dlprobe", p.status());
   std::printf("\nprofile JSON of the copy measurements (%.1f s): %s\n", r->seconds, p->to_json_text().c_str());
   if (!a.no_storage) {
@@ -322,6 +293,9 @@ int tool_main(int argc, char** argv) {
   app.add_option("--out", a.out, "write the measured profile here (default copy_profile.json)");
   app.add_option("--name", a.name, "profile name (default: probe-<device name>)");
   app.add_flag("--quick", a.quick, "fewer sizes, repetitions and queue tests");
+  app.add_flag("--brief", a.brief,
+               "only what the streaming planner reads (pinned 64 KiB..16 MiB, three short queue tests): the probe "
+               "that --copy-profile auto runs on a GPU's first use");
   app.add_option("--max-mb", a.max_mb, "largest copy size in MiB (default 256)")->check(CLI::Range(1, 4096));
   app.add_option("--device", a.device, "CUDA device index (default 0)")->check(CLI::NonNegativeNumber);
   app.add_flag("--no-storage", a.no_storage, "skip the storage phase (the profile then has no storage section)");

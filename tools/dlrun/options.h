@@ -41,12 +41,13 @@ struct Args {
   std::string summary = "auto";
   // ---- device ----
   std::string device = "cpu";
+  int threads = 0;  // --threads: CPU threads per session (0: auto)
   std::string precision = "fp32";
   std::string mode = "preload";
   std::string weight_budget = "min";
   std::string max_slowdown = "5%";
   double latency_target_ms = 0;
-  std::string copy_profile = "h100";
+  std::string copy_profile = "auto";
   std::string weight_pool = "auto";
   std::string units = "search";
   std::string residency = "greedy";

@@ -39,6 +39,7 @@ Expected<SessionOptions> session_options(const Args& a) {
   if (!parse_precision(a.precision, &opt.precision)) return invalid_argument("--precision " + a.precision);
   if (!parse_weight_mode(a.mode, &opt.mode)) return invalid_argument("--mode " + a.mode);
   opt.batch = a.batch;
+  opt.threads = a.threads;
   const Expected<WeightBudget> budget = WeightBudget::parse(a.weight_budget);
   if (!budget.ok()) return invalid_argument("--weight-budget: " + budget.status().message());
   opt.weight_budget = *budget;

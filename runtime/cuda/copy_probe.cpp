@@ -1,10 +1,11 @@
-// dlprobe's measurements: H2D bandwidth and host call time by copy size (pinned and
+// The copy probe (dlprobe, and `--copy-profile auto` on first use): H2D bandwidth and host call time by copy size (pinned and
 // pageable), and the depth of the copy queue behind a busy stream. CUDA builds only.
 #ifdef DLR_HAVE_CUDA
 
-#include "tools/dlprobe/probe.h"
+#include "runtime/cuda/copy_probe.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -12,9 +13,8 @@
 #include <new>
 
 #include "kernels/cuda/cuda_handles.h"
+#include "kernels/cuda/spin.h"
 
-// tools/dlprobe/spin.cu: one thread spinning for `ns` nanoseconds on `stream`.
-extern "C" cudaError_t dlprobe_launch_spin(cudaStream_t stream, unsigned long long ns);
 
 namespace dlr::probe {
 namespace {
@@ -24,6 +24,7 @@ constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * 1024;
 
 constexpr double kSpinMs = 300;          // how long the kernel holds the stream in a queue test
+constexpr double kBriefSpinMs = 80;      // the same in a brief probe (H100: ~1020 copies queue in ~2 ms)
 constexpr double kBlockMs = 20;          // a call slower than this blocked the host
 constexpr double kDeadlineMarginMs = 60; // stop enqueuing this long before the kernel ends
 constexpr double kKernelEndSlackMs = 5;  // a blocked call returns no earlier than this before the kernel's end
@@ -82,7 +83,7 @@ Expected<Timing> time_copies(const Bench& b, const void* src, int64_t bytes, int
   int longer_holds = 0;
   while (int(copy_ms.size()) < max_reps && (int(copy_ms.size()) < min_reps || moved < budget)) {
     const auto t_hold = Clock::now();
-    if (hold_ms > 0) DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, static_cast<unsigned long long>(hold_ms * 1e6)));
+    if (hold_ms > 0) DLR_CUDA_CHECK(cuda::launch_spin(b.stream, static_cast<unsigned long long>(hold_ms * 1e6)));
     DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
     for (int i = 0; i < k; ++i) {
       const auto t = Clock::now();
@@ -122,10 +123,10 @@ Expected<QueueResult> queue_test(const Bench& b, const void* src, int64_t bytes,
   r.spin_ms = spin_ms;
   DLR_CUDA_CHECK(cudaStreamSynchronize(b.stream));
   const auto t0 = Clock::now();
-  DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, static_cast<unsigned long long>(spin_ms * 1e6)));
+  DLR_CUDA_CHECK(cuda::launch_spin(b.stream, static_cast<unsigned long long>(spin_ms * 1e6)));
   for (int i = 0; i < kQueueCap; ++i) {
     const auto t = Clock::now();
-    if (std::chrono::duration<double, std::milli>(t - t0).count() > spin_ms - kDeadlineMarginMs) {
+    if (std::chrono::duration<double, std::milli>(t - t0).count() > spin_ms - std::min(kDeadlineMarginMs, 0.4 * spin_ms)) {
       r.inconclusive = true;
       break;
     }
@@ -145,12 +146,14 @@ Expected<QueueResult> queue_test(const Bench& b, const void* src, int64_t bytes,
 }
 
 // A queue test; when the kernel's time ran out first, once more with a 4x longer kernel.
-Expected<QueueResult> queue_test_retry(const Bench& b, const void* src, int64_t bytes, bool pinned) {
-  DLR_ASSIGN_OR_RETURN(QueueResult r, queue_test(b, src, bytes, pinned, kSpinMs));
+Expected<QueueResult> queue_test_retry(const Bench& b, const void* src, int64_t bytes, bool pinned, double spin_ms,
+                                       bool progress) {
+  DLR_ASSIGN_OR_RETURN(QueueResult r, queue_test(b, src, bytes, pinned, spin_ms));
   if (!r.inconclusive) return r;
-  std::fprintf(stderr, "dlprobe: %s %lld-byte copies: the kernel ended before the queue filled; again with %.0f ms\n",
-               pinned ? "pinned" : "pageable", static_cast<long long>(bytes), 4 * kSpinMs);
-  return queue_test(b, src, bytes, pinned, 4 * kSpinMs);
+  if (progress)
+    std::fprintf(stderr, "dlprobe: %s %lld-byte copies: the kernel ended before the queue filled; again with %.0f ms\n",
+                 pinned ? "pinned" : "pageable", static_cast<long long>(bytes), 4 * spin_ms);
+  return queue_test(b, src, bytes, pinned, 4 * spin_ms);
 }
 
 std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
@@ -184,7 +187,9 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
 
   ProbeResult res;
   DLR_ASSIGN_OR_RETURN(res.device, device_text(o.device, &res.integrated));
-  res.spin_ms = kSpinMs;
+  const double queue_spin_ms = o.brief ? kBriefSpinMs : kSpinMs;
+  const double spin_check_ms = o.brief ? 20 : kSpinCheckMs;
+  res.spin_ms = queue_spin_ms;
   res.queue_cap = kQueueCap;
   res.block_threshold_ms = kBlockMs;
 
@@ -196,6 +201,11 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
     sizes = {4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, 1 * kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB};
     queue_pinned = {64 * kKiB, 4 * kMiB};
     queue_pageable = {4 * kMiB};
+  }
+  if (o.brief) {  // what the streaming planner reads: pinned sizes around its units, three queue classes
+    sizes = {64 * kKiB, 256 * kKiB, 1 * kMiB, 4 * kMiB, 16 * kMiB};
+    queue_pinned = {64 * kKiB, 1 * kMiB, 4 * kMiB};
+    queue_pageable = {};
   }
   auto too_big = [&](int64_t s) { return s > o.max_bytes; };
   sizes.erase(std::remove_if(sizes.begin(), sizes.end(), too_big), sizes.end());
@@ -223,22 +233,24 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
 
   // The holding kernel must really hold the stream, or the queue tests mean nothing.
   DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
-  DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, static_cast<unsigned long long>(kSpinCheckMs * 1e6)));
+  DLR_CUDA_CHECK(cuda::launch_spin(b.stream, static_cast<unsigned long long>(spin_check_ms * 1e6)));
   DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
   DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
   float spin_ms = 0;
   DLR_CUDA_CHECK(cudaEventElapsedTime(&spin_ms, b.start, b.stop));
   res.spin_check_ms = spin_ms;
-  if (spin_ms < 0.8 * kSpinCheckMs || spin_ms > 4 * kSpinCheckMs)
+  if (spin_ms < 0.8 * spin_check_ms || spin_ms > 4 * spin_check_ms)
     return internal_error("the spin kernel ran " + std::to_string(spin_ms) + " ms instead of " +
-                          std::to_string(int(kSpinCheckMs)) + " ms: cannot hold the stream for the queue tests");
+                          std::to_string(int(spin_check_ms)) + " ms: cannot hold the stream for the queue tests");
 
   // (a) + (b): bandwidth and host call time by size.
-  const int min_reps = o.quick ? 3 : 5;
-  const int max_reps = o.quick ? 10 : 20;
-  const int64_t budget = o.quick ? 128 * kMiB : 512 * kMiB;
-  std::fprintf(stderr, "dlprobe: %s\ndlprobe: H2D bandwidth at %zu sizes, 4 KiB..%lld MiB ...\n", res.device.c_str(),
-               sizes.size(), static_cast<long long>(sizes.back() / kMiB));
+  const int min_reps = o.quick || o.brief ? 3 : 5;
+  const int max_reps = o.brief ? 5 : o.quick ? 10 : 20;
+  const int64_t budget = o.brief ? 32 * kMiB : o.quick ? 128 * kMiB : 512 * kMiB;
+  if (o.progress)
+    std::fprintf(stderr, "dlprobe: %s\ndlprobe: H2D bandwidth at %zu sizes, %lld KiB..%lld MiB ...\n",
+                 res.device.c_str(), sizes.size(), static_cast<long long>(sizes.front() / kKiB),
+                 static_cast<long long>(sizes.back() / kMiB));
   for (int64_t s : sizes) {
     SizeResult sr;
     sr.bytes = s;
@@ -247,11 +259,14 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
     sr.copies_per_rep = int(std::clamp<int64_t>(32 * kMiB / s, 1, 64));
     // Pinned behind a short hold (enqueuing <= 64 calls takes well under 5 ms); pageable
     // without: its calls stage synchronously, so their host time is part of the copy.
-    const double hold_ms = sr.copies_per_rep > 1 ? 5.0 : 0.5;
+    // A brief probe holds 1 ms (time_copies holds longer where enqueuing took longer).
+    const double hold_ms = sr.copies_per_rep > 1 ? (o.brief ? 1.0 : 5.0) : 0.5;
     DLR_ASSIGN_OR_RETURN(const Timing tp,
                          time_copies(b, pin, s, sr.copies_per_rep, hold_ms, min_reps, max_reps, budget));
-    DLR_ASSIGN_OR_RETURN(const Timing tg,
-                         time_copies(b, pageable.get(), s, sr.copies_per_rep, 0, min_reps, max_reps, budget));
+    Timing tg;  // a brief probe skips pageable copies: streaming copies from pinned memory only
+    if (!o.brief) {
+      DLR_ASSIGN_OR_RETURN(tg, time_copies(b, pageable.get(), s, sr.copies_per_rep, 0, min_reps, max_reps, budget));
+    }
     sr.reps = tp.reps;
     sr.pinned_gbps = tp.gbps;
     sr.pinned_call_us = tp.call_us;
@@ -260,18 +275,19 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
     res.sizes.push_back(sr);
   }
 
-  // (a2): one stream against two streams copying at once, same bytes in total.
+  // (a2): one stream against two streams copying at once, same bytes in total
+  // (a brief probe skips it and (a3)).
   DLR_ASSIGN_OR_RETURN(cuda::Stream stream2, cuda::make_stream());
   const StreamDrain drain2(stream2.get());
   DLR_ASSIGN_OR_RETURN(cuda::Event ev_fork, cuda::make_event(false));
   DLR_ASSIGN_OR_RETURN(cuda::Event ev_join, cuda::make_event(false));
   for (int64_t s : {1 * kMiB, 4 * kMiB, 16 * kMiB}) {
-    if (2 * s > max_bytes) continue;
+    if (2 * s > max_bytes || o.brief) continue;
     for (int streams : {1, 2}) {
       const int per_stream = int(std::clamp<int64_t>(64 * kMiB / s / streams, 1, 64));
       std::vector<double> gbps;
       for (int rep = 0; rep < (o.quick ? 3 : 7); ++rep) {
-        DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, 5000000ull));  // 5 ms: every call is queued before the start
+        DLR_CUDA_CHECK(cuda::launch_spin(b.stream, 5000000ull));  // 5 ms: every call is queued before the start
         DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
         DLR_CUDA_CHECK(cudaEventRecord(ev_fork.get(), b.stream));
         DLR_CUDA_CHECK(cudaStreamWaitEvent(stream2.get(), ev_fork.get(), 0));
@@ -292,7 +308,7 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
   }
 
   // (a3): the same batches as streaming issues them: stream, graph, stream under load.
-  {
+  if (!o.brief) {
     const int64_t load_bytes = o.quick ? 256 * kMiB : 1024 * kMiB;
     DLR_ASSIGN_OR_RETURN(cuda::DeviceBuffer load, cuda::DeviceBuffer::alloc(size_t(load_bytes)));
     for (int64_t s : {4 * kMiB, 8 * kMiB, 16 * kMiB, 32 * kMiB}) {
@@ -326,7 +342,7 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
           if (mode == 2) {  // keep memory busy on stream2 for the whole batch (~1.2 ms per 64 MiB of copies)
             for (int i = 0; i < 16; ++i) DLR_CUDA_CHECK(cudaMemsetAsync(load.data(), i, size_t(load_bytes), stream2.get()));
           }
-          DLR_CUDA_CHECK(dlprobe_launch_spin(b.stream, 2000000ull));  // 2 ms: the batch is queued before it starts
+          DLR_CUDA_CHECK(cuda::launch_spin(b.stream, 2000000ull));  // 2 ms: the batch is queued before it starts
           DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
           if (mode == 1) {
             DLR_CUDA_CHECK(cudaGraphLaunch(exec.get(), b.stream));
@@ -356,19 +372,53 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
                             ": the copies did not run");
 
   // (c): queue depth behind a busy stream.
-  std::fprintf(stderr, "dlprobe: copy queue, %zu tests of about %.0f ms ...\n",
-               queue_pinned.size() + queue_pageable.size(), kSpinMs);
+  if (o.progress)
+    std::fprintf(stderr, "dlprobe: copy queue, %zu tests of about %.0f ms ...\n",
+                 queue_pinned.size() + queue_pageable.size(), queue_spin_ms);
   for (int64_t s : queue_pinned) {
-    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pin, s, true));
+    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pin, s, true, queue_spin_ms, o.progress));
     res.queue.push_back(q);
   }
   for (int64_t s : queue_pageable) {
-    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pageable.get(), s, false));
+    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pageable.get(), s, false, queue_spin_ms, o.progress));
     res.queue.push_back(q);
   }
   DLR_CUDA_CHECK(cudaGetLastError());
   res.seconds = ms_since(t_start) / 1e3;
   return res;
+}
+
+Expected<CopyProfile> profile_from_probe(const ProbeResult& r, const std::string& name) {
+  std::vector<BandwidthPoint> pinned, pageable;
+  std::vector<double> calls;
+  for (const SizeResult& s : r.sizes) {
+    if (s.pinned_gbps > 0) pinned.push_back({s.bytes, s.pinned_gbps});
+    if (s.pageable_gbps > 0) pageable.push_back({s.bytes, s.pageable_gbps});
+    calls.push_back(s.pinned_call_us);
+  }
+  std::sort(calls.begin(), calls.end());
+  const double call_us = calls.empty() ? 0 : calls[calls.size() / 2];
+  std::vector<QueueSample> queue;
+  for (const QueueResult& q : r.queue)
+    if (q.pinned) queue.push_back({q.bytes, q.queued});
+  return derive_copy_profile(name.empty() ? default_profile_name(r.device) : name, r.device, std::move(pinned),
+                             std::move(pageable), call_us, std::move(queue));
+}
+
+std::string default_profile_name(const std::string& device) {
+  std::string n = "probe-";
+  bool dash = false;
+  for (char c : device.substr(0, device.find(','))) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      n += char(std::tolower(static_cast<unsigned char>(c)));
+      dash = false;
+    } else if (!dash) {
+      n += '-';
+      dash = true;
+    }
+  }
+  while (!n.empty() && n.back() == '-') n.pop_back();
+  return n;
 }
 
 }  // namespace dlr::probe

@@ -1,4 +1,6 @@
-// dlprobe's measurements on the current GPU (probe.cpp, CUDA builds only).
+// The copy probe: measurements of the current GPU's host-to-device copy engine
+// (copy_probe.cpp, CUDA builds only), shared by dlprobe and by `--copy-profile auto`,
+// which runs a brief probe the first time a GPU is used (runtime/cuda/cuda_engine.cpp).
 #pragma once
 
 #include <cstdint>
@@ -6,12 +8,19 @@
 #include <vector>
 
 #include "runtime/core/status.h"
+#include "runtime/streaming/copy_profile.h"
 
 namespace dlr::probe {
 
 struct ProbeOptions {
   int device = 0;
   bool quick = false;                // fewer sizes and repetitions, fewer queue tests
+  // Only what the streaming planner reads: pinned bandwidth at 64 KiB..16 MiB (3-5
+  // batches each), three 80 ms queue tests (64 KiB, 1 MiB, 4 MiB), no pageable,
+  // concurrent or graph measurements. Expected ~0.3-0.4 s on an H100 (the three queue
+  // tests are 0.24 s of it); reported in ProbeResult::seconds.
+  bool brief = false;
+  bool progress = true;              // progress lines on stderr
   int64_t max_bytes = 256 << 20;     // the largest copy measured
 };
 
@@ -73,8 +82,16 @@ struct ProbeResult {
   double seconds = 0;         // wall time of the whole probe
 };
 
-// Runs every measurement (progress lines on stderr). Every CUDA call is checked; on
-// failure the stream is drained and everything is released before returning.
+// Runs every measurement (progress lines on stderr when options.progress). Every
+// CUDA call is checked; on failure the stream is drained and everything is released
+// before returning. Allocates up to max_bytes of pinned, pageable and device memory.
 Expected<ProbeResult> run_probe(const ProbeOptions& options);
+
+// The copy profile of a probe (derive_copy_profile's rules): pinned and pageable
+// curves, the median pinned call time, the pinned queue tests. `name` empty:
+// default_profile_name(result.device).
+Expected<CopyProfile> profile_from_probe(const ProbeResult& result, const std::string& name);
+// "probe-nvidia-h100-80gb-hbm3" from "NVIDIA H100 80GB HBM3, sm_90, ...".
+std::string default_profile_name(const std::string& device);
 
 }  // namespace dlr::probe

@@ -1,12 +1,13 @@
-// The kernel that holds a stream busy while dlprobe fills the copy queue behind it.
-// Built only with the CUDA backend (tools/CMakeLists.txt adds it to dlprobe).
-#include <cuda_runtime.h>
+// A kernel that holds a stream busy for a given time: the copy probe
+// (runtime/cuda/copy_probe.cpp) fills the copy queue behind it.
+#include "kernels/cuda/spin.h"
 
+namespace dlr::cuda {
 namespace {
 
 // One thread spins until `ns` nanoseconds of %globaltimer have passed since it
 // started, or (should the timer not advance) 4 cycles per requested nanosecond.
-__global__ void dlprobe_spin_kernel(unsigned long long ns) {
+__global__ void spin_kernel(unsigned long long ns) {
   unsigned long long start = 0, now = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   const long long c0 = clock64();
@@ -18,8 +19,9 @@ __global__ void dlprobe_spin_kernel(unsigned long long ns) {
 
 }  // namespace
 
-// Enqueues the spin on `stream`; returns the launch error (cudaSuccess if none).
-extern "C" cudaError_t dlprobe_launch_spin(cudaStream_t stream, unsigned long long ns) {
-  dlprobe_spin_kernel<<<1, 1, 0, stream>>>(ns);
+cudaError_t launch_spin(cudaStream_t stream, unsigned long long ns) {
+  spin_kernel<<<1, 1, 0, stream>>>(ns);
   return cudaGetLastError();
 }
+
+}  // namespace dlr::cuda

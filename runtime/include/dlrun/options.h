@@ -1,0 +1,70 @@
+// dlrun public API: everything Session::open takes besides the two files.
+// Every field has a working default; open() checks every value and names the
+// field in its error. docs/library.md lists them with the tools' equivalents.
+//
+// Adding a field: one line here and one line in runtime/public/options_map.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dlrun {
+
+enum class Device : uint8_t { kCPU, kCUDA };
+enum class Precision : uint8_t { kFP32, kTF32, kFP16 };  // CPU: fp32 only
+// Preload: every weight resident on the device. Stream: demand layering, weights
+// streamed layer by layer into a pool within `weight_budget` (CUDA only).
+enum class Mode : uint8_t { kPreload, kStream };
+enum class PoolLayout : uint8_t { kAuto, kSlots, kRing };
+enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
+
+struct Options {
+  // ---- general ----
+  Device device = Device::kCPU;
+  Precision precision = Precision::kFP32;
+  int batch = 1;             // images per inference, 1..64
+  int width = 0;             // > 0: network input width instead of the cfg's (the cfg parser checks it)
+  int height = 0;            // > 0: network input height instead of the cfg's
+  int letterbox = -1;        // -1: as the cfg's [net] letter_box; 0: stretch; 1: letterbox
+  float thresh = 0.25f;      // detection threshold (strict >), [0, 1)
+  float nms = 0.45f;         // NMS IoU threshold, (0, 1]
+  // CPU threads for this session's kernels and pre/post-processing, 0..1024.
+  // 0 (auto): the CPUs the process may use, divided among the sessions inside
+  // open()/detect() at the same moment (docs/library.md, "CPU threads").
+  int threads = 0;
+  int max_image_width = 1920;  // image staging sized at open (grows if a larger image comes)
+  int max_image_height = 1080;
+
+  // ---- CUDA ----
+  int cuda_device = 0;
+  Mode mode = Mode::kPreload;
+  // Stream mode: device memory for weights: "min", "all", "auto", "NN%", "NNMiB",
+  // "NNMB", "NNGiB", ... or plain bytes (dlrun --weight-budget).
+  std::string weight_budget = "min";
+  // Stream mode: the copy engine's profile: "auto" (this GPU's, probed once and cached per GPU),
+  // a dlprobe JSON file or a built-in profile name.
+  std::string copy_profile = "auto";
+  int64_t chunk_bytes = 0;            // stream mode: copy chunk override (0: the profile's)
+  PoolLayout weight_pool = PoolLayout::kAuto;
+  bool unit_search = true;            // transfer units chosen by simulation (false: equal chunks)
+  Residency residency = Residency::kGreedy;
+  double max_slowdown = 0.05;         // weight_budget "auto": at most this fraction slower than preload
+  double latency_target_ms = 0;       // weight_budget "auto": > 0 replaces max_slowdown
+  int layout = -1;                    // -1 auto (NHWC for fp16/tf32); 0 NCHW; 1 NHWC
+  bool cuda_graph = true;             // capture the network once and replay it
+  bool profile_layers = false;        // per-layer CUDA event timing for Report::layers
+  bool find_algorithms = false;       // cudnnFind instead of heuristics
+  int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per convolution, bytes
+  bool cache_kernel_times = false;    // stream mode: reuse kernel times kept per GPU and model in the cache
+
+  // ---- weights from storage (CPU, or CUDA stream mode; docs/streaming.md section 7) ----
+  bool weights_from_storage = false;  // read the weights each inference from a prepared weight file
+  int64_t host_budget = 0;            // staging bytes for reads (0: the minimum, 2 x the largest read)
+  int zero_copy = -1;                 // CUDA: 1 reads land in memory the kernels read; 0 read->copy->kernel; -1 auto
+  int read_depth = 8;                 // reads in flight, 1..64
+  int64_t read_block_bytes = int64_t(1) << 20;  // bytes per read request, a multiple of 4096
+  std::string reader = "auto";        // "auto" (io_uring if available), "uring" or "threads"
+  std::string prepared_path;          // the prepared weight file ("": the user's cache, made on first use)
+};
+
+}  // namespace dlrun

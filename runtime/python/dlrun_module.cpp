@@ -1,0 +1,240 @@
+// Python bindings of the public API (<dlrun/dlrun.h>): module `dlrun`.
+//
+//   import dlrun, numpy as np
+//   s = dlrun.Session("yolov4.cfg", "yolov4.weights", device="cpu", threads=2)
+//   for d in s.detect(frame):            # frame: H x W x 3 uint8 (BGR unless order="rgb")
+//       print(d.class_id, d.prob, d.box)  # box: (x, y, w, h) relative centre/size
+//
+// Every dlrun::Options field is a keyword argument of Session() with the same name;
+// enums are strings ("cpu"/"cuda", "fp32"/"tf32"/"fp16", "preload"/"stream", ...).
+// Errors raise dlrun.Error (a RuntimeError) whose str() is the C++ Error::message
+// and whose .code is the error code's name. detect() releases the GIL.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <dlrun/dlrun.h>
+
+#include <map>
+#include <string>
+
+namespace py = pybind11;
+
+namespace {
+
+struct ErrorException {
+  dlrun::Error error;
+};
+
+PyObject* g_error_type = nullptr;
+
+template <class T>
+T unwrap(dlrun::Result<T>&& r) {
+  if (!r.ok()) throw ErrorException{r.error()};
+  return std::move(*r);
+}
+
+template <class E>
+E parse_enum(const std::string& what, const std::string& text, const std::map<std::string, E>& names) {
+  auto it = names.find(text);
+  if (it != names.end()) return it->second;
+  std::string expected;
+  for (const auto& [k, v] : names) expected += (expected.empty() ? "" : ", ") + k;
+  throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
+                                    what + " '" + text + "': expected one of " + expected}};
+}
+
+// Options from keyword arguments: every field by name; an unknown name is an error.
+dlrun::Options options_from(const py::kwargs& kw) {
+  dlrun::Options o;
+  for (const auto& item : kw) {
+    const std::string k = py::str(item.first);
+    const py::handle v = item.second;
+    if (k == "device") o.device = parse_enum<dlrun::Device>(k, py::str(v), {{"cpu", dlrun::Device::kCPU}, {"cuda", dlrun::Device::kCUDA}});
+    else if (k == "precision") o.precision = parse_enum<dlrun::Precision>(k, py::str(v), {{"fp32", dlrun::Precision::kFP32}, {"tf32", dlrun::Precision::kTF32}, {"fp16", dlrun::Precision::kFP16}});
+    else if (k == "mode") o.mode = parse_enum<dlrun::Mode>(k, py::str(v), {{"preload", dlrun::Mode::kPreload}, {"stream", dlrun::Mode::kStream}});
+    else if (k == "weight_pool") o.weight_pool = parse_enum<dlrun::PoolLayout>(k, py::str(v), {{"auto", dlrun::PoolLayout::kAuto}, {"slots", dlrun::PoolLayout::kSlots}, {"ring", dlrun::PoolLayout::kRing}});
+    else if (k == "residency") o.residency = parse_enum<dlrun::Residency>(k, py::str(v), {{"none", dlrun::Residency::kNone}, {"largest-late", dlrun::Residency::kLargestLate}, {"greedy", dlrun::Residency::kGreedy}});
+    else if (k == "batch") o.batch = v.cast<int>();
+    else if (k == "width") o.width = v.cast<int>();
+    else if (k == "height") o.height = v.cast<int>();
+    else if (k == "letterbox") o.letterbox = v.cast<int>();
+    else if (k == "thresh") o.thresh = v.cast<float>();
+    else if (k == "nms") o.nms = v.cast<float>();
+    else if (k == "threads") o.threads = v.cast<int>();
+    else if (k == "max_image_width") o.max_image_width = v.cast<int>();
+    else if (k == "max_image_height") o.max_image_height = v.cast<int>();
+    else if (k == "cuda_device") o.cuda_device = v.cast<int>();
+    else if (k == "weight_budget") o.weight_budget = py::str(v);
+    else if (k == "copy_profile") o.copy_profile = py::str(v);
+    else if (k == "chunk_bytes") o.chunk_bytes = v.cast<int64_t>();
+    else if (k == "unit_search") o.unit_search = v.cast<bool>();
+    else if (k == "max_slowdown") o.max_slowdown = v.cast<double>();
+    else if (k == "latency_target_ms") o.latency_target_ms = v.cast<double>();
+    else if (k == "layout") o.layout = v.cast<int>();
+    else if (k == "cuda_graph") o.cuda_graph = v.cast<bool>();
+    else if (k == "profile_layers") o.profile_layers = v.cast<bool>();
+    else if (k == "find_algorithms") o.find_algorithms = v.cast<bool>();
+    else if (k == "workspace_limit") o.workspace_limit = v.cast<int64_t>();
+    else if (k == "cache_kernel_times") o.cache_kernel_times = v.cast<bool>();
+    else if (k == "weights_from_storage") o.weights_from_storage = v.cast<bool>();
+    else if (k == "host_budget") o.host_budget = v.cast<int64_t>();
+    else if (k == "zero_copy") o.zero_copy = v.cast<int>();
+    else if (k == "read_depth") o.read_depth = v.cast<int>();
+    else if (k == "read_block_bytes") o.read_block_bytes = v.cast<int64_t>();
+    else if (k == "reader") o.reader = py::str(v);
+    else if (k == "prepared_path") o.prepared_path = py::str(v);
+    else throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument, "unknown option '" + k + "'"}};
+  }
+  return o;
+}
+
+// A view of an H x W x 3 uint8 array (any row stride; pixels contiguous within a row).
+dlrun::ImageView view_of(const py::array& a, const std::string& order) {
+  if (a.ndim() != 3 || a.shape(2) != 3 || !py::isinstance<py::array_t<uint8_t>>(a))
+    throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
+                                      "image: expected an H x W x 3 uint8 array"}};
+  if (a.strides(2) != 1 || a.strides(1) != 3)
+    throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
+                                      "image: pixels must be contiguous within a row (numpy.ascontiguousarray)"}};
+  dlrun::ImageView v;
+  v.data = static_cast<const uint8_t*>(a.data());
+  v.height = int(a.shape(0));
+  v.width = int(a.shape(1));
+  v.stride = int64_t(a.strides(0));
+  v.order = parse_enum<dlrun::ImageView::Order>("order", order, {{"bgr", dlrun::ImageView::Order::kBGR},
+                                                                 {"rgb", dlrun::ImageView::Order::kRGB}});
+  return v;
+}
+
+py::dict report_dict(const dlrun::Report& r) {
+  py::list layers, copies;
+  for (const auto& l : r.layers) {
+    py::dict d;
+    d["layer"] = l.layer; d["type"] = l.type; d["start_ms"] = l.start_ms; d["ready_ms"] = l.ready_ms;
+    d["end_ms"] = l.end_ms; d["kernel_ms"] = l.kernel_ms(); d["stall_ms"] = l.stall_ms();
+    d["weight_bytes"] = l.weight_bytes;
+    layers.append(d);
+  }
+  for (const auto& c : r.copies) {
+    py::dict d;
+    d["unit"] = c.unit; d["first_layer"] = c.first_layer; d["bytes"] = c.bytes;
+    d["start_ms"] = c.start_ms; d["end_ms"] = c.end_ms;
+    copies.append(d);
+  }
+  py::dict mem;
+  mem["weights"] = r.memory.weights; mem["activations"] = r.memory.activations; mem["workspace"] = r.memory.workspace;
+  mem["other"] = r.memory.other; mem["host_weights"] = r.memory.host_weights;
+  py::dict out;
+  out["preprocess_ms"] = r.preprocess_ms; out["network_ms"] = r.network_ms; out["postprocess_ms"] = r.postprocess_ms;
+  out["threads"] = r.threads; out["layers"] = layers; out["copies"] = copies; out["memory"] = mem;
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(dlrun, m) {
+  m.doc() = "dlrun: Darknet YOLO inference with demand layering (docs/library.md)";
+  m.attr("__version__") = dlrun::version();
+  m.def("has_cuda", &dlrun::has_cuda, "whether this dlrun has the CUDA backend");
+
+  py::object error = py::reinterpret_steal<py::object>(
+      PyErr_NewException("dlrun.Error", PyExc_RuntimeError, nullptr));
+  m.attr("Error") = error;
+  g_error_type = error.ptr();
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ErrorException& e) {
+      py::object type = py::reinterpret_borrow<py::object>(g_error_type);
+      py::object inst = type(e.error.message);
+      inst.attr("code") = dlrun::error_code_name(e.error.code);
+      PyErr_SetObject(g_error_type, inst.ptr());
+    }
+  });
+
+  py::class_<dlrun::Box>(m, "Box")
+      .def_readonly("x", &dlrun::Box::x).def_readonly("y", &dlrun::Box::y)
+      .def_readonly("w", &dlrun::Box::w).def_readonly("h", &dlrun::Box::h)
+      .def("__iter__", [](const dlrun::Box& b) { return py::iter(py::make_tuple(b.x, b.y, b.w, b.h)); })
+      .def("__repr__", [](const dlrun::Box& b) {
+        return "Box(x=" + std::to_string(b.x) + ", y=" + std::to_string(b.y) + ", w=" + std::to_string(b.w) +
+               ", h=" + std::to_string(b.h) + ")";
+      });
+  py::class_<dlrun::Detection>(m, "Detection")
+      .def_readonly("class_id", &dlrun::Detection::class_id)
+      .def_readonly("prob", &dlrun::Detection::prob)
+      .def_readonly("box", &dlrun::Detection::box)
+      .def_property_readonly("others", [](const dlrun::Detection& d) {
+        py::list l;
+        for (const auto& o : d.others) l.append(py::make_tuple(o.class_id, o.prob));
+        return l;
+      })
+      .def("__repr__", [](const dlrun::Detection& d) {
+        return "Detection(class_id=" + std::to_string(d.class_id) + ", prob=" + std::to_string(d.prob) + ")";
+      });
+
+  py::class_<dlrun::Session>(m, "Session")
+      .def(py::init([](const std::string& cfg, const std::string& weights, const py::kwargs& kw) {
+             const dlrun::Options o = options_from(kw);
+             return unwrap(dlrun::Session::open(cfg, weights, o));
+           }),
+           py::arg("cfg"), py::arg("weights"),
+           "Opens a network; keyword arguments are dlrun::Options fields (docs/library.md)")
+      .def("detect",
+           [](dlrun::Session& s, const py::array& image, const std::string& order) {
+             const dlrun::ImageView v = view_of(image, order);
+             dlrun::Result<std::vector<dlrun::Detection>> r = [&] {
+               py::gil_scoped_release release;
+               return s.detect(v);
+             }();
+             return unwrap(std::move(r));
+           },
+           py::arg("image"), py::arg("order") = "bgr", "H x W x 3 uint8 array -> list of Detection")
+      .def("detect_batch",
+           [](dlrun::Session& s, const std::vector<py::array>& images, const std::string& order) {
+             std::vector<dlrun::ImageView> views;
+             for (const auto& a : images) views.push_back(view_of(a, order));
+             dlrun::Result<std::vector<std::vector<dlrun::Detection>>> r = [&] {
+               py::gil_scoped_release release;
+               return s.detect_batch(views);
+             }();
+             return unwrap(std::move(r));
+           },
+           py::arg("images"), py::arg("order") = "bgr")
+      .def("report", [](const dlrun::Session& s) { return report_dict(s.last_report()); },
+           "the last detect(): phase times, per-layer timing, copies, memory (a dict)")
+      .def("info", [](const dlrun::Session& s) {
+        const dlrun::NetworkInfo n = s.info();
+        py::dict d;
+        d["input_width"] = n.input_width; d["input_height"] = n.input_height; d["batch"] = n.batch;
+        d["classes"] = n.classes; d["layers"] = n.layers; d["gflops"] = n.gflops; d["letterbox"] = n.letterbox;
+        return d;
+      })
+      .def("plan_text", &dlrun::Session::plan_text);
+
+  m.def("read_names", [](const std::string& path) { return unwrap(dlrun::read_names(path)); });
+  m.def("set_log_level", [](const std::string& level) {
+    dlrun::set_log_level(parse_enum<dlrun::LogLevel>("log level", level,
+        {{"trace", dlrun::LogLevel::kTrace}, {"debug", dlrun::LogLevel::kDebug}, {"info", dlrun::LogLevel::kInfo},
+         {"warn", dlrun::LogLevel::kWarn}, {"error", dlrun::LogLevel::kError}, {"off", dlrun::LogLevel::kOff}}));
+  });
+  m.def("set_log_callback", [](py::object cb) {
+    if (cb.is_none()) {
+      dlrun::set_log_callback(nullptr);
+      return;
+    }
+    static const char* kNames[] = {"trace", "debug", "info", "warn", "error", "off"};
+    // The callback may run on a thread without the GIL (detect() releases it).
+    auto holder = std::make_shared<py::object>(cb);
+    dlrun::set_log_callback([holder](dlrun::LogLevel l, const std::string& msg) {
+      py::gil_scoped_acquire gil;
+      try {
+        (*holder)(kNames[int(l)], msg);
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("dlrun log callback");
+      }
+    });
+  }, py::arg("callback"), "callback(level: str, message: str), or None for stderr");
+}

@@ -1,0 +1,131 @@
+// The latency lower bound of lower_bound.h: max over layers, min over ring sizes.
+#include "runtime/streaming/lower_bound.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace dlr {
+namespace {
+
+// The bound for one ring size P (resident budget r = B - P); +inf when a blob larger
+// than P cannot be resident within r. bw: bytes per ms.
+double bound_at(const std::vector<int64_t>& w, const std::vector<double>& t, int64_t pool, int64_t resident_budget,
+                double bw, int* binding) {
+  const size_t n = w.size();
+  // Blobs larger than the ring cannot stream through it: they are resident.
+  std::vector<double> s(n);  // streamable bytes per layer
+  double forced = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (w[i] > pool) {
+      forced += double(w[i]);
+      s[i] = 0;
+    } else {
+      s[i] = double(w[i]);
+    }
+  }
+  const double r = double(resident_budget) - forced;
+  if (r < 0) return std::numeric_limits<double>::infinity();
+  std::vector<double> pre_s(n + 1, 0), pre_t(n + 1, 0);  // sums over [0, i)
+  for (size_t i = 0; i < n; ++i) {
+    pre_s[i + 1] = pre_s[i] + s[i];
+    pre_t[i + 1] = pre_t[i] + t[i];
+  }
+  const double total_s = pre_s[n], total_t = pre_t[n];
+  // The kernels that follow the last copy: at least those from the last layer with a
+  // streamable blob on (the last streamed blob's reader is that layer or earlier).
+  double c_tail = 0;
+  for (size_t i = n; i-- > 0;)
+    if (s[i] > 0) {
+      c_tail = total_t - pre_t[i];
+      break;
+    }
+  double best = total_t;
+  *binding = -1;
+  for (size_t k = 0; k < n; ++k) {
+    const double b = std::min(s[k], r);  // resident bytes of layer k's own blob help both terms: first
+    const double rem = r - b;
+    const double x1 = pre_s[k + 1] - b;        // streamed bytes that must land before layer k starts
+    const double x2 = total_s - pre_s[k] - b;  // streamed bytes of layers >= k
+    const double c1 = pre_t[k], c2 = total_t - pre_t[k + 1];  // kernels before and after layer k
+    const double before = pre_s[k], after = total_s - pre_s[k + 1];  // bytes resident placement can still reduce
+    const double a_need = std::max(0.0, x1 - c1 * bw);
+    const double c_need = x2 <= double(pool) ? 0.0 : std::max(0.0, x2 - double(pool) - (c2 - c_tail) * bw);
+    const double a_use = std::min(a_need, before), c_use = std::min(c_need, after);
+    const double excess = (a_need - a_use) + (c_need - c_use) + std::max(0.0, a_use + c_use - rem);
+    const double v = total_t + excess / bw;  // c1 + t_k + c2 + what copies add
+    if (v > best) {
+      best = v;
+      *binding = int(k);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string LatencyBound::to_text() const {
+  char buf[400];
+  if (pool_bytes == 0) {
+    std::snprintf(buf, sizeof buf, "lower bound: %.3f ms (%s: the kernels alone)", ms,
+                  budget_bytes >= total_bytes ? "every weight resident" : "no ring fits this budget");
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "lower bound: %.3f ms = %.3f x the kernels' %.3f ms: no resident set or schedule within %.2f MiB is "
+                  "predicted faster (best case: a %.2f MiB ring, >= %.2f MiB copied at %.1f GB/s%s)",
+                  ms, compute_ms > 0 ? ms / compute_ms : 0.0, compute_ms, double(budget_bytes) / (1 << 20),
+                  double(pool_bytes) / (1 << 20), double(min_streamed_bytes) / (1 << 20), peak_gbps,
+                  binding_layer >= 0 ? (", binding at layer " + std::to_string(binding_layer)).c_str() : "");
+  }
+  return buf;
+}
+
+Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std::vector<double>& layer_ms,
+                                           const CopyProfile& profile, int64_t budget_bytes, int64_t granularity) {
+  if (layer_ms.size() != plan.steps.size())
+    return invalid_argument("lower bound: " + std::to_string(layer_ms.size()) + " kernel times for " +
+                            std::to_string(plan.steps.size()) + " steps");
+  if (budget_bytes <= 0) return invalid_argument("lower bound: the budget must be > 0 bytes");
+  if (granularity <= 0) return invalid_argument("lower bound: the ring granularity must be > 0 bytes");
+  const double peak = profile.peak_gbps();
+  if (!(peak > 0)) return invalid_argument("lower bound: copy profile '" + profile.name + "' has no bandwidth");
+  const size_t n = plan.steps.size();
+  std::vector<int64_t> w(n, 0);
+  std::vector<double> t(n, 0);
+  int64_t total = 0;
+  double compute = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int b = plan.steps[i].weight;
+    if (b >= 0) w[i] = plan.weights[size_t(b)].bytes;
+    total += w[i];
+    // A no-op step (a route without copies) reaches no GPU: no time, as in simulate().
+    const Step& st = plan.steps[i];
+    t[i] = st.no_op && st.copies.empty() ? 0.0 : std::max(0.0, layer_ms[i]);
+    compute += t[i];
+  }
+  LatencyBound lb;
+  lb.compute_ms = compute;
+  lb.peak_gbps = peak;
+  lb.budget_bytes = budget_bytes;
+  lb.total_bytes = total;
+  lb.ms = compute;
+  if (budget_bytes >= total) return lb;  // everything resident: the kernels alone
+  const double bw = peak * 1e6;          // bytes per ms
+  double best = std::numeric_limits<double>::infinity();
+  for (int64_t pool = granularity; pool <= budget_bytes; pool += granularity) {
+    int binding = -1;
+    const double v = bound_at(w, t, pool, budget_bytes - pool, bw, &binding);
+    if (v < best) {
+      best = v;
+      lb.pool_bytes = pool;
+      lb.binding_layer = binding;
+      lb.min_streamed_bytes = std::max<int64_t>(0, total - (budget_bytes - pool));
+    }
+  }
+  // No ring fits (the budget is below one granule or every ring leaves a blob that
+  // fits neither): no streamed plan exists; report the kernels' sum (still a bound).
+  if (best < std::numeric_limits<double>::infinity()) lb.ms = std::max(compute, best);
+  return lb;
+}
+
+}  // namespace dlr

@@ -1,0 +1,53 @@
+// A lower bound on the latency of any streamed plan within a device weight budget:
+// no resident set, ring size, cut into units or enqueue order of dlrun's model
+// (resident blobs + a ring of whole mapping units, streamed blobs copied in
+// execution order on one copy engine, kernels in order on one stream) is predicted
+// faster, whatever the planner does. Used to tell a planner that misses a target
+// from a target that physics forbids. docs/streaming.md section 6 has the argument;
+// in short, for every ring size P (a multiple of the granularity, P <= B) and every
+// layer k, with R = B - P bytes resident (blobs larger than P must be resident),
+// peak bandwidth bw and kernel times t_i (C_<k before layer k, C_>k after it):
+//   layer k ends no earlier than end_k = max(C_<k, S_<=k / bw) + t_k, S_<=k the
+//   streamed bytes read by layers <= k (they must have landed before it starts);
+//   until layer k ends, no streamed byte at or past S_<k + P can be copied (its ring
+//   bytes hold layer k's or a later layer's weights), so at least S_>=k - P bytes are
+//   copied after end_k, and after the last copy at least the kernels from the last
+//   layer with a streamed blob on (C_tail) run: T >= end_k + max(C_>k,
+//   (S_>=k - P)/bw + C_tail).
+// Resident bytes lower S_<=k and S_>=k; the bound lets them be placed fractionally and
+// differently for every k (each choice only helps the adversary), which gives a
+// closed form per (P, k). The bound is max over k, min over P, and never below the
+// kernels' sum (preload). Plain C++; O(B / granularity x steps).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/plan.h"
+#include "runtime/streaming/copy_profile.h"
+
+namespace dlr {
+
+struct LatencyBound {
+  double ms = 0;                 // no plan within the budget is predicted below this
+  double compute_ms = 0;         // the kernels' sum: preload's prediction (the bound when B holds every blob)
+  double peak_gbps = 0;          // the profile's peak pinned bandwidth used for every copy
+  int64_t budget_bytes = 0;
+  int64_t total_bytes = 0;       // every blob
+  int64_t pool_bytes = 0;        // the ring size P at which the minimum over P is attained (0: everything resident)
+  int64_t min_streamed_bytes = 0;  // total - (B - P) at that P: bytes at least copied per inference
+  int binding_layer = -1;        // the k whose constraint gives ms at that P (-1: the kernels' sum)
+  std::string to_text() const;   // one line for --print-plan
+};
+
+// layer_ms: kernel time of every step (simulate()'s contract: no-op steps without
+// copies take no time, whatever layer_ms says). budget_bytes: the whole
+// device weight budget (resident + pool), > 0. granularity: the ring's mapping unit
+// (> 0; the ring size is a multiple of it). Errors: sizes that do not match, a budget
+// or granularity <= 0, a profile without bandwidth.
+Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std::vector<double>& layer_ms,
+                                           const CopyProfile& profile, int64_t budget_bytes, int64_t granularity);
+
+}  // namespace dlr

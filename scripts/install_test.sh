@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs a built dlrun into a temporary prefix and builds applications against it
+# the way a user would: the tiny consumer (tests/install/consumer) with find_package
+# (shared and static) and with pkg-config (dlrun.pc, dlrun-static.pc), and the
+# robot_loop example (tools/examples/robot_loop). Runs each; with the shared data
+# folder (yolo-fastest) they also detect. Whether the consumers are CPU-only or
+# CUDA-enabled follows the build (a CUDA consumer links without a GPU).
+# Usage: scripts/install_test.sh BUILD_DIR [SHARED_DIR]   (ctest: install_consumer)
+set -euo pipefail
+src="$(cd "$(dirname "$0")/.." && pwd)"
+build="$(cd "$1" && pwd)"
+shared="${2:-${DLR_SHARED_DIR:-$src/../shared}}"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/dlrun_install.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix"
+step() { echo "install_test: $*"; }
+
+step "install into $prefix"
+for c in lib dev; do cmake --install "$build" --prefix "$prefix" --component "$c" >/dev/null; done
+test -f "$prefix/include/dlrun/dlrun.h" -a -f "$prefix/include/dlrun/version.h"
+# Only the public surface is installed: no internal or third-party header.
+extra="$(find "$prefix/include" -type f ! -path "$prefix/include/dlrun/*")"
+[ -z "$extra" ] || { echo "install_test: unexpected headers: $extra"; exit 1; }
+if grep -rlE '#include [<"](spdlog|fmt|nlohmann|Eigen|runtime/|loaders/|kernels/)' "$prefix/include"; then
+  echo "install_test: a public header includes an internal or third-party header"; exit 1
+fi
+
+cfg="$shared/weights/yolo-fastest-1.1.cfg"
+weights="$shared/weights/yolo-fastest-1.1.weights"
+net=()
+if [ -f "$cfg" ] && [ -f "$weights" ]; then net=("$cfg" "$weights"); else step "no shared data: consumers run without a network"; fi
+
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+step "find_package consumer (shared and static)"
+cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$tmp/consumer" -j2 >/dev/null
+"$tmp/consumer/consumer_shared" "${net[@]}"
+"$tmp/consumer/consumer_static" "${net[@]}"
+if ldd "$tmp/consumer/consumer_static" | grep -q libdlrun; then echo "install_test: the static consumer needs libdlrun.so"; exit 1; fi
+
+step "pkg-config consumer (dlrun, dlrun-static)"
+export PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name dlrun.pc)")"
+libdir="$(pkg-config --variable=libdir dlrun)"
+c++ -std=c++17 -O1 "$src/tests/install/consumer/main.cpp" -o "$tmp/pc_shared" $(pkg-config --cflags --libs dlrun) \
+  -Wl,-rpath,"$libdir"
+c++ -std=c++17 -O1 "$src/tests/install/consumer/main.cpp" -o "$tmp/pc_static" $(pkg-config --cflags --libs dlrun-static)
+"$tmp/pc_shared" "${net[@]}"
+"$tmp/pc_static" "${net[@]}"
+
+step "robot_loop example against the installed package"
+cmake -S "$src/tools/examples/robot_loop" -B "$tmp/robot" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$tmp/robot" -j2 >/dev/null
+if [ ${#net[@]} -gt 0 ]; then
+  # 4 frames of 160x120 noise as raw BGR24 on stdin; yolo-fastest as both detectors.
+  head -c $((160 * 120 * 3 * 4)) /dev/urandom | "$tmp/robot/robot_loop" --a "${net[@]}" --b "${net[@]}" \
+    --b-every 2 --raw - --size 160x120 --threads 1 --quiet
+fi
+"$tmp/robot/robot_loop" >/dev/null 2>&1 && { echo "install_test: robot_loop without arguments should fail"; exit 1; }
+step "ok"
