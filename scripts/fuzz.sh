@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-40}"
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(cfg weights image plan_json)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(cfg weights image plan_json prepared)
 
 need=()
 command -v clang++-14 >/dev/null || need+=(clang-14)

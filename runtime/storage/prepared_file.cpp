@@ -378,6 +378,11 @@ Expected<PreparedFile> PreparedFile::open(const std::string& path, const Executi
   if (int64_t(file_bytes) != size)
     return parse_error(path + ": " + std::string(int64_t(file_bytes) > size ? "truncated prepared weight file: " : "") +
                        std::to_string(size) + " bytes, the header says " + std::to_string(file_bytes));
+  // Blobs end on 4096 boundaries inside the file, so the file's size is a multiple of
+  // 4096; checked here so every `at` below stays <= size (no unsigned wrap, no overflow).
+  if (size % kPreparedAlign != 0)
+    return parse_error(path + ": " + std::to_string(size) + " bytes, not a multiple of " +
+                       std::to_string(kPreparedAlign) + " (the file is damaged: prepare it again)");
 
   PreparedFile f;
   f.m_path = path;
@@ -404,7 +409,7 @@ Expected<PreparedFile> PreparedFile::open(const std::string& path, const Executi
                               std::to_string(kFixedHeader + kEntryBytes * int64_t(i)) + ")";
     if (off != uint64_t(at))
       return parse_error(where + ": offset " + std::to_string(off) + ", " + std::to_string(at) + " expected");
-    if (bytes == 0 || bytes > uint64_t(size) - off)
+    if (bytes == 0 || off > uint64_t(size) || bytes > uint64_t(size) - off)
       return parse_error(where + ": " + std::to_string(bytes) + " bytes at offset " + std::to_string(off) +
                          " do not fit in the file (" + std::to_string(size) + " bytes)");
     b.offset = int64_t(off);

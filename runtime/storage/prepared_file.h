@@ -28,7 +28,7 @@
 //
 // So [offset, offset + align_up(bytes, 4096)) of every blob lies inside the file.
 // Everything read from a file is checked before it is trusted: magic, version (before
-// anything else), header CRC, blob count bound, header size, the file's size, each
+// anything else), header CRC, blob count bound, header size, the file's size (exact, and a multiple of 4096), each
 // offset (exactly where the rule above puts it: aligned, in order, no overlap, inside
 // the file), and each blob's size, dtype and layer against the plan.
 //

@@ -310,6 +310,92 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
   return r;
 }
 
+SimResult simulate_two_stage(const ExecutionPlan& plan, const ReadPlan& reads, const std::vector<double>& layer_ms,
+                             const std::function<double(int64_t bytes)>& read_ms) {
+  const int n_steps = int(plan.steps.size());
+  const int n_units = int(reads.units.size());
+  DLR_ASSERT(layer_ms.size() == plan.steps.size());
+  SimResult r;
+  r.layer_start_ms.assign(size_t(n_steps), 0);
+  r.layer_end_ms.assign(size_t(n_steps), 0);
+  r.read_start_ms.assign(size_t(n_units), kInf);
+  r.read_end_ms.assign(size_t(n_units), kInf);
+  if (reads.layer_read_unit.size() != plan.steps.size()) {
+    r.violations.push_back("reads: " + std::to_string(reads.layer_read_unit.size()) + " layer entries for " +
+                           std::to_string(n_steps) + " steps");
+    return r;
+  }
+  std::vector<char> layer_done(size_t(n_steps), 0);
+  double reader_free = 0;
+  int next_read = 0;
+  // Reads are issued in order by one reader, each once the previous one has landed and
+  // its wait_layer has ended. A correct plan's wait_layer precedes every layer needing
+  // the unit, so reads are timed lazily, when the first layer needing one is reached; a
+  // wait on a layer not finished yet is a violation and counts as no wait.
+  auto read_up_to = [&](int u) {
+    for (; next_read <= u && next_read < n_units; ++next_read) {
+      const ReadUnit& ru = reads.units[size_t(next_read)];
+      double rs = reader_free;
+      if (ru.wait_layer >= 0) {
+        if (ru.wait_layer >= n_steps || !layer_done[size_t(ru.wait_layer)])
+          r.violations.push_back("read " + std::to_string(next_read) + " waits for layer " +
+                                 std::to_string(ru.wait_layer) + ", not finished before the read is needed");
+        else
+          rs = std::max(rs, r.layer_end_ms[size_t(ru.wait_layer)]);
+      }
+      r.read_start_ms[size_t(next_read)] = rs;
+      r.read_end_ms[size_t(next_read)] = reader_free = rs + read_ms(ru.bytes);
+    }
+  };
+  double compute_free = 0;
+  for (int l = 0; l < n_steps; ++l) {
+    double start = compute_free;
+    const int u = reads.layer_read_unit[size_t(l)];
+    if (u >= n_units) {
+      r.violations.push_back("layer " + std::to_string(l) + " needs read " + std::to_string(u) + ", which does not exist");
+    } else if (u >= 0) {
+      read_up_to(u);
+      if (r.read_end_ms[size_t(u)] > start) {
+        r.stall_ms += r.read_end_ms[size_t(u)] - start;
+        start = r.read_end_ms[size_t(u)];
+      }
+    }
+    r.layer_start_ms[size_t(l)] = start;
+    r.layer_end_ms[size_t(l)] = compute_free = start + layer_ms[size_t(l)];
+    layer_done[size_t(l)] = 1;
+  }
+  read_up_to(n_units - 1);  // reads no layer needs still run (and are reported by the checks below)
+  r.latency_ms = std::max(compute_free, n_units > 0 ? reader_free : 0.0);
+
+  // Every weighted layer reads its blob from a unit that brings it.
+  for (size_t b = 0; b < plan.weights.size(); ++b) {
+    const int layer = plan.weights[b].layer;
+    const int u = b < reads.blob_read_unit.size() ? reads.blob_read_unit[b] : -1;
+    if (u < 0) continue;  // resident
+    if (layer < 0 || layer >= n_steps || reads.layer_read_unit[size_t(layer)] != u)
+      r.violations.push_back("blob " + std::to_string(b) + " comes with read " + std::to_string(u) + " but layer " +
+                             std::to_string(layer) + " waits for another read");
+  }
+  // WAR: a read overwrites staging bytes only after every layer reading a blob of an
+  // earlier, overlapping unit has ended (blobs are read by their own layer only).
+  for (int u = 0; u < n_units; ++u) {
+    const ReadUnit& a = reads.units[size_t(u)];
+    for (int v = 0; v < u; ++v) {
+      const ReadUnit& o = reads.units[size_t(v)];
+      if (a.staging_offset >= o.staging_offset + o.bytes || o.staging_offset >= a.staging_offset + a.bytes) continue;
+      for (int b = o.first_blob; b <= o.last_blob; ++b) {
+        if (size_t(b) >= reads.blob_read_unit.size() || reads.blob_read_unit[size_t(b)] != v) continue;
+        const int layer = plan.weights[size_t(b)].layer;
+        if (r.read_start_ms[size_t(u)] + kEps < r.layer_end_ms[size_t(layer)])
+          r.violations.push_back("read " + std::to_string(u) + " overwrites blob " + std::to_string(b) + " (layer " +
+                                 std::to_string(layer) + ") at " + ms_text(r.read_start_ms[size_t(u)]) +
+                                 " ms while it is read until " + ms_text(r.layer_end_ms[size_t(layer)]) + " ms");
+      }
+    }
+  }
+  return r;
+}
+
 std::vector<double> model_layer_ms(const NetworkDesc& net, const ExecutionPlan& plan, double gflops_per_s,
                                    double mem_gbps, double kernel_us) {
   std::vector<double> ms(plan.steps.size(), 0.0);

@@ -48,7 +48,11 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
 // Two stages (weights from storage read where the kernels use them: the CPU backend,
 // zero copy): one reader issues the units in order, each once its wait_layer has ended
 // and the previous read has landed, taking read_ms(bytes); a layer starts once the
-// previous layer has ended and its unit has landed. layer_ms: per step.
+// previous layer has ended and its unit has landed (no launch cost). layer_ms: per
+// step. Checks: each streamed blob's layer waits for the read bringing it, and no read
+// starts before every layer reading an earlier unit overlapping its staging bytes has
+// ended. Fills latency, layer and read times, stall_ms (compute idle waiting for
+// reads) and violations; copy times stay empty and max_pool_bytes_in_use 0.
 SimResult simulate_two_stage(const ExecutionPlan& plan, const ReadPlan& reads, const std::vector<double>& layer_ms,
                              const std::function<double(int64_t bytes)>& read_ms);
 

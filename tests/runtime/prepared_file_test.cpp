@@ -324,6 +324,35 @@ TEST_F(PreparedFileTest, BadTableIsRefusedEvenWithAValidHeaderCrc) {
   expect_refused(edited(72 + 8, get_u32(orig, 72 + 8) + 4096), p, nullptr, "blob 1");   // overlaps the next
 }
 
+// Found while writing the fuzz harness (tests/fuzz/regressions/prepared/unaligned_size_
+// huge_blob): a file whose size is not a multiple of 4096 put the aligned end of its
+// last-but-one blob past the file's end, and the next blob's size check wrapped, so a
+// huge size reached a signed addition (overflow, caught by UBSan).
+TEST_F(PreparedFileTest, SizeNotAMultipleOf4096IsRefusedBeforeTheTable) {
+  const ExecutionPlan p = plan(false);
+  // The regression input's file: 8292 bytes, blob 0 = [4096, 8292) (aligned end 12288,
+  // past the file), blob 1 at 12288 with 2^63 - 12283 bytes.
+  const uint64_t size = 4096 + 4096 + 100;
+  std::vector<char> b(size_t(size), 0);
+  std::memcpy(b.data(), "DLRWPREP", 8);
+  auto put_u64 = [&](size_t at, uint64_t v) {
+    for (int i = 0; i < 8; ++i) b[at + size_t(i)] = char(uint8_t(v >> (8 * i)));
+  };
+  put_u32(b, 8, kPreparedFormatVersion);
+  put_u64(16, 4096);
+  put_u64(24, size);
+  put_u32(b, 68, 2);
+  put_u64(72, 4096);
+  put_u64(80, 4196);
+  put_u64(96, 12288);
+  put_u64(104, (uint64_t(1) << 63) - 12288 + 5);
+  put_u32(b, 116, 1);
+  reseal_header(b);
+  const std::string path = dir_ + "/unaligned.dlrw";
+  write_all(path, b);
+  expect_refused(path, p, nullptr, "8292 bytes, not a multiple of 4096");
+}
+
 TEST_F(PreparedFileTest, AnotherModelIsRefused) {
   const ExecutionPlan p = plan(false);
   const std::string path = write(p);
