@@ -324,6 +324,14 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                     {"cold", a.cold}};
     if (sn.median > 0)
       j["storage"]["read_gbps_at_median"] = double(rp.read_bytes()) / (sn.median * 1e6);
+    // The floor the disk sets: the bytes read at the profile's O_DIRECT bandwidth for this
+    // block size and depth (the target of issue 15 is 1.15 x max(preload, this, the copy floor)).
+    const StorageProfile disk = session->model().target.copy_profile.storage_or_default();
+    const double gbps = disk.direct_gbps(std::min<int64_t>(rp.block_bytes, std::max<int64_t>(rp.largest_unit(), 1)),
+                                         rp.queue_depth);
+    j["storage"]["disk_gbps"] = gbps;
+    j["storage"]["disk_device"] = disk.device;
+    j["storage"]["read_floor_ms"] = gbps > 0 ? double(rp.read_bytes()) / (gbps * 1e6) : 0.0;
   }
   if (const StreamPlan* sp = session->model().streaming ? &session->model().stream : nullptr) {
     const CopyProfile& profile = session->model().target.copy_profile;  // as resolved at open (auto: this GPU's)
@@ -750,8 +758,10 @@ int run(const Args& a_in) {
     }
     if (j.contains("storage")) {
       const auto& sg = j["storage"];
-      std::printf("  read %.1f MiB/inference (%.2f GB/s), staging %.1f MiB, page cache +%.1f MiB, RSS peak %.0f MiB",
-                  mib(sg["read_bytes_per_inference"]), sg.value("read_gbps_at_median", 0.0), mib(sg["staging_bytes"]),
+      std::printf("  read %.1f MiB/inference (%.2f GB/s; disk floor %.3f ms at %.2f GB/s), staging %.1f MiB, page cache "
+                  "+%.1f MiB, RSS peak %.0f MiB",
+                  mib(sg["read_bytes_per_inference"]), sg.value("read_gbps_at_median", 0.0),
+                  sg.value("read_floor_ms", 0.0), sg.value("disk_gbps", 0.0), mib(sg["staging_bytes"]),
                   mib(sg["page_cache_growth"]), mib(j["memory"]["host_rss_peak"]));
     }
     if (j.contains("stream")) {
