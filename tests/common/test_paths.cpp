@@ -1,5 +1,7 @@
 #include "tests/common/test_paths.h"
 
+#include <cstdio>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +89,24 @@ std::string temp_dir() {
 std::string synthetic_dir() {
   if (const char* env = std::getenv("DLR_SYNTHETIC_DIR"); env && *env) return env;
   return DLR_SYNTHETIC_DIR;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::string bytes;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return bytes;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.append(buf, n);
+  std::fclose(f);
+  return bytes;
+}
+
+bool write_bytes_in_place(const std::string& path, const std::string& bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  if (!f) return false;
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  return std::fclose(f) == 0 && ok;
 }
 
 }  // namespace dlr::test

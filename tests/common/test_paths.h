@@ -28,6 +28,11 @@ std::string temp_dir();
 // (<cfg basename>.<seed>.weights); $DLR_SYNTHETIC_DIR overrides it.
 std::string synthetic_dir();
 
+// A whole file's bytes ("" when it cannot be read), and writing them back over the
+// same file (same inode: an open reader sees them); false when that fails.
+std::string read_bytes(const std::string& path);
+bool write_bytes_in_place(const std::string& path, const std::string& bytes);
+
 }  // namespace dlr::test
 
 // Skips the test when there is no shared folder at all.

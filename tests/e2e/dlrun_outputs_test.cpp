@@ -175,7 +175,7 @@ TEST(DlrunOutputs, VersionAndHelpDefaults) {
   // Every default is shown (CLI11 prints "=VALUE"), the CPU as the default device.
   for (const char* s : {"--device TEXT:{cpu,cuda}=cpu", "--thresh FLOAT:FLOAT in [0 - 0.9999]=0.25",
                         "--nms FLOAT:FLOAT in [0.01 - 1]=0.45", "--batch INT:INT in [1 - 64]=1",
-                        "--weight-budget TEXT=min", "--copy-profile TEXT=h100", "--progress TEXT:{auto,always,never}=auto",
+                        "--weight-budget TEXT=min", "--copy-profile TEXT=auto", "--progress TEXT:{auto,always,never}=auto",
                         "--precision TEXT:{fp32,tf32,fp16}=fp32", "--mode TEXT:{preload,stream}=preload",
                         "--darknet-json", "--coco-json", "--save-labels", "--camera", "--version", "CPU (the default"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;

@@ -639,26 +639,14 @@ TEST(StorageMode, ReadErrorFailsOneDetectAndTheSessionRecovers) {
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   auto first = (*s)->detect(test_image()->view());
   ASSERT_TRUE(first.ok()) << first.status().to_string();
-  std::string bytes;
-  {
-    std::FILE* f = std::fopen(prepared.c_str(), "rb");
-    ASSERT_NE(f, nullptr);
-    char buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.append(buf, n);
-    std::fclose(f);
-  }
+  const std::string bytes = test::read_bytes(prepared);
+  ASSERT_FALSE(bytes.empty());
   ASSERT_EQ(0, truncate(prepared.c_str(), off_t(bytes.size() / 2)));
   auto bad = (*s)->detect(test_image()->view());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(prepared), std::string::npos) << bad.status().message();
   EXPECT_EQ(bad.status().message().find('\n'), std::string::npos) << bad.status().message();
-  {
-    std::FILE* f = std::fopen(prepared.c_str(), "r+b");
-    ASSERT_NE(f, nullptr);
-    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
-    std::fclose(f);
-  }
+  ASSERT_TRUE(test::write_bytes_in_place(prepared, bytes));
   auto good = (*s)->detect(test_image()->view());
   ASSERT_TRUE(good.ok()) << good.status().to_string();
   ASSERT_EQ(good->size(), first->size());

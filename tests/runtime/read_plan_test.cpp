@@ -215,8 +215,12 @@ TEST(ReadPlan, SimulatedReadsBoundTheLatencyAndVanishWhenFree) {
     Expected<StreamPlan> s = plan_streaming(plan, h100_like(), so);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
     if (s->resident) continue;
-    Expected<ReadPlan> r = plan_reads_three_stage(plan, *s, ReadOptions());
+    // Staging for every read at once: no read waits for a copy, so free reads change nothing.
+    ReadOptions ro;
+    ro.staging_bytes = 2 * plan.weight_bytes() + (64 << 20);
+    Expected<ReadPlan> r = plan_reads_three_stage(plan, *s, ro);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
+    for (const ReadUnit& u : r->units) ASSERT_EQ(u.wait_unit, -1);
     const SimResult plain = simulate(plan, *s, h100_like(), ms);
     SimOptions free_reads;
     free_reads.reads = &*r;
@@ -224,8 +228,13 @@ TEST(ReadPlan, SimulatedReadsBoundTheLatencyAndVanishWhenFree) {
     const SimResult free = simulate(plan, *s, h100_like(), ms, free_reads);
     EXPECT_TRUE(free.violations.empty()) << free.violations[0];
     EXPECT_NEAR(free.latency_ms, plain.latency_ms, 1e-9);
-    // A slow disk (1 GB/s): reads are serial, so the latency is at least all of them.
+    // A slow disk (1 GB/s) and the minimal staging: reads are serial, so the latency is at
+    // least all of them, and a read waits for the copy that last used its staging.
+    Expected<ReadPlan> tight = plan_reads_three_stage(plan, *s, ReadOptions());
+    ASSERT_TRUE(tight.ok()) << tight.status().to_string();
+    r = tight;
     SimOptions slow = free_reads;
+    slow.reads = &*r;
     slow.read_ms = [](int64_t b) { return double(b) / 1e6; };
     const SimResult disk = simulate(plan, *s, h100_like(), ms, slow);
     EXPECT_TRUE(disk.violations.empty()) << disk.violations[0];

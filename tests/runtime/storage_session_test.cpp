@@ -120,15 +120,8 @@ TEST(StorageCpu, TruncatedFileFailsOneInferenceThenTheSessionRecovers) {
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   const std::vector<float> input = test::random_input(1, 3, 160, 160, 9);
   const auto want = heads(**s, input);
-  std::string bytes;
-  {
-    std::FILE* fp = std::fopen(prepared.c_str(), "rb");
-    ASSERT_NE(fp, nullptr);
-    char buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), fp)) > 0) bytes.append(buf, n);
-    std::fclose(fp);
-  }
+  const std::string bytes = test::read_bytes(prepared);
+  ASSERT_FALSE(bytes.empty());
   ASSERT_EQ(0, truncate(prepared.c_str(), off_t(bytes.size() / 2)));
   Engine& e = (*s)->engine();
   ASSERT_TRUE(e.set_input(input.data(), 1).ok());
@@ -136,12 +129,7 @@ TEST(StorageCpu, TruncatedFileFailsOneInferenceThenTheSessionRecovers) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find(prepared), std::string::npos) << bad.message();
   EXPECT_EQ(bad.message().find('\n'), std::string::npos) << bad.message();
-  {
-    std::FILE* fp = std::fopen(prepared.c_str(), "r+b");
-    ASSERT_NE(fp, nullptr);
-    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), fp), bytes.size());
-    std::fclose(fp);
-  }
+  ASSERT_TRUE(test::write_bytes_in_place(prepared, bytes));
   EXPECT_EQ(heads(**s, input), want);
 }
 
