@@ -622,7 +622,9 @@ TEST(StorageMode, BitIdenticalToPreload) {
   if (ran == 0) GTEST_SKIP() << "shared data not found";
   EXPECT_GT(zero_copy, 0);
   // (yolo-fastest alone, as under the sanitizers, keeps nothing resident at "more")
-  if (!small_only()) EXPECT_GT(resident, 0) << "no storage plan kept blobs resident";
+  if (!small_only()) {
+    EXPECT_GT(resident, 0) << "no storage plan kept blobs resident";
+  }
 }
 
 // A read that fails (the prepared file truncated under a running session) fails that
