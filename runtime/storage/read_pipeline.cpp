@@ -227,7 +227,6 @@ Status ReadPipeline::read_inference() {
     in_flight -= int64_t(u.segments.size());
     DLR_RETURN_IF_ERROR(check_unit(u));
     m_timings[size_t(next_publish)].end_ms = ms();
-    m_bytes_read += u.bytes;
     {
       std::lock_guard<std::mutex> lock(m_mu);
       if (m_abort) return aborted();

@@ -63,7 +63,6 @@ class ReadPipeline {
   void abort();
 
   const std::vector<ReadTiming>& timings() const { return m_timings; }  // valid after finish()
-  int64_t bytes_read() const { return m_bytes_read; }  // since open
   ReaderKind reader_kind() const;
 
  private:
@@ -99,7 +98,6 @@ class ReadPipeline {
   Status m_error;
   std::vector<ReadTiming> m_timings;
   std::vector<std::vector<int64_t>> m_tickets;  // per unit, per segment: the reader's ticket
-  int64_t m_bytes_read = 0;
   std::chrono::steady_clock::time_point m_t0;
 };
 

@@ -32,6 +32,17 @@ TEST(DlrunPlan, BadOptionValuesAreUsageErrorsBeforeAnyFile) {
       {"--units chunks", "dlrun: --units applies to --device cuda --mode stream only"},
       {"--no-graph", "dlrun: --no-graph applies to --device cuda only"},
       {"--precision fp16", "dlrun: the CPU backend runs fp32 only (asked for fp16)"},
+      // weights from storage
+      {"--host-budget 64MiB", "dlrun: --host-budget applies to --weights-from storage only"},
+      {"--prepared x.dlrw", "dlrun: --prepared applies to --weights-from storage only"},
+      {"--weights-from storage --host-budget 64x",
+       "dlrun: --host-budget \"64x\": expected min or a size such as 64MiB, 8MB or a byte count"},
+      {"--weights-from storage --read-block 1000",
+       "dlrun: read block 1000 bytes: expected a multiple of 4096 from 4 KiB to 64 MiB"},
+      {"--device cuda --weights-from storage",
+       "dlrun: --weights-from storage on the GPU streams weights: it needs --mode stream"},
+      {"--weights-from storage --zero-copy off",
+       "dlrun: the CPU backend reads weights where it computes from them: zero copy cannot be off"},
   };
   for (const Case& c : cases) {
     const test::ToolResult r = run_tool("dlrun /nonexistent.cfg /nonexistent.weights x.jpg " + c.args);

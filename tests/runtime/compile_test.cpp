@@ -249,6 +249,27 @@ TEST(SessionOptions, BadValuesFailBeforeAnyFileWork) {
          o->cuda_device = -1;
        },
        "CUDA device index must be >= 0"},
+      {[](SessionOptions* o) {
+         o->weights_from = WeightsFrom::kStorage;
+         o->host_budget = -1;
+       },
+       "host budget must be >= 0 bytes (0: the minimum)"},
+      {[](SessionOptions* o) { o->zero_copy = 2; }, "zero copy must be -1 (auto), 0 or 1"},
+      {[](SessionOptions* o) { o->read_depth = 0; }, "read depth 0 is out of range (1..64)"},
+      {[](SessionOptions* o) { o->read_block_bytes = 1000; },
+       "read block 1000 bytes: expected a multiple of 4096 from 4 KiB to 64 MiB"},
+      {[](SessionOptions* o) { o->zero_copy = 1; },
+       "zero copy, a host budget and a prepared file need --weights-from storage"},
+      {[](SessionOptions* o) {
+         o->device = DeviceKind::kCUDA;
+         o->weights_from = WeightsFrom::kStorage;
+       },
+       "--weights-from storage on the GPU streams weights: it needs --mode stream"},
+      {[](SessionOptions* o) {
+         o->weights_from = WeightsFrom::kStorage;
+         o->zero_copy = 0;
+       },
+       "the CPU backend reads weights where it computes from them: zero copy cannot be off"},
   };
   for (const Case& c : cases) {
     SessionOptions o;
