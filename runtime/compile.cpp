@@ -69,12 +69,14 @@ Expected<AutoBudget> choose_auto_budget(const ExecutionPlan& plan, const CopyPro
   DLR_ASSIGN_OR_RETURN(StreamPlan minimal, plan_streaming(plan, profile, so));
   const int64_t gran = std::max<int64_t>(so.ring_granularity, 256);
   ResidencyOptions ro;
+  ro.sim.prefetched = options.prefetch_next;
   ro.strategy = options.residency;
   // The prediction the final compile makes at that budget: the residency plan, then
   // (when units are searched) its searched cut.
   const bool search = options.unit_search && options.chunk_bytes == 0;
   UnitSearchOptions us;
   us.min_gain = options.unit_search_min_gain;
+  us.sim.prefetched = options.prefetch_next;
   auto predict = [&](int64_t budget) -> Expected<double> {
     if (budget >= total) return a.preload_ms;
     so.budget_bytes = budget;
@@ -156,6 +158,8 @@ EngineSettings engine_settings(const SessionOptions& o) {
   e.max_image_width = o.max_image_width;
   e.max_image_height = o.max_image_height;
   e.reader = o.reader;
+  e.prefetch_next = o.prefetch_next && o.mode == WeightMode::kStream && o.weights_from == WeightsFrom::kHost;
+  e.shared_memory = o.shared_memory;
   // Reads from storage cannot be captured: storage runs enqueue each inference.
   if (o.weights_from == WeightsFrom::kStorage) e.cuda_graph = false;
   return e;
@@ -248,6 +252,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   if (residency_planned(m) && !layer_ms.empty()) {
     ResidencyOptions ro;
     ro.strategy = options.residency;
+    ro.sim.prefetched = options.prefetch_next;
     DLR_ASSIGN_OR_RETURN(ResidencyResult r, plan_residency(m.plan, profile, so, layer_ms, ro));
     if (r.plan.resident_bytes > 0) so.resident = r.resident;
     m.stream = std::move(r.plan);
@@ -258,6 +263,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   if (searchable(m) && !layer_ms.empty()) {
     UnitSearchOptions search;
     search.min_gain = options.unit_search_min_gain;
+    search.sim.prefetched = options.prefetch_next;
     DLR_ASSIGN_OR_RETURN(UnitSearchResult r, search_ring_units(m.plan, profile, so, layer_ms, search));
     // Same budget, same ring: only the cut of the byte stream (and so the waits) changes.
     if (r.plan.pool_bytes != m.stream.pool_bytes || r.plan.layout != m.stream.layout)
@@ -287,6 +293,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   }
   if (!layer_ms.empty()) {
     SimOptions sim_options;
+    sim_options.prefetched = options.prefetch_next;
     const StorageProfile disk = target.copy_profile.storage_or_default();
     if (storage && !m.reads.units.empty()) {
       sim_options.reads = &m.reads;

@@ -55,6 +55,9 @@ struct EngineSettings {
   int max_image_width = 0;        // image staging allocated at open
   int max_image_height = 0;
   ReaderKind reader = ReaderKind::kAuto;  // weights from storage: the block reader's backend
+  bool prefetch_next = false;     // stream mode, weights from host: Engine::prefetch() copies the next
+                                  // inference's leading units (StreamPlan::prefetch_units) ahead of run()
+  bool shared_memory = false;     // the activation arena and the workspace belong to a Runtime (bind_shared)
 };
 EngineSettings engine_settings(const SessionOptions& options);
 

@@ -117,6 +117,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SessionOptions, device, precision, batch, wid
                                    concat_in_place, keep_all_outputs, cuda_device, mode, weight_budget, copy_profile,
                                    chunk_bytes, weight_pool, unit_search, unit_search_min_gain, residency,
                                    weights_from, host_budget, zero_copy, read_depth, read_block_bytes, prepared_path, reader, cache_kernel_times,
+                                   prefetch_next, shared_memory,
                                    layout,
                                    cuda_graph,
                                    profile_layers, find_algorithms, workspace_limit, max_image_width,

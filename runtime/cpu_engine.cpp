@@ -40,28 +40,51 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
   } else {
     DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights));
   }
-  DLR_ASSIGN_OR_RETURN(e->m_arena, HostBuffer::aligned(size_t(e->m_plan.arena_bytes)));
-  std::memset(e->m_arena.data(), 0, e->m_arena.bytes());
   int64_t scratch = 0;
   for (const Step& s : e->m_plan.steps)
     if (s.kind == LayerKind::kConv)
       scratch = std::max(scratch, cpu::conv2d_scratch_floats(std::get<ConvParams>(s.params), s.in, s.out));
-  e->m_scratch.assign(size_t(std::max<int64_t>(scratch, 1)), 0.0f);
+  e->m_scratch_need = std::max<int64_t>(scratch, 1);
   e->m_timings.resize(e->m_plan.steps.size());
-  for (const Step& s : e->m_plan.steps) {
-    StepViews v;
-    for (const ViewRef& r : s.inputs) v.in.push_back(e->view(r));
-    v.out = e->view(s.output);
-    for (const auto& cp : s.copies) v.copies.emplace_back(e->view(cp.first), e->view(cp.second));
-    e->m_views.push_back(std::move(v));
+  if (!e->m_shared) {
+    DLR_ASSIGN_OR_RETURN(e->m_arena, HostBuffer::aligned(size_t(e->m_plan.arena_bytes)));
+    std::memset(e->m_arena.data(), 0, e->m_arena.bytes());
+    e->m_scratch.assign(size_t(e->m_scratch_need), 0.0f);
+    e->m_arena_ptr = static_cast<char*>(e->m_arena.data());
+    e->m_scratch_ptr = e->m_scratch.data();
+    e->resolve_views();
   }
   return e;
+}
+
+void CpuEngine::resolve_views() {
+  m_views.clear();
+  for (const Step& s : m_plan.steps) {
+    StepViews v;
+    for (const ViewRef& r : s.inputs) v.in.push_back(view(r));
+    v.out = view(s.output);
+    for (const auto& cp : s.copies) v.copies.emplace_back(view(cp.first), view(cp.second));
+    m_views.push_back(std::move(v));
+  }
+}
+
+Status CpuEngine::bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) {
+  if (!m_shared) return invalid_argument("bind_shared: this engine owns its memory");
+  if (arena_bytes < m_plan.arena_bytes || workspace_bytes < m_scratch_need * 4 || arena == nullptr ||
+      workspace == nullptr)
+    return invalid_argument("bind_shared: " + std::to_string(arena_bytes) + " arena and " +
+                            std::to_string(workspace_bytes) + " workspace bytes for an engine needing " +
+                            std::to_string(m_plan.arena_bytes) + " and " + std::to_string(m_scratch_need * 4));
+  m_arena_ptr = static_cast<char*>(arena);
+  m_scratch_ptr = static_cast<float*>(workspace);
+  resolve_views();
+  return Status();
 }
 
 TensorView CpuEngine::view(const ViewRef& v) const {
   const Buffer& b = m_plan.buffer(v);
   TensorView t;
-  t.data = static_cast<char*>(m_arena.data()) + b.offset + int64_t(v.c_offset) * b.h * b.w * 4;
+  t.data = arena_base() + b.offset + int64_t(v.c_offset) * b.h * b.w * 4;
   t.dtype = DType::kF32;
   t.layout = Layout::kNCHW;
   t.n = m_plan.options.batch;
@@ -112,7 +135,7 @@ void CpuEngine::run_step(const Step& s) {
     const char* blob = this->blob(s.weight);
     call.weights = reinterpret_cast<const float*>(blob);
     call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);
-    call.scratch = m_scratch.data();
+    call.scratch = m_scratch_ptr;
   }
   cpu::run_op(s.kind, call);
 }
@@ -156,6 +179,8 @@ Status CpuEngine::run_storage() {
 }
 
 Status CpuEngine::run() {
+  if (m_arena_ptr == nullptr && m_plan.arena_bytes > 0)
+    return internal_error("run: a shared-memory engine needs bind_shared() first");
   if (m_storage) return run_storage();
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -194,8 +219,12 @@ MemoryReport CpuEngine::memory() const {
   r.weights = m_storage ? 0 : m_weights.bytes();
   r.host_weights = m_storage ? int64_t(m_staging.bytes()) : 0;  // the staging area
   r.read_bytes = m_pipeline ? m_reads.read_bytes() : 0;
-  r.activations = m_plan.arena_bytes;
+  r.activations = m_shared ? 0 : m_plan.arena_bytes;
   r.workspace = int64_t(m_scratch.size()) * 4;
+  if (m_shared) {
+    r.shared_activations = m_plan.arena_bytes;
+    r.shared_workspace = m_scratch_need * 4;
+  }
   r.other = int64_t(m_image_tmp.size()) * 4;
   return r;
 }

@@ -33,14 +33,19 @@ class CpuEngine final : public Engine {
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
   std::vector<ReadTiming> read_timings() const override;
   double last_run_ms() const override { return m_last_ms; }
+  int64_t workspace_needed() const override { return m_scratch_need * 4; }
+  Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) override;
 
  private:
   explicit CpuEngine(const CompiledModel& model)
-      : m_plan(model.plan), m_storage(model.from_storage), m_reads(model.reads) {}
+      : m_plan(model.plan), m_storage(model.from_storage), m_reads(model.reads),
+        m_shared(model.engine.shared_memory) {}
   const char* blob(int index) const;
   Status run_storage();
   TensorView view(const ViewRef& v) const;
   void run_step(const Step& s);
+  void resolve_views();  // m_views from the arena's current address
+  char* arena_base() const { return m_arena_ptr; }
 
   // Views of every step, resolved once at create (the arena never moves).
   struct StepViews {
@@ -56,8 +61,12 @@ class CpuEngine final : public Engine {
   ReadPlan m_reads;
   HostBuffer m_staging;
   std::unique_ptr<ReadPipeline> m_pipeline;
-  HostBuffer m_arena;
-  std::vector<float> m_scratch;       // im2col, one image
+  HostBuffer m_arena;                 // own (not shared_memory)
+  std::vector<float> m_scratch;       // im2col, one image (own)
+  char* m_arena_ptr = nullptr;        // m_arena or the runtime's
+  float* m_scratch_ptr = nullptr;     // m_scratch or the runtime's workspace
+  int64_t m_scratch_need = 0;         // floats
+  bool m_shared = false;              // shared_memory: arena and scratch are a Runtime's
   std::vector<float> m_image_tmp;     // pre-processing staging, grows with image size
   std::vector<LayerTiming> m_timings;
   double m_last_ms = 0;

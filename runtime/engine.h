@@ -67,6 +67,10 @@ struct MemoryReport {
   int64_t host_weights = 0; // host memory for weights: the pinned streaming store, or the staging area for
                             // reads from storage; 0 if none
   int64_t read_bytes = 0;   // bytes read from storage per inference (weights from storage)
+  // Shared memory (a Runtime's session): activations and workspace are the runtime's and
+  // count 0 here; these are what this engine needs of them.
+  int64_t shared_activations = 0;
+  int64_t shared_workspace = 0;
 };
 
 struct CompiledModel;
@@ -90,6 +94,26 @@ class Engine {
   }
   // Warm-up and CUDA graph capture; called once, last, before the first run().
   virtual Status finalize() { return Status(); }
+
+  // ---- shared memory (EngineSettings::shared_memory: the engine of a Runtime's session) ----
+  // Such an engine allocates no activation arena or workspace of its own: it needs
+  // plan().arena_bytes of arena and workspace_needed() bytes of workspace from its
+  // runtime, which owns them for all its models (they never run at the same moment).
+  virtual int64_t workspace_needed() const { return 0; }
+  // Points the engine at the runtime's arena and workspace (at least the bytes needed,
+  // 256-aligned). Called after create() and before anything runs, and again whenever
+  // the runtime moves them (the engine then captures its graph again); never while the
+  // engine runs. Ownership stays with the caller.
+  virtual Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) {
+    return unsupported("this engine does not share memory");
+  }
+
+  // ---- prefetch across inferences (EngineSettings::prefetch_next) ----
+  // Starts copying the next inference's leading units (StreamPlan::prefetch_units) into
+  // the pool, asynchronously on the copy stream; the next run() then waits only for
+  // what it still lacks. Idempotent until that run(). A no-op where nothing streams.
+  // run() itself prefetches for the next inference when it ends. Thread: as run().
+  virtual Status prefetch() { return Status(); }
 
   virtual DeviceKind device() const = 0;
   virtual const ExecutionPlan& plan() const = 0;

@@ -243,6 +243,8 @@ Status validate_options(const SessionOptions& o) {
     return invalid_argument("--weights-from storage on the GPU streams weights: it needs --mode stream");
   if (o.weights_from == WeightsFrom::kStorage && o.device == DeviceKind::kCPU && o.zero_copy == 0)
     return invalid_argument("the CPU backend reads weights where it computes from them: zero copy cannot be off");
+  if (o.prefetch_next && o.weights_from == WeightsFrom::kStorage)
+    return invalid_argument("prefetch of the next inference copies from the host store: it needs --weights-from host");
   if (o.device == DeviceKind::kCPU) {
     if (o.mode != WeightMode::kPreload)
       return invalid_argument("the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");

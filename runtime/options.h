@@ -96,6 +96,15 @@ struct SessionOptions {
   Residency residency = Residency::kGreedy;  // stream mode, ring: which blobs stay resident within the budget
   double max_slowdown = 0.05;     // weight budget auto: predicted latency at most (1 + this) x preload's, [0, 10]
   double latency_target_ms = 0;   // weight budget auto: > 0 replaces max_slowdown with this predicted latency
+  // Stream mode, weights from host: after each inference, copy the next one's leading
+  // units (those that wait for no layer) at once, so that the next detect() finds them on
+  // the device (prefetch across inferences; docs/streaming.md section 8). Plans are
+  // chosen knowing it. On in a Runtime (runtime/multi/runtime.h); off by default alone,
+  // where back-to-back inferences leave it little to hide.
+  bool prefetch_next = false;
+  // Set by a Runtime for the sessions opened on it: the activation arena and the cuDNN
+  // workspace are the runtime's, shared by its models (never set it by hand).
+  bool shared_memory = false;
   // ---- weights from storage (CPU, or CUDA stream mode) ----
   WeightsFrom weights_from = WeightsFrom::kHost;
   int64_t host_budget = 0;        // storage: staging bytes for reads (0 = the minimum, 2 x the largest read)

@@ -65,16 +65,49 @@ Expected<std::unique_ptr<Session>> Session::open(const std::string& cfg_path, co
                                                  const SessionOptions& options) {
   return no_throw("Session::open", [&] {
     const CpuThreadScope threads(options.threads);
-    return open_impl(cfg_path, weights_path, options);
+    if (options.shared_memory) return Expected<std::unique_ptr<Session>>(
+        invalid_argument("shared memory belongs to a Runtime: open the model with Runtime::open"));
+    return open_impl(cfg_path, weights_path, options, nullptr);
+  });
+}
+
+Expected<std::unique_ptr<Session>> Session::open_hosted(const std::string& cfg_path, const std::string& weights_path,
+                                                        const SessionOptions& options, SessionHost* host) {
+  return no_throw("Runtime::open", [&] {
+    const CpuThreadScope threads(options.threads);
+    if (host == nullptr || !options.shared_memory)
+      return Expected<std::unique_ptr<Session>>(internal_error("open_hosted: needs a host and shared memory"));
+    return open_impl(cfg_path, weights_path, options, host);
+  });
+}
+
+int64_t Session::weight_budget_bytes() const {
+  return m_model->streaming ? m_model->stream.device_bytes() : m_model->plan.weight_bytes();
+}
+
+Status Session::set_weight_budget(int64_t bytes) {
+  return no_throw("Session::set_weight_budget", [&]() -> Status {
+    if (!m_model->streaming) return invalid_argument("set_weight_budget: the session does not stream its weights");
+    if (m_layer_ms.empty()) return internal_error("set_weight_budget: no kernel times measured at open");
+    SessionOptions o = m_options;
+    o.weight_budget = bytes >= m_model->plan.weight_bytes() ? WeightBudget::all() : WeightBudget::of_bytes(bytes);
+    DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(m_net, m_model->target, o, m_layer_ms));
+    DLR_RETURN_IF_ERROR(m_engine->replan(again, *m_source));
+    *m_model = std::move(again);
+    m_options = o;
+    DLR_LOG_INFO("{}: weight budget {:.2f} MiB: {}", m_model->model_name, double(bytes) / (1 << 20),
+                 m_model->notes.back());
+    return Status();
   });
 }
 
 Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_path, const std::string& weights_path,
-                                                      const SessionOptions& options) {
+                                                      const SessionOptions& options, SessionHost* host) {
   // 1. Options: every value checked before any file or device work.
   DLR_RETURN_IF_ERROR(validate_options(options));
   std::unique_ptr<Session> s(new Session());
   s->m_options = options;
+  s->m_host = host;
 
   // 2. Inputs: the network and the weights file checked against it.
   CfgOptions cfg_opt;
@@ -101,7 +134,12 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
 
   // 3. Target and compile.
   Target target = cpu_target();
-  if (options.device == DeviceKind::kCUDA) {
+  if (host) {
+    target = host->target();
+    if (target.device != options.device)
+      return invalid_argument(std::string("the runtime runs on ") + device_name(target.device) +
+                              ", the model asks for " + device_name(options.device));
+  } else if (options.device == DeviceKind::kCUDA) {
 #ifdef DLR_HAVE_CUDA
     // Only stream mode copies weights, so only it resolves (and for auto, maybe probes) a profile.
     DLR_ASSIGN_OR_RETURN(target, cuda_target(options.cuda_device,
@@ -124,7 +162,10 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
     DLR_ASSIGN_OR_RETURN(s->m_engine, create_cuda_engine(*s->m_model, *s->m_source));
 #endif
   }
-  if (s->m_model->needs_layer_times()) {
+  if (host) DLR_RETURN_IF_ERROR(host->attach(*s->m_engine));
+  // A Runtime's streamed model always measures: the runtime splits its budget by them.
+  const bool hosted_stream = host && s->m_model->streaming;
+  if (s->m_model->needs_layer_times() || hosted_stream) {
     // Kernel times: kept per GPU and model (kernel_times_cache.h), else measured and kept.
     std::vector<double> layer_ms = options.cache_kernel_times ? load_kernel_times(*s->m_model) : std::vector<double>();
     if (!layer_ms.empty()) {
@@ -136,10 +177,18 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
         if (!saved.ok()) DLR_LOG_WARN("kernel times not kept: {}", saved.message());
       }
     }
-    DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(s->m_net, target, options, layer_ms));
+    SessionOptions final_options = options;
+    if (hosted_stream) {
+      DLR_ASSIGN_OR_RETURN(const int64_t budget, host->weight_budget(*s->m_model, layer_ms));
+      final_options.weight_budget = budget >= s->m_model->plan.weight_bytes() ? WeightBudget::all()
+                                                                               : WeightBudget::of_bytes(budget);
+      s->m_options = final_options;
+    }
+    DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(s->m_net, target, final_options, layer_ms));
     DLR_LOG_DEBUG("compiled again with kernel times measured at open: {}", again.notes.back());
     DLR_RETURN_IF_ERROR(s->m_engine->replan(again, *s->m_source));
     *s->m_model = std::move(again);
+    s->m_layer_ms = std::move(layer_ms);
     DLR_LOG_INFO("stream mode: {}", s->m_model->notes.back());
   }
   DLR_RETURN_IF_ERROR(s->m_engine->finalize());
@@ -186,6 +235,11 @@ Status Session::open_prepared(const std::string& cfg_path, const std::string& we
 
 Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageView* images, int n) {
   return no_throw("Session::detect", [&] {
+    const std::lock_guard<std::mutex> one_at_a_time(m_detect_mutex);
+    // A Runtime's models share memory: one inference at a time on the runtime (outputs
+    // of the CPU engine live in the shared arena, so post-processing is inside too).
+    std::unique_lock<std::mutex> runtime_lock;
+    if (m_host) runtime_lock = std::unique_lock<std::mutex>(m_host->run_mutex());
     const bool choose = m_options.threads == 0;
     const int picked = choose ? m_threads.pick() : m_options.threads;
     const auto t0 = std::chrono::steady_clock::now();

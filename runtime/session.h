@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,25 @@ class WeightsFile;
 class WeightSource;
 class PreparedFile;
 struct CompiledModel;
+struct Target;
+
+// What a Runtime (runtime/multi/runtime.h) does for the sessions opened on it: one
+// target, one memory budget and one run lock for all of them. Internal; the Runtime
+// implements it. Calls come from Session::open_impl (under the runtime's lock, which
+// open holds) and from detect (run_mutex()).
+class SessionHost {
+ public:
+  virtual ~SessionHost() = default;
+  virtual const Target& target() const = 0;
+  // The new session's engine exists: bind it to the shared arena and workspace,
+  // growing them (and moving the other engines) if it needs more.
+  virtual Status attach(Engine& engine) = 0;
+  // Its kernel times are known: the weight budget (bytes, resident + pool) it gets in the
+  // joint plan of every model on the runtime.
+  virtual Expected<int64_t> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) = 0;
+  // Held around each inference of every session of the runtime (they share memory).
+  virtual std::mutex& run_mutex() = 0;
+};
 
 struct InferTiming {
   double preprocess_ms = 0;
@@ -45,7 +65,18 @@ class Session {
  public:
   static Expected<std::unique_ptr<Session>> open(const std::string& cfg_path, const std::string& weights_path,
                                                  const SessionOptions& options = {});
+  // A session on a Runtime (runtime/multi/runtime.h calls this; applications use
+  // Runtime::open): `host` outlives the session; options.shared_memory must be set.
+  static Expected<std::unique_ptr<Session>> open_hosted(const std::string& cfg_path, const std::string& weights_path,
+                                                        const SessionOptions& options, SessionHost* host);
   ~Session();
+
+  // A Runtime's session: adopts a new weight budget (bytes, resident + pool) chosen by
+  // the runtime's joint plan: compiles again with the kernel times measured at open and
+  // sets the engine's weights up again (no inference may run meanwhile).
+  Status set_weight_budget(int64_t bytes);
+  int64_t weight_budget_bytes() const;  // the device weight bytes the current plan uses
+  const std::vector<double>& layer_ms() const { return m_layer_ms; }
 
   // One image -> its detections (relative boxes; see Detection).
   Expected<std::vector<Detection>> detect(const ImageView& image);
@@ -68,7 +99,7 @@ class Session {
   Session() = default;
   // The bodies of open() and detect_batch(), which turn any exception into a Status.
   static Expected<std::unique_ptr<Session>> open_impl(const std::string& cfg_path, const std::string& weights_path,
-                                                      const SessionOptions& options);
+                                                      const SessionOptions& options, SessionHost* host);
   Expected<std::vector<std::vector<Detection>>> detect_batch_impl(const ImageView* images, int n);
   Status open_prepared(const std::string& cfg_path, const std::string& weights_path, bool given_prepared);
   NetworkDesc m_net;
@@ -81,6 +112,9 @@ class Session {
   bool m_letterbox = false;
   InferTiming m_timing;
   AutoThreadChooser m_threads;  // options.threads == 0: the auto team or one thread, by measured latency
+  SessionHost* m_host = nullptr;  // a Runtime's session: its runtime
+  std::vector<double> m_layer_ms;  // kernel times measured at open (stream mode), for compiling again
+  std::mutex m_detect_mutex;       // one detect at a time per session
 };
 
 // Reads a names file (one class name per line); error names the file.

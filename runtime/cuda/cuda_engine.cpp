@@ -51,7 +51,7 @@ TensorView CudaEngine::view(const ViewRef& v) const {
   t.n_stride = int64_t(b.c) * b.h * b.w;
   t.pixel_stride = b.c;
   const int64_t elem_off = layout == Layout::kNCHW ? int64_t(v.c_offset) * b.h * b.w : v.c_offset;
-  t.data = static_cast<char*>(m_arena.data()) + b.offset + elem_off * es;
+  t.data = arena_base() + b.offset + elem_off * es;
   return t;
 }
 
@@ -77,8 +77,11 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   DLR_LOG_DEBUG("cuda engine: {} buffers, arena {} bytes", plan.buffers.size(), plan.arena_bytes);
   DLR_RETURN_IF_ERROR(e->setup_weights(weights));
   DLR_LOG_DEBUG("cuda engine: weights ready ({})", model.streaming ? "stream" : "preload");
-  DLR_ASSIGN_OR_RETURN(e->m_arena, DeviceBuffer::alloc(size_t(plan.arena_bytes)));
-  DLR_CUDA_CHECK(cudaMemset(e->m_arena.data(), 0, size_t(plan.arena_bytes)));
+  if (!options.shared_memory) {
+    DLR_ASSIGN_OR_RETURN(e->m_arena, DeviceBuffer::alloc(size_t(plan.arena_bytes)));
+    DLR_CUDA_CHECK(cudaMemset(e->m_arena.data(), 0, size_t(plan.arena_bytes)));
+    e->m_arena_ptr = static_cast<char*>(e->m_arena.data());
+  }
   DLR_ASSIGN_OR_RETURN(e->m_input_f32,
                        DeviceBuffer::alloc(size_t(plan.options.batch) * size_t(plan.input_shape.count()) * 4));
 
@@ -99,7 +102,12 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
     workspace = std::max(workspace, (*conv)->workspace_bytes());
     e->m_convs[size_t(st.layer)] = std::move(conv).value();
   }
-  DLR_ASSIGN_OR_RETURN(e->m_workspace, DeviceBuffer::alloc(workspace));
+  e->m_workspace_need = workspace;
+  if (!options.shared_memory) {
+    DLR_ASSIGN_OR_RETURN(e->m_workspace, DeviceBuffer::alloc(workspace));
+    e->m_workspace_ptr = e->m_workspace.data();
+    e->m_workspace_bytes = e->m_workspace.bytes();
+  }
 
   // Outputs: every yolo layer, f32, pinned for the final download.
   e->m_output_offsets.assign(plan.steps.size(), -1);
@@ -115,7 +123,25 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   return e;
 }
 
+Status CudaEngine::bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) {
+  if (!m_options.shared_memory) return invalid_argument("bind_shared: this engine owns its memory");
+  if (arena_bytes < m_plan.arena_bytes || workspace_bytes < int64_t(m_workspace_need) ||
+      (arena == nullptr && m_plan.arena_bytes > 0))
+    return invalid_argument("bind_shared: " + std::to_string(arena_bytes) + " arena and " +
+                            std::to_string(workspace_bytes) + " workspace bytes for an engine needing " +
+                            std::to_string(m_plan.arena_bytes) + " and " + std::to_string(m_workspace_need));
+  m_arena_ptr = static_cast<char*>(arena);
+  m_workspace_ptr = workspace;
+  m_workspace_bytes = size_t(workspace_bytes);
+  m_bound = true;
+  // The graphs hold the old addresses.
+  if (m_graph) DLR_RETURN_IF_ERROR(capture_graph());
+  return Status();
+}
+
 Status CudaEngine::finalize() {
+  if (m_options.shared_memory && !m_bound)
+    return internal_error("finalize: a shared-memory engine needs bind_shared() first");
   if (m_weights_deferred)
     return internal_error("finalize: the model needs kernel times measured at open and a replan before it can run");
   if (m_options.profile_layers && m_ev_layer_start.empty()) {
@@ -134,6 +160,7 @@ Status CudaEngine::finalize() {
   m_kernels_only = false;
   DLR_RETURN_IF_ERROR(warm);
   DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
+  m_prefetched = false;  // the warm-up's copies overwrote the pool
   DLR_LOG_DEBUG("cuda engine: warm-up done");
   m_graph = cuda::GraphExec();
   if (m_options.cuda_graph) {
@@ -231,8 +258,8 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
     call.cudnn = m_cudnn.get();
     call.weights = blob;
     call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);
-    call.workspace = m_workspace.data();
-    call.workspace_bytes = m_workspace.bytes();
+    call.workspace = workspace_ptr();
+    call.workspace_bytes = workspace_bytes();
   }
   return cuda::run_op(st.kind, call);
 }
@@ -294,7 +321,35 @@ Expected<cuda::GraphExec> CudaEngine::capture(const std::function<Status()>& enq
 }
 
 Status CudaEngine::capture_graph() {
+  m_graph_body = cuda::GraphExec();
   DLR_ASSIGN_OR_RETURN(m_graph, capture([&] { return enqueue_network(m_options.profile_layers); }));
+  if (prefetch_units() > 0) {
+    m_skip_prefetched = true;
+    Expected<cuda::GraphExec> body = capture([&] { return enqueue_network(m_options.profile_layers); });
+    m_skip_prefetched = false;
+    DLR_RETURN_IF_ERROR(body.status());
+    m_graph_body = std::move(body).value();
+  }
+  return Status();
+}
+
+Status CudaEngine::prefetch() {
+  const int n = prefetch_units();
+  if (n == 0 || m_prefetched || m_weights_deferred || !m_host) return Status();
+  cudaStream_t cs = m_stream.get();
+  cudaStream_t ps = m_copy_stream.get();
+  if (!m_prefetch_done) DLR_ASSIGN_OR_RETURN(m_prefetch_done, cuda::make_event(false));
+  // After whatever the compute stream still holds (a failed run may have left work that
+  // reads the pool); normally that is nothing, run() having synchronised.
+  DLR_CUDA_CHECK(cudaEventRecord(m_fork.get(), cs));
+  DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_fork.get(), 0));
+  for (int ui = 0; ui < n; ++ui) {
+    const TransferUnit& u = m_stream_plan.units[size_t(ui)];
+    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + u.pool_offset, copy_source(u), size_t(u.bytes),
+                                   cudaMemcpyHostToDevice, ps));
+  }
+  DLR_CUDA_CHECK(cudaEventRecord(m_prefetch_done.get(), ps));
+  m_prefetched = true;
   return Status();
 }
 
@@ -303,12 +358,19 @@ Status CudaEngine::run() {
   cudaStream_t s = m_stream.get();
   if (!m_input_pending) DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
-  if (m_graph) {
-    DLR_CUDA_CHECK(cudaGraphLaunch(m_graph.get(), s));
+  // Prefetched: the leading copies are (being) done on the copy stream; the rest follows.
+  const bool prefetched = m_prefetched;
+  m_prefetched = false;
+  if (prefetched) DLR_CUDA_CHECK(cudaStreamWaitEvent(s, m_prefetch_done.get(), 0));
+  if (m_graph && (!prefetched || m_graph_body)) {
+    DLR_CUDA_CHECK(cudaGraphLaunch(prefetched ? m_graph_body.get() : m_graph.get(), s));
   } else if (m_from_storage && m_pipeline) {
     DLR_RETURN_IF_ERROR(enqueue_network_storage(m_options.profile_layers));
   } else {
-    DLR_RETURN_IF_ERROR(enqueue_network(m_options.profile_layers));
+    m_skip_prefetched = prefetched;
+    const Status st = enqueue_network(m_options.profile_layers);
+    m_skip_prefetched = false;
+    DLR_RETURN_IF_ERROR(st);
   }
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_end.get(), s));
   DLR_CUDA_CHECK(cudaStreamSynchronize(s));  // the final result download
@@ -320,8 +382,9 @@ Status CudaEngine::run() {
   m_run_timing.network_ms = network;
   m_run_timing.download_ms = 0;  // part of network_ms (the downloads are the last operations)
   m_run_timing.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (m_options.profile_layers) DLR_RETURN_IF_ERROR(read_profile());
-  return Status();
+  if (m_options.profile_layers) DLR_RETURN_IF_ERROR(read_profile(prefetched));
+  // The next inference's leading units, while the host post-processes this one's outputs.
+  return prefetch();
 }
 
 const float* CudaEngine::output(int layer, int image) const {
@@ -355,6 +418,10 @@ MemoryReport CudaEngine::memory() const {
   r.weights = int64_t(m_weights.bytes() + m_ring.bytes() + m_resident.bytes());
   r.activations = int64_t(m_arena.bytes());
   r.workspace = int64_t(m_workspace.bytes());
+  if (m_options.shared_memory) {
+    r.shared_activations = m_plan.arena_bytes;
+    r.shared_workspace = int64_t(m_workspace_need);
+  }
   r.other = int64_t(m_image_dev.bytes() + m_input_f32.bytes());
   r.host_weights = m_host ? m_host->bytes() : m_pipeline ? m_reads.staging_bytes : 0;
   r.read_bytes = m_pipeline ? m_reads.read_bytes() : 0;

@@ -45,6 +45,9 @@ class CudaEngine final : public Engine {
   Expected<std::vector<double>> measure_layer_ms() override;
   Status replan(const CompiledModel& model, WeightSource& weights) override;
   Status finalize() override;
+  int64_t workspace_needed() const override { return int64_t(m_workspace_need); }
+  Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) override;
+  Status prefetch() override;
   double last_run_ms() const override { return m_run_timing.network_ms; }
   RunTiming last_run_timing() const override { return m_run_timing; }
 
@@ -56,6 +59,14 @@ class CudaEngine final : public Engine {
   TensorView view(const ViewRef& v) const;
   const char* blob_ptr(int blob) const;  // device address of a weight blob (pool or resident buffer)
   char* pool_base() const { return m_ring.bytes() ? m_ring.data() : static_cast<char*>(m_weights.data()); }
+  // The activation arena and the cuDNN workspace: the engine's own, or its runtime's.
+  char* arena_base() const { return m_arena_ptr; }
+  void* workspace_ptr() const { return m_workspace_ptr; }
+  size_t workspace_bytes() const { return m_workspace_bytes; }
+  // Prefetch across inferences: the plan streams and has leading units to copy ahead.
+  int prefetch_units() const {
+    return m_options.prefetch_next && m_streaming && !m_from_storage ? m_stream_plan.prefetch_units() : 0;
+  }
   bool zero_copy() const { return m_from_storage && m_reads.two_stage; }
   // Where copy unit u's bytes come from: the pinned store, or the staging area of reads.
   const char* copy_source(const TransferUnit& u) const;
@@ -67,7 +78,7 @@ class CudaEngine final : public Engine {
   Status setup_storage_reads(WeightSource& weights);  // staging area and read pipeline of m_reads
   Status enqueue_network_storage(bool profile);  // one inference driven by the reads (no graph)
   Status enqueue_network(bool profile);
-  Status read_profile();
+  Status read_profile(bool prefetched);  // prefetched: the leading units were copied before the run
   // cuda_engine.cpp
   Status enqueue_step(const Step& st, cudaStream_t s);
   Status enqueue_layer_kernels(const Step& st, cudaStream_t s);  // enqueue_step unless a no-op; errors name the layer
@@ -110,8 +121,13 @@ class CudaEngine final : public Engine {
   std::vector<cuda::Event> m_layer_done;  // per layer that ends a group's use (ordering only)
   cuda::Event m_fork, m_join;             // copy stream joins/leaves the compute stream
 
-  cuda::DeviceBuffer m_arena;
-  cuda::DeviceBuffer m_workspace;
+  cuda::DeviceBuffer m_arena;      // own (not shared_memory)
+  cuda::DeviceBuffer m_workspace;  // own (not shared_memory)
+  char* m_arena_ptr = nullptr;     // m_arena or the runtime's
+  void* m_workspace_ptr = nullptr; // m_workspace or the runtime's
+  size_t m_workspace_bytes = 0;
+  size_t m_workspace_need = 0;     // the largest conv's workspace
+  bool m_bound = false;            // shared_memory: bind_shared() has been called
   cuda::DeviceBuffer m_input_f32;
   cuda::PinnedBuffer m_image_host;
   cuda::DeviceBuffer m_image_dev;
@@ -120,6 +136,12 @@ class CudaEngine final : public Engine {
   std::vector<int64_t> m_output_offsets;
   std::vector<std::unique_ptr<cuda::CudnnConv>> m_convs;
   cuda::GraphExec m_graph;
+  // Prefetch across inferences: the inference without its first m_prefetch_count copies
+  // (done by prefetch() on the copy stream, m_prefetch_done recorded after them).
+  cuda::GraphExec m_graph_body;
+  cuda::Event m_prefetch_done;
+  bool m_prefetched = false;   // prefetch() ran since the last run()
+  bool m_skip_prefetched = false;  // enqueue_network: leave out the prefetched copies
 
   // Timing (events with timing; recorded only when profiling, read after the run).
   cuda::Event m_ev_upload, m_ev_start, m_ev_end;

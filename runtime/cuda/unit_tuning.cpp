@@ -33,6 +33,7 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
   // times are scaled to the total. Medians of kTimingReps replays.
   cudaStream_t s = m_stream.get();
   const size_t n = m_plan.steps.size();
+  m_prefetched = false;  // the measurement overwrites the pool
   if (m_streaming) DLR_CUDA_CHECK(cudaMemsetAsync(pool_base(), 0, size_t(m_stream_plan.pool_bytes), s));
   std::vector<cuda::Event> stamps;
   for (size_t i = 0; i <= n; ++i) {
@@ -90,6 +91,9 @@ Status CudaEngine::replan(const CompiledModel& model, WeightSource& weights) {
   if (model.plan.steps.size() != m_plan.steps.size() || model.streaming != m_streaming)
     return invalid_argument("replan: the model differs from the open one in more than its weight placement");
   if (!m_streaming) return Status();
+  // A prefetch may still be copying into the pool this replaces.
+  if (m_copy_stream) DLR_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream.get()));
+  m_prefetched = false;
   const StreamPlan& s = model.stream;
   const bool same_placement = !m_weights_deferred && s.pool_bytes == m_stream_plan.pool_bytes &&
                               s.layout == m_stream_plan.layout && s.resident == m_stream_plan.resident &&

@@ -165,7 +165,9 @@ Status CudaEngine::enqueue_network(bool profile) {
   // edge costs the graph a few microseconds.
   int waited_unit = -1;   // compute stream: the highest unit waited for
   int waited_layer = -1;  // copy stream: the highest layer waited for
+  const int skipped = m_skip_prefetched ? prefetch_units() : 0;
   auto enqueue_copy = [&](int ui) -> Status {
+    if (ui < skipped) return Status();  // prefetch() copied it; run() waited for it
     const TransferUnit& u = m_stream_plan.units[size_t(ui)];
     for (int layer : m_stream_plan.unit_waits[size_t(ui)]) {
       if (layer <= waited_layer) continue;
@@ -184,7 +186,8 @@ Status CudaEngine::enqueue_network(bool profile) {
   auto enqueue_layer = [&](int layer) -> Status {
     const Step& st = m_plan.steps[size_t(layer)];
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_start[size_t(layer)], cs));
-    if (copies && st.weight >= 0 && m_stream_plan.blob_last_unit[size_t(st.weight)] > waited_unit) {
+    if (copies && st.weight >= 0 && m_stream_plan.blob_last_unit[size_t(st.weight)] > waited_unit &&
+        m_stream_plan.blob_last_unit[size_t(st.weight)] >= skipped) {
       waited_unit = m_stream_plan.blob_last_unit[size_t(st.weight)];
       DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_copy_done[size_t(waited_unit)].get(), 0));
     }
@@ -285,7 +288,7 @@ Status CudaEngine::enqueue_network_storage(bool profile) {
   return m_pipeline->finish();
 }
 
-Status CudaEngine::read_profile() {
+Status CudaEngine::read_profile(bool prefetched) {
   auto since_start = [&](const cuda::Event& ev, double* ms) -> Status {
     float v = 0;
     DLR_CUDA_CHECK(cudaEventElapsedTime(&v, m_ev_start.get(), ev.get()));
@@ -303,7 +306,9 @@ Status CudaEngine::read_profile() {
   }
   m_copy_timings.clear();
   if (copies) {
+    const int skipped = prefetched ? prefetch_units() : 0;
     for (const TransferUnit& u : m_stream_plan.units) {
+      if (u.index < skipped) continue;  // copied before the run (no events recorded)
       CopyTiming c;
       c.unit = u.index;
       c.first_layer = u.first_layer;

@@ -87,6 +87,12 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
     r.read_end_ms.assign(size_t(n_units), kInf);
   }
   double reader_free = 0;  // the reader: end of the last read
+  // Prefetched units: on the device before the inference starts.
+  const int prefetched = options.prefetched && !reads && !stream.resident ? stream.prefetch_units() : 0;
+  for (int u = 0; u < prefetched; ++u) {
+    r.copy_start_ms[size_t(u)] = r.copy_end_ms[size_t(u)] = 0;
+    issued[size_t(u)] = 1;
+  }
 
   for (const StreamAction& a : stream.order) {
     if (a.kind == StreamAction::Kind::kCopy) {
@@ -96,6 +102,7 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
         continue;
       }
       if (stream.resident) violation("resident plan copies unit " + std::to_string(u) + " during an inference");
+      if (u < prefetched) continue;  // copied before the inference
       if (issued[size_t(u)]) {
         violation("order: unit " + std::to_string(u) + " is enqueued twice");
         continue;

@@ -24,6 +24,11 @@ struct SimOptions {
   // blocks until read u has landed before it enqueues copy u. nullptr: no reads.
   const ReadPlan* reads = nullptr;
   std::function<double(int64_t bytes)> read_ms;
+  // Prefetch across inferences (StreamPlan::prefetch_units): the plan's leading units
+  // that wait for no layer were copied before the inference began (while the host was
+  // idle or another model computed): ready at time 0; the host skips their copies.
+  // Ignored with reads or a resident plan.
+  bool prefetched = false;
 };
 
 struct SimResult {

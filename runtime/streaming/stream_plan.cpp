@@ -314,6 +314,19 @@ std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan) {
 
 int64_t StreamPlan::host_store_bytes() const { return total_weight_bytes - resident_bytes; }
 
+int StreamPlan::prefetch_units() const {
+  if (resident) return 0;
+  int n = 0;
+  while (n < int(units.size()) && size_t(n) < unit_waits.size() && unit_waits[size_t(n)].empty()) ++n;
+  return n;
+}
+
+int64_t StreamPlan::prefetch_bytes() const {
+  int64_t b = 0;
+  for (int u = 0; u < prefetch_units(); ++u) b += units[size_t(u)].bytes;
+  return b;
+}
+
 int64_t StreamPlan::streamed_bytes() const {
   if (resident) return 0;
   int64_t total = 0;

@@ -130,6 +130,12 @@ struct StreamPlan {
   double chunks_ms = 0;
   std::vector<double> search_layer_ms;  // the kernel time of every step the search used (empty: none ran)
   int64_t streamed_bytes() const;            // bytes copied per inference (0 when resident)
+  // Prefetch across inferences: the leading units [0, n) that wait for no layer. Once the
+  // previous inference has finished they can be copied at any moment before the next
+  // one starts (nothing reads their pool bytes in between), e.g. while another model
+  // computes; the next inference then copies only the units from n on. 0 when resident.
+  int prefetch_units() const;
+  int64_t prefetch_bytes() const;            // bytes of those units
   int64_t device_bytes() const { return pool_bytes + resident_bytes; }  // the weight budget used
   std::vector<int64_t> unit_ends() const;    // host offset where each unit ends (StreamOptions::unit_ends' form)
   std::string to_text() const;

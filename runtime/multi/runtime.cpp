@@ -1,0 +1,308 @@
+#include "runtime/multi/runtime.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/core/log.h"
+#ifdef DLR_HAVE_CUDA
+#include "runtime/cuda/cuda_engine.h"
+#endif
+
+namespace dlr {
+namespace {
+
+double mib(int64_t b) { return double(b) / 1048576.0; }
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+RuntimeModel::~RuntimeModel() {
+  if (m_runtime) m_runtime->close(this);
+}
+
+Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
+  if (options.curve_points < 2) return invalid_argument("runtime: curve points must be >= 2");
+  std::unique_ptr<Runtime> rt(new Runtime());
+  rt->m_options = options;
+  if (options.device == DeviceKind::kCUDA) {
+#ifdef DLR_HAVE_CUDA
+    DLR_ASSIGN_OR_RETURN(rt->m_target, cuda_target(options.cuda_device, options.copy_profile));
+    if (rt->m_target.map_granularity <= 0)
+      return unsupported("runtime: this GPU has no virtual memory management, which the shared budget's ring "
+                         "pools need");
+    DLR_ASSIGN_OR_RETURN(rt->m_shared, cuda_shared_memory(options.cuda_device));
+#else
+    return unsupported("this dlrun was built without the CUDA backend (rebuild with -DDLR_CUDA=ON)");
+#endif
+  } else {
+    rt->m_target = cpu_target();
+    rt->m_shared = host_shared_memory();
+  }
+  DLR_ASSIGN_OR_RETURN(const WeightBudget b, WeightBudget::parse(options.budget));
+  switch (b.kind) {
+    case WeightBudget::Kind::kAll:
+      rt->m_budget = 0;
+      break;
+    case WeightBudget::Kind::kBytes:
+      rt->m_budget = b.bytes;
+      break;
+    case WeightBudget::Kind::kFraction:
+      if (rt->m_target.memory_bytes <= 0)
+        return invalid_argument("runtime budget \"" + options.budget +
+                                "\": a percentage needs a device with a known memory size (give a size)");
+      rt->m_budget = int64_t(b.fraction * double(rt->m_target.memory_bytes));
+      break;
+    default:
+      return invalid_argument("runtime budget \"" + options.budget + "\": expected all, NN% or a size");
+  }
+  DLR_LOG_INFO("runtime on {}: budget {}", rt->m_target.name,
+               rt->m_budget ? std::to_string(mib(rt->m_budget)) + " MiB" : std::string("none"));
+  return rt;
+}
+
+Runtime::~Runtime() {
+  for (Member& m : m_members) {
+    DLR_LOG_ERROR("runtime destroyed with model {} still open (close models before their runtime)",
+                  m.model->name());
+    m.model->m_runtime = nullptr;
+  }
+}
+
+Status Runtime::fit_shared_memory(Engine* extra) {
+  int64_t arena = 0, workspace = 0;
+  auto need = [&](Engine& e) {
+    arena = std::max(arena, e.plan().arena_bytes);
+    workspace = std::max(workspace, e.workspace_needed());
+  };
+  for (Member& m : m_members) need(m.model->session().engine());
+  if (extra) need(*extra);
+  arena = (arena + 255) / 256 * 256;
+  workspace = (workspace + 255) / 256 * 256;
+  const bool moved = arena != m_shared->arena_bytes() || workspace != m_shared->workspace_bytes();
+  if (moved) {
+    DLR_LOG_DEBUG("runtime: shared arena {:.2f} MiB, workspace {:.2f} MiB", mib(arena), mib(workspace));
+    DLR_RETURN_IF_ERROR(m_shared->resize(arena, workspace));
+  }
+  auto bind = [&](Engine& e) {
+    return e.bind_shared(m_shared->arena(), m_shared->arena_bytes(), m_shared->workspace(),
+                         m_shared->workspace_bytes());
+  };
+  if (moved)
+    for (Member& m : m_members) DLR_RETURN_IF_ERROR(bind(m.model->session().engine()));
+  if (extra) DLR_RETURN_IF_ERROR(bind(*extra));
+  return Status();
+}
+
+Status Runtime::attach(Engine& engine) {
+  m_pending = &engine;
+  return fit_shared_memory(&engine);
+}
+
+Expected<BudgetSplit> Runtime::split(const ModelCurve* extra) {
+  std::vector<ModelCurve> curves;
+  int64_t fixed = m_shared->arena_bytes() + m_shared->workspace_bytes();
+  for (const Member& m : m_members) {
+    if (m.curve.budget_bytes.empty()) {
+      fixed += m.model->session().weight_budget_bytes();
+      continue;
+    }
+    curves.push_back(m.curve);
+  }
+  if (extra) curves.push_back(*extra);
+  int64_t weight_budget = int64_t(1) << 62;
+  if (m_budget > 0) {
+    weight_budget = m_budget - fixed;
+    if (weight_budget <= 0) {
+      char buf[200];
+      std::snprintf(buf, sizeof(buf),
+                    "runtime budget %.2f MiB: the shared arena and workspace (and unstreamed weights) take %.2f MiB",
+                    mib(m_budget), mib(fixed));
+      return out_of_memory(buf);
+    }
+  }
+  Expected<BudgetSplit> s = split_budget(curves, weight_budget);
+  if (!s.ok())
+    return Status(s.status().code(), "runtime budget " + m_options.budget + ": " + s.status().message() +
+                                         " (after " + std::to_string(int64_t(mib(fixed) + 0.5)) +
+                                         " MiB of shared arena and workspace)");
+  m_plan_text = s->how;
+  return s;
+}
+
+Status Runtime::apply(const BudgetSplit& split, bool shrink_only) {
+  size_t k = 0;
+  for (Member& m : m_members) {
+    if (m.curve.budget_bytes.empty()) continue;
+    const int64_t want = split.bytes[k++];
+    Session& s = m.model->session();
+    const int64_t have = s.weight_budget_bytes();
+    if (want == have || (shrink_only && want > have)) continue;
+    DLR_RETURN_IF_ERROR(s.set_weight_budget(want));
+  }
+  return Status();
+}
+
+Expected<int64_t> Runtime::weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) {
+  SimOptions sim;
+  sim.prefetched = model.options.prefetch_next;
+  DLR_ASSIGN_OR_RETURN(ModelCurve curve, model_curve(m_pending_name, model.plan, m_target.copy_profile, layer_ms,
+                                                     m_target.map_granularity, m_options.curve_points, sim));
+  curve.weight = m_pending_weight;
+  DLR_ASSIGN_OR_RETURN(BudgetSplit s, split(&curve));
+  // The others shrink now, before the new model takes its share; they grow after it opened.
+  DLR_RETURN_IF_ERROR(apply(s, true));
+  m_pending_curve = curve;
+  return s.bytes.back();
+}
+
+Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_path, const std::string& weights_path,
+                                                      SessionOptions options, double weight) {
+  if (!(weight > 0)) return invalid_argument("runtime: a model's weight must be > 0");
+  if (options.device != m_target.device)
+    return invalid_argument(std::string("runtime on ") + device_name(m_target.device) + ": the model asks for " +
+                            device_name(options.device));
+  if (options.device == DeviceKind::kCUDA) {
+    if (options.cuda_device != m_options.cuda_device)
+      return invalid_argument("runtime on CUDA device " + std::to_string(m_options.cuda_device) +
+                              ": the model asks for device " + std::to_string(options.cuda_device));
+    if (options.weights_from != WeightsFrom::kHost)
+      return unsupported("runtime: weights from storage are not supported for models on a runtime yet");
+    options.mode = WeightMode::kStream;
+    options.weight_budget = WeightBudget::min();  // until the joint plan gives the model its share
+    options.weight_pool = PoolLayout::kRing;
+    options.prefetch_next = m_options.prefetch_next;
+    options.copy_profile = m_options.copy_profile;
+  }
+  options.shared_memory = true;
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  m_pending = nullptr;
+  m_pending_name = base_name(cfg_path);
+  m_pending_curve = ModelCurve();
+  m_pending_weight = weight;
+  Expected<std::unique_ptr<Session>> session = Session::open_hosted(cfg_path, weights_path, options, this);
+  m_pending = nullptr;
+  if (!session.ok()) {
+    // Give back what the failed open grew, and what the others gave up for it.
+    const Status refit = fit_shared_memory(nullptr);
+    if (!refit.ok()) DLR_LOG_ERROR("runtime: after a failed open: {}", refit.message());
+    Expected<BudgetSplit> s = split(nullptr);
+    if (s.ok()) {
+      const Status st = apply(*s, false);
+      if (!st.ok()) DLR_LOG_ERROR("runtime: after a failed open: {}", st.message());
+    }
+    return session.status();
+  }
+  std::unique_ptr<RuntimeModel> model(new RuntimeModel());
+  model->m_runtime = this;
+  model->m_session = std::move(session).value();
+  model->m_name = m_pending_name;
+  model->m_weight = weight;
+  Member member;
+  member.model = model.get();
+  member.curve = m_pending_curve;
+  member.curve.weight = weight;
+  m_members.push_back(member);
+  // The budget check covers models that do not stream (the CPU backend) too.
+  const int64_t used = memory_locked().total();
+  if (m_budget > 0 && used > m_budget) {
+    m_members.pop_back();
+    model->m_runtime = nullptr;
+    model.reset();
+    const Status refit = fit_shared_memory(nullptr);
+    if (!refit.ok()) DLR_LOG_ERROR("runtime: after a refused open: {}", refit.message());
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "runtime budget %s: %.2f MiB would be in use with %s (budget %.2f MiB)",
+                  m_options.budget.c_str(), mib(used), m_pending_name.c_str(), mib(m_budget));
+    return out_of_memory(buf);
+  }
+  // The new weight decides the split too: plan again with it and grow the others.
+  Expected<BudgetSplit> s = split(nullptr);
+  if (s.ok()) {
+    DLR_RETURN_IF_ERROR(apply(*s, true));
+    DLR_RETURN_IF_ERROR(apply(*s, false));
+  }
+  DLR_LOG_INFO("runtime: opened {}; {}", model->m_name, memory_locked().to_text());
+  return model;
+}
+
+void Runtime::close(RuntimeModel* model) {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  auto it = std::find_if(m_members.begin(), m_members.end(), [&](const Member& m) { return m.model == model; });
+  if (it == m_members.end()) return;
+  m_members.erase(it);
+  model->m_session.reset();  // its pool, resident weights and streams go now
+  Status st = fit_shared_memory(nullptr);
+  if (st.ok()) {
+    Expected<BudgetSplit> s = split(nullptr);
+    st = s.ok() ? apply(*s, false) : s.status();
+  }
+  if (!st.ok()) DLR_LOG_ERROR("runtime: closing {}: {}", model->name(), st.message());
+}
+
+RuntimeMemory Runtime::memory() const {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  return memory_locked();
+}
+
+RuntimeMemory Runtime::memory_locked() const {
+  RuntimeMemory r;
+  r.budget = m_budget;
+  r.arena = m_shared->arena_bytes();
+  r.workspace = m_shared->workspace_bytes();
+  for (const Member& mem : m_members) {
+    const Session& s = mem.model->session();
+    const CompiledModel& cm = s.model();
+    const MemoryReport e = const_cast<Session&>(s).engine().memory();
+    RuntimeMemory::Model m;
+    m.name = mem.model->name();
+    m.weight_budget = s.weight_budget_bytes();
+    if (cm.streaming && !cm.stream.resident) {
+      m.resident = cm.stream.resident_bytes;
+      m.pool = cm.stream.pool_bytes;
+      m.streamed = cm.stream.streamed_bytes();
+      m.prefetched = cm.options.prefetch_next ? cm.stream.prefetch_bytes() : 0;
+    } else {
+      m.resident = e.weights;
+    }
+    m.arena_need = e.shared_activations;
+    m.workspace_need = e.shared_workspace;
+    m.other = e.other;
+    m.host_weights = e.host_weights;
+    m.predicted_ms = cm.predicted_ms;
+    r.weights += e.weights;
+    r.other += e.other;
+    r.host_weights += e.host_weights;
+    r.models.push_back(m);
+  }
+  return r;
+}
+
+std::string Runtime::plan_text() const {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  return m_plan_text;
+}
+
+std::string RuntimeMemory::to_text() const {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "device memory %.2f MiB (budget %s): weights %.2f, shared activations %.2f, shared workspace %.2f; "
+                "besides: staging %.2f, pinned host weights %.2f",
+                mib(total()), budget ? (std::to_string(int64_t(mib(budget) + 0.5)) + " MiB").c_str() : "none",
+                mib(weights), mib(arena), mib(workspace), mib(other), mib(host_weights));
+  std::string s = buf;
+  for (const Model& m : models) {
+    std::snprintf(buf, sizeof(buf),
+                  "\n  %s: weights %.2f MiB (resident %.2f, pool %.2f; %.2f streamed per inference, %.2f of it "
+                  "prefetched), activations %.2f, workspace %.2f, predicted %.3f ms",
+                  m.name.c_str(), mib(m.weight_budget), mib(m.resident), mib(m.pool), mib(m.streamed),
+                  mib(m.prefetched), mib(m.arena_need), mib(m.workspace_need), m.predicted_ms);
+    s += buf;
+  }
+  return s;
+}
+
+}  // namespace dlr

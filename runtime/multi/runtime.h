@@ -1,0 +1,160 @@
+// Runtime: several models on one device under one memory budget (docs/architecture.md,
+// "Several models"; docs/streaming.md section 8).
+//
+//   auto rt = dlr::Runtime::create({DeviceKind::kCUDA, 0, "40%"});     // Expected<unique_ptr<Runtime>>
+//   auto a = (*rt)->open("yolov4.cfg", "yolov4.weights", options, 1.0);  // Expected<unique_ptr<RuntimeModel>>
+//   auto dets = (*a)->detect(image);                                     // any thread
+//
+// What the models share: one activation arena and one workspace (sized to the largest
+// model's need; the models run one at a time) and one budget for all their device
+// memory: the shared arena and workspace plus every model's weights, resident ones and
+// its own streaming pool. The split of the weight budget (which model keeps how many
+// bytes, and so which of its layers stay resident) is the joint plan: from each
+// model's predicted latency at candidate budgets (residency planner, kernel times
+// measured at open), the split with the least sum of weight x latency
+// (multi/budget_split.h). Opening or closing a model plans the split again and moves
+// the other models to their new budgets (allocation outside any inference; budgets
+// shrink before others grow, so the total never exceeds the budget).
+//
+// Threads: detect() may be called from any thread on any model; inferences of one
+// runtime run one at a time (one lock; the shared arena allows nothing else), in the
+// order the lock grants them. A model's next inference's first weights are copied
+// while other models run (prefetch across inferences, SessionOptions::prefetch_next).
+// open() and the close of a model wait for the running inference and block the others
+// meanwhile.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/compile.h"
+#include "runtime/multi/budget_split.h"
+#include "runtime/multi/shared_memory.h"
+#include "runtime/session.h"
+
+namespace dlr {
+
+struct RuntimeOptions {
+  DeviceKind device = DeviceKind::kCUDA;
+  int cuda_device = 0;
+  // Device memory for every model's weights, activations and workspace together:
+  // "all" (no limit: every weight resident), "NN%" of the device's memory (CUDA) or a
+  // size ("150MiB", "2GB", bytes).
+  std::string budget = "all";
+  std::string copy_profile = "auto";  // as SessionOptions::copy_profile
+  bool prefetch_next = true;          // copy a model's next first weights while others run
+  int curve_points = 24;              // candidate budgets per model in the joint plan (>= 2)
+};
+
+class Runtime;
+
+// A model opened on a Runtime. Closing it (the destructor) returns its memory and
+// plans the split of the others again. Must not outlive its runtime.
+class RuntimeModel {
+ public:
+  ~RuntimeModel();
+  RuntimeModel(const RuntimeModel&) = delete;
+  RuntimeModel& operator=(const RuntimeModel&) = delete;
+  Expected<std::vector<Detection>> detect(const ImageView& image) { return m_session->detect(image); }
+  Expected<std::vector<std::vector<Detection>>> detect_batch(const ImageView* images, int n) {
+    return m_session->detect_batch(images, n);
+  }
+  Session& session() { return *m_session; }
+  const Session& session() const { return *m_session; }
+  const std::string& name() const { return m_name; }
+  double weight() const { return m_weight; }
+
+ private:
+  friend class Runtime;
+  RuntimeModel() = default;
+  Runtime* m_runtime = nullptr;
+  std::unique_ptr<Session> m_session;
+  std::string m_name;
+  double m_weight = 1;
+};
+
+// Device memory of a runtime, each part named (bytes).
+struct RuntimeMemory {
+  struct Model {
+    std::string name;
+    int64_t weight_budget = 0;  // resident + pool, as the joint plan gave it
+    int64_t resident = 0;       // weights uploaded once
+    int64_t pool = 0;           // streaming pool
+    int64_t streamed = 0;       // bytes copied per inference (before prefetch)
+    int64_t prefetched = 0;     // of those, copied ahead of the inference
+    int64_t arena_need = 0;     // its activations (inside the shared arena)
+    int64_t workspace_need = 0;
+    int64_t other = 0;          // its input and image staging on the device
+    int64_t host_weights = 0;   // pinned host store of its streamed weights
+    double predicted_ms = 0;    // its latency in the joint plan
+  };
+  int64_t budget = 0;           // 0: no limit
+  int64_t arena = 0;            // shared activation arena
+  int64_t workspace = 0;        // shared workspace
+  int64_t weights = 0;          // every model's resident + pool
+  int64_t other = 0;
+  int64_t host_weights = 0;
+  std::vector<Model> models;
+  int64_t total() const { return arena + workspace + weights; }  // what the budget covers
+  std::string to_text() const;
+};
+
+class Runtime final : public SessionHost {
+ public:
+  static Expected<std::unique_ptr<Runtime>> create(const RuntimeOptions& options);
+  // Every model must be closed first (a model left open is logged and its runtime
+  // pointer would dangle: close models before their runtime).
+  ~Runtime() override;
+
+  // Opens a model on the runtime. options as for Session::open; device and
+  // cuda_device must be the runtime's; on the GPU the runtime sets mode (stream), the
+  // weight budget, prefetch_next and shared_memory itself (weights from storage are not
+  // supported on a runtime yet). weight: the model's priority or expected rate (> 0).
+  Expected<std::unique_ptr<RuntimeModel>> open(const std::string& cfg_path, const std::string& weights_path,
+                                               SessionOptions options, double weight = 1);
+
+  RuntimeMemory memory() const;
+  const RuntimeOptions& options() const { return m_options; }
+  int64_t budget_bytes() const { return m_budget; }  // 0: no limit
+  std::string plan_text() const;                      // the last joint plan, one line per model
+
+  // SessionHost
+  const Target& target() const override { return m_target; }
+  Status attach(Engine& engine) override;
+  Expected<int64_t> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) override;
+  std::mutex& run_mutex() override { return m_mutex; }
+
+ private:
+  friend class RuntimeModel;
+  struct Member {
+    RuntimeModel* model = nullptr;
+    ModelCurve curve;   // empty when the model does not stream
+  };
+  Runtime() = default;
+  void close(RuntimeModel* model);
+  // Sizes the shared memory to the largest need of the open engines (and `extra`),
+  // binding every engine again when it moves.
+  Status fit_shared_memory(Engine* extra);
+  // The joint split for the members (+ `extra` curve) within the budget left after the
+  // shared memory; fills m_plan_text.
+  Expected<BudgetSplit> split(const ModelCurve* extra);
+  // Moves members to `split`'s budgets: those that shrink first (shrink_only), or all.
+  Status apply(const BudgetSplit& split, bool shrink_only);
+  RuntimeMemory memory_locked() const;
+
+  RuntimeOptions m_options;
+  Target m_target;
+  int64_t m_budget = 0;  // 0: none
+  std::unique_ptr<SharedMemory> m_shared;
+  std::vector<Member> m_members;
+  Engine* m_pending = nullptr;  // the engine of the model being opened
+  std::string m_pending_name;
+  ModelCurve m_pending_curve;
+  double m_pending_weight = 1;
+  std::string m_plan_text;
+  mutable std::mutex m_mutex;  // runs, opens, closes
+};
+
+}  // namespace dlr

@@ -1,0 +1,206 @@
+// Several models on one Runtime (runtime/multi/runtime.h), CPU backend: outputs
+// bit-identical to each model's own session; detect() from several threads on several
+// models gives every single run's detections; the shared arena is the largest model's
+// and shrinks when that model closes; a budget too small refuses the model with one
+// line and gives back what the attempt took; misuse is refused with a clear error.
+// (The GPU side, with streaming and the joint plan, is tests/gpu/runtime_gpu_test.cpp.)
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "runtime/multi/runtime.h"
+#include "runtime/session.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+
+namespace dlr {
+namespace {
+
+struct Model {
+  std::string cfg, weights;
+};
+
+bool models(Model* fastest, Model* tiny) {
+  fastest->cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  fastest->weights = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  tiny->cfg = test::required_shared_file("models/yolov4-tiny.cfg");
+  if (fastest->cfg.empty() || fastest->weights.empty() || tiny->cfg.empty()) return false;
+  tiny->weights = test::synthetic_weights(tiny->cfg);
+  return !tiny->weights.empty();
+}
+
+SessionOptions small(int size) {
+  SessionOptions o;
+  o.width = o.height = size;  // small: the suite runs on 2 cores
+  o.threads = 1;
+  o.thresh = 0.05f;
+  return o;
+}
+
+std::vector<std::vector<float>> heads(Session& s, const std::vector<float>& input) {
+  Engine& e = s.engine();
+  EXPECT_TRUE(e.set_input(input.data(), 1).ok());
+  const Status st = e.run();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  std::vector<std::vector<float>> out;
+  for (int y : s.network().output_layers()) {
+    const int64_t n = s.plan().steps[size_t(y)].out.count();
+    out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
+  }
+  return out;
+}
+
+ImageU8 test_image(std::vector<uint8_t>* pixels, int seed) {
+  const int w = 120, h = 90;
+  pixels->resize(size_t(w) * h * 3);
+  for (size_t i = 0; i < pixels->size(); ++i) (*pixels)[i] = uint8_t((i * 37 + i / 7 + size_t(seed) * 11) & 0xFF);
+  ImageU8 img;
+  img.data = pixels->data();
+  img.width = w;
+  img.height = h;
+  img.row_stride = w * 3;
+  return img;
+}
+
+bool same(const std::vector<Detection>& a, const std::vector<Detection>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].box.x != b[i].box.x || a[i].box.y != b[i].box.y || a[i].box.w != b[i].box.w ||
+        a[i].box.h != b[i].box.h || a[i].class_id != b[i].class_id || a[i].prob != b[i].prob)
+      return false;
+  return true;
+}
+
+RuntimeOptions cpu_runtime(const std::string& budget = "all") {
+  RuntimeOptions o;
+  o.device = DeviceKind::kCPU;
+  o.budget = budget;
+  return o;
+}
+
+TEST(RuntimeCpu, ModelsMatchTheirOwnSessionsBitForBit) {
+  Model fastest, tiny;
+  if (!models(&fastest, &tiny)) GTEST_SKIP() << "../shared is not available";
+  const std::vector<float> in_a = test::random_input(1, 3, 160, 160, 1);
+  const std::vector<float> in_b = test::random_input(1, 3, 128, 128, 2);
+  auto sa = Session::open(fastest.cfg, fastest.weights, small(160));
+  auto sb = Session::open(tiny.cfg, tiny.weights, small(128));
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  const auto ref_a = heads(**sa, in_a), ref_b = heads(**sb, in_b);
+  const int64_t arena_a = (*sa)->plan().arena_bytes, arena_b = (*sb)->plan().arena_bytes;
+
+  auto rt = Runtime::create(cpu_runtime());
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  auto a = (*rt)->open(fastest.cfg, fastest.weights, small(160));
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  auto b = (*rt)->open(tiny.cfg, tiny.weights, small(128));
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  for (int rep = 0; rep < 2; ++rep) {  // interleaved: each run overwrites the other's activations
+    EXPECT_EQ(heads((*a)->session(), in_a), ref_a);
+    EXPECT_EQ(heads((*b)->session(), in_b), ref_b);
+  }
+  const RuntimeMemory m = (*rt)->memory();
+  EXPECT_EQ(m.arena, (std::max(arena_a, arena_b) + 255) / 256 * 256);
+  ASSERT_EQ(m.models.size(), 2u);
+  EXPECT_EQ(m.models[0].arena_need, arena_a);
+  EXPECT_EQ(m.models[1].arena_need, arena_b);
+  EXPECT_EQ(m.weights, (*sa)->engine().memory().weights + (*sb)->engine().memory().weights);
+  EXPECT_EQ(m.total(), m.arena + m.workspace + m.weights);
+  EXPECT_NE(m.to_text().find("shared activations"), std::string::npos);
+
+  // Closing the larger model shrinks the shared arena to the other's.
+  const bool a_larger = arena_a > arena_b;
+  (a_larger ? a : b)->reset();
+  EXPECT_EQ((*rt)->memory().arena, (std::min(arena_a, arena_b) + 255) / 256 * 256);
+  if (a_larger)
+    EXPECT_EQ(heads((*b)->session(), in_b), ref_b);
+  else
+    EXPECT_EQ(heads((*a)->session(), in_a), ref_a);
+}
+
+TEST(RuntimeCpu, ThreadsOnSeveralModelsGiveTheSingleRunDetections) {
+  Model fastest, tiny;
+  if (!models(&fastest, &tiny)) GTEST_SKIP() << "../shared is not available";
+  auto rt = Runtime::create(cpu_runtime());
+  ASSERT_TRUE(rt.ok());
+  std::vector<std::unique_ptr<RuntimeModel>> ms;
+  for (const auto& [m, size] : {std::pair<Model, int>{fastest, 160}, {tiny, 128}}) {
+    auto r = (*rt)->open(m.cfg, m.weights, small(size));
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ms.push_back(std::move(r).value());
+  }
+  std::vector<std::vector<uint8_t>> pixels(3);
+  std::vector<ImageU8> images;
+  for (int i = 0; i < 3; ++i) images.push_back(test_image(&pixels[size_t(i)], i));
+  std::vector<std::vector<std::vector<Detection>>> ref(ms.size());  // [model][image]
+  for (size_t m = 0; m < ms.size(); ++m)
+    for (const ImageU8& img : images) {
+      auto d = ms[m]->detect(img);
+      ASSERT_TRUE(d.ok());
+      ref[m].push_back(*d);
+    }
+  std::atomic<int> mismatches{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 12; ++i) {
+        const size_t m = size_t(t + i) % ms.size();
+        const size_t k = size_t(t * 7 + i) % images.size();
+        auto d = ms[m]->detect(images[k]);
+        if (!d.ok()) ++failures;
+        else if (!same(*d, ref[m][k])) ++mismatches;
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(RuntimeCpu, BudgetTooSmallRefusesTheModelAndGivesItsMemoryBack) {
+  Model fastest, tiny;
+  if (!models(&fastest, &tiny)) GTEST_SKIP() << "../shared is not available";
+  auto rt = Runtime::create(cpu_runtime("2MiB"));
+  ASSERT_TRUE(rt.ok());
+  auto a = (*rt)->open(fastest.cfg, fastest.weights, small(160));
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kOutOfMemory);
+  const std::string msg = a.status().message();
+  EXPECT_NE(msg.find("runtime budget 2MiB"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("yolo-fastest-1.1.cfg"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  const RuntimeMemory m = (*rt)->memory();
+  EXPECT_EQ(m.total(), 0);
+  EXPECT_TRUE(m.models.empty());
+}
+
+TEST(RuntimeCpu, MisuseIsRefusedWithAClearError) {
+  Model fastest, tiny;
+  if (!models(&fastest, &tiny)) GTEST_SKIP() << "../shared is not available";
+  RuntimeOptions bad = cpu_runtime("40%");
+  auto r = Runtime::create(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("40%"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(Runtime::create(cpu_runtime("auto")).ok());
+  EXPECT_FALSE(Runtime::create(cpu_runtime("lots")).ok());
+  auto rt = Runtime::create(cpu_runtime());
+  ASSERT_TRUE(rt.ok());
+  SessionOptions gpu = small(160);
+  gpu.device = DeviceKind::kCUDA;
+  auto g = (*rt)->open(fastest.cfg, fastest.weights, gpu);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("runtime on cpu"), std::string::npos) << g.status().message();
+  EXPECT_FALSE((*rt)->open(fastest.cfg, fastest.weights, small(160), 0.0).ok());
+  auto missing = (*rt)->open(fastest.cfg, "/nonexistent.weights", small(160));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent.weights"), std::string::npos);
+  EXPECT_EQ((*rt)->memory().total(), 0);
+  SessionOptions shared = small(160);
+  shared.shared_memory = true;
+  auto s = Session::open(fastest.cfg, fastest.weights, shared);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("Runtime::open"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlr
