@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream regress residency curve soak storage
+#   info tests sanitize probe bench stream regress residency curve soak storage models
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -197,6 +197,24 @@ for phase in "$@"; do
         --weights-from storage --copy-profile "$SPROF" --print-plan --report table --trace "$OUT/trace_storage.json" \
         >"$OUT/dlrun_storage_report.txt" 2>&1
       note "dlrun storage report rc=$?"; grep -E "^total|^read:|^device memory|^note: weights" "$OUT/dlrun_storage_report.txt" | tee -a "$summary"
+      unset DLR_CACHE_DIR
+      ;;
+    models)
+      # Issue 12: four detectors on one runtime (one budget, shared arena and workspace, prefetch
+      # across inferences) against their own preload sessions, fp16, synthetic weights but
+      # yolo-fastest's real ones.
+      export DLR_CACHE_DIR=/tmp/dlrcache
+      W="$DLR_SHARED_DIR/weights"
+      MODELS="$M/yolov4.cfg@608,$M/yolov3.cfg@608,$M/yolov4-tiny.cfg@416,$W/yolo-fastest-1.1.cfg:$W/yolo-fastest-1.1.weights@416"
+      timeout 300 "$B/dlbench" --models "$MODELS" --runtime-budget 30%,35%,40%,50%,all --concurrent 200 \
+        --json "$OUT/models_fp16.json" >"$OUT/models_fp16.txt" 2>&1
+      note "models rc=$?"; cat "$OUT/models_fp16.txt" | tee -a "$summary"
+      timeout 120 "$B/dlbench" --models "$MODELS" --runtime-budget 40% --no-prefetch \
+        --json "$OUT/models_fp16_noprefetch.json" >"$OUT/models_fp16_noprefetch.txt" 2>&1
+      note "models no prefetch rc=$?"; tail -6 "$OUT/models_fp16_noprefetch.txt" | tee -a "$summary"
+      timeout 240 "$B/dlbench" --models "$MODELS" --runtime-budget 40% --iters 5 --warmup 2 --soak 2500 \
+        --json "$OUT/models_soak.json" >"$OUT/models_soak.txt" 2>&1
+      note "models soak rc=$?"; tail -3 "$OUT/models_soak.txt" | tee -a "$summary"
       unset DLR_CACHE_DIR
       ;;
     *) note "unknown phase $phase" ;;

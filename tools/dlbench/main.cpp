@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "loaders/synthetic_weights.h"
+#include "tools/dlbench/models.h"
 #include "runtime/streaming/lower_bound.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/storage/block_reader.h"
@@ -838,7 +839,24 @@ int tool_main(int argc, char** argv) {
   dlr::init_logging();
   Args a;
   CLI::App app{"dlbench: latency, throughput and memory of dlrun configurations", "dlbench"};
-  app.add_option("cfg", a.cfg, "Darknet .cfg file")->required();
+  dlr::tools::ModelsBenchArgs mb;
+  auto* cfg_opt = app.add_option("cfg", a.cfg, "Darknet .cfg file (not with --models)");
+  auto* models_opt = app.add_option(
+      "--models", mb.models,
+      "several models on one runtime (one budget, shared arena and workspace): CFG[:WEIGHTS][@SIZE],... (no "
+      "WEIGHTS: synthetic); each model's own preload session is measured first, then round robin per "
+      "--runtime-budget (docs/streaming.md section 8)");
+  models_opt->excludes(cfg_opt);
+  app.add_option("--runtime-budget", mb.budgets,
+                 "--models: comma-separated budgets for all the models' device memory: NN% of their separate "
+                 "preload sessions' weights + activations + workspace, a size, or all (default 40%)");
+  app.add_flag("--no-prefetch", mb.no_prefetch, "--models: no prefetch of a model's first weights across inferences");
+  app.add_option("--concurrent", mb.concurrent_iters,
+                 "--models: also one thread per model, N detect() calls each")->check(CLI::Range(0, 1000000));
+  app.add_option("--soak", mb.soak,
+                 "--models: also --soak-threads threads x N detect() calls across the models, every output checked "
+                 "against the single runs, device memory and RSS before and after")->check(CLI::Range(0, 10000000));
+  app.add_option("--soak-threads", mb.soak_threads, "--models --soak: threads (default 4)")->check(CLI::Range(1, 64));
   auto* w = app.add_option("--weights", a.weights, "Darknet .weights file");
   app.add_flag("--synthetic", a.synthetic, "generate shape-correct synthetic weights (seeded)")->excludes(w);
   app.add_option("--seed", a.seed, "seed of synthetic weights and input (default 1)");
@@ -908,6 +926,22 @@ int tool_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? dlr::tools::kExitOk : dlr::tools::kExitUsage;
+  }
+  if (!mb.models.empty()) {
+    mb.device = a.devices;
+    // --models on the GPU: fp16 unless --precision is given (the configuration).
+    mb.precision = app.count("--precision") == 0 && a.devices == "cuda" ? std::string("fp16") : a.precisions;
+    mb.copy_profile = a.copy_profile;
+    mb.iters = a.iters;
+    mb.warmup = a.warmup;
+    mb.seed = a.seed;
+    mb.threads = a.threads;
+    mb.json = a.json;
+    return dlr::tools::run_models_bench(mb);
+  }
+  if (a.cfg.empty()) {
+    std::fprintf(stderr, "dlbench: give a cfg (or --models)\n");
+    return dlr::tools::kExitUsage;
   }
   if (a.weights.empty() && !a.synthetic && !a.simulate_only) {
     std::fprintf(stderr, "dlbench: give --weights FILE or --synthetic\n");

@@ -1,0 +1,83 @@
+// dlbench --models on the CPU: each model's own session, then the models on one
+// runtime (round robin, concurrent threads and a soak checking every output against the
+// single runs), the JSON's memory parts; a budget the models cannot fit fails with one
+// line naming it; usage errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/test_paths.h"
+#include "tests/e2e/tool_runner.h"
+
+namespace dlr {
+namespace {
+
+using test::run_tool;
+
+std::string two_models() {
+  const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  const std::string w = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  const std::string tiny = test::required_shared_file("models/yolov4-tiny.cfg");
+  if (cfg.empty() || w.empty() || tiny.empty()) return "";
+  return cfg + ":" + w + "@160," + tiny + "@128";
+}
+
+TEST(DlbenchModels, CpuRuntimeRoundRobinSoakAndJson) {
+  const std::string models = two_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const std::string json = test::temp_dir() + "/models.json";
+  const auto r = run_tool("dlbench --device cpu --models " + models +
+                          " --runtime-budget all --iters 2 --warmup 1 --concurrent 2 --soak 2 --threads 1 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("separate, summed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("round robin"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 outputs differ from the single runs, 0 failures"), std::string::npos) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["separate"].size(), 2u);
+  ASSERT_EQ(j["runs"].size(), 1u);
+  const nlohmann::json& run = j["runs"][0];
+  ASSERT_EQ(run["models"].size(), 2u);
+  const int64_t arena = run["memory"]["arena"], weights = run["memory"]["weights"];
+  const int64_t workspace = run["memory"]["workspace"], total = run["memory"]["total"];
+  EXPECT_EQ(total, arena + weights + workspace);
+  int64_t separate_activations = 0, max_activations = 0;
+  for (const auto& s : j["separate"]) {
+    const int64_t a = s["memory"]["activations"];
+    separate_activations += a;
+    max_activations = std::max(max_activations, a);
+  }
+  EXPECT_LT(arena, separate_activations);  // shared: the largest, not the sum
+  EXPECT_GE(arena, max_activations);
+  EXPECT_LT(total, int64_t(j["separate_device_bytes"]));
+  EXPECT_EQ(int(run["soak"]["mismatches"]), 0);
+  for (const auto& m : run["models"]) EXPECT_GT(double(m["round_robin_ms"]), 0.0);
+}
+
+TEST(DlbenchModels, ABudgetTheModelsCannotFitFailsWithOneLine) {
+  const std::string models = two_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const auto r = run_tool("dlbench --device cpu --models " + models + " --runtime-budget 2MiB --iters 1 --warmup 0");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("runtime budget 2MiB"), std::string::npos) << r.err;
+  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+}
+
+TEST(DlbenchModels, UsageErrors) {
+  const std::string models = two_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  auto r = run_tool("dlbench --device cpu --models " + models + "@33");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("multiple of 32"), std::string::npos) << r.err;
+  r = run_tool("dlbench --device cpu --models " + models + " --runtime-budget 120%");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("120%"), std::string::npos) << r.err;
+  r = run_tool("dlbench some.cfg --models " + models);
+  EXPECT_EQ(r.code, 2) << r.err;
+}
+
+}  // namespace
+}  // namespace dlr

@@ -1,0 +1,253 @@
+// Several models on one GPU under one budget (runtime/multi/runtime.h): outputs
+// bit-identical to each model's own preload session while the models stream under a
+// budget of half their separate preload memory (prefetch across inferences included),
+// the budget never exceeded, detect() from 4 threads giving every single run's
+// detections with no growth in device memory, and closing a model giving its share to
+// the others. Plus prefetch across inferences on a session of its own.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "runtime/multi/runtime.h"
+#include "runtime/session.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace dlr {
+namespace {
+
+struct Model {
+  std::string name, cfg, weights;
+  int size = 416;
+};
+
+std::vector<Model> three_models() {
+  std::vector<Model> m;
+  const std::string fastest = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  const std::string fastest_w = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  const std::string tiny = test::required_shared_file("models/yolov4-tiny.cfg");
+  const std::string tiny3 = test::required_shared_file("models/yolov3-tiny.cfg");
+  if (fastest.empty() || fastest_w.empty() || tiny.empty() || tiny3.empty()) return {};
+  m.push_back({"yolov4-tiny", tiny, test::synthetic_weights(tiny), 416});
+  m.push_back({"yolov3-tiny", tiny3, test::synthetic_weights(tiny3), 320});
+  m.push_back({"yolo-fastest", fastest, fastest_w, 320});
+  for (const Model& x : m)
+    if (x.weights.empty()) return {};
+  return m;
+}
+
+SessionOptions fp16(int size) {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  o.width = o.height = size;
+  o.thresh = 0.05f;
+  o.max_image_width = 320;
+  o.max_image_height = 240;
+  return o;
+}
+
+std::vector<std::vector<float>> heads(Session& s, const std::vector<float>& input) {
+  Engine& e = s.engine();
+  EXPECT_TRUE(e.set_input(input.data(), 1).ok());
+  const Status st = e.run();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  std::vector<std::vector<float>> out;
+  for (int y : s.plan().output_layers) {
+    const int64_t n = s.plan().steps[size_t(y)].out.count();
+    out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
+  }
+  return out;
+}
+
+bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4) != 0) return false;
+  return true;
+}
+
+bool same(const std::vector<Detection>& a, const std::vector<Detection>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i].box, &b[i].box, sizeof(Box)) != 0 || a[i].class_id != b[i].class_id ||
+        a[i].prob != b[i].prob)
+      return false;
+  return true;
+}
+
+ImageU8 test_image(std::vector<uint8_t>* pixels, int seed) {
+  const int w = 160, h = 120;
+  pixels->resize(size_t(w) * h * 3);
+  for (size_t i = 0; i < pixels->size(); ++i) (*pixels)[i] = uint8_t((i * 37 + i / 7 + size_t(seed) * 13) & 0xFF);
+  ImageU8 img;
+  img.data = pixels->data();
+  img.width = w;
+  img.height = h;
+  img.row_stride = w * 3;
+  return img;
+}
+
+int64_t device_bytes(const MemoryReport& m) { return m.weights + m.activations + m.workspace; }
+
+struct Reference {
+  std::vector<std::vector<std::vector<float>>> heads;  // per model
+  std::vector<std::vector<float>> inputs;
+  int64_t separate_bytes = 0;                          // sum of the preload sessions' device memory
+};
+
+Reference preload_reference(const std::vector<Model>& models) {
+  Reference r;
+  for (size_t i = 0; i < models.size(); ++i) {
+    auto s = Session::open(models[i].cfg, models[i].weights, fp16(models[i].size));
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (!s.ok()) return r;
+    r.inputs.push_back(test::random_input(1, 3, models[i].size, models[i].size, uint32_t(i + 1)));
+    r.heads.push_back(heads(**s, r.inputs.back()));
+    r.separate_bytes += device_bytes((*s)->engine().memory());
+  }
+  return r;
+}
+
+TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
+  if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
+  const std::vector<Model> models = three_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const Reference ref = preload_reference(models);
+  ASSERT_EQ(ref.heads.size(), models.size());
+  RuntimeOptions ro;
+  ro.budget = std::to_string(ref.separate_bytes / 2);
+  auto rt = Runtime::create(ro);
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  std::vector<std::unique_ptr<RuntimeModel>> ms;
+  for (const Model& m : models) {
+    auto r = (*rt)->open(m.cfg, m.weights, fp16(m.size));
+    ASSERT_TRUE(r.ok()) << m.name << ": " << r.status().to_string();
+    ms.push_back(std::move(r).value());
+    EXPECT_LE((*rt)->memory().total(), (*rt)->budget_bytes()) << "after opening " << m.name;
+  }
+  const RuntimeMemory mem = (*rt)->memory();
+  std::cout << mem.to_text() << "\n" << (*rt)->plan_text() << "\n";
+  int64_t streamed = 0;
+  for (const auto& m : mem.models) streamed += m.streamed;
+  EXPECT_GT(streamed, 0) << "a budget of half the separate memory should make some model stream";
+  // Round robin: the first round copies everything; later ones find their first units prefetched.
+  for (int round = 0; round < 3; ++round)
+    for (size_t i = 0; i < ms.size(); ++i)
+      EXPECT_TRUE(same_bits(heads(ms[i]->session(), ref.inputs[i]), ref.heads[i]))
+          << models[i].name << " round " << round;
+  EXPECT_LE((*rt)->memory().total(), (*rt)->budget_bytes());
+}
+
+TEST(RuntimeGpu, FourThreadsGiveSingleRunDetectionsWithoutMemoryGrowth) {
+  if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
+  const std::vector<Model> models = three_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  RuntimeOptions ro;
+  ro.budget = "64MiB";
+  auto rt = Runtime::create(ro);
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  std::vector<std::unique_ptr<RuntimeModel>> ms;
+  for (const Model& m : models) {
+    auto r = (*rt)->open(m.cfg, m.weights, fp16(m.size));
+    ASSERT_TRUE(r.ok()) << m.name << ": " << r.status().to_string();
+    ms.push_back(std::move(r).value());
+  }
+  std::vector<std::vector<uint8_t>> pixels(3);
+  std::vector<ImageU8> images;
+  for (int i = 0; i < 3; ++i) images.push_back(test_image(&pixels[size_t(i)], i));
+  std::vector<std::vector<std::vector<Detection>>> single(ms.size());
+  for (size_t m = 0; m < ms.size(); ++m)
+    for (const ImageU8& img : images) {
+      auto d = ms[m]->detect(img);
+      ASSERT_TRUE(d.ok()) << d.status().to_string();
+      single[m].push_back(*d);
+    }
+  size_t free_before = 0, free_after = 0, total = 0;
+  ASSERT_EQ(cudaSuccess, cudaMemGetInfo(&free_before, &total));
+  std::atomic<int> mismatches{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 150; ++i) {
+        const size_t m = size_t(t + i) % ms.size();
+        const size_t k = size_t(t * 7 + i) % images.size();
+        auto d = ms[m]->detect(images[k]);
+        if (!d.ok()) ++failures;
+        else if (!same(*d, single[m][k])) ++mismatches;
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  ASSERT_EQ(cudaSuccess, cudaMemGetInfo(&free_after, &total));
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(free_after, free_before) << "device memory changed during the threaded inferences";
+}
+
+TEST(RuntimeGpu, ClosingAModelGivesItsShareToTheOthers) {
+  if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
+  const std::vector<Model> models = three_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const Reference ref = preload_reference(models);
+  RuntimeOptions ro;
+  ro.budget = "40MiB";
+  auto rt = Runtime::create(ro);
+  ASSERT_TRUE(rt.ok());
+  auto a = (*rt)->open(models[0].cfg, models[0].weights, fp16(models[0].size));
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  const int64_t alone = (*a)->session().weight_budget_bytes();
+  auto b = (*rt)->open(models[1].cfg, models[1].weights, fp16(models[1].size), 4.0);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  const int64_t shared = (*a)->session().weight_budget_bytes();
+  EXPECT_LE(shared, alone);
+  EXPECT_LE((*rt)->memory().total(), (*rt)->budget_bytes());
+  EXPECT_TRUE(same_bits(heads((*a)->session(), ref.inputs[0]), ref.heads[0]));
+  EXPECT_TRUE(same_bits(heads((*b)->session(), ref.inputs[1]), ref.heads[1]));
+  const int64_t total_two = (*rt)->memory().total();
+  b->reset();
+  EXPECT_EQ((*a)->session().weight_budget_bytes(), alone);
+  EXPECT_LT((*rt)->memory().total(), total_two);
+  EXPECT_TRUE(same_bits(heads((*a)->session(), ref.inputs[0]), ref.heads[0]));
+  // A budget nothing fits: refused with one line, the open model untouched.
+  RuntimeOptions tiny_budget;
+  tiny_budget.budget = "4MiB";
+  auto small = Runtime::create(tiny_budget);
+  ASSERT_TRUE(small.ok());
+  auto refused = (*small)->open(models[0].cfg, models[0].weights, fp16(models[0].size));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kOutOfMemory) << refused.status().to_string();
+  EXPECT_NE(refused.status().message().find("runtime budget 4MiB"), std::string::npos) << refused.status().message();
+  EXPECT_EQ((*small)->memory().total(), 0);
+}
+
+TEST(StreamPrefetch, NextInferenceFirstUnitsCopiedAheadStayBitIdentical) {
+  if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
+  const std::vector<Model> models = three_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const Reference ref = preload_reference(models);
+  for (bool graph : {true, false}) {
+    SessionOptions o = fp16(models[0].size);
+    o.mode = WeightMode::kStream;
+    o.prefetch_next = true;
+    o.cuda_graph = graph;
+    o.profile_layers = !graph;
+    auto s = Session::open(models[0].cfg, models[0].weights, o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    ASSERT_GT((*s)->model().stream.prefetch_units(), 0);
+    ASSERT_LT((*s)->model().stream.prefetch_units(), int((*s)->model().stream.units.size()));
+    for (int rep = 0; rep < 4; ++rep)
+      EXPECT_TRUE(same_bits(heads(**s, ref.inputs[0]), ref.heads[0])) << "graph " << graph << " rep " << rep;
+    if (!graph) {  // the profiled run records only the copies it made itself
+      const auto copies = (*s)->engine().copy_timings();
+      EXPECT_EQ(int(copies.size()),
+                int((*s)->model().stream.units.size()) - (*s)->model().stream.prefetch_units());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dlr

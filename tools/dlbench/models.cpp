@@ -1,0 +1,390 @@
+// dlbench --models (models.h): each model's own preload session first (latency and
+// device memory), then, for every runtime budget, all models on one Runtime: round
+// robin (each model in turn, single thread), optionally one thread per model
+// (concurrent) and a soak of several threads checking every output against the
+// single runs, with device memory and RSS before and after.
+#include "tools/dlbench/models.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "loaders/synthetic_weights.h"
+#include "runtime/multi/runtime.h"
+#include "runtime/session.h"
+#include "tools/common/progress.h"
+#include "tools/common/tool_support.h"
+#ifdef DLR_HAVE_CUDA
+#include "runtime/cuda/cuda_engine.h"
+#endif
+
+namespace dlr::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double mib(int64_t b) { return double(b) / 1048576.0; }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Spec {
+  std::string cfg, weights, name;
+  int size = 0;
+  bool synthetic = false;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Expected<std::vector<Spec>> parse_specs(const std::string& text) {
+  std::vector<Spec> specs;
+  for (std::string item : split(text, ',')) {
+    Spec s;
+    const size_t at = item.rfind('@');
+    if (at != std::string::npos) {
+      const std::string size = item.substr(at + 1);
+      char* end = nullptr;
+      const long v = std::strtol(size.c_str(), &end, 10);
+      if (size.empty() || *end != '\0' || v < 32 || v > 8192 || v % 32 != 0)
+        return invalid_argument("--models " + item + ": the size after @ must be a multiple of 32 from 32 to 8192");
+      s.size = int(v);
+      item = item.substr(0, at);
+    }
+    const size_t colon = item.find(':');
+    s.cfg = item.substr(0, colon);
+    if (colon != std::string::npos) s.weights = item.substr(colon + 1);
+    if (s.cfg.empty()) return invalid_argument("--models: an empty model in \"" + text + "\"");
+    s.synthetic = s.weights.empty();
+    const size_t slash = s.cfg.find_last_of('/');
+    s.name = (slash == std::string::npos ? s.cfg : s.cfg.substr(slash + 1));
+    if (s.name.size() > 4 && s.name.substr(s.name.size() - 4) == ".cfg") s.name.resize(s.name.size() - 4);
+    if (s.size) s.name += "@" + std::to_string(s.size);
+    specs.push_back(s);
+  }
+  if (specs.empty()) return invalid_argument("--models: expected CFG[:WEIGHTS][@SIZE],...");
+  return specs;
+}
+
+// Synthetic weights written for the run, removed at the end.
+struct TempFiles {
+  std::vector<std::string> paths;
+  ~TempFiles() {
+    for (const std::string& p : paths) std::remove(p.c_str());
+  }
+};
+
+ImageU8 bench_image(std::vector<uint8_t>* pixels, int seed) {
+  const int w = 640, h = 480;
+  pixels->resize(size_t(w) * h * 3);
+  std::mt19937 rng{uint32_t(seed)};
+  for (uint8_t& p : *pixels) p = uint8_t(rng() & 0xFF);
+  ImageU8 img;
+  img.data = pixels->data();
+  img.width = w;
+  img.height = h;
+  img.row_stride = w * 3;
+  return img;
+}
+
+bool same(const std::vector<Detection>& a, const std::vector<Detection>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i].box, &b[i].box, sizeof(Box)) != 0 || a[i].class_id != b[i].class_id ||
+        a[i].prob != b[i].prob)
+      return false;
+  return true;
+}
+
+struct Timed {
+  std::vector<double> total_ms, network_ms;
+};
+
+// One inference on the engine: set_input + run (pre- and post-processing excluded, the
+// same for every configuration).
+Status infer(Session& s, const std::vector<float>& input, Timed* t) {
+  DLR_RETURN_IF_ERROR(s.engine().set_input(input.data(), 1));
+  const auto t0 = Clock::now();
+  DLR_RETURN_IF_ERROR(s.engine().run());
+  if (t) {
+    t->total_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    t->network_ms.push_back(s.engine().last_run_timing().network_ms);
+  }
+  return Status();
+}
+
+int64_t device_free(const SessionOptions& o) {
+#ifdef DLR_HAVE_CUDA
+  if (o.device == DeviceKind::kCUDA) {
+    int64_t f = 0, t = 0;
+    if (cuda_memory_info(o.cuda_device, &f, &t).ok()) return f;
+  }
+#endif
+  return -1;
+}
+
+}  // namespace
+
+int run_models_bench(const ModelsBenchArgs& a) {
+  auto specs_or = parse_specs(a.models);
+  if (!specs_or.ok()) return fail("dlbench", specs_or.status());
+  std::vector<Spec> specs = *specs_or;
+  SessionOptions base;
+  if (a.device == "cpu") {
+    base.device = DeviceKind::kCPU;
+  } else if (a.device == "cuda") {
+    base.device = DeviceKind::kCUDA;
+  } else {
+    return fail("dlbench", invalid_argument("--models: --device must be cpu or cuda (one of them)"));
+  }
+  if (!parse_precision(a.precision, &base.precision))
+    return fail("dlbench", invalid_argument("--precision " + a.precision + ": expected fp32, tf32 or fp16"));
+  if (base.device == DeviceKind::kCPU) base.precision = Precision::kFP32;
+  base.thresh = 0.5f;
+  base.threads = a.threads;
+  base.max_image_width = 640;
+  base.max_image_height = 480;
+  base.cache_kernel_times = true;
+  TempFiles temps;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Spec& s = specs[i];
+    auto net = parse_network_cfg(s.cfg, CfgOptions{s.size, s.size});
+    if (!net.ok()) return fail("dlbench", net.status());
+    if (!s.size) s.size = net->net.width;
+    if (s.synthetic) {
+      s.weights = "/tmp/dlbench-models-" + std::to_string(::getpid()) + "-" + std::to_string(i) + ".weights";
+      SyntheticOptions so;
+      so.seed = a.seed + i;
+      temps.paths.push_back(s.weights);
+      const Status st = write_synthetic_weights(*net, s.weights, so);
+      if (!st.ok()) return fail("dlbench", st);
+    }
+  }
+  auto options_of = [&](const Spec& s) {
+    SessionOptions o = base;
+    o.width = o.height = s.size;
+    return o;
+  };
+  std::vector<std::vector<float>> inputs;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    inputs.emplace_back(size_t(3) * size_t(specs[i].size) * size_t(specs[i].size));
+    std::mt19937 rng(uint32_t(a.seed + i));
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (float& v : inputs.back()) v = u(rng);
+  }
+  std::vector<std::vector<uint8_t>> pixels(3);
+  std::vector<ImageU8> images;
+  for (int k = 0; k < 3; ++k) images.push_back(bench_image(&pixels[size_t(k)], int(a.seed) + k));
+
+  nlohmann::json out;
+  out["mode"] = "models";
+  out["device"] = a.device;
+  out["precision"] = precision_name(base.precision);
+#ifdef DLR_HAVE_CUDA
+  if (base.device == DeviceKind::kCUDA) out["gpu"] = cuda_device_description(base.cuda_device);
+#endif
+
+  // 1. Each model alone, preload: latency, device memory, and the reference detections.
+  std::printf("%-22s %12s %12s %10s %10s %10s %10s\n", "model alone (preload)", "latency ms", "network ms",
+              "weights", "activ.", "workspace", "MiB total");
+  int64_t separate = 0;
+  std::vector<double> preload_ms;
+  std::vector<std::vector<std::vector<Detection>>> reference(specs.size());  // [model][image]
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Spec& s = specs[i];
+    auto session = Session::open(s.cfg, s.weights, options_of(s));
+    if (!session.ok()) return fail("dlbench", session.status());
+    Timed t;
+    for (int k = 0; k < a.warmup + a.iters; ++k) {
+      const Status st = infer(**session, inputs[i], k < a.warmup ? nullptr : &t);
+      if (!st.ok()) return fail("dlbench", st);
+    }
+    for (const ImageU8& img : images) {
+      auto d = (*session)->detect(img);
+      if (!d.ok()) return fail("dlbench", d.status());
+      reference[i].push_back(*d);
+    }
+    const MemoryReport m = (*session)->engine().memory();
+    const int64_t bytes = m.weights + m.activations + m.workspace;
+    separate += bytes;
+    preload_ms.push_back(median(t.total_ms));
+    std::printf("%-22s %12.3f %12.3f %10.2f %10.2f %10.2f %10.2f\n", s.name.c_str(), median(t.total_ms),
+                median(t.network_ms), mib(m.weights), mib(m.activations), mib(m.workspace), mib(bytes));
+    out["separate"].push_back({{"model", s.name},
+                               {"cfg", s.cfg},
+                               {"weights", s.synthetic ? std::string("synthetic") : s.weights},
+                               {"size", s.size},
+                               {"latency_ms", median(t.total_ms)},
+                               {"network_ms", median(t.network_ms)},
+                               {"memory", {{"weights", m.weights}, {"activations", m.activations},
+                                           {"workspace", m.workspace}, {"other", m.other}}},
+                               {"device_bytes", bytes}});
+  }
+  out["separate_device_bytes"] = separate;
+  std::printf("%-22s %51.2f MiB (weights + activations + workspace)\n", "separate, summed", mib(separate));
+
+  // 2. All models on one runtime, for every budget.
+  int rc = kExitOk;
+  for (const std::string& budget_text : split(a.budgets, ',')) {
+    RuntimeOptions ro;
+    ro.device = base.device;
+    ro.copy_profile = a.copy_profile;
+    ro.prefetch_next = !a.no_prefetch;
+    std::string budget = budget_text;
+    if (!budget.empty() && budget.back() == '%') {
+      char* end = nullptr;
+      const double p = std::strtod(budget.c_str(), &end);
+      if (end != budget.c_str() + budget.size() - 1 || !(p > 0) || p > 100)
+        return fail("dlbench", invalid_argument("--runtime-budget " + budget + ": expected NN% in (0, 100]"));
+      budget = std::to_string(int64_t(double(separate) * p / 100.0));
+    }
+    ro.budget = budget;
+    const HostMemory host_before = host_memory();
+    auto rt = Runtime::create(ro);
+    if (!rt.ok()) return fail("dlbench", rt.status());
+    std::vector<std::unique_ptr<RuntimeModel>> models;
+    const auto t_open = Clock::now();
+    for (const Spec& s : specs) {
+      auto m = (*rt)->open(s.cfg, s.weights, options_of(s));
+      if (!m.ok()) return fail("dlbench", Status(m.status().code(), s.name + ": " + m.status().message()));
+      models.push_back(std::move(m).value());
+    }
+    const double open_s = std::chrono::duration<double>(Clock::now() - t_open).count();
+    const RuntimeMemory mem = (*rt)->memory();
+    std::printf("\nruntime budget %s (%.2f MiB, %.1f %% of the separate sessions), opened in %.2f s\n%s\n",
+                budget_text.c_str(), mib((*rt)->budget_bytes()),
+                separate > 0 ? 100.0 * double(mem.total()) / double(separate) : 0.0, open_s, mem.to_text().c_str());
+    // Round robin.
+    std::vector<Timed> rr(specs.size());
+    for (int k = 0; k < a.warmup + a.iters; ++k)
+      for (size_t i = 0; i < models.size(); ++i) {
+        const Status st = infer(models[i]->session(), inputs[i], k < a.warmup ? nullptr : &rr[i]);
+        if (!st.ok()) return fail("dlbench", st);
+      }
+    nlohmann::json run;
+    run["budget"] = budget_text;
+    run["budget_bytes"] = (*rt)->budget_bytes();
+    run["open_s"] = open_s;
+    run["memory"] = {{"total", mem.total()}, {"arena", mem.arena}, {"workspace", mem.workspace},
+                     {"weights", mem.weights}, {"other", mem.other}, {"host_weights", mem.host_weights},
+                     {"fraction_of_separate", separate > 0 ? double(mem.total()) / double(separate) : 0.0}};
+    run["plan"] = (*rt)->plan_text();
+    std::printf("%-22s %10s %10s %10s %10s %10s %12s %12s\n", "model", "resident", "pool", "streamed",
+                "prefetch", "predicted", "round robin", "x preload");
+    for (size_t i = 0; i < models.size(); ++i) {
+      const RuntimeMemory::Model& m = mem.models[i];
+      const double ms = median(rr[i].total_ms);
+      std::printf("%-22s %10.2f %10.2f %10.2f %10.2f %10.3f %12.3f %12.3f\n", specs[i].name.c_str(), mib(m.resident),
+                  mib(m.pool), mib(m.streamed), mib(m.prefetched), m.predicted_ms, ms, ms / preload_ms[i]);
+      run["models"].push_back({{"model", specs[i].name},
+                               {"weight_budget", m.weight_budget},
+                               {"resident", m.resident},
+                               {"pool", m.pool},
+                               {"streamed", m.streamed},
+                               {"prefetched", m.prefetched},
+                               {"arena_need", m.arena_need},
+                               {"workspace_need", m.workspace_need},
+                               {"other", m.other},
+                               {"host_weights", m.host_weights},
+                               {"predicted_ms", m.predicted_ms},
+                               {"round_robin_ms", ms},
+                               {"round_robin_network_ms", median(rr[i].network_ms)},
+                               {"preload_ms", preload_ms[i]},
+                               {"x_preload", ms / preload_ms[i]}});
+    }
+    // Concurrent: one thread per model, detect() on images.
+    if (a.concurrent_iters > 0) {
+      std::vector<std::vector<double>> lat(models.size());
+      std::atomic<int> failures{0};
+      std::vector<std::thread> threads;
+      const auto t0 = Clock::now();
+      for (size_t i = 0; i < models.size(); ++i)
+        threads.emplace_back([&, i] {
+          for (int k = 0; k < a.concurrent_iters; ++k) {
+            const auto c0 = Clock::now();
+            if (!models[i]->detect(images[size_t(k) % images.size()]).ok()) ++failures;
+            lat[i].push_back(std::chrono::duration<double, std::milli>(Clock::now() - c0).count());
+          }
+        });
+      for (std::thread& th : threads) th.join();
+      const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+      std::printf("concurrent (one thread per model, detect() with pre/post-processing): %.1f inferences/s in all, "
+                  "%d failures\n",
+                  double(models.size()) * a.concurrent_iters / wall, failures.load());
+      for (size_t i = 0; i < models.size(); ++i) {
+        std::printf("  %-22s %10.3f ms median per detect()\n", specs[i].name.c_str(), median(lat[i]));
+        run["concurrent"]["models"].push_back({{"model", specs[i].name}, {"detect_ms", median(lat[i])}});
+      }
+      run["concurrent"]["inferences_per_s"] = double(models.size()) * a.concurrent_iters / wall;
+      run["concurrent"]["failures"] = failures.load();
+      if (failures.load() > 0) rc = kExitError;
+    }
+    // Soak: threads x inferences across the models, every output against the single runs.
+    if (a.soak > 0) {
+      for (size_t i = 0; i < models.size(); ++i)  // reach steady state before measuring memory
+        for (const ImageU8& img : images) (void)models[i]->detect(img);
+      const int64_t free_before = device_free(base);
+      const HostMemory rss_before = host_memory();
+      std::atomic<int> mismatches{0}, failures{0};
+      std::vector<std::thread> threads;
+      const auto t0 = Clock::now();
+      for (int t = 0; t < a.soak_threads; ++t)
+        threads.emplace_back([&, t] {
+          for (int k = 0; k < a.soak; ++k) {
+            const size_t m = size_t(t + k) % models.size();
+            const size_t img = size_t(t * 7 + k) % images.size();
+            auto d = models[m]->detect(images[img]);
+            if (!d.ok()) ++failures;
+            else if (!same(*d, reference[m][img])) ++mismatches;
+          }
+        });
+      for (std::thread& th : threads) th.join();
+      const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+      const int64_t free_after = device_free(base);
+      const HostMemory rss_after = host_memory();
+      std::printf("soak: %d threads x %d inferences in %.1f s: %d outputs differ from the single runs, %d failures; "
+                  "device free %+.2f MiB, RSS %+.2f MiB\n",
+                  a.soak_threads, a.soak, wall, mismatches.load(), failures.load(),
+                  free_before >= 0 ? mib(free_after - free_before) : 0.0, mib(rss_after.rss - rss_before.rss));
+      run["soak"] = {{"threads", a.soak_threads},       {"inferences_per_thread", a.soak},
+                     {"seconds", wall},                 {"mismatches", mismatches.load()},
+                     {"failures", failures.load()},     {"device_free_before", free_before},
+                     {"device_free_after", free_after}, {"rss_before", rss_before.rss},
+                     {"rss_after", rss_after.rss}};
+      if (mismatches.load() > 0 || failures.load() > 0) rc = kExitError;
+    }
+    run["host_rss_before_open"] = host_before.rss;
+    run["host_rss_after"] = host_memory().rss;
+    out["runs"].push_back(run);
+    models.clear();  // before the runtime
+  }
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    f << out.dump(2) << "\n";
+    if (!f) return fail("dlbench", io_error(a.json + ": cannot write the JSON results"));
+  }
+  return rc;
+}
+
+}  // namespace dlr::tools

@@ -1,0 +1,32 @@
+// dlbench --models: several models on one Runtime (runtime/multi/runtime.h) against
+// each one's own preload session, in the same run.
+#pragma once
+
+#include <string>
+
+namespace dlr::tools {
+
+struct ModelsBenchArgs {
+  // Comma-separated CFG[:WEIGHTS][@SIZE]; no WEIGHTS: synthetic weights (seeded).
+  std::string models;
+  std::string device = "cuda";
+  std::string precision = "fp16";
+  // Comma-separated runtime budgets: "NN%" of the separate preload sessions' device
+  // memory (weights + activations + workspace summed), a size, or "all".
+  std::string budgets = "40%";
+  std::string copy_profile = "auto";
+  bool no_prefetch = false;
+  int iters = 50;      // timed round-robin rounds
+  int warmup = 10;
+  int concurrent_iters = 0;  // > 0: one thread per model, this many detect() calls each
+  int soak = 0;              // > 0: 4 threads x soak inferences across the models (outputs checked)
+  int soak_threads = 4;
+  uint64_t seed = 1;
+  int threads = 0;  // CPU threads per session (0: auto)
+  std::string json;
+};
+
+// Runs the benchmark; prints a table on stdout; returns a tool exit code.
+int run_models_bench(const ModelsBenchArgs& a);
+
+}  // namespace dlr::tools
