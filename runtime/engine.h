@@ -88,6 +88,15 @@ class Engine {
   virtual Status replan(const CompiledModel& model, WeightSource& weights) {
     return unsupported("this engine does not replan");
   }
+  // Copy calibration at open (after replan, before finalize): `runs` streamed inferences
+  // (after one untimed) on whatever the input holds, every weight copy timed with
+  // events on the copy stream as profile_layers times it; the copies of all runs in run
+  // order, each run's in issue order. Unsupported where no weights are copied per
+  // inference from host memory (preload, everything resident, weights from storage).
+  virtual Expected<std::vector<CopyTiming>> measure_copy_timings(int runs) {
+    (void)runs;
+    return unsupported("this engine does not time its copies");
+  }
   // Warm-up and CUDA graph capture; called once, last, before the first run().
   virtual Status finalize() { return Status(); }
 

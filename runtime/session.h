@@ -33,6 +33,7 @@ class WeightsFile;
 class WeightSource;
 class PreparedFile;
 struct CompiledModel;
+struct Target;
 
 struct InferTiming {
   double preprocess_ms = 0;
@@ -71,6 +72,9 @@ class Session {
                                                       const SessionOptions& options);
   Expected<std::vector<std::vector<Detection>>> detect_batch_impl(const ImageView* images, int n);
   Status open_prepared(const std::string& cfg_path, const std::string& weights_path, bool given_prepared);
+  // After measure-then-replan: the copy cost inside an inference replaces the probed
+  // profile of `probed_target` and the model is compiled again (session.cpp).
+  Status calibrate_copies(const Target& probed_target, const std::vector<double>& layer_ms);
   NetworkDesc m_net;
   std::unique_ptr<WeightsFile> m_weights;
   std::unique_ptr<WeightSource> m_source;

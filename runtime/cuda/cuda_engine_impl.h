@@ -43,6 +43,7 @@ class CudaEngine final : public Engine {
   std::vector<CopyTiming> copy_timings() const override { return m_copy_timings; }
   std::vector<ReadTiming> read_timings() const override;
   Expected<std::vector<double>> measure_layer_ms() override;
+  Expected<std::vector<CopyTiming>> measure_copy_timings(int runs) override;
   Status replan(const CompiledModel& model, WeightSource& weights) override;
   Status finalize() override;
   double last_run_ms() const override { return m_run_timing.network_ms; }
