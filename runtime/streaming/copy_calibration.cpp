@@ -108,8 +108,13 @@ Expected<CopyCalibration> calibrate_profile(const CopyProfile& probed, const std
   }
   c.linear = hi >= options.min_size_spread * lo;
   double a = 0, s = 0;  // ms = a + s * bytes (linear)
+  // The scale fit measured copies up to `hi` bytes only: above it, the extra time of the
+  // largest copied size is charged as a per-copy cost (the probe's bandwidth is kept)
+  // rather than scaling a bandwidth nothing measured.
   auto model_ms = [&](double bytes) {
-    return c.linear ? a + s * bytes : c.scale * probed.copy_ms(int64_t(bytes));
+    if (c.linear) return a + s * bytes;
+    if (bytes <= hi) return c.scale * probed.copy_ms(int64_t(bytes));
+    return probed.copy_ms(int64_t(bytes)) + (c.scale - 1) * probed.copy_ms(int64_t(hi));
   };
   auto fit = [&](const std::vector<Sample>& v) -> Status {
     if (c.linear) {

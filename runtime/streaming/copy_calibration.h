@@ -63,7 +63,9 @@ struct CopyCalibration {
 //    <= 0 (time not growing with bytes) is an error; one pass then drops copies whose
 //    residual exceeds max(3 x the median absolute residual, 2 us) (a copy delayed by
 //    something else) and fits again. Sizes spread less: one scale factor on the probed
-//    durations (sum measured / sum probed);
+//    durations (sum measured / sum probed) up to the largest copied size; above it the
+//    probed time plus the extra time the scale gives the largest copied size (a
+//    per-copy cost: nothing measured a bandwidth there);
 //  - gap: the median of the gaps in [0, max_gap_us] between consecutive copies of a
 //    run, 0 with fewer than min_gaps of them;
 //  - floor: a calibrated copy is never faster than the probed one of the same size

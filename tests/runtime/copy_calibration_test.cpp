@@ -96,6 +96,8 @@ TEST(CopyCalibration, EqualSizesScaleTheProbedCurve) {
   EXPECT_NEAR(r->scale, 2.0, 1e-6);
   EXPECT_NEAR(r->profile.copy_ms(4 * kMiB), 2 * p.copy_ms(4 * kMiB), 1e-9);
   EXPECT_NEAR(r->profile.copy_ms(kMiB), 2 * p.copy_ms(kMiB), 1e-9);
+  // Above the copied sizes: the probe's bandwidth plus the extra time seen at 4 MiB.
+  EXPECT_NEAR(r->profile.copy_ms(16 * kMiB), p.copy_ms(16 * kMiB) + p.copy_ms(4 * kMiB), 1e-9);
   EXPECT_EQ(r->gap_us, 0.0);  // gaps of 0 us: median 0
 }
 
