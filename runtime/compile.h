@@ -35,6 +35,12 @@ struct Target {
   int64_t map_granularity = 0;  // virtual-memory mapping unit; 0: no VMM, so no ring pool
   CopyProfile copy_profile;     // host-to-device copies (stream mode)
   std::string copy_profile_source;  // where copy_profile came from (auto: cache, probe or nearest built-in)
+  // Set when copy_profile was calibrated inside an inference (streaming/copy_calibration.h):
+  // the profile probed on an idle GPU it was calibrated from. The simulator and the planner
+  // use copy_profile; the lower bound uses this one (the copy engine's own speed), and the
+  // bound under the calibrated cost is reported beside it. Empty name: not calibrated.
+  CopyProfile probed_copy_profile;
+  bool copy_calibrated() const { return !probed_copy_profile.name.empty(); }
 };
 
 // The CPU as a target. A GPU target comes from the CUDA backend
@@ -91,6 +97,13 @@ struct CompiledModel {
   // The latency no plan within the budget can be predicted below (lower_bound.h),
   // stream mode with kernel times and a ring-capable target; 0: not computed.
   double lower_bound_ms = 0;
+  // Targets with a calibrated copy profile: the same bound with the calibrated profile's
+  // bandwidth (>= lower_bound_ms; a bound only as far as copies in an inference are never
+  // faster than calibrated, docs/streaming.md section 6); 0: not computed.
+  double lower_bound_calibrated_ms = 0;
+  // Weight budget auto with kernel times: preload's predicted latency (every weight
+  // resident) that the slowdown target was set from; 0 otherwise.
+  double auto_preload_ms = 0;
   std::vector<std::string> notes;  // how choices were made, one line each
 
   // Stream mode with a ring and unit search on, compiled without kernel times:

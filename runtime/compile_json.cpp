@@ -184,7 +184,10 @@ nlohmann::json target_json(const Target& t) {
           {"map_granularity", t.map_granularity},
           {"copy_profile_source", t.copy_profile_source},
           // A target without copies (the CPU) has no profile: null.
-          {"copy_profile", t.copy_profile.name.empty() ? nlohmann::json() : copy_profile_to_json(t.copy_profile)}};
+          {"copy_profile", t.copy_profile.name.empty() ? nlohmann::json() : copy_profile_to_json(t.copy_profile)},
+          // Set only when copy_profile is calibrated (Target::probed_copy_profile).
+          {"probed_copy_profile",
+           t.probed_copy_profile.name.empty() ? nlohmann::json() : copy_profile_to_json(t.probed_copy_profile)}};
 }
 
 Status read_target(const nlohmann::json& j, const std::string& what, Target* t) {
@@ -197,13 +200,17 @@ Status read_target(const nlohmann::json& j, const std::string& what, Target* t) 
   if (!j.at("copy_profile").is_null()) {
     DLR_ASSIGN_OR_RETURN(t->copy_profile, copy_profile_from_json(j.at("copy_profile"), what + ": copy_profile"));
   }
+  if (j.contains("probed_copy_profile") && !j.at("probed_copy_profile").is_null()) {
+    DLR_ASSIGN_OR_RETURN(t->probed_copy_profile,
+                         copy_profile_from_json(j.at("probed_copy_profile"), what + ": probed_copy_profile"));
+  }
   return Status();
 }
 
 }  // namespace
 
 std::string compiled_model_to_json(const CompiledModel& m) {
-  const nlohmann::json j = {{"format", "dlrun-compiled-model"},
+  nlohmann::json j = {{"format", "dlrun-compiled-model"},
                             {"format_version", m.format_version},
                             {"cfg_path", m.cfg_path},
                             {"model_name", m.model_name},
@@ -219,7 +226,11 @@ std::string compiled_model_to_json(const CompiledModel& m) {
                             {"layer_ms", m.layer_ms},
                             {"predicted_ms", m.predicted_ms},
                             {"lower_bound_ms", m.lower_bound_ms},
+                            {"lower_bound_calibrated_ms", m.lower_bound_calibrated_ms},
+                            {"auto_preload_ms", m.auto_preload_ms},
                             {"notes", m.notes}};
+  // Added after the options' field list (older files lack it: the default applies).
+  j["options"]["calibrate_copies"] = m.options.calibrate_copies;
   return j.dump(1) + "\n";
 }
 
@@ -276,6 +287,7 @@ Expected<CompiledModel> model_from_json(const std::string& text, const std::stri
     j.at("model_name").get_to(m.model_name);
     DLR_RETURN_IF_ERROR(read_target(j.at("target"), what, &m.target));
     j.at("options").get_to(m.options);
+    if (j.at("options").contains("calibrate_copies")) j.at("options").at("calibrate_copies").get_to(m.options.calibrate_copies);
     m.engine = engine_settings(m.options);  // derived, not stored
     j.at("letterbox").get_to(m.letterbox);
     j.at("plan").get_to(m.plan);
@@ -287,6 +299,8 @@ Expected<CompiledModel> model_from_json(const std::string& text, const std::stri
     j.at("layer_ms").get_to(m.layer_ms);
     j.at("predicted_ms").get_to(m.predicted_ms);
     if (j.contains("lower_bound_ms")) j.at("lower_bound_ms").get_to(m.lower_bound_ms);
+    if (j.contains("lower_bound_calibrated_ms")) j.at("lower_bound_calibrated_ms").get_to(m.lower_bound_calibrated_ms);
+    if (j.contains("auto_preload_ms")) j.at("auto_preload_ms").get_to(m.auto_preload_ms);
     j.at("notes").get_to(m.notes);
   } catch (const nlohmann::json::exception& e) {
     return parse_error(what + ": " + printable(e.what()));

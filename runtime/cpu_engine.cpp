@@ -181,6 +181,7 @@ Status CpuEngine::run_storage() {
 Status CpuEngine::run() {
   if (m_arena_ptr == nullptr && m_plan.arena_bytes > 0)
     return internal_error("run: a shared-memory engine needs bind_shared() first");
+
   if (m_storage) return run_storage();
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();

@@ -9,6 +9,7 @@
 // seen before (reserve_images() pre-sizes it).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,15 @@ class Engine {
   virtual Status replan(const CompiledModel& model, WeightSource& weights) {
     return unsupported("this engine does not replan");
   }
+  // Copy calibration at open (after replan, before finalize): `runs` streamed inferences
+  // (after one untimed) on whatever the input holds, every weight copy timed with
+  // events on the copy stream as profile_layers times it; the copies of all runs in run
+  // order, each run's in issue order. Unsupported where no weights are copied per
+  // inference from host memory (preload, everything resident, weights from storage).
+  virtual Expected<std::vector<CopyTiming>> measure_copy_timings(int runs) {
+    (void)runs;
+    return unsupported("this engine does not time its copies");
+  }
   // Warm-up and CUDA graph capture; called once, last, before the first run().
   virtual Status finalize() { return Status(); }
 
@@ -107,13 +117,37 @@ class Engine {
   virtual Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) {
     return unsupported("this engine does not share memory");
   }
+  // Another engine has run in the shared arena since this one's last run: the CUDA engine
+  // clears its arena region before its next input (set_images/set_input/run), so it sees what a preload engine of its own would see
+  // (parts of the arena the plan never writes read as zero there; measured on the GPU:
+  // without it, yolo-fastest and yolov3-tiny outputs differed from preload after another
+  // model ran). Called by the Runtime, under its run lock.
+  void mark_arena_foreign() { m_arena_foreign = true; }
+
+ protected:
+  bool m_arena_foreign = false;
+
+ public:
 
   // ---- prefetch across inferences (EngineSettings::prefetch_next) ----
   // Starts copying the next inference's leading units (StreamPlan::prefetch_units) into
   // the pool, asynchronously on the copy stream; the next run() then waits only for
   // what it still lacks. Idempotent until that run(). A no-op where nothing streams.
-  // run() itself prefetches for the next inference when it ends. Thread: as run().
-  virtual Status prefetch() { return Status(); }
+  // `after`: an engine of the same device whose inference was just launched; the copies
+  // start once its own copies are done (they then share the copy engine only with its
+  // compute tail); nullptr: at once. Without a launch hook, run() itself prefetches for
+  // the next inference when it ends. Thread: as run(); `after` is not running run().
+  virtual Status prefetch(Engine* after = nullptr) { return Status(); }
+  // Called by run() right after the inference is launched, before it waits for the
+  // result (a Runtime prefetches the other models' first weights there). Replaces the
+  // prefetch at the end of run(). Set at open; empty: none.
+  using LaunchHook = std::function<Status(Engine& launched)>;
+  void set_launch_hook(LaunchHook hook) { m_launch_hook = std::move(hook); }
+
+ protected:
+  LaunchHook m_launch_hook;
+
+ public:
 
   virtual DeviceKind device() const = 0;
   virtual const ExecutionPlan& plan() const = 0;

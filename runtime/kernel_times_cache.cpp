@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/cache_dir.h"
+#include "runtime/streaming/copy_profile_json.h"
 
 namespace dlr {
 namespace {
@@ -62,9 +63,27 @@ std::vector<double> load_kernel_times(const CompiledModel& model) {
   }
 }
 
-Status save_kernel_times(const CompiledModel& model, const std::vector<double>& layer_ms) {
-  DLR_ASSIGN_OR_RETURN(const std::string path, kernel_times_path(model));
-  const nlohmann::json j = {{"format", kFormat}, {"key", key_text(model)}, {"layer_ms", layer_ms}};
+namespace {
+
+// The parsed file of `model` when its key matches (null otherwise).
+nlohmann::json read_doc(const CompiledModel& model) {
+  const Expected<std::string> path = kernel_times_path(model);
+  if (!path.ok()) return nullptr;
+  std::ifstream f(*path);
+  if (!f) return nullptr;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    nlohmann::json j = nlohmann::json::parse(ss.str());
+    if (!j.is_object() || j.value("format", 0) != kFormat || j.value("key", std::string()) != key_text(model))
+      return nullptr;
+    return j;
+  } catch (const nlohmann::json::exception&) {
+    return nullptr;
+  }
+}
+
+Status write_doc(const std::string& path, const nlohmann::json& j) {
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   {
     std::ofstream f(tmp);
@@ -80,6 +99,37 @@ Status save_kernel_times(const CompiledModel& model, const std::vector<double>& 
     return io_error(path + ": cannot write the kernel-times cache: " + why);
   }
   return Status();
+}
+
+}  // namespace
+
+Status save_kernel_times(const CompiledModel& model, const std::vector<double>& layer_ms) {
+  DLR_ASSIGN_OR_RETURN(const std::string path, kernel_times_path(model));
+  return write_doc(path, {{"format", kFormat}, {"key", key_text(model)}, {"layer_ms", layer_ms}});
+}
+
+bool load_calibrated_profile(const CompiledModel& model, const CopyProfile& probed, CopyProfile* calibrated) {
+  const nlohmann::json j = read_doc(model);
+  if (!j.is_object() || !j.contains("copy_calibration")) return false;
+  try {
+    const nlohmann::json& c = j.at("copy_calibration");
+    if (c.at("probed").get<std::string>() != probed.to_json_text()) return false;
+    Expected<CopyProfile> p = copy_profile_from_json(c.at("profile"), "kernel-times cache: copy_calibration.profile");
+    if (!p.ok()) return false;
+    *calibrated = std::move(*p);
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+Status save_calibrated_profile(const CompiledModel& model, const CopyProfile& probed, const CopyProfile& calibrated) {
+  DLR_ASSIGN_OR_RETURN(const std::string path, kernel_times_path(model));
+  nlohmann::json j = read_doc(model);
+  if (!j.is_object() || !j.contains("layer_ms"))
+    return invalid_argument(path + ": no kernel times of this model to keep the calibrated copy profile beside");
+  j["copy_calibration"] = {{"probed", probed.to_json_text()}, {"profile", copy_profile_to_json(calibrated)}};
+  return write_doc(path, j);
 }
 
 }  // namespace dlr

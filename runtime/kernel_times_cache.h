@@ -6,6 +6,12 @@
 // policy and workspace limit, and the device description (GPU name, SM count, driver,
 // cuDNN version). A file that does not parse or does not fit the plan is ignored
 // (and overwritten by the next measurement).
+//
+// The same file keeps the copy profile calibrated inside an inference
+// (runtime/streaming/copy_calibration.h) beside the times: measured once per GPU and
+// model too. It is tied to the probed profile it was calibrated from (a profile probed
+// again, or another --copy-profile, misses) and is dropped when the kernel times are
+// measured and saved again.
 #pragma once
 
 #include <string>
@@ -22,5 +28,12 @@ Expected<std::string> kernel_times_path(const CompiledModel& model);
 std::vector<double> load_kernel_times(const CompiledModel& model);
 // Writes the times (atomically: temporary file, rename). Errors name the file.
 Status save_kernel_times(const CompiledModel& model, const std::vector<double>& layer_ms);
+// The copy profile calibrated from `probed` kept beside the kernel times of `model`;
+// false when there is none that fits (no file, other kernel-times key, calibrated from
+// another probed profile, a profile that does not validate).
+bool load_calibrated_profile(const CompiledModel& model, const CopyProfile& probed, CopyProfile* calibrated);
+// Adds `calibrated` (from `probed`) to the file of `model`, which must hold its kernel
+// times (save_kernel_times first); atomically, like save_kernel_times.
+Status save_calibrated_profile(const CompiledModel& model, const CopyProfile& probed, const CopyProfile& calibrated);
 
 }  // namespace dlr

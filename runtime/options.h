@@ -119,6 +119,10 @@ struct SessionOptions {
   bool cache_kernel_times = false;  // stream mode: keep kernel times measured at open per GPU and model in
                                     // the user's cache directory and reuse them (runtime/kernel_times_cache.h;
                                     // dlrun turns it on)
+  bool calibrate_copies = true;   // stream mode, CUDA, copies per inference: after the kernel times, time the
+                                  // copies of a few streamed inferences, fit their cost and compile again with
+                                  // the calibrated copy profile (runtime/streaming/copy_calibration.h; kept
+                                  // with the kernel times when cache_kernel_times is on)
   bool profile_layers = false;    // per-layer CUDA event timing (event nodes inside the graph)
   bool find_algorithms = false;   // cudnnFind (timed) instead of heuristics
   int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per conv, bytes (>= 0)

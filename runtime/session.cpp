@@ -11,6 +11,7 @@
 #include "runtime/compile.h"
 #include "runtime/core/log.h"
 #include "runtime/kernel_times_cache.h"
+#include "runtime/streaming/copy_calibration.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/storage/prepared_file.h"
 #include "runtime/cpu_threads.h"
@@ -162,7 +163,10 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
     DLR_ASSIGN_OR_RETURN(s->m_engine, create_cuda_engine(*s->m_model, *s->m_source));
 #endif
   }
-  if (host) DLR_RETURN_IF_ERROR(host->attach(*s->m_engine));
+  if (host) {
+    DLR_RETURN_IF_ERROR(host->attach(*s->m_engine));
+    s->m_engine->set_launch_hook([host](Engine& e) { return host->launched(e); });
+  }
   // A Runtime's streamed model always measures: the runtime splits its budget by them.
   const bool hosted_stream = host && s->m_model->streaming;
   if (s->m_model->needs_layer_times() || hosted_stream) {
@@ -188,6 +192,7 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
     DLR_LOG_DEBUG("compiled again with kernel times measured at open: {}", again.notes.back());
     DLR_RETURN_IF_ERROR(s->m_engine->replan(again, *s->m_source));
     *s->m_model = std::move(again);
+    if (options.calibrate_copies) DLR_RETURN_IF_ERROR(s->calibrate_copies(target, layer_ms));
     s->m_layer_ms = std::move(layer_ms);
     DLR_LOG_INFO("stream mode: {}", s->m_model->notes.back());
   }
@@ -195,6 +200,57 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   DLR_LOG_INFO("opened {} ({} layers, {:.3f} GFLOPs @{}x{}) on {}", cfg_path, s->m_net.layers.size(),
                s->m_net.total_gflops(), s->m_net.net.width, s->m_net.net.height, device_name(options.device));
   return s;
+}
+
+// Copy calibration (SessionOptions::calibrate_copies): when the plan copies weights from
+// host memory every inference, the copy cost inside an inference replaces the probed
+// profile (the calibrated one kept with the kernel times, else timed now over
+// kCalibrationRuns profiled inferences and fitted, streaming/copy_calibration.h), and
+// the model is compiled again with it. A calibration that cannot be made (an engine
+// that cannot time copies, too few copies, implausible timings) leaves the probed
+// profile, with a warning; it never fails the open.
+Status Session::calibrate_copies(const Target& probed_target, const std::vector<double>& layer_ms) {
+  constexpr int kCalibrationRuns = 3;
+  const CompiledModel& m = *m_model;
+  if (!m.streaming || m.stream.resident || m.from_storage || m.stream.units.empty() || probed_target.copy_calibrated())
+    return Status();
+  const CopyProfile& probed = probed_target.copy_profile;
+  CopyProfile calibrated;
+  std::string how;
+  if (m_options.cache_kernel_times && load_calibrated_profile(m, probed, &calibrated)) {
+    how = "from the kernel-times cache";
+  } else {
+    const auto t0 = std::chrono::steady_clock::now();
+    Expected<std::vector<CopyTiming>> copies = m_engine->measure_copy_timings(kCalibrationRuns);
+    if (!copies.ok()) {
+      DLR_LOG_WARN("copy calibration skipped, the probed copy profile stays: {}", copies.status().message());
+      return Status();
+    }
+    Expected<CopyCalibration> c = calibrate_profile(probed, *copies);
+    if (!c.ok()) {
+      DLR_LOG_WARN("copy calibration skipped, the probed copy profile stays: {}", c.status().message());
+      return Status();
+    }
+    calibrated = c->profile;
+    how = "timed in " + std::to_string(kCalibrationRuns) + " inferences (" +
+          std::to_string(int(ms_between(t0, std::chrono::steady_clock::now()))) + " ms): " + c->to_text();
+    if (m_options.cache_kernel_times) {
+      const Status saved = save_calibrated_profile(m, probed, calibrated);
+      if (!saved.ok()) DLR_LOG_WARN("calibrated copy profile not kept: {}", saved.message());
+    }
+  }
+  Target target = probed_target;
+  target.probed_copy_profile = probed;
+  target.copy_profile = calibrated;
+  target.copy_profile_source = "calibrated in an inference from " + probed.name;
+  DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(m_net, target, m_options, layer_ms));
+  DLR_RETURN_IF_ERROR(m_engine->replan(again, *m_source));
+  DLR_LOG_INFO("copy profile calibrated in an inference ({}): peak {:.1f} -> {:.1f} GB/s, at 4 MiB {:.1f} -> {:.1f} GB/s; "
+               "predicted {:.3f} -> {:.3f} ms",
+               how, probed.peak_gbps(), calibrated.peak_gbps(), double(4 << 20) / (probed.copy_ms(4 << 20) * 1e6),
+               double(4 << 20) / (calibrated.copy_ms(4 << 20) * 1e6), m.predicted_ms, again.predicted_ms);
+  *m_model = std::move(again);
+  return Status();
 }
 
 // Weights from storage: the prepared weight file of the compiled plan becomes the

@@ -52,6 +52,9 @@ class SessionHost {
   virtual Expected<int64_t> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) = 0;
   // Held around each inference of every session of the runtime (they share memory).
   virtual std::mutex& run_mutex() = 0;
+  // An engine of the runtime has just launched an inference (Engine::set_launch_hook):
+  // the other models' first weights may be prefetched behind its copies.
+  virtual Status launched(Engine& engine) = 0;
 };
 
 struct InferTiming {
@@ -102,6 +105,9 @@ class Session {
                                                       const SessionOptions& options, SessionHost* host);
   Expected<std::vector<std::vector<Detection>>> detect_batch_impl(const ImageView* images, int n);
   Status open_prepared(const std::string& cfg_path, const std::string& weights_path, bool given_prepared);
+  // After measure-then-replan: the copy cost inside an inference replaces the probed
+  // profile of `probed_target` and the model is compiled again (session.cpp).
+  Status calibrate_copies(const Target& probed_target, const std::vector<double>& layer_ms);
   NetworkDesc m_net;
   std::unique_ptr<WeightsFile> m_weights;
   std::unique_ptr<WeightSource> m_source;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream regress residency curve soak storage models
+#   info tests sanitize probe bench stream regress residency curve calib soak storage models
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -147,6 +147,39 @@ for phase in "$@"; do
         done
       else
         note "no matplotlib here: plot on the host with scripts/plot_budget_curve.py OUT.png budget_curve_*.json"
+      fi
+      ;;
+    calib)
+      # Issue 10, the copy cost calibrated inside an inference at open (docs/streaming.md
+      # section 6, "Copy calibration at open"): the budget curves, each with the row of the
+      # budget auto picks (5 %), with the calibrated profile (the default; DLR_LOG_LEVEL=info
+      # prints "copy profile calibrated in an inference ..." at every open) and, for
+      # comparison in the same run, with --no-calibrate. CALIB_KINDS limits it (default
+      # "calibrated probed"); each yolov4 curve takes ~2-4 minutes.
+      export DLR_CACHE_DIR="$OUT/cache"
+      for kind in ${CALIB_KINDS:-calibrated probed}; do
+        flag=""
+        [ "$kind" = probed ] && flag="--no-calibrate"
+        for p in fp16 fp32; do
+          DLR_LOG_LEVEL=info timeout 400 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p \
+            --budget-curve 14 $flag --iters 30 --warmup 5 --json "$OUT/calib_yolov4_608_${p}_$kind.json" \
+            >"$OUT/calib_yolov4_608_${p}_$kind.txt" 2>&1
+          note "budget curve + auto, yolov4@608 $p, $kind profile rc=$?"
+          grep -vE '^\[' "$OUT/calib_yolov4_608_${p}_$kind.txt" | tee -a "$summary"
+          grep -m3 'copy profile calibrated' "$OUT/calib_yolov4_608_${p}_$kind.txt" | cut -c1-400 | tee -a "$summary"
+        done
+        DLR_LOG_LEVEL=info timeout 300 "$B/dlbench" "$M/yolov4-tiny.cfg" --synthetic --size 416 --precision fp16 \
+          --budget-curve 12 $flag --iters 50 --warmup 5 --json "$OUT/calib_tiny_416_fp16_$kind.json" \
+          >"$OUT/calib_tiny_416_fp16_$kind.txt" 2>&1
+        note "budget curve + auto, yolov4-tiny@416 fp16, $kind profile rc=$?"
+        grep -vE '^\[' "$OUT/calib_tiny_416_fp16_$kind.txt" | tee -a "$summary"
+        grep -m3 'copy profile calibrated' "$OUT/calib_tiny_416_fp16_$kind.txt" | cut -c1-400 | tee -a "$summary"
+      done
+      unset DLR_CACHE_DIR
+      if [ -f "$PWD/device-carry/plot_budget_curve.py" ] && python3 -c 'import matplotlib' 2>/dev/null; then
+        for f in "$OUT"/calib_*.json; do
+          python3 device-carry/plot_budget_curve.py "${f%.json}.png" "$f" | tee -a "$summary"
+        done
       fi
       ;;
     soak)

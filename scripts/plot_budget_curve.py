@@ -30,6 +30,7 @@ def main():
     # One series per (precision, pool layout); the layout comes from the config name
     # ("stream@25%:ring/fp16/b1"); several files may add budgets to the same series.
     series, preload = {}, {}
+    autos = []  # (precision, MiB, row) of the budget auto picked
     gpus, models = set(), set()
     for path in sys.argv[2:]:
         try:
@@ -63,6 +64,9 @@ def main():
             head = r["config"].split("/")[1]
             pool = head.split(":")[1] if ":" in head else "auto"
             x = r["stream"].get("device_weight_bytes") or r["memory"]["weights"]
+            if head.startswith("stream@auto"):  # the budget auto picked: one marker, not a curve point
+                autos.append((prec, x / 2**20, r))
+                continue
             series.setdefault((prec, pool), {})[x / 2**20] = r
     if not series:
         modes = "preload only" if preload else "no preload or stream results"
@@ -107,6 +111,11 @@ def main():
             if bound:
                 ax.plot([b[0] for b in bound], [b[1] for b in bound], "v--", color=colors[prec], alpha=0.5,
                         label=f"{prec} lower bound")
+    for prec, x, r in autos:
+        st = r["stream"]
+        ax.plot([x], [r["network"]["median_ms"]], "*", markersize=14, color=colors.get(prec),
+                label=f"{prec} auto: {st.get('auto_budget_pct', 0):.1f} % of the weights, "
+                      f"{100 * st.get('measured_slowdown', 0):+.1f} % measured")
     for prec, p in preload.items():
         c = colors.get(prec)
         ax.axhline(p, color=c, linestyle=":", alpha=0.8, label=f"{prec} preload {p:.2f} ms")

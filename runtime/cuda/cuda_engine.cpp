@@ -185,8 +185,18 @@ Status CudaEngine::reserve_images(int max_width, int max_height) {
   return Status();
 }
 
+Status CudaEngine::clear_foreign_arena() {
+  if (!m_arena_foreign) return Status();
+  // Another model ran in the shared arena (Engine::mark_arena_foreign): on the compute
+  // stream, before this inference writes its input.
+  DLR_CUDA_CHECK(cudaMemsetAsync(arena_base(), 0, size_t(m_plan.arena_bytes), m_stream.get()));
+  m_arena_foreign = false;
+  return Status();
+}
+
 Status CudaEngine::set_images(const ImageU8* images, int n, bool letterbox) {
   DLR_RETURN_IF_ERROR(check_images(m_plan, images, n));
+  DLR_RETURN_IF_ERROR(clear_foreign_arena());
   int max_w = 0, max_h = 0;
   for (int i = 0; i < n; ++i) {
     max_w = std::max(max_w, images[i].width);
@@ -216,6 +226,7 @@ Status CudaEngine::set_input(const float* nchw, int n) {
   if (n < 1 || n > m_plan.options.batch)
     return invalid_argument("got " + std::to_string(n) + " inputs for a batch of " +
                             std::to_string(m_plan.options.batch));
+  DLR_RETURN_IF_ERROR(clear_foreign_arena());
   cudaStream_t s = m_stream.get();
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
   const size_t bytes = size_t(n) * size_t(m_plan.input_shape.count()) * 4;
@@ -333,7 +344,7 @@ Status CudaEngine::capture_graph() {
   return Status();
 }
 
-Status CudaEngine::prefetch() {
+Status CudaEngine::prefetch(Engine* after) {
   const int n = prefetch_units();
   if (n == 0 || m_prefetched || m_weights_deferred || !m_host) return Status();
   cudaStream_t cs = m_stream.get();
@@ -345,10 +356,25 @@ Status CudaEngine::prefetch() {
   // reads the pool); normally that is nothing, run() having synchronised.
   DLR_CUDA_CHECK(cudaEventRecord(m_fork.get(), cs));
   DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_fork.get(), 0));
-  for (int ui = 0; ui < n; ++ui) {
-    const TransferUnit& u = m_stream_plan.units[size_t(ui)];
-    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + u.pool_offset, copy_source(u), size_t(u.bytes),
+  // After the launched engine's own copies: the copy engine is a FIFO that its inference
+  // needs first (a prefetch in between would delay its input upload and its units).
+  auto* other = dynamic_cast<CudaEngine*>(after);
+  if (other && other != this && other->m_copies_end)
+    DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, other->m_copies_end.get(), 0));
+  // Runs of units contiguous on both sides go as one copy: the host cost of the enqueue
+  // (inside another model's run() when a Runtime calls this) stays a few microseconds.
+  for (int first = 0; first < n;) {
+    const TransferUnit& u0 = m_stream_plan.units[size_t(first)];
+    int64_t bytes = u0.bytes;
+    int next = first + 1;
+    for (; next < n; ++next) {
+      const TransferUnit& u = m_stream_plan.units[size_t(next)];
+      if (u.host_offset != u0.host_offset + bytes || u.pool_offset != u0.pool_offset + bytes) break;
+      bytes += u.bytes;
+    }
+    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + u0.pool_offset, copy_source(u0), size_t(bytes),
                                    cudaMemcpyHostToDevice, ps));
+    first = next;
   }
   DLR_CUDA_CHECK(cudaEventRecord(m_prefetch_done.get(), ps));
   m_prefetched = true;
@@ -359,6 +385,7 @@ Status CudaEngine::run() {
   const auto t0 = std::chrono::steady_clock::now();
   cudaStream_t s = m_stream.get();
   if (!m_input_pending) DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
+  DLR_RETURN_IF_ERROR(clear_foreign_arena());
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
   // Prefetched: the leading copies are (being) done on the copy stream; the rest follows.
   const bool prefetched = m_prefetched;
@@ -375,6 +402,8 @@ Status CudaEngine::run() {
     DLR_RETURN_IF_ERROR(st);
   }
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_end.get(), s));
+  // Launched: others may queue work behind it now (a Runtime prefetches other models).
+  const Status launch_status = m_launch_hook ? m_launch_hook(*this) : Status();
   DLR_CUDA_CHECK(cudaStreamSynchronize(s));  // the final result download
   m_input_pending = false;
   float upload = 0, network = 0;
@@ -385,8 +414,10 @@ Status CudaEngine::run() {
   m_run_timing.download_ms = 0;  // part of network_ms (the downloads are the last operations)
   m_run_timing.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (m_options.profile_layers) DLR_RETURN_IF_ERROR(read_profile(prefetched));
-  // The next inference's leading units, while the host post-processes this one's outputs.
-  return prefetch();
+  if (!launch_status.ok()) return launch_status;
+  // The next inference's leading units, while the host post-processes this one's outputs
+  // (with a launch hook, the hook's owner decides when).
+  return m_launch_hook ? Status() : prefetch();
 }
 
 const float* CudaEngine::output(int layer, int image) const {

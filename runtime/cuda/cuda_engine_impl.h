@@ -43,11 +43,12 @@ class CudaEngine final : public Engine {
   std::vector<CopyTiming> copy_timings() const override { return m_copy_timings; }
   std::vector<ReadTiming> read_timings() const override;
   Expected<std::vector<double>> measure_layer_ms() override;
+  Expected<std::vector<CopyTiming>> measure_copy_timings(int runs) override;
   Status replan(const CompiledModel& model, WeightSource& weights) override;
   Status finalize() override;
   int64_t workspace_needed() const override { return int64_t(m_workspace_need); }
   Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) override;
-  Status prefetch() override;
+  Status prefetch(Engine* after = nullptr) override;
   double last_run_ms() const override { return m_run_timing.network_ms; }
   RunTiming last_run_timing() const override { return m_run_timing; }
 
@@ -78,7 +79,8 @@ class CudaEngine final : public Engine {
   Status setup_storage_reads(WeightSource& weights);  // staging area and read pipeline of m_reads
   Status enqueue_network_storage(bool profile);  // one inference driven by the reads (no graph)
   Status enqueue_network(bool profile);
-  Status read_profile(bool prefetched);  // prefetched: the leading units were copied before the run
+  Status read_profile(bool prefetched);
+  Status clear_foreign_arena();  // zeroes this plan's arena region after another model ran in it  // prefetched: the leading units were copied before the run
   // cuda_engine.cpp
   Status enqueue_step(const Step& st, cudaStream_t s);
   Status enqueue_layer_kernels(const Step& st, cudaStream_t s);  // enqueue_step unless a no-op; errors name the layer
@@ -140,6 +142,7 @@ class CudaEngine final : public Engine {
   // (done by prefetch() on the copy stream, m_prefetch_done recorded after them).
   cuda::GraphExec m_graph_body;
   cuda::Event m_prefetch_done;
+  cuda::Event m_copies_end;    // stream mode: recorded after an inference's last copy (prefetch(after) waits)
   bool m_prefetched = false;   // prefetch() ran since the last run()
   bool m_skip_prefetched = false;  // enqueue_network: leave out the prefetched copies
 

@@ -45,6 +45,7 @@ Status CudaEngine::setup_weights(WeightSource& source) {
 Status CudaEngine::setup_stream_weights(WeightSource& source) {
   // Streams and ordering events exist once; the placement below may be set up again by replan().
   if (!m_copy_stream) {
+    DLR_ASSIGN_OR_RETURN(m_copies_end, cuda::make_event(false));
     DLR_ASSIGN_OR_RETURN(m_copy_stream, cuda::make_stream());
     DLR_ASSIGN_OR_RETURN(m_fork, cuda::make_event(false));
     DLR_ASSIGN_OR_RETURN(m_join, cuda::make_event(false));
@@ -205,6 +206,8 @@ Status CudaEngine::enqueue_network(bool profile) {
   if (copies) {
     for (const StreamAction& a : m_stream_plan.order)
       DLR_RETURN_IF_ERROR(a.kind == StreamAction::Kind::kCopy ? enqueue_copy(a.index) : enqueue_layer(a.index));
+    // For other engines' prefetch (an external node inside a graph: recorded at each replay).
+    DLR_CUDA_CHECK(cudaEventRecordWithFlags(m_copies_end.get(), ps, m_capturing ? cudaEventRecordExternal : 0));
     DLR_CUDA_CHECK(cudaEventRecord(m_join.get(), ps));
     DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_join.get(), 0));
   } else {

@@ -103,7 +103,7 @@ Expected<ModelCurve> model_curve(const std::string& name, const ExecutionPlan& p
   c.name = name;
   const int64_t total = plan.weight_bytes();
   StreamOptions so;
-  so.layout = PoolLayout::kAuto;
+  so.layout = PoolLayout::kRing;  // a Runtime's models stream through rings (their own, prefetchable)
   so.ring_granularity = granularity;
   SimOptions quiet = sim;
   quiet.check = false;

@@ -42,7 +42,8 @@ Expected<BudgetSplit> split_budget(const std::vector<ModelCurve>& models, int64_
                                    int64_t quantum = int64_t(1) << 20);
 
 // One model's curve: predicted latency at `points` budgets spread evenly from its
-// minimal ring pool to all its weights (the last point: every blob resident, the
+// minimal ring pool (ring layout only; a model whose weights fit in less than the
+// minimal ring has one point) to all its weights (the last point: every blob resident, the
 // preload latency), each planned by plan_residency with `sim` (e.g. prefetched).
 // Budgets are multiples of `granularity` (the ring's mapping unit) except the last.
 Expected<ModelCurve> model_curve(const std::string& name, const ExecutionPlan& plan, const CopyProfile& profile,

@@ -97,6 +97,18 @@ Status Runtime::fit_shared_memory(Engine* extra) {
   return Status();
 }
 
+Status Runtime::launched(Engine& engine) {
+  // Called from inside a run (the run lock is held; every other engine is idle). During
+  // open (measurements, warm-up) the members are idle too; the pending engine is skipped.
+  for (Member& m : m_members) {
+    Engine& other = m.model->session().engine();
+    if (&other == &engine) continue;
+    other.mark_arena_foreign();
+    if (m_options.prefetch_next) DLR_RETURN_IF_ERROR(other.prefetch(&engine));
+  }
+  return Status();
+}
+
 Status Runtime::attach(Engine& engine) {
   m_pending = &engine;
   return fit_shared_memory(&engine);
@@ -119,8 +131,9 @@ Expected<BudgetSplit> Runtime::split(const ModelCurve* extra) {
     if (weight_budget <= 0) {
       char buf[200];
       std::snprintf(buf, sizeof(buf),
-                    "runtime budget %.2f MiB: the shared arena and workspace (and unstreamed weights) take %.2f MiB",
-                    mib(m_budget), mib(fixed));
+                    "runtime budget %s (%.2f MiB): the shared arena and workspace (and unstreamed weights) take "
+                    "%.2f MiB",
+                    m_options.budget.c_str(), mib(m_budget), mib(fixed));
       return out_of_memory(buf);
     }
   }

@@ -125,6 +125,7 @@ class Runtime final : public SessionHost {
   Status attach(Engine& engine) override;
   Expected<int64_t> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) override;
   std::mutex& run_mutex() override { return m_mutex; }
+  Status launched(Engine& engine) override;  // prefetches every other model behind `engine`'s copies
 
  private:
   friend class RuntimeModel;

@@ -63,6 +63,7 @@ dlr::Expected<dlr::SessionOptions> to_session_options(const Options& o) {
   s.find_algorithms = o.find_algorithms;
   s.workspace_limit = o.workspace_limit;
   s.cache_kernel_times = o.cache_kernel_times;
+  s.calibrate_copies = o.calibrate_copies;
   s.weights_from = o.weights_from_storage ? dlr::WeightsFrom::kStorage : dlr::WeightsFrom::kHost;
   s.host_budget = o.host_budget;
   s.zero_copy = o.zero_copy;

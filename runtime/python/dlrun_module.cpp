@@ -78,6 +78,7 @@ dlrun::Options options_from(const py::kwargs& kw) {
     else if (k == "find_algorithms") o.find_algorithms = v.cast<bool>();
     else if (k == "workspace_limit") o.workspace_limit = v.cast<int64_t>();
     else if (k == "cache_kernel_times") o.cache_kernel_times = v.cast<bool>();
+    else if (k == "calibrate_copies") o.calibrate_copies = v.cast<bool>();
     else if (k == "weights_from_storage") o.weights_from_storage = v.cast<bool>();
     else if (k == "host_budget") o.host_budget = v.cast<int64_t>();
     else if (k == "zero_copy") o.zero_copy = v.cast<int>();

@@ -131,7 +131,8 @@ TEST(DlbenchCli, BadOptionValuesFailBeforeTheCfgIsRead) {
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {"--device cpu --mode stream", "--mode applies to --device cuda only"},
            {"--device cpu --weight-budget 50%", "--weight-budget applies to --device cuda only"},
-           {"--device cpu --residency none", "--residency applies to --device cuda only"}}) {
+           {"--device cpu --residency none", "--residency applies to --device cuda only"},
+           {"--device cpu --no-calibrate", "--no-calibrate applies to --device cuda only"}}) {
     const Result r = run_tool("dlbench " + cfg + " --synthetic " + args);
     EXPECT_EQ(r.code, 1) << args;
     EXPECT_EQ(r.err, "dlbench: " + message + "\n") << args;

@@ -30,6 +30,7 @@ TEST(DlrunPlan, BadOptionValuesAreUsageErrorsBeforeAnyFile) {
       {"--device cuda --weight-pool slots", "dlrun: --weight-pool applies to --device cuda --mode stream only"},
       {"--copy-profile /nonexistent.json", "dlrun: --copy-profile applies to --device cuda --mode stream only"},
       {"--units chunks", "dlrun: --units applies to --device cuda --mode stream only"},
+      {"--no-calibrate", "dlrun: --no-calibrate applies to --device cuda --mode stream only"},
       {"--no-graph", "dlrun: --no-graph applies to --device cuda only"},
       {"--precision fp16", "dlrun: the CPU backend runs fp32 only (asked for fp16)"},
       // weights from storage

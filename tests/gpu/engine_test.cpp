@@ -392,6 +392,58 @@ TEST(StreamMode, KernelTimesMeasuredAtOpenDescribeThePlan) {
   std::printf("yolov4 fp16 @608: kernel times measured at open %.3f ms in all\n", sum);
 }
 
+// Copy calibration at open (SessionOptions::calibrate_copies, docs/streaming.md section
+// 6): a streamed plan is compiled again with the copy cost timed in an inference; the
+// bound stays the probed profile's with the calibrated one beside it; the outputs are
+// those of the probed plan (the placement moves, not the math); the calibrated profile
+// is kept with the kernel times and read back by the next open; off, nothing changes.
+TEST(StreamMode, CopyProfileCalibratedAtOpenAndKept) {
+  DLR_REQUIRE_GPU();
+  Resolved r;
+  REQUIRE_TEST_IMAGE();
+  if (!resolve(kModels[1], &r)) GTEST_SKIP() << "shared data not found";
+  ASSERT_EQ(setenv("DLR_CACHE_DIR", (test::temp_dir() + "/calibration-cache").c_str(), 1), 0);
+  SessionOptions o = cuda(Precision::kFP16);
+  o.width = o.height = 416;
+  o.mode = WeightMode::kStream;  // the minimal ring: every weight copied every inference
+  o.cache_kernel_times = true;
+  auto a = Session::open(r.cfg, r.weights, o);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  const CompiledModel& m = (*a)->model();
+  ASSERT_FALSE(m.stream.resident);
+  ASSERT_TRUE(m.target.copy_calibrated()) << "calibration refused (see the warning above)";
+  EXPECT_EQ(m.target.copy_profile.name, m.target.probed_copy_profile.name + "+calibrated");
+  EXPECT_GT(m.lower_bound_ms, 0.0);
+  EXPECT_GE(m.lower_bound_calibrated_ms, m.lower_bound_ms);
+  EXPECT_GE(m.predicted_ms + 1e-9, m.lower_bound_calibrated_ms);
+  for (int64_t b = int64_t(64) << 10; b <= int64_t(64) << 20; b *= 2)
+    EXPECT_GE(m.target.copy_profile.copy_ms(b), m.target.probed_copy_profile.copy_ms(b) * (1 - 1e-9)) << b;
+  std::printf("yolov4-tiny fp16 @416 min: %s at 1 MiB %.1f GB/s probed, %.1f GB/s calibrated; predicted %.3f ms, "
+              "bound %.3f ms (calibrated %.3f ms)\n",
+              m.target.copy_profile.name.c_str(), double(1 << 20) / (m.target.probed_copy_profile.copy_ms(1 << 20) * 1e6),
+              double(1 << 20) / (m.target.copy_profile.copy_ms(1 << 20) * 1e6), m.predicted_ms, m.lower_bound_ms,
+              m.lower_bound_calibrated_ms);
+  auto da = (*a)->detect(test_image()->view());
+  ASSERT_TRUE(da.ok()) << da.status().to_string();
+  const int y = (*a)->network().yolo_layers()[0];
+  const int64_t n = (*a)->network().layers[size_t(y)].out.count();
+
+  SessionOptions off = o;
+  off.calibrate_copies = false;
+  auto b = Session::open(r.cfg, r.weights, off);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_FALSE((*b)->model().target.copy_calibrated());
+  EXPECT_EQ((*b)->model().lower_bound_calibrated_ms, 0.0);
+  ASSERT_TRUE((*b)->detect(test_image()->view()).ok());
+  EXPECT_EQ(0, std::memcmp((*a)->engine().output(y, 0), (*b)->engine().output(y, 0), size_t(n) * 4));
+
+  auto c = Session::open(r.cfg, r.weights, o);  // kernel times and calibration from the cache
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  ASSERT_TRUE((*c)->model().target.copy_calibrated());
+  EXPECT_EQ((*c)->model().target.copy_profile.to_json_text(), m.target.copy_profile.to_json_text());
+  unsetenv("DLR_CACHE_DIR");
+}
+
 TEST(CudaEngine, RepeatedRunsAndGraphAreBitIdentical) {
   DLR_REQUIRE_GPU();
   Resolved r;

@@ -141,6 +141,7 @@ every = dict(device="cpu", precision="fp32", mode="preload", weight_pool="auto",
              max_image_height=1080, cuda_device=0, weight_budget="min", copy_profile="h100", chunk_bytes=0,
              unit_search=True, max_slowdown=0.05, latency_target_ms=0.0, layout=-1, cuda_graph=True,
              profile_layers=False, find_algorithms=False, workspace_limit=256 << 20, cache_kernel_times=False,
+             calibrate_copies=True,
              weights_from_storage=False, host_budget=0, zero_copy=-1, read_depth=8, read_block_bytes=1 << 20,
              reader="auto", prepared_path="")
 s2 = dlrun.Session(cfg, weights, **every)

@@ -58,6 +58,7 @@ struct Args {
   bool opencv = false;
   std::string report;
   bool no_graph = false;
+  bool no_calibrate = false;  // stream mode: plan with the copy profile as probed (no calibration at open)
   bool find = false;
   std::string layouts = "auto";
   std::string budgets = "min";
@@ -202,6 +203,7 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
   opt.width = a.size;
   opt.height = a.size;
   opt.cuda_graph = !a.no_graph;
+  opt.calibrate_copies = !a.no_calibrate;
   opt.find_algorithms = a.find;
   opt.profile_layers = false;  // timed runs use the graph; profiling is a separate session below
   if (c.layout == "nchw") {
@@ -335,8 +337,11 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
     j["storage"]["read_floor_ms"] = gbps > 0 ? double(rp.read_bytes()) / (gbps * 1e6) : 0.0;
   }
   if (const StreamPlan* sp = session->model().streaming ? &session->model().stream : nullptr) {
-    const CopyProfile& profile = session->model().target.copy_profile;  // as resolved at open (auto: this GPU's)
-    const double copy_floor_ms = double(sp->streamed_bytes()) / (profile.peak_gbps() * 1e6);
+    const CompiledModel& cm = session->model();
+    // As resolved at open (auto: this GPU's), calibrated in an inference unless --no-calibrate.
+    const CopyProfile& profile = cm.target.copy_profile;
+    const CopyProfile& probed = cm.target.copy_calibrated() ? cm.target.probed_copy_profile : profile;
+    const double copy_floor_ms = double(sp->streamed_bytes()) / (probed.peak_gbps() * 1e6);  // the probed peak
     j["stream"] = {{"pool_bytes", sp->pool_bytes},
                    {"pool_layout", sp->resident ? "resident" : pool_layout_name(sp->layout)},
                    {"slot_bytes", sp->slot_bytes},
@@ -346,8 +351,14 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                    {"copies_per_inference", sp->resident ? 0 : sp->units.size()},
                    {"total_weight_bytes", sp->total_weight_bytes},
                    {"profile", profile.name},
-                   {"profile_source", session->model().target.copy_profile_source},
+                   {"profile_source", cm.target.copy_profile_source},
                    {"profile_peak_gbps", profile.peak_gbps()},
+                   // Which profile the prediction used: "calibrated" (in an inference at open) or "probed".
+                   {"profile_kind", cm.target.copy_calibrated() ? "calibrated" : "probed"},
+                   {"probed_profile", probed.name},
+                   {"probed_peak_gbps", probed.peak_gbps()},
+                   {"profile_gbps_at_4mib", double(4 << 20) / (profile.copy_ms(4 << 20) * 1e6)},
+                   {"probed_gbps_at_4mib", double(4 << 20) / (probed.copy_ms(4 << 20) * 1e6)},
                    {"copy_floor_ms", copy_floor_ms},
                    {"units", sp->units_searched ? "search" : "chunks"},
                    {"residency", residency_name(opt.residency)},
@@ -355,7 +366,16 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                    {"device_weight_bytes", sp->device_bytes()},
                    {"budget_bytes", session->model().budget_bytes},
                    {"predicted_ms", session->model().predicted_ms},
-                   {"lower_bound_ms", session->model().lower_bound_ms}};
+                   {"lower_bound_ms", cm.lower_bound_ms},
+                   {"lower_bound_calibrated_ms", cm.lower_bound_calibrated_ms}};
+    if (cm.options.weight_budget.kind == WeightBudget::Kind::kAuto && cm.auto_preload_ms > 0) {
+      // The budget auto picked, and its predicted slowdown over preload's prediction (the
+      // measured slowdown is added once preload's row of the same run is known).
+      j["stream"]["auto_budget_pct"] = 100.0 * double(cm.budget_bytes) / double(sp->total_weight_bytes);
+      j["stream"]["auto_preload_predicted_ms"] = cm.auto_preload_ms;
+      j["stream"]["predicted_slowdown"] = cm.predicted_ms / cm.auto_preload_ms - 1;
+      j["stream"]["max_slowdown"] = cm.options.max_slowdown;
+    }
     for (const std::string& note : session->model().notes)
       if (note.rfind("residency: ", 0) == 0) j["stream"]["residency_note"] = note;
       else if (note.rfind("budget auto: ", 0) == 0) j["stream"]["auto_budget_note"] = note;
@@ -673,7 +693,7 @@ int run(const Args& a_in) {
     if (!target.ok()) return fail("dlbench", target.status());
     auto budgets = curve_budgets(*net, split(a.precisions), target->map_granularity, a.budget_curve);
     if (!budgets.ok()) return fail("dlbench", budgets.status());
-    a.budgets = *budgets;
+    a.budgets = *budgets + ",auto";  // and the budget auto picks (--max-slowdown), measured in the same run
     a.modes = "preload,stream";
     a.pools = "ring";
 #else
@@ -699,7 +719,8 @@ int run(const Args& a_in) {
         {"--residency", a.residencies != defaults.residencies},
         {"--max-slowdown", a.max_slowdown != defaults.max_slowdown},
         {"--copy-profile", a.copy_profile != defaults.copy_profile},
-        {"--no-graph", a.no_graph},                     {"--find", a.find}};
+        {"--no-graph", a.no_graph},                     {"--find", a.find},
+        {"--no-calibrate", a.no_calibrate}};
     for (const auto& [name, set] : cuda_only)
       if (set) return fail("dlbench", invalid_argument(std::string(name) + " applies to --device cuda only"));
   }
@@ -752,9 +773,18 @@ int run(const Args& a_in) {
                   mib(st["resident_bytes"]), st["copy_floor_ms"].get<double>());
       if (st["predicted_ms"].get<double>() > 0) std::printf(", predicted %.3f ms", st["predicted_ms"].get<double>());
       if (st["lower_bound_ms"].get<double>() > 0) std::printf(", bound %.3f ms", st["lower_bound_ms"].get<double>());
+      if (st.value("lower_bound_calibrated_ms", 0.0) > 0)
+        std::printf(" (calibrated %.3f ms)", st["lower_bound_calibrated_ms"].get<double>());
+      if (st.contains("profile_kind"))
+        std::printf(", %s profile %.1f GB/s at 4 MiB", st["profile_kind"].get<std::string>().c_str(),
+                    st["profile_gbps_at_4mib"].get<double>());
       if (st.contains("auto_budget_note"))
         std::printf(", auto budget %.1f MiB (%.1f %%)", mib(st["budget_bytes"]),
                     100.0 * st["budget_bytes"].get<double>() / st["total_weight_bytes"].get<double>());
+      if (st.contains("measured_slowdown"))
+        std::printf(", slowdown predicted %+.1f %% measured %+.1f %% (max %.1f %%)",
+                    100.0 * st["predicted_slowdown"].get<double>(), 100.0 * st["measured_slowdown"].get<double>(),
+                    100.0 * st["max_slowdown"].get<double>());
       if (st.contains("simulated_ms")) std::printf(", simulated %.3f ms", st["simulated_ms"].get<double>());
     }
     if (j.contains("storage")) {
@@ -781,6 +811,17 @@ int run(const Args& a_in) {
       std::fprintf(stderr, "dlbench: %s: %s\n", c.name().c_str(), r.status().message().c_str());
       rc = kExitError;
       continue;
+    }
+    // Weight budget auto: the measured slowdown over preload's row of the same run
+    // (same device, precision, layout and batch; preload is listed before stream).
+    if (r->contains("stream") && (*r)["stream"].contains("auto_preload_predicted_ms")) {
+      for (const auto& p : all["results"])
+        if (p["mode"] == "preload" && p["device"] == (*r)["device"] && p["precision"] == (*r)["precision"] &&
+            p["layout"] == (*r)["layout"] && p["batch"] == (*r)["batch"]) {
+          (*r)["stream"]["preload_measured_ms"] = p["network"]["median_ms"];
+          (*r)["stream"]["measured_slowdown"] =
+              (*r)["network"]["median_ms"].get<double>() / p["network"]["median_ms"].get<double>() - 1;
+        }
     }
     print_row(*r);
     all["results"].push_back(*r);
@@ -885,9 +926,10 @@ int tool_main(int argc, char** argv) {
                "also predict stream-mode latency with the simulator from the profiled preload kernel times "
                "(list preload before stream)");
   app.add_option("--budget-curve", a.budget_curve,
-                 "measure N budgets from the minimal pool to all the weights (ring, preload in the same run; "
-                 "N >= 12 for the curve of docs/streaming.md); each row has the planner's prediction and the lower "
-                 "bound; plot with scripts/plot_budget_curve.py")
+                 "measure N budgets from the minimal pool to all the weights, and the budget auto picks "
+                 "(--max-slowdown; its row has the picked budget and the predicted and measured slowdown) (ring, "
+                 "preload in the same run; N >= 12 for the curve of docs/streaming.md); each row has the planner's "
+                 "prediction and the lower bound; plot with scripts/plot_budget_curve.py")
       ->check(CLI::Range(2, 200));
   app.add_flag("--simulate-only", a.simulate_only,
                "no GPU: predict the budget curve (--budget-curve N, default 16) with the planner and the lower bound "
@@ -920,6 +962,9 @@ int tool_main(int argc, char** argv) {
                  "after each configuration, one profiled run (CUDA events per layer inside the graph); print the top layers")
       ->check(CLI::IsMember({"table"}));
   app.add_flag("--no-graph", a.no_graph, "do not use a CUDA graph");
+  app.add_flag("--no-calibrate", a.no_calibrate,
+               "stream mode: plan with the copy profile as probed (default: time the copies of 3 streamed inferences "
+               "at open, fit their cost and plan again with it); each row records which profile it used");
   app.add_flag("--find", a.find, "choose cuDNN algorithms with cudnnFind (timed) instead of heuristics");
   try {
     app.parse(argc, argv);

@@ -136,6 +136,10 @@ void add_device(CLI::App& app, Args* a) {
                "stream mode: measure kernel times at open and keep nothing (default: reuse this GPU's times for this "
                "model from the user's cache directory, or measure and keep them there)")
       ->group(g);
+  app.add_flag("--no-calibrate", a->no_calibrate,
+               "stream mode: plan with the copy profile as probed (default: after the kernel times, time the copies "
+               "of 3 streamed inferences at open, fit their cost and plan again with it; kept with the kernel times)")
+      ->group(g);
 }
 
 void add_storage(CLI::App& app, Args* a) {

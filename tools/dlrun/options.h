@@ -53,6 +53,7 @@ struct Args {
   std::string residency = "greedy";
   bool no_graph = false;
   bool no_kernel_cache = false;
+  bool no_calibrate = false;
   // ---- weights from storage ----
   std::string weights_from = "host";
   std::string host_budget = "min";

@@ -57,7 +57,8 @@ Expected<SessionOptions> session_options(const Args& a) {
       {"--weight-pool", a.weight_pool != defaults.weight_pool},
       {"--units", a.units != defaults.units},
       {"--residency", a.residency != defaults.residency},
-      {"--copy-profile", a.copy_profile != defaults.copy_profile}};
+      {"--copy-profile", a.copy_profile != defaults.copy_profile},
+      {"--no-calibrate", a.no_calibrate}};
   for (const auto& [name, given] : stream_only)
     if (given && !stream)
       return invalid_argument(std::string(name) + " applies to --device cuda --mode stream only");
@@ -67,6 +68,7 @@ Expected<SessionOptions> session_options(const Args& a) {
     return invalid_argument("--residency " + a.residency + ": expected greedy, largest-late or none");
   opt.cuda_graph = !a.no_graph;
   opt.cache_kernel_times = !a.no_kernel_cache;
+  opt.calibrate_copies = !a.no_calibrate;
   DLR_RETURN_IF_ERROR(storage_options(a.weights_from, a.host_budget, a.zero_copy, a.read_depth, a.read_block, a.reader,
                                       a.prepared, &opt));
   opt.profile_layers = !a.report.empty() || !a.trace.empty();

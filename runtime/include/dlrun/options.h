@@ -56,6 +56,7 @@ struct Options {
   bool find_algorithms = false;       // cudnnFind instead of heuristics
   int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per convolution, bytes
   bool cache_kernel_times = false;    // stream mode: reuse kernel times kept per GPU and model in the cache
+  bool calibrate_copies = true;       // stream mode: fit the copy cost in a few inferences at open and plan with it
 
   // ---- weights from storage (CPU, or CUDA stream mode; docs/streaming.md section 7) ----
   bool weights_from_storage = false;  // read the weights each inference from a prepared weight file
