@@ -17,8 +17,14 @@
 
 namespace dlr {
 
+class CudaContextInit;  // runtime/cuda/context_init.h
+
 // An engine for a model compiled for a CUDA target (see Engine for the open sequence).
-Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights);
+// `init`: a context helper started earlier for the same device (its cuDNN handle is
+// used), or null. With model.engine.cache_conv_algos the cuDNN algorithm choices are
+// read from and kept in the user's cache (runtime/conv_algo_cache.h).
+Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights,
+                                                     CudaContextInit* init = nullptr);
 
 // `device` as a compile target: its name, memory, whether it is integrated, its
 // virtual-memory mapping granularity and the copy profile `copy_profile`: a built-in

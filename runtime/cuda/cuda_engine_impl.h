@@ -27,7 +27,9 @@ class CudaEngine final : public Engine {
  public:
   // Allocates everything the model needs and uploads (preload) or prepares the
   // pinned store (stream) from `weights`, which is not used afterwards.
-  static Expected<std::unique_ptr<CudaEngine>> create(const CompiledModel& model, WeightSource& weights);
+  // `init`: the context helper started by the session (its cuDNN handle is taken), or null.
+  static Expected<std::unique_ptr<CudaEngine>> create(const CompiledModel& model, WeightSource& weights,
+                                                      CudaContextInit* init = nullptr);
   ~CudaEngine() override;
 
   DeviceKind device() const override { return DeviceKind::kCUDA; }
@@ -47,6 +49,7 @@ class CudaEngine final : public Engine {
   Status finalize() override;
   double last_run_ms() const override { return m_run_timing.network_ms; }
   RunTiming last_run_timing() const override { return m_run_timing; }
+  EngineOpenTiming open_timing() const override { return m_open_timing; }
 
  private:
   explicit CudaEngine(const CompiledModel& model)
@@ -80,6 +83,7 @@ class CudaEngine final : public Engine {
   EngineSettings m_options;  // as compiled (model.engine)
   ExecutionPlan m_plan;
   cuda::CudnnHandle m_cudnn;
+  EngineOpenTiming m_open_timing;  // create() and finalize()
   cuda::Stream m_stream;       // compute
   cuda::Stream m_copy_stream;  // stream mode: weight copies
 

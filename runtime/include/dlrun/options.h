@@ -55,7 +55,8 @@ struct Options {
   bool profile_layers = false;        // per-layer CUDA event timing for Report::layers
   bool find_algorithms = false;       // cudnnFind instead of heuristics
   int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per convolution, bytes
-  bool cache_kernel_times = false;    // stream mode: reuse kernel times kept per GPU and model in the cache
+  bool cache_kernel_times = false;    // reuse what is kept per GPU and model in the cache: stream mode's kernel
+                                      // times and (CUDA) the cuDNN algorithm choices
 
   // ---- weights from storage (CPU, or CUDA stream mode; docs/streaming.md section 7) ----
   bool weights_from_storage = false;  // read the weights each inference from a prepared weight file
