@@ -247,6 +247,13 @@ Status CudaEngine::finalize() {
   // From storage the warm-up runs the layers alone on whatever the pool holds: a full
   // read of the weights would only delay the first detection.
   const auto t0 = Clock::now();
+  // From storage, the first inference's reads begin now and overlap the warm-up: the
+  // reader fills staging with the units that need no earlier copy (as much as staging
+  // holds) and then waits, as in any inference, for the first run()'s copies.
+  if (m_from_storage && m_pipeline && !m_reads_started) {
+    m_pipeline->start();
+    m_reads_started = true;
+  }
   m_kernels_only = m_from_storage;
   const Status warm = enqueue_network(false);
   m_kernels_only = false;

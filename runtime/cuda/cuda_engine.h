@@ -34,6 +34,22 @@ Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model,
 // line naming the profile and where it came from (a warning for a built-in fallback).
 Expected<Target> cuda_target(int device, const std::string& copy_profile);
 
+// The smallest CUDA open this runtime can make, timed part by part (host clock, ms):
+// what no model's start can go below on this GPU. Meaningful as the process's first
+// CUDA work (otherwise the context exists already and context_ms is near 0).
+struct StartupFloor {
+  double context_ms = 0;       // cudaSetDevice + cudaFree(nullptr)
+  double cudnn_handle_ms = 0;  // cudnnCreate
+  double buffers_ms = 0;       // four small cudaMalloc + cudaMemset
+  double conv_create_ms = 0;   // CudnnConv::create of one 1x1 fp16 NHWC convolution (8 -> 8 channels, 8x8)
+  double conv_query_ms = 0;    // of which cuDNN's heuristic query
+  double first_run_ms = 0;     // its first run + synchronise (kernel loading)
+  double second_run_ms = 0;    // its second run + synchronise
+  double total_ms = 0;         // all of the above
+  std::string conv_algo;       // the algorithm cuDNN chose
+};
+Expected<StartupFloor> measure_startup_floor(int device);
+
 // Free and total device memory of `device` (cudaMemGetInfo), for memory reports.
 Status cuda_memory_info(int device, int64_t* free_bytes, int64_t* total_bytes);
 // "NVIDIA H100 80GB HBM3, sm_90, driver 13.0, cuDNN 9.14.0" for reports.

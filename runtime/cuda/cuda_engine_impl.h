@@ -132,6 +132,10 @@ class CudaEngine final : public Engine {
   bool m_input_pending = false;
   bool m_capturing = false;  // inside capture()
   bool m_kernels_only = false;  // enqueue_network: the layers alone, no copies or reads (warm-up from storage)
+  // Weights from storage: finalize() started the first inference's reads (they land in
+  // staging while the warm-up kernels run); the first run() adopts them instead of
+  // calling ReadPipeline::start() again.
+  bool m_reads_started = false;
   std::vector<LayerTiming> m_timings;
   std::vector<CopyTiming> m_copy_timings;
   RunTiming m_run_timing;
