@@ -46,6 +46,7 @@ struct InferTiming {
 struct OpenTiming {
   double context_ms = 0;       // CUDA: the helper thread's context creation (overlaps parse and compile)
   double context_cudnn_ms = 0; // CUDA: the helper thread's cudnnCreate, after the context
+  double context_prime_ms = 0; // CUDA: the helper thread's tiny convolution set-up (cuDNN's lazy loading), after that
   double context_wait_ms = 0;  // CUDA: how long open waited for the helper before creating the engine
   double parse_ms = 0;         // options, cfg, weights-file check
   double target_ms = 0;        // the compile target (CUDA: device properties, copy profile)

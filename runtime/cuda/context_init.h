@@ -19,7 +19,9 @@ namespace dlr {
 class CudaContextInit {
  public:
   // Starts the thread: cudaSetDevice(device), cudaFree(nullptr) (the context), then
-  // cudnnCreate (kept here for the engine, cuda_engine_impl.h take_cudnn()).
+  // cudnnCreate (kept here for the engine, context_init_impl.h take_cudnn()), then the
+  // set-up of one tiny convolution (CudnnConv::create: cuDNN loads its convolution
+  // libraries on first use; no device memory, no kernel).
   explicit CudaContextInit(int device);
   ~CudaContextInit();  // joins; destroys a cuDNN handle no engine took
   CudaContextInit(const CudaContextInit&) = delete;
@@ -31,6 +33,7 @@ class CudaContextInit {
   int device() const;
   double context_ms() const;  // the helper's cudaSetDevice + cudaFree(nullptr), ms (after wait())
   double cudnn_ms() const;    // the helper's cudnnCreate, ms (after wait())
+  double prime_ms() const;    // the helper's tiny convolution set-up, ms (after wait())
   double waited_ms() const;   // how long wait() blocked the caller, ms
 
   struct Impl;

@@ -16,6 +16,8 @@ struct CudaContextInit::Impl {
   cuda::CudnnHandle cudnn;  // created on `device`; moved out by take_cudnn()
   double context_ms = 0;
   double cudnn_ms = 0;
+  double prime_ms = 0;   // the tiny convolution's setup
+  bool primed = false;   // it succeeded
   double waited_ms = 0;  // written by wait() on the caller's thread
 };
 

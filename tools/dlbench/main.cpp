@@ -267,6 +267,7 @@ nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms) {
   return {{"open_ms", t.open_ms},
           {"context_ms", t.context_ms},
           {"context_cudnn_ms", t.context_cudnn_ms},
+          {"context_prime_ms", t.context_prime_ms},
           {"context_wait_ms", t.context_wait_ms},
           {"parse_ms", t.parse_ms},
           {"target_ms", t.target_ms},
@@ -882,8 +883,8 @@ int run(const Args& a_in) {
                   "%.0f ms); parse %.1f, target %.1f, compile %.1f, prepared file %.1f, engine %.1f [device %.1f, "
                   "cuDNN handle %.1f, weights %.1f, buffers %.1f, convolutions %.1f: %d convs, first %.1f, descriptors "
                   "%.1f, query %.1f (%d queried), cached workspace %.1f (%d cached), algorithm cache %s], kernel times "
-                  "%.1f, warm-up %.1f, graph %.1f; CUDA context %.1f + cuDNN handle %.1f on the helper thread, "
-                  "waited %.1f",
+                  "%.1f, warm-up %.1f, graph %.1f; CUDA context %.1f + cuDNN handle %.1f + priming %.1f on the helper "
+                  "thread, waited %.1f",
                   su["open_ms"].get<double>(), su["first_inference_ms"].get<double>(),
                   su["open_to_first_result_ms"].get<double>(), su["process_age_at_first_result_ms"].get<double>(),
                   su["parse_ms"].get<double>(), su["target_ms"].get<double>(), su["compile_ms"].get<double>(),
@@ -895,7 +896,7 @@ int run(const Args& a_in) {
                   en["algo_cache"].get<std::string>().empty() ? "-" : en["algo_cache"].get<std::string>().c_str(),
                   su["kernel_times_ms"].get<double>(), su["warmup_ms"].get<double>(), su["graph_ms"].get<double>(),
                   su["context_ms"].get<double>(), su["context_cudnn_ms"].get<double>(),
-                  su["context_wait_ms"].get<double>());
+                  su["context_prime_ms"].get<double>(), su["context_wait_ms"].get<double>());
     }
     if (j.contains("stream")) {
       const auto& st = j["stream"];
