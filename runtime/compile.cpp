@@ -155,6 +155,7 @@ EngineSettings engine_settings(const SessionOptions& o) {
   e.profile_layers = o.profile_layers;
   e.find_algorithms = o.find_algorithms;
   e.workspace_limit = o.workspace_limit;
+  e.cache_conv_algos = o.cache_kernel_times;  // one switch for what is kept per GPU and model
   e.max_image_width = o.max_image_width;
   e.max_image_height = o.max_image_height;
   e.reader = o.reader;

@@ -58,6 +58,7 @@ struct EngineSettings {
   bool profile_layers = false;    // per-layer timing events
   bool find_algorithms = false;   // cudnnFind instead of heuristics
   int64_t workspace_limit = 0;    // cuDNN workspace per conv, bytes
+  bool cache_conv_algos = false;  // keep cuDNN algorithm choices per GPU and model (runtime/conv_algo_cache.h)
   int max_image_width = 0;        // image staging allocated at open
   int max_image_height = 0;
   ReaderKind reader = ReaderKind::kAuto;  // weights from storage: the block reader's backend

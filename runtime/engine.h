@@ -74,6 +74,28 @@ struct MemoryReport {
   int64_t shared_workspace = 0;
 };
 
+// Where an engine's open went (host clock, ms; 0 where a part does not apply). Filled by
+// create() and finalize(); Session::open_timing() reports it with the session's parts.
+struct EngineOpenTiming {
+  double device_ms = 0;        // cudaSetDevice, stream and events (waits for the context if it is not ready)
+  double cudnn_handle_ms = 0;  // cudnnCreate on the opening thread (0 when the context helper made the handle)
+  double weights_ms = 0;       // weight placement: upload (preload), pinned store or read pipeline (stream)
+  double buffers_ms = 0;       // activation arena, input, workspace, outputs, image staging
+  double conv_setup_ms = 0;    // every CudnnConv::create, with the algorithm cache's load and save
+  double conv_descriptors_ms = 0;  // of which: descriptors (sum over convs)
+  double conv_query_ms = 0;        // of which: cuDNN's heuristic / find and the pick (sum)
+  double conv_workspace_ms = 0;    // of which: workspace size of a cached algorithm (sum)
+  double conv_first_ms = 0;        // the first conv's create alone (cuDNN loads its kernels' libraries there)
+  double algo_cache_ms = 0;        // of which: reading and writing the algorithm cache file
+  int convs = 0;                   // convolutions created
+  int convs_cached = 0;            // of which with a cached algorithm cuDNN accepted
+  int convs_queried = 0;           // of which cuDNN was asked
+  std::string algo_cache;          // "off", "absent", "hit", "partial", "ignored: <why>" (the file's state)
+  std::string algo_cache_path;     // the cache file ("" when off)
+  double warmup_ms = 0;            // finalize(): the warm-up run and its synchronisation
+  double graph_ms = 0;             // finalize(): CUDA graph capture
+};
+
 struct CompiledModel;
 class WeightSource;
 
@@ -172,6 +194,7 @@ class Engine {
   virtual std::vector<ReadTiming> read_timings() const { return {}; }
   virtual double last_run_ms() const = 0;  // network time of the last run()
   virtual RunTiming last_run_timing() const { return RunTiming{0, last_run_ms(), 0, last_run_ms()}; }
+  virtual EngineOpenTiming open_timing() const { return {}; }
 };
 
 // Checks the arguments of Engine::set_images for a plan: 1 <= n <= batch, a

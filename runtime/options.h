@@ -116,9 +116,10 @@ struct SessionOptions {
   ReaderKind reader = ReaderKind::kAuto;  // storage: io_uring or a pool of pread threads (auto: io_uring if available)
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
-  bool cache_kernel_times = false;  // stream mode: keep kernel times measured at open per GPU and model in
-                                    // the user's cache directory and reuse them (runtime/kernel_times_cache.h;
-                                    // dlrun turns it on)
+  bool cache_kernel_times = false;  // keep what is measured or chosen at open per GPU and model in the user's
+                                    // cache directory and reuse it: stream mode's kernel times
+                                    // (runtime/kernel_times_cache.h) and, on CUDA, the cuDNN algorithm
+                                    // choices of every mode (runtime/conv_algo_cache.h); dlrun turns it on
   bool calibrate_copies = true;   // stream mode, CUDA, copies per inference: after the kernel times, time the
                                   // copies of a few streamed inferences, fit their cost and compile again with
                                   // the calibrated copy profile (runtime/streaming/copy_calibration.h; kept

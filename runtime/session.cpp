@@ -18,6 +18,7 @@
 #include "kernels/cpu/threads.h"
 #include "runtime/weight_source.h"
 #ifdef DLR_HAVE_CUDA
+#include "runtime/cuda/context_init.h"
 #include "runtime/cuda/cuda_engine.h"
 #endif
 
@@ -104,13 +105,23 @@ Status Session::set_weight_budget(int64_t bytes) {
 
 Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_path, const std::string& weights_path,
                                                       const SessionOptions& options, SessionHost* host) {
+  using Clock = std::chrono::steady_clock;
+  const auto t_open = Clock::now();
   // 1. Options: every value checked before any file or device work.
   DLR_RETURN_IF_ERROR(validate_options(options));
   std::unique_ptr<Session> s(new Session());
   s->m_options = options;
   s->m_host = host;
+  OpenTiming& timing = s->m_open_timing;
+#ifdef DLR_HAVE_CUDA
+  // The CUDA context (and a cuDNN handle) made on a helper thread while this one parses
+  // and compiles; joined before the engine is created, and on every return (RAII).
+  std::unique_ptr<CudaContextInit> context;
+  if (options.device == DeviceKind::kCUDA) context = std::make_unique<CudaContextInit>(options.cuda_device);
+#endif
 
   // 2. Inputs: the network and the weights file checked against it.
+  auto t0 = Clock::now();
   CfgOptions cfg_opt;
   cfg_opt.width = options.width;
   cfg_opt.height = options.height;
@@ -132,8 +143,10 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
     s->m_weights = std::make_unique<WeightsFile>(std::move(wf));
     s->m_source = weights_file_source(s->m_net, *s->m_weights);
   }
+  timing.parse_ms = ms_between(t0, Clock::now());
 
   // 3. Target and compile.
+  t0 = Clock::now();
   Target target = cpu_target();
   if (host) {
     target = host->target();
@@ -143,26 +156,45 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   } else if (options.device == DeviceKind::kCUDA) {
 #ifdef DLR_HAVE_CUDA
     // Only stream mode copies weights, so only it resolves (and for auto, maybe probes) a profile.
+    // Device properties need the driver, not the context the helper is creating.
     DLR_ASSIGN_OR_RETURN(target, cuda_target(options.cuda_device,
                                              options.mode == WeightMode::kStream ? options.copy_profile : ""));
 #else
     return unsupported("this dlrun was built without the CUDA backend (rebuild with -DDLR_CUDA=ON)");
 #endif
   }
+  timing.target_ms = ms_between(t0, Clock::now());
+  t0 = Clock::now();
   DLR_ASSIGN_OR_RETURN(CompiledModel model, compile(s->m_net, target, options));
   s->m_model = std::make_unique<CompiledModel>(std::move(model));
   s->m_letterbox = s->m_model->letterbox;
+  timing.compile_ms = ms_between(t0, Clock::now());
   DLR_LOG_DEBUG("compiled {} for {}: {}", cfg_path, target.name, s->m_model->notes.back());
+  t0 = Clock::now();
   if (storage) DLR_RETURN_IF_ERROR(s->open_prepared(cfg_path, weights_path, given_prepared));
+  timing.prepared_ms = ms_between(t0, Clock::now());
 
   // 4. Engine; measure-then-replan where the plan needs kernel times; finalize.
+  t0 = Clock::now();
   if (options.device == DeviceKind::kCPU) {
     DLR_ASSIGN_OR_RETURN(s->m_engine, CpuEngine::create(*s->m_model, *s->m_source));
   } else {
 #ifdef DLR_HAVE_CUDA
-    DLR_ASSIGN_OR_RETURN(s->m_engine, create_cuda_engine(*s->m_model, *s->m_source));
+    // The helper's failure is not reported here: the engine's own calls name it.
+    const Status ctx = context->wait();
+    timing.context_ms = context->context_ms();
+    timing.context_cudnn_ms = context->cudnn_ms();
+    timing.context_prime_ms = context->prime_ms();
+    timing.context_wait_ms = context->waited_ms();
+    DLR_LOG_DEBUG("CUDA context on the helper thread: {:.1f} ms, cuDNN handle {:.1f} ms, cuDNN priming {:.1f} ms; open "
+                  "waited {:.1f} ms{}",
+                  timing.context_ms, timing.context_cudnn_ms, timing.context_prime_ms, timing.context_wait_ms,
+                  ctx.ok() ? std::string() : " (failed: " + ctx.message() + ")");
+    DLR_ASSIGN_OR_RETURN(s->m_engine, create_cuda_engine(*s->m_model, *s->m_source, context.get()));
 #endif
   }
+  timing.engine_ms = ms_between(t0, Clock::now());
+  t0 = Clock::now();
   if (host) {
     DLR_RETURN_IF_ERROR(host->attach(*s->m_engine));
     s->m_engine->set_launch_hook([host](Engine& e) { return host->launched(e); });
@@ -196,9 +228,21 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
     s->m_layer_ms = std::move(layer_ms);
     DLR_LOG_INFO("stream mode: {}", s->m_model->notes.back());
   }
+  timing.kernel_times_ms = ms_between(t0, Clock::now());
+  t0 = Clock::now();
   DLR_RETURN_IF_ERROR(s->m_engine->finalize());
+  timing.finalize_ms = ms_between(t0, Clock::now());
+  timing.engine = s->m_engine->open_timing();
+  timing.open_ms = ms_between(t_open, Clock::now());
   DLR_LOG_INFO("opened {} ({} layers, {:.3f} GFLOPs @{}x{}) on {}", cfg_path, s->m_net.layers.size(),
                s->m_net.total_gflops(), s->m_net.net.width, s->m_net.net.height, device_name(options.device));
+  DLR_LOG_DEBUG("open {:.1f} ms: parse {:.1f}, target {:.1f}, compile {:.1f}, prepared file {:.1f}, engine {:.1f} "
+                "(cuDNN handle {:.1f}, weights {:.1f}, convolutions {:.1f}, algorithm cache {}), kernel times {:.1f}, "
+                "warm-up {:.1f}; CUDA context {:.1f} on the helper thread (waited {:.1f})",
+                timing.open_ms, timing.parse_ms, timing.target_ms, timing.compile_ms, timing.prepared_ms,
+                timing.engine_ms, timing.engine.cudnn_handle_ms + timing.context_cudnn_ms, timing.engine.weights_ms,
+                timing.engine.conv_setup_ms, timing.engine.algo_cache.empty() ? "-" : timing.engine.algo_cache,
+                timing.kernel_times_ms, timing.finalize_ms, timing.context_ms, timing.context_wait_ms);
   return s;
 }
 
@@ -303,7 +347,12 @@ Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageV
       const CpuThreadScope threads(picked);
       return detect_batch_impl(images, n);
     }();
-    if (choose && r.ok()) m_threads.record(picked, ms_between(t0, std::chrono::steady_clock::now()));
+    const double ms = ms_between(t0, std::chrono::steady_clock::now());
+    if (choose && r.ok()) m_threads.record(picked, ms);
+    if (r.ok() && m_open_timing.first_detect_ms == 0) {
+      m_open_timing.first_detect_ms = ms;
+      DLR_LOG_DEBUG("first detect: {:.1f} ms", ms);
+    }
     return r;
   });
 }

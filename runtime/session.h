@@ -64,6 +64,25 @@ struct InferTiming {
   int threads = 0;  // the largest OpenMP team the CPU conv kernels ran with (0: none ran on the CPU)
 };
 
+// Where Session::open went and how long the first detect took (host clock, ms; 0 where
+// a part does not apply). Filled by open() and the first detect().
+struct OpenTiming {
+  double context_ms = 0;       // CUDA: the helper thread's context creation (overlaps parse and compile)
+  double context_cudnn_ms = 0; // CUDA: the helper thread's cudnnCreate, after the context
+  double context_prime_ms = 0; // CUDA: the helper thread's tiny convolution set-up (cuDNN's lazy loading), after that
+  double context_wait_ms = 0;  // CUDA: how long open waited for the helper before creating the engine
+  double parse_ms = 0;         // options, cfg, weights-file check
+  double target_ms = 0;        // the compile target (CUDA: device properties, copy profile)
+  double compile_ms = 0;       // the first compile
+  double prepared_ms = 0;      // weights from storage: find / check (or build) the prepared file
+  double engine_ms = 0;        // engine creation in all (split in `engine`)
+  double kernel_times_ms = 0;  // stream mode: kernel times (cache or measured), compile again, replan
+  double finalize_ms = 0;      // warm-up (+ graph capture)
+  double open_ms = 0;          // the whole open
+  double first_detect_ms = 0;  // the first detect() after open (0 until it ran)
+  EngineOpenTiming engine;     // the engine's own parts (CUDA: cuDNN handle, convolutions, weights, warm-up)
+};
+
 class Session {
  public:
   static Expected<std::unique_ptr<Session>> open(const std::string& cfg_path, const std::string& weights_path,
@@ -94,6 +113,8 @@ class Session {
   const SessionOptions& options() const { return m_options; }
   bool letterbox() const { return m_letterbox; }
   const InferTiming& last_timing() const { return m_timing; }
+  // The parts of open (and the first detect's time, once it ran).
+  const OpenTiming& open_timing() const { return m_open_timing; }
   std::string plan_text() const;  // model().to_text()
   // Weights from storage: the prepared weight file the engine reads ("" otherwise).
   std::string prepared_path() const;
@@ -117,6 +138,7 @@ class Session {
   SessionOptions m_options;
   bool m_letterbox = false;
   InferTiming m_timing;
+  OpenTiming m_open_timing;
   AutoThreadChooser m_threads;  // options.threads == 0: the auto team or one thread, by measured latency
   SessionHost* m_host = nullptr;  // a Runtime's session: its runtime
   std::vector<double> m_layer_ms;  // kernel times measured at open (stream mode), for compiling again

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream regress residency curve calib soak storage models
+#   info tests sanitize probe bench stream regress residency curve calib soak storage ttfd models
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -248,6 +248,34 @@ for phase in "$@"; do
       timeout 240 "$B/dlbench" --models "$MODELS" --runtime-budget 40% --iters 5 --warmup 2 --soak 2500 \
         --json "$OUT/models_soak.json" >"$OUT/models_soak.txt" 2>&1
       note "models soak rc=$?"; tail -3 "$OUT/models_soak.txt" | tee -a "$summary"
+      unset DLR_CACHE_DIR
+      ;;
+    ttfd)
+      # Time to the first detection (issue 15, yolov4 @608 fp16, stream min, from storage):
+      # the floor alone, then dlbench twice on fresh caches (cold, then warm: the startup
+      # line and results[0].startup of the JSON), then dlrun twice with the debug log's parts.
+      export DLR_CACHE_DIR=/tmp/dlrcache-ttfd
+      rm -rf "$DLR_CACHE_DIR"
+      W=/tmp/y4.weights; P=/tmp/y4-fp16.dlrw
+      [ -f $W ] || "$B/dlgen" "$M/yolov4.cfg" $W >/dev/null
+      [ -f $P ] || "$B/dlrun" "$M/yolov4.cfg" $W --prepare $P --device cuda --precision fp16 >/dev/null 2>&1
+      timeout 60 "$B/dlbench" --startup-floor --json "$OUT/startup_floor.json" >"$OUT/startup_floor.txt" 2>&1
+      note "startup floor rc=$? $(cat "$OUT/startup_floor.txt")"
+      for run in cold warm; do
+        timeout 120 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --precision fp16 --mode stream \
+          --weight-budget min --weights-from storage --zero-copy off --prepared $P --cache --iters 5 --warmup 1 \
+          --json "$OUT/ttfd_bench_$run.json" >"$OUT/ttfd_bench_$run.txt" 2>&1
+        note "dlbench startup ($run caches) rc=$? $(grep 'startup:' "$OUT/ttfd_bench_$run.txt")"
+      done
+      for run in first second; do
+        t0=$(date +%s.%N)
+        "$B/dlrun" "$M/yolov4.cfg" $P "$DLR_SHARED_DIR/images/dog.ppm" --device cuda --precision fp16 --mode stream \
+          --weights-from storage --log-level debug >"$OUT/ttfd_dlrun_$run.txt" 2>&1
+        rc=$?; t1=$(date +%s.%N)
+        note "dlrun time to first detection ($run run): $(python3 -c "print(round($t1 - $t0, 3))") s rc=$rc"
+        grep -E "helper thread|convolutions in|warm-up done|open [0-9.]+ ms|first detect" "$OUT/ttfd_dlrun_$run.txt" \
+          | tee -a "$summary"
+      done
       unset DLR_CACHE_DIR
       ;;
     *) note "unknown phase $phase" ;;

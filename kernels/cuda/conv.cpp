@@ -14,8 +14,11 @@
 //    CUDNN_TENSOR_OP_MATH; kFP16 = f16 data, CUDNN_TENSOR_OP_MATH. The compute
 //    (accumulation) type is always float.
 //  - Algorithm: AlgoCache (process-wide, keyed by every configuration field and
-//    the device) else the policy; the workspace it needs (bytes) never exceeds
-//    config.workspace_limit.
+//    the device; the engine may fill it from the choices kept across runs) else the
+//    policy; the workspace it needs (bytes) never exceeds config.workspace_limit. A
+//    cached algorithm cuDNN rejects (its workspace query fails or exceeds the limit,
+//    e.g. a choice kept for another cuDNN) is logged and chosen again by the policy,
+//    and the new choice replaces it in the cache.
 //  - Fusion: relu (any algo) or linear (IMPLICIT_PRECOMP_GEMM only) with f32
 //    data run as one cudnnConvolutionBiasActivationForward (alpha2 = 0, z = y);
 //    everything else is cudnnConvolutionForward then cuda::bias_activation. If
@@ -35,6 +38,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <mutex>
 #include <vector>
@@ -287,7 +291,9 @@ struct CudnnConv::Impl {
   size_t workspace = 0;  // bytes
   bool fused = false;
   mutable std::atomic<bool> fused_rejected{false};  // cuDNN refused the fused call at run time
+  ConvCreateInfo info;
 
+  Status query_algo(cudnnHandle_t handle);
   Status build_descriptors();
   Status choose_algo(cudnnHandle_t handle, const std::string& key);
   Status pick(cudnnHandle_t handle, const cudnnConvolutionFwdAlgoPerf_t* perf, int count, const char* source);
@@ -365,6 +371,32 @@ Status CudnnConv::Impl::pick(cudnnHandle_t handle, const cudnnConvolutionFwdAlgo
                        std::to_string(config.workspace_limit) + " bytes (candidates:" + tried + ")");
 }
 
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+// Asks cuDNN (heuristic or find, config.policy) and picks; sets algo and workspace.
+Status CudnnConv::Impl::query_algo(cudnnHandle_t handle) {
+  const auto t0 = std::chrono::steady_clock::now();
+  info.queried = true;
+  int max_count = 0;
+  DLR_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(size_t(std::max(max_count, 1)));
+  int count = 0;
+  if (config.policy == AlgoPolicy::kFind) {
+    DLR_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
+                                                         y_desc.get(), int(perf.size()), &count, perf.data()));
+  } else {
+    DLR_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
+                                                           y_desc.get(), int(perf.size()), &count, perf.data()));
+  }
+  const Status st = pick(handle, perf.data(), count, policy_name(config.policy));
+  info.query_ms += ms_since(t0);
+  return st;
+}
+
 Status CudnnConv::Impl::choose_algo(cudnnHandle_t handle, const std::string& key) {
   if (config.force_algo >= 0) {
     algo = cudnnConvolutionFwdAlgo_t(config.force_algo);
@@ -376,25 +408,37 @@ Status CudnnConv::Impl::choose_algo(cudnnHandle_t handle, const std::string& key
     return Status();
   }
   cudnnConvolutionFwdAlgo_t cached{};
-  if (!AlgoCache::process().lookup(key, &cached)) {
-    int max_count = 0;
-    DLR_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(size_t(std::max(max_count, 1)));
-    int count = 0;
-    if (config.policy == AlgoPolicy::kFind) {
-      DLR_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
-                                                           y_desc.get(), int(perf.size()), &count, perf.data()));
-    } else {
-      DLR_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
-                                                             y_desc.get(), int(perf.size()), &count, perf.data()));
+  if (AlgoCache::process().lookup(key, &cached)) {
+    // A cached choice (this process's, or kept from an earlier run): confirmed by
+    // cuDNN's workspace query; a rejected one is chosen again below.
+    const auto t0 = std::chrono::steady_clock::now();
+    size_t bytes = 0;
+    const cudnnStatus_t s = cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc.get(), w_desc.get(),
+                                                                    conv_desc.get(), y_desc.get(), cached, &bytes);
+    info.workspace_ms += ms_since(t0);
+    if (s == CUDNN_STATUS_SUCCESS && bytes <= config.workspace_limit) {
+      algo = cached;
+      workspace = bytes;
+      info.from_cache = true;
+      return Status();
     }
-    DLR_RETURN_IF_ERROR(pick(handle, perf.data(), count, policy_name(config.policy)));
-    cached = AlgoCache::process().insert(key, algo);
+    DLR_LOG_INFO("conv {}: cached algorithm {} rejected ({}); choosing again", desc, conv_algo_name(cached),
+                 s == CUDNN_STATUS_SUCCESS ? std::to_string(bytes) + " bytes of workspace, over the limit"
+                                           : std::string(cudnnGetErrorString(s)));
+    DLR_RETURN_IF_ERROR(query_algo(handle));
+    AlgoCache::process().store(key, algo);
+    return Status();
   }
-  // Confirm the cached choice (it may come from another creator of the same key).
+  DLR_RETURN_IF_ERROR(query_algo(handle));
+  cached = AlgoCache::process().insert(key, algo);
+  if (cached == algo) return Status();  // pick() confirmed the workspace already
+  // Another creator of the same key stored first: use its choice (same algorithms in
+  // every engine of the process).
+  const auto t0 = std::chrono::steady_clock::now();
   algo = cached;
   DLR_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
                                                           y_desc.get(), algo, &workspace));
+  info.workspace_ms += ms_since(t0);
   if (workspace > config.workspace_limit)
     return internal_error("conv " + desc + ": cached algorithm " + conv_algo_name(algo) + " needs " +
                           std::to_string(workspace) + " bytes, over the limit");
@@ -415,6 +459,10 @@ Status CudnnConv::Impl::setup_fusion() {
   return Status();
 }
 
+std::string CudnnConv::config_key(const ConvConfig& config, const TensorView& in, const TensorView& out) {
+  return config_string(config, in, out);
+}
+
 Expected<std::string> CudnnConv::cache_key(const ConvConfig& config, const TensorView& in, const TensorView& out) {
   int device = 0;
   DLR_CUDA_CHECK(cudaGetDevice(&device));
@@ -424,6 +472,7 @@ Expected<std::string> CudnnConv::cache_key(const ConvConfig& config, const Tenso
 Expected<std::unique_ptr<CudnnConv>> CudnnConv::create(cudnnHandle_t handle, const ConvConfig& config,
                                                        const TensorView& in, const TensorView& out) {
   if (handle == nullptr) return invalid_argument("CudnnConv::create: null cuDNN handle");
+  const auto t0 = std::chrono::steady_clock::now();
   DLR_RETURN_IF_ERROR(validate(config, in, out));
   auto impl = std::make_unique<Impl>();
   impl->config = config;
@@ -434,8 +483,11 @@ Expected<std::unique_ptr<CudnnConv>> CudnnConv::create(cudnnHandle_t handle, con
   impl->desc = config_string(config, in, out);
   DLR_ASSIGN_OR_RETURN(const std::string key, cache_key(config, in, out));
   DLR_RETURN_IF_ERROR(impl->build_descriptors());
+  impl->info.descriptors_ms = ms_since(t0);
   DLR_RETURN_IF_ERROR(impl->choose_algo(handle, key));
+  const auto t1 = std::chrono::steady_clock::now();
   DLR_RETURN_IF_ERROR(impl->setup_fusion());
+  impl->info.fusion_ms = ms_since(t1);
   DLR_LOG_DEBUG("conv {}: algo {}, workspace {} bytes, fused {}", impl->desc, conv_algo_name(impl->algo),
                 impl->workspace, impl->fused);
   return std::unique_ptr<CudnnConv>(new CudnnConv(std::move(impl)));
@@ -447,6 +499,7 @@ CudnnConv::~CudnnConv() = default;
 size_t CudnnConv::workspace_bytes() const { return m_impl->workspace; }
 std::string CudnnConv::algo_name() const { return conv_algo_name(m_impl->algo); }
 cudnnConvolutionFwdAlgo_t CudnnConv::algo() const { return m_impl->algo; }
+const ConvCreateInfo& CudnnConv::create_info() const { return m_impl->info; }
 bool CudnnConv::fused() const { return m_impl->fused && !m_impl->fused_rejected.load(); }
 
 Status CudnnConv::Impl::run_unfused(cudnnHandle_t handle, const TensorView& in_v, const void* weights,

@@ -55,6 +55,17 @@ struct ConvConfig {
 // "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED".
 const char* conv_algo_name(cudnnConvolutionFwdAlgo_t algo);
 
+// What CudnnConv::create spent and where its algorithm came from (host clock, ms).
+struct ConvCreateInfo {
+  double descriptors_ms = 0;  // validation, key strings, descriptor creation and setup
+  double query_ms = 0;        // cudnnGetConvolutionForwardAlgorithm_v7 / cudnnFind and the pick (0 on a cache hit)
+  double workspace_ms = 0;    // cudnnGetConvolutionForwardWorkspaceSize of the chosen algorithm
+  double fusion_ms = 0;       // bias/activation descriptors (fused convs)
+  bool from_cache = false;    // the algorithm came from AlgoCache and cuDNN accepted it
+  bool queried = false;       // cuDNN was asked (no entry, or the cached one was rejected)
+  double total_ms() const { return descriptors_ms + query_ms + workspace_ms + fusion_ms; }
+};
+
 class CudnnConv {
  public:
   // `in` and `out` describe the tensors the conv will run on (their data pointers
@@ -71,8 +82,13 @@ class CudnnConv {
   cudnnConvolutionFwdAlgo_t algo() const;
   bool fused() const;  // bias+activation done inside cuDNN
 
-  // The AlgoCache key create() uses for this configuration on the current device.
+  // The AlgoCache key create() uses for this configuration on the current device:
+  // "dev<ordinal> " + config_key().
   static Expected<std::string> cache_key(const ConvConfig& config, const TensorView& in, const TensorView& out);
+  // Every configuration and geometry field as text, without the device (the key of
+  // the algorithm choices kept across runs, runtime/conv_algo_cache.h).
+  static std::string config_key(const ConvConfig& config, const TensorView& in, const TensorView& out);
+  const ConvCreateInfo& create_info() const;
 
   // out = act(conv(in, weights) + bias). Enqueued on `stream` (set on the handle by this call).
   Status run(cudnnHandle_t handle, const TensorView& in, const void* weights, const float* bias, const TensorView& out,

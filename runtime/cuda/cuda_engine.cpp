@@ -13,7 +13,9 @@
 #include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "runtime/cache_dir.h"
+#include "runtime/conv_algo_cache.h"
 #include "runtime/core/log.h"
+#include "runtime/cuda/context_init_impl.h"
 #include "runtime/cuda/copy_probe.h"
 #include "runtime/streaming/profile_select.h"
 #include "runtime/weight_store.h"
@@ -55,10 +57,66 @@ TensorView CudaEngine::view(const ViewRef& v) const {
   return t;
 }
 
-Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& model, WeightSource& weights) {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// The cuDNN algorithm choices kept for this model and GPU (runtime/conv_algo_cache.h).
+struct AlgoCacheFile {
+  bool on = false;
+  std::string path;
+  ConvAlgoKey key;
+  ConvAlgoMap stored;  // as read (empty when absent or ignored)
+};
+
+// Finds and reads the file; any problem turns the cache off or ignores the file, with
+// a warning, never an error.
+AlgoCacheFile open_algo_cache(const CompiledModel& model, int device, EngineOpenTiming* t) {
+  AlgoCacheFile f;
+  cudaDeviceProp prop{};
+  const cudaError_t pe = cudaGetDeviceProperties(&prop, device);
+  if (pe != cudaSuccess) {
+    t->algo_cache = std::string("off: cudaGetDeviceProperties: ") + cudaGetErrorString(pe);
+    DLR_LOG_WARN("cuDNN algorithm choices not kept: {}", t->algo_cache);
+    return f;
+  }
+  f.key = conv_algo_key(model, uuid_hex(prop.uuid.bytes), int64_t(cudnnGetVersion()));
+  const Expected<std::string> path = conv_algos_path(model.model_name, f.key);
+  if (!path.ok()) {
+    t->algo_cache = "off: " + path.status().message();
+    DLR_LOG_WARN("cuDNN algorithm choices not kept: {}", path.status().message());
+    return f;
+  }
+  f.on = true;
+  f.path = *path;
+  t->algo_cache_path = f.path;
+  ConvAlgoLoadResult r = load_conv_algos(f.path, f.key, int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT));
+  switch (r.state) {
+    case ConvAlgoLoad::kAbsent:
+      t->algo_cache = "absent";
+      break;
+    case ConvAlgoLoad::kIgnored:
+      t->algo_cache = "ignored: " + r.reason;
+      DLR_LOG_WARN("cuDNN algorithm cache {}; ignored (choosing again and rewriting it)", r.reason);
+      break;
+    case ConvAlgoLoad::kLoaded:
+      f.stored = std::move(r.algos);
+      t->algo_cache = "hit";  // "partial" after the convolutions if some were not in it
+      break;
+  }
+  return f;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& model, WeightSource& weights,
+                                                         CudaContextInit* init) {
   const EngineSettings& options = model.engine;
   if (options.device != DeviceKind::kCUDA || model.target.device != DeviceKind::kCUDA)
     return invalid_argument("the CUDA engine runs models compiled for a CUDA target");
+  EngineOpenTiming timing;
+  auto t0 = Clock::now();
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     return Status(StatusCode::kCudaError, "--device cuda: no CUDA device is available");
@@ -69,14 +127,23 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   std::unique_ptr<CudaEngine> e(new CudaEngine(model));
   const ExecutionPlan& plan = e->m_plan;
   DLR_ASSIGN_OR_RETURN(e->m_stream, cuda::make_stream());
-  DLR_ASSIGN_OR_RETURN(e->m_cudnn, cuda::make_cudnn());
   for (cuda::Event* ev : {&e->m_ev_upload, &e->m_ev_start, &e->m_ev_end}) {
     DLR_ASSIGN_OR_RETURN(*ev, cuda::make_event(true));
   }
+  timing.device_ms = ms_since(t0);
+  t0 = Clock::now();
+  e->m_cudnn = cuda::take_cudnn(init, options.cuda_device);
+  if (!e->m_cudnn) {
+    DLR_ASSIGN_OR_RETURN(e->m_cudnn, cuda::make_cudnn());
+    timing.cudnn_handle_ms = ms_since(t0);
+  }
 
   DLR_LOG_DEBUG("cuda engine: {} buffers, arena {} bytes", plan.buffers.size(), plan.arena_bytes);
+  t0 = Clock::now();
   DLR_RETURN_IF_ERROR(e->setup_weights(weights));
+  timing.weights_ms = ms_since(t0);
   DLR_LOG_DEBUG("cuda engine: weights ready ({})", model.streaming ? "stream" : "preload");
+  t0 = Clock::now();
   if (!options.shared_memory) {
     DLR_ASSIGN_OR_RETURN(e->m_arena, DeviceBuffer::alloc(size_t(plan.arena_bytes)));
     DLR_CUDA_CHECK(cudaMemset(e->m_arena.data(), 0, size_t(plan.arena_bytes)));
@@ -84,8 +151,19 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   }
   DLR_ASSIGN_OR_RETURN(e->m_input_f32,
                        DeviceBuffer::alloc(size_t(plan.options.batch) * size_t(plan.input_shape.count()) * 4));
+  timing.buffers_ms = ms_since(t0);
 
-  // Convolutions: descriptors and algorithms chosen once; one shared workspace.
+  // Convolutions: descriptors and algorithms chosen once (or taken from the choices
+  // kept for this model and GPU); one shared workspace.
+  const auto t_conv = Clock::now();
+  AlgoCacheFile algo_file;
+  if (options.cache_conv_algos) {
+    algo_file = open_algo_cache(model, options.cuda_device, &timing);
+  } else {
+    timing.algo_cache = "off";
+  }
+  timing.algo_cache_ms = ms_since(t_conv);
+  ConvAlgoMap chosen;  // this model's choices, to keep
   e->m_convs.resize(plan.steps.size());
   size_t workspace = 0;
   for (const Step& st : plan.steps) {
@@ -95,13 +173,47 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
     cfg.precision = options.precision;
     cfg.policy = options.find_algorithms ? cuda::AlgoPolicy::kFind : cuda::AlgoPolicy::kHeuristic;
     cfg.workspace_limit = size_t(options.workspace_limit);
-    auto conv = cuda::CudnnConv::create(e->m_cudnn.get(), cfg, e->view(st.inputs[0]), e->view(st.output));
+    const TensorView in = e->view(st.inputs[0]), out = e->view(st.output);
+    const auto t_one = Clock::now();
+    const std::string conv_key = cuda::CudnnConv::config_key(cfg, in, out);
+    if (const auto it = algo_file.stored.find(conv_key); it != algo_file.stored.end()) {
+      // Kept from an earlier run: offered to the process-wide cache (a choice this
+      // process made already wins); CudnnConv::create confirms it with cuDNN.
+      DLR_ASSIGN_OR_RETURN(const std::string key, cuda::CudnnConv::cache_key(cfg, in, out));
+      cuda::AlgoCache::process().insert(key, cudnnConvolutionFwdAlgo_t(it->second));
+    }
+    auto conv = cuda::CudnnConv::create(e->m_cudnn.get(), cfg, in, out);
     if (!conv.ok())
       return Status(conv.status().code(), model.cfg_path + ": layer " + std::to_string(st.layer) + " (cfg line " +
                                               std::to_string(st.cfg_line) + "): " + conv.status().message());
+    if (timing.convs == 0) timing.conv_first_ms = ms_since(t_one);
+    const cuda::ConvCreateInfo& ci = (*conv)->create_info();
+    timing.convs += 1;
+    timing.convs_cached += ci.from_cache ? 1 : 0;
+    timing.convs_queried += ci.queried ? 1 : 0;
+    timing.conv_descriptors_ms += ci.descriptors_ms;
+    timing.conv_query_ms += ci.query_ms;
+    timing.conv_workspace_ms += ci.workspace_ms;
+    chosen[conv_key] = int((*conv)->algo());
     workspace = std::max(workspace, (*conv)->workspace_bytes());
     e->m_convs[size_t(st.layer)] = std::move(conv).value();
   }
+  if (algo_file.on) {
+    const auto t_save = Clock::now();
+    if (timing.algo_cache == "hit" && timing.convs_queried > 0) timing.algo_cache = "partial";
+    if (chosen != algo_file.stored) {
+      const Status saved = save_conv_algos(algo_file.path, algo_file.key, chosen);
+      if (!saved.ok()) DLR_LOG_WARN("cuDNN algorithm choices not kept: {}", saved.message());
+    }
+    timing.algo_cache_ms += ms_since(t_save);
+  }
+  timing.conv_setup_ms = ms_since(t_conv);
+  DLR_LOG_DEBUG("cuda engine: {} convolutions in {:.1f} ms (first {:.1f} ms; descriptors {:.1f} ms, cuDNN query {:.1f} "
+                "ms for {}, workspace of cached algorithms {:.1f} ms for {}; algorithm cache {} {:.1f} ms{}{})",
+                timing.convs, timing.conv_setup_ms, timing.conv_first_ms, timing.conv_descriptors_ms,
+                timing.conv_query_ms, timing.convs_queried, timing.conv_workspace_ms, timing.convs_cached,
+                timing.algo_cache, timing.algo_cache_ms, algo_file.on ? ", " : "", algo_file.path);
+  t0 = Clock::now();
   e->m_workspace_need = workspace;
   if (!options.shared_memory) {
     DLR_ASSIGN_OR_RETURN(e->m_workspace, DeviceBuffer::alloc(workspace));
@@ -119,7 +231,12 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   DLR_ASSIGN_OR_RETURN(e->m_outputs, PinnedBuffer::alloc(size_t(out_floats) * 4));
   DLR_RETURN_IF_ERROR(e->reserve_images(options.max_image_width, options.max_image_height));
   e->m_timings.resize(plan.steps.size());
-  DLR_LOG_DEBUG("cuda engine: convolutions ready, workspace {} bytes", workspace);
+  timing.buffers_ms += ms_since(t0);
+  DLR_LOG_DEBUG("cuda engine: convolutions ready, workspace {} bytes; open parts: device {:.1f} ms, cuDNN handle {:.1f} "
+                "ms, weights {:.1f} ms, buffers {:.1f} ms, convolutions {:.1f} ms",
+                workspace, timing.device_ms, timing.cudnn_handle_ms, timing.weights_ms, timing.buffers_ms,
+                timing.conv_setup_ms);
+  e->m_open_timing = timing;
   return e;
 }
 
@@ -155,18 +272,29 @@ Status CudaEngine::finalize() {
   // Warm-up run (loads kernels, lets cuDNN initialise) outside any timing, then capture.
   // From storage the warm-up runs the layers alone on whatever the pool holds: a full
   // read of the weights would only delay the first detection.
+  const auto t0 = Clock::now();
+  // From storage, the first inference's reads begin now and overlap the warm-up: the
+  // reader fills staging with the units that need no earlier copy (as much as staging
+  // holds) and then waits, as in any inference, for the first run()'s copies.
+  if (m_from_storage && m_pipeline && !m_reads_started) {
+    m_pipeline->start();
+    m_reads_started = true;
+  }
   m_kernels_only = m_from_storage;
   const Status warm = enqueue_network(false);
   m_kernels_only = false;
   DLR_RETURN_IF_ERROR(warm);
   DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
   m_prefetched = false;  // the warm-up's copies overwrote the pool
-  DLR_LOG_DEBUG("cuda engine: warm-up done");
+  m_open_timing.warmup_ms = ms_since(t0);
+  DLR_LOG_DEBUG("cuda engine: warm-up done in {:.1f} ms", m_open_timing.warmup_ms);
   m_graph = cuda::GraphExec();
   if (m_options.cuda_graph) {
+    const auto t1 = Clock::now();
     const Status st = capture_graph();
+    m_open_timing.graph_ms = ms_since(t1);
     if (!st.ok()) DLR_LOG_WARN("CUDA graph capture failed, running without a graph: {}", st.message());
-    DLR_LOG_DEBUG("cuda engine: graph {}", m_graph ? "captured" : "not used");
+    DLR_LOG_DEBUG("cuda engine: graph {} ({:.1f} ms)", m_graph ? "captured" : "not used", m_open_timing.graph_ms);
   }
   return Status();
 }
@@ -482,8 +610,9 @@ std::string cuda_device_description(int device) {
          std::to_string((cudnn % 10000) / 100) + "." + std::to_string(cudnn % 100);
 }
 
-Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights) {
-  DLR_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::create(model, weights));
+Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights,
+                                                     CudaContextInit* init) {
+  DLR_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::create(model, weights, init));
   return std::unique_ptr<Engine>(std::move(e));
 }
 

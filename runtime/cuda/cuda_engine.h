@@ -17,8 +17,14 @@
 
 namespace dlr {
 
+class CudaContextInit;  // runtime/cuda/context_init.h
+
 // An engine for a model compiled for a CUDA target (see Engine for the open sequence).
-Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights);
+// `init`: a context helper started earlier for the same device (its cuDNN handle is
+// used), or null. With model.engine.cache_conv_algos the cuDNN algorithm choices are
+// read from and kept in the user's cache (runtime/conv_algo_cache.h).
+Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights,
+                                                     CudaContextInit* init = nullptr);
 
 // `device` as a compile target: its name, memory, whether it is integrated, its
 // virtual-memory mapping granularity and the copy profile `copy_profile`: a built-in
@@ -27,6 +33,22 @@ Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model,
 // built-in; runtime/streaming/profile_select.h) or "" (no profile: preload). Logs one
 // line naming the profile and where it came from (a warning for a built-in fallback).
 Expected<Target> cuda_target(int device, const std::string& copy_profile);
+
+// The smallest CUDA open this runtime can make, timed part by part (host clock, ms):
+// what no model's start can go below on this GPU. Meaningful as the process's first
+// CUDA work (otherwise the context exists already and context_ms is near 0).
+struct StartupFloor {
+  double context_ms = 0;       // cudaSetDevice + cudaFree(nullptr)
+  double cudnn_handle_ms = 0;  // cudnnCreate
+  double buffers_ms = 0;       // four small cudaMalloc + cudaMemset
+  double conv_create_ms = 0;   // CudnnConv::create of one 1x1 fp16 NHWC convolution (8 -> 8 channels, 8x8)
+  double conv_query_ms = 0;    // of which cuDNN's heuristic query
+  double first_run_ms = 0;     // its first run + synchronise (kernel loading)
+  double second_run_ms = 0;    // its second run + synchronise
+  double total_ms = 0;         // all of the above
+  std::string conv_algo;       // the algorithm cuDNN chose
+};
+Expected<StartupFloor> measure_startup_floor(int device);
 
 // Free and total device memory of `device` (cudaMemGetInfo), for memory reports.
 Status cuda_memory_info(int device, int64_t* free_bytes, int64_t* total_bytes);

@@ -27,7 +27,9 @@ class CudaEngine final : public Engine {
  public:
   // Allocates everything the model needs and uploads (preload) or prepares the
   // pinned store (stream) from `weights`, which is not used afterwards.
-  static Expected<std::unique_ptr<CudaEngine>> create(const CompiledModel& model, WeightSource& weights);
+  // `init`: the context helper started by the session (its cuDNN handle is taken), or null.
+  static Expected<std::unique_ptr<CudaEngine>> create(const CompiledModel& model, WeightSource& weights,
+                                                      CudaContextInit* init = nullptr);
   ~CudaEngine() override;
 
   DeviceKind device() const override { return DeviceKind::kCUDA; }
@@ -51,6 +53,7 @@ class CudaEngine final : public Engine {
   Status prefetch(Engine* after = nullptr) override;
   double last_run_ms() const override { return m_run_timing.network_ms; }
   RunTiming last_run_timing() const override { return m_run_timing; }
+  EngineOpenTiming open_timing() const override { return m_open_timing; }
 
  private:
   explicit CudaEngine(const CompiledModel& model)
@@ -93,6 +96,7 @@ class CudaEngine final : public Engine {
   EngineSettings m_options;  // as compiled (model.engine)
   ExecutionPlan m_plan;
   cuda::CudnnHandle m_cudnn;
+  EngineOpenTiming m_open_timing;  // create() and finalize()
   cuda::Stream m_stream;       // compute
   cuda::Stream m_copy_stream;  // stream mode: weight copies
 
@@ -153,6 +157,10 @@ class CudaEngine final : public Engine {
   bool m_input_pending = false;
   bool m_capturing = false;  // inside capture()
   bool m_kernels_only = false;  // enqueue_network: the layers alone, no copies or reads (warm-up from storage)
+  // Weights from storage: finalize() started the first inference's reads (they land in
+  // staging while the warm-up kernels run); the first run() adopts them instead of
+  // calling ReadPipeline::start() again.
+  bool m_reads_started = false;
   std::vector<LayerTiming> m_timings;
   std::vector<CopyTiming> m_copy_timings;
   RunTiming m_run_timing;

@@ -222,11 +222,13 @@ const char* CudaEngine::copy_source(const TransferUnit& u) const {
 }
 
 std::vector<ReadTiming> CudaEngine::read_timings() const {
-  return m_pipeline ? m_pipeline->timings() : std::vector<ReadTiming>();
+  // Not while finalize()'s early reads are under way (the reader thread writes them).
+  return m_pipeline && !m_reads_started ? m_pipeline->timings() : std::vector<ReadTiming>();
 }
 
 Status CudaEngine::setup_storage_reads(WeightSource& source) {
   m_pipeline.reset();
+  m_reads_started = false;
   m_staging = cuda::PinnedBuffer();
   m_staging_host = nullptr;
   m_staging_dev = nullptr;
@@ -281,7 +283,8 @@ Status CudaEngine::setup_storage_reads(WeightSource& source) {
 // One inference whose weights come from storage: enqueued (no graph) while the reads
 // land; the reader's errors and this thread's are both reported, the reads drained.
 Status CudaEngine::enqueue_network_storage(bool profile) {
-  m_pipeline->start();
+  if (!m_reads_started) m_pipeline->start();  // else finalize() started this inference's reads already
+  m_reads_started = false;
   const Status st = enqueue_network(profile);
   if (!st.ok()) {
     m_pipeline->abort();

@@ -1,6 +1,6 @@
 // The dlrun command line: output format, exit codes (0 ok, 1 error with one line
 // on stderr, 2 usage), --json, and that our models/ cfg is the shared one; dlbench's
-// --units errors.
+// --units errors and startup report.
 #include <gtest/gtest.h>
 #include <fstream>
 #include <string>
@@ -138,6 +138,43 @@ TEST(DlbenchCli, BadOptionValuesFailBeforeTheCfgIsRead) {
     EXPECT_EQ(r.err, "dlbench: " + message + "\n") << args;
     EXPECT_EQ(r.out, "") << args;
   }
+}
+
+TEST(DlbenchCli, StartupReport) {
+  EXPECT_EQ(run_tool("dlbench").code, 2);
+  EXPECT_EQ(run_tool("dlbench").err, "dlbench: give the cfg file\n");
+  // --startup-floor needs no cfg; without a CUDA backend (or a GPU) it is one line.
+  Result r = run_tool("dlbench --startup-floor");
+#ifndef DLR_HAVE_CUDA
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "dlbench: --startup-floor measures a CUDA open: this build has no CUDA backend\n");
+#else
+  if (r.code != 0) {
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+  } else {
+    EXPECT_NE(r.out.find("startup floor ("), std::string::npos) << r.out;
+  }
+#endif
+  DLR_REQUIRE_FILE(cfg, "weights/yolo-fastest-1.1.cfg");
+  DLR_REQUIRE_FILE(weights, "weights/yolo-fastest-1.1.weights");
+  const std::string json = test::temp_dir() + "/startup.json";
+  r = run_tool("dlbench " + cfg + " --weights " + weights + " --device cpu --size 160 --iters 1 --warmup 0 --json " +
+               json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("  startup: open "), std::string::npos) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  const nlohmann::json& s = j["results"][0]["startup"];
+  for (const char* k : {"open_ms", "parse_ms", "compile_ms", "engine_ms", "first_inference_ms",
+                        "open_to_first_result_ms", "process_age_at_first_result_ms"})
+    EXPECT_GT(s.at(k).get<double>(), 0) << k;
+  EXPECT_NEAR(s["open_to_first_result_ms"].get<double>(),
+              s["open_ms"].get<double>() + s["first_inference_ms"].get<double>(), 1e-6);
+  EXPECT_GE(s["process_age_at_first_result_ms"].get<double>() + 10, s["open_to_first_result_ms"].get<double>())
+      << "the process is older than its open (10 ms: the start time's resolution)";
+  for (const char* k : {"conv_setup_ms", "conv_query_ms", "convs", "convs_cached", "algo_cache"})
+    EXPECT_TRUE(s["engine"].contains(k)) << k;
 }
 
 TEST(Models, BundledYolov4TinyCfgEqualsTheSharedOne) {

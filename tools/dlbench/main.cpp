@@ -3,12 +3,15 @@
 // stdout and, with --json, writes every number to a file.
 // Exit: 0 ok, 1 error, 2 usage error.
 #include <CLI/CLI.hpp>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -77,6 +80,8 @@ struct Args {
   std::string reader = "auto";
   std::string prepared;
   bool cold = false;  // drop the prepared file from the page cache before each configuration
+  bool cache = false;          // --cache: keep/reuse kernel times and cuDNN algorithm choices (as dlrun does)
+  bool startup_floor = false;  // --startup-floor: time the smallest CUDA open, alone in this process
   // --budget-curve N: N budgets from the minimal pool to all the weights (preload in the same run).
   int budget_curve = 0;
   // --simulate-only: no GPU; the planner's predictions and the lower bound over a
@@ -205,6 +210,7 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
   opt.cuda_graph = !a.no_graph;
   opt.calibrate_copies = !a.no_calibrate;
   opt.find_algorithms = a.find;
+  opt.cache_kernel_times = a.cache;
   opt.profile_layers = false;  // timed runs use the graph; profiling is a separate session below
   if (c.layout == "nchw") {
     opt.layout = 0;
@@ -237,6 +243,64 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
   return opt;
 }
 
+// Milliseconds since this process started (the kernel's start time, in clock ticks:
+// 10 ms resolution), or -1 when /proc cannot tell.
+double process_age_ms() {
+  std::ifstream f("/proc/self/stat");
+  std::string stat;
+  if (!std::getline(f, stat)) return -1;
+  const size_t paren = stat.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {  // field 22: starttime
+    if (!(rest >> field)) return -1;
+  }
+  const long ticks = ::sysconf(_SC_CLK_TCK);
+  timespec now{};
+  if (ticks <= 0 || ::clock_gettime(CLOCK_BOOTTIME, &now) != 0) return -1;
+  const double start_ms = 1000.0 * std::strtod(field.c_str(), nullptr) / double(ticks);
+  return 1000.0 * double(now.tv_sec) + double(now.tv_nsec) / 1e6 - start_ms;
+}
+
+// The parts of an open (Session::open_timing) as JSON; first_inference_ms: the first
+// set_input + run after open.
+nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms) {
+  const EngineOpenTiming& e = t.engine;
+  return {{"open_ms", t.open_ms},
+          {"context_ms", t.context_ms},
+          {"context_cudnn_ms", t.context_cudnn_ms},
+          {"context_prime_ms", t.context_prime_ms},
+          {"context_wait_ms", t.context_wait_ms},
+          {"parse_ms", t.parse_ms},
+          {"target_ms", t.target_ms},
+          {"compile_ms", t.compile_ms},
+          {"prepared_ms", t.prepared_ms},
+          {"engine_ms", t.engine_ms},
+          {"engine",
+           {{"device_ms", e.device_ms},
+            {"cudnn_handle_ms", e.cudnn_handle_ms},
+            {"weights_ms", e.weights_ms},
+            {"buffers_ms", e.buffers_ms},
+            {"conv_setup_ms", e.conv_setup_ms},
+            {"conv_descriptors_ms", e.conv_descriptors_ms},
+            {"conv_query_ms", e.conv_query_ms},
+            {"conv_workspace_ms", e.conv_workspace_ms},
+            {"conv_first_ms", e.conv_first_ms},
+            {"algo_cache_ms", e.algo_cache_ms},
+            {"convs", e.convs},
+            {"convs_cached", e.convs_cached},
+            {"convs_queried", e.convs_queried},
+            {"algo_cache", e.algo_cache},
+            {"algo_cache_path", e.algo_cache_path}}},
+          {"kernel_times_ms", t.kernel_times_ms},
+          {"warmup_ms", t.engine.warmup_ms},
+          {"graph_ms", t.engine.graph_ms},
+          {"finalize_ms", t.finalize_ms},
+          {"first_inference_ms", first_inference_ms},
+          {"open_to_first_result_ms", t.open_ms + first_inference_ms}};
+}
+
 Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights, const Config& c,
                                       const std::vector<float>& input) {
   DLR_ASSIGN_OR_RETURN(const SessionOptions opt, config_options(a, c));
@@ -262,6 +326,12 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
 #endif
   Engine& e = session->engine();
   const CpuThreadScope threads(opt.threads);  // the engine is driven directly, not through Session::detect
+  // The first inference after open, timed alone (the startup report): one more warm-up.
+  const auto t_first = Clock::now();
+  DLR_RETURN_IF_ERROR(e.set_input(input.data(), c.batch));
+  DLR_RETURN_IF_ERROR(e.run());
+  const double first_inference_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_first).count();
+  const double age_at_first_result = process_age_ms();
   for (int i = 0; i < a.warmup; ++i) {
     DLR_RETURN_IF_ERROR(e.set_input(input.data(), c.batch));
     DLR_RETURN_IF_ERROR(e.run());
@@ -295,6 +365,8 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
   j["iters"] = a.iters;
   j["warmup"] = a.warmup;
   j["open_ms"] = open_ms;
+  j["startup"] = startup_json(session->open_timing(), first_inference_ms);
+  j["startup"]["process_age_at_first_result_ms"] = age_at_first_result;  // meaningful for the first configuration
   j["network"] = stats_json(sn);
   j["end_to_end"] = stats_json(se);
   j["upload"] = stats_json(su);
@@ -678,8 +750,48 @@ int simulate_only(const Args& a, const NetworkDesc& net) {
   return kExitOk;
 }
 
+// --startup-floor: the smallest CUDA open on this GPU (measure_startup_floor), as this
+// process's first CUDA work; printed and written to --json.
+int startup_floor(const Args& a) {
+#ifdef DLR_HAVE_CUDA
+  const double age_before = process_age_ms();
+  auto f = measure_startup_floor(0);
+  if (!f.ok()) return fail("dlbench", f.status());
+  const double age_after = process_age_ms();
+  std::printf("startup floor (%s): %.1f ms = CUDA context %.1f + cuDNN handle %.1f + buffers %.1f + one 1x1 fp16 "
+              "convolution: create %.1f (query %.1f, %s), first run %.1f, second run %.2f; process age %.0f ms "
+              "before, %.0f ms after\n",
+              cuda_device_description(0).c_str(), f->total_ms, f->context_ms, f->cudnn_handle_ms, f->buffers_ms,
+              f->conv_create_ms, f->conv_query_ms, f->conv_algo.c_str(), f->first_run_ms, f->second_run_ms, age_before,
+              age_after);
+  if (!a.json.empty()) {
+    const nlohmann::json j = {{"gpu", cuda_device_description(0)},
+                              {"startup_floor",
+                               {{"total_ms", f->total_ms},
+                                {"context_ms", f->context_ms},
+                                {"cudnn_handle_ms", f->cudnn_handle_ms},
+                                {"buffers_ms", f->buffers_ms},
+                                {"conv_create_ms", f->conv_create_ms},
+                                {"conv_query_ms", f->conv_query_ms},
+                                {"conv_algo", f->conv_algo},
+                                {"first_run_ms", f->first_run_ms},
+                                {"second_run_ms", f->second_run_ms},
+                                {"process_age_before_ms", age_before},
+                                {"process_age_after_ms", age_after}}}};
+    std::ofstream out(a.json);
+    out << j.dump(2) << "\n";
+    if (!out) return fail("dlbench", a.json + ": cannot write");
+  }
+  return kExitOk;
+#else
+  (void)a;
+  return fail("dlbench", "--startup-floor measures a CUDA open: this build has no CUDA backend");
+#endif
+}
+
 int run(const Args& a_in) {
   Args a = a_in;
+  if (a.startup_floor) return startup_floor(a);
   if (a.simulate_only) {
     auto net = parse_network_cfg(a.cfg, CfgOptions{a.size, a.size});
     if (!net.ok()) return fail("dlbench", net.status());
@@ -795,6 +907,28 @@ int run(const Args& a_in) {
                   sg.value("read_floor_ms", 0.0), sg.value("disk_gbps", 0.0), mib(sg["staging_bytes"]),
                   mib(sg["page_cache_growth"]), mib(j["memory"]["host_rss_peak"]));
     }
+    if (j.contains("startup")) {
+      const auto& su = j["startup"];
+      const auto& en = su["engine"];
+      std::printf("\n  startup: open %.1f ms + first inference %.1f ms = %.1f ms (process age at the first result "
+                  "%.0f ms); parse %.1f, target %.1f, compile %.1f, prepared file %.1f, engine %.1f [device %.1f, "
+                  "cuDNN handle %.1f, weights %.1f, buffers %.1f, convolutions %.1f: %d convs, first %.1f, descriptors "
+                  "%.1f, query %.1f (%d queried), cached workspace %.1f (%d cached), algorithm cache %s], kernel times "
+                  "%.1f, warm-up %.1f, graph %.1f; CUDA context %.1f + cuDNN handle %.1f + priming %.1f on the helper "
+                  "thread, waited %.1f",
+                  su["open_ms"].get<double>(), su["first_inference_ms"].get<double>(),
+                  su["open_to_first_result_ms"].get<double>(), su["process_age_at_first_result_ms"].get<double>(),
+                  su["parse_ms"].get<double>(), su["target_ms"].get<double>(), su["compile_ms"].get<double>(),
+                  su["prepared_ms"].get<double>(), su["engine_ms"].get<double>(), en["device_ms"].get<double>(),
+                  en["cudnn_handle_ms"].get<double>(), en["weights_ms"].get<double>(), en["buffers_ms"].get<double>(),
+                  en["conv_setup_ms"].get<double>(), en["convs"].get<int>(), en["conv_first_ms"].get<double>(),
+                  en["conv_descriptors_ms"].get<double>(), en["conv_query_ms"].get<double>(),
+                  en["convs_queried"].get<int>(), en["conv_workspace_ms"].get<double>(), en["convs_cached"].get<int>(),
+                  en["algo_cache"].get<std::string>().empty() ? "-" : en["algo_cache"].get<std::string>().c_str(),
+                  su["kernel_times_ms"].get<double>(), su["warmup_ms"].get<double>(), su["graph_ms"].get<double>(),
+                  su["context_ms"].get<double>(), su["context_cudnn_ms"].get<double>(),
+                  su["context_prime_ms"].get<double>(), su["context_wait_ms"].get<double>());
+    }
     if (j.contains("stream")) {
       const auto& st = j["stream"];
       if (st.contains("search_predicted_ms"))
@@ -881,7 +1015,7 @@ int tool_main(int argc, char** argv) {
   Args a;
   CLI::App app{"dlbench: latency, throughput and memory of dlrun configurations", "dlbench"};
   dlr::tools::ModelsBenchArgs mb;
-  auto* cfg_opt = app.add_option("cfg", a.cfg, "Darknet .cfg file (not with --models)");
+  auto* cfg_opt = app.add_option("cfg", a.cfg, "Darknet .cfg file (required, except with --models or --startup-floor)");
   auto* models_opt = app.add_option(
       "--models", mb.models,
       "several models on one runtime (one budget, shared arena and workspace): CFG[:WEIGHTS][@SIZE],... (no "
@@ -955,7 +1089,7 @@ int tool_main(int argc, char** argv) {
   app.add_flag("--cold", a.cold, "storage: drop the prepared file from the page cache after open");
   app.add_option("--layout", a.layouts, "auto,nchw,nhwc (comma-separated; cuda)");
   app.add_option("--iters", a.iters, "timed iterations (default 50)")->check(CLI::Range(1, 100000));
-  app.add_option("--warmup", a.warmup, "untimed iterations first (default 10)")->check(CLI::Range(0, 100000));
+  app.add_option("--warmup", a.warmup, "untimed iterations first (default 10), after the first inference (timed alone: the startup line)")->check(CLI::Range(0, 100000));
   app.add_option("--json", a.json, "write all results to this JSON file");
   app.add_flag("--opencv", a.opencv, "also time OpenCV DNN (CPU backend) on the same input (batch 1)");
   app.add_option("--report", a.report,
@@ -966,6 +1100,12 @@ int tool_main(int argc, char** argv) {
                "stream mode: plan with the copy profile as probed (default: time the copies of 3 streamed inferences "
                "at open, fit their cost and plan again with it); each row records which profile it used");
   app.add_flag("--find", a.find, "choose cuDNN algorithms with cudnnFind (timed) instead of heuristics");
+  app.add_flag("--cache", a.cache,
+               "keep kernel times (stream mode) and cuDNN algorithm choices per GPU and model in the user's cache "
+               "and reuse them, as dlrun does (run twice: the second run's startup line is a warm start)");
+  app.add_flag("--startup-floor", a.startup_floor,
+               "time only the smallest CUDA open on this GPU (context, cuDNN handle, one 1x1 convolution), as the "
+               "process's first CUDA work; no configuration runs");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -984,11 +1124,11 @@ int tool_main(int argc, char** argv) {
     mb.json = a.json;
     return dlr::tools::run_models_bench(mb);
   }
-  if (a.cfg.empty()) {
-    std::fprintf(stderr, "dlbench: give a cfg (or --models)\n");
+  if (a.cfg.empty() && !a.startup_floor) {
+    std::fprintf(stderr, "dlbench: give a cfg (or --models, or --startup-floor)\n");
     return dlr::tools::kExitUsage;
   }
-  if (a.weights.empty() && !a.synthetic && !a.simulate_only) {
+  if (a.weights.empty() && !a.synthetic && !a.simulate_only && !a.startup_floor) {
     std::fprintf(stderr, "dlbench: give --weights FILE or --synthetic\n");
     return dlr::tools::kExitUsage;
   }

@@ -133,8 +133,10 @@ void add_device(CLI::App& app, Args* a) {
       ->group(g);
   app.add_flag("--no-graph", a->no_graph, "cuda: do not capture the inference in a CUDA graph")->group(g);
   app.add_flag("--no-kernel-cache", a->no_kernel_cache,
-               "stream mode: measure kernel times at open and keep nothing (default: reuse this GPU's times for this "
-               "model from the user's cache directory, or measure and keep them there)")
+               "keep nothing between runs: measure kernel times at open (stream mode) and ask cuDNN for every "
+               "convolution's algorithm (cuda) (default: reuse this GPU's kernel times and cuDNN algorithm choices "
+               "for this model from the user's cache directory, kernel-times/ and conv-algos/, or measure/choose "
+               "and keep them there)")
       ->group(g);
   app.add_flag("--no-calibrate", a->no_calibrate,
                "stream mode: plan with the copy profile as probed (default: after the kernel times, time the copies "

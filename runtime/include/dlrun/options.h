@@ -55,7 +55,8 @@ struct Options {
   bool profile_layers = false;        // per-layer CUDA event timing for Report::layers
   bool find_algorithms = false;       // cudnnFind instead of heuristics
   int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per convolution, bytes
-  bool cache_kernel_times = false;    // stream mode: reuse kernel times kept per GPU and model in the cache
+  bool cache_kernel_times = false;    // reuse what is kept per GPU and model in the cache: stream mode's kernel
+                                      // times and (CUDA) the cuDNN algorithm choices
   bool calibrate_copies = true;       // stream mode: fit the copy cost in a few inferences at open and plan with it
 
   // ---- weights from storage (CPU, or CUDA stream mode; docs/streaming.md section 7) ----

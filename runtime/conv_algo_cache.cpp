@@ -1,0 +1,151 @@
+#include "runtime/conv_algo_cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/cache_dir.h"
+#include "runtime/compile.h"
+
+namespace dlr {
+namespace {
+
+constexpr int kFormat = 1;
+
+// The first line where two key texts differ, for the message.
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream sa(a), sb(b);
+  std::string la, lb;
+  while (true) {
+    const bool ha = bool(std::getline(sa, la)), hb = bool(std::getline(sb, lb));
+    if (!ha && !hb) return "";
+    if (!ha) la.clear();
+    if (!hb) lb.clear();
+    if (la != lb) return "'" + la + "' where this open has '" + lb + "'";
+  }
+}
+
+}  // namespace
+
+std::string ConvAlgoKey::text() const {
+  return "gpu " + gpu_uuid + "\ncudnn " + std::to_string(cudnn_version) + "\nmodel " + model + "\nprecision " +
+         precision + "\nlayout " + layout + "\npolicy " + policy + "\nworkspace " + std::to_string(workspace_limit);
+}
+
+ConvAlgoKey conv_algo_key(const CompiledModel& model, const std::string& gpu_uuid, int64_t cudnn_version) {
+  ConvAlgoKey k;
+  k.gpu_uuid = gpu_uuid;
+  k.cudnn_version = cudnn_version;
+  const std::string plan = model.plan.to_text();
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(XXH3_64bits(plan.data(), plan.size())));
+  k.model = model.model_name + " " + hex;
+  k.precision = precision_name(model.engine.precision);
+  k.layout = layout_name(model.plan.options.layout);
+  k.policy = model.engine.find_algorithms ? "find" : "heuristic";
+  k.workspace_limit = model.engine.workspace_limit;
+  return k;
+}
+
+std::string format_conv_algos(const ConvAlgoKey& key, const ConvAlgoMap& algos) {
+  nlohmann::json j = {{"format", kFormat}, {"key", key.text()}, {"algos", nlohmann::json::object()}};
+  for (const auto& [conv, algo] : algos) j["algos"][conv] = algo;
+  return j.dump(1) + "\n";
+}
+
+Expected<ConvAlgoMap> parse_conv_algos(const std::string& text, const ConvAlgoKey& key, int algo_count) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    return parse_error("not a JSON document");
+  }
+  if (!j.is_object()) return parse_error("not a JSON object");
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_number_integer() || format->get<int64_t>() != kFormat)
+    return parse_error("format is not " + std::to_string(kFormat));
+  const auto k = j.find("key");
+  if (k == j.end() || !k->is_string()) return parse_error("no key");
+  const std::string want = key.text();
+  if (k->get<std::string>() != want)
+    return parse_error("made for another GPU, cuDNN or model: " + first_difference(k->get<std::string>(), want));
+  const auto algos = j.find("algos");
+  if (algos == j.end() || !algos->is_object()) return parse_error("no algos object");
+  ConvAlgoMap out;
+  for (auto it = algos->begin(); it != algos->end(); ++it) {
+    if (it.key().empty()) return parse_error("an empty convolution key");
+    if (!it.value().is_number_integer()) return parse_error("convolution '" + it.key() + "': algorithm is not an integer");
+    const int64_t a = it.value().get<int64_t>();
+    if (a < 0 || a >= algo_count)
+      return parse_error("convolution '" + it.key() + "': algorithm " + std::to_string(a) + " outside 0.." +
+                         std::to_string(algo_count - 1));
+    out[it.key()] = int(a);
+  }
+  return out;
+}
+
+Expected<std::string> conv_algos_path(const std::string& model_name, const ConvAlgoKey& key) {
+  DLR_ASSIGN_OR_RETURN(std::string dir, user_cache_dir());
+  dir += "/conv-algos";
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return io_error("cache directory " + dir + ": cannot create it: " + std::strerror(errno) +
+                    " (set DLR_CACHE_DIR to a writable directory)");
+  const std::string text = key.text();
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+  return dir + "/" + model_name + "-" + hex + ".json";
+}
+
+ConvAlgoLoadResult load_conv_algos(const std::string& path, const ConvAlgoKey& key, int algo_count) {
+  ConvAlgoLoadResult r;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return r;  // absent
+  std::ifstream f(path, std::ios::binary);
+  if (!f || !S_ISREG(st.st_mode)) {
+    r.state = ConvAlgoLoad::kIgnored;
+    r.reason = path + ": cannot be read as a file";
+    return r;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Expected<ConvAlgoMap> parsed = parse_conv_algos(ss.str(), key, algo_count);
+  if (!parsed.ok()) {
+    r.state = ConvAlgoLoad::kIgnored;
+    r.reason = path + ": " + parsed.status().message();
+    return r;
+  }
+  r.state = ConvAlgoLoad::kLoaded;
+  r.algos = std::move(parsed).value();
+  return r;
+}
+
+Status save_conv_algos(const std::string& path, const ConvAlgoKey& key, const ConvAlgoMap& algos) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << format_conv_algos(key, algos);
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      return io_error(tmp + ": cannot write the conv-algorithm cache");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return io_error(path + ": cannot write the conv-algorithm cache: " + why);
+  }
+  return Status();
+}
+
+}  // namespace dlr

@@ -1,0 +1,215 @@
+// cuDNN algorithm choices kept per GPU and model (runtime/conv_algo_cache.h) on a real
+// GPU: the first open asks cuDNN and writes the file; a second open (process-wide
+// AlgoCache cleared, as in a new process) takes every algorithm from the file without
+// a query and computes bit-identical outputs; a damaged file or stored choices cuDNN
+// rejects are chosen again (no error) and the file is rewritten. Also the open's timed
+// parts (Session::open_timing) and the startup floor, printed for the device run.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cuda/conv.h"
+#include "runtime/cuda/cuda_engine.h"
+#include "runtime/session.h"
+#include "tests/common/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace dlr {
+namespace {
+
+class CacheDir {
+ public:
+  explicit CacheDir(const std::string& dir) {
+    const char* old = std::getenv("DLR_CACHE_DIR");
+    m_had = old != nullptr;
+    if (old) m_old = old;
+    std::filesystem::create_directories(dir);
+    ::setenv("DLR_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~CacheDir() {
+    if (m_had)
+      ::setenv("DLR_CACHE_DIR", m_old.c_str(), 1);
+    else
+      ::unsetenv("DLR_CACHE_DIR");
+  }
+  CacheDir(const CacheDir&) = delete;
+  CacheDir& operator=(const CacheDir&) = delete;
+
+ private:
+  bool m_had = false;
+  std::string m_old;
+};
+
+struct Opened {
+  OpenTiming timing;
+  std::vector<std::vector<float>> heads;  // every yolo layer's output for the fixed input
+};
+
+// Opens, runs one fixed input, keeps the outputs and the open's parts. The process-wide
+// algorithm cache is cleared first, so the open sees only the file (as a new process would).
+Opened open_and_run(const std::string& cfg, const std::string& weights, const SessionOptions& o) {
+  cuda::AlgoCache::process().clear();
+  Opened r;
+  auto s = Session::open(cfg, weights, o);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return r;
+  r.timing = (*s)->open_timing();
+  const Shape3 in = (*s)->network().input_shape();
+  std::vector<float> input(size_t(in.count()));
+  for (size_t i = 0; i < input.size(); ++i) input[i] = float((i * 7919) % 1000) / 1000.0f;
+  EXPECT_TRUE((*s)->engine().set_input(input.data(), 1).ok());
+  EXPECT_TRUE((*s)->engine().run().ok());
+  for (int y : (*s)->network().output_layers()) {
+    const int64_t n = (*s)->network().layers[size_t(y)].out.count();
+    const float* p = (*s)->engine().output(y, 0);
+    r.heads.emplace_back(p, p + n);
+  }
+  return r;
+}
+
+void print_timing(const char* what, const OpenTiming& t) {
+  const EngineOpenTiming& e = t.engine;
+  std::printf("  %s: open %.1f ms (parse %.1f, target %.1f, compile %.1f, engine %.1f [cuDNN handle %.1f, weights %.1f, "
+              "convolutions %.1f: %d convs, first %.1f, descriptors %.1f, query %.1f for %d, cached workspace %.1f for "
+              "%d, cache %s], warm-up %.1f); context %.1f + cuDNN handle %.1f on the helper, waited %.1f\n",
+              what, t.open_ms, t.parse_ms, t.target_ms, t.compile_ms, t.engine_ms, e.cudnn_handle_ms, e.weights_ms,
+              e.conv_setup_ms, e.convs, e.conv_first_ms, e.conv_descriptors_ms, e.conv_query_ms, e.convs_queried,
+              e.conv_workspace_ms, e.convs_cached, e.algo_cache.c_str(), e.warmup_ms, t.context_ms,
+              t.context_cudnn_ms, t.context_wait_ms);
+}
+
+void expect_identical(const Opened& a, const Opened& b) {
+  ASSERT_EQ(a.heads.size(), b.heads.size());
+  for (size_t h = 0; h < a.heads.size(); ++h) {
+    ASSERT_EQ(a.heads[h].size(), b.heads[h].size());
+    EXPECT_EQ(0, std::memcmp(a.heads[h].data(), b.heads[h].data(), a.heads[h].size() * sizeof(float)))
+        << "head " << h << " differs between the open that chose and the one that read the choices";
+  }
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
+  DLR_REQUIRE_GPU();
+  const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  const std::string weights = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  if (cfg.empty() || weights.empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
+  const CacheDir scope(test::temp_dir() + "/algo-cache");
+  for (const Precision p : {Precision::kFP16, Precision::kFP32}) {
+    SCOPED_TRACE(precision_name(p));
+    SessionOptions o;
+    o.device = DeviceKind::kCUDA;
+    o.precision = p;
+    o.cache_kernel_times = true;
+
+    const Opened first = open_and_run(cfg, weights, o);
+    const EngineOpenTiming& e1 = first.timing.engine;
+    print_timing("first open", first.timing);
+    ASSERT_GT(e1.convs, 0);
+    EXPECT_EQ(e1.algo_cache, "absent");
+    EXPECT_EQ(e1.convs_queried, e1.convs);
+    ASSERT_FALSE(e1.algo_cache_path.empty());
+    ASSERT_TRUE(std::filesystem::exists(e1.algo_cache_path));
+
+    const Opened second = open_and_run(cfg, weights, o);
+    const EngineOpenTiming& e2 = second.timing.engine;
+    print_timing("second open", second.timing);
+    EXPECT_EQ(e2.algo_cache, "hit");
+    EXPECT_EQ(e2.algo_cache_path, e1.algo_cache_path);
+    EXPECT_EQ(e2.convs_cached, e2.convs);
+    EXPECT_EQ(e2.convs_queried, 0);
+    EXPECT_EQ(e2.conv_query_ms, 0.0);
+    expect_identical(first, second);
+
+    // A damaged file: ignored with a warning, chosen again, rewritten; the next open hits.
+    { std::ofstream(e1.algo_cache_path) << "{\"format\": 1, \"key\": "; }
+    const Opened third = open_and_run(cfg, weights, o);
+    EXPECT_EQ(third.timing.engine.algo_cache.rfind("ignored: ", 0), 0u) << third.timing.engine.algo_cache;
+    EXPECT_EQ(third.timing.engine.convs_queried, third.timing.engine.convs);
+    expect_identical(first, third);
+    EXPECT_EQ(open_and_run(cfg, weights, o).timing.engine.algo_cache, "hit");
+
+    // Stored choices cuDNN may reject (FFT for every conv, e.g. a file from another
+    // cuDNN): the open succeeds, rejected ones are chosen again, and the file afterwards
+    // holds what this open ran, so the next open is a hit.
+    nlohmann::json j = nlohmann::json::parse(read_text(e1.algo_cache_path));
+    for (auto& v : j["algos"]) v = int(CUDNN_CONVOLUTION_FWD_ALGO_FFT);
+    { std::ofstream(e1.algo_cache_path) << j.dump(); }
+    const Opened fourth = open_and_run(cfg, weights, o);
+    std::printf("  FFT stored for every conv: %d of %d rejected and chosen again\n",
+                fourth.timing.engine.convs_queried, fourth.timing.engine.convs);
+    ASSERT_FALSE(fourth.heads.empty());
+    const Opened fifth = open_and_run(cfg, weights, o);
+    EXPECT_EQ(fifth.timing.engine.algo_cache, "hit");
+    EXPECT_EQ(fifth.timing.engine.convs_queried, 0);
+    expect_identical(fourth, fifth);
+
+    // Off: nothing read, nothing written.
+    SessionOptions off = o;
+    off.cache_kernel_times = false;
+    const Opened none = open_and_run(cfg, weights, off);
+    EXPECT_EQ(none.timing.engine.algo_cache, "off");
+    EXPECT_TRUE(none.timing.engine.algo_cache_path.empty());
+    EXPECT_EQ(none.timing.engine.convs_queried, none.timing.engine.convs);
+  }
+}
+
+TEST(StartupTiming, OpenPartsAreFilledAndTheFloorRuns) {
+  DLR_REQUIRE_GPU();
+  const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  const std::string weights = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  if (cfg.empty() || weights.empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  auto s = Session::open(cfg, weights, o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const OpenTiming& t = (*s)->open_timing();
+  EXPECT_GT(t.open_ms, 0);
+  EXPECT_GT(t.parse_ms, 0);
+  EXPECT_GT(t.compile_ms, 0);
+  EXPECT_GT(t.engine_ms, 0);
+  EXPECT_GT(t.engine.conv_setup_ms, 0);
+  EXPECT_GT(t.engine.warmup_ms, 0);
+  EXPECT_GE(t.open_ms, t.parse_ms + t.compile_ms + t.engine_ms + t.finalize_ms);
+  EXPECT_EQ(t.engine.cudnn_handle_ms, 0.0) << "the helper thread's cuDNN handle was not used";
+  EXPECT_EQ(t.first_detect_ms, 0.0);
+  const ImageU8 image = [] {
+    static std::vector<uint8_t> px(size_t(64) * 48 * 3, 128);
+    ImageU8 im;
+    im.data = px.data();
+    im.width = 64;
+    im.height = 48;
+    im.row_stride = 64 * 3;
+    return im;
+  }();
+  ASSERT_TRUE((*s)->detect(image).ok());
+  EXPECT_GT((*s)->open_timing().first_detect_ms, 0);
+  print_timing("fp16 open", t);
+
+  const Expected<StartupFloor> f = measure_startup_floor(0);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_GT(f->conv_create_ms, 0);
+  EXPECT_FALSE(f->conv_algo.empty());
+  std::printf("  floor (context exists already here): %.1f ms: context %.1f, cuDNN handle %.1f, conv create %.1f "
+              "(query %.1f, %s), first run %.1f, second %.2f\n",
+              f->total_ms, f->context_ms, f->cudnn_handle_ms, f->conv_create_ms, f->conv_query_ms,
+              f->conv_algo.c_str(), f->first_run_ms, f->second_run_ms);
+}
+
+}  // namespace
+}  // namespace dlr
