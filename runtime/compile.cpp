@@ -156,6 +156,7 @@ EngineSettings engine_settings(const SessionOptions& o) {
   e.max_image_width = o.max_image_width;
   e.max_image_height = o.max_image_height;
   e.reader = o.reader;
+  e.prefetch_reads = o.prefetch_reads;
   // Reads from storage cannot be captured: storage runs enqueue each inference.
   if (o.weights_from == WeightsFrom::kStorage) e.cuda_graph = false;
   return e;

@@ -55,6 +55,7 @@ struct EngineSettings {
   int max_image_width = 0;        // image staging allocated at open
   int max_image_height = 0;
   ReaderKind reader = ReaderKind::kAuto;  // weights from storage: the block reader's backend
+  bool prefetch_reads = true;     // weights from storage, CPU: read the next inference's first units ahead
 };
 EngineSettings engine_settings(const SessionOptions& options);
 

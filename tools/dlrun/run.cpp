@@ -68,7 +68,7 @@ Expected<SessionOptions> session_options(const Args& a) {
   opt.cuda_graph = !a.no_graph;
   opt.cache_kernel_times = !a.no_kernel_cache;
   DLR_RETURN_IF_ERROR(storage_options(a.weights_from, a.host_budget, a.zero_copy, a.read_depth, a.read_block, a.reader,
-                                      a.prepared, &opt));
+                                      a.prepared, a.prefetch_reads, &opt));
   opt.profile_layers = !a.report.empty() || !a.trace.empty();
   opt.thresh = a.thresh;
   opt.nms = a.nms;
