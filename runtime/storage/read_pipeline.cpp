@@ -219,29 +219,29 @@ Status ReadPipeline::gate(int gen, const ReadUnit& u, bool in_flight, bool* pass
   return Status();
 }
 
-// Chains the CRC32C of the unit's own bytes into each blob's running checksum; a blob
-// whose bytes are all in compares it with the prepared file's header. Units arrive in
-// order and cover each blob's bytes in order, once.
-Status ReadPipeline::check_unit(const ReadUnit& u) {
+// Chains the CRC32C of the unit's own bytes within segment s into its blob's running
+// checksum; a blob whose bytes are all in compares it with the prepared file's header.
+// Segments are checked in order as they land (the bytes just written, while the rest
+// of the unit is still being read); units arrive in order and cover each blob's bytes
+// in order, once.
+Status ReadPipeline::check_segment(const ReadUnit& u, const ReadSegment& s) {
   if (m_crc_expected.empty()) return Status();
   const int64_t own_lo = u.own_offset, own_hi = u.own_offset + u.own_bytes;
-  for (const ReadSegment& s : u.segments) {
-    const int64_t lo = std::max(own_lo, s.staging_offset), hi = std::min(own_hi, s.staging_offset + s.bytes);
-    if (lo >= hi) continue;
-    const size_t b = size_t(s.blob);
-    const int64_t blob_lo = s.blob_offset + (lo - s.staging_offset);
-    if (blob_lo != m_crc_done[b])
-      return internal_error("read pipeline: blob " + std::to_string(b) + " bytes out of order (" +
-                            std::to_string(blob_lo) + " after " + std::to_string(m_crc_done[b]) + ")");
-    m_crc[b] = crc32c(m_staging + lo, size_t(hi - lo), m_crc[b]);
-    m_crc_done[b] += hi - lo;
-    if (m_crc_done[b] == m_blob_bytes[b] && m_crc[b] != m_crc_expected[b]) {
-      char buf[160];
-      std::snprintf(buf, sizeof(buf), ": blob %zu at offset %lld, %lld bytes: CRC32C %08x, the header says %08x", b,
-                    static_cast<long long>(m_file_offset[b]), static_cast<long long>(m_blob_bytes[b]), m_crc[b],
-                    m_crc_expected[b]);
-      return parse_error(m_path + buf + " (the file changed or is corrupt: prepare it again)");
-    }
+  const int64_t lo = std::max(own_lo, s.staging_offset), hi = std::min(own_hi, s.staging_offset + s.bytes);
+  if (lo >= hi) return Status();
+  const size_t b = size_t(s.blob);
+  const int64_t blob_lo = s.blob_offset + (lo - s.staging_offset);
+  if (blob_lo != m_crc_done[b])
+    return internal_error("read pipeline: blob " + std::to_string(b) + " bytes out of order (" + std::to_string(blob_lo) +
+                          " after " + std::to_string(m_crc_done[b]) + ")");
+  m_crc[b] = crc32c(m_staging + lo, size_t(hi - lo), m_crc[b]);
+  m_crc_done[b] += hi - lo;
+  if (m_crc_done[b] == m_blob_bytes[b] && m_crc[b] != m_crc_expected[b]) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), ": blob %zu at offset %lld, %lld bytes: CRC32C %08x, the header says %08x", b,
+                  static_cast<long long>(m_file_offset[b]), static_cast<long long>(m_blob_bytes[b]), m_crc[b],
+                  m_crc_expected[b]);
+    return parse_error(m_path + buf + " (the file changed or is corrupt: prepare it again)");
   }
   return Status();
 }
@@ -275,12 +275,14 @@ Status ReadPipeline::read_inference(int gen, bool* cancelled) {
       }
     }
     if (next_publish == next_submit) return Status();  // cancelled with nothing in flight
-    // Land the oldest unit in flight and publish it.
-    // Requests complete in any order: wait for every request of the unit.
+    // Land the oldest unit in flight and publish it. Requests complete in any order:
+    // wait for each request of the unit in turn and check its bytes as it lands.
     const ReadUnit& u = units[size_t(next_publish)];
-    for (int64_t t : m_tickets[size_t(next_publish)]) DLR_RETURN_IF_ERROR(m_reader->wait(t));
+    for (size_t k = 0; k < u.segments.size(); ++k) {
+      DLR_RETURN_IF_ERROR(m_reader->wait(m_tickets[size_t(next_publish)][k]));
+      DLR_RETURN_IF_ERROR(check_segment(u, u.segments[k]));
+    }
     in_flight -= int64_t(u.segments.size());
-    DLR_RETURN_IF_ERROR(check_unit(u));
     m_landed[size_t(next_publish)] = Clock::now();
     {
       std::lock_guard<std::mutex> lock(m_mu);

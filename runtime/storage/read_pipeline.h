@@ -92,7 +92,7 @@ class ReadPipeline {
   Gate gate_state(int gen, const ReadUnit& u) const;  // m_mu held
   Status read_inference(int gen, bool* cancelled);
   Status gate(int gen, const ReadUnit& u, bool in_flight, bool* passed, bool* cancelled);
-  Status check_unit(const ReadUnit& u);
+  Status check_segment(const ReadUnit& u, const ReadSegment& s);
 
   const ReadPlan* m_plan = nullptr;
   std::vector<int64_t> m_file_offset;
