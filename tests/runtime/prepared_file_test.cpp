@@ -123,6 +123,22 @@ TEST(Crc32c, ThroughputOfEachImplementationIsPrinted) {
   }
 }
 
+TEST(PreparedMagic, OnlyFilesStartingWithTheMagicAreRecognised) {
+  const std::string dir = test::temp_dir();
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  };
+  EXPECT_TRUE(has_prepared_magic(write("magic_only.dlrw", "DLRWPREP")));
+  EXPECT_TRUE(has_prepared_magic(write("magic_more.dlrw", std::string("DLRWPREP") + std::string(100, '\0'))));
+  EXPECT_FALSE(has_prepared_magic(write("short.dlrw", "DLRWPRE")));
+  EXPECT_FALSE(has_prepared_magic(write("empty.dlrw", "")));
+  EXPECT_FALSE(has_prepared_magic(write("other.weights", std::string(20, '\0'))));
+  EXPECT_FALSE(has_prepared_magic(dir + "/missing.dlrw"));
+  EXPECT_FALSE(has_prepared_magic(dir));  // a directory cannot be read
+}
+
 // ---------------------------------------------------------------- fixtures
 
 struct Model {
