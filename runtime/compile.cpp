@@ -161,6 +161,7 @@ EngineSettings engine_settings(const SessionOptions& o) {
   e.reader = o.reader;
   e.prefetch_next = o.prefetch_next && o.mode == WeightMode::kStream && o.weights_from == WeightsFrom::kHost;
   e.shared_memory = o.shared_memory;
+  e.prefetch_reads = o.prefetch_reads;
   // Reads from storage cannot be captured: storage runs enqueue each inference.
   if (o.weights_from == WeightsFrom::kStorage) e.cuda_graph = false;
   return e;

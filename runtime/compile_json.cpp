@@ -296,6 +296,7 @@ Expected<CompiledModel> model_from_json(const std::string& text, const std::stri
     j.at("budget_bytes").get_to(m.budget_bytes);
     j.at("from_storage").get_to(m.from_storage);
     j.at("reads").get_to(m.reads);
+    plan_read_ahead(m.plan, &m.reads);  // derived, not stored
     j.at("layer_ms").get_to(m.layer_ms);
     j.at("predicted_ms").get_to(m.predicted_ms);
     if (j.contains("lower_bound_ms")) j.at("lower_bound_ms").get_to(m.lower_bound_ms);

@@ -36,7 +36,7 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
     if (!file) return invalid_argument(weights.name() + ": weights from storage need a prepared weight file");
     DLR_ASSIGN_OR_RETURN(e->m_staging, HostBuffer::aligned(size_t(e->m_reads.staging_bytes)));
     DLR_ASSIGN_OR_RETURN(e->m_pipeline, ReadPipeline::open(e->m_reads, *file, static_cast<char*>(e->m_staging.data()),
-                                                           model.options.reader, {}));
+                                                           model.engine.reader, {}, model.engine.prefetch_reads));
   } else {
     DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights));
   }

@@ -114,6 +114,9 @@ struct SessionOptions {
   int64_t read_block_bytes = int64_t(1) << 20;  // storage: bytes per read request (multiple of 4096, 4 KiB..64 MiB)
   std::string prepared_path;      // storage: the prepared weight file ("" = the user's cache, built on first use)
   ReaderKind reader = ReaderKind::kAuto;  // storage: io_uring or a pool of pread threads (auto: io_uring if available)
+  bool prefetch_reads = true;     // storage, CPU backend: once an inference's reads are done, read the next
+                                  // inference's first units while it still computes (same staging; not
+                                  // stored in the compiled-model JSON; docs/streaming.md section 7)
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
   bool cache_kernel_times = false;  // keep what is measured or chosen at open per GPU and model in the user's

@@ -29,15 +29,6 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// Whether `path` starts with the prepared weight file's magic (a file that cannot be
-// read is not: opening it as a .weights file then names the problem).
-Expected<bool> is_prepared_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[8] = {};
-  if (!f.read(magic, sizeof(magic))) return false;
-  return std::string(magic, sizeof(magic)) == "DLRWPREP";
-}
-
 }  // namespace
 
 Session::~Session() = default;
@@ -134,7 +125,7 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   // A prepared weight file given as the weights (its magic tells) is read as it is;
   // a .weights file is checked against the network.
   const bool storage = options.weights_from == WeightsFrom::kStorage;
-  DLR_ASSIGN_OR_RETURN(const bool given_prepared, is_prepared_file(weights_path));
+  const bool given_prepared = has_prepared_magic(weights_path);
   if (given_prepared && !storage)
     return invalid_argument(weights_path + ": a prepared weight file is read with --weights-from storage (or give the "
                                            ".weights file)");

@@ -150,6 +150,35 @@ uint32_t crc32c(const void* data, size_t bytes, uint32_t seed) {
   return ~update_table(~seed, p, bytes);
 }
 
+namespace {
+#if DLR_CRC32C_X86
+uint32_t crc32c_sse42_one_chain(const void* data, size_t bytes, uint32_t seed) {
+  return ~update_sse42_chain(~seed, static_cast<const unsigned char*>(data), bytes);
+}
+uint32_t crc32c_sse42_three_chains(const void* data, size_t bytes, uint32_t seed) {
+  return ~update_sse42(~seed, static_cast<const unsigned char*>(data), bytes);
+}
+#endif
+#if DLR_CRC32C_ARM
+uint32_t crc32c_arm(const void* data, size_t bytes, uint32_t seed) {
+  return ~update_arm(~seed, static_cast<const unsigned char*>(data), bytes);
+}
+#endif
+}  // namespace
+
+std::vector<Crc32cImpl> crc32c_implementations() {
+  std::vector<Crc32cImpl> v{{"table", &crc32c_portable}};
+#if DLR_CRC32C_X86
+  if (have_sse42()) {
+    v.push_back({"sse4.2-1x", &crc32c_sse42_one_chain});
+    v.push_back({"sse4.2", &crc32c_sse42_three_chains});
+  }
+#elif DLR_CRC32C_ARM
+  v.push_back({"armv8-crc", &crc32c_arm});
+#endif
+  return v;
+}
+
 const char* crc32c_implementation() {
 #if DLR_CRC32C_X86
   if (have_sse42()) return "sse4.2";

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace dlr {
 
@@ -26,5 +27,16 @@ uint32_t crc32c_portable(const void* data, size_t bytes, uint32_t seed = 0);
 
 // "sse4.2", "armv8-crc" or "table": which implementation crc32c() uses here.
 const char* crc32c_implementation();
+
+// Every implementation this build and CPU can run (for tests and benchmarks; crc32c()
+// picks the fastest): "table" always; on x86-64 with SSE4.2 "sse4.2-1x" (one chain of
+// 8-byte crc32 instructions) and "sse4.2" (three chains over 12 KiB blocks, joined by
+// multiplication mod P; what crc32c() uses); "armv8-crc" where compiled for it. Each
+// computes the same function as crc32c().
+struct Crc32cImpl {
+  const char* name;
+  uint32_t (*fn)(const void* data, size_t bytes, uint32_t seed);
+};
+std::vector<Crc32cImpl> crc32c_implementations();
 
 }  // namespace dlr

@@ -332,6 +332,20 @@ Status write_prepared_file(const std::string& path, const ExecutionPlan& plan, W
 
 // ---------------------------------------------------------------- reading
 
+bool has_prepared_magic(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return false;
+  unsigned char magic[sizeof(kMagic)] = {};
+  size_t got = 0;
+  while (got < sizeof(magic)) {
+    const ssize_t n = ::pread(fd.get(), magic + got, sizeof(magic) - got, off_t(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += size_t(n);
+  }
+  return std::memcmp(magic, kMagic, sizeof(kMagic)) == 0;
+}
+
 Expected<PreparedFile> PreparedFile::open(const std::string& path, const ExecutionPlan& plan,
                                           const PreparedIdentity* expect) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

@@ -108,6 +108,12 @@ Status write_prepared_file(const std::string& path, const ExecutionPlan& plan, W
 
 // An opened, validated prepared file: its path and blob table (no file descriptor is
 // kept). Copyable plain data.
+// Whether `path` starts with the prepared weight file's magic "DLRWPREP" (nothing else
+// is checked: PreparedFile::open does that). A file that cannot be opened or is shorter
+// than the magic is not one (false, no error): the caller then opens it as a .weights
+// file, whose error names the problem.
+bool has_prepared_magic(const std::string& path);
+
 class PreparedFile {
  public:
   // Reads and checks the header (see the format above) against `plan`. `expect`:

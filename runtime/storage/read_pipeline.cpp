@@ -11,7 +11,10 @@ Status aborted() { return internal_error("read pipeline: inference aborted"); }
 }  // namespace
 
 Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan, const BlobFile& file, char* staging,
-                                                           ReaderKind kind, DeviceWait device_wait) {
+                                                           ReaderKind kind, DeviceWait device_wait,
+                                                           bool read_ahead) {
+  if (read_ahead && (!plan.two_stage || device_wait.ready || device_wait.wait))
+    return invalid_argument("read pipeline: read ahead needs a two-stage plan without device waits (the CPU backend)");
   if (staging == nullptr || reinterpret_cast<uintptr_t>(staging) % kReadAlign != 0)
     return invalid_argument("read pipeline: the staging area must be 4096-aligned");
   std::unique_ptr<ReadPipeline> p(new ReadPipeline());
@@ -40,7 +43,14 @@ Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan,
   p->m_kind = kind;
   DLR_ASSIGN_OR_RETURN(p->m_reader, BlockReader::open(file.path, kind, plan.queue_depth, /*direct=*/true));
   p->m_reader_kind = p->m_reader->kind();
+  for (const ReadUnit& u : plan.units)
+    if (read_ahead && u.index < plan.read_ahead_units && u.wait_layer_prev >= int(plan.layer_releases.size()))
+      return internal_error("read pipeline: read unit " + std::to_string(u.index) + " waits for layer " +
+                            std::to_string(u.wait_layer_prev) + ", which the plan does not have");
+  p->m_read_ahead = read_ahead && plan.read_ahead_units > 0;
   p->m_timings.resize(plan.units.size());
+  p->m_submitted.resize(plan.units.size());
+  p->m_landed.resize(plan.units.size());
   p->m_tickets.resize(plan.units.size());
   for (size_t u = 0; u < plan.units.size(); ++u) p->m_tickets[u].assign(plan.units[u].segments.size(), -1);
   p->m_thread = std::thread([q = p.get()] { q->thread_main(); });
@@ -62,12 +72,9 @@ ReaderKind ReadPipeline::reader_kind() const { return m_reader_kind; }
 void ReadPipeline::start() {
   {
     std::lock_guard<std::mutex> lock(m_mu);
-    m_published = -1;
+    ++m_generation;
     m_progress = -1;
     m_abort = false;
-    m_error = Status();
-    m_running = true;
-    ++m_generation;
     m_t0 = std::chrono::steady_clock::now();
   }
   m_cv.notify_all();
@@ -75,9 +82,10 @@ void ReadPipeline::start() {
 
 Status ReadPipeline::wait_unit(int u) {
   std::unique_lock<std::mutex> lock(m_mu);
-  m_cv.wait(lock, [&] { return m_published >= u || !m_error.ok() || !m_running; });
-  if (!m_error.ok()) return m_error;
-  if (m_published < u) return internal_error("read pipeline: read unit " + std::to_string(u) + " never landed");
+  const int gen = m_generation;
+  m_cv.wait(lock, [&] { return m_error_gen == gen || m_done_gen >= gen || (m_read_gen == gen && m_published >= u); });
+  if (m_error_gen == gen) return m_error;
+  if (m_done_gen < gen && m_published < u) return internal_error("read pipeline: read unit " + std::to_string(u) + " never landed");
   return Status();
 }
 
@@ -99,23 +107,34 @@ void ReadPipeline::abort() {
 
 Status ReadPipeline::finish() {
   std::unique_lock<std::mutex> lock(m_mu);
-  m_cv.wait(lock, [&] { return !m_running; });
-  return m_error;
+  const int gen = m_generation;
+  m_cv.wait(lock, [&] { return m_done_gen >= gen; });
+  return m_error_gen == gen ? m_error : Status();
+}
+
+// Whether the reader may begin inference `gen` before its start(): the previous one was
+// started, its reads are over without error, it was not aborted, and no read ahead of
+// `gen` was cancelled.
+bool ReadPipeline::may_read_ahead(int gen) const {
+  return m_read_ahead && gen >= 2 && m_generation == gen - 1 && m_done_gen == gen - 1 && m_error_gen != gen - 1 &&
+         !m_abort && m_no_ahead_gen != gen;
 }
 
 void ReadPipeline::thread_main() {
-  int seen = 0;
+  int gen = 1;  // the inference to read next
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(m_mu);
-      m_cv.wait(lock, [&] { return m_quit || m_generation != seen; });
+      m_cv.wait(lock, [&] { return m_quit || m_generation >= gen || may_read_ahead(gen); });
       if (m_quit) return;
-      seen = m_generation;
+      m_read_gen = gen;
+      m_published = -1;
     }
     // A failed read is sticky in a BlockReader: after a failed inference the reader is
     // dropped and the next inference opens a fresh one (the file may have been repaired),
     // so a failed detect leaves the session usable.
     Status st;
+    bool cancelled = false;
     if (!m_reader) {
       Expected<std::unique_ptr<BlockReader>> again =
           BlockReader::open(m_path, m_kind, m_plan->queue_depth, /*direct=*/true);
@@ -123,40 +142,76 @@ void ReadPipeline::thread_main() {
       else st = again.status();
     }
     if (m_reader) {
-      st = read_inference();
+      st = read_inference(gen, &cancelled);
       const Status drained = m_reader->wait_all();  // no read may still write into staging
       if (st.ok() && !drained.ok()) st = drained;
       if (!st.ok()) m_reader.reset();  // waits for (or cancels) whatever is still in flight
     }
     {
       std::lock_guard<std::mutex> lock(m_mu);
-      if (m_error.ok() && !st.ok()) m_error = st;
-      m_running = false;
+      if (cancelled && st.ok()) {
+        // A read ahead given up (the current inference was aborted): read `gen` after its start().
+        m_no_ahead_gen = gen;
+        m_read_gen = 0;
+        m_published = -1;
+      } else {
+        if (!st.ok()) {
+          m_error = st;
+          m_error_gen = gen;
+        }
+        // The engine has started `gen` (the last unit is never read ahead): its clock is m_t0.
+        const auto ms = [&](std::chrono::steady_clock::time_point t) {
+          return std::chrono::duration<double, std::milli>(t - m_t0).count();
+        };
+        if (st.ok())
+          for (const ReadUnit& u : m_plan->units)
+            m_timings[size_t(u.index)] = ReadTiming{u.index, u.first_layer, u.bytes, ms(m_submitted[size_t(u.index)]),
+                                                    ms(m_landed[size_t(u.index)])};
+        m_done_gen = gen;
+        ++gen;
+      }
     }
     m_cv.notify_all();
   }
 }
 
+// m_mu held. Unit u of inference `gen`: whether it may be read now.
+ReadPipeline::Gate ReadPipeline::gate_state(int gen, const ReadUnit& u) const {
+  if (m_quit) return Gate::kStop;
+  if (m_generation >= gen) {  // started: the plan's own wait (and the device's, below)
+    if (m_abort) return Gate::kStop;
+    const int need = m_plan->two_stage ? u.wait_layer : u.wait_unit;
+    return need < 0 || m_progress >= need ? Gate::kPass : Gate::kWait;
+  }
+  // Ahead: the previous inference (m_generation == gen - 1) still runs or has finished.
+  if (m_abort) return Gate::kCancel;
+  const int ahead = std::min(m_plan->read_ahead_units, int(m_plan->units.size()) - 1);
+  if (u.index >= ahead) return Gate::kWait;  // until start()
+  return u.wait_layer_prev < 0 || m_progress >= u.wait_layer_prev ? Gate::kPass : Gate::kWait;
+}
+
 // Whether unit u may be read now. Staging still in use is waited for only when nothing
 // is in flight (otherwise the caller lands the oldest unit first, which the engine
 // may need in order to make the progress this unit waits for).
-Status ReadPipeline::gate(const ReadUnit& u, bool in_flight, bool* passed) {
+Status ReadPipeline::gate(int gen, const ReadUnit& u, bool in_flight, bool* passed, bool* cancelled) {
   *passed = false;
-  const int need = m_plan->two_stage ? u.wait_layer : u.wait_unit;
-  if (need < 0) {
-    *passed = true;
-    return Status();
-  }
+  bool started = false;
   {
     std::unique_lock<std::mutex> lock(m_mu);
-    if (in_flight) {
-      if (m_progress < need && !m_abort) return Status();
-    } else {
-      m_cv.wait(lock, [&] { return m_progress >= need || m_abort; });
+    Gate g = gate_state(gen, u);
+    if (g == Gate::kWait && in_flight) return Status();
+    if (g == Gate::kWait) {
+      m_cv.wait(lock, [&] { return (g = gate_state(gen, u)) != Gate::kWait; });
     }
-    if (m_abort) return aborted();
+    if (g == Gate::kStop) return aborted();
+    if (g == Gate::kCancel) {
+      *cancelled = true;
+      return Status();
+    }
+    started = m_generation >= gen;
   }
-  if (m_device.ready) {
+  const int need = m_plan->two_stage ? u.wait_layer : u.wait_unit;
+  if (m_device.ready && started && need >= 0) {  // never ahead: open() refuses read ahead with device waits
     if (in_flight && !m_device.ready(u)) return Status();
     if (!in_flight) DLR_RETURN_IF_ERROR(m_device.wait(u));
   }
@@ -164,36 +219,35 @@ Status ReadPipeline::gate(const ReadUnit& u, bool in_flight, bool* passed) {
   return Status();
 }
 
-// Chains the CRC32C of the unit's own bytes into each blob's running checksum; a blob
-// whose bytes are all in compares it with the prepared file's header. Units arrive in
-// order and cover each blob's bytes in order, once.
-Status ReadPipeline::check_unit(const ReadUnit& u) {
+// Chains the CRC32C of the unit's own bytes within segment s into its blob's running
+// checksum; a blob whose bytes are all in compares it with the prepared file's header.
+// Segments are checked in order as they land (the bytes just written, while the rest
+// of the unit is still being read); units arrive in order and cover each blob's bytes
+// in order, once.
+Status ReadPipeline::check_segment(const ReadUnit& u, const ReadSegment& s) {
   if (m_crc_expected.empty()) return Status();
   const int64_t own_lo = u.own_offset, own_hi = u.own_offset + u.own_bytes;
-  for (const ReadSegment& s : u.segments) {
-    const int64_t lo = std::max(own_lo, s.staging_offset), hi = std::min(own_hi, s.staging_offset + s.bytes);
-    if (lo >= hi) continue;
-    const size_t b = size_t(s.blob);
-    const int64_t blob_lo = s.blob_offset + (lo - s.staging_offset);
-    if (blob_lo != m_crc_done[b])
-      return internal_error("read pipeline: blob " + std::to_string(b) + " bytes out of order (" +
-                            std::to_string(blob_lo) + " after " + std::to_string(m_crc_done[b]) + ")");
-    m_crc[b] = crc32c(m_staging + lo, size_t(hi - lo), m_crc[b]);
-    m_crc_done[b] += hi - lo;
-    if (m_crc_done[b] == m_blob_bytes[b] && m_crc[b] != m_crc_expected[b]) {
-      char buf[160];
-      std::snprintf(buf, sizeof(buf), ": blob %zu at offset %lld, %lld bytes: CRC32C %08x, the header says %08x", b,
-                    static_cast<long long>(m_file_offset[b]), static_cast<long long>(m_blob_bytes[b]), m_crc[b],
-                    m_crc_expected[b]);
-      return parse_error(m_path + buf + " (the file changed or is corrupt: prepare it again)");
-    }
+  const int64_t lo = std::max(own_lo, s.staging_offset), hi = std::min(own_hi, s.staging_offset + s.bytes);
+  if (lo >= hi) return Status();
+  const size_t b = size_t(s.blob);
+  const int64_t blob_lo = s.blob_offset + (lo - s.staging_offset);
+  if (blob_lo != m_crc_done[b])
+    return internal_error("read pipeline: blob " + std::to_string(b) + " bytes out of order (" + std::to_string(blob_lo) +
+                          " after " + std::to_string(m_crc_done[b]) + ")");
+  m_crc[b] = crc32c(m_staging + lo, size_t(hi - lo), m_crc[b]);
+  m_crc_done[b] += hi - lo;
+  if (m_crc_done[b] == m_blob_bytes[b] && m_crc[b] != m_crc_expected[b]) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), ": blob %zu at offset %lld, %lld bytes: CRC32C %08x, the header says %08x", b,
+                  static_cast<long long>(m_file_offset[b]), static_cast<long long>(m_blob_bytes[b]), m_crc[b],
+                  m_crc_expected[b]);
+    return parse_error(m_path + buf + " (the file changed or is corrupt: prepare it again)");
   }
   return Status();
 }
 
-Status ReadPipeline::read_inference() {
+Status ReadPipeline::read_inference(int gen, bool* cancelled) {
   using Clock = std::chrono::steady_clock;
-  const auto ms = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - m_t0).count(); };
   const std::vector<ReadUnit>& units = m_plan->units;
   const int n = int(units.size());
   std::fill(m_crc.begin(), m_crc.end(), 0u);
@@ -201,12 +255,12 @@ Status ReadPipeline::read_inference() {
   int next_submit = 0, next_publish = 0;
   int64_t in_flight = 0;  // requests submitted and not yet landed (as far as published units tell)
   while (next_publish < n) {
-    if (next_submit < n && in_flight < m_plan->queue_depth) {
+    if (next_submit < n && in_flight < m_plan->queue_depth && !*cancelled) {
       bool passed = false;
-      DLR_RETURN_IF_ERROR(gate(units[size_t(next_submit)], next_publish < next_submit, &passed));
+      DLR_RETURN_IF_ERROR(gate(gen, units[size_t(next_submit)], next_publish < next_submit, &passed, cancelled));
       if (passed) {
         const ReadUnit& u = units[size_t(next_submit)];
-        m_timings[size_t(next_submit)] = ReadTiming{u.index, u.first_layer, u.bytes, ms(), 0};
+        m_submitted[size_t(next_submit)] = Clock::now();
         for (size_t k = 0; k < u.segments.size(); ++k) {
           const ReadSegment& s = u.segments[k];
           ReadRequest r;
@@ -220,16 +274,19 @@ Status ReadPipeline::read_inference() {
         continue;
       }
     }
-    // Land the oldest unit in flight and publish it.
-    // Requests complete in any order: wait for every request of the unit.
+    if (next_publish == next_submit) return Status();  // cancelled with nothing in flight
+    // Land the oldest unit in flight and publish it. Requests complete in any order:
+    // wait for each request of the unit in turn and check its bytes as it lands.
     const ReadUnit& u = units[size_t(next_publish)];
-    for (int64_t t : m_tickets[size_t(next_publish)]) DLR_RETURN_IF_ERROR(m_reader->wait(t));
+    for (size_t k = 0; k < u.segments.size(); ++k) {
+      DLR_RETURN_IF_ERROR(m_reader->wait(m_tickets[size_t(next_publish)][k]));
+      DLR_RETURN_IF_ERROR(check_segment(u, u.segments[k]));
+    }
     in_flight -= int64_t(u.segments.size());
-    DLR_RETURN_IF_ERROR(check_unit(u));
-    m_timings[size_t(next_publish)].end_ms = ms();
+    m_landed[size_t(next_publish)] = Clock::now();
     {
       std::lock_guard<std::mutex> lock(m_mu);
-      if (m_abort) return aborted();
+      if (m_quit || (m_generation == gen && m_abort)) return aborted();
       m_published = next_publish;
     }
     m_cv.notify_all();

@@ -6,9 +6,20 @@
 // frees staging for later reads. Every blob's bytes are checked against the prepared
 // file's CRC32C as they land (a corrupt or changed file fails the inference).
 //
-// Threads: start(), wait_unit(), progress() and finish() are called by ONE engine
-// thread; the reader thread is internal. The staging area is owned by the engine and
-// must outlive the pipeline. Nothing is allocated per inference.
+// Read ahead (two-stage plans without a DeviceWait, i.e. the CPU backend; open's
+// `read_ahead`): once an inference's reads have all landed without error, the reader
+// goes on with the next inference's units [0, plan.read_ahead_units), each once the
+// current inference's progress has passed the unit's wait_layer_prev, i.e. while the
+// current inference still computes. The rest of the next inference is read after its
+// start(). Same staging, same checks; bytes read ahead belong to the next inference (a
+// read or CRC error found ahead fails that one, not the current), and a file changed
+// between two inferences may be seen by the second one's first units only as it was
+// before the change. An inference that fails or is aborted is not read ahead of.
+//
+// Threads: start(), wait_unit(), progress(), finish() and abort() are called by ONE
+// engine thread; the reader thread is internal. The staging area is owned by the
+// engine and must outlive the pipeline (the destructor stops and joins the reader,
+// draining its reads in flight). Nothing is allocated per inference.
 #pragma once
 
 #include <atomic>
@@ -41,36 +52,47 @@ class ReadPipeline {
   };
 
   // `staging` holds plan.staging_bytes (4096-aligned). `file` gives every blob's offset.
+  // `read_ahead`: read the next inference's first units early (above); refused for a
+  // three-stage plan or with a DeviceWait.
   static Expected<std::unique_ptr<ReadPipeline>> open(const ReadPlan& plan, const BlobFile& file, char* staging,
-                                                      ReaderKind kind, DeviceWait device_wait);
+                                                      ReaderKind kind, DeviceWait device_wait,
+                                                      bool read_ahead = false);
   ~ReadPipeline();
   ReadPipeline(const ReadPipeline&) = delete;
   ReadPipeline& operator=(const ReadPipeline&) = delete;
 
   // Starts the reads of one inference (the previous one must be finished).
   void start();
-  // Blocks until read unit u has landed in staging. An error of the reader (one line
-  // naming the file and offset) is returned here and by finish().
+  // Blocks until read unit u of this inference has landed in staging. An error of the
+  // reader (one line naming the file and offset) is returned here and by finish().
   Status wait_unit(int u);
   // The engine's progress: three stages, the highest copy unit enqueued (its copy_done
   // event recorded); two stages, the highest layer finished (CPU) or whose done event
-  // is recorded (GPU). Monotonic within an inference.
+  // is recorded (GPU). Monotonic within an inference. A layer is reported only after
+  // wait_unit() of the read it needs has returned (its bytes are checked when they land).
   void progress(int index);
   // Waits until the reader is done with this inference (every read landed or, after
-  // an error or abort(), every read in flight drained). Returns the first error.
+  // an error or abort(), every read in flight drained). Returns this inference's first
+  // error. With read ahead the reader may then go on with the next inference's first units.
   Status finish();
   // The engine gave up on this inference: the reader stops at its next unit.
   void abort();
 
-  const std::vector<ReadTiming>& timings() const { return m_timings; }  // valid after finish()
+  // This inference's reads, valid after finish() until the next start(); ms from
+  // start(), negative for units read ahead (before start()).
+  const std::vector<ReadTiming>& timings() const { return m_timings; }
   ReaderKind reader_kind() const;
+  bool read_ahead() const { return m_read_ahead; }
 
  private:
+  enum class Gate { kWait, kPass, kStop, kCancel };
   ReadPipeline() = default;
   void thread_main();
-  Status read_inference();
-  Status gate(const ReadUnit& u, bool in_flight, bool* passed);
-  Status check_unit(const ReadUnit& u);
+  bool may_read_ahead(int gen) const;  // m_mu held
+  Gate gate_state(int gen, const ReadUnit& u) const;  // m_mu held
+  Status read_inference(int gen, bool* cancelled);
+  Status gate(int gen, const ReadUnit& u, bool in_flight, bool* passed, bool* cancelled);
+  Status check_segment(const ReadUnit& u, const ReadSegment& s);
 
   const ReadPlan* m_plan = nullptr;
   std::vector<int64_t> m_file_offset;
@@ -85,20 +107,30 @@ class ReadPipeline {
   ReaderKind m_kind = ReaderKind::kAuto;
   ReaderKind m_reader_kind = ReaderKind::kAuto;  // the backend in use
   DeviceWait m_device;
+  bool m_read_ahead = false;
+
+  // Reader thread only: per unit, when its first request was submitted and its last landed.
+  std::vector<std::chrono::steady_clock::time_point> m_submitted, m_landed;
+  std::vector<std::vector<int64_t>> m_tickets;  // per unit, per segment: the reader's ticket
 
   std::thread m_thread;
   std::mutex m_mu;
   std::condition_variable m_cv;
+  // Under m_mu. Inferences are numbered 1, 2, ... by start() (m_generation); the reader
+  // reads inference m_read_gen (at most m_generation + 1: ahead), m_done_gen is the last
+  // one whose reads are over (landed, failed or drained).
   bool m_quit = false;
-  bool m_running = false;     // an inference's reads are under way
-  int m_generation = 0;       // start() count
-  bool m_abort = false;
-  int m_published = -1;       // highest unit landed (in order)
-  int m_progress = -1;
-  Status m_error;
-  std::vector<ReadTiming> m_timings;
-  std::vector<std::vector<int64_t>> m_tickets;  // per unit, per segment: the reader's ticket
-  std::chrono::steady_clock::time_point m_t0;
+  int m_generation = 0;
+  int m_read_gen = 0;
+  int m_done_gen = 0;
+  int m_no_ahead_gen = 0;     // a read ahead of this inference was cancelled: read it after start()
+  bool m_abort = false;       // abort() of inference m_generation
+  int m_published = -1;       // highest unit of m_read_gen landed (in order)
+  int m_progress = -1;        // of inference m_generation
+  Status m_error;             // the first error of inference m_error_gen
+  int m_error_gen = 0;
+  std::chrono::steady_clock::time_point m_t0;  // start() of m_generation
+  std::vector<ReadTiming> m_timings;           // of m_done_gen, filled by the reader when it is done
 };
 
 }  // namespace dlr

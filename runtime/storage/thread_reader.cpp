@@ -31,12 +31,8 @@ class ThreadReader final : public BlockReader {
  public:
   ThreadReader(const std::string& path, int fd, bool direct, int queue_depth, int64_t file_bytes)
       : BlockReader(path, fd, direct, queue_depth, file_bytes),
-        m_slots(size_t(queue_depth)),
-        m_fifo(size_t(queue_depth)),
-        m_free(size_t(queue_depth)) {
-    for (int i = 0; i < queue_depth; ++i) m_free[size_t(i)] = queue_depth - 1 - i;
-    m_free_count = queue_depth;
-  }
+        m_slots(queue_depth),
+        m_fifo(size_t(queue_depth)) {}
 
   // Starts the workers; on failure the ones started are stopped and joined.
   Status start() {
@@ -67,14 +63,12 @@ class ThreadReader final : public BlockReader {
       drain();
       return m_error;
     }
-    const int idx = m_free[size_t(--m_free_count)];
-    ThreadSlot& s = m_slots[size_t(idx)];
-    const int64_t ticket = m_next_ticket++;
+    int64_t ticket = -1;
     {
       std::lock_guard<std::mutex> lk(m_mutex);
-      s.ticket = ticket;
-      s.req = r;
-      s.done = 0;
+      const int idx = m_slots.take(r);
+      ThreadSlot& s = m_slots[idx];
+      ticket = s.ticket;
       s.err = 0;
       s.eof = false;
       s.state = State::kQueued;
@@ -87,9 +81,7 @@ class ThreadReader final : public BlockReader {
   }
 
   Status wait(int64_t ticket) override {
-    if (ticket < 0 || ticket >= m_next_ticket)
-      return invalid_argument("block reader for '" + m_path + "': wait for ticket " + std::to_string(ticket) +
-                              ", which was never issued (next: " + std::to_string(m_next_ticket) + ")");
+    DLR_RETURN_IF_ERROR(m_slots.check_ticket(m_path, ticket));
     if (!m_error.ok()) return m_error;
     {
       std::unique_lock<std::mutex> lk(m_mutex);
@@ -111,21 +103,21 @@ class ThreadReader final : public BlockReader {
 
  private:
   bool any_done_locked() const {
-    for (const ThreadSlot& s : m_slots)
+    for (const ThreadSlot& s : m_slots.all())
       if (s.state == State::kDone) return true;
     return false;
   }
 
   const ThreadSlot* find_locked(int64_t ticket) const {
-    for (const ThreadSlot& s : m_slots)
+    for (const ThreadSlot& s : m_slots.all())
       if (s.state != State::kFree && s.ticket == ticket) return &s;
     return nullptr;
   }
 
   // Frees every finished slot; the first failure becomes the sticky error.
   void reap_locked() {
-    for (size_t i = 0; i < m_slots.size(); ++i) {
-      ThreadSlot& s = m_slots[i];
+    for (size_t i = 0; i < m_slots.all().size(); ++i) {
+      ThreadSlot& s = m_slots.all()[i];
       if (s.state != State::kDone) continue;
       if (m_error.ok()) {
         if (s.err != 0)
@@ -136,8 +128,7 @@ class ThreadReader final : public BlockReader {
       }
       if (s.err == 0 && !s.eof) m_bytes_read += s.req.bytes;
       s.state = State::kFree;
-      s.ticket = -1;
-      m_free[size_t(m_free_count++)] = int(i);
+      m_slots.release(int(i));
       --m_in_flight;
     }
   }
@@ -146,7 +137,7 @@ class ThreadReader final : public BlockReader {
   void drain() {
     std::unique_lock<std::mutex> lk(m_mutex);
     m_done_cv.wait(lk, [&] {
-      for (const ThreadSlot& s : m_slots)
+      for (const ThreadSlot& s : m_slots.all())
         if (s.state == State::kQueued || s.state == State::kRunning) return false;
       return true;
     });
@@ -168,7 +159,7 @@ class ThreadReader final : public BlockReader {
     for (;;) {
       m_work_cv.wait(lk, [&] { return m_stop || m_fifo_count > 0; });
       if (m_fifo_count == 0) return;  // stopping, nothing queued
-      ThreadSlot& s = m_slots[size_t(m_fifo[size_t(m_fifo_head)])];
+      ThreadSlot& s = m_slots[m_fifo[size_t(m_fifo_head)]];
       m_fifo_head = (m_fifo_head + 1) % m_queue_depth;
       --m_fifo_count;
       s.state = State::kRunning;
@@ -204,16 +195,13 @@ class ThreadReader final : public BlockReader {
   std::mutex m_mutex;
   std::condition_variable m_work_cv;  // a read was queued, or stop
   std::condition_variable m_done_cv;  // a read finished
-  std::vector<ThreadSlot> m_slots;
+  SlotTable<ThreadSlot> m_slots;  // slot fields, take and release under m_mutex
   std::vector<int> m_fifo;  // slot indices, in submission order
   int m_fifo_head = 0;
   int m_fifo_count = 0;
   bool m_stop = false;
   // The submitting thread's own state.
-  std::vector<int> m_free;  // stack of free slot indices
-  int m_free_count = 0;
   int m_in_flight = 0;
-  int64_t m_next_ticket = 0;
   Status m_error;
   std::vector<std::thread> m_workers;
 };

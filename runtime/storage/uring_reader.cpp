@@ -27,11 +27,7 @@ class UringReader final : public BlockReader {
  public:
   UringReader(const std::string& path, int fd, bool direct, int queue_depth, int64_t file_bytes)
       : BlockReader(path, fd, direct, queue_depth, file_bytes),
-        m_slots(size_t(queue_depth)),
-        m_free(size_t(queue_depth)) {
-    for (int i = 0; i < queue_depth; ++i) m_free[size_t(i)] = queue_depth - 1 - i;
-    m_free_count = queue_depth;
-  }
+        m_slots(queue_depth) {}
 
   Status init() {
     const int rc = io_uring_queue_init(unsigned(m_queue_depth), &m_ring, 0);
@@ -57,24 +53,19 @@ class UringReader final : public BlockReader {
       drain();
       return m_error;
     }
-    const int idx = m_free[size_t(--m_free_count)];
-    Slot& s = m_slots[size_t(idx)];
-    s.ticket = m_next_ticket++;
-    s.req = r;
-    s.done = 0;
+    const int idx = m_slots.take(r);
+    const int64_t ticket = m_slots[idx].ticket;
     ++m_in_flight;
     issue(idx);
     if (!m_error.ok()) {
       drain();
       return m_error;
     }
-    return s.ticket;
+    return ticket;
   }
 
   Status wait(int64_t ticket) override {
-    if (ticket < 0 || ticket >= m_next_ticket)
-      return invalid_argument("block reader for '" + m_path + "': wait for ticket " + std::to_string(ticket) +
-                              ", which was never issued (next: " + std::to_string(m_next_ticket) + ")");
+    DLR_RETURN_IF_ERROR(m_slots.check_ticket(m_path, ticket));
     while (m_error.ok() && in_flight(ticket)) reap_one();
     if (!m_error.ok()) drain();
     return m_error;
@@ -90,7 +81,7 @@ class UringReader final : public BlockReader {
 
  private:
   bool in_flight(int64_t ticket) const {
-    for (const Slot& s : m_slots)
+    for (const Slot& s : m_slots.all())
       if (s.ticket == ticket) return true;
     return false;
   }
@@ -98,7 +89,7 @@ class UringReader final : public BlockReader {
   // Queues the rest of slot idx's read and submits it. A ring that refuses (it cannot:
   // at most queue_depth SQEs are ever outstanding) sets the sticky error.
   void issue(int idx) {
-    Slot& s = m_slots[size_t(idx)];
+    Slot& s = m_slots[idx];
     io_uring_sqe* sqe = io_uring_get_sqe(&m_ring);
     if (!sqe) {
       fail(idx, "no free io_uring submission entry");
@@ -117,14 +108,13 @@ class UringReader final : public BlockReader {
 
   // Releases slot idx with an error (the first one becomes sticky).
   void fail(int idx, const std::string& what) {
-    Slot& s = m_slots[size_t(idx)];
+    Slot& s = m_slots[idx];
     if (m_error.ok()) m_error = read_error(s.req, what);
     release(idx);
   }
 
   void release(int idx) {
-    m_slots[size_t(idx)].ticket = -1;
-    m_free[size_t(m_free_count++)] = idx;
+    m_slots.release(idx);
     --m_in_flight;
   }
 
@@ -146,7 +136,7 @@ class UringReader final : public BlockReader {
     const int idx = int(io_uring_cqe_get_data64(cqe));
     const int res = cqe->res;
     io_uring_cqe_seen(&m_ring, cqe);
-    Slot& s = m_slots[size_t(idx)];
+    Slot& s = m_slots[idx];
     if (res == -EINTR || res == -EAGAIN) {
       issue(idx);
       return;
@@ -175,11 +165,8 @@ class UringReader final : public BlockReader {
   io_uring m_ring{};
   bool m_ring_ok = false;
   bool m_ring_broken = false;
-  std::vector<Slot> m_slots;
-  std::vector<int> m_free;  // stack of free slot indices
-  int m_free_count = 0;
+  SlotTable<Slot> m_slots;
   int m_in_flight = 0;
-  int64_t m_next_ticket = 0;
   Status m_error;
 };
 

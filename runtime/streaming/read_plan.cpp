@@ -188,7 +188,37 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
         r.layer_read_unit[size_t(plan.weights[size_t(b)].layer)] = int(i);
       }
   }
+  plan_read_ahead(plan, &r);
   return r;
+}
+
+void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r) {
+  r->read_ahead_units = 0;
+  for (ReadUnit& u : r->units) u.wait_layer_prev = -1;
+  if (!r->two_stage || r->layer_releases.size() != plan.steps.size()) return;
+  const int n = int(r->units.size());
+  for (const ReadUnit& u : r->units) {  // a plan read from JSON is checked before it is trusted
+    if (u.last_blob < 0 || size_t(u.last_blob) >= plan.weights.size()) return;
+    const int layer = plan.weights[size_t(u.last_blob)].layer;
+    if (layer < 0 || size_t(layer) >= plan.steps.size()) return;
+  }
+  // The leading units that overlap nothing earlier in their inference wait, when read for
+  // the next inference, for the last reader of the previous inference's latest unit
+  // overlapping them (blobs are read by their own layer only; layers finish in order).
+  int ahead = 0;
+  while (ahead < n && r->units[size_t(ahead)].wait_layer < 0) ++ahead;
+  for (int k = 0; k < ahead; ++k) {
+    ReadUnit& u = r->units[size_t(k)];
+    for (int v = n; v-- > 0;) {
+      const ReadUnit& o = r->units[size_t(v)];
+      if (o.staging_offset < u.staging_offset + u.bytes && u.staging_offset < o.staging_offset + o.bytes) {
+        u.wait_layer_prev = plan.weights[size_t(o.last_blob)].layer;
+        r->layer_releases[size_t(u.wait_layer_prev)] = 1;
+        break;
+      }
+    }
+  }
+  r->read_ahead_units = ahead;
 }
 
 CopyProfile storage_copy_profile(const CopyProfile& profile, int64_t block_bytes, int queue_depth) {
@@ -220,6 +250,9 @@ std::string ReadPlan::to_text() const {
     s += buf;
     if (u.wait_unit >= 0) s += "copy " + std::to_string(u.wait_unit);
     if (u.wait_layer >= 0) s += "layer " + std::to_string(u.wait_layer);
+    if (u.index < read_ahead_units)
+      s += u.wait_layer_prev >= 0 ? ", read ahead after layer " + std::to_string(u.wait_layer_prev) + " of the previous inference"
+                                  : ", read ahead";
     s += "\n";
   }
   return s;

@@ -54,6 +54,12 @@ struct ReadUnit {
   int first_layer = 0;          // the first layer that needs it
   int wait_unit = -1;           // three stages: the copy (StreamPlan unit) that must finish first; -1 none
   int wait_layer = -1;          // two stages: the layer that must finish first; -1 none
+  // Two stages, units read ahead (index < ReadPlan::read_ahead_units): the layer of the
+  // PREVIOUS inference that must finish before this unit of the next inference may be
+  // read while that inference still computes (the last layer reading the latest unit
+  // overlapping this one's staging bytes); -1: no unit overlaps them. Derived by
+  // plan_read_ahead(), not stored in the plan JSON.
+  int wait_layer_prev = -1;
   // The bytes this unit is read for (no other unit covers them): staging
   // [own_offset, own_offset + own_bytes). Three stages: the transfer unit's range (the
   // read rounds it out to 4096); two stages: everything. Their checksums are checked.
@@ -74,9 +80,16 @@ struct ReadPlan {
   // Two stages, per weight blob: its staging offset (-1: not read, i.e. resident) and the read unit bringing it.
   std::vector<int64_t> blob_staging_offset;
   std::vector<int> blob_read_unit;
-  // Two stages, per step: the read unit its weights need (-1: none), and whether a read waits for it to finish.
+  // Two stages, per step: the read unit its weights need (-1: none), and whether a read
+  // waits for it to finish (wait_layer, or wait_layer_prev of a unit read ahead).
   std::vector<int> layer_read_unit;
   std::vector<char> layer_releases;
+  // Two stages: units [0, read_ahead_units) overlap no earlier unit of their own
+  // inference (wait_layer -1), so they may be read for the NEXT inference once the
+  // current one's reads are done and its layer wait_layer_prev has finished (ReadPipeline
+  // with read ahead). The staging is the same; only the order across inferences changes.
+  // Derived by plan_read_ahead(), not stored in the plan JSON.
+  int read_ahead_units = 0;
 
   int64_t read_bytes() const;     // bytes read from the file per inference
   int64_t largest_unit() const;
@@ -100,6 +113,11 @@ Expected<ReadPlan> plan_reads_three_stage(const ExecutionPlan& plan, const Strea
 // read into staging, whole blobs grouped into units of at most unit_bytes.
 Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::vector<char>& resident,
                                         const ReadOptions& options);
+
+// Two stages: sets read_ahead_units, every unit's wait_layer_prev and the layers they
+// release (plan_reads_two_stage calls it; a plan read from JSON gets it again: derived,
+// not stored). A plan whose indices do not fit `plan` gets no read ahead.
+void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r);
 
 // The copy profile a three-stage storage plan is chosen with (pool, resident set,
 // units): every streamed byte is read and then copied, unit after unit, so at each

@@ -319,8 +319,14 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
 
 SimResult simulate_two_stage(const ExecutionPlan& plan, const ReadPlan& reads, const std::vector<double>& layer_ms,
                              const std::function<double(int64_t bytes)>& read_ms) {
+  return simulate_two_stage(plan, reads, layer_ms, read_ms, TwoStageSimOptions{});
+}
+
+SimResult simulate_two_stage(const ExecutionPlan& plan, const ReadPlan& reads, const std::vector<double>& layer_ms,
+                             const std::function<double(int64_t bytes)>& read_ms, const TwoStageSimOptions& options) {
   const int n_steps = int(plan.steps.size());
   const int n_units = int(reads.units.size());
+  const int n_inf = std::max(1, options.inferences);
   DLR_ASSERT(layer_ms.size() == plan.steps.size());
   SimResult r;
   r.layer_start_ms.assign(size_t(n_steps), 0);
@@ -332,47 +338,70 @@ SimResult simulate_two_stage(const ExecutionPlan& plan, const ReadPlan& reads, c
                            std::to_string(n_steps) + " steps");
     return r;
   }
-  std::vector<char> layer_done(size_t(n_steps), 0);
-  double reader_free = 0;
-  int next_read = 0;
-  // Reads are issued in order by one reader, each once the previous one has landed and
-  // its wait_layer has ended. A correct plan's wait_layer precedes every layer needing
-  // the unit, so reads are timed lazily, when the first layer needing one is reached; a
-  // wait on a layer not finished yet is a violation and counts as no wait.
-  auto read_up_to = [&](int u) {
-    for (; next_read <= u && next_read < n_units; ++next_read) {
-      const ReadUnit& ru = reads.units[size_t(next_read)];
-      double rs = reader_free;
-      if (ru.wait_layer >= 0) {
-        if (ru.wait_layer >= n_steps || !layer_done[size_t(ru.wait_layer)])
-          r.violations.push_back("read " + std::to_string(next_read) + " waits for layer " +
-                                 std::to_string(ru.wait_layer) + ", not finished before the read is needed");
-        else
-          rs = std::max(rs, r.layer_end_ms[size_t(ru.wait_layer)]);
+  // Absolute times, per inference.
+  const size_t ni = size_t(n_inf);
+  std::vector<std::vector<double>> l_start(ni), l_end(ni), rd_start(ni), rd_end(ni);
+  std::vector<double> inf_start(ni, 0.0), stall(ni, 0.0);
+  const int ahead = options.read_ahead ? std::max(0, std::min(reads.read_ahead_units, n_units - 1)) : 0;
+  auto tag = [&](int g) { return n_inf > 1 ? "inference " + std::to_string(g + 1) + ": " : std::string(); };
+  double reader_free = 0, compute_free = 0;
+  for (int g = 0; g < n_inf; ++g) {
+    l_start[size_t(g)].assign(size_t(n_steps), 0);
+    l_end[size_t(g)].assign(size_t(n_steps), 0);
+    rd_start[size_t(g)].assign(size_t(n_units), kInf);
+    rd_end[size_t(g)].assign(size_t(n_units), kInf);
+    // The engine starts inference g once inference g - 1's layers and reads are done.
+    inf_start[size_t(g)] = g == 0 ? 0.0 : std::max(compute_free, reader_free);
+    std::vector<char> layer_done(size_t(n_steps), 0);
+    int next_read = 0;
+    // Reads are issued in order by one reader, each once the previous one has landed and
+    // its wait has ended. A correct plan's wait_layer precedes every layer needing the
+    // unit, so reads are timed lazily, when the first layer needing one is reached; a
+    // wait on a layer not finished yet is a violation and counts as no wait.
+    auto read_up_to = [&](int u) {
+      for (; next_read <= u && next_read < n_units; ++next_read) {
+        const ReadUnit& ru = reads.units[size_t(next_read)];
+        double rs = reader_free;
+        if (g > 0 && next_read < ahead) {  // read ahead, during inference g - 1
+          if (ru.wait_layer_prev >= n_steps)
+            r.violations.push_back(tag(g) + "read " + std::to_string(next_read) + " waits for layer " +
+                                   std::to_string(ru.wait_layer_prev) + ", which does not exist");
+          else if (ru.wait_layer_prev >= 0)
+            rs = std::max(rs, l_end[size_t(g - 1)][size_t(ru.wait_layer_prev)]);
+        } else {
+          rs = std::max(rs, inf_start[size_t(g)]);
+          if (ru.wait_layer >= 0) {
+            if (ru.wait_layer >= n_steps || !layer_done[size_t(ru.wait_layer)])
+              r.violations.push_back(tag(g) + "read " + std::to_string(next_read) + " waits for layer " +
+                                     std::to_string(ru.wait_layer) + ", not finished before the read is needed");
+            else
+              rs = std::max(rs, l_end[size_t(g)][size_t(ru.wait_layer)]);
+          }
+        }
+        rd_start[size_t(g)][size_t(next_read)] = rs;
+        rd_end[size_t(g)][size_t(next_read)] = reader_free = rs + read_ms(ru.bytes);
       }
-      r.read_start_ms[size_t(next_read)] = rs;
-      r.read_end_ms[size_t(next_read)] = reader_free = rs + read_ms(ru.bytes);
-    }
-  };
-  double compute_free = 0;
-  for (int l = 0; l < n_steps; ++l) {
-    double start = compute_free;
-    const int u = reads.layer_read_unit[size_t(l)];
-    if (u >= n_units) {
-      r.violations.push_back("layer " + std::to_string(l) + " needs read " + std::to_string(u) + ", which does not exist");
-    } else if (u >= 0) {
-      read_up_to(u);
-      if (r.read_end_ms[size_t(u)] > start) {
-        r.stall_ms += r.read_end_ms[size_t(u)] - start;
-        start = r.read_end_ms[size_t(u)];
+    };
+    compute_free = inf_start[size_t(g)];
+    for (int l = 0; l < n_steps; ++l) {
+      double start = compute_free;
+      const int u = reads.layer_read_unit[size_t(l)];
+      if (u >= n_units) {
+        r.violations.push_back(tag(g) + "layer " + std::to_string(l) + " needs read " + std::to_string(u) +
+                               ", which does not exist");
+      } else if (u >= 0) {
+        read_up_to(u);
+        if (rd_end[size_t(g)][size_t(u)] > start) {
+          stall[size_t(g)] += rd_end[size_t(g)][size_t(u)] - start;
+          start = rd_end[size_t(g)][size_t(u)];
+        }
       }
+      l_start[size_t(g)][size_t(l)] = start;
+      l_end[size_t(g)][size_t(l)] = compute_free = start + layer_ms[size_t(l)];
+      layer_done[size_t(l)] = 1;
     }
-    r.layer_start_ms[size_t(l)] = start;
-    r.layer_end_ms[size_t(l)] = compute_free = start + layer_ms[size_t(l)];
-    layer_done[size_t(l)] = 1;
+    read_up_to(n_units - 1);  // reads no layer needs still run (and are reported by the checks below)
   }
-  read_up_to(n_units - 1);  // reads no layer needs still run (and are reported by the checks below)
-  r.latency_ms = std::max(compute_free, n_units > 0 ? reader_free : 0.0);
 
   // Every weighted layer reads its blob from a unit that brings it.
   for (size_t b = 0; b < plan.weights.size(); ++b) {
@@ -384,22 +413,41 @@ SimResult simulate_two_stage(const ExecutionPlan& plan, const ReadPlan& reads, c
                              std::to_string(layer) + " waits for another read");
   }
   // WAR: a read overwrites staging bytes only after every layer reading a blob of an
-  // earlier, overlapping unit has ended (blobs are read by their own layer only).
-  for (int u = 0; u < n_units; ++u) {
-    const ReadUnit& a = reads.units[size_t(u)];
-    for (int v = 0; v < u; ++v) {
-      const ReadUnit& o = reads.units[size_t(v)];
-      if (a.staging_offset >= o.staging_offset + o.bytes || o.staging_offset >= a.staging_offset + a.bytes) continue;
-      for (int b = o.first_blob; b <= o.last_blob; ++b) {
-        if (size_t(b) >= reads.blob_read_unit.size() || reads.blob_read_unit[size_t(b)] != v) continue;
-        const int layer = plan.weights[size_t(b)].layer;
-        if (r.read_start_ms[size_t(u)] + kEps < r.layer_end_ms[size_t(layer)])
-          r.violations.push_back("read " + std::to_string(u) + " overwrites blob " + std::to_string(b) + " (layer " +
-                                 std::to_string(layer) + ") at " + ms_text(r.read_start_ms[size_t(u)]) +
-                                 " ms while it is read until " + ms_text(r.layer_end_ms[size_t(layer)]) + " ms");
-      }
+  // earlier, overlapping unit (of its own inference, or any unit of the previous one)
+  // has ended (blobs are read by their own layer only).
+  for (int g = 0; g < n_inf; ++g)
+    for (int u = 0; u < n_units; ++u) {
+      const ReadUnit& a = reads.units[size_t(u)];
+      for (int pg = std::max(0, g - 1); pg <= g; ++pg)
+        for (int v = 0; v < (pg == g ? u : n_units); ++v) {
+          const ReadUnit& o = reads.units[size_t(v)];
+          if (a.staging_offset >= o.staging_offset + o.bytes || o.staging_offset >= a.staging_offset + a.bytes) continue;
+          for (int b = o.first_blob; b <= o.last_blob; ++b) {
+            if (size_t(b) >= reads.blob_read_unit.size() || reads.blob_read_unit[size_t(b)] != v) continue;
+            const int layer = plan.weights[size_t(b)].layer;
+            if (layer < 0 || layer >= n_steps) continue;  // reported above
+            const double start = rd_start[size_t(g)][size_t(u)], until = l_end[size_t(pg)][size_t(layer)];
+            if (start + kEps < until)
+              r.violations.push_back(tag(g) + "read " + std::to_string(u) + " overwrites blob " + std::to_string(b) +
+                                     " (layer " + std::to_string(layer) + (pg < g ? " of the previous inference" : "") +
+                                     ") at " + ms_text(start - inf_start[size_t(g)]) + " ms while it is read until " +
+                                     ms_text(until - inf_start[size_t(g)]) + " ms");
+          }
+        }
     }
+  // The last inference, from its start.
+  const int last = n_inf - 1;
+  const double t0 = inf_start[size_t(last)];
+  for (int l = 0; l < n_steps; ++l) {
+    r.layer_start_ms[size_t(l)] = l_start[size_t(last)][size_t(l)] - t0;
+    r.layer_end_ms[size_t(l)] = l_end[size_t(last)][size_t(l)] - t0;
   }
+  for (int u = 0; u < n_units; ++u) {
+    r.read_start_ms[size_t(u)] = rd_start[size_t(last)][size_t(u)] - t0;
+    r.read_end_ms[size_t(u)] = rd_end[size_t(last)][size_t(u)] - t0;
+  }
+  r.stall_ms = stall[size_t(last)];
+  r.latency_ms = std::max(compute_free, n_units > 0 ? reader_free : 0.0) - t0;
   return r;
 }
 

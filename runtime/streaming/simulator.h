@@ -61,6 +61,22 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
 SimResult simulate_two_stage(const ExecutionPlan& plan, const ReadPlan& reads, const std::vector<double>& layer_ms,
                              const std::function<double(int64_t bytes)>& read_ms);
 
+// Several inferences back to back (the engine starts one once the previous one's layers
+// and reads are done). With read_ahead (ReadPipeline's, the CPU backend) the reader
+// goes on, after an inference's last read, with the next one's units
+// [0, min(read_ahead_units, units - 1)), each once the current inference's layer
+// wait_layer_prev has ended; the rest after the next inference has started. The checks
+// above hold for every inference, and across them: no read overwrites bytes of the
+// previous inference's units before every layer reading them has ended. The result
+// describes the LAST inference, times from its start (reads made ahead are negative);
+// violations name the inference (1-based).
+struct TwoStageSimOptions {
+  int inferences = 1;
+  bool read_ahead = false;
+};
+SimResult simulate_two_stage(const ExecutionPlan& plan, const ReadPlan& reads, const std::vector<double>& layer_ms,
+                             const std::function<double(int64_t bytes)>& read_ms, const TwoStageSimOptions& options);
+
 // A cost model for layer times when no measurement exists: conv time from FLOPs
 // at `gflops_per_s` plus a fixed per-kernel cost; other layers from bytes moved.
 std::vector<double> model_layer_ms(const NetworkDesc& net, const ExecutionPlan& plan, double gflops_per_s,

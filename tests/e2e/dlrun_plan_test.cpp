@@ -36,6 +36,7 @@ TEST(DlrunPlan, BadOptionValuesAreUsageErrorsBeforeAnyFile) {
       // weights from storage
       {"--host-budget 64MiB", "dlrun: --host-budget applies to --weights-from storage only"},
       {"--prepared x.dlrw", "dlrun: --prepared applies to --weights-from storage only"},
+      {"--prefetch-reads off", "dlrun: --prefetch-reads applies to --weights-from storage only"},
       {"--weights-from storage --host-budget 64x",
        "dlrun: --host-budget \"64x\": expected min or a size such as 64MiB, 8MB or a byte count"},
       {"--weights-from storage --read-block 1000",

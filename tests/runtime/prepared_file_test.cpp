@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -62,6 +64,79 @@ TEST(Crc32c, HardwareEqualsTableAndChains) {
       }
     }
   }
+}
+
+TEST(Crc32c, EveryImplementationAgreesOnEveryLengthStartAndSplit) {
+  const std::vector<Crc32cImpl> impls = crc32c_implementations();
+  ASSERT_GE(impls.size(), 1u);
+  EXPECT_STREQ(impls.front().name, "table");
+  bool chosen_listed = false;
+  for (const Crc32cImpl& c : impls) chosen_listed |= std::string(c.name) == crc32c_implementation();
+  EXPECT_TRUE(chosen_listed) << crc32c_implementation();
+  std::mt19937 rng(11);
+  std::vector<unsigned char> data(40000 + 16);
+  for (auto& b : data) b = uint8_t(rng());
+  for (const Crc32cImpl& c : impls) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(c.fn("123456789", 9, 0), 0xE3069283u);
+    EXPECT_EQ(c.fn("", 0, 0), 0u);
+    EXPECT_EQ(c.fn("", 0, 0x12345678u), 0x12345678u);  // nothing chained: the seed
+    for (size_t start = 0; start < 8; ++start)
+      for (size_t n = 0; n <= 1024; ++n) {
+        const uint32_t want = crc32c_portable(data.data() + start, n);
+        ASSERT_EQ(c.fn(data.data() + start, n, 0), want) << "start " << start << " length " << n;
+        const size_t cut = n == 0 ? 0 : size_t(rng()) % (n + 1);
+        ASSERT_EQ(c.fn(data.data() + start + cut, n - cut, c.fn(data.data() + start, cut, 0)), want)
+            << "start " << start << " length " << n << " split at " << cut;
+      }
+    // Lengths around the three-chain block (3 x 4096) and several blocks, split anywhere.
+    for (size_t n : {size_t(12287), size_t(12288), size_t(12289), size_t(36864 + 5), size_t(40000)}) {
+      const uint32_t want = crc32c_portable(data.data() + 3, n);
+      ASSERT_EQ(c.fn(data.data() + 3, n, 0), want) << n;
+      for (size_t cut : {size_t(1), size_t(4095), std::min(n, size_t(12288)), n / 2, n - 1})
+        ASSERT_EQ(c.fn(data.data() + 3 + cut, n - cut, c.fn(data.data() + 3, cut, 0)), want) << n << " " << cut;
+    }
+  }
+}
+
+// Throughput of each implementation (printed, not checked: the machine is shared).
+// A 256 KiB buffer (cache-resident) and a 64 MiB one (from memory, as the streaming
+// reader sees freshly read blobs).
+TEST(Crc32c, ThroughputOfEachImplementationIsPrinted) {
+  using Clock = std::chrono::steady_clock;
+  for (size_t bytes : {size_t(256) << 10, size_t(64) << 20}) {
+    std::vector<unsigned char> buf(bytes);
+    std::mt19937 rng(5);
+    for (auto& b : buf) b = uint8_t(rng());
+    for (const Crc32cImpl& c : crc32c_implementations()) {
+      const size_t total = std::max<size_t>(bytes, size_t(256) << 20) / (std::string(c.name) == "table" ? 4 : 1);
+      uint32_t sink = 0;
+      double best = 1e30;
+      for (int rep = 0; rep < 3; ++rep) {
+        const auto t0 = Clock::now();
+        for (size_t done = 0; done < total; done += bytes) sink ^= c.fn(buf.data(), bytes, sink);
+        best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      std::printf("crc32c %-10s %8zu KiB buffer: %6.2f GB/s (%08x)\n", c.name, bytes >> 10, double(total) / best / 1e9,
+                  sink);
+    }
+  }
+}
+
+TEST(PreparedMagic, OnlyFilesStartingWithTheMagicAreRecognised) {
+  const std::string dir = test::temp_dir();
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  };
+  EXPECT_TRUE(has_prepared_magic(write("magic_only.dlrw", "DLRWPREP")));
+  EXPECT_TRUE(has_prepared_magic(write("magic_more.dlrw", std::string("DLRWPREP") + std::string(100, '\0'))));
+  EXPECT_FALSE(has_prepared_magic(write("short.dlrw", "DLRWPRE")));
+  EXPECT_FALSE(has_prepared_magic(write("empty.dlrw", "")));
+  EXPECT_FALSE(has_prepared_magic(write("other.weights", std::string(20, '\0'))));
+  EXPECT_FALSE(has_prepared_magic(dir + "/missing.dlrw"));
+  EXPECT_FALSE(has_prepared_magic(dir));  // a directory cannot be read
 }
 
 // ---------------------------------------------------------------- fixtures

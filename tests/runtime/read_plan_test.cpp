@@ -173,6 +173,98 @@ TEST(ReadPlan, TwoStageBlobsLieWhereKernelsReadThemUntilTheirLayerIsDone) {
   }
 }
 
+// Read ahead (ReadPipeline on the CPU backend): the reader goes on with the next
+// inference's first units while the current one still computes. Three inferences
+// replayed byte by byte, the reader always as far ahead as the plan allows; every
+// staging byte is tagged with the inference that read it, so a layer that saw the next
+// inference's bytes, or another blob's, fails.
+TEST(ReadPlan, TwoStageReadAheadNeverOverwritesWhatThePreviousInferenceStillReads) {
+  std::mt19937_64 rng(17);
+  int units_ahead = 0;
+  for (int iter = 0; iter < 80; ++iter) {
+    const ExecutionPlan plan = fake_plan(storage_sizes(&rng, 1 + int(rng() % 40)), &rng);
+    ReadOptions ro;
+    ro.block_bytes = kReadAlign * int64_t(1 + rng() % 16);
+    ro.unit_bytes = int64_t(1 + rng() % 8) * 65536;
+    std::vector<char> resident;
+    if (iter % 3 == 2) {
+      resident.assign(plan.weights.size(), 0);
+      for (char& c : resident) c = char(rng() % 4 == 0);
+    }
+    Expected<ReadPlan> r = plan_reads_two_stage(plan, resident, ro);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    if (iter % 2 == 1) {  // a larger host budget: more units overlap nothing in their inference
+      ro.staging_bytes = r->min_staging_bytes * int64_t(1 + rng() % 4) + kReadAlign * int64_t(rng() % 64);
+      r = plan_reads_two_stage(plan, resident, ro);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+    }
+    const int n = int(r->units.size());
+    if (n == 0) continue;
+    ASSERT_LE(r->read_ahead_units, n);
+    for (int k = 0; k < n; ++k) {
+      const ReadUnit& u = r->units[size_t(k)];
+      if (k < r->read_ahead_units) {
+        ASSERT_EQ(u.wait_layer, -1) << "read " << k;
+        if (u.wait_layer_prev >= 0) ASSERT_TRUE(r->layer_releases[size_t(u.wait_layer_prev)]);
+      } else {
+        ASSERT_EQ(u.wait_layer_prev, -1) << "read " << k;
+      }
+    }
+    if (r->read_ahead_units == 0 || n == 1) continue;
+    ASSERT_GE(r->units[0].wait_layer_prev, 0) << "unit 0 overlaps itself in the previous inference";
+    const int ahead = std::min(r->read_ahead_units, n - 1);  // the pipeline never reads the last unit ahead
+    std::vector<uint8_t> staging(size_t(r->staging_bytes), 0xEE);
+    std::vector<int8_t> owner(size_t(r->staging_bytes), -1);  // the inference that read the byte
+    int read_gen = 0, next_read = 0;
+    auto read = [&](const ReadUnit& u) {
+      for (const ReadSegment& s : u.segments)
+        for (int64_t i = 0; i < s.bytes; ++i) {
+          staging[size_t(s.staging_offset + i)] = file_byte(s.blob, s.blob_offset + i);
+          owner[size_t(s.staging_offset + i)] = int8_t(read_gen);
+        }
+      if (++next_read == n) {
+        ++read_gen;
+        next_read = 0;
+      }
+    };
+    for (int g = 0; g < 3; ++g) {
+      ASSERT_EQ(read_gen, g) << "inference " << g << " started before the previous one's reads were done";
+      for (const Step& st : plan.steps) {
+        const int unit = r->layer_read_unit[size_t(st.layer)];
+        // The reader before this layer: this inference's units as far as their waits allow
+        // (layers before st.layer are done), then the next inference's first units.
+        for (;;) {
+          if (read_gen == g) {
+            const ReadUnit& u = r->units[size_t(next_read)];
+            if (next_read > unit && u.wait_layer >= st.layer) break;
+            read(u);
+          } else {
+            const ReadUnit& u = r->units[size_t(next_read)];
+            if (next_read >= ahead || u.wait_layer_prev >= st.layer) break;
+            read(u);
+            ++units_ahead;
+          }
+        }
+        if (unit < 0) continue;
+        const int64_t off = r->blob_staging_offset[size_t(st.weight)];
+        const int64_t bytes = plan.weights[size_t(st.weight)].bytes;
+        for (int64_t i = 0; i < bytes; i += 61) {
+          ASSERT_EQ(owner[size_t(off + i)], g) << "inference " << g << " layer " << st.layer << " byte " << i;
+          ASSERT_EQ(staging[size_t(off + i)], file_byte(st.weight, i)) << "layer " << st.layer << " byte " << i;
+        }
+        ASSERT_EQ(owner[size_t(off + bytes - 1)], g);
+      }
+      // After the last layer the reader finishes this inference and reads ahead as far as allowed.
+      while (read_gen == g) read(r->units[size_t(next_read)]);
+      while (next_read < ahead) {
+        read(r->units[size_t(next_read)]);
+        ++units_ahead;
+      }
+    }
+  }
+  EXPECT_GT(units_ahead, 100) << "the random plans hardly read ahead: the test checks little";
+}
+
 TEST(ReadPlan, HostBudgetBelowTheMinimumNamesBothSizes) {
   const ExecutionPlan plan = fake_plan({4 << 20, 2 << 20, 1 << 20}, nullptr);
   ReadOptions ro;

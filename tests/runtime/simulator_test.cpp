@@ -396,5 +396,93 @@ TEST(SimulatorTwoStage, ChecksCatchAMissingWait) {
   EXPECT_TRUE(has_violation(w, "blob 1 comes with read 1")) << (w.violations.empty() ? "" : w.violations[0]);
 }
 
+TEST(SimulatorTwoStage, ReadAheadClosedForm) {
+  // Three 64 KiB blobs, one read each, staging for all three: every unit may be read
+  // ahead but the last; unit k waits for layer k of the previous inference. Reads 1 ms,
+  // layers 2 ms. Inference 1: read0 [0,1] L0 [1,3] read1 [1,2] L1 [3,5] read2 [2,3] L2
+  // [5,7]. Ahead: read0' after L0 [3,4], read1' after L1 [5,6]; inference 2 starts at 7:
+  // L0' [7,9], read2' [7,8], L1' [9,11], L2' [11,13]: 6 ms, no stall. Without read ahead
+  // read0' [7,8] stalls L0' by 1 ms: 7 ms.
+  const ExecutionPlan plan = fake_plan({65536, 65536, 65536}, nullptr);
+  ReadOptions ro;
+  ro.unit_bytes = 65536;
+  ro.staging_bytes = 3 * 65536;
+  Expected<ReadPlan> r = plan_reads_two_stage(plan, {}, ro);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->units.size(), 3u);
+  ASSERT_EQ(r->read_ahead_units, 3);
+  for (int k = 0; k < 3; ++k) ASSERT_EQ(r->units[size_t(k)].wait_layer_prev, plan.weights[size_t(k)].layer);
+  const auto one_ms = [](int64_t) { return 1.0; };
+  const SimResult on = simulate_two_stage(plan, *r, {2, 2, 2}, one_ms, TwoStageSimOptions{2, true});
+  EXPECT_TRUE(on.violations.empty()) << on.violations[0];
+  EXPECT_DOUBLE_EQ(on.latency_ms, 6.0);
+  EXPECT_DOUBLE_EQ(on.stall_ms, 0.0);
+  EXPECT_DOUBLE_EQ(on.read_start_ms[0], -4.0);
+  EXPECT_DOUBLE_EQ(on.read_start_ms[1], -2.0);
+  EXPECT_DOUBLE_EQ(on.read_start_ms[2], 0.0);
+  const SimResult off = simulate_two_stage(plan, *r, {2, 2, 2}, one_ms, TwoStageSimOptions{2, false});
+  EXPECT_TRUE(off.violations.empty()) << off.violations[0];
+  EXPECT_DOUBLE_EQ(off.latency_ms, 7.0);
+  EXPECT_DOUBLE_EQ(off.stall_ms, 1.0);
+  // One inference is the single-inference simulation.
+  const SimResult single = simulate_two_stage(plan, *r, {2, 2, 2}, one_ms, TwoStageSimOptions{1, true});
+  EXPECT_DOUBLE_EQ(single.latency_ms, simulate_two_stage(plan, *r, {2, 2, 2}, one_ms).latency_ms);
+}
+
+TEST(SimulatorTwoStage, ReadAheadChecksCatchAMissingWaitOnThePreviousInference) {
+  // Minimal staging: read 2 reuses read 0's bytes, so the next inference's read 0 must
+  // wait for layer 2 (the last reader of read 2) of the previous one.
+  const ExecutionPlan plan = fake_plan({65536, 65536, 65536}, nullptr);
+  ReadOptions ro;
+  ro.unit_bytes = 65536;
+  Expected<ReadPlan> r = plan_reads_two_stage(plan, {}, ro);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->read_ahead_units, 2);
+  ASSERT_EQ(r->units[0].wait_layer_prev, plan.weights[2].layer);
+  const auto one_ms = [](int64_t) { return 1.0; };
+  const SimResult ok = simulate_two_stage(plan, *r, {2, 2, 2}, one_ms, TwoStageSimOptions{3, true});
+  EXPECT_TRUE(ok.violations.empty()) << ok.violations[0];
+  ReadPlan broken = *r;
+  broken.units[0].wait_layer_prev = -1;
+  const SimResult s = simulate_two_stage(plan, broken, {2, 2, 2}, one_ms, TwoStageSimOptions{2, true});
+  EXPECT_TRUE(has_violation(s, "inference 2: read 0 overwrites blob 2 (layer " +
+                                   std::to_string(plan.weights[2].layer) + " of the previous inference)"))
+      << (s.violations.empty() ? "" : s.violations[0]);
+}
+
+TEST(SimulatorTwoStage, ReadAheadOnRandomPlansIsSafe) {
+  std::mt19937_64 rng(23);
+  int faster = 0;
+  for (int iter = 0; iter < 100; ++iter) {
+    std::vector<int64_t> sizes;
+    const int n = 1 + int(rng() % 30);
+    for (int i = 0; i < n; ++i) sizes.push_back(kReadAlign * int64_t(1 + rng() % 64));
+    const ExecutionPlan plan = fake_plan(sizes, &rng);
+    ReadOptions ro;
+    ro.unit_bytes = kReadAlign * int64_t(1 + rng() % 128);
+    if (rng() % 2) ro.staging_bytes = kReadAlign * int64_t(256 + rng() % 512);
+    Expected<ReadPlan> r = plan_reads_two_stage(plan, {}, ro);
+    if (!r.ok()) continue;  // staging below the minimum for this plan
+    const std::vector<double> ms = random_times(plan, &rng, 0.01, 2.0);
+    const double per_mib = std::exp(std::uniform_real_distribution<double>(-3, 3)(rng));
+    auto read_ms = [&](int64_t bytes) { return double(bytes) / double(kMiB) * per_mib; };
+    const SimResult on = simulate_two_stage(plan, *r, ms, read_ms, TwoStageSimOptions{4, true});
+    ASSERT_TRUE(on.violations.empty()) << on.violations[0];
+    const SimResult off = simulate_two_stage(plan, *r, ms, read_ms, TwoStageSimOptions{4, false});
+    ASSERT_TRUE(off.violations.empty()) << off.violations[0];
+    double compute = 0;
+    for (double t : ms) compute += t;
+    EXPECT_GE(on.latency_ms + 1e-9, compute);
+    for (size_t u = 0; u < r->units.size(); ++u) {
+      EXPECT_GE(off.read_start_ms[u] + 1e-9, 0.0);
+      if (int(u) >= std::min(r->read_ahead_units, int(r->units.size()) - 1)) {
+        EXPECT_GE(on.read_start_ms[u] + 1e-9, 0.0) << "read " << u << " of the next inference read ahead";
+      }
+    }
+    if (on.latency_ms + 1e-9 < off.latency_ms) ++faster;
+  }
+  EXPECT_GT(faster, 10);
+}
+
 }  // namespace
 }  // namespace dlr

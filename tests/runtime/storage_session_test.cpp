@@ -1,6 +1,7 @@
 // Weights from storage on the CPU backend (two stages: the convolutions read their
 // weights from the staging area the reads land in): outputs bit-identical to the
-// host-memory run, for several host budgets and both readers; the prepared file made
+// host-memory run, for several host budgets, both readers, with and without reading the
+// next inference's first weights ahead; the prepared file made
 // on first use and reused; a truncated prepared file fails one inference with one line
 // naming it and the session recovers once the file is whole.
 #include <gtest/gtest.h>
@@ -68,6 +69,7 @@ TEST(StorageCpu, BitIdenticalToHostWeightsForEveryHostBudgetAndReader) {
       o.host_budget = times * min_staging;
       o.reader = reader;
       o.read_depth = times == 3 ? 2 : 8;
+      o.prefetch_reads = !(times == 3 && reader == ReaderKind::kThreads);  // read ahead is the default
       auto s = Session::open(f.cfg, f.weights, o);
       ASSERT_TRUE(s.ok()) << s.status().to_string();
       const CompiledModel& m = (*s)->model();

@@ -74,12 +74,15 @@ nlohmann::json layer_report_json(const NetworkDesc& net, const Engine& e) {
     s.second = std::max(s.second, c.end_ms);
   }
   // Reads per layer: the read units whose first_layer is this layer.
-  std::vector<std::pair<double, double>> read_span(net.layers.size(), {-1, -1});
+  // (Reads made ahead, during the previous inference, have negative times: no -1 marker.)
+  std::vector<std::pair<double, double>> read_span(net.layers.size(), {0, 0});
   std::vector<int64_t> read_bytes(net.layers.size(), 0);
+  std::vector<char> has_read(net.layers.size(), 0);
   for (const ReadTiming& r : e.read_timings()) {
     auto& s = read_span[size_t(r.first_layer)];
-    s.first = s.first < 0 ? r.start_ms : std::min(s.first, r.start_ms);
-    s.second = std::max(s.second, r.end_ms);
+    s.first = has_read[size_t(r.first_layer)] ? std::min(s.first, r.start_ms) : r.start_ms;
+    s.second = has_read[size_t(r.first_layer)] ? std::max(s.second, r.end_ms) : r.end_ms;
+    has_read[size_t(r.first_layer)] = 1;
     read_bytes[size_t(r.first_layer)] += r.bytes;
   }
   nlohmann::json layers = nlohmann::json::array();
@@ -97,7 +100,7 @@ nlohmann::json layer_report_json(const NetworkDesc& net, const Engine& e) {
       j["copy_end_ms"] = cs.second;
     }
     const auto& rs = read_span[size_t(l.layer)];
-    if (rs.first >= 0) {
+    if (has_read[size_t(l.layer)]) {
       j["read_start_ms"] = rs.first;
       j["read_end_ms"] = rs.second;
       j["read_bytes"] = read_bytes[size_t(l.layer)];

@@ -18,7 +18,7 @@ Expected<int64_t> parse_size(const std::string& text, const std::string& option,
 
 Status storage_options(const std::string& weights_from, const std::string& host_budget, const std::string& zero_copy,
                        int read_depth, const std::string& read_block, const std::string& reader,
-                       const std::string& prepared, SessionOptions* opt) {
+                       const std::string& prepared, const std::string& prefetch_reads, SessionOptions* opt) {
   if (!parse_weights_from(weights_from, &opt->weights_from))
     return invalid_argument("--weights-from " + weights_from + ": expected host or storage");
   const bool storage = opt->weights_from == WeightsFrom::kStorage;
@@ -27,7 +27,8 @@ Status storage_options(const std::string& weights_from, const std::string& host_
                                                        {"--read-depth", read_depth != 8},
                                                        {"--read-block", read_block != "1MiB"},
                                                        {"--reader", reader != "auto"},
-                                                       {"--prepared", !prepared.empty()}};
+                                                       {"--prepared", !prepared.empty()},
+                                                       {"--prefetch-reads", prefetch_reads != "on"}};
   for (const auto& [name, given] : storage_only)
     if (given && !storage) return invalid_argument(std::string(name) + " applies to --weights-from storage only");
   DLR_ASSIGN_OR_RETURN(opt->host_budget, parse_size(host_budget, "--host-budget", true));
@@ -37,6 +38,9 @@ Status storage_options(const std::string& weights_from, const std::string& host_
   if (!parse_reader_kind(reader, &opt->reader))
     return invalid_argument("--reader " + reader + ": expected auto, uring or threads");
   opt->prepared_path = prepared;
+  if (prefetch_reads != "on" && prefetch_reads != "off")
+    return invalid_argument("--prefetch-reads " + prefetch_reads + ": expected on or off");
+  opt->prefetch_reads = prefetch_reads == "on";
   return Status();
 }
 

@@ -78,6 +78,7 @@ struct Args {
   int read_depth = 8;
   std::string read_block = "1MiB";
   std::string reader = "auto";
+  std::string prefetch_reads = "on";
   std::string prepared;
   bool cold = false;  // drop the prepared file from the page cache before each configuration
   bool cache = false;          // --cache: keep/reuse kernel times and cuDNN algorithm choices (as dlrun does)
@@ -238,7 +239,7 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
   DLR_RETURN_IF_ERROR(storage_options(c.from, storage ? a.host_budget : "min",
                                       storage && c.device == "cuda" ? c.zero : "auto", storage ? a.read_depth : 8,
                                       storage ? a.read_block : "1MiB", storage ? a.reader : "auto",
-                                      storage ? a.prepared : "", &opt));
+                                      storage ? a.prepared : "", storage ? a.prefetch_reads : "on", &opt));
   DLR_RETURN_IF_ERROR(validate_options(opt));
   return opt;
 }
@@ -396,6 +397,7 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                     {"page_cache_after", cache_after},
                     {"page_cache_growth", cache_after - cache_before},
                     {"inferences", a.warmup + a.iters},
+                    {"prefetch_reads", opt.prefetch_reads && rp.two_stage && c.device == "cpu"},
                     {"cold", a.cold}};
     if (sn.median > 0)
       j["storage"]["read_gbps_at_median"] = double(rp.read_bytes()) / (sn.median * 1e6);
@@ -1086,6 +1088,9 @@ int tool_main(int argc, char** argv) {
   app.add_option("--read-block", a.read_block, "storage: bytes per read request (multiple of 4 KiB)");
   app.add_option("--reader", a.reader, "storage: auto, uring or threads");
   app.add_option("--prepared", a.prepared, "storage: the prepared weight file (default: the user's cache)");
+  app.add_option("--prefetch-reads", a.prefetch_reads,
+                 "storage, cpu: on (default: read the next inference's first weights while one still computes) or off")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--cold", a.cold, "storage: drop the prepared file from the page cache after open");
   app.add_option("--layout", a.layouts, "auto,nchw,nhwc (comma-separated; cuda)");
   app.add_option("--iters", a.iters, "timed iterations (default 50)")->check(CLI::Range(1, 100000));

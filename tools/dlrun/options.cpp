@@ -166,6 +166,11 @@ void add_storage(CLI::App& app, Args* a) {
   app.add_option("--reader", a->reader, "storage: auto (io_uring where the kernel allows it), uring or threads (pread)")
       ->check(CLI::IsMember({"auto", "uring", "threads"}))
       ->group(g);
+  app.add_option("--prefetch-reads", a->prefetch_reads,
+                 "storage, cpu: on (default: once an inference's reads are done, read the next inference's first "
+                 "weights while it still computes, in the same staging) or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->group(g);
   app.add_option("--prepared", a->prepared,
                  "storage: the prepared weight file to read (made there on first use when missing; default: the "
                  "user's cache directory, $DLR_CACHE_DIR or ~/.cache/dlrun)")

@@ -61,6 +61,7 @@ struct Args {
   int read_depth = 8;
   std::string read_block = "1MiB";
   std::string reader = "auto";
+  std::string prefetch_reads = "on";
   std::string prepared;
   // ---- plan and reports ----
   bool print_plan = false;

@@ -70,7 +70,7 @@ Expected<SessionOptions> session_options(const Args& a) {
   opt.cache_kernel_times = !a.no_kernel_cache;
   opt.calibrate_copies = !a.no_calibrate;
   DLR_RETURN_IF_ERROR(storage_options(a.weights_from, a.host_budget, a.zero_copy, a.read_depth, a.read_block, a.reader,
-                                      a.prepared, &opt));
+                                      a.prepared, a.prefetch_reads, &opt));
   opt.profile_layers = !a.report.empty() || !a.trace.empty();
   opt.thresh = a.thresh;
   opt.nms = a.nms;
