@@ -17,7 +17,8 @@ std::string fmt_line(const char* f, const std::string& name, double mib, double 
 
 }  // namespace
 
-Expected<BudgetSplit> split_budget(const std::vector<ModelCurve>& models, int64_t weight_budget, int64_t quantum) {
+Expected<BudgetSplit> split_budget(const std::vector<ModelCurve>& models, int64_t weight_budget, int64_t quantum,
+                                   SplitObjective objective) {
   if (quantum <= 0) return invalid_argument("split_budget: quantum must be > 0");
   if (models.empty()) return BudgetSplit{};
   int64_t smallest = 0;
@@ -35,6 +36,42 @@ Expected<BudgetSplit> split_budget(const std::vector<ModelCurve>& models, int64_
     std::snprintf(buf, sizeof(buf), "the weight budget %.2f MiB is below the %.2f MiB the models need at least",
                   double(weight_budget) / 1048576.0, double(smallest) / 1048576.0);
     return out_of_memory(buf);
+  }
+  if (objective == SplitObjective::kMaxSlowdown) {
+    // The smallest slowdown s every model can meet at once: each model keeps only the
+    // candidates within s of its all-resident latency (the last point), the least s whose
+    // smallest such candidates fit; then the sum objective over those candidates.
+    std::vector<double> levels;
+    for (const ModelCurve& m : models)
+      for (double ms : m.predicted_ms) levels.push_back(ms / m.predicted_ms.back());
+    std::sort(levels.begin(), levels.end());
+    for (double level : levels) {
+      std::vector<ModelCurve> kept = models;
+      int64_t need = 0;
+      bool ok = true;
+      for (ModelCurve& m : kept) {
+        const double all = m.predicted_ms.back();
+        size_t first = 0;
+        while (first < m.predicted_ms.size() && m.predicted_ms[first] / all > level + 1e-12) ++first;
+        if (first == m.predicted_ms.size()) {
+          ok = false;
+          break;
+        }
+        m.budget_bytes.erase(m.budget_bytes.begin(), m.budget_bytes.begin() + long(first));
+        m.predicted_ms.erase(m.predicted_ms.begin(), m.predicted_ms.begin() + long(first));
+        need += (m.budget_bytes[0] + quantum - 1) / quantum * quantum;
+      }
+      if (!ok || need > weight_budget) continue;
+      Expected<BudgetSplit> r = split_budget(kept, weight_budget, quantum, SplitObjective::kSum);
+      if (!r.ok()) continue;
+      for (size_t i = 0; i < models.size(); ++i)  // choices index the full curves
+        r->choice[i] += int(models[i].budget_bytes.size() - kept[i].budget_bytes.size());
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "\nthe largest predicted slowdown: %.3f x (minimised first)", level);
+      r->how += buf;
+      return r;
+    }
+    // Unreachable when the smallest candidates fit (the largest level keeps them all).
   }
   // Capacity in quanta; candidates cost ceil(bytes / quantum) quanta, so every choice
   // the search accepts fits in bytes too.

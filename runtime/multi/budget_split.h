@@ -35,11 +35,18 @@ struct BudgetSplit {
   std::string how;                // one line per model
 };
 
+// What the split minimises.
+enum class SplitObjective : uint8_t {
+  kSum,         // sum(weight_i * ms_i): the device time of a round of the workload
+  kMaxSlowdown  // max(ms_i / all-resident ms_i): every model as close to its own preload as possible
+                // (ties, then the leftover bytes, go by kSum)
+};
+
 // Fails (naming the budget and the smallest sum) when even every model's smallest
 // candidate does not fit. quantum: byte granularity of the search (candidates are
 // rounded up to it for the sum), > 0.
 Expected<BudgetSplit> split_budget(const std::vector<ModelCurve>& models, int64_t weight_budget,
-                                   int64_t quantum = int64_t(1) << 20);
+                                   int64_t quantum = int64_t(1) << 20, SplitObjective objective = SplitObjective::kSum);
 
 // One model's curve: predicted latency at `points` budgets spread evenly from its
 // minimal ring pool (ring layout only; a model whose weights fit in less than the

@@ -137,7 +137,7 @@ Expected<BudgetSplit> Runtime::split(const ModelCurve* extra) {
       return out_of_memory(buf);
     }
   }
-  Expected<BudgetSplit> s = split_budget(curves, weight_budget);
+  Expected<BudgetSplit> s = split_budget(curves, weight_budget, int64_t(1) << 20, m_options.objective);
   if (!s.ok())
     return Status(s.status().code(), "runtime budget " + m_options.budget + ": " + s.status().message() +
                                          " (after " + std::to_string(int64_t(mib(fixed) + 0.5)) +

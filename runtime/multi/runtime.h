@@ -46,6 +46,9 @@ struct RuntimeOptions {
   std::string copy_profile = "auto";  // as SessionOptions::copy_profile
   bool prefetch_next = true;          // copy a model's next first weights while others run
   int curve_points = 24;              // candidate budgets per model in the joint plan (>= 2)
+  // What the joint plan minimises: the weighted sum of predicted latencies (default), or
+  // the largest predicted slowdown against each model's all-resident latency.
+  SplitObjective objective = SplitObjective::kSum;
 };
 
 class Runtime;

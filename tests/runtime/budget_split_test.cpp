@@ -81,6 +81,56 @@ TEST(BudgetSplit, IsTheExactOptimumWithinTheBudget) {
   }
 }
 
+TEST(BudgetSplit, MaxSlowdownIsTheLeastLargestRatio) {
+  std::mt19937_64 rng(21);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<ModelCurve> models;
+    const int n = 1 + int(rng() % 4);
+    for (int i = 0; i < n; ++i) {
+      const int k = 1 + int(rng() % 5);
+      std::vector<int64_t> b;
+      std::vector<double> ms(size_t(k));
+      int64_t at = 1 + int64_t(rng() % 20);
+      for (int j = 0; j < k; ++j) {
+        b.push_back(at);
+        at += 1 + int64_t(rng() % 30);
+      }
+      double t = 1 + double(rng() % 50) / 10;  // the last point: all resident, the fastest
+      for (int j = k - 1; j >= 0; --j) {
+        ms[size_t(j)] = t;
+        t += double(rng() % 30) / 10;
+      }
+      models.push_back(curve("m" + std::to_string(i), b, ms));
+    }
+    const int64_t budget = int64_t(rng() % 200) * kMiB;
+    double best = -1;
+    std::function<void(int, int64_t, double)> walk = [&](int i, int64_t used, double worst) {
+      if (used > budget) return;
+      if (i == n) {
+        if (best < 0 || worst < best) best = worst;
+        return;
+      }
+      const ModelCurve& m = models[size_t(i)];
+      for (size_t k = 0; k < m.budget_bytes.size(); ++k)
+        walk(i + 1, used + m.budget_bytes[k], std::max(worst, m.predicted_ms[k] / m.predicted_ms.back()));
+    };
+    walk(0, 0, 0);
+    const Expected<BudgetSplit> s = split_budget(models, budget, kMiB, SplitObjective::kMaxSlowdown);
+    if (best < 0) {
+      EXPECT_FALSE(s.ok()) << "trial " << trial;
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << "trial " << trial << ": " << s.status().to_string();
+    double worst = 0;
+    for (size_t i = 0; i < models.size(); ++i) {
+      ASSERT_EQ(s->bytes[i], models[i].budget_bytes[size_t(s->choice[i])]) << "trial " << trial;
+      worst = std::max(worst, models[i].predicted_ms[size_t(s->choice[i])] / models[i].predicted_ms.back());
+    }
+    EXPECT_NEAR(worst, best, 1e-9) << "trial " << trial;
+    EXPECT_LE(s->total_bytes, budget);
+  }
+}
+
 TEST(BudgetSplit, HeavierModelGetsTheBytes) {
   const ModelCurve a = curve("a", {10, 50}, {3.0, 2.0}, 1);
   const ModelCurve b = curve("b", {10, 50}, {3.0, 2.0}, 5);

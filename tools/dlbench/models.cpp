@@ -251,6 +251,11 @@ int run_models_bench(const ModelsBenchArgs& a) {
     ro.device = base.device;
     ro.copy_profile = a.copy_profile;
     ro.prefetch_next = !a.no_prefetch;
+    if (a.split == "max-slowdown") {
+      ro.objective = SplitObjective::kMaxSlowdown;
+    } else if (a.split != "sum") {
+      return fail("dlbench", invalid_argument("--split " + a.split + ": expected sum or max-slowdown"));
+    }
     std::string budget = budget_text;
     if (!budget.empty() && budget.back() == '%') {
       char* end = nullptr;
@@ -284,6 +289,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
       }
     nlohmann::json run;
     run["budget"] = budget_text;
+    run["split"] = a.split;
     run["budget_bytes"] = (*rt)->budget_bytes();
     run["open_s"] = open_s;
     run["memory"] = {{"total", mem.total()}, {"arena", mem.arena}, {"workspace", mem.workspace},

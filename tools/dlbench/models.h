@@ -16,6 +16,7 @@ struct ModelsBenchArgs {
   std::string budgets = "40%";
   std::string copy_profile = "auto";
   bool no_prefetch = false;
+  std::string split = "sum";  // the joint plan's objective: sum or max-slowdown
   int iters = 50;      // timed round-robin rounds
   int warmup = 10;
   int concurrent_iters = 0;  // > 0: one thread per model, this many detect() calls each
