@@ -121,7 +121,10 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
     print_timing("first open", first.timing);
     ASSERT_GT(e1.convs, 0);
     EXPECT_EQ(e1.algo_cache, "absent");
-    EXPECT_EQ(e1.convs_queried, e1.convs);
+    // Layers of one configuration share a query (the process-wide cache of CudnnConv):
+    // measured on the H100, 37 of yolo-fastest's 84 fp16 convs were queried, 47 shared.
+    EXPECT_GT(e1.convs_queried, 0);
+    EXPECT_EQ(e1.convs_queried + e1.convs_cached, e1.convs);
     ASSERT_FALSE(e1.algo_cache_path.empty());
     ASSERT_TRUE(std::filesystem::exists(e1.algo_cache_path));
 
@@ -139,7 +142,8 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
     { std::ofstream(e1.algo_cache_path) << "{\"format\": 1, \"key\": "; }
     const Opened third = open_and_run(cfg, weights, o);
     EXPECT_EQ(third.timing.engine.algo_cache.rfind("ignored: ", 0), 0u) << third.timing.engine.algo_cache;
-    EXPECT_EQ(third.timing.engine.convs_queried, third.timing.engine.convs);
+    EXPECT_GT(third.timing.engine.convs_queried, 0);
+    EXPECT_EQ(third.timing.engine.convs_queried + third.timing.engine.convs_cached, third.timing.engine.convs);
     expect_identical(first, third);
     EXPECT_EQ(open_and_run(cfg, weights, o).timing.engine.algo_cache, "hit");
 
@@ -164,7 +168,8 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
     const Opened none = open_and_run(cfg, weights, off);
     EXPECT_EQ(none.timing.engine.algo_cache, "off");
     EXPECT_TRUE(none.timing.engine.algo_cache_path.empty());
-    EXPECT_EQ(none.timing.engine.convs_queried, none.timing.engine.convs);
+    EXPECT_GT(none.timing.engine.convs_queried, 0);
+    EXPECT_EQ(none.timing.engine.convs_queried + none.timing.engine.convs_cached, none.timing.engine.convs);
   }
 }
 
