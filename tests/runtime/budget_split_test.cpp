@@ -89,7 +89,7 @@ TEST(BudgetSplit, MaxSlowdownIsTheLeastLargestRatio) {
     for (int i = 0; i < n; ++i) {
       const int k = 1 + int(rng() % 5);
       std::vector<int64_t> b;
-      std::vector<double> ms(size_t(k));
+      std::vector<double> ms(static_cast<size_t>(k), 0.0);
       int64_t at = 1 + int64_t(rng() % 20);
       for (int j = 0; j < k; ++j) {
         b.push_back(at);
