@@ -142,7 +142,7 @@ TEST(DlbenchCli, BadOptionValuesFailBeforeTheCfgIsRead) {
 
 TEST(DlbenchCli, StartupReport) {
   EXPECT_EQ(run_tool("dlbench").code, 2);
-  EXPECT_EQ(run_tool("dlbench").err, "dlbench: give the cfg file\n");
+  EXPECT_EQ(run_tool("dlbench").err, "dlbench: give a cfg (or --models, or --startup-floor)\n");
   // --startup-floor needs no cfg; without a CUDA backend (or a GPU) it is one line.
   Result r = run_tool("dlbench --startup-floor");
 #ifndef DLR_HAVE_CUDA
