@@ -14,6 +14,7 @@
 #include "runtime/multi/runtime.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
+#include "tests/common/session_fixtures.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -51,47 +52,6 @@ SessionOptions fp16(int size) {
   return o;
 }
 
-std::vector<std::vector<float>> heads(Session& s, const std::vector<float>& input) {
-  Engine& e = s.engine();
-  EXPECT_TRUE(e.set_input(input.data(), 1).ok());
-  const Status st = e.run();
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  std::vector<std::vector<float>> out;
-  for (int y : s.plan().output_layers) {
-    const int64_t n = s.plan().steps[size_t(y)].out.count();
-    out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
-  }
-  return out;
-}
-
-bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4) != 0) return false;
-  return true;
-}
-
-bool same(const std::vector<Detection>& a, const std::vector<Detection>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i].box, &b[i].box, sizeof(Box)) != 0 || a[i].class_id != b[i].class_id ||
-        a[i].prob != b[i].prob)
-      return false;
-  return true;
-}
-
-ImageU8 test_image(std::vector<uint8_t>* pixels, int seed) {
-  const int w = 160, h = 120;
-  pixels->resize(size_t(w) * h * 3);
-  for (size_t i = 0; i < pixels->size(); ++i) (*pixels)[i] = uint8_t((i * 37 + i / 7 + size_t(seed) * 13) & 0xFF);
-  ImageU8 img;
-  img.data = pixels->data();
-  img.width = w;
-  img.height = h;
-  img.row_stride = w * 3;
-  return img;
-}
-
 int64_t device_bytes(const MemoryReport& m) { return m.weights + m.activations + m.workspace; }
 
 struct Reference {
@@ -107,7 +67,7 @@ Reference preload_reference(const std::vector<Model>& models) {
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     if (!s.ok()) return r;
     r.inputs.push_back(test::random_input(1, 3, models[i].size, models[i].size, uint32_t(i + 1)));
-    r.heads.push_back(heads(**s, r.inputs.back()));
+    r.heads.push_back(test::network_heads(**s, r.inputs.back()));
     r.separate_bytes += device_bytes((*s)->engine().memory());
   }
   return r;
@@ -143,7 +103,7 @@ TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
   // Round robin: the first round copies everything; later ones find their first units prefetched.
   for (int round = 0; round < 3; ++round)
     for (size_t i = 0; i < ms.size(); ++i)
-      EXPECT_TRUE(same_bits(heads(ms[i]->session(), ref.inputs[i]), ref.heads[i]))
+      EXPECT_TRUE(test::same_bits(test::network_heads(ms[i]->session(), ref.inputs[i]), ref.heads[i]))
           << models[i].name << " round " << round;
   EXPECT_LE((*rt)->memory().total(), (*rt)->budget_bytes());
 }
@@ -169,7 +129,7 @@ TEST(RuntimeGpu, DISABLED_FourThreadsGiveSingleRunDetectionsWithoutMemoryGrowth)
   std::cout << "opened: " << (*rt)->memory().to_text() << std::endl;
   std::vector<std::vector<uint8_t>> pixels(3);
   std::vector<ImageU8> images;
-  for (int i = 0; i < 3; ++i) images.push_back(test_image(&pixels[size_t(i)], i));
+  for (int i = 0; i < 3; ++i) images.push_back(test::pattern_image(&pixels[size_t(i)], 160, 120, i));
   std::vector<std::vector<std::vector<Detection>>> single(ms.size());
   for (size_t m = 0; m < ms.size(); ++m)
     for (const ImageU8& img : images) {
@@ -189,7 +149,7 @@ TEST(RuntimeGpu, DISABLED_FourThreadsGiveSingleRunDetectionsWithoutMemoryGrowth)
         const size_t k = size_t(t * 7 + i) % images.size();
         auto d = ms[m]->detect(images[k]);
         if (!d.ok()) ++failures;
-        else if (!same(*d, single[m][k])) ++mismatches;
+        else if (!test::same_detections(*d, single[m][k])) ++mismatches;
       }
     });
   for (std::thread& th : threads) th.join();
@@ -216,13 +176,13 @@ TEST(RuntimeGpu, ClosingAModelGivesItsShareToTheOthers) {
   const int64_t shared = (*a)->session().weight_budget_bytes();
   EXPECT_LE(shared, alone);
   EXPECT_LE((*rt)->memory().total(), (*rt)->budget_bytes());
-  EXPECT_TRUE(same_bits(heads((*a)->session(), ref.inputs[0]), ref.heads[0]));
-  EXPECT_TRUE(same_bits(heads((*b)->session(), ref.inputs[1]), ref.heads[1]));
+  EXPECT_TRUE(test::same_bits(test::network_heads((*a)->session(), ref.inputs[0]), ref.heads[0]));
+  EXPECT_TRUE(test::same_bits(test::network_heads((*b)->session(), ref.inputs[1]), ref.heads[1]));
   const int64_t total_two = (*rt)->memory().total();
   b->reset();
   EXPECT_EQ((*a)->session().weight_budget_bytes(), alone);
   EXPECT_LT((*rt)->memory().total(), total_two);
-  EXPECT_TRUE(same_bits(heads((*a)->session(), ref.inputs[0]), ref.heads[0]));
+  EXPECT_TRUE(test::same_bits(test::network_heads((*a)->session(), ref.inputs[0]), ref.heads[0]));
   // A budget nothing fits: refused with one line, the open model untouched.
   RuntimeOptions tiny_budget;
   tiny_budget.budget = "4MiB";
@@ -266,16 +226,16 @@ TEST(RuntimeGpu, ResidentModelMatchesPreloadAloneAndAfterAnother) {
     o.weight_budget = WeightBudget::all();
     auto s = Session::open(v3.cfg, v3.weights, o);
     ASSERT_TRUE(s.ok());
-    const auto got = heads(**s, ref.inputs[1]);
-    EXPECT_TRUE(same_bits(got, ref.heads[1])) << "stream all alone: " << diff_text(got, ref.heads[1]);
+    const auto got = test::network_heads(**s, ref.inputs[1]);
+    EXPECT_TRUE(test::same_bits(got, ref.heads[1])) << "stream all alone: " << diff_text(got, ref.heads[1]);
   }
   {
     auto rt = Runtime::create(RuntimeOptions{});
     ASSERT_TRUE(rt.ok());
     auto b = (*rt)->open(v3.cfg, v3.weights, fp16(v3.size));
     ASSERT_TRUE(b.ok());
-    const auto got = heads((*b)->session(), ref.inputs[1]);
-    EXPECT_TRUE(same_bits(got, ref.heads[1])) << "runtime alone: " << diff_text(got, ref.heads[1]);
+    const auto got = test::network_heads((*b)->session(), ref.inputs[1]);
+    EXPECT_TRUE(test::same_bits(got, ref.heads[1])) << "runtime alone: " << diff_text(got, ref.heads[1]);
   }
   {
     auto rt = Runtime::create(RuntimeOptions{});
@@ -284,11 +244,11 @@ TEST(RuntimeGpu, ResidentModelMatchesPreloadAloneAndAfterAnother) {
     ASSERT_TRUE(a.ok());
     auto b = (*rt)->open(v3.cfg, v3.weights, fp16(v3.size));
     ASSERT_TRUE(b.ok());
-    const auto first = heads((*b)->session(), ref.inputs[1]);
-    EXPECT_TRUE(same_bits(first, ref.heads[1])) << "runtime second, first run: " << diff_text(first, ref.heads[1]);
-    (void)heads((*a)->session(), ref.inputs[0]);
-    const auto after = heads((*b)->session(), ref.inputs[1]);
-    EXPECT_TRUE(same_bits(after, ref.heads[1])) << "runtime second, after the other: " << diff_text(after, ref.heads[1]);
+    const auto first = test::network_heads((*b)->session(), ref.inputs[1]);
+    EXPECT_TRUE(test::same_bits(first, ref.heads[1])) << "runtime second, first run: " << diff_text(first, ref.heads[1]);
+    (void)test::network_heads((*a)->session(), ref.inputs[0]);
+    const auto after = test::network_heads((*b)->session(), ref.inputs[1]);
+    EXPECT_TRUE(test::same_bits(after, ref.heads[1])) << "runtime second, after the other: " << diff_text(after, ref.heads[1]);
   }
 }
 
@@ -308,7 +268,7 @@ TEST(StreamPrefetch, NextInferenceFirstUnitsCopiedAheadStayBitIdentical) {
     ASSERT_GT((*s)->model().stream.prefetch_units(), 0);
     ASSERT_LT((*s)->model().stream.prefetch_units(), int((*s)->model().stream.units.size()));
     for (int rep = 0; rep < 4; ++rep)
-      EXPECT_TRUE(same_bits(heads(**s, ref.inputs[0]), ref.heads[0])) << "graph " << graph << " rep " << rep;
+      EXPECT_TRUE(test::same_bits(test::network_heads(**s, ref.inputs[0]), ref.heads[0])) << "graph " << graph << " rep " << rep;
     if (!graph) {  // the profiled run records only the copies it made itself
       const auto copies = (*s)->engine().copy_timings();
       EXPECT_EQ(int(copies.size()),

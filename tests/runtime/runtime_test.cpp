@@ -12,6 +12,7 @@
 #include "runtime/multi/runtime.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
+#include "tests/common/session_fixtures.h"
 #include "tests/common/test_paths.h"
 
 namespace dlr {
@@ -38,40 +39,6 @@ SessionOptions small(int size) {
   return o;
 }
 
-std::vector<std::vector<float>> heads(Session& s, const std::vector<float>& input) {
-  Engine& e = s.engine();
-  EXPECT_TRUE(e.set_input(input.data(), 1).ok());
-  const Status st = e.run();
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  std::vector<std::vector<float>> out;
-  for (int y : s.network().output_layers()) {
-    const int64_t n = s.plan().steps[size_t(y)].out.count();
-    out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
-  }
-  return out;
-}
-
-ImageU8 test_image(std::vector<uint8_t>* pixels, int seed) {
-  const int w = 120, h = 90;
-  pixels->resize(size_t(w) * h * 3);
-  for (size_t i = 0; i < pixels->size(); ++i) (*pixels)[i] = uint8_t((i * 37 + i / 7 + size_t(seed) * 11) & 0xFF);
-  ImageU8 img;
-  img.data = pixels->data();
-  img.width = w;
-  img.height = h;
-  img.row_stride = w * 3;
-  return img;
-}
-
-bool same(const std::vector<Detection>& a, const std::vector<Detection>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].box.x != b[i].box.x || a[i].box.y != b[i].box.y || a[i].box.w != b[i].box.w ||
-        a[i].box.h != b[i].box.h || a[i].class_id != b[i].class_id || a[i].prob != b[i].prob)
-      return false;
-  return true;
-}
-
 RuntimeOptions cpu_runtime(const std::string& budget = "all") {
   RuntimeOptions o;
   o.device = DeviceKind::kCPU;
@@ -87,7 +54,7 @@ TEST(RuntimeCpu, ModelsMatchTheirOwnSessionsBitForBit) {
   auto sa = Session::open(fastest.cfg, fastest.weights, small(160));
   auto sb = Session::open(tiny.cfg, tiny.weights, small(128));
   ASSERT_TRUE(sa.ok() && sb.ok());
-  const auto ref_a = heads(**sa, in_a), ref_b = heads(**sb, in_b);
+  const auto ref_a = test::network_heads(**sa, in_a), ref_b = test::network_heads(**sb, in_b);
   const int64_t arena_a = (*sa)->plan().arena_bytes, arena_b = (*sb)->plan().arena_bytes;
 
   auto rt = Runtime::create(cpu_runtime());
@@ -97,8 +64,8 @@ TEST(RuntimeCpu, ModelsMatchTheirOwnSessionsBitForBit) {
   auto b = (*rt)->open(tiny.cfg, tiny.weights, small(128));
   ASSERT_TRUE(b.ok()) << b.status().to_string();
   for (int rep = 0; rep < 2; ++rep) {  // interleaved: each run overwrites the other's activations
-    EXPECT_EQ(heads((*a)->session(), in_a), ref_a);
-    EXPECT_EQ(heads((*b)->session(), in_b), ref_b);
+    EXPECT_EQ(test::network_heads((*a)->session(), in_a), ref_a);
+    EXPECT_EQ(test::network_heads((*b)->session(), in_b), ref_b);
   }
   const RuntimeMemory m = (*rt)->memory();
   EXPECT_EQ(m.arena, (std::max(arena_a, arena_b) + 255) / 256 * 256);
@@ -114,9 +81,9 @@ TEST(RuntimeCpu, ModelsMatchTheirOwnSessionsBitForBit) {
   (a_larger ? a : b)->reset();
   EXPECT_EQ((*rt)->memory().arena, (std::min(arena_a, arena_b) + 255) / 256 * 256);
   if (a_larger)
-    EXPECT_EQ(heads((*b)->session(), in_b), ref_b);
+    EXPECT_EQ(test::network_heads((*b)->session(), in_b), ref_b);
   else
-    EXPECT_EQ(heads((*a)->session(), in_a), ref_a);
+    EXPECT_EQ(test::network_heads((*a)->session(), in_a), ref_a);
 }
 
 TEST(RuntimeCpu, ThreadsOnSeveralModelsGiveTheSingleRunDetections) {
@@ -132,7 +99,7 @@ TEST(RuntimeCpu, ThreadsOnSeveralModelsGiveTheSingleRunDetections) {
   }
   std::vector<std::vector<uint8_t>> pixels(3);
   std::vector<ImageU8> images;
-  for (int i = 0; i < 3; ++i) images.push_back(test_image(&pixels[size_t(i)], i));
+  for (int i = 0; i < 3; ++i) images.push_back(test::pattern_image(&pixels[size_t(i)], 120, 90, i));
   std::vector<std::vector<std::vector<Detection>>> ref(ms.size());  // [model][image]
   for (size_t m = 0; m < ms.size(); ++m)
     for (const ImageU8& img : images) {
@@ -149,7 +116,7 @@ TEST(RuntimeCpu, ThreadsOnSeveralModelsGiveTheSingleRunDetections) {
         const size_t k = size_t(t * 7 + i) % images.size();
         auto d = ms[m]->detect(images[k]);
         if (!d.ok()) ++failures;
-        else if (!same(*d, ref[m][k])) ++mismatches;
+        else if (!test::same_detections(*d, ref[m][k])) ++mismatches;
       }
     });
   for (std::thread& th : threads) th.join();
