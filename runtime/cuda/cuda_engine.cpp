@@ -477,9 +477,6 @@ Status CudaEngine::prefetch(Engine* after) {
   if (n == 0 || m_prefetched || m_weights_deferred || !m_host) return Status();
   cudaStream_t cs = m_stream.get();
   cudaStream_t ps = m_copy_stream.get();
-  if (!m_prefetch_done) {
-    DLR_ASSIGN_OR_RETURN(m_prefetch_done, cuda::make_event(false));
-  }
   // After whatever the compute stream still holds (a failed run may have left work that
   // reads the pool); normally that is nothing, run() having synchronised.
   DLR_CUDA_CHECK(cudaEventRecord(m_fork.get(), cs));

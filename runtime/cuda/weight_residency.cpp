@@ -46,6 +46,7 @@ Status CudaEngine::setup_stream_weights(WeightSource& source) {
   // Streams and ordering events exist once; the placement below may be set up again by replan().
   if (!m_copy_stream) {
     DLR_ASSIGN_OR_RETURN(m_copies_end, cuda::make_event(false));
+    DLR_ASSIGN_OR_RETURN(m_prefetch_done, cuda::make_event(false));  // at open: prefetch() runs inside inferences
     DLR_ASSIGN_OR_RETURN(m_copy_stream, cuda::make_stream());
     DLR_ASSIGN_OR_RETURN(m_fork, cuda::make_event(false));
     DLR_ASSIGN_OR_RETURN(m_join, cuda::make_event(false));

@@ -98,8 +98,8 @@ Status Runtime::fit_shared_memory(Engine* extra) {
 }
 
 Status Runtime::launched(Engine& engine) {
-  // Called from inside a run (the run lock is held; every other engine is idle). During
-  // open (measurements, warm-up) the members are idle too; the pending engine is skipped.
+  // Called from inside a run (the run lock is held; every other engine is idle); the
+  // engine being opened is not a member yet.
   for (Member& m : m_members) {
     Engine& other = m.model->session().engine();
     if (&other == &engine) continue;
@@ -109,10 +109,7 @@ Status Runtime::launched(Engine& engine) {
   return Status();
 }
 
-Status Runtime::attach(Engine& engine) {
-  m_pending = &engine;
-  return fit_shared_memory(&engine);
-}
+Status Runtime::attach(Engine& engine) { return fit_shared_memory(&engine); }
 
 Expected<BudgetSplit> Runtime::split(const ModelCurve* extra) {
   std::vector<ModelCurve> curves;
@@ -192,12 +189,10 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
   }
   options.shared_memory = true;
   const std::lock_guard<std::mutex> lock(m_mutex);
-  m_pending = nullptr;
   m_pending_name = base_name(cfg_path);
   m_pending_curve = ModelCurve();
   m_pending_weight = weight;
   Expected<std::unique_ptr<Session>> session = Session::open_hosted(cfg_path, weights_path, options, this);
-  m_pending = nullptr;
   if (!session.ok()) {
     // Give back what the failed open grew, and what the others gave up for it.
     const Status refit = fit_shared_memory(nullptr);

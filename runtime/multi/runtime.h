@@ -153,7 +153,6 @@ class Runtime final : public SessionHost {
   int64_t m_budget = 0;  // 0: none
   std::unique_ptr<SharedMemory> m_shared;
   std::vector<Member> m_members;
-  Engine* m_pending = nullptr;  // the engine of the model being opened
   std::string m_pending_name;
   ModelCurve m_pending_curve;
   double m_pending_weight = 1;

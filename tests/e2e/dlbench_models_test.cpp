@@ -75,6 +75,12 @@ TEST(DlbenchModels, UsageErrors) {
   r = run_tool("dlbench --device cpu --models " + models + " --runtime-budget 120%");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("120%"), std::string::npos) << r.err;
+  r = run_tool("dlbench --device cpu --models " + models + " --split fastest");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--split fastest: expected sum or max-slowdown"), std::string::npos) << r.err;
+  r = run_tool("dlbench --device gpu --models " + models);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--device must be cpu or cuda"), std::string::npos) << r.err;
   r = run_tool("dlbench some.cfg --models " + models);
   EXPECT_EQ(r.code, 2) << r.err;
 }

@@ -29,29 +29,38 @@ ModelCurve curve(const std::string& name, std::vector<int64_t> mib, std::vector<
   return c;
 }
 
+// 1-4 models, each with 1-5 increasing budgets whose latency falls to the last point
+// (all resident, the fastest), and a weight from 0.5 to 3.5.
+std::vector<ModelCurve> random_curves(std::mt19937_64* rng) {
+  std::vector<ModelCurve> models;
+  const int n = 1 + int((*rng)() % 4);
+  for (int i = 0; i < n; ++i) {
+    const int k = 1 + int((*rng)() % 5);
+    std::vector<int64_t> b;
+    std::vector<double> ms(static_cast<size_t>(k), 0.0);
+    int64_t at = 1 + int64_t((*rng)() % 20);
+    for (int j = 0; j < k; ++j) {
+      b.push_back(at);
+      at += 1 + int64_t((*rng)() % 30);
+    }
+    double t = 1 + double((*rng)() % 50) / 10;
+    for (int j = k - 1; j >= 0; --j) {
+      ms[size_t(j)] = t;
+      t += double((*rng)() % 30) / 10;
+    }
+    models.push_back(curve("m" + std::to_string(i), b, ms, 0.5 + double((*rng)() % 4)));
+  }
+  return models;
+}
+
 TEST(BudgetSplit, IsTheExactOptimumWithinTheBudget) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
-    std::vector<ModelCurve> models;
-    const int n = 1 + int(rng() % 4);
-    for (int i = 0; i < n; ++i) {
-      const int k = 1 + int(rng() % 5);
-      std::vector<int64_t> b;
-      std::vector<double> ms;
-      int64_t at = 1 + int64_t(rng() % 20);
-      double t = 5 + double(rng() % 100) / 10;
-      for (int j = 0; j < k; ++j) {
-        b.push_back(at);
-        ms.push_back(t);
-        at += 1 + int64_t(rng() % 30);
-        t = std::max(0.5, t - double(rng() % 30) / 10);
-      }
-      models.push_back(curve("m" + std::to_string(i), b, ms, 0.5 + double(rng() % 4)));
-    }
+    const std::vector<ModelCurve> models = random_curves(&rng);
+    const int n = int(models.size());
     const int64_t budget = int64_t(rng() % 200) * kMiB;
     // Brute force over every combination.
     double best = -1;
-    std::vector<int> pick(size_t(n), 0);
     std::function<void(int, int64_t, double)> walk = [&](int i, int64_t used, double cost) {
       if (used > budget) return;
       if (i == n) {
@@ -84,24 +93,8 @@ TEST(BudgetSplit, IsTheExactOptimumWithinTheBudget) {
 TEST(BudgetSplit, MaxSlowdownIsTheLeastLargestRatio) {
   std::mt19937_64 rng(21);
   for (int trial = 0; trial < 200; ++trial) {
-    std::vector<ModelCurve> models;
-    const int n = 1 + int(rng() % 4);
-    for (int i = 0; i < n; ++i) {
-      const int k = 1 + int(rng() % 5);
-      std::vector<int64_t> b;
-      std::vector<double> ms(static_cast<size_t>(k), 0.0);
-      int64_t at = 1 + int64_t(rng() % 20);
-      for (int j = 0; j < k; ++j) {
-        b.push_back(at);
-        at += 1 + int64_t(rng() % 30);
-      }
-      double t = 1 + double(rng() % 50) / 10;  // the last point: all resident, the fastest
-      for (int j = k - 1; j >= 0; --j) {
-        ms[size_t(j)] = t;
-        t += double(rng() % 30) / 10;
-      }
-      models.push_back(curve("m" + std::to_string(i), b, ms));
-    }
+    const std::vector<ModelCurve> models = random_curves(&rng);
+    const int n = int(models.size());
     const int64_t budget = int64_t(rng() % 200) * kMiB;
     double best = -1;
     std::function<void(int, int64_t, double)> walk = [&](int i, int64_t used, double worst) {

@@ -148,8 +148,19 @@ TEST(RuntimeCpu, MisuseIsRefusedWithAClearError) {
   auto r = Runtime::create(bad);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("40%"), std::string::npos) << r.status().message();
-  EXPECT_FALSE(Runtime::create(cpu_runtime("auto")).ok());
-  EXPECT_FALSE(Runtime::create(cpu_runtime("lots")).ok());
+  auto bad_auto = Runtime::create(cpu_runtime("auto"));
+  ASSERT_FALSE(bad_auto.ok());
+  EXPECT_NE(bad_auto.status().message().find("runtime budget \"auto\": expected all, NN% or a size"),
+            std::string::npos)
+      << bad_auto.status().message();
+  auto bad_text = Runtime::create(cpu_runtime("lots"));
+  ASSERT_FALSE(bad_text.ok());
+  EXPECT_NE(bad_text.status().message().find("lots"), std::string::npos) << bad_text.status().message();
+  RuntimeOptions few = cpu_runtime();
+  few.curve_points = 1;
+  auto bad_points = Runtime::create(few);
+  ASSERT_FALSE(bad_points.ok());
+  EXPECT_NE(bad_points.status().message().find("curve points must be >= 2"), std::string::npos);
   auto rt = Runtime::create(cpu_runtime());
   ASSERT_TRUE(rt.ok());
   SessionOptions gpu = small(160);
@@ -157,7 +168,10 @@ TEST(RuntimeCpu, MisuseIsRefusedWithAClearError) {
   auto g = (*rt)->open(fastest.cfg, fastest.weights, gpu);
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("runtime on cpu"), std::string::npos) << g.status().message();
-  EXPECT_FALSE((*rt)->open(fastest.cfg, fastest.weights, small(160), 0.0).ok());
+  auto zero = (*rt)->open(fastest.cfg, fastest.weights, small(160), 0.0);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("a model's weight must be > 0"), std::string::npos)
+      << zero.status().message();
   auto missing = (*rt)->open(fastest.cfg, "/nonexistent.weights", small(160));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("/nonexistent.weights"), std::string::npos);

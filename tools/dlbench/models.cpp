@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -150,6 +151,22 @@ int run_models_bench(const ModelsBenchArgs& a) {
   auto specs_or = parse_specs(a.models);
   if (!specs_or.ok()) return fail("dlbench", specs_or.status());
   std::vector<Spec> specs = *specs_or;
+  // Every option checked before any work: the split, and the budgets' percentages.
+  SplitObjective objective = SplitObjective::kSum;
+  if (a.split == "max-slowdown") {
+    objective = SplitObjective::kMaxSlowdown;
+  } else if (a.split != "sum") {
+    return fail("dlbench", invalid_argument("--split " + a.split + ": expected sum or max-slowdown"));
+  }
+  std::map<std::string, double> percents;  // "NN%" budgets -> NN (of the separate sessions' memory)
+  for (const std::string& budget : split(a.budgets, ',')) {
+    if (budget.empty() || budget.back() != '%') continue;
+    char* end = nullptr;
+    const double p = std::strtod(budget.c_str(), &end);
+    if (end != budget.c_str() + budget.size() - 1 || !(p > 0) || p > 100)
+      return fail("dlbench", invalid_argument("--runtime-budget " + budget + ": expected NN% in (0, 100]"));
+    percents[budget] = p;
+  }
   SessionOptions base;
   if (a.device == "cpu") {
     base.device = DeviceKind::kCPU;
@@ -251,20 +268,9 @@ int run_models_bench(const ModelsBenchArgs& a) {
     ro.device = base.device;
     ro.copy_profile = a.copy_profile;
     ro.prefetch_next = !a.no_prefetch;
-    if (a.split == "max-slowdown") {
-      ro.objective = SplitObjective::kMaxSlowdown;
-    } else if (a.split != "sum") {
-      return fail("dlbench", invalid_argument("--split " + a.split + ": expected sum or max-slowdown"));
-    }
-    std::string budget = budget_text;
-    if (!budget.empty() && budget.back() == '%') {
-      char* end = nullptr;
-      const double p = std::strtod(budget.c_str(), &end);
-      if (end != budget.c_str() + budget.size() - 1 || !(p > 0) || p > 100)
-        return fail("dlbench", invalid_argument("--runtime-budget " + budget + ": expected NN% in (0, 100]"));
-      budget = std::to_string(int64_t(double(separate) * p / 100.0));
-    }
-    ro.budget = budget;
+    ro.objective = objective;
+    const double p = percents[budget_text];
+    ro.budget = p > 0 ? std::to_string(int64_t(double(separate) * p / 100.0)) : budget_text;
     const HostMemory host_before = host_memory();
     auto rt = Runtime::create(ro);
     if (!rt.ok()) return fail("dlbench", rt.status());
