@@ -214,24 +214,29 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
   member.curve = m_pending_curve;
   member.curve.weight = weight;
   m_members.push_back(member);
-  // The budget check covers models that do not stream (the CPU backend) too.
-  const int64_t used = memory_locked().total();
-  if (m_budget > 0 && used > m_budget) {
+  // Takes the new model out again (this lock is held: its destructor must not close it).
+  auto refuse = [&](Status why) {
     m_members.pop_back();
     model->m_runtime = nullptr;
     model.reset();
     const Status refit = fit_shared_memory(nullptr);
     if (!refit.ok()) DLR_LOG_ERROR("runtime: after a refused open: {}", refit.message());
+    return why;
+  };
+  // The budget check covers models that do not stream (the CPU backend) too.
+  const int64_t used = memory_locked().total();
+  if (m_budget > 0 && used > m_budget) {
     char buf[200];
     std::snprintf(buf, sizeof(buf), "runtime budget %s: %.2f MiB would be in use with %s (budget %.2f MiB)",
                   m_options.budget.c_str(), mib(used), m_pending_name.c_str(), mib(m_budget));
-    return out_of_memory(buf);
+    return refuse(out_of_memory(buf));
   }
   // The new weight decides the split too: plan again with it and grow the others.
   Expected<BudgetSplit> s = split(nullptr);
   if (s.ok()) {
-    DLR_RETURN_IF_ERROR(apply(*s, true));
-    DLR_RETURN_IF_ERROR(apply(*s, false));
+    Status moved = apply(*s, true);
+    if (moved.ok()) moved = apply(*s, false);
+    if (!moved.ok()) return refuse(moved);
   }
   DLR_LOG_INFO("runtime: opened {}; {}", model->m_name, memory_locked().to_text());
   return model;
