@@ -160,8 +160,10 @@ class Engine {
   // compute tail); nullptr: at once. Without a launch hook, run() itself prefetches for
   // the next inference when it ends. Thread: as run(); `after` is not running run().
   virtual Status prefetch(Engine* after = nullptr) { return Status(); }
+  // A prefetch has been enqueued that the next run() will use.
+  virtual bool prefetch_pending() const { return false; }
   // Called by run() right after the inference is launched, before it waits for the
-  // result (a Runtime prefetches the other models' first weights there). Replaces the
+  // result (a Runtime prefetches the next model's first weights there). Replaces the
   // prefetch at the end of run(). Set at open; empty: none.
   using LaunchHook = std::function<Status(Engine& launched)>;
   void set_launch_hook(LaunchHook hook) { m_launch_hook = std::move(hook); }

@@ -330,7 +330,11 @@ Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageV
     // A Runtime's models share memory: one inference at a time on the runtime (outputs
     // of the CPU engine live in the shared arena, so post-processing is inside too).
     std::unique_lock<std::mutex> runtime_lock;
-    if (m_host) runtime_lock = std::unique_lock<std::mutex>(m_host->run_mutex());
+    if (m_host) {
+      m_host->queued(*m_engine, true);
+      runtime_lock = std::unique_lock<std::mutex>(m_host->run_mutex());
+      m_host->queued(*m_engine, false);
+    }
     const bool choose = m_options.threads == 0;
     const int picked = choose ? m_threads.pick() : m_options.threads;
     const auto t0 = std::chrono::steady_clock::now();

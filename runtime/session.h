@@ -53,8 +53,12 @@ class SessionHost {
   // Held around each inference of every session of the runtime (they share memory).
   virtual std::mutex& run_mutex() = 0;
   // An engine of the runtime has just launched an inference (Engine::set_launch_hook):
-  // the other models' first weights may be prefetched behind its copies.
+  // the first weights of the model expected next may be prefetched behind its copies.
   virtual Status launched(Engine& engine) = 0;
+  // A session of the runtime is about to wait for run_mutex() (waiting true), or has it
+  // now (false): who is queued tells which model runs next. Any thread; never blocks on
+  // run_mutex().
+  virtual void queued(const Engine& engine, bool waiting) { (void)engine, (void)waiting; }
 };
 
 struct InferTiming {

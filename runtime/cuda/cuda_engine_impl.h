@@ -51,6 +51,7 @@ class CudaEngine final : public Engine {
   int64_t workspace_needed() const override { return int64_t(m_workspace_need); }
   Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) override;
   Status prefetch(Engine* after = nullptr) override;
+  bool prefetch_pending() const override { return m_prefetched; }
   double last_run_ms() const override { return m_run_timing.network_ms; }
   RunTiming last_run_timing() const override { return m_run_timing; }
   EngineOpenTiming open_timing() const override { return m_open_timing; }

@@ -26,15 +26,21 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
   std::vector<double> result;
   std::vector<double>* ms = &result;
   // The layers run back to back on the compute stream without copies or waits,
-  // reading whatever the pool holds (cleared first; kernel time does not depend on
-  // the weight values). Two graphs: one with a timing event after every layer (where
+  // reading whatever the pool holds (kernel time does not depend on the weight
+  // values). Two graphs: one with a timing event after every layer (where
   // the time goes) and one without (the total: each event node costs the graph a few
   // microseconds). The events' cost is taken off every layer equally, then the layer
   // times are scaled to the total. Medians of kTimingReps replays.
   cudaStream_t s = m_stream.get();
   const size_t n = m_plan.steps.size();
+  // A pool that streams holds nothing between inferences: cleared, so no garbage (NaN,
+  // denormals) times differently. A resident pool (StreamPlan::resident) holds every
+  // weight, copied once at open, and is read as it is: clearing it would leave a model
+  // whose replan keeps the placement with zero weights.
   m_prefetched = false;  // the measurement overwrites the pool
-  if (m_streaming) DLR_CUDA_CHECK(cudaMemsetAsync(pool_base(), 0, size_t(m_stream_plan.pool_bytes), s));
+  if (m_streaming && !m_stream_plan.resident) {
+    DLR_CUDA_CHECK(cudaMemsetAsync(pool_base(), 0, size_t(m_stream_plan.pool_bytes), s));
+  }
   std::vector<cuda::Event> stamps;
   for (size_t i = 0; i <= n; ++i) {
     DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(true));
@@ -137,9 +143,22 @@ Status CudaEngine::replan(const CompiledModel& model, WeightSource& weights) {
   if (m_copy_stream) DLR_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream.get()));
   m_prefetched = false;
   const StreamPlan& s = model.stream;
+  // Same placement: every blob at the same device (and host) offset, so what the pool and
+  // the resident region hold stays valid. A resident plan (its pool copied once at open)
+  // also needs the same units, which are where the open copied each blob to.
+  auto same_units = [](const std::vector<TransferUnit>& a, const std::vector<TransferUnit>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].host_offset != b[i].host_offset || a[i].bytes != b[i].bytes || a[i].pool_offset != b[i].pool_offset)
+        return false;
+    return true;
+  };
   const bool same_placement = !m_weights_deferred && s.pool_bytes == m_stream_plan.pool_bytes &&
                               s.layout == m_stream_plan.layout && s.resident == m_stream_plan.resident &&
-                              s.blob_resident == m_stream_plan.blob_resident;
+                              s.blob_resident == m_stream_plan.blob_resident &&
+                              s.blob_pool_offset == m_stream_plan.blob_pool_offset &&
+                              s.blob_host_offset == m_stream_plan.blob_host_offset &&
+                              (!s.resident || same_units(s.units, m_stream_plan.units));
   m_stream_plan = s;
   m_reads = model.reads;
   m_profile_name = model.target.copy_profile.name;

@@ -97,16 +97,60 @@ Status Runtime::fit_shared_memory(Engine* extra) {
   return Status();
 }
 
+void Runtime::queued(const Engine& engine, bool waiting) {
+  const std::lock_guard<std::mutex> lock(m_queue_mutex);
+  if (waiting) {
+    m_waiting.emplace(&engine, ++m_arrivals);
+  } else {
+    m_waiting.erase(&engine);
+  }
+}
+
+Runtime::Member* Runtime::expected_next(const Engine& launched) {
+  Member* next = nullptr;
+  {
+    // A thread already waiting: the one that came first (std::mutex is not fair, so
+    // this is a guess too, but a thread that waits runs soon).
+    const std::lock_guard<std::mutex> lock(m_queue_mutex);
+    uint64_t first = 0;
+    for (Member& m : m_members) {
+      const auto it = m_waiting.find(&m.model->session().engine());
+      if (it != m_waiting.end() && (next == nullptr || it->second < first)) {
+        next = &m;
+        first = it->second;
+      }
+    }
+  }
+  if (next) return next;
+  // Nobody waits: the model that ran least recently, as in a round robin.
+  for (Member& m : m_members) {
+    if (&m.model->session().engine() == &launched) continue;
+    if (next == nullptr || m.last_launch < next->last_launch) next = &m;
+  }
+  if (next) return next;
+  for (Member& m : m_members)  // the only model: its own next inference
+    if (&m.model->session().engine() == &launched) return &m;
+  return nullptr;
+}
+
 Status Runtime::launched(Engine& engine) {
   // Called from inside a run (the run lock is held; every other engine is idle); the
   // engine being opened is not a member yet.
+  ++m_launches;
   for (Member& m : m_members) {
     Engine& other = m.model->session().engine();
-    if (&other == &engine) continue;
+    if (&other == &engine) {
+      m.last_launch = m_launches;
+      continue;
+    }
     other.mark_arena_foreign();
-    if (m_options.prefetch_next) DLR_RETURN_IF_ERROR(other.prefetch(&engine));
   }
-  return Status();
+  // One model only: a prefetch copies on the same copy engine as the next inference's
+  // input upload and units, so prefetching a model that runs later delays the next one.
+  // The launched engine's own prefetch waits for its inference to end (Engine::prefetch).
+  if (!m_options.prefetch_next) return Status();
+  Member* next = expected_next(engine);
+  return next ? next->model->session().engine().prefetch(&engine) : Status();
 }
 
 Status Runtime::attach(Engine& engine) { return fit_shared_memory(&engine); }

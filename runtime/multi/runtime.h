@@ -24,6 +24,7 @@
 // meanwhile.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -128,14 +129,21 @@ class Runtime final : public SessionHost {
   Status attach(Engine& engine) override;
   Expected<int64_t> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) override;
   std::mutex& run_mutex() override { return m_mutex; }
-  Status launched(Engine& engine) override;  // prefetches every other model behind `engine`'s copies
+  // Prefetches the model expected next behind `engine`'s copies: the one whose thread
+  // has waited longest for the run lock, else the one that ran least recently (the next
+  // in a round robin; `engine` itself when it is the only model).
+  Status launched(Engine& engine) override;
+  void queued(const Engine& engine, bool waiting) override;
 
  private:
   friend class RuntimeModel;
   struct Member {
     RuntimeModel* model = nullptr;
     ModelCurve curve;   // empty when the model does not stream
+    uint64_t last_launch = 0;  // launch sequence number of its last inference (0: none yet)
   };
+  // The member expected to run after `launched` (run lock held); nullptr when none.
+  Member* expected_next(const Engine& launched);
   Runtime() = default;
   void close(RuntimeModel* model);
   // Sizes the shared memory to the largest need of the open engines (and `extra`),
@@ -158,6 +166,11 @@ class Runtime final : public SessionHost {
   double m_pending_weight = 1;
   std::string m_plan_text;
   mutable std::mutex m_mutex;  // runs, opens, closes
+  uint64_t m_launches = 0;     // under m_mutex
+  // Sessions waiting for the run lock: engine -> arrival number (under m_queue_mutex).
+  std::mutex m_queue_mutex;
+  std::map<const Engine*, uint64_t> m_waiting;
+  uint64_t m_arrivals = 0;
 };
 
 }  // namespace dlr
