@@ -98,14 +98,26 @@ std::string summary_text(const RunSummary& s) {
                 (long long)s.inferences, s.inferences == 1 ? "" : "s", s.batch, s.wall_s,
                 s.wall_s > 0 ? double(s.frames) / s.wall_s : 0.0);
   out += buf;
-  std::snprintf(buf, sizeof(buf), "summary: latency per inference p50 %.2f ms, p90 %.2f ms, p99 %.2f ms (%zu runs)\n",
-                percentile(s.latency_ms, 50), percentile(s.latency_ms, 90), percentile(s.latency_ms, 99),
+  const std::string of_models = s.models > 1 ? " of all " + std::to_string(s.models) + " models" : "";
+  std::snprintf(buf, sizeof(buf), "summary: latency per inference%s p50 %.2f ms, p90 %.2f ms, p99 %.2f ms (%zu runs)\n",
+                of_models.c_str(), percentile(s.latency_ms, 50), percentile(s.latency_ms, 90), percentile(s.latency_ms, 99),
                 s.latency_ms.size());
   out += buf;
   std::snprintf(buf, sizeof(buf), "summary: peak host RSS %.1f MiB; %s memory held by the engine %.1f MiB (weights %.1f MiB)\n",
                 double(s.peak_rss_bytes) / mib, s.device.c_str(), double(s.device_bytes) / mib,
                 double(s.weight_bytes) / mib);
   out += buf;
+  if (!s.runtime_memory.empty()) {  // its lines, each as a summary line
+    std::string line;
+    for (char c : s.runtime_memory + "\n") {
+      if (c != '\n') {
+        line += c;
+        continue;
+      }
+      out += "summary: runtime " + line + "\n";
+      line.clear();
+    }
+  }
   if (s.device_used_bytes >= 0) {
     std::snprintf(buf, sizeof(buf), "summary: device memory taken by opening the session (cudaMemGetInfo) %.1f MiB\n",
                   double(s.device_used_bytes) / mib);

@@ -57,6 +57,8 @@ struct RunSummary {
   std::string device;        // "cpu" or the GPU
   int64_t device_bytes = 0;  // device memory the engine holds (weights/pool, activations, workspace, staging)
   int64_t weight_bytes = 0;  // of which weights (the stream pool in stream mode)
+  int models = 1;            // dlrun --model: models run on every frame (latency: all of them)
+  std::string runtime_memory;  // dlrun --model: the runtime's RuntimeMemory::to_text(); "" otherwise
   int64_t device_used_bytes = -1;  // GPU: drop of cudaMemGetInfo's free memory across open (CUDA context
                                    // and cuDNN included); -1: not measured (CPU)
 };

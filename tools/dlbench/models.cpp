@@ -24,6 +24,7 @@
 #include "loaders/synthetic_weights.h"
 #include "runtime/multi/runtime.h"
 #include "runtime/session.h"
+#include "tools/common/model_specs.h"
 #include "tools/common/progress.h"
 #include "tools/common/tool_support.h"
 #ifdef DLR_HAVE_CUDA
@@ -44,12 +45,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-struct Spec {
-  std::string cfg, weights, name;
-  int size = 0;
-  bool synthetic = false;
-};
-
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -57,35 +52,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   while (std::getline(ss, item, sep))
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-Expected<std::vector<Spec>> parse_specs(const std::string& text) {
-  std::vector<Spec> specs;
-  for (std::string item : split(text, ',')) {
-    Spec s;
-    const size_t at = item.rfind('@');
-    if (at != std::string::npos) {
-      const std::string size = item.substr(at + 1);
-      char* end = nullptr;
-      const long v = std::strtol(size.c_str(), &end, 10);
-      if (size.empty() || *end != '\0' || v < 32 || v > 8192 || v % 32 != 0)
-        return invalid_argument("--models " + item + ": the size after @ must be a multiple of 32 from 32 to 8192");
-      s.size = int(v);
-      item = item.substr(0, at);
-    }
-    const size_t colon = item.find(':');
-    s.cfg = item.substr(0, colon);
-    if (colon != std::string::npos) s.weights = item.substr(colon + 1);
-    if (s.cfg.empty()) return invalid_argument("--models: an empty model in \"" + text + "\"");
-    s.synthetic = s.weights.empty();
-    const size_t slash = s.cfg.find_last_of('/');
-    s.name = (slash == std::string::npos ? s.cfg : s.cfg.substr(slash + 1));
-    if (s.name.size() > 4 && s.name.substr(s.name.size() - 4) == ".cfg") s.name.resize(s.name.size() - 4);
-    if (s.size) s.name += "@" + std::to_string(s.size);
-    specs.push_back(s);
-  }
-  if (specs.empty()) return invalid_argument("--models: expected CFG[:WEIGHTS][@SIZE],...");
-  return specs;
 }
 
 // Synthetic weights written for the run, removed at the end.
@@ -148,9 +114,10 @@ int64_t device_free(const SessionOptions& o) {
 }  // namespace
 
 int run_models_bench(const ModelsBenchArgs& a) {
-  auto specs_or = parse_specs(a.models);
+  auto specs_or = parse_model_specs(a.models, "--models");
   if (!specs_or.ok()) return fail("dlbench", specs_or.status());
-  std::vector<Spec> specs = *specs_or;
+  std::vector<ModelSpec> specs = *specs_or;
+  make_names_unique(&specs);
   // Every option checked before any work: the split, and the budgets' percentages.
   SplitObjective objective = SplitObjective::kSum;
   if (a.split == "max-slowdown") {
@@ -185,7 +152,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
   base.cache_kernel_times = true;
   TempFiles temps;
   for (size_t i = 0; i < specs.size(); ++i) {
-    Spec& s = specs[i];
+    ModelSpec& s = specs[i];
     auto net = parse_network_cfg(s.cfg, CfgOptions{s.size, s.size});
     if (!net.ok()) return fail("dlbench", net.status());
     if (!s.size) s.size = net->net.width;
@@ -198,7 +165,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
       if (!st.ok()) return fail("dlbench", st);
     }
   }
-  auto options_of = [&](const Spec& s) {
+  auto options_of = [&](const ModelSpec& s) {
     SessionOptions o = base;
     o.width = o.height = s.size;
     return o;
@@ -229,7 +196,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
   std::vector<double> preload_ms;
   std::vector<std::vector<std::vector<Detection>>> reference(specs.size());  // [model][image]
   for (size_t i = 0; i < specs.size(); ++i) {
-    const Spec& s = specs[i];
+    const ModelSpec& s = specs[i];
     auto session = Session::open(s.cfg, s.weights, options_of(s));
     if (!session.ok()) return fail("dlbench", session.status());
     Timed t;
@@ -276,7 +243,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
     if (!rt.ok()) return fail("dlbench", rt.status());
     std::vector<std::unique_ptr<RuntimeModel>> models;
     const auto t_open = Clock::now();
-    for (const Spec& s : specs) {
+    for (const ModelSpec& s : specs) {
       auto m = (*rt)->open(s.cfg, s.weights, options_of(s));
       if (!m.ok()) return fail("dlbench", Status(m.status().code(), s.name + ": " + m.status().message()));
       models.push_back(std::move(m).value());

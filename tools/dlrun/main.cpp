@@ -30,6 +30,7 @@ int dlrun_main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? dlr::tools::kExitOk : dlr::tools::kExitUsage;
   }
+  dlr::tools::resolve_model_args(&a);
   dlr::set_log_level(a.log_level);
   return dlr::tools::run_dlrun(a);
 }

@@ -1,5 +1,7 @@
 #include "tools/dlrun/options.h"
 
+#include "runtime/options.h"
+#include "tools/common/model_specs.h"
 #include "tools/common/version_info.h"
 
 namespace dlr::tools {
@@ -7,8 +9,24 @@ namespace {
 
 void add_inputs(CLI::App& app, Args* a) {
   const char* g = "Inputs";
-  app.add_option("cfg", a->cfg, "Darknet .cfg file")->required()->group(g);
-  app.add_option("weights", a->weights, "Darknet .weights file")->required()->group(g);
+  app.add_option("cfg", a->cfg, "Darknet .cfg file (not with --model)")->group(g);
+  app.add_option("weights", a->weights, "Darknet .weights file (not with --model)")->group(g);
+  app.add_option("--model", a->models,
+                 "instead of CFG WEIGHTS, repeatable: CFG:WEIGHTS[@SIZE] (@SIZE: that model's network width and "
+                 "height, over --width/--height). Every model runs on every input, all on one runtime (one "
+                 "device-memory budget, shared activations and workspace; docs/streaming.md section 8); the other "
+                 "options apply to every model. Output is tagged by model name (the cfg's base name, then @SIZE "
+                 "when given and #2 for a repeated one): text lines start with [NAME], --json frames hold a \"models\" array, and "
+                 "--out, --out-video, --darknet-json, --coco-json, --save-plan and --trace files get _NAME before "
+                 "the extension; not with --save-labels, --report, --prepare or --mode")
+      ->type_name("CFG:WEIGHTS[@SIZE]")
+      ->allow_extra_args(false)  // each --model takes one spec; the next words are inputs
+      ->group(g);
+  app.add_option("--runtime-budget", a->runtime_budget,
+                 "--model: device memory for all the models (weights, shared activations and workspace; on the CPU the "
+                 "host memory they hold): all (no limit), NN% of the device's memory, or a size (NNMiB, NNMB, bytes); a model that does not fit is "
+                 "an error")
+      ->group(g);
   app.add_option("inputs", a->inputs,
                  "image files, video files (.mp4 .avi .mkv .mov ...), directories (their image files, sorted), "
                  "quoted globs ('shots/*.jpg'), @LIST (a file of paths, one per line) or - (paths on stdin)")
@@ -219,7 +237,58 @@ void add_dlrun_options(CLI::App& app, Args* a) {
   add_plan_and_reports(app, a);
 }
 
+void resolve_model_args(Args* a) {
+  if (a->models.empty()) return;
+  std::vector<std::string> front;
+  for (std::string* slot : {&a->cfg, &a->weights})
+    if (!slot->empty()) front.push_back(std::move(*slot)), slot->clear();
+  a->inputs.insert(a->inputs.begin(), front.begin(), front.end());
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& end) {
+  return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+}
+
+// --model: the options a runtime of several models does not support, and the
+// positional CFG WEIGHTS (inputs ending in .cfg or .weights).
+Status check_model_args(const Args& a) {
+  if (a.models.empty()) {
+    if (a.runtime_budget != Args().runtime_budget) return invalid_argument("--runtime-budget needs --model");
+    if (a.cfg.empty() || a.weights.empty())
+      return invalid_argument("give CFG WEIGHTS (or --model CFG:WEIGHTS, repeated)");
+    return Status();
+  }
+  const Expected<WeightBudget> budget = WeightBudget::parse(a.runtime_budget);
+  if (!budget.ok() || budget->kind == WeightBudget::Kind::kMin || budget->kind == WeightBudget::Kind::kAuto)
+    return invalid_argument("--runtime-budget " + a.runtime_budget + ": expected all, NN% or a size (NNMiB, NNMB, bytes)");
+  for (const std::string& m : a.models) {
+    DLR_ASSIGN_OR_RETURN(const ModelSpec spec, parse_model_spec(m, "--model"));
+    if (spec.synthetic)
+      return invalid_argument("--model " + m + ": no WEIGHTS: expected CFG:WEIGHTS[@SIZE] (dlgen writes synthetic "
+                              "weights for a cfg)");
+  }
+  for (const std::string& in : a.inputs)
+    if (ends_with(in, ".cfg") || ends_with(in, ".weights"))
+      return invalid_argument("--model replaces the positional CFG WEIGHTS: give the models as --model "
+                              "CFG:WEIGHTS only (" + in + ")");
+  const std::pair<const char*, bool> refused[] = {{"--prepare", !a.prepare.empty()},
+                                                  {"--save-labels", a.save_labels},
+                                                  {"--report", !a.report.empty()},
+                                                  {"--mode", a.mode != Args().mode}};
+  for (const auto& [name, given] : refused)
+    if (given)
+      return invalid_argument(std::string(name) + " is not supported with --model (" +
+                              (std::string(name) == "--mode" ? "the runtime chooses each model's weight mode"
+                                                             : "one model at a time only") + ")");
+  return Status();
+}
+
+}  // namespace
+
 Status check_args(const Args& a) {
+  DLR_RETURN_IF_ERROR(check_model_args(a));
   const bool has_inputs = !a.inputs.empty() || !a.lists.empty() || a.camera >= 0;
   if (!a.prepare.empty()) {
     if (has_inputs) return invalid_argument("--prepare writes the prepared weight file and exits: give no inputs");

@@ -14,7 +14,9 @@ namespace dlr::tools {
 
 struct Args {
   // ---- inputs ----
-  std::string cfg, weights;
+  std::string cfg, weights;  // the positional model; with --model, inputs (resolve_model_args moves them)
+  std::vector<std::string> models;  // --model CFG:WEIGHTS[@SIZE], repeated: all on one runtime
+  std::string runtime_budget = "all";
   std::vector<std::string> inputs;  // images, videos, directories, globs, @LIST, -
   std::vector<std::string> lists;   // --list FILE (same as @FILE)
   bool recursive = false;
@@ -76,7 +78,11 @@ struct Args {
 
 // Adds every option of dlrun to `app`, writing into *a (which must outlive app).
 void add_dlrun_options(CLI::App& app, Args* a);
+// With --model, the positional CFG and WEIGHTS slots hold inputs: moves them to the
+// front of the inputs. Without --model, nothing changes.
+void resolve_model_args(Args* a);
 // Checks what the parser cannot: inputs present, option combinations. Usage errors.
+// Call after resolve_model_args.
 Status check_args(const Args& a);
 
 }  // namespace dlr::tools

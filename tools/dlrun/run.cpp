@@ -21,6 +21,7 @@
 #include "tools/common/report.h"
 #include "tools/common/tool_support.h"
 #include "tools/common/video.h"
+#include "tools/dlrun/models.h"
 #include "tools/dlrun/result_writer.h"
 
 namespace dlr::tools {
@@ -136,6 +137,24 @@ Status write_trace(const std::string& path, Session& s) {
   return write_text_file(path, text);
 }
 
+// The most classes of a network's output layers; an error when `names` has fewer.
+Expected<int> output_classes(const NetworkDesc& net, const std::vector<std::string>& names,
+                             const std::string& names_file) {
+  int classes = 0;
+  for (int y : net.output_layers()) {
+    const LayerDesc& out_layer = net.layers[size_t(y)];
+    const int c = out_layer.kind == LayerKind::kRegion         ? out_layer.region().classes
+                  : out_layer.kind == LayerKind::kGaussianYolo ? out_layer.gaussian_yolo().yolo.classes
+                                                               : out_layer.yolo().classes;
+    classes = std::max(classes, c);
+    if (c > int(names.size()))
+      return invalid_argument((names_file.empty() ? std::string("default COCO names") : names_file) + " has " +
+                              std::to_string(names.size()) + " names but the cfg's output layer " +
+                              std::to_string(y) + " has classes=" + std::to_string(c) + " (use --names)");
+  }
+  return classes;
+}
+
 // The whole run; errors are values, the exit code is chosen by the caller.
 Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bool* show_summary) {
   std::vector<std::string> names = coco_names();
@@ -157,30 +176,32 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   if (opt.device == DeviceKind::kCUDA && !cuda_memory_info(opt.cuda_device, &free_before, &total_bytes).ok())
     free_before = -1;
 #endif
-  DLR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(a.cfg, a.weights, opt));
+  DLR_ASSIGN_OR_RETURN(std::unique_ptr<DlrunModels> models, open_models(a, opt));
 #ifdef DLR_HAVE_CUDA
   if (free_before >= 0 && !cuda_memory_info(opt.cuda_device, &free_after, &total_bytes).ok()) free_after = -1;
 #endif
   (void)total_bytes;
   if (free_before >= 0 && free_after >= 0) summary->device_used_bytes = free_before - free_after;
-  Session& s = *session;
-  int classes = 0;
-  for (int y : s.network().output_layers()) {
-    const LayerDesc& out_layer = s.network().layers[size_t(y)];
-    const int c = out_layer.kind == LayerKind::kRegion         ? out_layer.region().classes
-                  : out_layer.kind == LayerKind::kGaussianYolo ? out_layer.gaussian_yolo().yolo.classes
-                                                               : out_layer.yolo().classes;
-    classes = std::max(classes, c);
-    if (c > int(names.size()))
-      return invalid_argument((a.names_file.empty() ? std::string("default COCO names") : a.names_file) + " has " +
-                              std::to_string(names.size()) + " names but the cfg's output layer " +
-                              std::to_string(y) + " has classes=" + std::to_string(c) + " (use --names)");
+  const std::vector<Session*>& sessions = models->sessions;
+  std::vector<ModelTag> tags;
+  for (size_t m = 0; m < sessions.size(); ++m) {
+    DLR_ASSIGN_OR_RETURN(const int classes, output_classes(sessions[m]->network(), names, a.names_file));
+    tags.push_back({models->names[m], classes});
   }
-  if (a.print_plan) std::fputs(s.plan_text().c_str(), stdout);
-  if (!a.save_plan.empty()) DLR_RETURN_IF_ERROR(write_text_file(a.save_plan, compiled_model_to_json(s.model())));
+  for (size_t m = 0; m < sessions.size(); ++m) {
+    const std::string& name = models->names[m];
+    if (a.print_plan) {
+      if (!name.empty()) std::printf("== model %s ==\n", name.c_str());
+      std::fputs(sessions[m]->plan_text().c_str(), stdout);
+    }
+    if (!a.save_plan.empty())
+      DLR_RETURN_IF_ERROR(
+          write_text_file(model_file_name(a.save_plan, name), compiled_model_to_json(sessions[m]->model())));
+  }
+  if (a.print_plan && models->runtime) std::printf("== runtime ==\n%s\n", models->runtime->plan_text().c_str());
   if (plan_only) return Status();
 
-  ResultWriter writer(a, names, classes, reader.first_fps());
+  ResultWriter writer(a, names, tags, reader.first_fps());
   DLR_RETURN_IF_ERROR(writer.open());
   ReportSink report;
   if (!a.report.empty()) DLR_RETURN_IF_ERROR(report.open(a.report_file));
@@ -196,6 +217,9 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   const auto t0 = Clock::now();
   std::vector<Frame> batch(size_t(a.batch));
   std::vector<ImageView> views(size_t(a.batch));
+  std::vector<std::vector<std::vector<Detection>>> dets(sessions.size());  // [model][frame of the batch]
+  std::vector<std::vector<Detection>> frame_dets(sessions.size());         // [model] of one frame
+  std::vector<double> ms(sessions.size());                                 // [model] inference time
   int64_t done = 0, inferences = 0;
   Status st;
   bool end = false;
@@ -216,19 +240,34 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
     if (a.max_frames > 0 && done + n >= a.max_frames) end = true;
     if (!st.ok() || n == 0) break;
     for (int i = 0; i < n; ++i) views[size_t(i)] = batch[size_t(i)].image.view();
-    auto dets = s.detect_batch(views.data(), n);
-    if (!dets.ok()) {
-      st = dets.status();
-      break;
+    double batch_ms = 0;
+    for (size_t m = 0; m < sessions.size() && st.ok(); ++m) {
+      Session& s = *sessions[m];
+      auto d = s.detect_batch(views.data(), n);
+      if (!d.ok()) {
+        st = d.status();
+        break;
+      }
+      dets[m] = std::move(d).value();
+      const InferTiming& t = s.last_timing();
+      ms[m] = t.preprocess_ms + t.network_ms + t.postprocess_ms;
+      batch_ms += ms[m];
+      DLR_LOG_INFO("inference {}{}: {} frame(s), pre {:.2f} ms, network {:.2f} ms, post {:.2f} ms", inferences,
+                   models->names[m].empty() ? std::string() : " of " + models->names[m], n, t.preprocess_ms,
+                   t.network_ms, t.postprocess_ms);
     }
-    const InferTiming& t = s.last_timing();
-    const double ms = t.preprocess_ms + t.network_ms + t.postprocess_ms;
-    summary->latency_ms.push_back(ms);
-    DLR_LOG_INFO("inference {}: {} frame(s), pre {:.2f} ms, network {:.2f} ms, post {:.2f} ms", inferences, n,
-                 t.preprocess_ms, t.network_ms, t.postprocess_ms);
-    for (int i = 0; i < n && st.ok(); ++i) st = writer.write(batch[size_t(i)], (*dets)[size_t(i)], ms);
-    if (st.ok() && !a.report.empty()) st = report.write(layer_report(s.network(), s.engine(), a.report));
-    if (st.ok() && !a.trace.empty()) st = write_trace(indexed_name(a.trace, inferences), s);
+    if (!st.ok()) break;
+    summary->latency_ms.push_back(batch_ms);
+    for (int i = 0; i < n && st.ok(); ++i) {
+      for (size_t m = 0; m < sessions.size(); ++m) frame_dets[m] = std::move(dets[m][size_t(i)]);
+      st = writer.write(batch[size_t(i)], frame_dets, ms);
+    }
+    for (size_t m = 0; m < sessions.size() && st.ok(); ++m) {  // each engine keeps its last inference's profile
+      Session& s = *sessions[m];
+      if (!a.report.empty()) st = report.write(layer_report(s.network(), s.engine(), a.report));
+      if (st.ok() && !a.trace.empty())
+        st = write_trace(indexed_name(model_file_name(a.trace, models->names[m]), inferences), s);
+    }
     ++inferences;
     done += n;
     progress.update(done);
@@ -247,12 +286,20 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   summary->frames = done;
   summary->inferences = inferences;
   summary->batch = a.batch;
+  summary->models = int(sessions.size());
   summary->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   summary->peak_rss_bytes = peak_host_rss_bytes();
   summary->device = a.device;
-  const MemoryReport m = s.engine().memory();
-  summary->device_bytes = m.weights + m.activations + m.workspace + m.other;
-  summary->weight_bytes = m.weights;
+  if (models->runtime) {
+    const RuntimeMemory m = models->runtime->memory();
+    summary->device_bytes = m.total() + m.other;
+    summary->weight_bytes = m.weights;
+    summary->runtime_memory = m.to_text();
+  } else {
+    const MemoryReport m = sessions[0]->engine().memory();
+    summary->device_bytes = m.weights + m.activations + m.workspace + m.other;
+    summary->weight_bytes = m.weights;
+  }
   *show_summary = a.summary == "always" || (a.summary == "auto" && (done > 1 || streams));
   return Status();
 }
