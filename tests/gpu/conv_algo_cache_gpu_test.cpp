@@ -56,25 +56,33 @@ struct Opened {
   std::vector<std::vector<float>> heads;  // every yolo layer's output for the fixed input
 };
 
+// Runs one fixed input on an open session; every yolo layer's output.
+std::vector<std::vector<float>> run_fixed(Session& s) {
+  std::vector<std::vector<float>> heads;
+  const Shape3 in = s.network().input_shape();
+  std::vector<float> input(size_t(in.count()));
+  for (size_t i = 0; i < input.size(); ++i) input[i] = float((i * 7919) % 1000) / 1000.0f;
+  EXPECT_TRUE(s.engine().set_input(input.data(), 1).ok());
+  EXPECT_TRUE(s.engine().run().ok());
+  for (int y : s.network().output_layers()) {
+    const int64_t n = s.network().layers[size_t(y)].out.count();
+    const float* p = s.engine().output(y, 0);
+    heads.emplace_back(p, p + n);
+  }
+  return heads;
+}
+
 // Opens, runs one fixed input, keeps the outputs and the open's parts. The process-wide
-// algorithm cache is cleared first, so the open sees only the file (as a new process would).
-Opened open_and_run(const std::string& cfg, const std::string& weights, const SessionOptions& o) {
-  cuda::AlgoCache::process().clear();
+// algorithm cache is cleared first (unless `clear` is false), so the open sees only the
+// file (as a new process would).
+Opened open_and_run(const std::string& cfg, const std::string& weights, const SessionOptions& o, bool clear = true) {
+  if (clear) cuda::AlgoCache::process().clear();
   Opened r;
   auto s = Session::open(cfg, weights, o);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   if (!s.ok()) return r;
   r.timing = (*s)->open_timing();
-  const Shape3 in = (*s)->network().input_shape();
-  std::vector<float> input(size_t(in.count()));
-  for (size_t i = 0; i < input.size(); ++i) input[i] = float((i * 7919) % 1000) / 1000.0f;
-  EXPECT_TRUE((*s)->engine().set_input(input.data(), 1).ok());
-  EXPECT_TRUE((*s)->engine().run().ok());
-  for (int y : (*s)->network().output_layers()) {
-    const int64_t n = (*s)->network().layers[size_t(y)].out.count();
-    const float* p = (*s)->engine().output(y, 0);
-    r.heads.emplace_back(p, p + n);
-  }
+  r.heads = run_fixed(**s);
   return r;
 }
 
@@ -187,23 +195,7 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
     cuda::AlgoCache::process().clear();
     for (const auto& [conv, c] : j["algos"].items())
       cuda::AlgoCache::process().store(process_key(conv), CUDNN_CONVOLUTION_FWD_ALGO_FFT);
-    const Opened fourth = [&] {  // open_and_run without clearing the process-wide cache
-      Opened r;
-      auto s = Session::open(cfg, weights, o);
-      EXPECT_TRUE(s.ok()) << s.status().to_string();
-      if (!s.ok()) return r;
-      r.timing = (*s)->open_timing();
-      const Shape3 in = (*s)->network().input_shape();
-      std::vector<float> input(size_t(in.count()));
-      for (size_t i = 0; i < input.size(); ++i) input[i] = float((i * 7919) % 1000) / 1000.0f;
-      EXPECT_TRUE((*s)->engine().set_input(input.data(), 1).ok());
-      EXPECT_TRUE((*s)->engine().run().ok());
-      for (int y : (*s)->network().output_layers()) {
-        const float* p = (*s)->engine().output(y, 0);
-        r.heads.emplace_back(p, p + (*s)->network().layers[size_t(y)].out.count());
-      }
-      return r;
-    }();
+    const Opened fourth = open_and_run(cfg, weights, o, /*clear=*/false);
     std::printf("  FFT in the process cache for every conv: %d of %d rejected and chosen again\n",
                 fourth.timing.engine.convs_queried, fourth.timing.engine.convs);
     ASSERT_FALSE(fourth.heads.empty());
@@ -217,17 +209,10 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
 
     // In one process, a second open of the same model (the process-wide cache kept)
     // needs no cuDNN call either: the first open stored every size with its choice.
-    const Opened sixth = [&] {
-      cuda::AlgoCache::process().clear();
-      SessionOptions no_file = o;
-      no_file.cache_kernel_times = false;
-      (void)open_and_run(cfg, weights, no_file);  // clears, then fills the process-wide cache
-      auto s = Session::open(cfg, weights, no_file);
-      Opened r;
-      EXPECT_TRUE(s.ok()) << s.status().to_string();
-      if (s.ok()) r.timing = (*s)->open_timing();
-      return r;
-    }();
+    SessionOptions no_file = o;
+    no_file.cache_kernel_times = false;
+    (void)open_and_run(cfg, weights, no_file);  // clears, then fills the process-wide cache
+    const Opened sixth = open_and_run(cfg, weights, no_file, /*clear=*/false);
     EXPECT_EQ(sixth.timing.engine.convs_queried, 0);
     EXPECT_EQ(sixth.timing.engine.convs_workspace_cached, sixth.timing.engine.convs);
     EXPECT_EQ(sixth.timing.engine.conv_workspace_ms, 0.0);
@@ -281,21 +266,9 @@ TEST(StartupTiming, StorageOpensWithoutWarmUpAndMatchesTheWarmedUpOpen) {
     auto s = Session::open(cfg, weights, o);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
     EXPECT_FALSE((*s)->open_timing().engine.warmup_run);
-    const Shape3 in = (*s)->network().input_shape();
-    std::vector<float> input(size_t(in.count()));
-    for (size_t i = 0; i < input.size(); ++i) input[i] = float((i * 7919) % 1000) / 1000.0f;
-    std::vector<std::vector<float>> runs[2];
-    for (auto& heads : runs) {
-      ASSERT_TRUE((*s)->engine().set_input(input.data(), 1).ok());
-      ASSERT_TRUE((*s)->engine().run().ok());
-      for (int y : (*s)->network().output_layers()) {
-        const float* p = (*s)->engine().output(y, 0);
-        heads.emplace_back(p, p + (*s)->network().layers[size_t(y)].out.count());
-      }
-    }
     Opened first, second;
-    first.heads = runs[0];
-    second.heads = runs[1];
+    first.heads = run_fixed(**s);
+    second.heads = run_fixed(**s);
     expect_identical(first, second);
     expect_identical(with, first);
   }
