@@ -162,6 +162,7 @@ EngineSettings engine_settings(const SessionOptions& o) {
   e.prefetch_next = o.prefetch_next && o.mode == WeightMode::kStream && o.weights_from == WeightsFrom::kHost;
   e.shared_memory = o.shared_memory;
   e.prefetch_reads = o.prefetch_reads;
+  e.warm_up_at_open = o.warm_up_at_open;
   // Reads from storage cannot be captured: storage runs enqueue each inference.
   if (o.weights_from == WeightsFrom::kStorage) e.cuda_graph = false;
   return e;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -20,7 +21,7 @@
 namespace dlr {
 namespace {
 
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;  // 1: algorithms without their workspace sizes (ignored, rewritten)
 
 // The first line where two key texts differ, for the message.
 std::string first_difference(const std::string& a, const std::string& b) {
@@ -59,7 +60,7 @@ ConvAlgoKey conv_algo_key(const CompiledModel& model, const std::string& gpu_uui
 
 std::string format_conv_algos(const ConvAlgoKey& key, const ConvAlgoMap& algos) {
   nlohmann::json j = {{"format", kFormat}, {"key", key.text()}, {"algos", nlohmann::json::object()}};
-  for (const auto& [conv, algo] : algos) j["algos"][conv] = algo;
+  for (const auto& [conv, c] : algos) j["algos"][conv] = {{"algo", c.algo}, {"workspace", c.workspace}};
   return j.dump(1) + "\n";
 }
 
@@ -73,7 +74,10 @@ Expected<ConvAlgoMap> parse_conv_algos(const std::string& text, const ConvAlgoKe
   if (!j.is_object()) return parse_error("not a JSON object");
   const auto format = j.find("format");
   if (format == j.end() || !format->is_number_integer() || format->get<int64_t>() != kFormat)
-    return parse_error("format is not " + std::to_string(kFormat));
+    return parse_error("format is not " + std::to_string(kFormat) +
+                       (format != j.end() && format->is_number_integer() && format->get<int64_t>() == 1
+                            ? " (format 1, from an older dlrun: algorithms without their workspace sizes)"
+                            : ""));
   const auto k = j.find("key");
   if (k == j.end() || !k->is_string()) return parse_error("no key");
   const std::string want = key.text();
@@ -84,12 +88,25 @@ Expected<ConvAlgoMap> parse_conv_algos(const std::string& text, const ConvAlgoKe
   ConvAlgoMap out;
   for (auto it = algos->begin(); it != algos->end(); ++it) {
     if (it.key().empty()) return parse_error("an empty convolution key");
-    if (!it.value().is_number_integer()) return parse_error("convolution '" + it.key() + "': algorithm is not an integer");
-    const int64_t a = it.value().get<int64_t>();
+    const std::string conv = "convolution '" + it.key() + "': ";
+    if (!it.value().is_object()) return parse_error(conv + "not an object {\"algo\", \"workspace\"}");
+    const auto algo = it.value().find("algo");
+    if (algo == it.value().end() || !algo->is_number_integer())
+      return parse_error(conv + "algorithm is not an integer");
+    const int64_t a = algo->get<int64_t>();
     if (a < 0 || a >= algo_count)
-      return parse_error("convolution '" + it.key() + "': algorithm " + std::to_string(a) + " outside 0.." +
-                         std::to_string(algo_count - 1));
-    out[it.key()] = int(a);
+      return parse_error(conv + "algorithm " + std::to_string(a) + " outside 0.." + std::to_string(algo_count - 1));
+    const auto ws = it.value().find("workspace");
+    if (ws == it.value().end() || !ws->is_number_integer())
+      return parse_error(conv + "workspace is not an integer");
+    // nlohmann keeps a non-negative integer unsigned: one beyond int64 would wrap when read as int64.
+    if (ws->is_number_unsigned() && ws->get<uint64_t>() > uint64_t(INT64_MAX))
+      return parse_error(conv + "workspace outside 0.." + std::to_string(key.workspace_limit));
+    const int64_t w = ws->get<int64_t>();
+    if (w < 0 || w > key.workspace_limit)
+      return parse_error(conv + "workspace " + std::to_string(w) + " bytes outside 0.." +
+                         std::to_string(key.workspace_limit) + " (the workspace limit)");
+    out[it.key()] = ConvAlgoChoice{int(a), w};
   }
   return out;
 }

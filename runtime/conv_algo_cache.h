@@ -5,11 +5,21 @@
 // format and the key): the CUDA engine (runtime/cuda/cuda_engine.cpp) fills and uses it.
 //
 // File: user_cache_dir()/conv-algos/<model>-<16 hex>.json, the hex an XXH3-64 of
-// ConvAlgoKey::text(); inside {"format": 1, "key": <text>, "algos": {<conv>: <int>}}
-// where <conv> is CudnnConv::config_key (every geometry and configuration field, no
-// device ordinal) and <int> a cudnnConvolutionFwdAlgo_t value. A file whose format,
-// key or entries do not check out is ignored (a warning says why) and rewritten by the
-// open that chose again; writes are atomic (temporary file, rename).
+// ConvAlgoKey::text(); inside {"format": 2, "key": <text>, "algos": {<conv>: {"algo":
+// <int>, "workspace": <bytes>}}} where <conv> is CudnnConv::config_key (every geometry
+// and configuration field, no device ordinal), <int> a cudnnConvolutionFwdAlgo_t value
+// and <bytes> what cudnnGetConvolutionForwardWorkspaceSize answered for it. A file whose
+// format, key or entries do not check out is ignored (a warning says why) and rewritten
+// by the open that chose again; writes are atomic (temporary file, rename). Format 1
+// (algorithms without their workspace) is ignored that way too.
+//
+// The workspace sizes are trusted: an open that takes a stored algorithm with its size
+// does not ask cuDNN again (that query cost ~0.7 ms per conv, 73 ms for yolov4's 110,
+// docs/streaming.md "Startup, measured"). That is safe only because the key holds
+// everything the size depends on: the GPU (UUID), the cuDNN library (version), the
+// model (the hash of its plan: every conv's geometry, dtypes and layouts), the
+// precision (math type), the layout, the policy and the workspace limit. A size is
+// still checked against the key's limit (0..limit, else the file is ignored).
 #pragma once
 
 #include <cstdint>
@@ -40,14 +50,22 @@ struct CompiledModel;
 // and workspace limit from the model's engine settings and plan.
 ConvAlgoKey conv_algo_key(const CompiledModel& model, const std::string& gpu_uuid, int64_t cudnn_version);
 
-// conv config key -> cudnnConvolutionFwdAlgo_t value.
-using ConvAlgoMap = std::map<std::string, int>;
+// One convolution's stored choice.
+struct ConvAlgoChoice {
+  int algo = 0;           // cudnnConvolutionFwdAlgo_t value
+  int64_t workspace = 0;  // bytes it needs (cudnnGetConvolutionForwardWorkspaceSize), 0..workspace limit
+  bool operator==(const ConvAlgoChoice& o) const { return algo == o.algo && workspace == o.workspace; }
+  bool operator!=(const ConvAlgoChoice& o) const { return !(*this == o); }
+};
+// conv config key -> its choice.
+using ConvAlgoMap = std::map<std::string, ConvAlgoChoice>;
 
 // The JSON text of a cache file.
 std::string format_conv_algos(const ConvAlgoKey& key, const ConvAlgoMap& algos);
 // Parses a cache file's text. Errors (one line, for the warning that the file is
-// ignored): not JSON, another format, another key (names the differing line), an
-// algorithm outside [0, algo_count), an empty conv key.
+// ignored): not JSON, another format (format 1 named as such), another key (names the
+// differing line), an algorithm outside [0, algo_count), a workspace that is not an
+// integer in [0, key.workspace_limit], an empty conv key.
 Expected<ConvAlgoMap> parse_conv_algos(const std::string& text, const ConvAlgoKey& key, int algo_count);
 
 // The cache file of `model_name` (cfg file name) and `key`; creates the directory.

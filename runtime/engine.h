@@ -84,15 +84,18 @@ struct EngineOpenTiming {
   double conv_setup_ms = 0;    // every CudnnConv::create, with the algorithm cache's load and save
   double conv_descriptors_ms = 0;  // of which: descriptors (sum over convs)
   double conv_query_ms = 0;        // of which: cuDNN's heuristic / find and the pick (sum)
-  double conv_workspace_ms = 0;    // of which: workspace size of a cached algorithm (sum)
+  double conv_workspace_ms = 0;    // of which: workspace size query of a cached algorithm without its size (sum)
   double conv_first_ms = 0;        // the first conv's create alone (cuDNN loads its kernels' libraries there)
   double algo_cache_ms = 0;        // of which: reading and writing the algorithm cache file
   int convs = 0;                   // convolutions created
-  int convs_cached = 0;            // of which with a cached algorithm cuDNN accepted
+  int convs_cached = 0;            // of which with a cached algorithm (confirmed by cuDNN, or with its size)
+  int convs_workspace_cached = 0;  // of convs_cached: the workspace size came with it (no cuDNN call)
   int convs_queried = 0;           // of which cuDNN was asked
   std::string algo_cache;          // "off", "absent", "hit", "partial", "ignored: <why>" (the file's state)
   std::string algo_cache_path;     // the cache file ("" when off)
-  double warmup_ms = 0;            // finalize(): the warm-up run and its synchronisation
+  double warmup_ms = 0;            // finalize(): the warm-up run and its synchronisation (~0 without one)
+  bool warmup_run = false;         // finalize() ran a warm-up (before a CUDA graph's capture, or asked for:
+                                   // EngineSettings::warm_up_at_open); else the first inference loads the kernels
   double graph_ms = 0;             // finalize(): CUDA graph capture
 };
 

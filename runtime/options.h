@@ -119,6 +119,12 @@ struct SessionOptions {
                                   // stored in the compiled-model JSON; docs/streaming.md section 7)
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
+  bool warm_up_at_open = false;   // CUDA: run the network once at open even where no CUDA graph is captured
+                                  // after it (weights from storage, cuda_graph off), as before issue #15's
+                                  // startup work: the first inference then finds its kernels loaded. Off,
+                                  // that inference loads them itself, which from storage overlaps its reads
+                                  // and so brings the first result sooner (not stored in the compiled-model
+                                  // JSON; docs/streaming.md "Startup, measured")
   bool cache_kernel_times = false;  // keep what is measured or chosen at open per GPU and model in the user's
                                     // cache directory and reuse it: stream mode's kernel times
                                     // (runtime/kernel_times_cache.h) and, on CUDA, the cuDNN algorithm

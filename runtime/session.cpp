@@ -228,12 +228,17 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   DLR_LOG_INFO("opened {} ({} layers, {:.3f} GFLOPs @{}x{}) on {}", cfg_path, s->m_net.layers.size(),
                s->m_net.total_gflops(), s->m_net.net.width, s->m_net.net.height, device_name(options.device));
   DLR_LOG_DEBUG("open {:.1f} ms: parse {:.1f}, target {:.1f}, compile {:.1f}, prepared file {:.1f}, engine {:.1f} "
-                "(cuDNN handle {:.1f}, weights {:.1f}, convolutions {:.1f}, algorithm cache {}), kernel times {:.1f}, "
-                "warm-up {:.1f}; CUDA context {:.1f} on the helper thread (waited {:.1f})",
+                "(cuDNN handle {:.1f}, weights {:.1f}, convolutions {:.1f}: {} of {} cached, {} with their workspace "
+                "size, algorithm cache {}), kernel times {:.1f}, finalize {:.1f} (warm-up {:.1f}{}, graph {:.1f}); CUDA "
+                "context {:.1f} on the helper thread (waited {:.1f})",
                 timing.open_ms, timing.parse_ms, timing.target_ms, timing.compile_ms, timing.prepared_ms,
                 timing.engine_ms, timing.engine.cudnn_handle_ms + timing.context_cudnn_ms, timing.engine.weights_ms,
-                timing.engine.conv_setup_ms, timing.engine.algo_cache.empty() ? "-" : timing.engine.algo_cache,
-                timing.kernel_times_ms, timing.finalize_ms, timing.context_ms, timing.context_wait_ms);
+                timing.engine.conv_setup_ms, timing.engine.convs_cached, timing.engine.convs,
+                timing.engine.convs_workspace_cached,
+                timing.engine.algo_cache.empty() ? "-" : timing.engine.algo_cache, timing.kernel_times_ms,
+                timing.finalize_ms, timing.engine.warmup_ms,
+                timing.engine.warmup_run ? "" : ", none: the first inference loads the kernels",
+                timing.engine.graph_ms, timing.context_ms, timing.context_wait_ms);
   return s;
 }
 
@@ -346,7 +351,10 @@ Expected<std::vector<std::vector<Detection>>> Session::detect_batch(const ImageV
     if (choose && r.ok()) m_threads.record(picked, ms);
     if (r.ok() && m_open_timing.first_detect_ms == 0) {
       m_open_timing.first_detect_ms = ms;
-      DLR_LOG_DEBUG("first detect: {:.1f} ms", ms);
+      DLR_LOG_DEBUG("first detect: {:.1f} ms{}", ms,
+                    m_open_timing.engine.warmup_run || m_options.device != DeviceKind::kCUDA
+                        ? ""
+                        : " (with its kernels' first launches: no warm-up at open)");
     }
     return r;
   });

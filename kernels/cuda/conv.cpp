@@ -16,9 +16,11 @@
 //  - Algorithm: AlgoCache (process-wide, keyed by every configuration field and
 //    the device; the engine may fill it from the choices kept across runs) else the
 //    policy; the workspace it needs (bytes) never exceeds config.workspace_limit. A
-//    cached algorithm cuDNN rejects (its workspace query fails or exceeds the limit,
-//    e.g. a choice kept for another cuDNN) is logged and chosen again by the policy,
-//    and the new choice replaces it in the cache.
+//    cached entry with its workspace size (within the limit) is used as it is, with no
+//    cuDNN call; one without is confirmed by cuDNN's workspace query. A cached
+//    algorithm cuDNN rejects there (the query fails or exceeds the limit) is logged and
+//    chosen again by the policy, and the new choice replaces it in the cache. Every
+//    choice made or confirmed here is stored with its size.
 //  - Fusion: relu (any algo) or linear (IMPLICIT_PRECOMP_GEMM only) with f32
 //    data run as one cudnnConvolutionBiasActivationForward (alpha2 = 0, z = y);
 //    everything else is cudnnConvolutionForward then cuda::bias_activation. If
@@ -52,8 +54,12 @@ namespace dlr::cuda {
 // ---- AlgoCache ----
 
 struct AlgoCache::Impl {
+  struct Entry {
+    cudnnConvolutionFwdAlgo_t algo{};
+    int64_t workspace = -1;  // bytes; -1: unknown
+  };
   mutable std::mutex mutex;
-  std::map<std::string, cudnnConvolutionFwdAlgo_t> algos;
+  std::map<std::string, Entry> algos;
 };
 
 AlgoCache::AlgoCache() : m_impl(std::make_shared<Impl>()) {}
@@ -63,22 +69,27 @@ AlgoCache& AlgoCache::process() {
   return cache;
 }
 
-bool AlgoCache::lookup(const std::string& key, cudnnConvolutionFwdAlgo_t* algo) const {
+bool AlgoCache::lookup(const std::string& key, cudnnConvolutionFwdAlgo_t* algo, int64_t* workspace) const {
   std::lock_guard<std::mutex> lock(m_impl->mutex);
   const auto it = m_impl->algos.find(key);
   if (it == m_impl->algos.end()) return false;
-  *algo = it->second;
+  *algo = it->second.algo;
+  if (workspace) *workspace = it->second.workspace;
   return true;
 }
 
-void AlgoCache::store(const std::string& key, cudnnConvolutionFwdAlgo_t algo) {
+void AlgoCache::store(const std::string& key, cudnnConvolutionFwdAlgo_t algo, int64_t workspace) {
   std::lock_guard<std::mutex> lock(m_impl->mutex);
-  m_impl->algos[key] = algo;
+  m_impl->algos[key] = Impl::Entry{algo, workspace < 0 ? -1 : workspace};
 }
 
-cudnnConvolutionFwdAlgo_t AlgoCache::insert(const std::string& key, cudnnConvolutionFwdAlgo_t algo) {
+cudnnConvolutionFwdAlgo_t AlgoCache::insert(const std::string& key, cudnnConvolutionFwdAlgo_t algo, int64_t workspace,
+                                            int64_t* workspace_out) {
   std::lock_guard<std::mutex> lock(m_impl->mutex);
-  return m_impl->algos.emplace(key, algo).first->second;
+  Impl::Entry& e = m_impl->algos.emplace(key, Impl::Entry{algo, -1}).first->second;
+  if (e.algo == algo && e.workspace < 0 && workspace >= 0) e.workspace = workspace;
+  if (workspace_out) *workspace_out = e.workspace;
+  return e.algo;
 }
 
 size_t AlgoCache::size() const {
@@ -408,9 +419,19 @@ Status CudnnConv::Impl::choose_algo(cudnnHandle_t handle, const std::string& key
     return Status();
   }
   cudnnConvolutionFwdAlgo_t cached{};
-  if (AlgoCache::process().lookup(key, &cached)) {
-    // A cached choice (this process's, or kept from an earlier run): confirmed by
-    // cuDNN's workspace query; a rejected one is chosen again below.
+  int64_t cached_ws = -1;
+  if (AlgoCache::process().lookup(key, &cached, &cached_ws)) {
+    // A cached choice with its size (cuDNN's answer for this very key, this process's
+    // or kept for this GPU, cuDNN and model): used as it is, no cuDNN call.
+    if (cached_ws >= 0 && uint64_t(cached_ws) <= uint64_t(config.workspace_limit)) {
+      algo = cached;
+      workspace = size_t(cached_ws);
+      info.from_cache = true;
+      info.workspace_cached = true;
+      return Status();
+    }
+    // Without its size (or over this limit): confirmed by cuDNN's workspace query; a
+    // rejected one is chosen again below.
     const auto t0 = std::chrono::steady_clock::now();
     size_t bytes = 0;
     const cudnnStatus_t s = cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc.get(), w_desc.get(),
@@ -420,28 +441,34 @@ Status CudnnConv::Impl::choose_algo(cudnnHandle_t handle, const std::string& key
       algo = cached;
       workspace = bytes;
       info.from_cache = true;
+      AlgoCache::process().insert(key, algo, int64_t(workspace));  // the size, for the next create of this key
       return Status();
     }
     DLR_LOG_INFO("conv {}: cached algorithm {} rejected ({}); choosing again", desc, conv_algo_name(cached),
                  s == CUDNN_STATUS_SUCCESS ? std::to_string(bytes) + " bytes of workspace, over the limit"
                                            : std::string(cudnnGetErrorString(s)));
     DLR_RETURN_IF_ERROR(query_algo(handle));
-    AlgoCache::process().store(key, algo);
+    AlgoCache::process().store(key, algo, int64_t(workspace));
     return Status();
   }
   DLR_RETURN_IF_ERROR(query_algo(handle));
-  cached = AlgoCache::process().insert(key, algo);
+  cached = AlgoCache::process().insert(key, algo, int64_t(workspace), &cached_ws);
   if (cached == algo) return Status();  // pick() confirmed the workspace already
   // Another creator of the same key stored first: use its choice (same algorithms in
   // every engine of the process).
-  const auto t0 = std::chrono::steady_clock::now();
   algo = cached;
+  if (cached_ws >= 0 && uint64_t(cached_ws) <= uint64_t(config.workspace_limit)) {
+    workspace = size_t(cached_ws);
+    return Status();
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   DLR_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
                                                           y_desc.get(), algo, &workspace));
   info.workspace_ms += ms_since(t0);
   if (workspace > config.workspace_limit)
     return internal_error("conv " + desc + ": cached algorithm " + conv_algo_name(algo) + " needs " +
                           std::to_string(workspace) + " bytes, over the limit");
+  AlgoCache::process().insert(key, algo, int64_t(workspace));
   return Status();
 }
 

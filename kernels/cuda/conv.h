@@ -8,6 +8,7 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,15 +27,23 @@ enum class AlgoPolicy : uint8_t { kHeuristic, kFind };
 // Algorithm choices keyed by the full conv configuration, shared by every
 // engine in the process so that two engines with the same model and precision
 // run the same algorithms (preload vs stream outputs are bit-identical).
+// An entry may carry the workspace its algorithm needs (bytes; -1: unknown). A known
+// size is trusted by CudnnConv::create (no cuDNN query): it is cuDNN's own answer for
+// this key, from this process (the key names the device) or from the choices kept for
+// this GPU, cuDNN and model (runtime/conv_algo_cache.h, whose key makes that safe).
 class AlgoCache {
  public:
   AlgoCache();  // defined in conv.cpp (Impl is complete there)
   static AlgoCache& process();  // the process-wide cache (mutex-protected)
-  bool lookup(const std::string& key, cudnnConvolutionFwdAlgo_t* algo) const;
-  void store(const std::string& key, cudnnConvolutionFwdAlgo_t algo);  // insert or overwrite
+  // `workspace` (optional): the stored size, -1 when unknown.
+  bool lookup(const std::string& key, cudnnConvolutionFwdAlgo_t* algo, int64_t* workspace = nullptr) const;
+  void store(const std::string& key, cudnnConvolutionFwdAlgo_t algo, int64_t workspace = -1);  // insert or overwrite
   // Stores `algo` unless `key` is already present; returns the algorithm now cached
-  // for `key` (the first store wins, so concurrent creators agree).
-  cudnnConvolutionFwdAlgo_t insert(const std::string& key, cudnnConvolutionFwdAlgo_t algo);
+  // for `key` (the first store wins, so concurrent creators agree). An entry of the same
+  // algorithm with an unknown size takes `workspace`. `workspace_out` (optional): the
+  // size now stored for `key` (-1 when unknown).
+  cudnnConvolutionFwdAlgo_t insert(const std::string& key, cudnnConvolutionFwdAlgo_t algo, int64_t workspace = -1,
+                                   int64_t* workspace_out = nullptr);
   size_t size() const;
   void clear();
 
@@ -59,9 +68,10 @@ const char* conv_algo_name(cudnnConvolutionFwdAlgo_t algo);
 struct ConvCreateInfo {
   double descriptors_ms = 0;  // validation, key strings, descriptor creation and setup
   double query_ms = 0;        // cudnnGetConvolutionForwardAlgorithm_v7 / cudnnFind and the pick (0 on a cache hit)
-  double workspace_ms = 0;    // cudnnGetConvolutionForwardWorkspaceSize of the chosen algorithm
+  double workspace_ms = 0;    // cudnnGetConvolutionForwardWorkspaceSize of a cached algorithm without its size
   double fusion_ms = 0;       // bias/activation descriptors (fused convs)
-  bool from_cache = false;    // the algorithm came from AlgoCache and cuDNN accepted it
+  bool from_cache = false;    // the algorithm came from AlgoCache and cuDNN accepted it (or its size was cached)
+  bool workspace_cached = false;  // of from_cache: its workspace size came with it (no cuDNN call at all)
   bool queried = false;       // cuDNN was asked (no entry, or the cached one was rejected)
   double total_ms() const { return descriptors_ms + query_ms + workspace_ms + fusion_ms; }
 };

@@ -177,10 +177,12 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
     const auto t_one = Clock::now();
     const std::string conv_key = cuda::CudnnConv::config_key(cfg, in, out);
     if (const auto it = algo_file.stored.find(conv_key); it != algo_file.stored.end()) {
-      // Kept from an earlier run: offered to the process-wide cache (a choice this
-      // process made already wins); CudnnConv::create confirms it with cuDNN.
+      // Kept from an earlier run: offered to the process-wide cache with its workspace
+      // size (a choice this process made already wins); CudnnConv::create then uses it
+      // without asking cuDNN (the file's key makes the stored size this GPU's, this
+      // cuDNN's and this conv's, runtime/conv_algo_cache.h).
       DLR_ASSIGN_OR_RETURN(const std::string key, cuda::CudnnConv::cache_key(cfg, in, out));
-      cuda::AlgoCache::process().insert(key, cudnnConvolutionFwdAlgo_t(it->second));
+      cuda::AlgoCache::process().insert(key, cudnnConvolutionFwdAlgo_t(it->second.algo), it->second.workspace);
     }
     auto conv = cuda::CudnnConv::create(e->m_cudnn.get(), cfg, in, out);
     if (!conv.ok())
@@ -190,11 +192,12 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
     const cuda::ConvCreateInfo& ci = (*conv)->create_info();
     timing.convs += 1;
     timing.convs_cached += ci.from_cache ? 1 : 0;
+    timing.convs_workspace_cached += ci.workspace_cached ? 1 : 0;
     timing.convs_queried += ci.queried ? 1 : 0;
     timing.conv_descriptors_ms += ci.descriptors_ms;
     timing.conv_query_ms += ci.query_ms;
     timing.conv_workspace_ms += ci.workspace_ms;
-    chosen[conv_key] = int((*conv)->algo());
+    chosen[conv_key] = ConvAlgoChoice{int((*conv)->algo()), int64_t((*conv)->workspace_bytes())};
     workspace = std::max(workspace, (*conv)->workspace_bytes());
     e->m_convs[size_t(st.layer)] = std::move(conv).value();
   }
@@ -209,10 +212,13 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   }
   timing.conv_setup_ms = ms_since(t_conv);
   DLR_LOG_DEBUG("cuda engine: {} convolutions in {:.1f} ms (first {:.1f} ms; descriptors {:.1f} ms, cuDNN query {:.1f} "
-                "ms for {}, workspace of cached algorithms {:.1f} ms for {}; algorithm cache {} {:.1f} ms{}{})",
+                "ms for {}, workspace of cached algorithms {:.1f} ms for {} of {} cached, {} with their size; "
+                "algorithm cache {} {:.1f} ms{}{})",
                 timing.convs, timing.conv_setup_ms, timing.conv_first_ms, timing.conv_descriptors_ms,
-                timing.conv_query_ms, timing.convs_queried, timing.conv_workspace_ms, timing.convs_cached,
-                timing.algo_cache, timing.algo_cache_ms, algo_file.on ? ", " : "", algo_file.path);
+                timing.conv_query_ms, timing.convs_queried, timing.conv_workspace_ms,
+                timing.convs_cached - timing.convs_workspace_cached, timing.convs_cached,
+                timing.convs_workspace_cached, timing.algo_cache, timing.algo_cache_ms, algo_file.on ? ", " : "",
+                algo_file.path);
   t0 = Clock::now();
   e->m_workspace_need = workspace;
   if (!options.shared_memory) {
@@ -269,25 +275,40 @@ Status CudaEngine::finalize() {
       }
     }
   }
-  // Warm-up run (loads kernels, lets cuDNN initialise) outside any timing, then capture.
-  // From storage the warm-up runs the layers alone on whatever the pool holds: a full
-  // read of the weights would only delay the first detection.
+  // A warm-up run (loads every kernel: each cuDNN convolution's first run and each of
+  // our kernels' first launch, ~170 ms for yolov4 on the H100) is needed before a CUDA
+  // graph is captured: cuDNN's first call of a configuration may do what a capture
+  // cannot hold. Without a graph (weights from storage, --no-graph) the first inference
+  // would only run faster for it, the sum open + first inference being no smaller; from
+  // storage it is larger: the first inference's reads then overlap the kernel loading
+  // (host work on this thread, while the reader thread reads) instead of following it.
+  // So there is none unless asked for (EngineSettings::warm_up_at_open, dlbench
+  // --warm-up-at-open): what counts is the process's age at the first result
+  // (docs/streaming.md, "Startup, measured").
   const auto t0 = Clock::now();
-  // From storage, the first inference's reads begin now and overlap the warm-up: the
-  // reader fills staging with the units that need no earlier copy (as much as staging
-  // holds) and then waits, as in any inference, for the first run()'s copies.
+  // From storage, the first inference's reads begin now and overlap the warm-up (or the
+  // time until the first run()): the reader fills staging with the units that need no
+  // earlier copy (as much as staging holds) and then waits, as in any inference, for the
+  // first run()'s copies.
   if (m_from_storage && m_pipeline && !m_reads_started) {
     m_pipeline->start();
     m_reads_started = true;
   }
-  m_kernels_only = m_from_storage;
-  const Status warm = enqueue_network(false);
-  m_kernels_only = false;
-  DLR_RETURN_IF_ERROR(warm);
-  DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
-  m_prefetched = false;  // the warm-up's copies overwrote the pool
+  m_open_timing.warmup_run = m_options.cuda_graph || m_options.warm_up_at_open;
+  if (m_open_timing.warmup_run) {
+    // From storage the warm-up runs the layers alone on whatever the pool holds: a full
+    // read of the weights would only delay the first detection.
+    m_kernels_only = m_from_storage;
+    const Status warm = enqueue_network(false);
+    m_kernels_only = false;
+    DLR_RETURN_IF_ERROR(warm);
+    DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
+    m_prefetched = false;  // the warm-up's copies overwrote the pool
+  }
   m_open_timing.warmup_ms = ms_since(t0);
-  DLR_LOG_DEBUG("cuda engine: warm-up done in {:.1f} ms", m_open_timing.warmup_ms);
+  DLR_LOG_DEBUG("cuda engine: {} ({:.1f} ms)",
+                m_open_timing.warmup_run ? "warm-up done" : "no warm-up: the first inference loads the kernels",
+                m_open_timing.warmup_ms);
   m_graph = cuda::GraphExec();
   if (m_options.cuda_graph) {
     const auto t1 = Clock::now();

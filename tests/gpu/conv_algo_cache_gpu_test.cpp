@@ -1,9 +1,11 @@
 // cuDNN algorithm choices kept per GPU and model (runtime/conv_algo_cache.h) on a real
-// GPU: the first open asks cuDNN and writes the file; a second open (process-wide
-// AlgoCache cleared, as in a new process) takes every algorithm from the file without
-// a query and computes bit-identical outputs; a damaged file or stored choices cuDNN
+// GPU: the first open asks cuDNN and writes the file (format 2: algorithms with their
+// workspace sizes); a second open (process-wide AlgoCache cleared, as in a new process)
+// takes every algorithm and its workspace size from the file without any cuDNN query
+// and computes bit-identical outputs; a damaged file, a format-1 file or choices cuDNN
 // rejects are chosen again (no error) and the file is rewritten. Also the open's timed
-// parts (Session::open_timing) and the startup floor, printed for the device run.
+// parts (Session::open_timing), the open without a warm-up from storage, and the
+// startup floor, printed for the device run.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -54,25 +56,33 @@ struct Opened {
   std::vector<std::vector<float>> heads;  // every yolo layer's output for the fixed input
 };
 
+// Runs one fixed input on an open session; every yolo layer's output.
+std::vector<std::vector<float>> run_fixed(Session& s) {
+  std::vector<std::vector<float>> heads;
+  const Shape3 in = s.network().input_shape();
+  std::vector<float> input(size_t(in.count()));
+  for (size_t i = 0; i < input.size(); ++i) input[i] = float((i * 7919) % 1000) / 1000.0f;
+  EXPECT_TRUE(s.engine().set_input(input.data(), 1).ok());
+  EXPECT_TRUE(s.engine().run().ok());
+  for (int y : s.network().output_layers()) {
+    const int64_t n = s.network().layers[size_t(y)].out.count();
+    const float* p = s.engine().output(y, 0);
+    heads.emplace_back(p, p + n);
+  }
+  return heads;
+}
+
 // Opens, runs one fixed input, keeps the outputs and the open's parts. The process-wide
-// algorithm cache is cleared first, so the open sees only the file (as a new process would).
-Opened open_and_run(const std::string& cfg, const std::string& weights, const SessionOptions& o) {
-  cuda::AlgoCache::process().clear();
+// algorithm cache is cleared first (unless `clear` is false), so the open sees only the
+// file (as a new process would).
+Opened open_and_run(const std::string& cfg, const std::string& weights, const SessionOptions& o, bool clear = true) {
+  if (clear) cuda::AlgoCache::process().clear();
   Opened r;
   auto s = Session::open(cfg, weights, o);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   if (!s.ok()) return r;
   r.timing = (*s)->open_timing();
-  const Shape3 in = (*s)->network().input_shape();
-  std::vector<float> input(size_t(in.count()));
-  for (size_t i = 0; i < input.size(); ++i) input[i] = float((i * 7919) % 1000) / 1000.0f;
-  EXPECT_TRUE((*s)->engine().set_input(input.data(), 1).ok());
-  EXPECT_TRUE((*s)->engine().run().ok());
-  for (int y : (*s)->network().output_layers()) {
-    const int64_t n = (*s)->network().layers[size_t(y)].out.count();
-    const float* p = (*s)->engine().output(y, 0);
-    r.heads.emplace_back(p, p + n);
-  }
+  r.heads = run_fixed(**s);
   return r;
 }
 
@@ -95,6 +105,9 @@ void expect_identical(const Opened& a, const Opened& b) {
         << "head " << h << " differs between the open that chose and the one that read the choices";
   }
 }
+
+// The cache key CudnnConv::create uses in this process for a stored conv key (device 0).
+std::string process_key(const std::string& conv_key) { return "dev0 " + conv_key; }
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path);
@@ -136,10 +149,35 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
     EXPECT_EQ(e2.convs_cached, e2.convs);
     EXPECT_EQ(e2.convs_queried, 0);
     EXPECT_EQ(e2.conv_query_ms, 0.0);
+    // Every workspace size came from the file: no cuDNN query of any kind.
+    EXPECT_EQ(e2.convs_workspace_cached, e2.convs);
+    EXPECT_EQ(e2.conv_workspace_ms, 0.0);
     expect_identical(first, second);
+    // The file: format 2, each conv's algorithm with its size, within the limit.
+    const nlohmann::json stored = nlohmann::json::parse(read_text(e1.algo_cache_path));
+    EXPECT_EQ(stored["format"], 2);
+    for (const auto& [conv, c] : stored["algos"].items()) {
+      ASSERT_TRUE(c.contains("workspace")) << conv;
+      EXPECT_GE(c["workspace"].get<int64_t>(), 0) << conv;
+      EXPECT_LE(c["workspace"].get<int64_t>(), o.workspace_limit) << conv;
+    }
+
+    // A format-1 file (an older dlrun's: algorithms alone) with this key: ignored with
+    // a warning, chosen again, rewritten as format 2; the next open hits.
+    {
+      nlohmann::json v1 = stored;
+      v1["format"] = 1;
+      for (auto& c : v1["algos"]) c = c["algo"];
+      std::ofstream(e1.algo_cache_path) << v1.dump();
+    }
+    const Opened old_format = open_and_run(cfg, weights, o);
+    EXPECT_NE(old_format.timing.engine.algo_cache.find("format 1"), std::string::npos)
+        << old_format.timing.engine.algo_cache;
+    EXPECT_EQ(nlohmann::json::parse(read_text(e1.algo_cache_path))["format"], 2);
+    expect_identical(first, old_format);
 
     // A damaged file: ignored with a warning, chosen again, rewritten; the next open hits.
-    { std::ofstream(e1.algo_cache_path) << "{\"format\": 1, \"key\": "; }
+    { std::ofstream(e1.algo_cache_path) << "{\"format\": 2, \"key\": "; }
     const Opened third = open_and_run(cfg, weights, o);
     EXPECT_EQ(third.timing.engine.algo_cache.rfind("ignored: ", 0), 0u) << third.timing.engine.algo_cache;
     EXPECT_GT(third.timing.engine.convs_queried, 0);
@@ -147,20 +185,37 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
     expect_identical(first, third);
     EXPECT_EQ(open_and_run(cfg, weights, o).timing.engine.algo_cache, "hit");
 
-    // Stored choices cuDNN may reject (FFT for every conv, e.g. a file from another
-    // cuDNN): the open succeeds, rejected ones are chosen again, and the file afterwards
-    // holds what this open ran, so the next open is a hit.
-    nlohmann::json j = nlohmann::json::parse(read_text(e1.algo_cache_path));
-    for (auto& v : j["algos"]) v = int(CUDNN_CONVOLUTION_FWD_ALGO_FFT);
-    { std::ofstream(e1.algo_cache_path) << j.dump(); }
-    const Opened fourth = open_and_run(cfg, weights, o);
-    std::printf("  FFT stored for every conv: %d of %d rejected and chosen again\n",
+    // Choices cuDNN may reject: the file's sizes are trusted (its key makes them this
+    // cuDNN's answers), so a rejected choice can only be a process-wide entry without a
+    // size. FFT for every conv there (a choice this process holds wins over the file's):
+    // the open succeeds, rejected ones are chosen again, accepted ones are confirmed by
+    // the workspace query, and the file afterwards holds what this open ran, so the next
+    // open is a hit.
+    const nlohmann::json j = nlohmann::json::parse(read_text(e1.algo_cache_path));
+    cuda::AlgoCache::process().clear();
+    for (const auto& [conv, c] : j["algos"].items())
+      cuda::AlgoCache::process().store(process_key(conv), CUDNN_CONVOLUTION_FWD_ALGO_FFT);
+    const Opened fourth = open_and_run(cfg, weights, o, /*clear=*/false);
+    std::printf("  FFT in the process cache for every conv: %d of %d rejected and chosen again\n",
                 fourth.timing.engine.convs_queried, fourth.timing.engine.convs);
     ASSERT_FALSE(fourth.heads.empty());
+    EXPECT_EQ(fourth.timing.engine.convs_workspace_cached, 0) << "no FFT entry had a size";
+    EXPECT_EQ(fourth.timing.engine.convs_queried + fourth.timing.engine.convs_cached, fourth.timing.engine.convs);
     const Opened fifth = open_and_run(cfg, weights, o);
     EXPECT_EQ(fifth.timing.engine.algo_cache, "hit");
     EXPECT_EQ(fifth.timing.engine.convs_queried, 0);
+    EXPECT_EQ(fifth.timing.engine.convs_workspace_cached, fifth.timing.engine.convs);
     expect_identical(fourth, fifth);
+
+    // In one process, a second open of the same model (the process-wide cache kept)
+    // needs no cuDNN call either: the first open stored every size with its choice.
+    SessionOptions no_file = o;
+    no_file.cache_kernel_times = false;
+    (void)open_and_run(cfg, weights, no_file);  // clears, then fills the process-wide cache
+    const Opened sixth = open_and_run(cfg, weights, no_file, /*clear=*/false);
+    EXPECT_EQ(sixth.timing.engine.convs_queried, 0);
+    EXPECT_EQ(sixth.timing.engine.convs_workspace_cached, sixth.timing.engine.convs);
+    EXPECT_EQ(sixth.timing.engine.conv_workspace_ms, 0.0);
 
     // Off: nothing read, nothing written.
     SessionOptions off = o;
@@ -170,6 +225,52 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
     EXPECT_TRUE(none.timing.engine.algo_cache_path.empty());
     EXPECT_GT(none.timing.engine.convs_queried, 0);
     EXPECT_EQ(none.timing.engine.convs_queried + none.timing.engine.convs_cached, none.timing.engine.convs);
+  }
+}
+
+// Weights from storage (no CUDA graph): by default the open runs no warm-up and the
+// first inference loads the kernels while its reads land; with warm_up_at_open the old
+// warm-up runs. Both give bit-identical outputs, and the first inference of each is
+// right (the same as the second). The parts are printed for the device run.
+TEST(StartupTiming, StorageOpensWithoutWarmUpAndMatchesTheWarmedUpOpen) {
+  DLR_REQUIRE_GPU();
+  const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  const std::string weights = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  if (cfg.empty() || weights.empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
+  const CacheDir scope(test::temp_dir() + "/storage-warmup");
+  for (const int zero_copy : {0, 1}) {
+    SCOPED_TRACE(zero_copy ? "zero copy" : "read, copy, compute");
+    SessionOptions o;
+    o.device = DeviceKind::kCUDA;
+    o.precision = Precision::kFP16;
+    o.mode = WeightMode::kStream;
+    o.weights_from = WeightsFrom::kStorage;
+    o.prepared_path = test::temp_dir() + "/storage-warmup.dlrw";
+    o.weight_budget = *WeightBudget::parse("min");
+    o.zero_copy = zero_copy;
+    o.cache_kernel_times = true;
+    SessionOptions warm = o;
+    warm.warm_up_at_open = true;
+    const Opened with = open_and_run(cfg, weights, warm);
+    const Opened without = open_and_run(cfg, weights, o);
+    print_timing("storage, warm-up at open", with.timing);
+    print_timing("storage, no warm-up", without.timing);
+    EXPECT_TRUE(with.timing.engine.warmup_run);
+    EXPECT_FALSE(without.timing.engine.warmup_run);
+    EXPECT_EQ(without.timing.engine.graph_ms, 0.0);
+    EXPECT_GE(without.timing.open_ms, without.timing.parse_ms + without.timing.compile_ms + without.timing.engine_ms +
+                                          without.timing.finalize_ms);
+    expect_identical(with, without);
+    // The first inference of an open without a warm-up equals that session's second.
+    cuda::AlgoCache::process().clear();
+    auto s = Session::open(cfg, weights, o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    EXPECT_FALSE((*s)->open_timing().engine.warmup_run);
+    Opened first, second;
+    first.heads = run_fixed(**s);
+    second.heads = run_fixed(**s);
+    expect_identical(first, second);
+    expect_identical(with, first);
   }
 }
 
@@ -190,6 +291,7 @@ TEST(StartupTiming, OpenPartsAreFilledAndTheFloorRuns) {
   EXPECT_GT(t.engine_ms, 0);
   EXPECT_GT(t.engine.conv_setup_ms, 0);
   EXPECT_GT(t.engine.warmup_ms, 0);
+  EXPECT_TRUE(t.engine.warmup_run) << "a CUDA graph is captured after a warm-up";
   EXPECT_GE(t.open_ms, t.parse_ms + t.compile_ms + t.engine_ms + t.finalize_ms);
   EXPECT_EQ(t.engine.cudnn_handle_ms, 0.0) << "the helper thread's cuDNN handle was not used";
   EXPECT_EQ(t.first_detect_ms, 0.0);

@@ -1,7 +1,8 @@
 // cuDNN algorithm choices kept per GPU and model (runtime/conv_algo_cache.h), the parts
-// that need no GPU: the file format's round trip, the key (every field matters, the
-// model's precision and layout change it), and files that must be ignored rather than
-// trusted (damaged, another format, another GPU / cuDNN / model, bad entries).
+// that need no GPU: the file format's round trip (algorithms with their workspace
+// sizes), the key (every field matters, the model's precision and layout change it),
+// and files that must be ignored rather than trusted (damaged, another format, format 1
+// without workspace sizes, another GPU / cuDNN / model, bad algorithms or sizes).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -34,9 +35,9 @@ ConvAlgoKey sample_key() {
 }
 
 ConvAlgoMap sample_algos() {
-  return {{"in[nhwc/f16 n1 c3 h608 w608 ns1108992 ps3] out[...] filters32 size3", 1},
-          {"in[nhwc/f16 n1 c32 h608 w608 ns11829248 ps32] out[...] filters64 size3 \"quoted\"", 0},
-          {"a conv with unicode-free but odd chars: {}[]:,\\", 7}};
+  return {{"in[nhwc/f16 n1 c3 h608 w608 ns1108992 ps3] out[...] filters32 size3", {1, 4096}},
+          {"in[nhwc/f16 n1 c32 h608 w608 ns11829248 ps32] out[...] filters64 size3 \"quoted\"", {0, 0}},
+          {"a conv with unicode-free but odd chars: {}[]:,\\", {7, int64_t(256) << 20}}};  // exactly the limit
 }
 
 std::string nlohmann_quote(const std::string& s) { return nlohmann::json(s).dump(); }
@@ -91,24 +92,62 @@ TEST(ConvAlgoCacheFormat, EveryKeyFieldMatters) {
 TEST(ConvAlgoCacheFormat, DamagedTextIsRefused) {
   const ConvAlgoKey key = sample_key();
   const std::string good = format_conv_algos(key, sample_algos());
+  const std::string k = nlohmann_quote(key.text());
+  auto with = [&](const std::string& entry) {
+    return "{\"format\": 2, \"key\": " + k + ", \"algos\": {\"c\": " + entry + "}}";
+  };
+  const std::string limit = std::to_string(key.workspace_limit);
   const std::vector<std::pair<std::string, std::string>> bad = {
       {good.substr(0, good.size() / 2), "not a JSON document"},
       {"", "not a JSON document"},
       {"[1, 2]", "not a JSON object"},
-      {"{\"format\": 2, \"key\": \"x\", \"algos\": {}}", "format is not 1"},
-      {"{\"format\": \"1\", \"key\": \"x\", \"algos\": {}}", "format is not 1"},
-      {"{\"format\": 1, \"algos\": {}}", "no key"},
-      {"{\"format\": 1, \"key\": " + nlohmann_quote(key.text()) + "}", "no algos object"},
-      {"{\"format\": 1, \"key\": " + nlohmann_quote(key.text()) + ", \"algos\": {\"c\": 8}}", "outside 0..7"},
-      {"{\"format\": 1, \"key\": " + nlohmann_quote(key.text()) + ", \"algos\": {\"c\": -1}}", "outside 0..7"},
-      {"{\"format\": 1, \"key\": " + nlohmann_quote(key.text()) + ", \"algos\": {\"c\": 1.5}}", "not an integer"},
-      {"{\"format\": 1, \"key\": " + nlohmann_quote(key.text()) + ", \"algos\": {\"\": 1}}", "empty convolution key"},
+      {"{\"format\": 3, \"key\": \"x\", \"algos\": {}}", "format is not 2"},
+      {"{\"format\": \"2\", \"key\": \"x\", \"algos\": {}}", "format is not 2"},
+      {"{\"format\": 2, \"algos\": {}}", "no key"},
+      {"{\"format\": 2, \"key\": " + k + "}", "no algos object"},
+      {with("{\"algo\": 8, \"workspace\": 0}"), "outside 0..7"},
+      {with("{\"algo\": -1, \"workspace\": 0}"), "outside 0..7"},
+      {with("{\"algo\": 1.5, \"workspace\": 0}"), "algorithm is not an integer"},
+      {with("{\"workspace\": 0}"), "algorithm is not an integer"},
+      {with("1"), "not an object"},  // a format-1 entry under format 2
+      {with("{\"algo\": 1}"), "workspace is not an integer"},
+      {with("{\"algo\": 1, \"workspace\": 1.5}"), "workspace is not an integer"},
+      {with("{\"algo\": 1, \"workspace\": \"0\"}"), "workspace is not an integer"},
+      {with("{\"algo\": 1, \"workspace\": -1}"), "workspace -1 bytes outside 0.." + limit},
+      {with("{\"algo\": 1, \"workspace\": " + std::to_string(key.workspace_limit + 1) + "}"),
+       "outside 0.." + limit + " (the workspace limit)"},
+      {with("{\"algo\": 1, \"workspace\": 18446744073709551615}"), "workspace outside 0.." + limit},
+      {"{\"format\": 2, \"key\": " + k + ", \"algos\": {\"\": {\"algo\": 1, \"workspace\": 0}}}",
+       "empty convolution key"},
   };
   for (const auto& [text, why] : bad) {
     const Expected<ConvAlgoMap> r = parse_conv_algos(text, key, kAlgoCount);
     ASSERT_FALSE(r.ok()) << "accepted: " << text;
     EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message() << " (wanted " << why << ")";
   }
+}
+
+// A file of format 1 (algorithms without workspace sizes, as dlrun wrote before) with
+// this very key: refused (the open ignores it with a warning and rewrites it), the
+// message naming format 1.
+TEST(ConvAlgoCacheFormat, FormatOneIsRefused) {
+  const ConvAlgoKey key = sample_key();
+  const std::string v1 = "{\"format\": 1, \"key\": " + nlohmann_quote(key.text()) + ", \"algos\": {\"c\": 1}}";
+  const Expected<ConvAlgoMap> r = parse_conv_algos(v1, key, kAlgoCount);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("format is not 2 (format 1"), std::string::npos) << r.status().message();
+  // What this build writes is format 2, every entry with its workspace.
+  const nlohmann::json j = nlohmann::json::parse(format_conv_algos(key, sample_algos()));
+  EXPECT_EQ(j["format"], 2);
+  for (const auto& [conv, c] : sample_algos()) {
+    EXPECT_EQ(j["algos"][conv]["algo"], c.algo) << conv;
+    EXPECT_EQ(j["algos"][conv]["workspace"], c.workspace) << conv;
+  }
+  // A workspace limit of 0 admits only workspace-free choices.
+  ConvAlgoKey zero = key;
+  zero.workspace_limit = 0;
+  EXPECT_TRUE(parse_conv_algos(format_conv_algos(zero, {{"c", {1, 0}}}), zero, kAlgoCount).ok());
+  EXPECT_FALSE(parse_conv_algos(format_conv_algos(zero, {{"c", {1, 1}}}), zero, kAlgoCount).ok());
 }
 
 TEST_F(ConvAlgoCacheTest, FilesAbsentLoadedIgnoredAndRewritten) {
@@ -130,7 +169,7 @@ TEST_F(ConvAlgoCacheTest, FilesAbsentLoadedIgnoredAndRewritten) {
   const Expected<std::string> other_path = conv_algos_path("yolov4.cfg", other);
   ASSERT_TRUE(other_path.ok());
   EXPECT_NE(*other_path, *path);
-  ASSERT_TRUE(save_conv_algos(*other_path, other, {{"c", 2}}).ok());
+  ASSERT_TRUE(save_conv_algos(*other_path, other, {{"c", {2, 0}}}).ok());
   EXPECT_EQ(load_conv_algos(*path, key, kAlgoCount).algos, sample_algos()) << "another GPU's file changed ours";
   ASSERT_EQ(std::rename(other_path->c_str(), path->c_str()), 0);
   r = load_conv_algos(*path, key, kAlgoCount);
@@ -139,8 +178,17 @@ TEST_F(ConvAlgoCacheTest, FilesAbsentLoadedIgnoredAndRewritten) {
   EXPECT_NE(r.reason.find("gpu ffff"), std::string::npos) << r.reason;
   EXPECT_TRUE(r.algos.empty());
 
+  // A format-1 file (an older dlrun's) is ignored, and the next save replaces it.
+  write(*path, "{\"format\": 1, \"key\": " + nlohmann_quote(key.text()) + ", \"algos\": {\"c\": 1}}");
+  r = load_conv_algos(*path, key, kAlgoCount);
+  EXPECT_EQ(r.state, ConvAlgoLoad::kIgnored);
+  EXPECT_NE(r.reason.find("format 1"), std::string::npos) << r.reason;
+  EXPECT_TRUE(r.algos.empty());
+  ASSERT_TRUE(save_conv_algos(*path, key, sample_algos()).ok());
+  EXPECT_EQ(load_conv_algos(*path, key, kAlgoCount).algos, sample_algos());
+
   // A damaged file is ignored, and the next save replaces it.
-  write(*path, "{\"format\": 1, \"key\": ");
+  write(*path, "{\"format\": 2, \"key\": ");
   r = load_conv_algos(*path, key, kAlgoCount);
   EXPECT_EQ(r.state, ConvAlgoLoad::kIgnored);
   EXPECT_NE(r.reason.find("not a JSON document"), std::string::npos) << r.reason;
