@@ -110,9 +110,10 @@ TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
       const size_t next = (i + 1) % ms.size();
       for (size_t j = 0; j < ms.size(); ++j) {
         const bool can = ms[j]->session().model().streaming && ms[j]->session().model().stream.prefetch_units() > 0;
-        if (round > 0 || j <= i)
+        if (round > 0 || j <= i) {
           EXPECT_EQ(ms[j]->session().engine().prefetch_pending(), can && j == next)
               << models[j].name << " after " << models[i].name << ", round " << round;
+        }
       }
     }
   EXPECT_LE((*rt)->memory().total(), (*rt)->budget_bytes());
