@@ -231,9 +231,9 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
   }
 }
 
-// Weights from storage (no CUDA graph): by default the open runs no warm-up and the
-// first inference loads the kernels while its reads land; with warm_up_at_open the old
-// warm-up runs. Both give bit-identical outputs, and the first inference of each is
+// Weights from storage (no CUDA graph): without warm_up_at_open (default on) the open
+// runs no warm-up and the first inference loads the kernels while its reads land; with
+// it the warm-up runs. Both give bit-identical outputs, and the first inference of each is
 // right (the same as the second). The parts are printed for the device run.
 TEST(StartupTiming, StorageOpensWithoutWarmUpAndMatchesTheWarmedUpOpen) {
   DLR_REQUIRE_GPU();
@@ -252,6 +252,7 @@ TEST(StartupTiming, StorageOpensWithoutWarmUpAndMatchesTheWarmedUpOpen) {
     o.weight_budget = *WeightBudget::parse("min");
     o.zero_copy = zero_copy;
     o.cache_kernel_times = true;
+    o.warm_up_at_open = false;
     SessionOptions warm = o;
     warm.warm_up_at_open = true;
     const Opened with = open_and_run(cfg, weights, warm);
