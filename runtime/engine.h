@@ -94,9 +94,10 @@ struct EngineOpenTiming {
   std::string algo_cache;          // "off", "absent", "hit", "partial", "ignored: <why>" (the file's state)
   std::string algo_cache_path;     // the cache file ("" when off)
   double warmup_ms = 0;            // finalize(): the warm-up run and its synchronisation (~0 without one)
-  bool warmup_run = false;         // finalize() ran a warm-up (before a CUDA graph's capture, or asked for:
+  bool warmup_run = false;         // finalize() ran a warm-up (a CUDA graph's first replay, or asked for:
                                    // EngineSettings::warm_up_at_open); else the first inference loads the kernels
-  double graph_ms = 0;             // finalize(): CUDA graph capture
+  bool warmup_eager = false;       // the warm-up ran outside a graph (no graph, or the capture needed it first)
+  double graph_ms = 0;             // finalize(): CUDA graph capture (with a graph: it loads the kernels)
 };
 
 struct CompiledModel;

@@ -275,18 +275,20 @@ Status CudaEngine::finalize() {
       }
     }
   }
-  // A warm-up run (loads every kernel: each cuDNN convolution's first run and each of
-  // our kernels' first launch, ~170 ms for yolov4 on the H100) is needed before a CUDA
-  // graph is captured: cuDNN's first call of a configuration may do what a capture
-  // cannot hold. Without a graph (weights from storage, --no-graph) the first inference
-  // would only run faster for it, the sum open + first inference being no smaller; from
-  // storage it is larger: the first inference's reads then overlap the kernel loading
-  // (host work on this thread, while the reader thread reads) instead of following it.
-  // That was the expectation; measured on the H100 the first inference without the
-  // warm-up took longer than warm-up + first inference (228 against 111 + 58 ms), so
-  // the warm-up runs unless switched off (EngineSettings::warm_up_at_open, dlbench
-  // --no-warm-up-at-open; docs/streaming.md, "Startup, measured").
-  const auto t0 = Clock::now();
+  // The warm-up (EngineSettings::warm_up_at_open, always with a CUDA graph) makes the
+  // first inference after open a warm one. With a graph it is the graph's first replay:
+  // the capture itself loads every kernel (each cuDNN convolution's first call, each of
+  // our kernels' first launch), so an eager run before it only did that work twice
+  // (yolov4 @608 fp16 on the H100, first session of a process: eager warm-up 226 ms +
+  // capture 29 ms before, capture 109-120 ms + replay 2 ms now; docs/streaming.md,
+  // "Startup: the graph's first replay is the warm-up"). The network runs eagerly only
+  // where the capture fails without an eager run first (cuDNN's first call of a
+  // configuration may do what a capture cannot hold: then eager warm-up, capture again)
+  // or where no graph is used.
+  // Without a graph (weights from storage, --no-graph) the eager warm-up runs unless
+  // switched off: measured on the H100 the first inference without it took longer than
+  // warm-up + first inference (228 against 111 + 58 ms; docs/streaming.md, "Startup,
+  // measured").
   // From storage, the first inference's reads begin now and overlap the warm-up (or the
   // time until the first run()): the reader fills staging with the units that need no
   // earlier copy (as much as staging holds) and then waits, as in any inference, for the
@@ -296,7 +298,10 @@ Status CudaEngine::finalize() {
     m_reads_started = true;
   }
   m_open_timing.warmup_run = m_options.cuda_graph || m_options.warm_up_at_open;
-  if (m_open_timing.warmup_run) {
+  m_open_timing.warmup_eager = false;
+  double eager_ms = 0;
+  auto eager_warm_up = [&]() -> Status {
+    const auto te = Clock::now();
     // From storage the warm-up runs the layers alone on whatever the pool holds: a full
     // read of the weights would only delay the first detection.
     m_kernels_only = m_from_storage;
@@ -305,19 +310,46 @@ Status CudaEngine::finalize() {
     DLR_RETURN_IF_ERROR(warm);
     DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
     m_prefetched = false;  // the warm-up's copies overwrote the pool
-  }
-  m_open_timing.warmup_ms = ms_since(t0);
-  DLR_LOG_DEBUG("cuda engine: {} ({:.1f} ms)",
-                m_open_timing.warmup_run ? "warm-up done" : "no warm-up: the first inference loads the kernels",
-                m_open_timing.warmup_ms);
+    m_open_timing.warmup_eager = true;
+    eager_ms = ms_since(te);
+    return Status();
+  };
   m_graph = cuda::GraphExec();
   if (m_options.cuda_graph) {
     const auto t1 = Clock::now();
-    const Status st = capture_graph();
-    m_open_timing.graph_ms = ms_since(t1);
-    if (!st.ok()) DLR_LOG_WARN("CUDA graph capture failed, running without a graph: {}", st.message());
+    Status st = capture_graph();
+    if (!st.ok()) {
+      DLR_LOG_DEBUG("cuda engine: graph capture without an eager run first failed ({}); warming up eagerly",
+                    st.message());
+      m_graph = cuda::GraphExec();
+      m_graph_body = cuda::GraphExec();
+      DLR_RETURN_IF_ERROR(eager_warm_up());
+      st = capture_graph();
+    }
+    m_open_timing.graph_ms = ms_since(t1) - eager_ms;
+    if (!st.ok()) {
+      m_graph = cuda::GraphExec();
+      m_graph_body = cuda::GraphExec();
+      DLR_LOG_WARN("CUDA graph capture failed, running without a graph: {}", st.message());
+    }
     DLR_LOG_DEBUG("cuda engine: graph {} ({:.1f} ms)", m_graph ? "captured" : "not used", m_open_timing.graph_ms);
   }
+  const auto t2 = Clock::now();
+  if (m_open_timing.warmup_run && !m_open_timing.warmup_eager) {
+    if (m_graph) {
+      DLR_CUDA_CHECK(cudaGraphLaunch(m_graph.get(), m_stream.get()));
+      DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
+      m_prefetched = false;  // the replay's copies overwrote the pool
+    } else {
+      DLR_RETURN_IF_ERROR(eager_warm_up());
+    }
+  }
+  m_open_timing.warmup_ms = eager_ms + ms_since(t2);
+  DLR_LOG_DEBUG("cuda engine: {} ({:.1f} ms)",
+                !m_open_timing.warmup_run    ? "no warm-up: the first inference loads the kernels"
+                : m_open_timing.warmup_eager ? "warm-up done (eager)"
+                                             : "warm-up done (the graph's first replay)",
+                m_open_timing.warmup_ms);
   return Status();
 }
 

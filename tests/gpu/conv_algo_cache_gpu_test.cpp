@@ -295,7 +295,8 @@ TEST(StartupTiming, OpenPartsAreFilledAndTheFloorRuns) {
   EXPECT_GT(t.engine_ms, 0);
   EXPECT_GT(t.engine.conv_setup_ms, 0);
   EXPECT_GT(t.engine.warmup_ms, 0);
-  EXPECT_TRUE(t.engine.warmup_run) << "a CUDA graph is captured after a warm-up";
+  EXPECT_TRUE(t.engine.warmup_run) << "with a CUDA graph the warm-up is its first replay";
+  EXPECT_FALSE(t.engine.warmup_eager) << "the graph was captured without an eager run of the network first";
   EXPECT_GE(t.open_ms, t.parse_ms + t.compile_ms + t.engine_ms + t.finalize_ms);
   EXPECT_EQ(t.engine.cudnn_handle_ms, 0.0) << "the helper thread's cuDNN handle was not used";
   EXPECT_EQ(t.first_detect_ms, 0.0);
