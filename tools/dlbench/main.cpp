@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "loaders/synthetic_weights.h"
+#include "tools/dlbench/isolate.h"
 #include "tools/dlbench/models.h"
 #include "runtime/streaming/lower_bound.h"
 #include "runtime/streaming/simulator.h"
@@ -86,6 +87,12 @@ struct Args {
   bool startup_floor = false;  // --startup-floor: time the smallest CUDA open, alone in this process
   // --budget-curve N: N budgets from the minimal pool to all the weights (preload in the same run).
   int budget_curve = 0;
+  // --isolate: every configuration in a process of its own (tools/dlbench/isolate.h);
+  // on by default with --budget-curve, off with --no-isolate.
+  bool isolate = false;
+  bool no_isolate = false;
+  int config_index = -1;          // --config-index K (the child of --isolate): measure configuration K only
+  std::vector<std::string> argv;  // the command line, for the children of --isolate
   // --simulate-only: no GPU; the planner's predictions and the lower bound over a
   // budget curve from kernel times in a dlbench JSON file.
   bool simulate_only = false;
@@ -300,6 +307,7 @@ nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms) {
           {"kernel_times_ms", t.kernel_times_ms},
           {"warmup_ms", t.engine.warmup_ms},
           {"warmup_run", t.engine.warmup_run},
+          {"warmup_eager", t.engine.warmup_eager},
           {"graph_ms", t.engine.graph_ms},
           {"finalize_ms", t.finalize_ms},
           {"first_inference_ms", first_inference_ms},
@@ -798,6 +806,12 @@ int startup_floor(const Args& a) {
 int run(const Args& a_in) {
   Args a = a_in;
   if (a.startup_floor) return startup_floor(a);
+  if (a.isolate && a.no_isolate) return fail("dlbench", invalid_argument("--isolate and --no-isolate contradict"));
+  if ((a.isolate || (a.budget_curve > 0 && !a.no_isolate)) && a.simulate)
+    return fail("dlbench", invalid_argument("--simulate needs the profiled preload run in the same process as the "
+                                            "stream rows: use it with --no-isolate"));
+  if (a.no_isolate && a.budget_curve == 0)
+    return fail("dlbench", invalid_argument("--no-isolate applies to --budget-curve (isolation is off without it)"));
   if (a.simulate_only) {
     auto net = parse_network_cfg(a.cfg, CfgOptions{a.size, a.size});
     if (!net.ok()) return fail("dlbench", net.status());
@@ -814,6 +828,8 @@ int run(const Args& a_in) {
     a.budgets = *budgets + ",auto";  // and the budget auto picks (--max-slowdown), measured in the same run
     a.modes = "preload,stream";
     a.pools = "ring";
+    // Every row the first CUDA session of its process (tools/dlbench/isolate.h).
+    if (!a.no_isolate) a.isolate = true;
 #else
     return fail("dlbench", "--budget-curve measures on a GPU: this build has no CUDA backend (--simulate-only "
                            "predicts without one)");
@@ -933,7 +949,7 @@ int run(const Args& a_in) {
                   en["convs_workspace_cached"].get<int>(),
                   en["algo_cache"].get<std::string>().empty() ? "-" : en["algo_cache"].get<std::string>().c_str(),
                   su["kernel_times_ms"].get<double>(), su["warmup_ms"].get<double>(),
-                  su["warmup_run"].get<bool>() ? "" : " (none)",
+                  !su["warmup_run"].get<bool>() ? " (none)" : su.value("warmup_eager", false) ? " (eager)" : " (graph replay)",
                   su["graph_ms"].get<double>(),
                   su["context_ms"].get<double>(), su["context_cudnn_ms"].get<double>(),
                   su["context_prime_ms"].get<double>(), su["context_wait_ms"].get<double>());
@@ -948,8 +964,13 @@ int run(const Args& a_in) {
     std::printf("\n");
     std::fflush(stdout);
   };
-  for (const Config& c : configs(a)) {
-    auto r = bench_config(a, weights, c, input);
+  const std::vector<Config> all_configs = configs(a);
+  for (size_t k = 0; k < all_configs.size(); ++k) {
+    const Config& c = all_configs[k];
+    if (a.config_index >= 0 && int(k) != a.config_index) continue;
+    auto r = a.isolate && a.config_index < 0
+                 ? run_config_in_child(a.argv, int(k), a.synthetic ? weights : std::string())
+                 : bench_config(a, weights, c, input);
     if (!r.ok()) {
       std::fprintf(stderr, "dlbench: %s: %s\n", c.name().c_str(), r.status().message().c_str());
       rc = kExitError;
@@ -1077,6 +1098,13 @@ int tool_main(int argc, char** argv) {
                  "preload in the same run; N >= 12 for the curve of docs/streaming.md); each row has the planner's "
                  "prediction and the lower bound; plot with scripts/plot_budget_curve.py")
       ->check(CLI::Range(2, 200));
+  app.add_flag("--isolate", a.isolate,
+               "measure every configuration in a process of its own (the default with --budget-curve): on the "
+               "H100 every CUDA session after the first of a process ran ~5 % slower, preload included "
+               "(docs/benchmarks.md, \"Position in the process\")");
+  app.add_flag("--no-isolate", a.no_isolate, "--budget-curve: every configuration in this process, one after another");
+  app.add_option("--config-index", a.config_index, "internal (the processes of --isolate): measure configuration K only")
+      ->group("");
   app.add_flag("--simulate-only", a.simulate_only,
                "no GPU: predict the budget curve (--budget-curve N, default 16) with the planner and the lower bound "
                "from the kernel times of --layer-ms-from and a named --copy-profile");
@@ -1125,6 +1153,7 @@ int tool_main(int argc, char** argv) {
   app.add_flag("--startup-floor", a.startup_floor,
                "time only the smallest CUDA open on this GPU (context, cuDNN handle, one 1x1 convolution), as the "
                "process's first CUDA work; no configuration runs");
+  a.argv.assign(argv, argv + argc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,86 @@
+#include "tools/dlbench/isolate.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+extern char** environ;
+
+namespace dlr::tools {
+namespace {
+
+// The parent's arguments less the ones the child gets its own way.
+std::vector<std::string> child_args(const std::vector<std::string>& argv, int index, const std::string& json,
+                                    const std::string& synthetic_weights) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& s = argv[i];
+    if (i > 0 && (s == "--isolate" || s == "--no-isolate")) continue;
+    if (i > 0 && !synthetic_weights.empty() && s == "--synthetic") continue;
+    if (i > 0 && (s == "--json" || s == "--config-index")) {
+      ++i;  // and its value
+      continue;
+    }
+    if (i > 0 && (s.rfind("--json=", 0) == 0 || s.rfind("--config-index=", 0) == 0)) continue;
+    out.push_back(s);
+  }
+  if (!synthetic_weights.empty()) {
+    out.push_back("--weights");
+    out.push_back(synthetic_weights);
+  }
+  out.push_back("--config-index");
+  out.push_back(std::to_string(index));
+  out.push_back("--json");
+  out.push_back(json);
+  return out;
+}
+
+}  // namespace
+
+Expected<nlohmann::json> run_config_in_child(const std::vector<std::string>& argv, int index,
+                                             const std::string& synthetic_weights) {
+  const std::string json = "/tmp/dlbench-" + std::to_string(::getpid()) + "-config" + std::to_string(index) + ".json";
+  std::remove(json.c_str());
+  const std::vector<std::string> args = child_args(argv, index, json, synthetic_weights);
+  std::vector<char*> cargs;
+  for (const std::string& s : args) cargs.push_back(const_cast<char*>(s.c_str()));
+  cargs.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  if (posix_spawn_file_actions_init(&actions) != 0) return internal_error("posix_spawn_file_actions_init failed");
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    return internal_error(std::string("could not start its own process (/proc/self/exe): ") + std::strerror(rc));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return internal_error(std::string("waitpid failed: ") + std::strerror(errno));
+  }
+  auto result = [&]() -> Expected<nlohmann::json> {
+    if (WIFSIGNALED(status))
+      return internal_error("its process was killed by signal " + std::to_string(WTERMSIG(status)));
+    std::ifstream f(json);
+    if (!f) {
+      return internal_error("its process exited with code " +
+                            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " and wrote no result");
+    }
+    nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+    if (j.is_discarded() || !j.contains("results") || !j["results"].is_array() || j["results"].size() != 1) {
+      return internal_error("failed in its own process (exit code " +
+                            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                            ", no result row; its message is above)");
+    }
+    return j["results"][0];
+  }();
+  std::remove(json.c_str());
+  return result;
+}
+
+}  // namespace dlr::tools

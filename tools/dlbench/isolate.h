@@ -1,0 +1,29 @@
+// dlbench --isolate: each configuration measured in a process of its own.
+//
+// Why: on the H100, once a second CUDA session of a process has run its network, every
+// kernel of every session of that process runs ~0.8 us longer for good (yolov4 @608
+// fp16: 1.78 -> 1.87 ms, preload and stream alike; docs/benchmarks.md, "Position in the
+// process"). Rows measured one after another in one process therefore favour the first.
+// In a process of its own every configuration is the first CUDA session.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/status.h"
+
+namespace dlr::tools {
+
+// Runs this executable again (/proc/self/exe) with `argv` (the parent's own command
+// line, argv[0] first) less --isolate, --no-isolate and --json, plus --config-index
+// `index` and a JSON file of its own; `synthetic_weights`, when not empty, replaces
+// --synthetic with --weights FILE (the parent's seeded file: no second write). The
+// child's stdout is discarded (the parent prints its row), its stderr is this
+// process's. Returns the child's only result row; an error says how the child
+// ended (the caller names the configuration).
+Expected<nlohmann::json> run_config_in_child(const std::vector<std::string>& argv, int index,
+                                             const std::string& synthetic_weights);
+
+}  // namespace dlr::tools
