@@ -89,6 +89,9 @@ class CudaEngine final : public Engine {
   Status enqueue_step(const Step& st, cudaStream_t s);
   Status enqueue_layer_kernels(const Step& st, cudaStream_t s);  // enqueue_step unless a no-op; errors name the layer
   Status enqueue_outputs(cudaStream_t s);
+  // unit_tuning.cpp: the pool filled with weight-like values before kernels are timed
+  // (synchronous; at open only).
+  Status fill_pool_like_weights();
   Status capture_graph();
   // Captures what `enqueue` puts on the compute stream (and streams it forks) into an
   // instantiated graph; m_capturing is true meanwhile.
