@@ -250,7 +250,7 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
 // that cannot time copies, too few copies, implausible timings) leaves the probed
 // profile, with a warning; it never fails the open.
 Status Session::calibrate_copies(const Target& probed_target, const std::vector<double>& layer_ms) {
-  constexpr int kCalibrationRuns = 3;
+  constexpr int kCalibrationRuns = 5;  // per-unit medians over these: two disturbed runs are outvoted
   const CompiledModel& m = *m_model;
   if (!m.streaming || m.stream.resident || m.from_storage || m.stream.units.empty() || probed_target.copy_calibrated())
     return Status();

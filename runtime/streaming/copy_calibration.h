@@ -38,7 +38,7 @@ struct CopyCalibrationOptions {
 
 struct CopyCalibration {
   CopyProfile profile;          // the calibrated profile (name: the probed one's + "+calibrated")
-  int copies = 0;               // copies fitted (after dropping outliers)
+  int copies = 0;               // points fitted: one per unit (its median over the runs), after dropping outliers
   int dropped = 0;              // unusable (no bytes, end <= start, not finite) or outliers
   bool linear = false;          // true: overhead and bandwidth fitted; false: a scale of the probed curve
   double overhead_us = 0;       // fitted duration intercept, >= 0 (linear)
