@@ -230,7 +230,12 @@ TEST_P(DeviceFaults, EverySiteOfOpenAndDetectFailsCleanly) {
 
   Disarm disarm;
   std::map<std::string, int> open_faults, detect_faults;
-  int absorbed = 0, n = 1;
+  // The open's own count of checked calls varies a little from run to run (its copy
+  // calibration may or may not move the placement, and a replan then does more), so
+  // the sweep ends only after kMisses consecutive arms that no call reached: the calls
+  // of detect, after the open's, are then reached whatever this open's count.
+  constexpr int kMisses = 40;
+  int absorbed = 0, n = 1, misses = 0, consecutive_misses = 0;
   for (; n < 20000; ++n) {
     fault::arm(n);
     auto s = Session::open(cfg, weights, o);
@@ -262,7 +267,12 @@ TEST_P(DeviceFaults, EverySiteOfOpenAndDetectFailsCleanly) {
     EXPECT_TRUE(same_bits(outputs(**s), ref)) << "fault " << n << ": outputs differ from the reference";
     s->reset();
     ASSERT_LE(device_used(), used0 + kPage) << "fault " << n << " left device memory behind";
-    if (!hit) break;  // this open + detect made fewer than n checked calls: all were failed once
+    if (hit) {
+      consecutive_misses = 0;
+    } else {  // this open + detect made fewer than n checked calls
+      ++misses;
+      if (++consecutive_misses == kMisses) break;
+    }
   }
   ASSERT_LT(n, 20000);
   EXPECT_LE(device_used(), used0 + kPage) << "device memory grew over the sweep";
@@ -273,9 +283,10 @@ TEST_P(DeviceFaults, EverySiteOfOpenAndDetectFailsCleanly) {
     sites += " " + site + "=" + std::to_string(k);
   }
   for (const auto& [site, k] : detect_faults) in_detect += k;
-  std::printf("[%s] %d injected faults: %d failed open (%s ), %d failed detect, %d absorbed by open\n", m.name, n - 1,
-              in_open, sites.c_str(), in_detect, absorbed);
-  EXPECT_EQ(in_open + in_detect + absorbed, n - 1);
+  std::printf("[%s] %d injected faults: %d failed open (%s ), %d failed detect, %d absorbed by open (%d arms reached "
+              "no call)\n",
+              m.name, n - misses, in_open, sites.c_str(), in_detect, absorbed, misses);
+  EXPECT_EQ(in_open + in_detect + absorbed, n - misses);
   EXPECT_GT(open_faults["cuda_call"], 10);
   EXPECT_GT(open_faults["device_alloc"], 0);
   EXPECT_GT(in_detect, 0);
