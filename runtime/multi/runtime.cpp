@@ -99,10 +99,12 @@ Status Runtime::fit_shared_memory(Engine* extra) {
 
 void Runtime::queued(const Engine& engine, bool waiting) {
   const std::lock_guard<std::mutex> lock(m_queue_mutex);
-  if (waiting) {
-    m_waiting.emplace(&engine, ++m_arrivals);
-  } else {
-    m_waiting.erase(&engine);
+  int at = 0;
+  while (at < m_n_waiting && m_waiting[size_t(at)].first != &engine) ++at;
+  if (waiting) {  // the first arrival of an engine counts (another thread of it may wait already)
+    if (at == m_n_waiting && m_n_waiting < kMaxWaiting) m_waiting[size_t(m_n_waiting++)] = {&engine, ++m_arrivals};
+  } else if (at < m_n_waiting) {
+    m_waiting[size_t(at)] = m_waiting[size_t(--m_n_waiting)];
   }
 }
 
@@ -113,13 +115,14 @@ Runtime::Member* Runtime::expected_next(const Engine& launched) {
     // this is a guess too, but a thread that waits runs soon).
     const std::lock_guard<std::mutex> lock(m_queue_mutex);
     uint64_t first = 0;
-    for (Member& m : m_members) {
-      const auto it = m_waiting.find(&m.model->session().engine());
-      if (it != m_waiting.end() && (next == nullptr || it->second < first)) {
-        next = &m;
-        first = it->second;
+    for (Member& m : m_members)
+      for (int i = 0; i < m_n_waiting; ++i) {
+        const auto& [engine, arrival] = m_waiting[size_t(i)];
+        if (engine == &m.model->session().engine() && (next == nullptr || arrival < first)) {
+          next = &m;
+          first = arrival;
+        }
       }
-    }
   }
   if (next) return next;
   // Nobody waits: the model that ran least recently, as in a round robin.

@@ -24,6 +24,7 @@
 // meanwhile.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -167,9 +168,13 @@ class Runtime final : public SessionHost {
   std::string m_plan_text;
   mutable std::mutex m_mutex;  // runs, opens, closes
   uint64_t m_launches = 0;     // under m_mutex
-  // Sessions waiting for the run lock: engine -> arrival number (under m_queue_mutex).
+  // Sessions waiting for the run lock: engine and arrival number, at most kMaxWaiting
+  // (more are not recorded: the order is a prefetch hint). Fixed storage: detect()
+  // allocates nothing for it. Under m_queue_mutex.
+  static constexpr int kMaxWaiting = 64;
   std::mutex m_queue_mutex;
-  std::map<const Engine*, uint64_t> m_waiting;
+  std::array<std::pair<const Engine*, uint64_t>, kMaxWaiting> m_waiting{};
+  int m_n_waiting = 0;
   uint64_t m_arrivals = 0;
 };
 
