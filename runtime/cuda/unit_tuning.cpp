@@ -16,7 +16,6 @@ namespace {
 
 constexpr int kTimingReps = 5;
 
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -59,8 +58,8 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
   std::vector<double> result;
   std::vector<double>* ms = &result;
   // The layers run back to back on the compute stream without copies or waits,
-  // reading whatever the pool holds (kernel time does not depend on the weight
-  // values). Three graphs: one with a timing event after every layer (where the time
+  // reading the pool as filled below (weight-like values: kernel time depends on them,
+  // not on which weights they are). Three graphs: one with a timing event after every layer (where the time
   // goes), one without (the total: each event node costs the graph a few
   // microseconds) and one with the output downloads after the layers (the fixed cost
   // of an inference). The events' cost is taken off every layer equally, then the layer
