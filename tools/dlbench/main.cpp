@@ -1001,7 +1001,7 @@ int run(const Args& a_in) {
     print_row(*r);
     all["results"].push_back(*r);
   }
-  if (a.opencv) {
+  if (a.opencv && a.config_index < 0) {  // not in the children of --isolate: the parent runs it
 #ifdef DLR_HAVE_OPENCV
     auto r = bench_opencv(a, weights, size, input);
     if (r.ok()) {
