@@ -120,11 +120,10 @@ struct SessionOptions {
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
   bool warm_up_at_open = true;    // CUDA: run the network once at open even where no CUDA graph is captured
-                                  // (measured faster to the first result than without, docs/streaming.md)
-                                  // after it (weights from storage, cuda_graph off), as before issue #15's
-                                  // startup work: the first inference then finds its kernels loaded. Off,
-                                  // that inference loads them itself, which from storage overlaps its reads
-                                  // and so brings the first result sooner (not stored in the compiled-model
+                                  // (weights from storage, cuda_graph off; with a graph the warm-up is its
+                                  // first replay, always): the first inference then finds its kernels
+                                  // loaded. Off, that inference loads them itself; measured on the H100
+                                  // the first result came later that way (not stored in the compiled-model
                                   // JSON; docs/streaming.md "Startup, measured")
   bool cache_kernel_times = false;  // keep what is measured or chosen at open per GPU and model in the user's
                                     // cache directory and reuse it: stream mode's kernel times

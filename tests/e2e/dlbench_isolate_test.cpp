@@ -70,6 +70,15 @@ TEST(DlbenchIsolate, AChildsFailureIsReportedWithItsConfiguration) {
   EXPECT_NE(r.err.find("cpu/fp32/b1"), std::string::npos) << r.err;
 }
 
+TEST(DlbenchIsolate, AConfigurationIndexOutOfRangeIsRefused) {
+  const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  const std::string w = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  if (cfg.empty() || w.empty()) GTEST_SKIP() << "../shared is not available";
+  const auto r = run_tool("dlbench " + cfg + " --weights " + w + " --device cpu --size 160 --batch 1,2 --config-index 2");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err, "dlbench: --config-index 2: there are 2 configurations (0..1)\n");
+}
+
 TEST(DlbenchIsolate, OptionsThatDoNotCombineAreRefused) {
   const std::string cfg = "/nonexistent/x.cfg";
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{

@@ -880,6 +880,11 @@ int run(const Args& a_in) {
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
   for (float& v : input) v = u(rng);
 
+  const std::vector<Config> all_configs = configs(a);
+  if (a.config_index >= int(all_configs.size()))
+    return fail("dlbench", invalid_argument("--config-index " + std::to_string(a.config_index) + ": there are " +
+                                            std::to_string(all_configs.size()) + " configurations (0.." +
+                                            std::to_string(all_configs.size() - 1) + ")"));
   nlohmann::json all;
   all["cfg"] = a.cfg;
   all["weights"] = a.synthetic ? std::string("synthetic seed ") + std::to_string(a.seed) : a.weights;
@@ -892,7 +897,7 @@ int run(const Args& a_in) {
   // of a process ~5 % slower, like another session's run (tools/dlbench/isolate.h).
   if (a.isolate && a.config_index < 0 && a.copy_profile == "auto") {
     bool any_stream = false;
-    for (const Config& c : configs(a)) any_stream = any_stream || (c.device == "cuda" && c.mode == "stream");
+    for (const Config& c : all_configs) any_stream = any_stream || (c.device == "cuda" && c.mode == "stream");
     if (any_stream) {
       const Expected<Target> t = cuda_target(0, "auto");
       if (!t.ok()) return fail("dlbench", t.status());
@@ -975,7 +980,6 @@ int run(const Args& a_in) {
     std::printf("\n");
     std::fflush(stdout);
   };
-  const std::vector<Config> all_configs = configs(a);
   for (size_t k = 0; k < all_configs.size(); ++k) {
     const Config& c = all_configs[k];
     if (a.config_index >= 0 && int(k) != a.config_index) continue;
@@ -1115,6 +1119,7 @@ int tool_main(int argc, char** argv) {
                "(docs/benchmarks.md, \"Position in the process\")");
   app.add_flag("--no-isolate", a.no_isolate, "--budget-curve: every configuration in this process, one after another");
   app.add_option("--config-index", a.config_index, "internal (the processes of --isolate): measure configuration K only")
+      ->check(CLI::NonNegativeNumber)
       ->group("");
   app.add_flag("--simulate-only", a.simulate_only,
                "no GPU: predict the budget curve (--budget-curve N, default 16) with the planner and the lower bound "
