@@ -198,11 +198,22 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   if (zero_copy) {
     // Two stages: the staging area is where kernels read weights; nothing else holds them.
     m.from_storage = true;
-    DLR_ASSIGN_OR_RETURN(m.reads, plan_reads_two_stage(m.plan, {}, ro));
+    // On the CPU the host budget is all host memory for weights: blobs kept for the
+    // session plus the staging (choose_host_resident). On a GPU it is the staging alone.
+    std::vector<char> kept;
+    int64_t kept_bytes = 0;
+    if (options.device == DeviceKind::kCPU && options.host_budget > 0) {
+      DLR_ASSIGN_OR_RETURN(kept, choose_host_resident(m.plan, options.host_budget, ro));
+      for (size_t b = 0; b < kept.size(); ++b)
+        if (kept[b]) kept_bytes += m.plan.weights[b].bytes;
+      ro.staging_bytes = std::max<int64_t>(options.host_budget - kept_bytes, 0);
+    }
+    DLR_ASSIGN_OR_RETURN(m.reads, plan_reads_two_stage(m.plan, kept, ro));
     m.notes.push_back(fmt("weights: from storage, two stages (read -> kernel), %.2f MiB staging for %.2f MiB read "
                           "per inference",
                           mib(m.reads.staging_bytes), mib(m.reads.read_bytes())) +
-                      (options.device == DeviceKind::kCUDA ? " (mapped pinned memory, zero copy)" : ""));
+                      (options.device == DeviceKind::kCUDA ? " (mapped pinned memory, zero copy)" : "") +
+                      (kept_bytes > 0 ? fmt(", %.2f MiB kept in memory (read once at open)", mib(kept_bytes)) : ""));
     return m;
   }
   if (options.device != DeviceKind::kCUDA || options.mode != WeightMode::kStream) {

@@ -34,9 +34,23 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
   if (e->m_storage) {
     const BlobFile* file = weights.blob_file();
     if (!file) return invalid_argument(weights.name() + ": weights from storage need a prepared weight file");
-    DLR_ASSIGN_OR_RETURN(e->m_staging, HostBuffer::aligned(size_t(e->m_reads.staging_bytes)));
-    DLR_ASSIGN_OR_RETURN(e->m_pipeline, ReadPipeline::open(e->m_reads, *file, static_cast<char*>(e->m_staging.data()),
-                                                           model.engine.reader, {}, model.engine.prefetch_reads));
+    const std::vector<int64_t>& at = e->m_reads.blob_staging_offset;
+    if (at.size() != e->m_plan.weights.size())
+      return invalid_argument("read plan: staging offsets for " + std::to_string(at.size()) + " of " +
+                              std::to_string(e->m_plan.weights.size()) + " weight blobs");
+    // Blobs the read plan does not read (offset -1) are kept: read once here, CRC checked.
+    std::vector<char> kept(at.size(), 0);
+    bool any_kept = false;
+    for (size_t b = 0; b < at.size(); ++b) any_kept |= (kept[b] = at[b] < 0) != 0;
+    if (any_kept) {
+      DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create_subset(e->m_plan, weights, {}, kept));
+    }
+    if (!e->m_reads.units.empty()) {
+      DLR_ASSIGN_OR_RETURN(e->m_staging, HostBuffer::aligned(size_t(e->m_reads.staging_bytes)));
+      DLR_ASSIGN_OR_RETURN(e->m_pipeline,
+                           ReadPipeline::open(e->m_reads, *file, static_cast<char*>(e->m_staging.data()),
+                                              model.engine.reader, {}, model.engine.prefetch_reads));
+    }
   } else {
     DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights));
   }
@@ -141,7 +155,8 @@ void CpuEngine::run_step(const Step& s) {
 }
 
 const char* CpuEngine::blob(int index) const {
-  if (m_storage) return static_cast<const char*>(m_staging.data()) + m_reads.blob_staging_offset[size_t(index)];
+  if (m_storage && m_reads.blob_staging_offset[size_t(index)] >= 0)
+    return static_cast<const char*>(m_staging.data()) + m_reads.blob_staging_offset[size_t(index)];
   return static_cast<const char*>(m_weights.blob(index));
 }
 
@@ -182,7 +197,7 @@ Status CpuEngine::run() {
   if (m_arena_ptr == nullptr && m_plan.arena_bytes > 0)
     return internal_error("run: a shared-memory engine needs bind_shared() first");
 
-  if (m_storage) return run_storage();
+  if (m_pipeline) return run_storage();  // storage with every blob kept runs as preload
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto ms_since = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - t0).count(); };
@@ -217,7 +232,7 @@ Status CpuEngine::read_layer(int layer, int image, std::vector<float>* out) cons
 
 MemoryReport CpuEngine::memory() const {
   MemoryReport r;
-  r.weights = m_storage ? 0 : m_weights.bytes();
+  r.weights = m_weights.bytes();  // preload: every blob; storage: the blobs kept (read once at open)
   r.host_weights = m_storage ? int64_t(m_staging.bytes()) : 0;  // the staging area
   r.read_bytes = m_pipeline ? m_reads.read_bytes() : 0;
   r.activations = m_shared ? 0 : m_plan.arena_bytes;

@@ -56,8 +56,8 @@ class CpuEngine final : public Engine {
 
   ExecutionPlan m_plan;
   std::vector<StepViews> m_views;
-  WeightStore m_weights;             // preload
-  bool m_storage = false;             // weights from storage: m_staging + m_pipeline instead
+  WeightStore m_weights;             // preload: every blob; storage: the blobs the read plan keeps (offset -1)
+  bool m_storage = false;             // weights from storage: m_staging + m_pipeline (none if every blob is kept)
   ReadPlan m_reads;
   HostBuffer m_staging;
   std::unique_ptr<ReadPipeline> m_pipeline;

@@ -107,7 +107,8 @@ struct SessionOptions {
   bool shared_memory = false;
   // ---- weights from storage (CPU, or CUDA stream mode) ----
   WeightsFrom weights_from = WeightsFrom::kHost;
-  int64_t host_budget = 0;        // storage: staging bytes for reads (0 = the minimum, 2 x the largest read)
+  int64_t host_budget = 0;        // storage: host bytes for weights (0 = the minimum, 2 x the largest read): a GPU's
+                                  // staging; on the CPU staging + blobs kept in memory (choose_host_resident)
   int zero_copy = -1;             // storage, CUDA: 1 reads land in mapped pinned memory the kernels read (two
                                   // stages, no device pool); 0 read -> copy -> compute; -1 auto (1 on integrated GPUs)
   int read_depth = 8;             // storage: reads in flight (1..64)

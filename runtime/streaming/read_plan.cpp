@@ -61,6 +61,10 @@ std::vector<int> place_fifo(std::vector<ReadUnit>* units, int64_t staging) {
 
 Status resolve_staging(ReadPlan* r, const ReadOptions& o) {
   r->min_staging_bytes = 2 * r->largest_unit();
+  if (r->units.empty()) {  // every blob kept in memory: nothing is read
+    r->staging_bytes = 0;
+    return Status();
+  }
   r->staging_bytes = o.staging_bytes == 0 ? r->min_staging_bytes : align_down(o.staging_bytes);
   if (r->staging_bytes < r->min_staging_bytes) {
     char buf[256];
@@ -190,6 +194,51 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
   }
   plan_read_ahead(plan, &r);
   return r;
+}
+
+Expected<std::vector<char>> choose_host_resident(const ExecutionPlan& plan, int64_t host_budget,
+                                                 const ReadOptions& options) {
+  DLR_RETURN_IF_ERROR(check_options(plan, options));
+  const size_t nb = plan.weights.size();
+  std::vector<char> kept(nb, 0);
+  if (host_budget <= 0) return kept;
+  std::vector<int> order(nb);
+  for (size_t b = 0; b < nb; ++b) order[b] = int(b);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const WeightBlob& x = plan.weights[size_t(a)];
+    const WeightBlob& y = plan.weights[size_t(b)];
+    return x.bytes != y.bytes ? x.bytes > y.bytes : x.layer > y.layer;
+  });
+  ReadOptions minimum = options;
+  minimum.staging_bytes = 0;
+  // Host bytes for weights with `flags` kept: kept bytes + the minimum staging of the rest.
+  auto need = [&](const std::vector<char>& flags) -> Expected<int64_t> {
+    int64_t n = 0;
+    for (size_t b = 0; b < nb; ++b)
+      if (flags[b]) n += plan.weights[b].bytes;
+    DLR_ASSIGN_OR_RETURN(ReadPlan rest, plan_reads_two_stage(plan, flags, minimum));
+    return n + rest.min_staging_bytes;
+  };
+  // The longest prefix of the order that fits (keeping a blob can shrink the staging
+  // by more than its size, so fitting is not monotonic in the prefix), ...
+  size_t prefix = 0;
+  for (size_t k = nb; k > 0; --k) {
+    std::vector<char> flags(nb, 0);
+    for (size_t i = 0; i < k; ++i) flags[size_t(order[i])] = 1;
+    DLR_ASSIGN_OR_RETURN(int64_t n, need(flags));
+    if (n <= host_budget) {
+      prefix = k;
+      kept = std::move(flags);
+      break;
+    }
+  }
+  // ... then each smaller blob after it that still fits.
+  for (size_t i = prefix; i < nb; ++i) {
+    kept[size_t(order[i])] = 1;
+    DLR_ASSIGN_OR_RETURN(int64_t n, need(kept));
+    if (n > host_budget) kept[size_t(order[i])] = 0;
+  }
+  return kept;
 }
 
 void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r) {

@@ -114,6 +114,20 @@ Expected<ReadPlan> plan_reads_three_stage(const ExecutionPlan& plan, const Strea
 Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::vector<char>& resident,
                                         const ReadOptions& options);
 
+// Two stages where the kernels run on the host (CPU backend): which blobs to keep in host
+// memory for the whole session (read once at open, never again) within `host_budget`
+// bytes of host memory for weights in all (kept blobs + staging). Blobs in order,
+// largest first (equal sizes: the later layer first): the longest prefix whose bytes
+// plus the minimum staging of the blobs still read (2 x their largest read unit) fit,
+// then each later blob that still fits; the staging gets what is left
+// (plan_reads_two_stage with staging = budget - kept).
+// Every kept byte is a byte not read per inference, which is what a read costs on a
+// host that pays for its disk with its own cores; staging beyond the minimum only
+// moves reads earlier. host_budget 0 (the minimum) or below the first fit: none kept.
+// Returns one flag per plan.weights entry (non-zero = kept).
+Expected<std::vector<char>> choose_host_resident(const ExecutionPlan& plan, int64_t host_budget,
+                                                 const ReadOptions& options);
+
 // Two stages: sets read_ahead_units, every unit's wait_layer_prev and the layers they
 // release (plan_reads_two_stage calls it; a plan read from JSON gets it again: derived,
 // not stored). A plan whose indices do not fit `plan` gets no read ahead.

@@ -60,6 +60,62 @@ void expect_round_trip(const CompiledModel& m) {
   EXPECT_EQ(back->target.copy_profile.name, m.target.copy_profile.name);
 }
 
+// The CPU reads from storage into a staging area; a host budget above its minimum keeps
+// the largest blobs in memory instead (read once at open). yolov4 @416 fp32 has six
+// 18 MiB blobs (3x3, 512 -> 1024): 100 MiB keeps the three latest (layers 155, 157,
+// 159; the staging stays at 2 x 18 MiB), 130 MiB all six (the staging halves), and
+// both stay within the budget; the choice survives the plan's JSON.
+TEST(Compile, CpuStorageHostBudgetKeepsTheLargestBlobs) {
+  const std::string cfg = test::required_shared_file("models/yolov4.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
+  auto net = parse_network_cfg(cfg);
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  SessionOptions o;
+  o.width = o.height = 416;
+  o.weights_from = WeightsFrom::kStorage;
+  auto none = compile(*net, cpu_target(), o);
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(none->reads.read_bytes(), none->plan.weight_bytes());
+  const int64_t min_none = none->reads.min_staging_bytes;
+  int big_blobs = 0;
+  for (const WeightBlob& w : none->plan.weights) big_blobs += w.bytes > (16 << 20);
+  EXPECT_EQ(big_blobs, 6);
+  for (int budget_mib : {100, 130}) {
+    SCOPED_TRACE(budget_mib);
+    o.host_budget = int64_t(budget_mib) << 20;
+    auto m = compile(*net, cpu_target(), o);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    int64_t kept = 0;
+    std::vector<int> big;
+    for (size_t b = 0; b < m->plan.weights.size(); ++b) {
+      const WeightBlob& w = m->plan.weights[b];
+      if (m->reads.blob_staging_offset[b] >= 0) continue;
+      kept += w.bytes;
+      if (w.bytes > (16 << 20)) big.push_back(w.layer);
+    }
+    if (budget_mib == 100) {
+      EXPECT_EQ(big, (std::vector<int>{155, 157, 159}));
+      EXPECT_EQ(m->reads.min_staging_bytes, min_none);
+    } else {
+      EXPECT_EQ(int(big.size()), big_blobs);
+      EXPECT_LE(m->reads.min_staging_bytes, min_none / 2 + 8192) << "the largest reads are 9 MiB now";
+    }
+    EXPECT_LE(kept + m->reads.staging_bytes, o.host_budget);
+    EXPECT_GE(m->reads.staging_bytes, m->reads.min_staging_bytes);
+    EXPECT_EQ(m->reads.read_bytes() + kept, m->plan.weight_bytes());
+    bool noted = false;
+    for (const std::string& n : m->notes) noted |= n.find("kept in memory (read once at open)") != std::string::npos;
+    EXPECT_TRUE(noted);
+    expect_round_trip(*m);
+  }
+  // Below the minimum staging with nothing worth keeping: refused, both sizes named.
+  o.host_budget = int64_t(1) << 20;
+  auto small = compile(*net, cpu_target(), o);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.status().message().find("below the minimum for reading from storage"), std::string::npos)
+      << small.status().message();
+}
+
 TEST(Compile, StepsCarryTheOpParameters) {
   auto net = tiny();
   ASSERT_TRUE(net.ok()) << net.status().to_string();

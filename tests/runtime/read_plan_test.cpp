@@ -279,6 +279,54 @@ TEST(ReadPlan, HostBudgetBelowTheMinimumNamesBothSizes) {
   EXPECT_TRUE(plan_reads_two_stage(plan, {}, ro).ok());
 }
 
+// Kept bytes of `kept` and host bytes for weights: kept + the staging of the rest.
+int64_t kept_bytes(const ExecutionPlan& plan, const std::vector<char>& kept) {
+  int64_t n = 0;
+  for (size_t b = 0; b < kept.size(); ++b)
+    if (kept[b]) n += plan.weights[b].bytes;
+  return n;
+}
+
+TEST(ReadPlan, HostResidentChoiceFitsTheBudgetAndReadsExactlyTheRest) {
+  std::mt19937_64 rng(20261126);
+  ReadOptions ro;
+  ro.unit_bytes = 64 << 10;
+  for (int iter = 0; iter < 40; ++iter) {
+    const ExecutionPlan plan = fake_plan(storage_sizes(&rng, 2 + int(rng() % 25)), &rng);
+    Expected<ReadPlan> none = plan_reads_two_stage(plan, {}, ro);
+    ASSERT_TRUE(none.ok()) << none.status().to_string();
+    const int64_t total = plan.weight_bytes();
+    for (int64_t budget : {int64_t(0), none->min_staging_bytes / 2, none->min_staging_bytes,
+                           none->min_staging_bytes + total / 3, total, total + none->min_staging_bytes}) {
+      Expected<std::vector<char>> kept = choose_host_resident(plan, budget, ro);
+      ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+      ASSERT_EQ(kept->size(), plan.weights.size());
+      const int64_t k = kept_bytes(plan, *kept);
+      if (budget == 0) {
+        EXPECT_EQ(k, 0) << "the minimum keeps nothing";
+      }
+      if (budget >= total) {
+        EXPECT_EQ(k, total) << "a budget holding every blob reads nothing";
+      }
+      if (k == 0 && budget > 0 && budget < none->min_staging_bytes) continue;  // refused below
+      ReadOptions with = ro;
+      with.staging_bytes = std::max<int64_t>(budget - k, 0);
+      Expected<ReadPlan> r = plan_reads_two_stage(plan, *kept, with);
+      if (budget == 0) {
+        ASSERT_TRUE(r.ok());
+        continue;
+      }
+      ASSERT_TRUE(r.ok()) << "budget " << budget << " kept " << k << ": " << r.status().to_string();
+      EXPECT_LE(k + r->staging_bytes, budget);
+      EXPECT_EQ(r->read_bytes() + k, total);
+      for (size_t b = 0; b < kept->size(); ++b) {
+        EXPECT_EQ(r->blob_staging_offset[b] < 0, (*kept)[b] != 0) << "blob " << b;
+        EXPECT_EQ(r->blob_read_unit[b] < 0, (*kept)[b] != 0) << "blob " << b;
+      }
+    }
+  }
+}
+
 TEST(ReadPlan, RefusesBlobsThatAreNotWholePages) {
   const ExecutionPlan plan = fake_plan({4096, 4096 + 256}, nullptr);
   Expected<ReadPlan> r = plan_reads_two_stage(plan, {}, ReadOptions());

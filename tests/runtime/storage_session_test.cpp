@@ -1,6 +1,7 @@
 // Weights from storage on the CPU backend (two stages: the convolutions read their
 // weights from the staging area the reads land in): outputs bit-identical to the
-// host-memory run, for several host budgets, both readers, with and without reading the
+// host-memory run, for several host budgets (every blob read, the largest kept in
+// memory and the rest read, every blob kept), both readers, with and without reading the
 // next inference's first weights ahead; the prepared file made
 // on first use and reused; a truncated prepared file fails one inference with one line
 // naming it and the session recovers once the file is whole.
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -62,31 +64,95 @@ TEST(StorageCpu, BitIdenticalToHostWeightsForEveryHostBudgetAndReader) {
   const std::vector<float> input = test::random_input(1, 3, 160, 160, 5);
   const auto want = heads(**ref, input);
   const std::string prepared = test::temp_dir() + "/fastest-cpu.dlrw";
+  // Host budgets in quarters of the minimum staging: 0 (the minimum: every blob read),
+  // 3/4 and 50x (yolo-fastest's 1.4 MB are one read unit, so a budget of at least its
+  // weights keeps every blob: nothing read). Some kept and some read: the next test.
   int64_t min_staging = 0;
-  for (int64_t times : {0, 3, 50})
+  for (int64_t quarters : {0, 3, 200})
     for (ReaderKind reader : {ReaderKind::kAuto, ReaderKind::kThreads}) {
       SessionOptions o = cpu_storage(prepared);
-      o.host_budget = times * min_staging;
+      o.host_budget = quarters * min_staging / 4 / 4096 * 4096;
       o.reader = reader;
-      o.read_depth = times == 3 ? 2 : 8;
-      o.prefetch_reads = !(times == 3 && reader == ReaderKind::kThreads);  // read ahead is the default
+      o.read_depth = quarters == 3 ? 2 : 8;
+      o.prefetch_reads = !(quarters == 3 && reader == ReaderKind::kThreads);  // read ahead is the default
       auto s = Session::open(f.cfg, f.weights, o);
       ASSERT_TRUE(s.ok()) << s.status().to_string();
       const CompiledModel& m = (*s)->model();
       ASSERT_TRUE(m.from_storage && m.reads.two_stage);
-      if (times == 0) min_staging = m.reads.staging_bytes;
-      EXPECT_EQ(m.reads.staging_bytes, times == 0 ? m.reads.min_staging_bytes : times * min_staging);
-      EXPECT_EQ((*s)->engine().memory().weights, 0);
-      EXPECT_EQ((*s)->engine().memory().host_weights, m.reads.staging_bytes);
+      if (quarters == 0) min_staging = m.reads.staging_bytes;
+      int64_t kept = 0;
+      for (size_t b = 0; b < m.plan.weights.size(); ++b)
+        if (m.reads.blob_staging_offset[b] < 0) kept += m.plan.weights[b].bytes;
+      const MemoryReport mem = (*s)->engine().memory();
+      EXPECT_EQ(mem.weights, kept);
+      EXPECT_EQ(mem.host_weights, m.reads.staging_bytes);
+      if (quarters == 0) {
+        EXPECT_EQ(m.reads.staging_bytes, m.reads.min_staging_bytes);
+        EXPECT_EQ(kept, 0);
+      } else {
+        EXPECT_LE(kept + m.reads.staging_bytes, o.host_budget);
+        EXPECT_GT(kept, 0);
+      }
+      if (quarters > 0) {
+        EXPECT_EQ(kept, m.plan.weight_bytes());
+      }
+      EXPECT_EQ(m.reads.read_bytes() + kept, m.plan.weight_bytes());
       EXPECT_EQ((*s)->prepared_path(), prepared);
       for (int run = 0; run < 2; ++run) {
         const auto got = heads(**s, input);
         ASSERT_EQ(got.size(), want.size());
         for (size_t h = 0; h < got.size(); ++h)
-          ASSERT_EQ(got[h], want[h]) << "head " << h << " host budget " << times << "x run " << run;
+          ASSERT_EQ(got[h], want[h]) << "head " << h << " host budget " << quarters << "/4 x run " << run;
       }
       EXPECT_EQ((*s)->engine().read_timings().size(), m.reads.units.size());
     }
+}
+
+// A host budget of 1.2 x the minimum staging on yolov4-tiny (synthetic weights, 4 MiB
+// read units): the largest blobs are kept, the rest read each inference, and the
+// outputs stay those of the host-memory run, with and without read ahead.
+TEST(StorageCpu, KeptAndReadBlobsTogetherMatchHostWeights) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const std::string weights = test::synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  SessionOptions host;
+  host.width = host.height = 128;
+  auto ref = Session::open(cfg, weights, host);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  const std::vector<float> input = test::random_input(1, 3, 128, 128, 9);
+  const auto want = heads(**ref, input);
+  const std::string prepared = test::temp_dir() + "/tiny-kept-cpu.dlrw";
+  SessionOptions o = cpu_storage(prepared);
+  o.width = o.height = 128;
+  auto minimal = Session::open(cfg, weights, o);
+  ASSERT_TRUE(minimal.ok()) << minimal.status().to_string();
+  o.host_budget = (*minimal)->model().reads.min_staging_bytes * 6 / 5 / 4096 * 4096;
+  for (bool ahead : {true, false}) {
+    o.prefetch_reads = ahead;
+    auto s = Session::open(cfg, weights, o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    const CompiledModel& m = (*s)->model();
+    int64_t kept = 0, largest = 0, largest_read = 0;
+    for (size_t b = 0; b < m.plan.weights.size(); ++b) {
+      const int64_t n = m.plan.weights[b].bytes;
+      largest = std::max(largest, n);
+      if (m.reads.blob_staging_offset[b] < 0)
+        kept += n;
+      else
+        largest_read = std::max(largest_read, n);
+    }
+    EXPECT_GT(kept, 0);
+    EXPECT_GT(m.reads.read_bytes(), 0);
+    EXPECT_LT(largest_read, largest) << "the largest blob is read while smaller ones are kept";
+    EXPECT_LE(kept + m.reads.staging_bytes, o.host_budget);
+    EXPECT_EQ((*s)->engine().memory().weights, kept);
+    for (int run = 0; run < 3; ++run) {
+      const auto got = heads(**s, input);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t h = 0; h < got.size(); ++h) ASSERT_EQ(got[h], want[h]) << "head " << h << " run " << run;
+    }
+    EXPECT_EQ((*s)->engine().read_timings().size(), m.reads.units.size());
+  }
 }
 
 TEST(StorageCpu, PreparedFileMadeOnFirstUseAndReused) {

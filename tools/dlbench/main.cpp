@@ -1137,7 +1137,7 @@ int tool_main(int argc, char** argv) {
                  "host,storage (comma-separated): storage reads the streamed weights from a prepared file each "
                  "inference (cpu, or cuda stream mode)");
   app.add_option("--zero-copy", a.zero_copy, "storage on cuda: auto,on,off (comma-separated)");
-  app.add_option("--host-budget", a.host_budget, "storage: staging bytes (min or a size)");
+  app.add_option("--host-budget", a.host_budget, "storage: host memory for weights (min or a size; CPU: staging + blobs kept, largest first)");
   app.add_option("--read-depth", a.read_depth, "storage: reads in flight (1..64)")->check(CLI::Range(1, 64));
   app.add_option("--read-block", a.read_block, "storage: bytes per read request (multiple of 4 KiB)");
   app.add_option("--reader", a.reader, "storage: auto, uring or threads");

@@ -171,7 +171,8 @@ void add_storage(CLI::App& app, Args* a) {
       ->check(CLI::IsMember({"host", "storage"}))
       ->group(g);
   app.add_option("--host-budget", a->host_budget,
-                 "storage: host memory for reads in flight: min (2 x the largest read), NNMiB, NNMB or bytes")
+                 "storage: host memory for weights: min (2 x the largest read), NNMiB, NNMB or bytes; on a GPU the staging "
+                 "for reads in flight, on the CPU also the largest blobs kept in memory (read once at open)")
       ->group(g);
   app.add_option("--zero-copy", a->zero_copy,
                  "storage, cuda: on (reads land in mapped pinned memory the kernels read: two stages, no device pool; "
