@@ -8,7 +8,7 @@ include(CMakePackageConfigHelpers)
 
 install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/dlrun.h ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/log.h
               ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/options.h ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/result.h
-              ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/session.h ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/types.h
+              ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/runtime.h ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/session.h ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/types.h
               ${PROJECT_BINARY_DIR}/include/dlrun/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dlrun COMPONENT dev)
 install(TARGETS dlrun_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib)

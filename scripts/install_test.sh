@@ -57,6 +57,9 @@ if [ ${#net[@]} -gt 0 ]; then
   # 4 frames of 160x120 noise as raw BGR24 on stdin; yolo-fastest as both detectors.
   head -c $((160 * 120 * 3 * 4)) /dev/urandom | "$tmp/robot/robot_loop" --a "${net[@]}" --b "${net[@]}" \
     --b-every 2 --raw - --size 160x120 --threads 1 --quiet
+  # The same with both detectors on one runtime (dlrun::Runtime, one budget).
+  head -c $((160 * 120 * 3 * 4)) /dev/urandom | "$tmp/robot/robot_loop" --a "${net[@]}" --b "${net[@]}" \
+    --b-every 2 --raw - --size 160x120 --threads 1 --quiet --runtime all
 fi
 "$tmp/robot/robot_loop" >/dev/null 2>&1 && { echo "install_test: robot_loop without arguments should fail"; exit 1; }
 step "ok"

@@ -8,14 +8,10 @@
 #include "loaders/layer_table.h"
 #include "runtime/public/convert.h"
 #include "runtime/public/options_map.h"
+#include "runtime/public/session_impl.h"
 #include "runtime/session.h"
 
 namespace dlrun {
-
-struct Session::Impl {
-  std::unique_ptr<dlr::Session> s;
-  Options options;
-};
 
 Session::Session(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;
@@ -29,7 +25,8 @@ Result<Session> Session::open(const std::string& cfg_path, const std::string& we
     auto s = dlr::Session::open(cfg_path, weights_path, *so);
     if (!s.ok()) return detail::to_error(s.status());
     auto impl = std::make_unique<Impl>();
-    impl->s = std::move(*s);
+    impl->own = std::move(*s);
+    impl->s = impl->own.get();
     impl->options = options;
     return Session(std::move(impl));
   });

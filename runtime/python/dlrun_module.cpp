@@ -7,6 +7,10 @@
 //
 // Every dlrun::Options field is a keyword argument of Session() with the same name;
 // enums are strings ("cpu"/"cuda", "fp32"/"tf32"/"fp16", "preload"/"stream", ...).
+//   rt = dlrun.Runtime(device="cuda", budget="40%")   # several networks, one budget
+//   a = rt.open("yolov4.cfg", "yolov4.weights", precision="fp16")
+//   b = rt.open("yolov4-tiny.cfg", "tiny.weights", weight=2.0, precision="fp16")
+//
 // Errors raise dlrun.Error (a RuntimeError) whose str() is the C++ Error::message
 // and whose .code is the error code's name. detect() releases the GIL.
 #include <pybind11/functional.h>
@@ -214,6 +218,52 @@ PYBIND11_MODULE(dlrun, m) {
         return d;
       })
       .def("plan_text", &dlrun::Session::plan_text);
+
+  py::class_<dlrun::Runtime>(m, "Runtime")
+      .def(py::init([](const std::string& device, int cuda_device, const std::string& budget,
+                       const std::string& copy_profile, bool prefetch_next, const std::string& objective) {
+             dlrun::RuntimeOptions o;
+             o.device = parse_enum<dlrun::Device>("device", device, {{"cpu", dlrun::Device::kCPU}, {"cuda", dlrun::Device::kCUDA}});
+             o.cuda_device = cuda_device;
+             o.budget = budget;
+             o.copy_profile = copy_profile;
+             o.prefetch_next = prefetch_next;
+             o.objective = parse_enum<dlrun::SplitObjective>("objective", objective,
+                 {{"sum", dlrun::SplitObjective::kSum}, {"max-slowdown", dlrun::SplitObjective::kMaxSlowdown}});
+             return unwrap(dlrun::Runtime::create(o));
+           }),
+           py::arg("device") = "cuda", py::arg("cuda_device") = 0, py::arg("budget") = "all",
+           py::arg("copy_profile") = "auto", py::arg("prefetch_next") = true, py::arg("objective") = "sum",
+           "Several networks on one device under one memory budget (dlrun::RuntimeOptions fields)")
+      .def("open",
+           [](dlrun::Runtime& rt, const std::string& cfg, const std::string& weights, double weight,
+              const py::kwargs& kw) {
+             const dlrun::Options o = options_from(kw);
+             dlrun::Result<dlrun::Session> r = [&] {
+               py::gil_scoped_release release;
+               return rt.open(cfg, weights, o, weight);
+             }();
+             return unwrap(std::move(r));
+           },
+           py::arg("cfg"), py::arg("weights"), py::arg("weight") = 1.0,
+           "Opens a network on the runtime -> Session; keyword arguments are dlrun::Options fields")
+      .def("memory", [](const dlrun::Runtime& rt) {
+        const dlrun::RuntimeMemory m = rt.memory();
+        py::list nets;
+        for (const auto& n : m.networks) {
+          py::dict d;
+          d["name"] = n.name; d["weight_budget"] = n.weight_budget; d["resident"] = n.resident; d["pool"] = n.pool;
+          d["streamed"] = n.streamed; d["prefetched"] = n.prefetched; d["activations"] = n.activations;
+          d["workspace"] = n.workspace; d["other"] = n.other; d["host_weights"] = n.host_weights;
+          d["predicted_ms"] = n.predicted_ms;
+          nets.append(d);
+        }
+        py::dict d;
+        d["budget"] = m.budget; d["activations"] = m.activations; d["workspace"] = m.workspace; d["weights"] = m.weights;
+        d["other"] = m.other; d["host_weights"] = m.host_weights; d["total"] = m.total(); d["networks"] = nets;
+        return d;
+      }, "device memory by part, and per network (a dict)")
+      .def("plan_text", &dlrun::Runtime::plan_text);
 
   m.def("read_names", [](const std::string& path) { return unwrap(dlrun::read_names(path)); });
   m.def("set_log_level", [](const std::string& level) {

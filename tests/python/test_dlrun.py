@@ -170,5 +170,37 @@ dlrun.set_log_callback(None)
 dlrun.set_log_level("warn")
 check(any(level == "info" and msg.startswith("opened " + cfg) for level, msg in seen), "log: %s" % seen)
 
+# 6. Several networks on one runtime (the CPU here): the same detections as alone, the
+# memory by part, errors as dlrun.Error, sessions that outlive the runtime object.
+rt = dlrun.Runtime(device="cpu")
+a = rt.open(cfg, weights, threads=1, thresh=thresh)
+b = rt.open(cfg, weights, weight=2.0, threads=1, thresh=thresh, width=320, height=320)
+alone320 = dlrun.Session(cfg, weights, threads=1, thresh=thresh, width=320, height=320)
+for _ in range(2):
+    got_a = a.detect(rgb, order="rgb")
+    got_b = b.detect(rgb, order="rgb")
+    check([(d.class_id, d.prob, tuple(d.box)) for d in got_a] == [(d.class_id, d.prob, tuple(d.box)) for d in dets],
+          "runtime session differs from the session alone")
+    want_b = alone320.detect(rgb, order="rgb")
+    check([(d.class_id, d.prob, tuple(d.box)) for d in got_b] == [(d.class_id, d.prob, tuple(d.box)) for d in want_b],
+          "runtime session @320 differs from the session alone")
+mem = rt.memory()
+check(len(mem["networks"]) == 2 and mem["networks"][0]["name"] == os.path.basename(cfg), "runtime memory %s" % mem)
+check(mem["activations"] == max(n["activations"] for n in mem["networks"]), "shared arena %s" % mem)
+check(mem["total"] == mem["activations"] + mem["workspace"] + mem["weights"], "total %s" % mem)
+for kwargs, args, text in (({"device": "tpu"}, None, "device 'tpu': expected one of cpu, cuda"),
+                           ({"device": "cpu", "budget": "lots"}, None, "lots"),
+                           ({"device": "cpu"}, {"weight": 0.0}, "weight must be > 0"),
+                           ({"device": "cpu"}, {"device": "cuda"}, "runtime on cpu")):
+    try:
+        r2 = dlrun.Runtime(**kwargs)
+        r2.open(cfg, weights, **args)
+        check(False, "%s %s did not raise" % (kwargs, args))
+    except dlrun.Error as e:
+        check(text in str(e), "%s %s: %r" % (kwargs, args, str(e)))
+del rt  # the sessions keep the runtime alive
+check(len(a.detect(rgb, order="rgb")) == len(dets), "a runtime session after the runtime object is gone")
+del a, b
+
 print("version", dlrun.__version__, "-", "%d failure(s)" % len(failures) if failures else "all checks passed")
 sys.exit(1 if failures else 0)

@@ -4,6 +4,7 @@
 #include "dlrun/log.h"
 #include "dlrun/options.h"
 #include "dlrun/result.h"
+#include "dlrun/runtime.h"
 #include "dlrun/session.h"
 #include "dlrun/types.h"
 #include "dlrun/version.h"

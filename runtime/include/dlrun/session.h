@@ -11,6 +11,7 @@
 // A failed call leaves the session usable. Threads: one session is used by one
 // thread at a time; several sessions may run on several threads at once (CPU
 // threads are shared between them, Options::threads). Move-only.
+// Sessions opened on a Runtime (runtime.h) share its device memory and budget.
 #pragma once
 
 #include <memory>
@@ -44,6 +45,7 @@ class Session {
   std::string plan_text() const;
 
  private:
+  friend class Runtime;
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> m_impl;

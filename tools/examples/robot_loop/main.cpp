@@ -4,10 +4,12 @@
 // Frames come from raw BGR24 (a file or "-" for stdin: pipe a camera or video
 // through ffmpeg / GStreamer), or with OpenCV from a camera index or video file.
 // Detector A (e.g. a small obstacle detector) runs on every frame; detector B
-// (e.g. a larger object detector) every --b-every frames. Each detector is its own
-// session with its own options and weight budget: dlrun has no shared budget for
-// several models yet. CPU threads: auto shares the CPUs among the sessions that
-// detect at once, or pass --threads to pin each session's count.
+// (e.g. a larger object detector) every --b-every frames. With --runtime BUDGET both
+// detectors are opened on one dlrun::Runtime: one device-memory budget for the two,
+// split by the runtime, with shared activations and workspace. Without it each is its
+// own session with its own weight budget (--stream --budget-a/--budget-b). CPU threads:
+// auto shares the CPUs among the sessions that detect at once, or pass --threads to
+// pin each session's count.
 #include <dlrun/dlrun.h>
 
 #include <algorithm>
@@ -41,6 +43,7 @@ struct Args {
   int threads = 0;
   std::string device = "cpu";
   std::string budget_a = "min", budget_b = "min";  // stream mode weight budgets (cuda)
+  std::string runtime;  // non-empty: one runtime with this budget for both detectors
   bool stream = false;
   bool quiet = false;
 };
@@ -49,7 +52,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: robot_loop --a CFG WEIGHTS --b CFG WEIGHTS (--raw FILE|- --size WxH | --video CAMERA|PATH)\n"
                "                  [--b-every N] [--frames N] [--threads N] [--device cpu|cuda]\n"
-               "                  [--stream --budget-a B --budget-b B] [--quiet]\n");
+               "                  [--runtime BUDGET | --stream --budget-a B --budget-b B] [--quiet]\n");
   return 2;
 }
 
@@ -71,10 +74,12 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--stream") a->stream = true;
     else if (k == "--budget-a" && need(1)) a->budget_a = argv[++i];
     else if (k == "--budget-b" && need(1)) a->budget_b = argv[++i];
+    else if (k == "--runtime" && need(1)) a->runtime = argv[++i];
     else if (k == "--quiet") a->quiet = true;
     else return false;
   }
   const bool raw_ok = !a->raw.empty() && a->raw_w > 0 && a->raw_h > 0 && a->raw_w <= 16384 && a->raw_h <= 16384;
+  if (!a->runtime.empty() && a->stream) return false;  // the runtime chooses each model's weight budget
   return !a->a_cfg.empty() && !a->b_cfg.empty() && (raw_ok || !a->video.empty());
 }
 
@@ -155,10 +160,29 @@ int main(int argc, char** argv) {
   // The library's messages go to stderr; an application can route them elsewhere.
   dlrun::set_log_callback([](dlrun::LogLevel, const std::string& m) { std::fprintf(stderr, "[dlrun] %s\n", m.c_str()); });
 
-  auto a = dlrun::Session::open(args.a_cfg, args.a_weights, detector_options(args, args.budget_a));
+  // Both detectors on one runtime (one budget), or each alone.
+  dlrun::Result<dlrun::Runtime> runtime = dlrun::Error{dlrun::ErrorCode::kInvalidArgument, "no runtime"};
+  if (!args.runtime.empty()) {
+    dlrun::RuntimeOptions ro;
+    ro.device = args.device == "cuda" ? dlrun::Device::kCUDA : dlrun::Device::kCPU;
+    ro.budget = args.runtime;
+    runtime = dlrun::Runtime::create(ro);
+    if (!runtime) return std::fprintf(stderr, "robot_loop: runtime: %s\n", runtime.error().message.c_str()), 1;
+  }
+  auto open = [&](const std::string& cfg, const std::string& weights, const std::string& budget) {
+    const dlrun::Options o = detector_options(args, budget);
+    return runtime ? runtime->open(cfg, weights, o) : dlrun::Session::open(cfg, weights, o);
+  };
+  auto a = open(args.a_cfg, args.a_weights, args.budget_a);
   if (!a) return std::fprintf(stderr, "robot_loop: detector A: %s\n", a.error().message.c_str()), 1;
-  auto b = dlrun::Session::open(args.b_cfg, args.b_weights, detector_options(args, args.budget_b));
+  auto b = open(args.b_cfg, args.b_weights, args.budget_b);
   if (!b) return std::fprintf(stderr, "robot_loop: detector B: %s\n", b.error().message.c_str()), 1;
+  if (runtime) {
+    const dlrun::RuntimeMemory m = runtime->memory();
+    std::fprintf(stderr, "robot_loop: one runtime, budget %s: %.1f MiB in use (activations %.1f, workspace %.1f, "
+                 "weights %.1f)\n", args.runtime.c_str(), double(m.total()) / 1048576.0,
+                 double(m.activations) / 1048576.0, double(m.workspace) / 1048576.0, double(m.weights) / 1048576.0);
+  }
   std::fprintf(stderr, "robot_loop: dlrun %s; A %dx%d, B %dx%d (B every %d frames)\n", dlrun::version(),
                a->info().input_width, a->info().input_height, b->info().input_width, b->info().input_height,
                args.b_every);
