@@ -54,10 +54,14 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
   } else {
     DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights));
   }
+  // The convolutions' scratch holds a column tile per thread that may run at once:
+  // the session's thread count, or every CPU for auto (cpu_threads.h).
+  e->m_scratch_threads = model.options.threads > 0 ? model.options.threads : available_cpus();
   int64_t scratch = 0;
   for (const Step& s : e->m_plan.steps)
     if (s.kind == LayerKind::kConv)
-      scratch = std::max(scratch, cpu::conv2d_scratch_floats(std::get<ConvParams>(s.params), s.in, s.out));
+      scratch = std::max(scratch, cpu::conv2d_scratch_floats(std::get<ConvParams>(s.params), s.in, s.out,
+                                                             e->m_scratch_threads));
   e->m_scratch_need = std::max<int64_t>(scratch, 1);
   e->m_timings.resize(e->m_plan.steps.size());
   if (!e->m_shared) {
@@ -150,6 +154,7 @@ void CpuEngine::run_step(const Step& s) {
     call.weights = reinterpret_cast<const float*>(blob);
     call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);
     call.scratch = m_scratch_ptr;
+    call.scratch_threads = m_scratch_threads;
   }
   cpu::run_op(s.kind, call);
 }

@@ -66,6 +66,7 @@ class CpuEngine final : public Engine {
   char* m_arena_ptr = nullptr;        // m_arena or the runtime's
   float* m_scratch_ptr = nullptr;     // m_scratch or the runtime's workspace
   int64_t m_scratch_need = 0;         // floats
+  int m_scratch_threads = 1;          // threads the scratch holds a conv tile for (the team's cap)
   bool m_shared = false;              // shared_memory: arena and scratch are a Runtime's
   std::vector<float> m_image_tmp;     // pre-processing staging, grows with image size
   std::vector<LayerTiming> m_timings;

@@ -19,14 +19,16 @@
 //  - depthwise (groups == C == F > 1): direct loop, OpenMP over channels;
 //  - otherwise a GEMM W[F/g x K] * cols[K x Hout*Wout], cut into tasks of ~512
 //    output columns (and filter chunks when the image is small); each task
-//    im2cols its column tile into its own slice of scratch (1x1 stride-1 pad-0
+//    im2cols its column tile into its thread's slot of scratch (1x1 stride-1 pad-0
 //    convs read the input planes directly), runs a single-threaded sgemm and
 //    applies bias + activation to its output block while it is in cache.
 //    For small images with many filters, im2col runs first (OpenMP over tile x
 //    kernel row) and the tasks then share it.
-// Scratch: conv2d_scratch_floats() = K * Hout*Wout floats (K = C/groups*size*size),
-// the full im2col of one group of one image (as Darknet's workspace); 0 for
-// depthwise and 1x1 stride-1 pad-0 convs.
+// Scratch: conv2d_scratch_floats(threads) = one K x tile_n slot per thread that can
+// run at once (K = C/groups*size*size, tile_n ~512 columns), or, where im2col runs
+// first, K * Hout*Wout floats (one group's whole im2col; small images only); 0 for
+// depthwise and 1x1 stride-1 pad-0 convs. (Darknet's workspace is the whole im2col:
+// 47.5 MiB for yolov4 @416's second layer, against 1.1 MiB for two slots here.)
 // Input and output may be channel slices: per image their planes are contiguous.
 // Accumulation order differs from Darknet's gemm (BLAS blocking); results agree to
 // fp32 rounding (relative error ~1e-6), not bit for bit.
@@ -131,6 +133,14 @@ void im2col_row(const float* x, const ConvGeom& g, int64_t r, int64_t n0, int64_
   }
 }
 
+// Tiles follow the processors, not the team size: the tile shapes decide the GEMM's
+// summation order, so results are the same bits for any thread count (a session's
+// auto thread choice may change between calls, runtime/cpu_threads.h).
+int tile_parallelism() {
+  static const int kProcs = std::max(1, omp_get_num_procs());
+  return kProcs;
+}
+
 // How one group's GEMM (M = filters per group, N = output pixels) is cut into
 // tasks: ntn column tiles of tile_n x ntm filter chunks of tile_m.
 struct Tiling {
@@ -175,13 +185,9 @@ void bias_activation(float* y, int f0, int f1, int64_t n, int64_t n0, int64_t n1
 // holds the im2col of column tile [n0, n1) as a [kdim][n1-n0] block at kdim*n0.
 // One OpenMP region; each task runs a single-threaded GEMM on its tile.
 void conv2d_gemm_group(const ConvGeom& g, bool pointwise, const float* x, const float* w, const float* bias,
-                       Activation act, float* y, float* scratch) {
-  const int threads = std::max(1, omp_get_max_threads());
-  // Tiles follow the processors, not the team size: the tile shapes decide the GEMM's
-  // summation order, so results are the same bits for any thread count (a session's
-  // auto thread choice may change between calls, runtime/cpu_threads.h).
-  static const int kTileParallelism = std::max(1, omp_get_num_procs());
-  const Tiling t = plan_tiles(g.n, g.fg, kTileParallelism);
+                       Activation act, float* y, float* scratch, int scratch_threads) {
+  const int threads = std::max(1, std::min(omp_get_max_threads(), scratch_threads));
+  const Tiling t = plan_tiles(g.n, g.fg, tile_parallelism());
   const int64_t ntasks = t.ntn * t.ntm;
   // When tiles are shared by several filter chunks, im2col runs first for all.
   const bool im2col_first = !pointwise && t.ntm > 1;
@@ -204,9 +210,10 @@ void conv2d_gemm_group(const ConvGeom& g, bool pointwise, const float* x, const 
       const float* cols = x + n0;
       int64_t ldb = g.n;
       if (!pointwise) {
-        float* block = scratch + kdim * n0;
         ldb = n1 - n0;
+        float* block = scratch + kdim * n0;  // im2col first: the tile's part of the whole im2col
         if (!im2col_first) {
+          block = scratch + int64_t(omp_get_thread_num()) * kdim * t.tile_n;  // this thread's slot
           for (int64_t r = 0; r < kdim; ++r) im2col_row(x, g, r, n0, n1, block + r * ldb);
         }
         cols = block;
@@ -272,14 +279,17 @@ void check_view(const TensorView& v) {
 
 }  // namespace
 
-int64_t conv2d_scratch_floats(const ConvParams& p, Shape3 in, Shape3 out) {
+int64_t conv2d_scratch_floats(const ConvParams& p, Shape3 in, Shape3 out, int threads) {
+  DLR_ASSERT(threads >= 1);
   const ConvGeom g = make_geom(p, in, out);
   if (is_depthwise(p, in) || is_pointwise(g)) return 0;
-  return g.kdim * g.n;
+  const Tiling t = plan_tiles(g.n, g.fg, tile_parallelism());
+  if (t.ntm > 1) return g.kdim * g.n;  // im2col first, shared by the filter chunks
+  return std::min<int64_t>(threads, t.ntn * t.ntm) * g.kdim * t.tile_n;
 }
 
 void conv2d(const ConvParams& p, const TensorView& in, const float* weights, const float* bias, const TensorView& out,
-            float* scratch) {
+            float* scratch, int scratch_threads) {
   check_view(in);
   check_view(out);
   DLR_ASSERT(in.n == out.n && weights != nullptr);
@@ -299,14 +309,14 @@ void conv2d(const ConvParams& p, const TensorView& in, const float* weights, con
     for (int grp = 0; grp < p.groups; ++grp) {
       conv2d_gemm_group(g, pointwise, x + grp * in_group, weights + grp * w_group,
                         bias != nullptr ? bias + int64_t(grp) * g.fg : nullptr, p.activation,
-                        y + int64_t(grp) * g.fg * g.n, scratch);
+                        y + int64_t(grp) * g.fg * g.n, scratch, std::max(1, scratch_threads));
     }
   }
 }
 
 // Entry point of [convolutional] (cpu_ops.h OpCall).
 void run_conv(const OpCall& call) {
-  conv2d(call.p<ConvParams>(), call.in[0], call.weights, call.bias, call.out, call.scratch);
+  conv2d(call.p<ConvParams>(), call.in[0], call.weights, call.bias, call.out, call.scratch, call.scratch_threads);
 }
 
 }  // namespace dlr::cpu

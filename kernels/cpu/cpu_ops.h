@@ -30,7 +30,8 @@ namespace dlr::cpu {
 struct OpCall : OpStep {
   const float* weights = nullptr;     // conv: prepared weights and bias
   const float* bias = nullptr;
-  float* scratch = nullptr;           // conv: conv2d_scratch_floats() floats
+  float* scratch = nullptr;           // conv: conv2d_scratch_floats(..., scratch_threads) floats
+  int scratch_threads = 1;            // conv: the threads `scratch` was sized for (the team never exceeds it)
 };
 
 #define DLR_CPU_RUN_DECL_(K, ident, name, P, role) void run_##ident(const OpCall& call);
@@ -60,12 +61,16 @@ void bias_activate_array(Activation a, float bias, float* data, int64_t n);
 void sgemm(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc, bool accumulate);
 
 // ---- conv2d.cpp ----
-// Scratch floats conv2d needs for one image (im2col buffer of one group); 0 when not needed.
-int64_t conv2d_scratch_floats(const ConvParams& p, Shape3 in, Shape3 out);
+// Scratch floats conv2d needs for one image when at most `threads` (>= 1) threads run it:
+// im2col column tiles, one per thread, or one group's whole im2col where filter chunks
+// share it (small images); 0 when not needed (depthwise, 1x1 stride 1).
+int64_t conv2d_scratch_floats(const ConvParams& p, Shape3 in, Shape3 out, int threads);
 // out = act(conv(in, weights) + bias). weights OIHW [filters][c/groups][k][k], bias [filters] (nullptr: none).
 // Output size per Darknet: (H + 2*padding - size)/stride + 1 (dilation d uses padding*d... see conv2d.cpp).
+// scratch: conv2d_scratch_floats(p, ..., scratch_threads) floats; the OpenMP team is
+// capped at scratch_threads. Results do not depend on the team size.
 void conv2d(const ConvParams& p, const TensorView& in, const float* weights, const float* bias, const TensorView& out,
-            float* scratch);
+            float* scratch, int scratch_threads);
 
 // ---- maxpool.cpp ----
 // Darknet maxpool: window of `size` starting at -padding/2 with `padding` TOTAL; out-of-range taps ignored.

@@ -147,8 +147,10 @@ Problem make_problem(const ConvCase& cc, Activation act, bool half, uint32_t see
 HostTensor reference(const Problem& pr, bool use_bias) {
   HostTensor x = pr.x;
   HostTensor y(pr.cc.n, out_shape(pr.cc));
-  std::vector<float> scratch(size_t(std::max<int64_t>(1, cpu::conv2d_scratch_floats(pr.p, x.shape, y.shape))));
-  cpu::conv2d(pr.p, x.view(), pr.w.data(), use_bias ? pr.bias.data() : nullptr, y.view(), scratch.data());
+  const int threads = 16;  // the GPU machine's cores
+  std::vector<float> scratch(
+      size_t(std::max<int64_t>(1, cpu::conv2d_scratch_floats(pr.p, x.shape, y.shape, threads))));
+  cpu::conv2d(pr.p, x.view(), pr.w.data(), use_bias ? pr.bias.data() : nullptr, y.view(), scratch.data(), threads);
   return y;
 }
 

@@ -103,17 +103,69 @@ void run_case(const ConvCase& cc, uint32_t seed) {
 
   SlicedTensor out(cc.batch, os, cc.out_before, cc.out_after);
   out.poison();
-  const int64_t scratch_floats = cpu::conv2d_scratch_floats(p, is, os);
+  const int threads = 3;  // scratch for 3 threads: the team is capped at 3 whatever OpenMP offers
+  const int64_t scratch_floats = cpu::conv2d_scratch_floats(p, is, os, threads);
   ASSERT_GE(scratch_floats, 0);
   std::vector<float> scratch(size_t(scratch_floats) + 1, std::numeric_limits<float>::quiet_NaN());
 
-  cpu::conv2d(p, in.view, wts.data(), cc.with_bias ? bias.data() : nullptr, out.view, scratch.data());
+  cpu::conv2d(p, in.view, wts.data(), cc.with_bias ? bias.data() : nullptr, out.view, scratch.data(), threads);
 
   EXPECT_EQ(out.non_finite(), 0) << "elements left unwritten (NaN poison) or non-finite";
   EXPECT_EQ(out.guard_damage(), 0) << "wrote outside the output channel slice";
   EXPECT_TRUE(in.buf == in_copy) << "input modified";
   const std::vector<double> ref = conv_reference(cc, in, wts, bias);
   EXPECT_LE(test::rel_error(out, ref), 1e-5);
+}
+
+// Large images: each thread im2cols its column tiles into its own slot, so the scratch
+// is a few tiles instead of the whole im2col, and the result is the same bits for any
+// scratch size and team (the tiles, which fix the summation order, do not change).
+TEST(CpuConv2d, ScratchIsPerThreadTilesAndResultsDoNotDependOnThreads) {
+  ConvParams p;
+  p.filters = 16;
+  p.size = 3;
+  p.padding = 1;
+  p.stride_x = p.stride_y = 2;
+  p.activation = Activation::kLeaky;
+  const Shape3 is{8, 200, 176};
+  const Shape3 os{16, 100, 88};
+  const int64_t whole = int64_t(8 * 9) * 100 * 88;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(size_t(is.count())), w(size_t(16 * 8 * 9)), b(16);
+  for (float& v : x) v = u(rng);
+  for (float& v : w) v = u(rng);
+  for (float& v : b) v = u(rng);
+  auto view = [](std::vector<float>& data, Shape3 s) {
+    TensorView t;
+    t.data = data.data();
+    t.dtype = DType::kF32;
+    t.layout = Layout::kNCHW;
+    t.n = 1;
+    t.c = s.c;
+    t.h = s.h;
+    t.w = s.w;
+    t.n_stride = s.count();
+    t.pixel_stride = s.c;
+    return t;
+  };
+  std::vector<float> first;
+  for (int threads : {1, 2, 3, 8}) {
+    const int64_t floats = cpu::conv2d_scratch_floats(p, is, os, threads);
+    EXPECT_LE(floats, int64_t(threads) * 72 * (512 + 16)) << threads << " threads: one column tile each";
+    if (threads <= 3) {
+      EXPECT_LT(floats, whole / 4) << threads << " threads: the scratch should be a few column tiles";
+    }
+    EXPECT_GT(floats, 0);
+    std::vector<float> scratch(size_t(floats), std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> y(size_t(os.count()), std::numeric_limits<float>::quiet_NaN());
+    cpu::conv2d(p, view(x, is), w.data(), b.data(), view(y, os), scratch.data(), threads);
+    if (first.empty()) {
+      first = y;
+      continue;
+    }
+    EXPECT_TRUE(y == first) << threads << " threads gave other bits than 1";
+  }
 }
 
 TEST(CpuConv2d, FixedCases) {
