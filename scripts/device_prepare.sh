@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 shared="${1:-../shared}"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DDLR_CUDA=ON -DDLR_OPENCV=OFF -DDLR_BLAS=EIGEN \
   -DDLR_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build build-device -j"$(nproc)" --target dlr_gpu_tests dlrun dlgen dlbench dlprobe dlsoak
+cmake --build build-device -j"$(nproc)" --target dlr_gpu_tests dlr_public_tests dlrun dlgen dlbench dlprobe dlsoak
 rm -rf device-carry && mkdir -p device-carry/bin device-carry/shared/models device-carry/shared/weights device-carry/shared/images
-for b in tests/dlr_gpu_tests tools/dlrun tools/dlgen tools/dlbench tools/dlprobe tools/dlsoak; do
+for b in tests/dlr_gpu_tests tests/dlr_public_tests tools/dlrun tools/dlgen tools/dlbench tools/dlprobe tools/dlsoak; do
   cp "build-device/$b" device-carry/bin/ && strip device-carry/bin/"$(basename "$b")"
 done
 cp "$shared"/models/*.cfg device-carry/shared/models/

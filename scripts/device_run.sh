@@ -26,6 +26,9 @@ for phase in "$@"; do
       timeout 420 "$B/dlr_gpu_tests" --gtest_filter='-GpuBench.*' >"$OUT/gpu_tests.log" 2>&1
       note "gpu tests rc=$? $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]+ test' "$OUT/gpu_tests.log" | tr '\n' ' ')"
       grep -E '^\[  FAILED  \]|rel err vs CPU|detections|injected faults' "$OUT/gpu_tests.log" | head -40 | tee -a "$summary"
+      # The public API's runtime on the GPU (the rest of the public tests run on the CPU in CI).
+      timeout 120 "$B/dlr_public_tests" --gtest_filter='PublicRuntime.*' >"$OUT/public_tests.log" 2>&1
+      note "public runtime tests rc=$? $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]+ test|SKIPPED \]' "$OUT/public_tests.log" | tr '\n' ' ')"
       ;;
     sanitize)
       export DLR_TEST_SMALL_MODELS=1

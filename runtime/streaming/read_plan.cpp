@@ -211,13 +211,19 @@ Expected<std::vector<char>> choose_host_resident(const ExecutionPlan& plan, int6
   });
   ReadOptions minimum = options;
   minimum.staging_bytes = 0;
-  // Host bytes for weights with `flags` kept: kept bytes + the minimum staging of the rest.
+  if (host_budget >= plan.weight_bytes()) return std::vector<char>(nb, 1);  // nothing to read
+  // The staging never goes below what reading every blob needs (2 x the largest blob's
+  // unit), where the budget allows it: a smaller staging keeps more bytes but lets fewer
+  // reads run ahead of the compute (measured slower, docs/streaming.md section 7).
+  DLR_ASSIGN_OR_RETURN(ReadPlan all_read, plan_reads_two_stage(plan, kept, minimum));
+  const int64_t floor = host_budget >= all_read.min_staging_bytes ? all_read.min_staging_bytes : 0;
+  // Host bytes for weights with `flags` kept: kept bytes + the staging of the rest.
   auto need = [&](const std::vector<char>& flags) -> Expected<int64_t> {
     int64_t n = 0;
     for (size_t b = 0; b < nb; ++b)
       if (flags[b]) n += plan.weights[b].bytes;
     DLR_ASSIGN_OR_RETURN(ReadPlan rest, plan_reads_two_stage(plan, flags, minimum));
-    return n + rest.min_staging_bytes;
+    return n + std::max(floor, rest.min_staging_bytes);
   };
   // The longest prefix of the order that fits (keeping a blob can shrink the staging
   // by more than its size, so fitting is not monotonic in the prefix), ...

@@ -116,14 +116,18 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
 
 // Two stages where the kernels run on the host (CPU backend): which blobs to keep in host
 // memory for the whole session (read once at open, never again) within `host_budget`
-// bytes of host memory for weights in all (kept blobs + staging). Blobs in order,
-// largest first (equal sizes: the later layer first): the longest prefix whose bytes
-// plus the minimum staging of the blobs still read (2 x their largest read unit) fit,
-// then each later blob that still fits; the staging gets what is left
-// (plan_reads_two_stage with staging = budget - kept).
+// bytes of host memory for weights in all (kept blobs + staging). A budget holding every
+// blob keeps every blob. Otherwise the staging is at least the minimum for reading every
+// blob (2 x the largest read unit with nothing kept) when the budget allows that, and
+// the bytes beyond it keep blobs in order, largest first (equal sizes: the later layer
+// first): the longest prefix whose bytes plus the staging (that floor, or the minimum
+// staging of the blobs still read if larger) fit, then each later blob that still fits;
+// the staging gets what is left (plan_reads_two_stage with staging = budget - kept).
+// A budget below the floor can only be met by keeping blobs so that the rest needs less
+// staging (a model of a few read units).
 // Every kept byte is a byte not read per inference, which is what a read costs on a
-// host that pays for its disk with its own cores; staging beyond the minimum only
-// moves reads earlier. host_budget 0 (the minimum) or below the first fit: none kept.
+// host that pays for its disk with its own cores; staging beyond the floor only moves
+// reads earlier. host_budget 0 (the minimum) or below the first fit: none kept.
 // Returns one flag per plan.weights entry (non-zero = kept).
 Expected<std::vector<char>> choose_host_resident(const ExecutionPlan& plan, int64_t host_budget,
                                                  const ReadOptions& options);

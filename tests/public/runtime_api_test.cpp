@@ -7,6 +7,7 @@
 
 #include <dlrun/dlrun.h>
 
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -36,7 +37,11 @@ void expect_same(const std::vector<dlrun::Detection>& got, const std::vector<dlr
 class PublicRuntime : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The repository's copy; on a machine without the source tree (the GPU machine runs
+    // a copy of the binaries), the shared folder's.
     m_cfg = dlr::test::source_file("models/yolov4-tiny.cfg");
+    if (!std::ifstream(m_cfg)) m_cfg = dlr::test::required_shared_file("models/yolov4-tiny.cfg");
+    ASSERT_FALSE(m_cfg.empty());
     m_weights = dlr::test::synthetic_weights(m_cfg);
     ASSERT_FALSE(m_weights.empty());
     m_pixels = noise_image(200, 150, 11);

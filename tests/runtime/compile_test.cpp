@@ -63,8 +63,9 @@ void expect_round_trip(const CompiledModel& m) {
 // The CPU reads from storage into a staging area; a host budget above its minimum keeps
 // the largest blobs in memory instead (read once at open). yolov4 @416 fp32 has six
 // 18 MiB blobs (3x3, 512 -> 1024): 100 MiB keeps the three latest (layers 155, 157,
-// 159; the staging stays at 2 x 18 MiB), 130 MiB all six (the staging halves), and
-// both stay within the budget; the choice survives the plan's JSON.
+// 159), 130 MiB the five latest; the staging stays at the all-read minimum (2 x 18 MiB,
+// although keeping all six would let it halve), both stay within the budget, and the
+// choice survives the plan's JSON.
 TEST(Compile, CpuStorageHostBudgetKeepsTheLargestBlobs) {
   const std::string cfg = test::required_shared_file("models/yolov4.cfg");
   if (cfg.empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
@@ -77,9 +78,10 @@ TEST(Compile, CpuStorageHostBudgetKeepsTheLargestBlobs) {
   ASSERT_TRUE(none.ok()) << none.status().to_string();
   EXPECT_EQ(none->reads.read_bytes(), none->plan.weight_bytes());
   const int64_t min_none = none->reads.min_staging_bytes;
-  int big_blobs = 0;
-  for (const WeightBlob& w : none->plan.weights) big_blobs += w.bytes > (16 << 20);
-  EXPECT_EQ(big_blobs, 6);
+  std::vector<int> big_layers;
+  for (const WeightBlob& w : none->plan.weights)
+    if (w.bytes > (16 << 20)) big_layers.push_back(w.layer);
+  ASSERT_EQ(big_layers.size(), 6u);
   for (int budget_mib : {100, 130}) {
     SCOPED_TRACE(budget_mib);
     o.host_budget = int64_t(budget_mib) << 20;
@@ -95,11 +97,11 @@ TEST(Compile, CpuStorageHostBudgetKeepsTheLargestBlobs) {
     }
     if (budget_mib == 100) {
       EXPECT_EQ(big, (std::vector<int>{155, 157, 159}));
-      EXPECT_EQ(m->reads.min_staging_bytes, min_none);
     } else {
-      EXPECT_EQ(int(big.size()), big_blobs);
-      EXPECT_LE(m->reads.min_staging_bytes, min_none / 2 + 8192) << "the largest reads are 9 MiB now";
+      EXPECT_EQ(big, std::vector<int>(big_layers.begin() + 1, big_layers.end()));
     }
+    EXPECT_EQ(m->reads.min_staging_bytes, min_none);
+    EXPECT_GE(m->reads.staging_bytes, min_none) << "the staging went below the all-read minimum";
     EXPECT_LE(kept + m->reads.staging_bytes, o.host_budget);
     EXPECT_GE(m->reads.staging_bytes, m->reads.min_staging_bytes);
     EXPECT_EQ(m->reads.read_bytes() + kept, m->plan.weight_bytes());

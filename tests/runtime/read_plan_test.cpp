@@ -319,6 +319,9 @@ TEST(ReadPlan, HostResidentChoiceFitsTheBudgetAndReadsExactlyTheRest) {
       ASSERT_TRUE(r.ok()) << "budget " << budget << " kept " << k << ": " << r.status().to_string();
       EXPECT_LE(k + r->staging_bytes, budget);
       EXPECT_EQ(r->read_bytes() + k, total);
+      if (budget >= none->min_staging_bytes && k < total) {
+        EXPECT_GE(r->staging_bytes, none->min_staging_bytes) << "the staging went below the all-read minimum";
+      }
       for (size_t b = 0; b < kept->size(); ++b) {
         EXPECT_EQ(r->blob_staging_offset[b] < 0, (*kept)[b] != 0) << "blob " << b;
         EXPECT_EQ(r->blob_read_unit[b] < 0, (*kept)[b] != 0) << "blob " << b;

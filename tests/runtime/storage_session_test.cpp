@@ -109,8 +109,9 @@ TEST(StorageCpu, BitIdenticalToHostWeightsForEveryHostBudgetAndReader) {
 }
 
 // A host budget of 1.2 x the minimum staging on yolov4-tiny (synthetic weights, 4 MiB
-// read units): the largest blobs are kept, the rest read each inference, and the
-// outputs stay those of the host-memory run, with and without read ahead.
+// read units): the staging stays at that minimum, the 20 % beyond it keep the largest
+// blobs that fit, the rest is read each inference, and the outputs stay those of the
+// host-memory run, with and without read ahead.
 TEST(StorageCpu, KeptAndReadBlobsTogetherMatchHostWeights) {
   const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
   const std::string weights = test::synthetic_weights(cfg);
@@ -132,18 +133,12 @@ TEST(StorageCpu, KeptAndReadBlobsTogetherMatchHostWeights) {
     auto s = Session::open(cfg, weights, o);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
     const CompiledModel& m = (*s)->model();
-    int64_t kept = 0, largest = 0, largest_read = 0;
-    for (size_t b = 0; b < m.plan.weights.size(); ++b) {
-      const int64_t n = m.plan.weights[b].bytes;
-      largest = std::max(largest, n);
-      if (m.reads.blob_staging_offset[b] < 0)
-        kept += n;
-      else
-        largest_read = std::max(largest_read, n);
-    }
+    int64_t kept = 0;
+    for (size_t b = 0; b < m.plan.weights.size(); ++b)
+      if (m.reads.blob_staging_offset[b] < 0) kept += m.plan.weights[b].bytes;
     EXPECT_GT(kept, 0);
     EXPECT_GT(m.reads.read_bytes(), 0);
-    EXPECT_LT(largest_read, largest) << "the largest blob is read while smaller ones are kept";
+    EXPECT_GE(m.reads.staging_bytes, (*minimal)->model().reads.min_staging_bytes);
     EXPECT_LE(kept + m.reads.staging_bytes, o.host_budget);
     EXPECT_EQ((*s)->engine().memory().weights, kept);
     for (int run = 0; run < 3; ++run) {
