@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "runtime/core/log.h"
+#include "runtime/streaming/read_plan.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
 #endif
@@ -206,7 +207,13 @@ Status Runtime::apply(const BudgetSplit& split, bool shrink_only) {
 Expected<int64_t> Runtime::weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) {
   SimOptions sim;
   sim.prefetched = model.options.prefetch_next;
-  DLR_ASSIGN_OR_RETURN(ModelCurve curve, model_curve(m_pending_name, model.plan, m_target.copy_profile, layer_ms,
+  // From storage every streamed byte is read and then copied: the curve is predicted
+  // with the slower of the two at each size, as compile() plans such a model.
+  const CopyProfile profile = model.from_storage ? storage_copy_profile(m_target.copy_profile,
+                                                                        model.options.read_block_bytes,
+                                                                        model.options.read_depth)
+                                                 : m_target.copy_profile;
+  DLR_ASSIGN_OR_RETURN(ModelCurve curve, model_curve(m_pending_name, model.plan, profile, layer_ms,
                                                      m_target.map_granularity, m_options.curve_points, sim));
   curve.weight = m_pending_weight;
   DLR_ASSIGN_OR_RETURN(BudgetSplit s, split(&curve));
@@ -226,12 +233,17 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
     if (options.cuda_device != m_options.cuda_device)
       return invalid_argument("runtime on CUDA device " + std::to_string(m_options.cuda_device) +
                               ": the model asks for device " + std::to_string(options.cuda_device));
-    if (options.weights_from != WeightsFrom::kHost)
-      return unsupported("runtime: weights from storage are not supported for models on a runtime yet");
+    // Weights from storage: three stages only (zero copy keeps no device pool for the
+    // joint plan to size); such a model is not prefetched across inferences (its copies
+    // wait for reads, which no captured graph holds).
+    if (options.weights_from == WeightsFrom::kStorage && options.zero_copy == 1)
+      return unsupported("runtime: weights from storage with zero copy are not supported on a runtime "
+                         "(use --zero-copy off: read -> copy -> kernel)");
+    if (options.weights_from == WeightsFrom::kStorage) options.zero_copy = 0;
     options.mode = WeightMode::kStream;
     options.weight_budget = WeightBudget::min();  // until the joint plan gives the model its share
     options.weight_pool = PoolLayout::kRing;
-    options.prefetch_next = m_options.prefetch_next;
+    options.prefetch_next = m_options.prefetch_next && options.weights_from == WeightsFrom::kHost;
     options.copy_profile = m_options.copy_profile;
   }
   options.shared_memory = true;
@@ -328,6 +340,10 @@ RuntimeMemory Runtime::memory_locked() const {
     } else {
       m.resident = e.weights;
     }
+    if (cm.from_storage && !cm.streaming) {  // two stages (CPU): the kept blobs; the rest is read each inference
+      m.weight_budget = e.weights;
+      m.streamed = cm.reads.read_bytes();
+    }
     m.arena_need = e.shared_activations;
     m.workspace_need = e.shared_workspace;
     m.other = e.other;
@@ -350,7 +366,7 @@ std::string RuntimeMemory::to_text() const {
   char buf[256];
   std::snprintf(buf, sizeof(buf),
                 "device memory %.2f MiB (budget %s): weights %.2f, shared activations %.2f, shared workspace %.2f; "
-                "besides: staging %.2f, pinned host weights %.2f",
+                "besides: input and image staging %.2f, host memory for weights %.2f",
                 mib(total()), budget ? (std::to_string(int64_t(mib(budget) + 0.5)) + " MiB").c_str() : "none",
                 mib(weights), mib(arena), mib(workspace), mib(other), mib(host_weights));
   std::string s = buf;

@@ -83,15 +83,15 @@ class RuntimeModel {
 struct RuntimeMemory {
   struct Model {
     std::string name;
-    int64_t weight_budget = 0;  // resident + pool, as the joint plan gave it
-    int64_t resident = 0;       // weights uploaded once
+    int64_t weight_budget = 0;  // resident + pool, as the joint plan gave it (CPU from storage: the kept blobs)
+    int64_t resident = 0;       // weights uploaded once (CPU from storage: blobs kept in memory)
     int64_t pool = 0;           // streaming pool
-    int64_t streamed = 0;       // bytes copied per inference (before prefetch)
+    int64_t streamed = 0;       // bytes copied per inference before prefetch (CPU from storage: read)
     int64_t prefetched = 0;     // of those, copied ahead of the inference
     int64_t arena_need = 0;     // its activations (inside the shared arena)
     int64_t workspace_need = 0;
     int64_t other = 0;          // its input and image staging on the device
-    int64_t host_weights = 0;   // pinned host store of its streamed weights
+    int64_t host_weights = 0;   // host memory for its weights: the pinned store, or the staging for reads
     double predicted_ms = 0;    // its latency in the joint plan
   };
   int64_t budget = 0;           // 0: no limit
@@ -114,8 +114,9 @@ class Runtime final : public SessionHost {
 
   // Opens a model on the runtime. options as for Session::open; device and
   // cuda_device must be the runtime's; on the GPU the runtime sets mode (stream), the
-  // weight budget, prefetch_next and shared_memory itself (weights from storage are not
-  // supported on a runtime yet). weight: the model's priority or expected rate (> 0).
+  // weight budget, prefetch_next (off for weights from storage) and shared_memory itself;
+  // weights from storage run three stages there (zero copy is refused). weight: the
+  // model's priority or expected rate (> 0).
   Expected<std::unique_ptr<RuntimeModel>> open(const std::string& cfg_path, const std::string& weights_path,
                                                SessionOptions options, double weight = 1);
 

@@ -101,6 +101,27 @@ TEST(DlrunModels, TextTaggedPerModelEqualsSeparateRuns) {
   EXPECT_EQ(model_lines(both.out, "yolov4-tiny@128"), t);
 }
 
+// --weights-from storage on the runtime: each model's prepared file made on first use in
+// the cache (a temporary DLR_CACHE_DIR here), read each inference; the tagged lines equal
+// the separate runs with the weights in memory.
+TEST(DlrunModels, FromStorageEqualsSeparateRunsFromMemory) {
+  DLR_REQUIRE_MODELS(s);
+  const std::string opts = " --thresh 0.1 --ext-output --threads 1";
+  const auto [both, fastest, tiny] = run_three(s, opts);
+  ASSERT_EQ(fastest.code, 0) << fastest.err;
+  ASSERT_EQ(tiny.code, 0) << tiny.err;
+  const std::string cache = test::temp_dir() + "/models-storage-cache";
+  const auto disk = test::run_shell("DLR_CACHE_DIR=" + cache + " " + std::string(DLR_TOOLS_DIR) + "/dlrun --model " +
+                                    s.fastest() + " --model " + s.tiny() + " " + s.images + opts +
+                                    " --weights-from storage");
+  ASSERT_EQ(disk.code, 0) << disk.err;
+  EXPECT_EQ(model_lines(disk.out, "yolo-fastest-1.1"), model_lines(fastest.out, ""));
+  EXPECT_EQ(model_lines(disk.out, "yolov4-tiny@128"), model_lines(tiny.out, ""));
+  int prepared = 0;
+  for (const auto& e : fs::recursive_directory_iterator(cache)) prepared += e.path().extension() == ".dlrw";
+  EXPECT_EQ(prepared, 2) << "one prepared file per model in the cache";
+}
+
 TEST(DlrunModels, JsonModelsArrayEqualsSeparateRuns) {
   DLR_REQUIRE_MODELS(s);
   const auto [both, fastest, tiny] = run_three(s, " --thresh 0.1 --json --threads 1");
@@ -187,6 +208,7 @@ TEST(DlrunModels, UsageErrorsAreOneLine) {
        "--runtime-budget needs --model", 2},
       {both + " --save-labels", "--save-labels is not supported with --model", 2},
       {both + " --report table", "--report is not supported with --model", 2},
+      {both + " --weights-from storage --prepared x.dlrw", "--prepared is not supported with --model", 2},
       {both + " --runtime-budget 2MiB", "runtime budget 2MiB: ", 1},
       {"--model /nonexistent.cfg:x.weights " + s.images, "/nonexistent.cfg", 1},
   };

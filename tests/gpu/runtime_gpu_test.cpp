@@ -119,6 +119,55 @@ TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
   EXPECT_LE((*rt)->memory().total(), (*rt)->budget_bytes());
 }
 
+// A model reading its weights from storage (three stages) on a runtime beside models
+// with theirs in host memory, under half their separate memory: every output the same
+// bits as preload alone, round after round (the storage model is never prefetched).
+TEST(RuntimeGpu, ModelFromStorageMatchesPreloadBesideOthers) {
+  if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
+  std::vector<Model> models = three_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const std::string v4 = test::required_shared_file("models/yolov4.cfg");
+  models[1] = {"yolov4", v4, test::synthetic_weights(v4), 320};
+  ASSERT_FALSE(models[1].weights.empty());
+  const Reference ref = preload_reference(models);
+  ASSERT_EQ(ref.heads.size(), models.size());
+  RuntimeOptions ro;
+  ro.budget = std::to_string(ref.separate_bytes / 2);
+  auto rt = Runtime::create(ro);
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  std::vector<std::unique_ptr<RuntimeModel>> ms;
+  for (size_t i = 0; i < models.size(); ++i) {
+    SessionOptions o = fp16(models[i].size);
+    if (i == 1) {  // yolov4 from storage
+      o.weights_from = WeightsFrom::kStorage;
+      o.prepared_path = test::temp_dir() + "/yolov4-320-runtime.dlrw";
+    }
+    auto r = (*rt)->open(models[i].cfg, models[i].weights, o);
+    ASSERT_TRUE(r.ok()) << models[i].name << ": " << r.status().to_string();
+    ms.push_back(std::move(r).value());
+    EXPECT_LE((*rt)->memory().total(), (*rt)->budget_bytes()) << "after opening " << models[i].name;
+  }
+  ASSERT_TRUE(ms[1]->session().model().from_storage);
+  const RuntimeMemory mem = (*rt)->memory();
+  std::cout << mem.to_text() << "\n" << (*rt)->plan_text() << "\n";
+  EXPECT_GT(mem.models[1].streamed, 0) << "yolov4 should stream from storage under half the memory";
+  for (int round = 0; round < 4; ++round)
+    for (size_t i = 0; i < ms.size(); ++i) {
+      EXPECT_TRUE(test::same_bits(test::network_heads(ms[i]->session(), ref.inputs[i]), ref.heads[i]))
+          << models[i].name << " round " << round;
+      EXPECT_FALSE(ms[1]->session().engine().prefetch_pending()) << "the storage model was prefetched";
+    }
+  EXPECT_GT(ms[1]->session().engine().read_timings().size(), 0u);
+  // A zero-copy storage model is refused with the fix named.
+  SessionOptions zc = fp16(320);
+  zc.weights_from = WeightsFrom::kStorage;
+  zc.zero_copy = 1;
+  zc.prepared_path = test::temp_dir() + "/yolov4-320-runtime.dlrw";
+  auto refused = (*rt)->open(v4, models[1].weights, zc);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--zero-copy off"), std::string::npos) << refused.status().message();
+}
+
 TEST(RuntimeGpu, FourThreadsGiveSingleRunDetectionsWithoutMemoryGrowth) {
   if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
   const std::vector<Model> models = three_models();

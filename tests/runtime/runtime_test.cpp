@@ -86,6 +86,54 @@ TEST(RuntimeCpu, ModelsMatchTheirOwnSessionsBitForBit) {
     EXPECT_EQ(test::network_heads((*a)->session(), in_a), ref_a);
 }
 
+// Weights from storage on a CPU runtime: each model reads its own prepared file into
+// its own staging (yolov4-tiny with a host budget that also keeps its largest blobs),
+// beside a model with its weights in memory; every output stays its own host-weights
+// session's, interleaved, and the runtime reports kept weights and staging apart.
+TEST(RuntimeCpu, ModelsFromStorageMatchTheirHostWeightSessions) {
+  Model fastest, tiny;
+  if (!models(&fastest, &tiny)) GTEST_SKIP() << "../shared is not available";
+  const std::vector<float> in_a = test::random_input(1, 3, 160, 160, 3);
+  const std::vector<float> in_b = test::random_input(1, 3, 128, 128, 4);
+  auto sa = Session::open(fastest.cfg, fastest.weights, small(160));
+  auto sb = Session::open(tiny.cfg, tiny.weights, small(128));
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  const auto ref_a = test::network_heads(**sa, in_a), ref_b = test::network_heads(**sb, in_b);
+
+  auto rt = Runtime::create(cpu_runtime());
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  SessionOptions from_disk = small(128);
+  from_disk.weights_from = WeightsFrom::kStorage;
+  from_disk.prepared_path = test::temp_dir() + "/tiny-runtime.dlrw";
+  from_disk.host_budget = int64_t(21) << 20;  // 18 MiB of staging (the minimum) + 3 MiB kept
+  auto b = (*rt)->open(tiny.cfg, tiny.weights, from_disk);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  SessionOptions fastest_disk = small(160);
+  fastest_disk.weights_from = WeightsFrom::kStorage;
+  fastest_disk.prepared_path = test::temp_dir() + "/fastest-runtime.dlrw";
+  auto a = (*rt)->open(fastest.cfg, fastest.weights, fastest_disk);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  auto c = (*rt)->open(tiny.cfg, tiny.weights, small(128));  // the same network, weights in memory
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  for (int rep = 0; rep < 3; ++rep) {
+    EXPECT_EQ(test::network_heads((*a)->session(), in_a), ref_a) << "round " << rep;
+    EXPECT_EQ(test::network_heads((*b)->session(), in_b), ref_b) << "round " << rep;
+    EXPECT_EQ(test::network_heads((*c)->session(), in_b), ref_b) << "round " << rep;
+  }
+  const CompiledModel& mb = (*b)->session().model();
+  ASSERT_TRUE(mb.from_storage);
+  int64_t kept = 0;
+  for (size_t i = 0; i < mb.plan.weights.size(); ++i)
+    if (mb.reads.blob_staging_offset[i] < 0) kept += mb.plan.weights[i].bytes;
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(mb.reads.read_bytes(), 0);
+  const RuntimeMemory m = (*rt)->memory();
+  ASSERT_EQ(m.models.size(), 3u);
+  EXPECT_EQ(m.models[0].resident, kept);
+  EXPECT_EQ(m.models[0].host_weights, mb.reads.staging_bytes);
+  EXPECT_EQ(m.models[2].resident, (*sb)->engine().memory().weights);
+}
+
 TEST(RuntimeCpu, ThreadsOnSeveralModelsGiveTheSingleRunDetections) {
   Model fastest, tiny;
   if (!models(&fastest, &tiny)) GTEST_SKIP() << "../shared is not available";

@@ -275,14 +275,17 @@ Status check_model_args(const Args& a) {
       return invalid_argument("--model replaces the positional CFG WEIGHTS: give the models as --model "
                               "CFG:WEIGHTS only (" + in + ")");
   const std::pair<const char*, bool> refused[] = {{"--prepare", !a.prepare.empty()},
+                                                  {"--prepared", !a.prepared.empty()},
                                                   {"--save-labels", a.save_labels},
                                                   {"--report", !a.report.empty()},
                                                   {"--mode", a.mode != Args().mode}};
   for (const auto& [name, given] : refused)
     if (given)
       return invalid_argument(std::string(name) + " is not supported with --model (" +
-                              (std::string(name) == "--mode" ? "the runtime chooses each model's weight mode"
-                                                             : "one model at a time only") + ")");
+                              (std::string(name) == "--mode"       ? "the runtime chooses each model's weight mode"
+                               : std::string(name) == "--prepared" ? "one file is one model's; with --weights-from "
+                                                                     "storage each model's is kept in the cache"
+                                                                   : "one model at a time only") + ")");
   return Status();
 }
 

@@ -15,7 +15,8 @@
 // closing a session plans the split again; closing returns its memory. On the GPU the
 // runtime sets each session's mode (stream), weight budget and prefetch itself; the
 // other Options apply as for Session::open (device and cuda_device must be the
-// runtime's). Weights from storage are not supported on a runtime.
+// runtime's). A network with weights_from_storage reads them each inference into its
+// own staging (on the GPU read -> copy -> kernel: zero_copy must not be 1).
 //
 // Threads: detect() may be called from any thread on any session of a runtime, also
 // on one session from several threads (calls are serialised). Outputs are those of the
@@ -56,15 +57,15 @@ struct RuntimeOptions {
 struct RuntimeMemory {
   struct Network {
     std::string name;           // the cfg's file name
-    int64_t weight_budget = 0;  // resident + pool, as the joint plan gave it
-    int64_t resident = 0;       // weights uploaded once
+    int64_t weight_budget = 0;  // resident + pool, as the joint plan gave it (CPU from storage: the kept blobs)
+    int64_t resident = 0;       // weights uploaded once (CPU from storage: blobs kept in memory)
     int64_t pool = 0;           // streaming pool
-    int64_t streamed = 0;       // bytes copied per inference
+    int64_t streamed = 0;       // bytes copied (CPU from storage: read) per inference
     int64_t prefetched = 0;     // of those, copied ahead of the inference
     int64_t activations = 0;    // its need (inside the shared arena)
     int64_t workspace = 0;      // its need (inside the shared workspace)
     int64_t other = 0;          // its input and image staging on the device
-    int64_t host_weights = 0;   // pinned host store of its streamed weights
+    int64_t host_weights = 0;   // host memory for its weights: the pinned store, or the staging for reads
     double predicted_ms = 0;    // its latency in the joint plan
   };
   int64_t budget = 0;           // 0: no limit
