@@ -44,6 +44,13 @@ std::string synthetic_weights(const std::string& cfg_path, uint64_t seed) {
   return path;
 }
 
+std::vector<uint8_t> noise_pixels(int w, int h, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> px(size_t(w) * size_t(h) * 3);
+  for (auto& p : px) p = uint8_t(rng() & 0xff);
+  return px;
+}
+
 std::vector<float> random_input(int n, int c, int h, int w, uint32_t seed) {
   std::vector<float> v(size_t(n) * c * h * w);
   std::mt19937 rng(seed);

@@ -73,15 +73,22 @@ Reference preload_reference(const std::vector<Model>& models) {
   return r;
 }
 
+// three_models() with yolov4 @320 in place of yolov3-tiny (whose weights fit in less
+// than its minimal ring): a model that must stream under half the separate memory.
+// Empty without the shared data (a failed synthetic generation fails the test).
+std::vector<Model> streaming_models() {
+  std::vector<Model> models = three_models();
+  const std::string v4 = test::required_shared_file("models/yolov4.cfg");
+  if (models.empty() || v4.empty()) return {};
+  models[1] = {"yolov4", v4, test::synthetic_weights(v4), 320};
+  if (models[1].weights.empty()) return {};
+  return models;
+}
+
 TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
   if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
-  std::vector<Model> models = three_models();
+  std::vector<Model> models = streaming_models();
   if (models.empty()) GTEST_SKIP() << "../shared is not available";
-  // yolov4 @320 in place of yolov3-tiny (whose weights fit in less than its minimal ring):
-  // a model that must stream under this budget.
-  const std::string v4 = test::required_shared_file("models/yolov4.cfg");
-  models[1] = {"yolov4", v4, test::synthetic_weights(v4), 320};
-  ASSERT_FALSE(models[1].weights.empty());
   const Reference ref = preload_reference(models);
   ASSERT_EQ(ref.heads.size(), models.size());
   RuntimeOptions ro;
@@ -124,11 +131,8 @@ TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
 // bits as preload alone, round after round (the storage model is never prefetched).
 TEST(RuntimeGpu, ModelFromStorageMatchesPreloadBesideOthers) {
   if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
-  std::vector<Model> models = three_models();
+  std::vector<Model> models = streaming_models();
   if (models.empty()) GTEST_SKIP() << "../shared is not available";
-  const std::string v4 = test::required_shared_file("models/yolov4.cfg");
-  models[1] = {"yolov4", v4, test::synthetic_weights(v4), 320};
-  ASSERT_FALSE(models[1].weights.empty());
   const Reference ref = preload_reference(models);
   ASSERT_EQ(ref.heads.size(), models.size());
   RuntimeOptions ro;
@@ -163,7 +167,7 @@ TEST(RuntimeGpu, ModelFromStorageMatchesPreloadBesideOthers) {
   zc.weights_from = WeightsFrom::kStorage;
   zc.zero_copy = 1;
   zc.prepared_path = test::temp_dir() + "/yolov4-320-runtime.dlrw";
-  auto refused = (*rt)->open(v4, models[1].weights, zc);
+  auto refused = (*rt)->open(models[1].cfg, models[1].weights, zc);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("--zero-copy off"), std::string::npos) << refused.status().message();
 }

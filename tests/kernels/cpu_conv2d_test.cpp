@@ -137,17 +137,7 @@ TEST(CpuConv2d, ScratchIsPerThreadTilesAndResultsDoNotDependOnThreads) {
   for (float& v : w) v = u(rng);
   for (float& v : b) v = u(rng);
   auto view = [](std::vector<float>& data, Shape3 s) {
-    TensorView t;
-    t.data = data.data();
-    t.dtype = DType::kF32;
-    t.layout = Layout::kNCHW;
-    t.n = 1;
-    t.c = s.c;
-    t.h = s.h;
-    t.w = s.w;
-    t.n_stride = s.count();
-    t.pixel_stride = s.c;
-    return t;
+    return TensorView::packed(data.data(), DType::kF32, Layout::kNCHW, 1, s);
   };
   std::vector<float> first;
   for (int threads : {1, 2, 3, 8}) {

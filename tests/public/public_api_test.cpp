@@ -20,14 +20,7 @@
 
 namespace {
 
-// A deterministic noise image (BGR); the low threshold makes noise produce detections.
-std::vector<uint8_t> noise_image(int w, int h, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> px(size_t(w) * size_t(h) * 3);
-  for (auto& p : px) p = uint8_t(rng() & 0xff);
-  return px;
-}
-
+// Noise images (BGR, tests/common) with a low threshold: noise produces detections.
 class PublicApi : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -36,7 +29,7 @@ class PublicApi : public ::testing::Test {
     ASSERT_FALSE(m_weights.empty());
     m_opt.width = m_opt.height = 160;  // small: fast on a loaded CPU
     m_opt.thresh = 0.05f;
-    m_pixels = noise_image(m_w, m_h, 7);
+    m_pixels = dlr::test::noise_pixels(m_w, m_h, 7);
     m_image.data = m_pixels.data();
     m_image.width = m_w;
     m_image.height = m_h;

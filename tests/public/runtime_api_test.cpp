@@ -17,12 +17,6 @@
 
 namespace {
 
-std::vector<uint8_t> noise_image(int w, int h, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> px(size_t(w) * size_t(h) * 3);
-  for (auto& p : px) p = uint8_t(rng() & 0xff);
-  return px;
-}
 
 void expect_same(const std::vector<dlrun::Detection>& got, const std::vector<dlrun::Detection>& want,
                  const char* what) {
@@ -45,7 +39,7 @@ class PublicRuntime : public ::testing::Test {
     ASSERT_FALSE(m_cfg.empty());
     m_weights = dlr::test::synthetic_weights(m_cfg);
     ASSERT_FALSE(m_weights.empty());
-    m_pixels = noise_image(200, 150, 11);
+    m_pixels = dlr::test::noise_pixels(200, 150, 11);
     m_image.data = m_pixels.data();
     m_image.width = 200;
     m_image.height = 150;
