@@ -120,12 +120,13 @@ struct SessionOptions {
                                   // stored in the compiled-model JSON; docs/streaming.md section 7)
   int layout = -1;                // -1: auto (NHWC for fp16/tf32, NCHW for fp32); 0: NCHW; 1: NHWC
   bool cuda_graph = true;         // capture the network once and replay it
-  bool warm_up_at_open = true;    // CUDA: run the network once at open even where no CUDA graph is captured
+  bool warm_up_at_open = false;   // CUDA: run the network once at open even where no CUDA graph is captured
                                   // (weights from storage, cuda_graph off; with a graph the warm-up is its
                                   // first replay, always): the first inference then finds its kernels
-                                  // loaded. Off, that inference loads them itself; measured on the H100
-                                  // the first result came later that way (not stored in the compiled-model
-                                  // JSON; docs/streaming.md "Startup, measured")
+                                  // loaded. Off, that inference loads them itself while its reads run: on
+                                  // the H100 the first result came 25 ms sooner that way (median of 6
+                                  // paired processes; not stored in the compiled-model JSON;
+                                  // docs/streaming.md "Startup measured again")
   bool cache_kernel_times = false;  // keep what is measured or chosen at open per GPU and model in the user's
                                     // cache directory and reuse it: stream mode's kernel times
                                     // (runtime/kernel_times_cache.h) and, on CUDA, the cuDNN algorithm

@@ -267,9 +267,9 @@ for phase in "$@"; do
       [ -f $P ] || "$B/dlrun" "$M/yolov4.cfg" $W --prepare $P --device cuda --precision fp16 >/dev/null 2>&1
       timeout 60 "$B/dlbench" --startup-floor --json "$OUT/startup_floor.json" >"$OUT/startup_floor.txt" 2>&1
       note "startup floor rc=$? $(cat "$OUT/startup_floor.txt")"
-      # warm-nowarmup: warm caches without the warm-up run at open, to compare.
-      for run in cold warm warm-nowarmup; do
-        extra=""; [ $run = warm-nowarmup ] && extra="--no-warm-up-at-open"
+      # warm-warmup: warm caches with the eager warm-up at open (off by default), to compare.
+      for run in cold warm warm-warmup; do
+        extra=""; [ $run = warm-warmup ] && extra="--warm-up-at-open"
         timeout 120 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --precision fp16 --mode stream \
           --weight-budget min --weights-from storage --zero-copy off --prepared $P --cache --iters 5 --warmup 1 $extra \
           --json "$OUT/ttfd_bench_$run.json" >"$OUT/ttfd_bench_$run.txt" 2>&1

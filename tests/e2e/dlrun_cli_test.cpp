@@ -179,9 +179,9 @@ TEST(DlbenchCli, StartupReport) {
   EXPECT_FALSE(s.at("warmup_run").get<bool>()) << "the CPU engine has no warm-up";
   EXPECT_NE(r.out.find("warm-up 0.0 (none)"), std::string::npos) << r.out;
   // The warm-up switch is a CUDA option.
-  r = run_tool("dlbench " + cfg + " --weights " + weights + " --device cpu --no-warm-up-at-open");
+  r = run_tool("dlbench " + cfg + " --weights " + weights + " --device cpu --warm-up-at-open");
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.err, "dlbench: --no-warm-up-at-open applies to --device cuda only\n");
+  EXPECT_EQ(r.err, "dlbench: --warm-up-at-open applies to --device cuda only\n");
 }
 
 TEST(Models, BundledYolov4TinyCfgEqualsTheSharedOne) {

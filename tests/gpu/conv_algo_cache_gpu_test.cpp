@@ -231,7 +231,7 @@ TEST(ConvAlgoCacheGpu, SecondOpenReadsTheChoicesAndMatchesBitForBit) {
   }
 }
 
-// Weights from storage (no CUDA graph): without warm_up_at_open (default on) the open
+// Weights from storage (no CUDA graph): without warm_up_at_open (the default) the open
 // runs no warm-up and the first inference loads the kernels while its reads land; with
 // it the warm-up runs. Both give bit-identical outputs, and the first inference of each is
 // right (the same as the second). The parts are printed for the device run.
