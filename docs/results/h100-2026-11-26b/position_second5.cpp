@@ -103,6 +103,20 @@ int main(int argc, char** argv) {
     std::thread t([&] { cudaSetDevice(0); auto h = cuda::make_cudnn(); if (h.ok()) run_convs((*s1)->plan(), h->get(), 1000); });
     t.join();
   }
+  auto cfg_set = [](const char* tag, cudaFuncCache c) { std::printf("  %s: %s\n", tag, cudaGetErrorString(cudaDeviceSetCacheConfig(c))); };
+  if (what == "cfg_shared") cfg_set("PreferShared", cudaFuncCachePreferShared);
+  if (what == "cfg_l1") cfg_set("PreferL1", cudaFuncCachePreferL1);
+  if (what == "cfg_equal") cfg_set("PreferEqual", cudaFuncCachePreferEqual);
+  if (what.rfind("h2then_", 0) == 0) {
+    auto h = cuda::make_cudnn(); if (!h.ok()) return 1;
+    run_convs((*s1)->plan(), h->get(), 1);
+    std::printf("%-14s trig   %.3f\n", what.c_str(), med(e, in));
+    if (what == "h2then_l1") cfg_set("PreferL1", cudaFuncCachePreferL1);
+    if (what == "h2then_shared") cfg_set("PreferShared", cudaFuncCachePreferShared);
+    if (what == "h2then_equal") cfg_set("PreferEqual", cudaFuncCachePreferEqual);
+    if (what == "h2then_none") cfg_set("PreferNone", cudaFuncCachePreferNone);
+    if (what == "h2then_destroy") { h->reset(); std::puts("  H2 destroyed"); }
+  }
   std::printf("%-14s after  %.3f\n", what.c_str(), med(e, in));
   std::printf("%-14s after2 %.3f\n", what.c_str(), med(e, in));
   return 0;
