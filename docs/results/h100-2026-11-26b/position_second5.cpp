@@ -74,6 +74,18 @@ int main(int argc, char** argv) {
     run_convs((*s1)->plan(), h1, what == "h1_all" ? 1000 : 1);
     cudnnSetStream(h1, static_cast<CudaEngine&>(e).m_stream.get());  // back to S1's stream
   }
+  if (what == "h1_tiny_all" || what == "h1_half") {  // another model's convs / half of the packed ones through S1's handle
+    cudnnHandle_t h1 = static_cast<CudaEngine&>(e).m_cudnn.get();
+    if (what == "h1_tiny_all") {
+      SessionOptions c; c.width = c.height = 416;
+      auto t = Session::open(argv[4], argv[5], c);
+      if (!t.ok()) { std::puts(t.status().message().c_str()); return 1; }
+      run_convs((*t)->plan(), h1, 1000);
+    } else {
+      run_convs((*s1)->plan(), h1, 55);
+    }
+    cudnnSetStream(h1, static_cast<CudaEngine&>(e).m_stream.get());
+  }
   if (what == "ours_new") {  // kernels yolov4 never runs (avgpool, then sam), new code, no cuDNN
     void* p; cudaMalloc(&p, 8 << 20); cudaMemset(p, 0, 8 << 20);
     TensorView a = TensorView::packed(p, DType::kF32, Layout::kNCHW, 1, Shape3{16, 32, 32});
