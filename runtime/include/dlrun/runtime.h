@@ -19,8 +19,9 @@
 // own staging (on the GPU read -> copy -> kernel: zero_copy must not be 1).
 //
 // Threads: detect() may be called from any thread on any session of a runtime, also
-// on one session from several threads (calls are serialised). Outputs are those of the
-// same network opened alone, bit for bit.
+// on one session from several threads (its calls are serialised); read a session's
+// last_report() on the thread that called its detect(), not during another thread's.
+// Outputs are those of the same network opened alone, bit for bit.
 //
 // Lifetime: a Runtime is a handle; the runtime itself lives until the handle and every
 // session opened on it are gone, so sessions may outlive the handle. Move-only.
