@@ -40,9 +40,8 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
                               std::to_string(e->m_plan.weights.size()) + " weight blobs");
     // Blobs the read plan does not read (offset -1) are kept: read once here, CRC checked.
     std::vector<char> kept(at.size(), 0);
-    bool any_kept = false;
-    for (size_t b = 0; b < at.size(); ++b) any_kept |= (kept[b] = at[b] < 0) != 0;
-    if (any_kept) {
+    for (size_t b = 0; b < at.size(); ++b) kept[b] = at[b] < 0;
+    if (std::find(kept.begin(), kept.end(), 1) != kept.end()) {
       DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create_subset(e->m_plan, weights, {}, kept));
     }
     if (!e->m_reads.units.empty()) {

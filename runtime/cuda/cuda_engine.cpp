@@ -321,17 +321,11 @@ Status CudaEngine::finalize() {
     if (!st.ok()) {
       DLR_LOG_DEBUG("cuda engine: graph capture without an eager run first failed ({}); warming up eagerly",
                     st.message());
-      m_graph = cuda::GraphExec();
-      m_graph_body = cuda::GraphExec();
       DLR_RETURN_IF_ERROR(eager_warm_up());
       st = capture_graph();
     }
     m_open_timing.graph_ms = ms_since(t1) - eager_ms;
-    if (!st.ok()) {
-      m_graph = cuda::GraphExec();
-      m_graph_body = cuda::GraphExec();
-      DLR_LOG_WARN("CUDA graph capture failed, running without a graph: {}", st.message());
-    }
+    if (!st.ok()) DLR_LOG_WARN("CUDA graph capture failed, running without a graph: {}", st.message());
     DLR_LOG_DEBUG("cuda engine: graph {} ({:.1f} ms)", m_graph ? "captured" : "not used", m_open_timing.graph_ms);
   }
   const auto t2 = Clock::now();
@@ -513,16 +507,22 @@ Expected<cuda::GraphExec> CudaEngine::capture(const std::function<Status()>& enq
   return cuda::GraphExec(exec);
 }
 
+// Both graphs or neither: after a failure the engine holds no graph (never one of an
+// earlier placement) and runs eagerly.
 Status CudaEngine::capture_graph() {
+  m_graph = cuda::GraphExec();
   m_graph_body = cuda::GraphExec();
-  DLR_ASSIGN_OR_RETURN(m_graph, capture([&] { return enqueue_network(m_options.profile_layers); }));
+  DLR_ASSIGN_OR_RETURN(cuda::GraphExec graph, capture([&] { return enqueue_network(m_options.profile_layers); }));
+  cuda::GraphExec body;
   if (prefetch_units() > 0) {
     m_skip_prefetched = true;
-    Expected<cuda::GraphExec> body = capture([&] { return enqueue_network(m_options.profile_layers); });
+    Expected<cuda::GraphExec> b = capture([&] { return enqueue_network(m_options.profile_layers); });
     m_skip_prefetched = false;
-    DLR_RETURN_IF_ERROR(body.status());
-    m_graph_body = std::move(body).value();
+    DLR_RETURN_IF_ERROR(b.status());
+    body = std::move(b).value();
   }
+  m_graph = std::move(graph);
+  m_graph_body = std::move(body);
   return Status();
 }
 

@@ -98,10 +98,10 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
                          DLR_RETURN_IF_ERROR(layers(false));
                          return enqueue_outputs(s);
                        }));
-  // One replay timed between two events; `idle`: on an idle GPU, as run() launches an
-  // inference (else queued behind the work before it: no launch latency).
-  auto timed = [&](const cuda::GraphExec& g, bool idle, double* ms_out) -> Status {
-    if (idle) DLR_CUDA_CHECK(cudaStreamSynchronize(s));
+  // One replay timed between two events on an idle GPU, as run() launches an inference
+  // (queued behind other work it would show no launch latency).
+  auto timed = [&](const cuda::GraphExec& g, double* ms_out) -> Status {
+    DLR_CUDA_CHECK(cudaStreamSynchronize(s));
     DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
     DLR_CUDA_CHECK(cudaGraphLaunch(g.get(), s));
     DLR_CUDA_CHECK(cudaEventRecord(m_ev_end.get(), s));
@@ -112,15 +112,13 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
     return Status();
   };
   std::vector<std::vector<double>> per_layer(n);
-  std::vector<double> queued, idle, idle_whole;
+  std::vector<double> idle, idle_whole;
   for (int rep = -1; rep < kTimingReps; ++rep) {  // rep -1: warm-up
     DLR_CUDA_CHECK(cudaGraphLaunch(with_stamps.get(), s));
-    double q = 0, i0 = 0, w = 0;
-    DLR_RETURN_IF_ERROR(timed(plain, false, &q));  // queued behind the stamped replay
-    DLR_RETURN_IF_ERROR(timed(plain, true, &i0));
-    DLR_RETURN_IF_ERROR(timed(whole, true, &w));
+    double i0 = 0, w = 0;
+    DLR_RETURN_IF_ERROR(timed(plain, &i0));
+    DLR_RETURN_IF_ERROR(timed(whole, &w));
     if (rep < 0) continue;
-    queued.push_back(q);
     idle.push_back(i0);
     idle_whole.push_back(w);
     for (size_t i = 0; i < n; ++i) {
@@ -143,10 +141,9 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
     for (double& t : *ms) t *= total / left;
   const double fixed = std::max(0.0, median(idle_whole) - total);
   if (n > 0) ms->back() += fixed;
-  DLR_LOG_DEBUG("kernel times measured at open: {:.3f} ms in all on an idle GPU ({:.3f} ms queued behind other work, "
-                "{:.3f} ms with a timing event per layer) + {:.3f} ms of output downloads and launch (added to the "
-                "last layer)",
-                total, median(queued), sum, fixed);
+  DLR_LOG_DEBUG("kernel times measured at open: {:.3f} ms in all on an idle GPU ({:.3f} ms with a timing event per "
+                "layer) + {:.3f} ms of output downloads and launch (added to the last layer)",
+                total, sum, fixed);
   return result;
 }
 

@@ -202,6 +202,7 @@ Expected<std::vector<char>> choose_host_resident(const ExecutionPlan& plan, int6
   const size_t nb = plan.weights.size();
   std::vector<char> kept(nb, 0);
   if (host_budget <= 0) return kept;
+  if (host_budget >= plan.weight_bytes()) return std::vector<char>(nb, 1);  // nothing to read
   std::vector<int> order(nb);
   for (size_t b = 0; b < nb; ++b) order[b] = int(b);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -211,7 +212,6 @@ Expected<std::vector<char>> choose_host_resident(const ExecutionPlan& plan, int6
   });
   ReadOptions minimum = options;
   minimum.staging_bytes = 0;
-  if (host_budget >= plan.weight_bytes()) return std::vector<char>(nb, 1);  // nothing to read
   // The staging never goes below what reading every blob needs (2 x the largest blob's
   // unit), where the budget allows it: a smaller staging keeps more bytes but lets fewer
   // reads run ahead of the compute (measured slower, docs/streaming.md section 7).

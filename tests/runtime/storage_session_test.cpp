@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "loaders/network_desc.h"
 #include "runtime/compile.h"
+#include "runtime/cpu_engine.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"
@@ -148,6 +150,35 @@ TEST(StorageCpu, KeptAndReadBlobsTogetherMatchHostWeights) {
     }
     EXPECT_EQ((*s)->engine().read_timings().size(), m.reads.units.size());
   }
+}
+
+// A weight source that only says where blobs lie (the engine must refuse before reading).
+class NoBytes final : public WeightSource {
+ public:
+  Status prepare(const WeightBlob&, Layout, void*) override { return internal_error("no bytes here"); }
+  const std::string& name() const override { return m_name; }
+  const BlobFile* blob_file() const override { return &m_file; }
+
+ private:
+  std::string m_name = "fake.dlrw";
+  BlobFile m_file;
+};
+
+// A compiled model whose read plan does not cover the plan's blobs (e.g. edited JSON) is
+// refused at create with both counts, before anything is read.
+TEST(StorageCpu, ReadPlanOfTheWrongSizeIsRefused) {
+  auto net = parse_network_cfg(test::source_file("models/yolov4-tiny.cfg"));
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  SessionOptions o = cpu_storage("");
+  auto m = compile(*net, cpu_target(), o);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const size_t blobs = m->plan.weights.size();
+  m->reads.blob_staging_offset.pop_back();
+  NoBytes source;
+  auto e = CpuEngine::create(*m, source);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(), "read plan: staging offsets for " + std::to_string(blobs - 1) + " of " +
+                                      std::to_string(blobs) + " weight blobs");
 }
 
 TEST(StorageCpu, PreparedFileMadeOnFirstUseAndReused) {

@@ -18,7 +18,7 @@ void add_inputs(CLI::App& app, Args* a) {
                  "options apply to every model. Output is tagged by model name (the cfg's base name, then @SIZE "
                  "when given and #2 for a repeated one): text lines start with [NAME], --json frames hold a \"models\" array, and "
                  "--out, --out-video, --darknet-json, --coco-json, --save-plan and --trace files get _NAME before "
-                 "the extension; not with --save-labels, --report, --prepare or --mode")
+                 "the extension; not with --save-labels, --report, --prepare, --prepared or --mode")
       ->type_name("CFG:WEIGHTS[@SIZE]")
       ->allow_extra_args(false)  // each --model takes one spec; the next words are inputs
       ->group(g);
