@@ -56,4 +56,37 @@ Expected<ResidencyResult> plan_residency(const ExecutionPlan& plan, const CopyPr
                                          const StreamOptions& options, const std::vector<double>& layer_ms,
                                          const ResidencyOptions& residency = {});
 
+// The bound on simulations per plan_residency_in_ring call that a Runtime's joint plan
+// (runtime/multi/ring_split.h) uses for each point of its curves, and compile() with it
+// so that it plans what the joint plan predicted. With a fixed ring the fill orders
+// already fill the room and the lazy greedy only tops up what is left (yolov4 @608:
+// usually 6 simulations, the bound matters only for rooms with much left over).
+constexpr int kRingResidencySimulations = 400;
+
+// Residency inside a ring shared with other models (a Runtime's one ring; docs/streaming.md
+// section 8): the ring pool is exactly `ring_bytes` (> 0, a multiple of
+// options.ring_granularity, which must be > 0) and the resident blobs take at most
+// `room_bytes` (>= 0, below the total weight bytes: a room holding every blob is plain
+// residency, the caller's case; invalid_argument). The plan for a resident set S is
+// plan_streaming with options.resident = S and budget_bytes = ring_bytes + bytes(S)
+// (S empty: budget_bytes = ring_bytes); its pool_bytes == ring_bytes, layout kRing, and
+// at least one blob streams. The streamed rest must also exceed the ring (a rest the
+// ring holds whole would be planned resident, copied once at open, which a ring other
+// models overwrite cannot keep), so at most total - ring_bytes - 1 bytes are resident.
+// Candidates: nothing resident (if the all-streamed set has its minimal ring within
+// ring_bytes), the greedy sweep's four fill orders (earliest, latest, largest, most
+// stall per byte) filling the room, then the lazy greedy from the best of them, bounded
+// by residency.max_simulations; the fastest predicted is kept (so never slower than the
+// all-streamed plan when that is feasible). residency.strategy: kNone keeps only the
+// all-streamed plan, kLargestLate adds only the largest-first fill. options.budget_bytes,
+// options.resident and options.unit_ends are ignored; residency.sim is used as given
+// (prefetched, prefetch_limit_bytes). No feasible set (the ring below the rest's minimal
+// ring whatever fits the room, or the model within the ring): out_of_memory naming the
+// ring and the room in MiB. In the result, largest_late_ms is the largest-first fill's
+// prediction and none_ms the all-streamed one (0: infeasible or not evaluated).
+Expected<ResidencyResult> plan_residency_in_ring(const ExecutionPlan& plan, const CopyProfile& profile,
+                                                 const StreamOptions& options, int64_t ring_bytes, int64_t room_bytes,
+                                                 const std::vector<double>& layer_ms,
+                                                 const ResidencyOptions& residency = {});
+
 }  // namespace dlr

@@ -49,6 +49,19 @@ int64_t peak_in_use(std::vector<std::pair<double, double>> intervals, int64_t by
   return peak;
 }
 
+// The leading units landed before the inference: the prefetch units, cut at the first
+// whose cumulative bytes exceed options.prefetch_limit_bytes (when >= 0).
+int prefetched_units(const StreamPlan& stream, const SimOptions& options, bool reads) {
+  if (!options.prefetched || reads || stream.resident) return 0;
+  const int n = stream.prefetch_units();
+  if (options.prefetch_limit_bytes < 0) return n;
+  int64_t bytes = 0;
+  int k = 0;
+  while (k < n && bytes + stream.units[size_t(k)].bytes <= options.prefetch_limit_bytes)
+    bytes += stream.units[size_t(k++)].bytes;
+  return k;
+}
+
 }  // namespace
 
 SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const CopyProfile& profile,
@@ -88,7 +101,7 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
   }
   double reader_free = 0;  // the reader: end of the last read
   // Prefetched units: on the device before the inference starts.
-  const int prefetched = options.prefetched && !reads && !stream.resident ? stream.prefetch_units() : 0;
+  const int prefetched = prefetched_units(stream, options, reads != nullptr);
   for (int u = 0; u < prefetched; ++u) {
     r.copy_start_ms[size_t(u)] = r.copy_end_ms[size_t(u)] = 0;
     issued[size_t(u)] = 1;

@@ -29,6 +29,12 @@ struct SimOptions {
   // idle or another model computed): ready at time 0; the host skips their copies.
   // Ignored with reads or a resident plan.
   bool prefetched = false;
+  // With `prefetched`: how many bytes the prefetch had time to copy (e.g. while the
+  // previous model of a Runtime computed). Only the leading prefetch units whose
+  // cumulative bytes, from unit 0, stay <= this limit are landed at time 0; the others
+  // are copied during the inference as usual. -1: no limit (every prefetch unit
+  // landed); 0: none landed.
+  int64_t prefetch_limit_bytes = -1;
 };
 
 struct SimResult {

@@ -321,5 +321,152 @@ TEST(Residency, AutoBudgetOptionErrors) {
             "weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
 }
 
+// plan_residency_in_ring: the pool is exactly the shared ring, the resident blobs fit
+// the room, the plan passes the checks and is predicted as simulated, and it is never
+// slower than every blob streamed through that ring when that plan exists.
+TEST(Residency, InRingKeepsTheRingAndTheRoomAndNeverLosesToAllStreamed) {
+  std::mt19937_64 rng(23);
+  int planned = 0, refused = 0, beat = 0, without_none = 0;
+  for (int trial = 0; trial < 160; ++trial) {
+    const ExecutionPlan plan = fake_plan(random_sizes(&rng, 15 + int(rng() % 40)), &rng);
+    const CopyProfile prof = trial % 3 == 2 ? jetson_like() : h100_like();
+    const std::vector<double> ms = random_times(plan, &rng, 0.002, trial % 2 ? 0.3 : 0.05);
+    const int64_t total = plan.weight_bytes(), gran = 2 * kMiB;
+    int64_t largest = 0;
+    for (const WeightBlob& w : plan.weights) largest = std::max(largest, w.bytes);
+    // Rings from one mapping unit to 2.5 largest blobs (some below the all-streamed
+    // minimum), rooms up to all but one byte.
+    std::uniform_real_distribution<double> frac(0.0, 1.0);
+    const int64_t ring = std::max<int64_t>(gran, int64_t(frac(rng) * 2.5 * double(largest)) / gran * gran);
+    const int64_t room = int64_t(frac(rng) * double(total - 1));
+    SCOPED_TRACE("trial " + std::to_string(trial) + ", ring " + std::to_string(ring) + ", room " +
+                 std::to_string(room));
+    ResidencyOptions ro;
+    ro.sim.prefetched = trial % 2 == 0;
+    ro.sim.prefetch_limit_bytes = trial % 4 == 0 ? ring / 3 : -1;
+    ro.max_simulations = kRingResidencySimulations;
+    StreamOptions o;
+    o.budget_bytes = 12345;  // ignored
+    const Expected<ResidencyResult> r = plan_residency_in_ring(plan, prof, o, ring, room, ms, ro);
+    // Every blob streamed through the ring, when that is a ring plan.
+    StreamOptions all;
+    all.layout = PoolLayout::kRing;
+    all.budget_bytes = ring;
+    const Expected<StreamPlan> none = plan_streaming(plan, prof, all);
+    const bool none_ok = none.ok() && !none->resident && none->pool_bytes == ring;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kOutOfMemory) << r.status().to_string();
+      char ring_mib[32], room_mib[32];
+      std::snprintf(ring_mib, sizeof(ring_mib), "%.2f MiB", double(ring) / kMiB);
+      std::snprintf(room_mib, sizeof(room_mib), "%.2f MiB", double(room) / kMiB);
+      EXPECT_NE(r.status().message().find(ring_mib), std::string::npos) << r.status().message();
+      EXPECT_NE(r.status().message().find(room_mib), std::string::npos) << r.status().message();
+      EXPECT_FALSE(none_ok);
+      ++refused;
+      continue;
+    }
+    ++planned;
+    EXPECT_EQ(r->plan.layout, PoolLayout::kRing);
+    EXPECT_FALSE(r->plan.resident);
+    EXPECT_EQ(r->plan.pool_bytes, ring);
+    EXPECT_LE(r->plan.resident_bytes, room);
+    EXPECT_GT(r->plan.host_store_bytes(), ring);  // the rest streams, and exceeds the ring
+    check_residency(plan, r->plan, ring + r->plan.resident_bytes);
+    // The same plan as plan_streaming with the set and a budget of ring + its bytes.
+    StreamOptions with;
+    with.resident = r->resident;
+    with.budget_bytes = ring + r->plan.resident_bytes;
+    const Expected<StreamPlan> again = plan_streaming(plan, prof, with);
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    EXPECT_EQ(again->unit_ends(), r->plan.unit_ends());
+    SimOptions sim = ro.sim;
+    const SimResult checked = simulate(plan, r->plan, prof, ms, sim);
+    ASSERT_TRUE(checked.violations.empty()) << checked.violations.front();
+    EXPECT_DOUBLE_EQ(checked.latency_ms, r->predicted_ms);
+    EXPECT_LE(checked.max_pool_bytes_in_use, ring);
+    if (none_ok) {
+      sim.check = false;
+      const double none_ms = simulate(plan, *none, prof, ms, sim).latency_ms;
+      EXPECT_DOUBLE_EQ(r->none_ms, none_ms);
+      EXPECT_LE(r->predicted_ms, none_ms + 1e-9);
+      if (r->predicted_ms < 0.99 * none_ms) ++beat;
+    } else {
+      EXPECT_EQ(r->none_ms, 0.0);
+      EXPECT_GT(r->plan.resident_bytes, 0);
+      ++without_none;
+    }
+    EXPECT_NE(r->how.find("residency in a shared ring: "), std::string::npos) << r->how;
+    EXPECT_LE(r->simulations, kRingResidencySimulations + 2);
+  }
+  std::printf("in a shared ring: %d planned (%d where no all-streamed plan fits, %d >= 1 %% faster than all "
+              "streamed), %d refused\n",
+              planned, without_none, beat, refused);
+  // (About half the random rings and rooms hold no plan: the ring below what the blobs
+  // the room cannot hold need. Compute-bound trials gain little from resident bytes.)
+  EXPECT_GE(planned, 50);
+  EXPECT_GT(beat, planned / 6);
+  EXPECT_GT(without_none, 5);
+}
+
+TEST(Residency, InRingErrors) {
+  // Blobs of 8, 4, 6, 2, 2, 2 MiB: 24 MiB in all.
+  const ExecutionPlan plan = fake_plan({8 * kMiB, 4 * kMiB, 6 * kMiB, 2 * kMiB, 2 * kMiB, 2 * kMiB}, nullptr);
+  const std::vector<double> ms(plan.steps.size(), 0.1);
+  const StreamOptions o;
+  auto status = [&](int64_t ring, int64_t room) {
+    return plan_residency_in_ring(plan, h100_like(), o, ring, room, ms).status();
+  };
+  EXPECT_EQ(status(4 * kMiB, 24 * kMiB).code(), StatusCode::kInvalidArgument);  // a room holding every blob
+  EXPECT_EQ(status(3 * kMiB, 0).code(), StatusCode::kInvalidArgument);          // not whole mapping units
+  EXPECT_EQ(status(0, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(status(4 * kMiB, -1).code(), StatusCode::kInvalidArgument);
+  StreamOptions no_vmm;
+  no_vmm.ring_granularity = 0;
+  EXPECT_EQ(plan_residency_in_ring(plan, h100_like(), no_vmm, 4 * kMiB, 0, ms).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan_residency_in_ring(plan, h100_like(), o, 4 * kMiB, 0, {1.0}).status().code(),
+            StatusCode::kInvalidArgument);
+  // A 4 MiB ring streams nothing larger than 2 MiB, and a 10 MiB room cannot hold the
+  // 8, 6 and 4 MiB blobs.
+  const Status small = status(4 * kMiB, 10 * kMiB);
+  EXPECT_EQ(small.code(), StatusCode::kOutOfMemory);
+  EXPECT_NE(small.message().find("ring of 4.00 MiB"), std::string::npos) << small.message();
+  EXPECT_NE(small.message().find("room of 10.00 MiB"), std::string::npos) << small.message();
+  EXPECT_EQ(small.message().find('\n'), std::string::npos);
+  // The whole model fits in the ring: nothing would stream through it.
+  EXPECT_EQ(status(24 * kMiB, 0).code(), StatusCode::kOutOfMemory);
+  // An 18 MiB room holds the 8, 6 and 4 MiB blobs: the three 2 MiB blobs stream.
+  const Expected<ResidencyResult> fits = plan_residency_in_ring(plan, h100_like(), o, 4 * kMiB, 18 * kMiB, ms);
+  ASSERT_TRUE(fits.ok()) << fits.status().to_string();
+  EXPECT_EQ(fits->plan.pool_bytes, 4 * kMiB);
+  EXPECT_EQ(fits->resident, (std::vector<char>{1, 1, 1, 0, 0, 0}));
+}
+
+// yolov4 @608 fp16 (copy-bound) in a 46 MiB ring with 30 MiB of room: resident blobs
+// beat every blob streamed through the same ring.
+TEST(Residency, InRingYolov4BeatsAllStreamedThroughTheSameRing) {
+  DLR_REQUIRE_FILE(cfg, "models/yolov4.cfg");
+  Expected<NetworkDesc> net = parse_network_cfg(cfg);
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  PlannerOptions po;
+  po.weight_dtype = DType::kF16;
+  Expected<ExecutionPlan> plan = build_plan(*net, po);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  const std::vector<double> ms = model_layer_ms(*net, *plan, 120000.0, 2500.0, 4.0);
+  const CopyProfile prof = *CopyProfile::builtin("h100");
+  ResidencyOptions ro;
+  ro.sim.prefetched = true;
+  ro.sim.prefetch_limit_bytes = 8 * kMiB;
+  ro.max_simulations = kRingResidencySimulations;
+  const Expected<ResidencyResult> r = plan_residency_in_ring(*plan, prof, StreamOptions(), 46 * kMiB, 30 * kMiB, ms, ro);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::printf("%s\n", r->how.c_str());
+  EXPECT_EQ(r->plan.pool_bytes, 46 * kMiB);
+  EXPECT_LE(r->plan.resident_bytes, 30 * kMiB);
+  EXPECT_GT(r->plan.resident_bytes, 25 * kMiB);
+  ASSERT_GT(r->none_ms, 0);
+  EXPECT_LT(r->predicted_ms, 0.95 * r->none_ms);
+}
+
 }  // namespace
 }  // namespace dlr

@@ -484,5 +484,56 @@ TEST(SimulatorTwoStage, ReadAheadOnRandomPlansIsSafe) {
   EXPECT_GT(faster, 10);
 }
 
+// SimOptions::prefetch_limit_bytes: only the leading prefetch units whose cumulative
+// bytes stay within the limit land at time 0; 0 lands none (the plain inference), -1
+// every prefetch unit. A larger limit lands at least as many units and is never slower.
+TEST(Simulator, PrefetchLimitLandsOnlyTheLeadingUnitsWithinIt) {
+  std::mt19937_64 rng(17);
+  int partial = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const ExecutionPlan plan = fake_plan(random_sizes(&rng, 10 + int(rng() % 60)), &rng);
+    const std::vector<double> ms = random_times(plan, &rng, 0.002, 0.2);
+    const CopyProfile prof = trial % 4 == 3 ? jetson_like() : h100_like();
+    StreamOptions so;
+    so.layout = PoolLayout::kRing;
+    so.budget_bytes = trial % 2 ? 0 : plan.weight_bytes() / 2;
+    const Expected<StreamPlan> sp = plan_streaming(plan, prof, so);
+    if (!sp.ok() || sp->resident) continue;
+    const int n = sp->prefetch_units();
+    ASSERT_GE(n, 1) << "trial " << trial;
+    std::vector<int64_t> cum = {0};  // bytes of units [0, k)
+    for (int u = 0; u < n; ++u) cum.push_back(cum.back() + sp->units[size_t(u)].bytes);
+    // Limits in increasing order (-1, no limit, last), each with the units it lands.
+    std::vector<std::pair<int64_t, int>> limits = {{0, 0}, {cum[1] - 1, 0}, {cum[1], 1}};
+    const int half = (n + 1) / 2;
+    limits.push_back({cum[size_t(half)] + (cum[size_t(half) + (half < n ? 1 : 0)] - cum[size_t(half)]) / 2, half});
+    limits.push_back({cum[size_t(n)], n});
+    limits.push_back({-1, n});
+    SimOptions plain;
+    const SimResult none = simulate(plan, *sp, prof, ms, plain);
+    double prev_ms = none.latency_ms;
+    int prev_landed = 0;
+    for (const auto& [limit, expect] : limits) {
+      SimOptions o;
+      o.prefetched = true;
+      o.prefetch_limit_bytes = limit;
+      const SimResult r = simulate(plan, *sp, prof, ms, o);
+      ASSERT_TRUE(r.violations.empty()) << "trial " << trial << ": " << r.violations.front();
+      int landed = 0;
+      while (landed < int(r.copy_end_ms.size()) && r.copy_end_ms[size_t(landed)] == 0.0) ++landed;
+      EXPECT_EQ(landed, expect) << "trial " << trial << " limit " << limit;
+      EXPECT_GE(landed, prev_landed) << "trial " << trial << " limit " << limit;
+      EXPECT_LE(r.latency_ms, prev_ms + 1e-9) << "trial " << trial << " limit " << limit;
+      if (limit == 0) {
+        EXPECT_DOUBLE_EQ(r.latency_ms, none.latency_ms);
+      }
+      if (landed > 0 && landed < n) ++partial;
+      prev_ms = r.latency_ms;
+      prev_landed = landed;
+    }
+  }
+  EXPECT_GT(partial, 20);  // the partial limits did cut the prefix
+}
+
 }  // namespace
 }  // namespace dlr

@@ -1,0 +1,450 @@
+// split_shared_ring: one ring for every streaming model of a Runtime (ring_split.h).
+#include "runtime/multi/ring_split.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+#include "runtime/streaming/residency.h"
+#include "runtime/streaming/simulator.h"
+#include "runtime/streaming/stream_plan.h"
+
+namespace dlr {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kQuantum = int64_t(64) << 10;  // resident bytes are split in these
+constexpr int kRefineRounds = 3;                 // halvings of the ring step around the best ring
+constexpr int kJointSteps = 8;                   // moves of the round's local search (joint_refine)
+constexpr int kWindowRounds = 3;                 // plans again with the prefetch windows of the last choice
+constexpr int64_t kWindowSlack = int64_t(1) << 20;  // a window this much short of the limit used still counts
+
+std::string mib(int64_t bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / 1048576.0);
+  return buf;
+}
+
+double bytes_per_ms(const CopyProfile& p) { return p.peak_gbps() * 1e6; }
+
+// One candidate of a model at a ring: its resident set and predicted latency.
+struct Point {
+  int64_t resident = 0;     // bytes
+  double ms = 0;
+  std::vector<char> set;    // per blob
+  bool all = false;         // every blob resident (no ring)
+  // Its simulated inference as the next model's prefetch sees it: when its last copy
+  // ends (ms), the bytes it streams, and per streamed blob in stream order the end of
+  // the blob in the stream (bytes) and when the layer reading it ends (ms).
+  double copies_end_ms = 0;
+  int64_t streamed = 0;
+  std::vector<std::pair<int64_t, double>> releases;
+};
+
+// Fills a point's copies_end_ms, streamed and releases from its simulated plan.
+void note_releases(const ExecutionPlan& plan, const StreamPlan& stream, const SimResult& sim, Point* p) {
+  p->copies_end_ms = 0;
+  for (double t : sim.copy_end_ms) p->copies_end_ms = std::max(p->copies_end_ms, t);
+  p->streamed = stream.streamed_bytes();
+  p->releases.clear();
+  for (size_t b = 0; b < plan.weights.size(); ++b) {
+    if (stream.is_resident(int(b))) continue;
+    const int layer = plan.weights[b].layer;
+    p->releases.push_back({stream.blob_host_offset[b] + plan.weights[b].bytes, sim.layer_end_ms[size_t(layer)]});
+  }
+}
+
+// The bytes of the next model's leading units that can be copied while `prev` runs
+// (its prediction, prev.ms): the copy engine starts once prev's copies have ended and
+// moves bw bytes per ms, each byte once prev has released the ring byte it overwrites.
+// The next model's stream starts where prev's ended, so its byte y reuses prev's stream
+// byte S + y - R (none when negative). At most the ring.
+int64_t prefetch_window(const Point& prev, int64_t ring, double bw) {
+  if (bw <= 0 || ring <= 0) return 0;
+  const double end = prev.ms;
+  double t = prev.copies_end_ms;
+  int64_t y = 0;
+  // Copies `len` bytes once `ready`; false when prev ends first (y then holds what fitted).
+  auto copy = [&](int64_t len, double ready) {
+    t = std::max(t, ready);
+    if (t >= end) return false;
+    const double fits = (end - t) * bw;
+    if (fits < double(len)) {
+      y += int64_t(fits);
+      return false;
+    }
+    y += len;
+    t += double(len) / bw;
+    return true;
+  };
+  const int64_t untouched = std::max<int64_t>(0, ring - prev.streamed);  // prev never wrote them
+  if (untouched > 0 && !copy(untouched, 0)) return std::min(y, ring);
+  int64_t from = prev.streamed - ring + untouched;  // prev's stream byte the next byte y reuses
+  for (const auto& [blob_end, released] : prev.releases) {
+    if (blob_end <= from) continue;
+    if (y >= ring) break;
+    const int64_t len = std::min(blob_end - from, ring - y);
+    if (!copy(len, released)) break;
+    from = blob_end;
+  }
+  return std::min(y, ring);
+}
+
+// Per model, computed once: the all-resident point.
+struct ModelBase {
+  int64_t total = 0;
+  Point all;
+};
+
+// plan_residency_in_ring at `room`, repeated at the resident bytes it chose until they
+// are the room itself (at most 4 plans), so that planning again with room = the chosen
+// resident bytes (what compile() does with budget - ring) gives back the same set.
+// Not settled: an error (the point is skipped).
+Expected<ResidencyResult> settled_plan(const RingModel& m, const StreamOptions& so, int64_t ring, int64_t room,
+                                       const ResidencyOptions& ro) {
+  Expected<ResidencyResult> r = plan_residency_in_ring(*m.plan, m.profile, so, ring, room, m.layer_ms, ro);
+  for (int i = 0; i < 3 && r.ok(); ++i) {
+    if (r->plan.resident_bytes == room) return r;
+    room = r->plan.resident_bytes;
+    r = plan_residency_in_ring(*m.plan, m.profile, so, ring, room, m.layer_ms, ro);
+  }
+  if (r.ok() && r->plan.resident_bytes != room) return internal_error("ring split: the resident set does not settle");
+  return r;
+}
+
+// Model m's candidates at ring R with the given simulation options: increasing in
+// resident bytes, each strictly faster than every smaller one, the all-resident point
+// last (kept whatever its latency: split_budget reads the slowdown against it).
+std::vector<Point> ring_curve(const RingModel& m, const ModelBase& base, int64_t ring, int64_t granularity,
+                              const SimOptions& sim, int resident_points) {
+  std::vector<Point> pts;
+  const int64_t hi = base.total - ring - 1;  // the largest room the ring leaves useful
+  if (ring > 0 && hi >= 0) {
+    StreamOptions so;
+    so.layout = PoolLayout::kRing;
+    so.ring_granularity = granularity;
+    ResidencyOptions ro;
+    ro.sim = sim;
+    ro.max_simulations = kRingResidencySimulations;
+    const int k = resident_points - 1;
+    std::set<int64_t> rooms;
+    for (int i = 0; i < k; ++i) rooms.insert(k == 1 ? 0 : hi * i / (k - 1));
+    std::set<int64_t> seen;  // resident bytes already planned as a settled room
+    for (int64_t room : rooms) {
+      Expected<ResidencyResult> r = settled_plan(m, so, ring, room, ro);
+      if (!r.ok() || !seen.insert(r->plan.resident_bytes).second) continue;
+      Point p;
+      p.resident = r->plan.resident_bytes;
+      p.ms = r->predicted_ms;
+      p.set = r->resident;
+      SimOptions quiet = sim;
+      quiet.check = false;
+      note_releases(*m.plan, r->plan, simulate(*m.plan, r->plan, m.profile, m.layer_ms, quiet), &p);
+      pts.push_back(std::move(p));
+    }
+  }
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
+    return a.resident != b.resident ? a.resident < b.resident : a.ms < b.ms;
+  });
+  std::vector<Point> kept;
+  for (Point& p : pts)
+    if (kept.empty() || p.ms < kept.back().ms) kept.push_back(std::move(p));
+  kept.push_back(base.all);
+  return kept;
+}
+
+struct Candidate {
+  int64_t ring = 0;
+  std::vector<Point> chosen;        // per model
+  std::vector<int64_t> limit;       // per model: prefetch limit used (-1 none)
+  double sum = kInf;                // sum(weight * ms)
+  double slowdown = kInf;           // max(ms / all-resident ms)
+  bool ok = false;
+};
+
+bool better(const Candidate& a, const Candidate& b, SplitObjective objective) {
+  if (!a.ok) return false;
+  if (!b.ok) return true;
+  constexpr double kTie = 1e-12;
+  if (objective == SplitObjective::kMaxSlowdown) {
+    if (a.slowdown < b.slowdown - kTie) return true;
+    if (a.slowdown > b.slowdown + kTie) return false;
+  }
+  return a.sum < b.sum - kTie;
+}
+
+}  // namespace
+
+Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int64_t weight_budget, int64_t granularity,
+                                      SplitObjective objective, int ring_points, int resident_points) {
+  if (granularity <= 0 || granularity % 256 != 0)
+    return invalid_argument("ring split: the mapping granularity " + std::to_string(granularity) +
+                            " bytes must be a positive multiple of 256");
+  if (ring_points < 2 || resident_points < 2) return invalid_argument("ring split: at least 2 ring and resident points");
+  if (weight_budget < 0) return invalid_argument("ring split: negative weight budget");
+  const size_t n = models.size();
+  if (n == 0) return RingSplit{};
+  std::vector<ModelBase> bases(n);
+  int64_t sum_total = 0, max_total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const RingModel& m = models[i];
+    if (!m.plan) return invalid_argument("ring split: model " + m.name + " has no plan");
+    if (!(m.weight > 0)) return invalid_argument("ring split: model " + m.name + " needs a weight > 0");
+    if (m.layer_ms.size() != m.plan->steps.size())
+      return invalid_argument("ring split: model " + m.name + ": " + std::to_string(m.layer_ms.size()) +
+                              " layer times for " + std::to_string(m.plan->steps.size()) + " layers");
+    ModelBase& b = bases[i];
+    b.total = m.plan->weight_bytes();
+    StreamOptions so;
+    so.layout = PoolLayout::kRing;
+    so.ring_granularity = granularity;
+    so.budget_bytes = b.total;
+    DLR_ASSIGN_OR_RETURN(StreamPlan all, plan_streaming(*m.plan, m.profile, so));
+    SimOptions quiet;
+    quiet.check = false;
+    b.all.resident = b.total;
+    b.all.ms = simulate(*m.plan, all, m.profile, m.layer_ms, quiet).latency_ms;
+    b.all.set.assign(m.plan->weights.size(), 1);
+    b.all.all = true;
+    sum_total += b.total;
+    max_total = std::max(max_total, b.total);
+  }
+
+  // One ring: every model's curve, then split_budget over the resident bytes.
+  // prev_choice: the limits come from these choices (prefetch_window of each model's
+  // predecessor); nullptr: the conservative first guess (every byte of the predecessor
+  // streamed from the start of its all-resident latency).
+  auto try_ring = [&](int64_t ring, const std::vector<Point>* prev_choice) {
+    Candidate c;
+    c.ring = ring;
+    c.limit.assign(n, -1);
+    if (ring == 0) {  // every model all resident
+      if (sum_total > weight_budget) return c;
+      for (const ModelBase& b : bases) c.chosen.push_back(b.all);
+    } else {
+      std::vector<ModelCurve> curves(n);
+      std::vector<std::vector<Point>> points(n);
+      for (size_t i = 0; i < n; ++i) {
+        const RingModel& m = models[i];
+        const size_t prev = (i + n - 1) % n;
+        const double bw_prev = bytes_per_ms(models[prev].profile);
+        const double free_ms =
+            bases[prev].all.ms - (bw_prev > 0 ? double(bases[prev].total) / bw_prev : bases[prev].all.ms);
+        SimOptions sim;
+        sim.check = false;
+        sim.prefetched = m.prefetched;
+        if (m.prefetched && prev_choice) {
+          sim.prefetch_limit_bytes = prefetch_window((*prev_choice)[prev], ring, bytes_per_ms(m.profile));
+          c.limit[i] = sim.prefetch_limit_bytes;
+        } else if (m.prefetched) {
+          const double limit = std::max(0.0, bytes_per_ms(m.profile) * free_ms);
+          sim.prefetch_limit_bytes = limit >= double(ring) ? ring : int64_t(limit);
+          c.limit[i] = sim.prefetch_limit_bytes;
+        }
+        points[i] = ring_curve(m, bases[i], ring, granularity, sim, resident_points);
+        curves[i].name = m.name;
+        curves[i].weight = m.weight;
+        for (const Point& p : points[i]) {
+          curves[i].budget_bytes.push_back(p.resident + kQuantum);  // > 0 for split_budget
+          curves[i].predicted_ms.push_back(p.ms);
+        }
+      }
+      Expected<BudgetSplit> s =
+          split_budget(curves, weight_budget - ring + int64_t(n) * kQuantum, kQuantum, objective);
+      if (!s.ok()) return c;
+      for (size_t i = 0; i < n; ++i) c.chosen.push_back(points[i][size_t(s->choice[i])]);
+    }
+    c.sum = 0;
+    c.slowdown = 0;
+    for (size_t i = 0; i < n; ++i) {
+      c.sum += models[i].weight * c.chosen[i].ms;
+      if (bases[i].all.ms > 0) c.slowdown = std::max(c.slowdown, c.chosen[i].ms / bases[i].all.ms);
+      if (c.chosen[i].all) c.limit[i] = -1;
+    }
+    c.ok = true;
+    return c;
+  };
+
+  // The round as it runs: every model's plan simulated with the window its predecessor's
+  // plan leaves it, twice around the cycle (a window depends on the predecessor's
+  // prediction, which depends on its own window). Fills ms, releases and the limits;
+  // not ok when a plan does not fit the ring or the budget.
+  auto round_eval = [&](int64_t ring, std::vector<Point> pts) {
+    Candidate c;
+    c.ring = ring;
+    c.limit.assign(n, -1);
+    int64_t used = ring;
+    for (const Point& p : pts) used += p.resident;
+    if (used > weight_budget) return c;
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < n; ++i) {
+        if (pts[i].all) continue;
+        const RingModel& m = models[i];
+        StreamOptions so;
+        so.layout = PoolLayout::kRing;
+        so.ring_granularity = granularity;
+        so.budget_bytes = ring + pts[i].resident;
+        if (pts[i].resident > 0) so.resident = pts[i].set;
+        Expected<StreamPlan> plan = plan_streaming(*m.plan, m.profile, so);
+        if (!plan.ok() || plan->pool_bytes != ring || plan->resident) return c;
+        SimOptions sim;
+        sim.check = false;
+        sim.prefetched = m.prefetched;
+        if (m.prefetched) {
+          sim.prefetch_limit_bytes = prefetch_window(pts[(i + n - 1) % n], ring, bytes_per_ms(m.profile));
+          c.limit[i] = sim.prefetch_limit_bytes;
+        }
+        const SimResult r = simulate(*m.plan, *plan, m.profile, m.layer_ms, sim);
+        pts[i].ms = r.latency_ms;
+        note_releases(*m.plan, *plan, r, &pts[i]);
+      }
+    c.chosen = std::move(pts);
+    c.sum = 0;
+    c.slowdown = 0;
+    for (size_t i = 0; i < n; ++i) {
+      c.sum += models[i].weight * c.chosen[i].ms;
+      if (bases[i].all.ms > 0) c.slowdown = std::max(c.slowdown, c.chosen[i].ms / bases[i].all.ms);
+    }
+    c.ok = true;
+    return c;
+  };
+  // Each model's own best plan ignores what it leaves the next model. From a split, a
+  // local search over the whole round: replace one model's resident set by another of
+  // the same ring (its curve's sets, and the same rooms filled latest blob first: a
+  // stream that ends earlier in the inference frees the ring sooner for the next
+  // model's prefetch), keep the best move by the round's objective, repeat.
+  auto joint_refine = [&](Candidate c) {
+    if (c.ring <= 0) return c;
+    Candidate cur = round_eval(c.ring, c.chosen);
+    if (!cur.ok) return c;
+    std::vector<std::vector<Point>> alts(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (c.chosen[i].all) continue;
+      const ExecutionPlan& plan = *models[i].plan;
+      SimOptions sim;
+      sim.check = false;
+      for (const Point& p : ring_curve(models[i], bases[i], c.ring, granularity, sim, resident_points)) {
+        if (p.all) continue;
+        alts[i].push_back(p);
+        Point late;  // the same room, latest blobs first
+        late.set.assign(plan.weights.size(), 0);
+        size_t kept = 0;
+        for (size_t b = plan.weights.size(); b-- > 0;) {
+          const int64_t bytes = plan.weights[b].bytes;
+          if (late.resident + bytes > p.resident || kept + 1 >= plan.weights.size()) continue;
+          late.set[b] = 1;
+          late.resident += bytes;
+          ++kept;
+        }
+        if (late.set != p.set) alts[i].push_back(std::move(late));
+      }
+    }
+    for (int step = 0; step < kJointSteps; ++step) {
+      Candidate next = cur;
+      for (size_t i = 0; i < n; ++i)
+        for (const Point& a : alts[i]) {
+          if (a.set == cur.chosen[i].set) continue;
+          std::vector<Point> pts = cur.chosen;
+          pts[i] = a;
+          Candidate d = round_eval(c.ring, std::move(pts));
+          if (better(d, next, objective)) next = std::move(d);
+        }
+      if (!better(next, cur, objective)) break;
+      cur = std::move(next);
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (cur.chosen[i].all) cur.limit[i] = -1;
+    return better(cur, c, objective) ? cur : c;
+  };
+
+  const int64_t g = granularity;
+  const int64_t lo = 2 * g;
+  const int64_t hi = std::min(weight_budget, max_total - 1) / g * g;
+  std::vector<int64_t> rings = {0};
+  if (hi >= lo)
+    for (int i = 0; i < ring_points; ++i) rings.push_back((lo + (hi - lo) * i / (ring_points - 1)) / g * g);
+  rings.erase(std::unique(rings.begin(), rings.end()), rings.end());
+  std::set<int64_t> tried;
+  Candidate best;
+  int feasible = 0;
+  auto consider = [&](int64_t ring) {
+    if (ring < 0 || (ring > 0 && (ring < lo || ring > hi)) || !tried.insert(ring).second) return;
+    Candidate c = try_ring(ring, nullptr);
+    feasible += c.ok;
+    // The prefetch each choice leaves its successor (prefetch_window): plan again with
+    // the windows of the last choice, keeping a new choice only when it is better and
+    // its own windows are at least the ones it was predicted with (the prediction stays
+    // one the choice can deliver).
+    for (int round = 0; round < kWindowRounds && c.ok; ++round) {
+      Candidate d = try_ring(ring, &c.chosen);
+      if (!d.ok || !better(d, c, objective)) break;
+      bool delivers = true;
+      for (size_t i = 0; i < n; ++i) {
+        if (d.limit[i] < 0) continue;
+        const size_t prev = (i + n - 1) % n;
+        if (prefetch_window(d.chosen[prev], ring, bytes_per_ms(models[i].profile)) + kWindowSlack < d.limit[i])
+          delivers = false;
+      }
+      if (!delivers) break;
+      c = std::move(d);
+    }
+    if (c.ok) c = joint_refine(c);
+    if (better(c, best, objective)) best = std::move(c);
+  };
+  for (int64_t ring : rings) consider(ring);
+  // Around the best ring, the midpoints to its neighbours, halving the step.
+  int64_t step = ring_points > 1 && hi > lo ? (hi - lo) / (ring_points - 1) : 0;
+  for (int round = 0; round < kRefineRounds && best.ok && best.ring > 0 && step > g; ++round) {
+    step = std::max(g, step / 2 / g * g);
+    const int64_t center = best.ring;
+    consider(center - step);
+    consider(center + step);
+  }
+  if (!best.ok) {
+    char buf[240];
+    std::snprintf(buf, sizeof(buf),
+                  "ring split: the weight budget %.2f MiB holds no shared ring with the models' resident blobs "
+                  "(%zu rings tried; all weights %.2f MiB)",
+                  double(weight_budget) / 1048576.0, tried.size(), double(sum_total) / 1048576.0);
+    return out_of_memory(buf);
+  }
+
+  RingSplit r;
+  bool streams = false;
+  for (const Point& p : best.chosen) streams |= !p.all;
+  r.ring_bytes = streams ? best.ring : 0;
+  r.cost = objective == SplitObjective::kMaxSlowdown ? best.slowdown : best.sum;
+  int64_t resident_sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Point& p = best.chosen[i];
+    r.budget.push_back(p.all ? bases[i].total : best.ring + p.resident);
+    r.resident.push_back(p.resident);
+    r.resident_set.push_back(p.set);
+    r.prefetch_limit.push_back(best.limit[i]);
+    r.predicted_ms.push_back(p.ms);
+    r.all_resident_ms.push_back(bases[i].all.ms);
+    resident_sum += p.resident;
+    char line[320];
+    if (p.all)
+      std::snprintf(line, sizeof(line), "%s: all resident (%s), predicted %.3f ms (weight %g)", models[i].name.c_str(),
+                    mib(p.resident).c_str(), p.ms, models[i].weight);
+    else
+      std::snprintf(line, sizeof(line),
+                    "%s: %s resident + the shared ring, predicted %.3f ms, %.2f x its all-resident %.3f ms "
+                    "(weight %g; prefetch limit %s)",
+                    models[i].name.c_str(), mib(p.resident).c_str(), p.ms, p.ms / bases[i].all.ms, bases[i].all.ms,
+                    models[i].weight, r.prefetch_limit[i] < 0 ? "none" : mib(r.prefetch_limit[i]).c_str());
+    r.how += std::string(line) + "\n";
+  }
+  char line[320];
+  std::snprintf(line, sizeof(line),
+                "shared ring: %s + %s resident of a %s budget; %s %.3f (%d of %zu rings feasible)",
+                mib(r.ring_bytes).c_str(), mib(resident_sum).c_str(), mib(weight_budget).c_str(),
+                objective == SplitObjective::kMaxSlowdown ? "largest slowdown" : "weighted sum of ms", r.cost, feasible,
+                tried.size());
+  r.how += line;
+  return r;
+}
+
+}  // namespace dlr

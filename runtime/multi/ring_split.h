@@ -1,0 +1,93 @@
+// The joint plan of a Runtime with ONE ring shared by its streaming models (they never
+// run at the same moment): the weight budget W is split into a shared ring of R bytes
+// (a multiple of the mapping granularity) plus each model's resident blobs,
+// R + sum(resident_i) <= W. A streaming model's plan is plan_residency_in_ring with the
+// ring R and its own room for resident blobs (runtime/streaming/residency.h); a model
+// may also keep every blob resident (it then does not use the ring). Unlike the split
+// among per-model rings (budget_split.h), every byte of the ring is lookahead for
+// whichever model runs. Plain C++ (no CUDA); deterministic for the same inputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/multi/budget_split.h"
+#include "runtime/plan.h"
+#include "runtime/streaming/copy_profile.h"
+
+namespace dlr {
+
+struct RingModel {               // one model's inputs to the shared-ring plan
+  std::string name;
+  double weight = 1;             // priority or expected rate (> 0)
+  const ExecutionPlan* plan = nullptr;  // not owned; must outlive the call
+  std::vector<double> layer_ms;  // kernel time per step (measured at open), ms
+  CopyProfile profile;           // the model's copy profile
+  bool prefetched = true;        // its leading units are copied while the previous model runs
+};
+
+struct RingSplit {
+  int64_t ring_bytes = 0;            // the shared ring (0: no model streams)
+  // Per model (the order of the models): its weight budget = ring_bytes + resident
+  // bytes, or plan->weight_bytes() when every blob is resident (it then does not use
+  // the ring). plan_streaming with the ring layout, this budget and `resident_set`,
+  // simulated with `prefetch_limit`, gives `predicted_ms`: the runtime hands the set to
+  // compile() (SessionOptions::shared_ring_resident); a unit search after it only lowers
+  // the prediction.
+  std::vector<int64_t> budget;
+  std::vector<int64_t> resident;     // per model: resident bytes (== weight bytes when all resident)
+  std::vector<std::vector<char>> resident_set;  // per model, per weight blob: 1 = resident (all 1: all resident)
+  // Per model: the SimOptions::prefetch_limit_bytes its prediction used; -1 when no
+  // limit applies (the model is all resident, or not prefetched).
+  std::vector<int64_t> prefetch_limit;
+  std::vector<double> predicted_ms;  // per model, simulated latency of its plan (ms)
+  std::vector<double> all_resident_ms;  // per model, its latency with every blob resident (ms)
+  // The objective's value: kSum: sum(weight_i * ms_i); kMaxSlowdown: the largest
+  // ms_i / all_resident_ms_i.
+  double cost = 0;
+  std::string how;                   // one line per model plus one for the ring
+};
+
+// The split. Rings tried: R = 0 (every model all resident; only when everything fits)
+// and `ring_points` multiples of `granularity` spread evenly from 2 x granularity up to
+// min(weight_budget, the largest model's weight bytes - 1) (a model streams only when
+// its weights exceed the ring), then around the best one the midpoints to its
+// neighbours, halving the step up to 3 times (the optimum is sharp in R).
+// For each R, each model's curve over its resident bytes: rooms spread evenly over
+// [0, weight bytes - R) at resident_points - 1 points, each planned with
+// plan_residency_in_ring (at most kRingResidencySimulations simulations each; infeasible
+// points are skipped), plus the all-resident point (plan_streaming with a budget of
+// every weight, as model_curve). A whole split of yolov4 @608 + yolov3 @608 +
+// yolov4-tiny @416 (fp16, 206 blobs) with the default points takes 0.06-0.08 s on one
+// core of a 2-core build machine (tests/runtime/ring_split_test.cpp). One point per model is picked by split_budget
+// with the objective: resident bytes in 64 KiB quanta (rounded up), each candidate
+// shifted by one quantum because split_budget needs budgets > 0 (the capacity passed is
+// W - R + models x quantum, so the shift cancels). The R with the best objective wins
+// (kMaxSlowdown: ties by the weighted sum); ties go to the smaller R.
+//
+// Prefetch: model i's prediction uses SimOptions{prefetched = models[i].prefetched,
+// prefetch_limit_bytes = L_i}, the copy engine's free time while the previous model
+// (round-robin order = the models vector; model 0's previous is the last) computes:
+//   L_i = min(R, max(0, bw_i x (T_prev - S_prev / bw_prev)))   [bytes]
+// with T_prev the previous model's all-resident latency (ms: the least it computes),
+// S_prev its weight bytes (every byte streamed: conservative), bw the profile's peak
+// pinned bandwidth in bytes per ms (peak_gbps() x 1e6).
+//
+// Then the round as a whole (joint_refine): each model's own best set ignores what it
+// leaves the next model, so from the split a local search replaces one model's set at a
+// time (its curve's sets, and the same rooms filled latest blob first, whose stream ends
+// earlier in the inference) and keeps the move that most improves the objective, every
+// candidate round simulated twice around the cycle with each model's limit the window
+// its predecessor's simulated plan leaves: the copy engine starts after the
+// predecessor's last copy and fills each ring byte once the predecessor's layer reading
+// it has ended (the next model's stream starts where the predecessor's ended).
+//
+// Errors: invalid_argument for bad inputs (no plan, layer times of the wrong size,
+// weight <= 0, granularity <= 0 or not a multiple of 256, points < 2); out_of_memory
+// naming the budget in MiB when no ring and no split fits.
+Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int64_t weight_budget, int64_t granularity,
+                                      SplitObjective objective, int ring_points = 8, int resident_points = 12);
+
+}  // namespace dlr

@@ -1,0 +1,331 @@
+// The joint plan with one ring shared by a Runtime's models (runtime/multi/ring_split.h):
+// a budget holding everything keeps every model resident and no ring; a tight budget
+// gives a ring of whole mapping units that, with the resident blobs, fits the budget,
+// and each model's prediction is its plan re-simulated (the plan compile() makes again
+// from the ring and the model's budget); one ring beats a ring per model where the
+// rings' bytes are what the models lack; a budget below any split is refused with one
+// line naming it. yolov4 @608 + yolov3 @608 + yolov4-tiny @416: the split and its time.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "loaders/network_desc.h"
+#include "runtime/multi/budget_split.h"
+#include "runtime/multi/ring_split.h"
+#include "runtime/streaming/residency.h"
+#include "runtime/streaming/simulator.h"
+#include "runtime/streaming/stream_plan.h"
+#include "tests/common/test_paths.h"
+#include "tests/runtime/stream_fixtures.h"
+
+namespace dlr {
+namespace {
+
+using test::fake_plan;
+using test::h100_like;
+using test::kMiB;
+using test::random_sizes;
+using test::random_times;
+
+constexpr int64_t kGran = 2 * kMiB;
+
+RingModel ring_model(const std::string& name, const ExecutionPlan& plan, std::vector<double> ms, bool prefetched,
+                     double weight = 1) {
+  RingModel m;
+  m.name = name;
+  m.weight = weight;
+  m.plan = &plan;
+  m.layer_ms = std::move(ms);
+  m.profile = h100_like();
+  m.prefetched = prefetched;
+  return m;
+}
+
+// The split fits the budget, the ring is whole mapping units, and every model's plan
+// (plan_streaming with its set and budget, and plan_residency_in_ring from the ring and
+// its budget, as compile() makes it) is predicted as the split says.
+void check_split(const std::vector<RingModel>& models, const RingSplit& s, int64_t budget) {
+  const size_t n = models.size();
+  ASSERT_EQ(s.budget.size(), n);
+  ASSERT_EQ(s.resident.size(), n);
+  ASSERT_EQ(s.resident_set.size(), n);
+  ASSERT_EQ(s.prefetch_limit.size(), n);
+  ASSERT_EQ(s.predicted_ms.size(), n);
+  ASSERT_EQ(s.all_resident_ms.size(), n);
+  EXPECT_EQ(s.ring_bytes % kGran, 0);
+  int64_t used = s.ring_bytes;
+  bool streams = false;
+  for (size_t i = 0; i < n; ++i) {
+    SCOPED_TRACE(models[i].name);
+    const ExecutionPlan& plan = *models[i].plan;
+    const int64_t total = plan.weight_bytes();
+    used += s.resident[i];
+    int64_t set_bytes = 0;
+    ASSERT_EQ(s.resident_set[i].size(), plan.weights.size());
+    for (size_t b = 0; b < plan.weights.size(); ++b)
+      if (s.resident_set[i][b]) set_bytes += plan.weights[b].bytes;
+    EXPECT_EQ(set_bytes, s.resident[i]);
+    EXPECT_GE(s.predicted_ms[i], s.all_resident_ms[i] - 1e-9);
+    if (s.resident[i] == total) {
+      EXPECT_EQ(s.budget[i], total);
+      EXPECT_DOUBLE_EQ(s.predicted_ms[i], s.all_resident_ms[i]);
+      EXPECT_EQ(s.prefetch_limit[i], -1);
+      continue;
+    }
+    streams = true;
+    ASSERT_GT(s.ring_bytes, 0);
+    EXPECT_EQ(s.budget[i], s.ring_bytes + s.resident[i]);
+    StreamOptions so;
+    so.layout = PoolLayout::kRing;
+    so.ring_granularity = kGran;
+    so.budget_bytes = s.budget[i];
+    if (s.resident[i] > 0) so.resident = s.resident_set[i];
+    const Expected<StreamPlan> sp = plan_streaming(plan, models[i].profile, so);
+    ASSERT_TRUE(sp.ok()) << sp.status().to_string();
+    EXPECT_EQ(sp->pool_bytes, s.ring_bytes);
+    EXPECT_EQ(sp->layout, PoolLayout::kRing);
+    SimOptions sim;
+    sim.prefetched = models[i].prefetched;
+    sim.prefetch_limit_bytes = s.prefetch_limit[i];
+    if (models[i].prefetched) {
+      EXPECT_GE(s.prefetch_limit[i], 0);
+      EXPECT_LE(s.prefetch_limit[i], s.ring_bytes);
+    } else {
+      EXPECT_EQ(s.prefetch_limit[i], -1);
+    }
+    const SimResult r = simulate(plan, *sp, models[i].profile, models[i].layer_ms, sim);
+    ASSERT_TRUE(r.violations.empty()) << r.violations.front();
+    // What compile() plans from the split (the ring, the resident set, the limit) is
+    // what the split predicted.
+    EXPECT_DOUBLE_EQ(r.latency_ms, s.predicted_ms[i]);
+  }
+  EXPECT_LE(used, budget);
+  if (!streams) {
+    EXPECT_EQ(s.ring_bytes, 0);
+  }
+}
+
+struct Fake {
+  ExecutionPlan plan;
+  std::vector<double> ms;
+};
+
+std::vector<Fake> fakes(uint64_t seed, int count, double lo_ms, double hi_ms) {
+  std::mt19937_64 rng(seed);
+  std::vector<Fake> f;
+  for (int i = 0; i < count; ++i) {
+    Fake x;
+    x.plan = fake_plan(random_sizes(&rng, 30 + int(rng() % 40)), &rng);
+    x.ms = random_times(x.plan, &rng, lo_ms, hi_ms);
+    f.push_back(std::move(x));
+  }
+  return f;
+}
+
+int64_t total_weights(const std::vector<Fake>& f) {
+  int64_t t = 0;
+  for (const Fake& x : f) t += x.plan.weight_bytes();
+  return t;
+}
+
+TEST(RingSplit, BudgetHoldingEverythingKeepsEveryModelResident) {
+  const std::vector<Fake> f = fakes(3, 3, 0.002, 0.05);
+  std::vector<RingModel> models;
+  for (size_t i = 0; i < f.size(); ++i) models.push_back(ring_model("m" + std::to_string(i), f[i].plan, f[i].ms, true));
+  for (int64_t extra : {int64_t(0), 10 * kMiB}) {
+    const int64_t budget = total_weights(f) + extra;
+    for (SplitObjective obj : {SplitObjective::kSum, SplitObjective::kMaxSlowdown}) {
+      const Expected<RingSplit> s = split_shared_ring(models, budget, kGran, obj);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      check_split(models, *s, budget);
+      EXPECT_EQ(s->ring_bytes, 0);
+      for (size_t i = 0; i < f.size(); ++i) {
+        EXPECT_EQ(s->resident[i], f[i].plan.weight_bytes());
+        EXPECT_EQ(s->budget[i], f[i].plan.weight_bytes());
+      }
+      EXPECT_DOUBLE_EQ(s->cost, obj == SplitObjective::kSum
+                                    ? s->all_resident_ms[0] + s->all_resident_ms[1] + s->all_resident_ms[2]
+                                    : 1.0);
+    }
+  }
+}
+
+TEST(RingSplit, TightBudgetFitsAndPredictsWhatCompileReplans) {
+  for (uint64_t seed : {5, 6, 7}) {
+    const std::vector<Fake> f = fakes(seed, 3, 0.002, seed == 6 ? 0.3 : 0.05);
+    std::vector<RingModel> models;
+    for (size_t i = 0; i < f.size(); ++i)
+      models.push_back(ring_model("m" + std::to_string(i), f[i].plan, f[i].ms, i != 1, 1.0 + double(i)));
+    for (double frac : {0.3, 0.5, 0.8}) {
+      const int64_t budget = int64_t(frac * double(total_weights(f)));
+      for (SplitObjective obj : {SplitObjective::kSum, SplitObjective::kMaxSlowdown}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(frac) + " of the weights, objective " +
+                     std::to_string(int(obj)));
+        const Expected<RingSplit> s = split_shared_ring(models, budget, kGran, obj);
+        ASSERT_TRUE(s.ok()) << s.status().to_string();
+        check_split(models, *s, budget);
+        EXPECT_GT(s->ring_bytes, 0);  // below every weight: someone streams
+        if (seed == 5 && frac == 0.5) std::printf("%s\n", s->how.c_str());
+        // The objective's value is the chosen points'.
+        double sum = 0, worst = 0;
+        for (size_t i = 0; i < f.size(); ++i) {
+          sum += models[i].weight * s->predicted_ms[i];
+          worst = std::max(worst, s->predicted_ms[i] / s->all_resident_ms[i]);
+        }
+        EXPECT_NEAR(s->cost, obj == SplitObjective::kSum ? sum : worst, 1e-9);
+      }
+    }
+  }
+}
+
+// Two copy-bound models of twelve 8 MiB blobs (96 MiB each) in 64 MiB: a ring per model
+// needs 16 MiB each (two of the largest blob), one shared ring 16 MiB in all, so the
+// shared plan keeps 16 MiB more resident and copies less per inference.
+TEST(RingSplit, OneRingBeatsARingPerModel) {
+  std::mt19937_64 rng(9);
+  std::vector<Fake> f(2);
+  for (Fake& x : f) {
+    x.plan = fake_plan(std::vector<int64_t>(12, 8 * kMiB), &rng);
+    x.ms = random_times(x.plan, &rng, 0.005, 0.02);
+  }
+  const int64_t budget = 64 * kMiB;
+  std::vector<RingModel> models;
+  std::vector<ModelCurve> curves;
+  SimOptions sim;  // no prefetch on either side: only the split of the bytes differs
+  for (size_t i = 0; i < f.size(); ++i) {
+    models.push_back(ring_model("m" + std::to_string(i), f[i].plan, f[i].ms, false));
+    Expected<ModelCurve> c = model_curve("m" + std::to_string(i), f[i].plan, h100_like(), f[i].ms, kGran, 24, sim);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    curves.push_back(*c);
+  }
+  for (SplitObjective obj : {SplitObjective::kSum, SplitObjective::kMaxSlowdown}) {
+    const Expected<BudgetSplit> per = split_budget(curves, budget, kGran, obj);
+    ASSERT_TRUE(per.ok()) << per.status().to_string();
+    const Expected<RingSplit> shared = split_shared_ring(models, budget, kGran, obj);
+    ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+    check_split(models, *shared, budget);
+    double per_worst = 0, shared_worst = 0, per_sum = 0, shared_sum = 0;
+    for (size_t i = 0; i < f.size(); ++i) {
+      const double ms = curves[i].predicted_ms[size_t(per->choice[i])];
+      per_worst = std::max(per_worst, ms);
+      per_sum += ms;
+      shared_worst = std::max(shared_worst, shared->predicted_ms[i]);
+      shared_sum += shared->predicted_ms[i];
+    }
+    std::printf("a ring per model: largest %.3f ms, sum %.3f ms; one shared ring: largest %.3f ms, sum %.3f ms\n%s\n%s\n",
+                per_worst, per_sum, shared_worst, shared_sum, per->how.c_str(), shared->how.c_str());
+    // What each objective minimises: the sum, or the largest (equal all-resident
+    // latencies within 6 %, so the largest slowdown is nearly the largest latency).
+    if (obj == SplitObjective::kSum) {
+      EXPECT_LT(shared_sum, 0.95 * per_sum);
+    } else {
+      EXPECT_LT(shared_worst, 0.95 * per_worst);
+    }
+  }
+}
+
+TEST(RingSplit, RefusesWhatCannotFitWithOneLine) {
+  // Two models whose largest blob is 16 MiB: no ring below ~32 MiB streams them, and a
+  // 20 MiB budget cannot hold one resident either.
+  const ExecutionPlan a = fake_plan({16 * kMiB, 2 * kMiB, 16 * kMiB, 4 * kMiB}, nullptr);
+  const ExecutionPlan b = fake_plan({4 * kMiB, 16 * kMiB, 2 * kMiB}, nullptr);
+  const std::vector<double> ma(a.steps.size(), 0.1), mb(b.steps.size(), 0.1);
+  const std::vector<RingModel> models = {ring_model("a", a, ma, true), ring_model("b", b, mb, true)};
+  const Expected<RingSplit> s = split_shared_ring(models, 20 * kMiB, kGran, SplitObjective::kSum);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kOutOfMemory);
+  EXPECT_NE(s.status().message().find("20.00 MiB"), std::string::npos) << s.status().message();
+  EXPECT_EQ(s.status().message().find('\n'), std::string::npos);
+  // A budget that fits: one 16 MiB blob of each resident, ... or a 34 MiB ring.
+  const Expected<RingSplit> ok = split_shared_ring(models, 60 * kMiB, kGran, SplitObjective::kSum);
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  check_split(models, *ok, 60 * kMiB);
+  // Bad inputs.
+  std::vector<RingModel> bad = models;
+  bad[0].plan = nullptr;
+  EXPECT_EQ(split_shared_ring(bad, 60 * kMiB, kGran, SplitObjective::kSum).status().code(),
+            StatusCode::kInvalidArgument);
+  bad = models;
+  bad[1].weight = 0;
+  EXPECT_EQ(split_shared_ring(bad, 60 * kMiB, kGran, SplitObjective::kSum).status().code(),
+            StatusCode::kInvalidArgument);
+  bad = models;
+  bad[1].layer_ms.pop_back();
+  EXPECT_EQ(split_shared_ring(bad, 60 * kMiB, kGran, SplitObjective::kSum).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(split_shared_ring(models, 60 * kMiB, 0, SplitObjective::kSum).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(split_shared_ring(models, 60 * kMiB, kGran, SplitObjective::kSum, 1).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(split_shared_ring({}, 0, kGran, SplitObjective::kSum).ok());
+}
+
+// The Runtime's benchmark models (docs/streaming.md section 8), fp16, kernel times
+// modelled at H100-like rates: the shared-ring split at 80 MiB of weights (the 40 %
+// row's) and 116 MiB, how long it takes, and the split among per-model rings beside it.
+TEST(RingSplit, YoloModelsSplitQuickly) {
+  struct Spec {
+    const char* name;
+    const char* cfg;
+    int size;
+  };
+  const Spec specs[] = {{"yolov4@608", "models/yolov4.cfg", 608},
+                        {"yolov3@608", "models/yolov3.cfg", 608},
+                        {"yolov4-tiny@416", "models/yolov4-tiny.cfg", 416}};
+  DLR_REQUIRE_SHARED_DIR();
+  std::vector<ExecutionPlan> plans;
+  std::vector<std::vector<double>> times;
+  for (const Spec& sp : specs) {
+    const std::string cfg = test::required_shared_file(sp.cfg);
+    ASSERT_FALSE(cfg.empty());
+    CfgOptions co;
+    co.width = co.height = sp.size;
+    Expected<NetworkDesc> net = parse_network_cfg(cfg, co);
+    ASSERT_TRUE(net.ok()) << net.status().to_string();
+    PlannerOptions po;
+    po.weight_dtype = DType::kF16;
+    Expected<ExecutionPlan> plan = build_plan(*net, po);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    times.push_back(model_layer_ms(*net, *plan, 120000.0, 2500.0, 4.0));
+    plans.push_back(std::move(*plan));
+  }
+  const CopyProfile prof = *CopyProfile::builtin("h100");
+  std::vector<RingModel> models;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    RingModel m = ring_model(specs[i].name, plans[i], times[i], true);
+    m.profile = prof;
+    models.push_back(std::move(m));
+    std::printf("%s: %zu blobs, %.2f MiB\n", specs[i].name, plans[i].weights.size(),
+                double(plans[i].weight_bytes()) / kMiB);
+  }
+  SimOptions sim;
+  sim.prefetched = true;
+  std::vector<ModelCurve> curves;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    Expected<ModelCurve> c = model_curve(specs[i].name, plans[i], prof, times[i], kGran, 24, sim);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    curves.push_back(std::move(*c));
+  }
+  for (int64_t budget : {80 * kMiB, 116 * kMiB}) {
+    for (SplitObjective obj : {SplitObjective::kSum, SplitObjective::kMaxSlowdown}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Expected<RingSplit> s = split_shared_ring(models, budget, kGran, obj);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      std::printf("--- %.0f MiB, %s: shared ring split in %.2f s\n%s\n", double(budget) / kMiB,
+                  obj == SplitObjective::kSum ? "sum" : "max-slowdown", secs, s->how.c_str());
+      check_split(models, *s, budget);
+      const Expected<BudgetSplit> per = split_budget(curves, budget, kMiB, obj);
+      if (per.ok()) {
+        std::printf("a ring per model (unlimited prefetch):\n%s\n", per->how.c_str());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dlr
