@@ -161,6 +161,7 @@ EngineSettings engine_settings(const SessionOptions& o) {
   e.reader = o.reader;
   e.prefetch_next = o.prefetch_next && o.mode == WeightMode::kStream && o.weights_from == WeightsFrom::kHost;
   e.shared_memory = o.shared_memory;
+  e.shared_ring = o.shared_ring_bytes > 0 && o.mode == WeightMode::kStream;
   e.prefetch_reads = o.prefetch_reads;
   e.warm_up_at_open = o.warm_up_at_open;
   // Reads from storage cannot be captured: storage runs enqueue each inference.
@@ -264,7 +265,42 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
                     " (copy profile " + profile.name +
                     (target.copy_profile_source.empty() ? "" : ": " + target.copy_profile_source) + ")");
 
-  if (residency_planned(m) && !layer_ms.empty()) {
+  // A Runtime's shared ring: the pool is exactly the ring, the rest of the budget is room
+  // for resident blobs (the joint plan predicted this very plan: plan_residency_in_ring).
+  const bool in_shared_ring = options.shared_ring_bytes > 0 && streamed_ring(m) && !layer_ms.empty();
+  if (in_shared_ring) {
+    ResidencyOptions ro;
+    ro.strategy = options.residency;
+    ro.sim.prefetched = options.prefetch_next;
+    ro.sim.prefetch_limit_bytes = options.prefetch_limit_bytes;
+    ro.max_simulations = kRingResidencySimulations;
+    const int64_t room = std::max<int64_t>(0, so.budget_bytes - options.shared_ring_bytes);
+    ResidencyResult r;
+    if (!options.shared_ring_resident.empty()) {  // the runtime's joint plan chose the set
+      if (options.shared_ring_resident.size() != m.plan.weights.size())
+        return invalid_argument("shared ring: a resident set of " + std::to_string(options.shared_ring_resident.size()) +
+                                " entries for " + std::to_string(m.plan.weights.size()) + " weight blobs");
+      StreamOptions fixed = so;
+      fixed.resident = options.shared_ring_resident;
+      fixed.budget_bytes = options.shared_ring_bytes;
+      for (size_t b = 0; b < m.plan.weights.size(); ++b)
+        if (fixed.resident[b]) fixed.budget_bytes += m.plan.weights[b].bytes;
+      if (fixed.budget_bytes - options.shared_ring_bytes > room)
+        return invalid_argument("shared ring: the resident set exceeds the budget's room");
+      DLR_ASSIGN_OR_RETURN(r.plan, plan_streaming(m.plan, profile, fixed));
+      r.resident = fixed.resident;
+      r.how = fmt("residency: the runtime's joint plan: %.2f MiB resident", mib(r.plan.resident_bytes));
+    } else {
+      DLR_ASSIGN_OR_RETURN(r, plan_residency_in_ring(m.plan, profile, so, options.shared_ring_bytes, room, layer_ms,
+                                                     ro));
+    }
+    if (r.plan.pool_bytes != options.shared_ring_bytes || r.plan.resident)
+      return internal_error("shared ring: the plan's pool is not the ring");
+    so.resident = r.plan.resident_bytes > 0 ? r.resident : std::vector<char>();
+    so.budget_bytes = options.shared_ring_bytes + r.plan.resident_bytes;
+    m.stream = std::move(r.plan);
+    m.notes.push_back(r.how + fmt(" (shared ring of %.2f MiB)", mib(options.shared_ring_bytes)));
+  } else if (residency_planned(m) && !layer_ms.empty()) {
     ResidencyOptions ro;
     ro.strategy = options.residency;
     ro.sim.prefetched = options.prefetch_next;
@@ -279,6 +315,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
     UnitSearchOptions search;
     search.min_gain = options.unit_search_min_gain;
     search.sim.prefetched = options.prefetch_next;
+    search.sim.prefetch_limit_bytes = options.prefetch_limit_bytes;
     DLR_ASSIGN_OR_RETURN(UnitSearchResult r, search_ring_units(m.plan, profile, so, layer_ms, search));
     // Same budget, same ring: only the cut of the byte stream (and so the waits) changes.
     if (r.plan.pool_bytes != m.stream.pool_bytes || r.plan.layout != m.stream.layout)
@@ -309,6 +346,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   if (!layer_ms.empty()) {
     SimOptions sim_options;
     sim_options.prefetched = options.prefetch_next;
+    sim_options.prefetch_limit_bytes = options.prefetch_limit_bytes;
     const StorageProfile disk = target.copy_profile.storage_or_default();
     if (storage && !m.reads.units.empty()) {
       sim_options.reads = &m.reads;

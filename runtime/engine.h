@@ -149,6 +149,25 @@ class Engine {
   // without it, yolo-fastest and yolov3-tiny outputs differed from preload after another
   // model ran). Called by the Runtime, under its run lock.
   void mark_arena_foreign() { m_arena_foreign = true; }
+  // ---- the shared ring (EngineSettings::shared_ring: a Runtime's streamed models) ----
+  // Points the engine's ring pool at the runtime's ring: `bytes` must equal the plan's
+  // pool, `base` maps it twice back to back (2 * bytes addressable), and the engine's
+  // stream starts at ring offset `start` (its byte x lives at (start + x) % bytes). Called
+  // after replan() and whenever the runtime moves the ring (the graphs are captured
+  // again); never while the engine runs. Ownership stays with the caller.
+  virtual Status bind_ring(void* base, int64_t bytes, int64_t start) {
+    (void)base, (void)bytes, (void)start;
+    return unsupported("this engine does not share a ring");
+  }
+  // Whether the current plan streams through the runtime's shared ring.
+  virtual bool uses_shared_ring() const { return false; }
+  // The engine's pending prefetch (prefetch_pending()) is given up because `waiter` runs
+  // first and may overwrite the shared ring: the waiter's streams wait for the prefetch's
+  // copies, and the next run() of this engine copies everything itself. No-op without one.
+  virtual Status drop_prefetch(Engine& waiter) {
+    (void)waiter;
+    return Status();
+  }
 
  protected:
   bool m_arena_foreign = false;
@@ -171,9 +190,13 @@ class Engine {
   // prefetch at the end of run(). Set at open; empty: none.
   using LaunchHook = std::function<Status(Engine& launched)>;
   void set_launch_hook(LaunchHook hook) { m_launch_hook = std::move(hook); }
+  // Called by run() before it enqueues anything (a Runtime drops another model's
+  // prefetch there when that model does not run next). Set at open; empty: none.
+  void set_start_hook(LaunchHook hook) { m_start_hook = std::move(hook); }
 
  protected:
   LaunchHook m_launch_hook;
+  LaunchHook m_start_hook;
 
  public:
 

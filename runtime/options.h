@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/core/status.h"
 #include "runtime/core/types.h"
@@ -105,6 +106,14 @@ struct SessionOptions {
   // Set by a Runtime for the sessions opened on it: the activation arena and the cuDNN
   // workspace are the runtime's, shared by its models (never set it by hand).
   bool shared_memory = false;
+  // Set by a Runtime (never by hand): > 0 streams this model through the runtime's one
+  // ring of this many bytes, shared by its models (docs/streaming.md section 8); the
+  // weight budget is then the ring plus the resident blobs, and the residency plan keeps
+  // the pool at exactly this size. prefetch_limit_bytes: how many of the leading units'
+  // bytes the plan may count as prefetched while the previous model runs (-1: all).
+  int64_t shared_ring_bytes = 0;
+  int64_t prefetch_limit_bytes = -1;
+  std::vector<char> shared_ring_resident;  // the joint plan's resident blobs (per weight blob; empty: choose here)
   // ---- weights from storage (CPU, or CUDA stream mode) ----
   WeightsFrom weights_from = WeightsFrom::kHost;
   int64_t host_budget = 0;        // storage: host bytes for weights (0 = the minimum, 2 x the largest read): a GPU's

@@ -78,12 +78,16 @@ int64_t Session::weight_budget_bytes() const {
   return m_model->streaming ? m_model->stream.device_bytes() : m_model->plan.weight_bytes();
 }
 
-Status Session::set_weight_budget(int64_t bytes) {
+Status Session::set_weight_budget(const HostedBudget& budget) {
   return no_throw("Session::set_weight_budget", [&]() -> Status {
     if (!m_model->streaming) return invalid_argument("set_weight_budget: the session does not stream its weights");
     if (m_layer_ms.empty()) return internal_error("set_weight_budget: no kernel times measured at open");
+    const int64_t bytes = budget.budget;
     SessionOptions o = m_options;
     o.weight_budget = bytes >= m_model->plan.weight_bytes() ? WeightBudget::all() : WeightBudget::of_bytes(bytes);
+    o.shared_ring_bytes = budget.shared_ring;
+    o.prefetch_limit_bytes = budget.prefetch_limit;
+    o.shared_ring_resident = budget.resident_set;
     DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(m_net, m_model->target, o, m_layer_ms));
     DLR_RETURN_IF_ERROR(m_engine->replan(again, *m_source));
     *m_model = std::move(again);
@@ -189,6 +193,7 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   if (host) {
     DLR_RETURN_IF_ERROR(host->attach(*s->m_engine));
     s->m_engine->set_launch_hook([host](Engine& e) { return host->launched(e); });
+    s->m_engine->set_start_hook([host](Engine& e) { return host->starting(e); });
   }
   // A Runtime's streamed model always measures: the runtime splits its budget by them.
   const bool hosted_stream = host && s->m_model->streaming;
@@ -206,15 +211,19 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
     }
     SessionOptions final_options = options;
     if (hosted_stream) {
-      DLR_ASSIGN_OR_RETURN(const int64_t budget, host->weight_budget(*s->m_model, layer_ms));
-      final_options.weight_budget = budget >= s->m_model->plan.weight_bytes() ? WeightBudget::all()
-                                                                               : WeightBudget::of_bytes(budget);
+      DLR_ASSIGN_OR_RETURN(const HostedBudget hb, host->weight_budget(*s->m_model, layer_ms));
+      final_options.weight_budget = hb.budget >= s->m_model->plan.weight_bytes() ? WeightBudget::all()
+                                                                                  : WeightBudget::of_bytes(hb.budget);
+      final_options.shared_ring_bytes = hb.shared_ring;
+      final_options.prefetch_limit_bytes = hb.prefetch_limit;
+      final_options.shared_ring_resident = hb.resident_set;
       s->m_options = final_options;
     }
     DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(s->m_net, target, final_options, layer_ms));
     DLR_LOG_DEBUG("compiled again with kernel times measured at open: {}", again.notes.back());
     DLR_RETURN_IF_ERROR(s->m_engine->replan(again, *s->m_source));
     *s->m_model = std::move(again);
+    if (hosted_stream) DLR_RETURN_IF_ERROR(host->bind_ring(*s->m_engine));
     if (options.calibrate_copies) DLR_RETURN_IF_ERROR(s->calibrate_copies(target, layer_ms));
     s->m_layer_ms = std::move(layer_ms);
     DLR_LOG_INFO("stream mode: {}", s->m_model->notes.back());

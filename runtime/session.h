@@ -40,6 +40,14 @@ struct Target;
 // target, one memory budget and one run lock for all of them. Internal; the Runtime
 // implements it. Calls come from Session::open_impl (under the runtime's lock, which
 // open holds) and from detect (run_mutex()).
+// A session's share of its runtime's weight budget (bytes).
+struct HostedBudget {
+  int64_t budget = 0;          // resident + pool (the ring's bytes included)
+  int64_t shared_ring = 0;     // > 0: the pool is the runtime's ring of this size (SessionOptions::shared_ring_bytes)
+  int64_t prefetch_limit = -1; // SessionOptions::prefetch_limit_bytes
+  std::vector<char> resident_set;  // SessionOptions::shared_ring_resident
+};
+
 class SessionHost {
  public:
   virtual ~SessionHost() = default;
@@ -47,9 +55,20 @@ class SessionHost {
   // The new session's engine exists: bind it to the shared arena and workspace,
   // growing them (and moving the other engines) if it needs more.
   virtual Status attach(Engine& engine) = 0;
-  // Its kernel times are known: the weight budget (bytes, resident + pool) it gets in the
-  // joint plan of every model on the runtime.
-  virtual Expected<int64_t> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) = 0;
+  // Its kernel times are known: the weight budget it gets in the joint plan of every
+  // model on the runtime (HostedBudget; the session compiles with it).
+  virtual Expected<HostedBudget> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) = 0;
+  // The session's engine has its final placement (after replan): bind it to the
+  // runtime's shared ring where it streams through one (Engine::bind_ring).
+  virtual Status bind_ring(Engine& engine) {
+    (void)engine;
+    return Status();
+  }
+  // An engine of the runtime is about to enqueue an inference (Engine::set_start_hook).
+  virtual Status starting(Engine& engine) {
+    (void)engine;
+    return Status();
+  }
   // Held around each inference of every session of the runtime (they share memory).
   virtual std::mutex& run_mutex() = 0;
   // An engine of the runtime has just launched an inference (Engine::set_launch_hook):
@@ -100,7 +119,10 @@ class Session {
   // A Runtime's session: adopts a new weight budget (bytes, resident + pool) chosen by
   // the runtime's joint plan: compiles again with the kernel times measured at open and
   // sets the engine's weights up again (no inference may run meanwhile).
-  Status set_weight_budget(int64_t bytes);
+  Status set_weight_budget(int64_t bytes) { return set_weight_budget(HostedBudget{bytes, 0, -1, {}}); }
+  // With a Runtime's shared ring: the pool is that ring (the engine must be bound to it
+  // again afterwards, Engine::bind_ring).
+  Status set_weight_budget(const HostedBudget& budget);
   int64_t weight_budget_bytes() const;  // the device weight bytes the current plan uses
   const std::vector<double>& layer_ms() const { return m_layer_ms; }
 

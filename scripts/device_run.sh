@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream regress residency curve calib soak storage ttfd models
+#   info tests sanitize probe bench stream regress residency curve calib soak storage ttfd models ring
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -254,6 +254,35 @@ for phase in "$@"; do
       timeout 240 "$B/dlbench" --models "$MODELS" --runtime-budget 40% --iters 5 --warmup 2 --soak 2500 \
         --json "$OUT/models_soak.json" >"$OUT/models_soak.txt" 2>&1
       note "models soak rc=$?"; tail -3 "$OUT/models_soak.txt" | tee -a "$summary"
+      unset DLR_CACHE_DIR
+      ;;
+    ring)
+      # Issue 12, the shared ring: its GPU tests, then the four detectors with one ring
+      # shared by every model against a ring per model, in the same run, at 40 and 50 %.
+      export DLR_CACHE_DIR=/tmp/dlrcache
+      timeout 240 "$B/dlr_gpu_tests" --gtest_filter='RuntimeGpu.*:StreamPrefetch.*' >"$OUT/ring_tests.log" 2>&1
+      note "ring gpu tests rc=$? $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]+ test' "$OUT/ring_tests.log" | tr '\n' ' ')"
+      grep -E '^\[  FAILED  \]|Failure|shared ring:|own rings:' "$OUT/ring_tests.log" | head -20 | tee -a "$summary"
+      W="$DLR_SHARED_DIR/weights"
+      MODELS="$M/yolov4.cfg@608,$M/yolov3.cfg@608,$M/yolov4-tiny.cfg@416,$W/yolo-fastest-1.1.cfg:$W/yolo-fastest-1.1.weights@416"
+      for split in ${RING_SPLITS:-sum max-slowdown}; do
+        timeout 300 "$B/dlbench" --models "$MODELS" --runtime-budget "${RING_BUDGETS:-40%,50%}" \
+          --ring "${RING_KINDS:-shared,per-model}" --split "$split" \
+          --json "$OUT/ring_fp16_$split.json" >"$OUT/ring_fp16_$split.txt" 2>&1
+        note "ring models --split $split rc=$?"
+        grep -E '^runtime budget|^yolo|^model  ' "$OUT/ring_fp16_$split.txt" | tee -a "$summary"
+      done
+      # The same four with each large model after a small one (the order of a round decides
+      # which model's run the next one's prefetch overlaps).
+      if [ "${RING_INTERLEAVED:-1}" = 1 ]; then
+        MODELS2="$M/yolov4.cfg@608,$M/yolov4-tiny.cfg@416,$M/yolov3.cfg@608,$W/yolo-fastest-1.1.cfg:$W/yolo-fastest-1.1.weights@416"
+        for split in ${RING_SPLITS:-sum max-slowdown}; do
+          timeout 200 "$B/dlbench" --models "$MODELS2" --runtime-budget "${RING_BUDGETS:-40%,50%}" --ring shared \
+            --split "$split" --json "$OUT/ring_interleaved_$split.json" >"$OUT/ring_interleaved_$split.txt" 2>&1
+          note "ring models interleaved --split $split rc=$?"
+          grep -E '^runtime budget|^yolo|^model  ' "$OUT/ring_interleaved_$split.txt" | tee -a "$summary"
+        done
+      fi
       unset DLR_CACHE_DIR
       ;;
     ttfd)

@@ -36,7 +36,7 @@ const char* CudaEngine::blob_ptr(int blob) const {
   if (!m_streaming) return static_cast<const char*>(pool_base()) + m_blob_offsets[size_t(blob)];
   const int64_t off = m_stream_plan.blob_pool_offset[size_t(blob)];
   if (m_stream_plan.is_resident(blob)) return static_cast<const char*>(m_resident.data()) + off;
-  return static_cast<const char*>(pool_base()) + off;
+  return static_cast<const char*>(pool_base()) + pool_pos(off);
 }
 
 TensorView CudaEngine::view(const ViewRef& v) const {
@@ -262,9 +262,39 @@ Status CudaEngine::bind_shared(void* arena, int64_t arena_bytes, void* workspace
   return Status();
 }
 
+Status CudaEngine::bind_ring(void* base, int64_t bytes, int64_t start) {
+  if (!m_options.shared_ring) return invalid_argument("bind_ring: this engine owns its pool");
+  if (!uses_shared_ring()) return Status();  // its plan keeps every blob resident: no ring
+  if (base == nullptr || bytes != m_stream_plan.pool_bytes || start < 0 || start >= bytes)
+    return invalid_argument("bind_ring: a ring of " + std::to_string(bytes) + " bytes at offset " +
+                            std::to_string(start) + " for a plan streaming through " +
+                            std::to_string(m_stream_plan.pool_bytes));
+  if (m_sring_base == base && m_sring_bytes == bytes && m_sring_start == start && (m_graph || !m_finalized))
+    return Status();  // bound there already
+  m_sring_base = static_cast<char*>(base);
+  m_sring_bytes = bytes;
+  m_sring_start = start;
+  m_prefetched = false;  // a prefetch went to the old place
+  // The graphs hold the old addresses.
+  if (m_finalized && m_options.cuda_graph) DLR_RETURN_IF_ERROR(capture_graph());
+  return Status();
+}
+
+Status CudaEngine::drop_prefetch(Engine& waiter) {
+  if (!m_prefetched) return Status();
+  auto* w = dynamic_cast<CudaEngine*>(&waiter);
+  if (w == nullptr) return internal_error("drop_prefetch: the waiter is not a CUDA engine");
+  // The waiter's compute stream orders everything it enqueues next (its graph, its copy
+  // stream's fork) after this engine's prefetch copies.
+  DLR_CUDA_CHECK(cudaStreamWaitEvent(w->m_stream.get(), m_prefetch_done.get(), 0));
+  m_prefetched = false;
+  return Status();
+}
+
 Status CudaEngine::finalize() {
   if (m_options.shared_memory && !m_bound)
     return internal_error("finalize: a shared-memory engine needs bind_shared() first");
+  if (!ring_ready()) return internal_error("finalize: a shared-ring engine needs bind_ring() first");
   if (m_weights_deferred)
     return internal_error("finalize: the model needs kernel times measured at open and a replan before it can run");
   if (m_options.profile_layers && m_ev_layer_start.empty()) {
@@ -339,6 +369,7 @@ Status CudaEngine::finalize() {
     }
   }
   m_open_timing.warmup_ms = eager_ms + ms_since(t2);
+  m_finalized = true;
   DLR_LOG_DEBUG("cuda engine: {} ({:.1f} ms)",
                 !m_open_timing.warmup_run    ? "no warm-up: the first inference loads the kernels"
                 : m_open_timing.warmup_eager ? "warm-up done (eager)"
@@ -512,6 +543,7 @@ Expected<cuda::GraphExec> CudaEngine::capture(const std::function<Status()>& enq
 Status CudaEngine::capture_graph() {
   m_graph = cuda::GraphExec();
   m_graph_body = cuda::GraphExec();
+  if (!ring_ready()) return Status();  // captured once the runtime binds the ring (bind_ring)
   DLR_ASSIGN_OR_RETURN(cuda::GraphExec graph, capture([&] { return enqueue_network(m_options.profile_layers); }));
   cuda::GraphExec body;
   if (prefetch_units() > 0) {
@@ -528,7 +560,7 @@ Status CudaEngine::capture_graph() {
 
 Status CudaEngine::prefetch(Engine* after) {
   const int n = prefetch_units();
-  if (n == 0 || m_prefetched || m_weights_deferred || !m_host) return Status();
+  if (n == 0 || m_prefetched || m_weights_deferred || !m_host || !ring_ready()) return Status();
   cudaStream_t cs = m_stream.get();
   cudaStream_t ps = m_copy_stream.get();
   // After whatever the compute stream still holds (a failed run may have left work that
@@ -540,19 +572,41 @@ Status CudaEngine::prefetch(Engine* after) {
   auto* other = dynamic_cast<CudaEngine*>(after);
   if (other && other != this && other->m_copies_end)
     DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, other->m_copies_end.get(), 0));
+  // Shared ring: the launched engine may still read the ring bytes these copies fill;
+  // each copy waits for the layer of it that reads them last (its release events).
+  const bool shared = uses_shared_ring();
+  const bool cross = shared && other && other != this && other->uses_shared_ring() &&
+                     other->m_sring_base == m_sring_base;
+  // ... and after what the launched engine's compute stream waited for before its
+  // inference: a prefetch of a third model given up for it (drop_prefetch) may still be
+  // copying into these bytes, and a resident model records no copies to wait for.
+  if (shared && other && other != this) DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, other->m_ev_start.get(), 0));
+  int waited = -1;  // release events are in layer order: a later one covers the earlier ones
   // Runs of units contiguous on both sides go as one copy: the host cost of the enqueue
   // (inside another model's run() when a Runtime calls this) stays a few microseconds.
+  // In the shared ring a run stays inside one prefetch chunk (the first layers wait
+  // for their chunk only).
   for (int first = 0; first < n;) {
     const TransferUnit& u0 = m_stream_plan.units[size_t(first)];
+    const int chunk = shared ? prefetch_chunk(first) : 0;
+    const int chunk_end = shared ? m_chunk_first[size_t(chunk) + 1] : n;
     int64_t bytes = u0.bytes;
     int next = first + 1;
-    for (; next < n; ++next) {
+    for (; next < chunk_end; ++next) {
       const TransferUnit& u = m_stream_plan.units[size_t(next)];
       if (u.host_offset != u0.host_offset + bytes || u.pool_offset != u0.pool_offset + bytes) break;
       bytes += u.bytes;
     }
-    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + u0.pool_offset, copy_source(u0), size_t(bytes),
-                                   cudaMemcpyHostToDevice, ps));
+    const int64_t pos = pool_pos(u0.pool_offset);
+    if (cross) {
+      const int release = other->release_index(pos, bytes);
+      if (release > waited) {
+        DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, other->m_release_ev[size_t(release)].get(), 0));
+        waited = release;
+      }
+    }
+    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + pos, copy_source(u0), size_t(bytes), cudaMemcpyHostToDevice, ps));
+    if (shared && next == chunk_end) DLR_CUDA_CHECK(cudaEventRecord(m_chunk_ev[size_t(chunk)].get(), ps));
     first = next;
   }
   DLR_CUDA_CHECK(cudaEventRecord(m_prefetch_done.get(), ps));
@@ -563,13 +617,17 @@ Status CudaEngine::prefetch(Engine* after) {
 Status CudaEngine::run() {
   const auto t0 = std::chrono::steady_clock::now();
   cudaStream_t s = m_stream.get();
+  if (!ring_ready()) return internal_error("run: the shared ring is not bound at the plan's size");
+  // A Runtime gives up another model's prefetch into the shared ring here.
+  if (m_start_hook) DLR_RETURN_IF_ERROR(m_start_hook(*this));
   if (!m_input_pending) DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
   DLR_RETURN_IF_ERROR(clear_foreign_arena());
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
   // Prefetched: the leading copies are (being) done on the copy stream; the rest follows.
   const bool prefetched = m_prefetched;
   m_prefetched = false;
-  if (prefetched) DLR_CUDA_CHECK(cudaStreamWaitEvent(s, m_prefetch_done.get(), 0));
+  // Shared ring: the layers wait for their own prefetch chunk instead (enqueue_network).
+  if (prefetched && !uses_shared_ring()) DLR_CUDA_CHECK(cudaStreamWaitEvent(s, m_prefetch_done.get(), 0));
   if (m_graph && (!prefetched || m_graph_body)) {
     DLR_CUDA_CHECK(cudaGraphLaunch(prefetched ? m_graph_body.get() : m_graph.get(), s));
   } else if (m_from_storage && m_pipeline) {

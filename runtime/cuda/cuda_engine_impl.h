@@ -50,6 +50,12 @@ class CudaEngine final : public Engine {
   Status finalize() override;
   int64_t workspace_needed() const override { return int64_t(m_workspace_need); }
   Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) override;
+  Status bind_ring(void* base, int64_t bytes, int64_t start) override;
+  bool uses_shared_ring() const override {
+    return m_options.shared_ring && m_streaming && !m_weights_deferred && !m_stream_plan.resident &&
+           m_stream_plan.layout == PoolLayout::kRing;
+  }
+  Status drop_prefetch(Engine& waiter) override;
   Status prefetch(Engine* after = nullptr) override;
   bool prefetch_pending() const override { return m_prefetched; }
   double last_run_ms() const override { return m_run_timing.network_ms; }
@@ -63,7 +69,23 @@ class CudaEngine final : public Engine {
         m_from_storage(model.from_storage), m_reads(model.reads) {}
   TensorView view(const ViewRef& v) const;
   const char* blob_ptr(int blob) const;  // device address of a weight blob (pool or resident buffer)
-  char* pool_base() const { return m_ring.bytes() ? m_ring.data() : static_cast<char*>(m_weights.data()); }
+  char* pool_base() const {
+    if (uses_shared_ring()) return m_sring_base;
+    return m_ring.bytes() ? m_ring.data() : static_cast<char*>(m_weights.data());
+  }
+  // A pool offset of the plan where it lies in the pool: in the shared ring the engine's
+  // stream starts at m_sring_start (the double mapping keeps every region contiguous).
+  int64_t pool_pos(int64_t off) const { return uses_shared_ring() ? (off + m_sring_start) % m_sring_bytes : off; }
+  // The shared ring is bound at the plan's size (graphs and runs need it).
+  bool ring_ready() const { return !uses_shared_ring() || (m_sring_base && m_sring_bytes == m_stream_plan.pool_bytes); }
+  // Shared ring: the layers after which this engine's stream bytes are released for the
+  // next model's prefetch (events recorded at every run, external nodes in graphs), and
+  // the prefetch's chunks (events the first layers wait for one by one).
+  Status make_ring_events();
+  // The release event (index into m_release_ev) a copy into ring bytes [pos, pos + bytes)
+  // must wait for, or -1 when none of this engine's last run's bytes live there.
+  int release_index(int64_t pos, int64_t bytes) const;
+  int prefetch_chunk(int unit) const;  // the prefetch chunk holding prefetched unit `unit`
   // The activation arena and the cuDNN workspace: the engine's own, or its runtime's.
   char* arena_base() const { return m_arena_ptr; }
   void* workspace_ptr() const { return m_workspace_ptr; }
@@ -151,6 +173,16 @@ class CudaEngine final : public Engine {
   cuda::GraphExec m_graph_body;
   cuda::Event m_prefetch_done;
   cuda::Event m_copies_end;    // stream mode: recorded after an inference's last copy (prefetch(after) waits)
+  // Shared ring (EngineSettings::shared_ring): the runtime's ring and where this stream starts.
+  char* m_sring_base = nullptr;
+  int64_t m_sring_bytes = 0;
+  int64_t m_sring_start = 0;
+  bool m_finalized = false;                // finalize() ran (a bind_ring captures the graphs again)
+  std::vector<int> m_release_layer;        // increasing layers; after m_release_layer[k] ...
+  std::vector<int64_t> m_release_end;      // ... this engine's stream bytes [0, m_release_end[k]) are read
+  std::vector<cuda::Event> m_release_ev;   // recorded after each such layer
+  std::vector<int> m_chunk_first;          // prefetch chunk c: units [m_chunk_first[c], m_chunk_first[c + 1])
+  std::vector<cuda::Event> m_chunk_ev;     // recorded after each chunk's copies (prefetch())
   bool m_prefetched = false;   // prefetch() ran since the last run()
   bool m_skip_prefetched = false;  // enqueue_network: leave out the prefetched copies
 

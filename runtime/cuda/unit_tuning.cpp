@@ -211,7 +211,8 @@ Status CudaEngine::replan(const CompiledModel& model, WeightSource& weights) {
         return false;
     return true;
   };
-  const bool same_placement = !m_weights_deferred && s.pool_bytes == m_stream_plan.pool_bytes &&
+  const bool same_placement = !m_weights_deferred && m_options.shared_ring == model.engine.shared_ring &&
+                              s.pool_bytes == m_stream_plan.pool_bytes &&
                               s.layout == m_stream_plan.layout && s.resident == m_stream_plan.resident &&
                               s.blob_resident == m_stream_plan.blob_resident &&
                               s.blob_pool_offset == m_stream_plan.blob_pool_offset &&
@@ -219,6 +220,7 @@ Status CudaEngine::replan(const CompiledModel& model, WeightSource& weights) {
                               (!s.resident || same_units(s.units, m_stream_plan.units));
   m_stream_plan = s;
   m_reads = model.reads;
+  m_options.shared_ring = model.engine.shared_ring;  // where the pool lives is part of the placement
   m_profile_name = model.target.copy_profile.name;
   if (same_placement) {
     DLR_RETURN_IF_ERROR(make_stream_events());

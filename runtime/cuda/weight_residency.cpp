@@ -55,7 +55,9 @@ Status CudaEngine::setup_stream_weights(WeightSource& source) {
   m_ring = cuda::MirroredBuffer();
   m_weights = cuda::DeviceBuffer();
   m_resident = cuda::DeviceBuffer();
-  if (m_stream_plan.layout == PoolLayout::kRing && !m_stream_plan.resident) {
+  if (uses_shared_ring()) {
+    // The runtime's ring (bind_ring): nothing of its own.
+  } else if (m_stream_plan.layout == PoolLayout::kRing && !m_stream_plan.resident) {
     DLR_ASSIGN_OR_RETURN(m_ring, cuda::MirroredBuffer::alloc(m_options.cuda_device, size_t(m_stream_plan.pool_bytes)));
   } else {
     DLR_ASSIGN_OR_RETURN(m_weights, cuda::DeviceBuffer::alloc(size_t(m_stream_plan.pool_bytes)));
@@ -136,6 +138,7 @@ Status CudaEngine::make_stream_events() {
       if (!m_layer_done[size_t(layer)]) {
         DLR_ASSIGN_OR_RETURN(m_layer_done[size_t(layer)], cuda::make_event(false));
       }
+  DLR_RETURN_IF_ERROR(make_ring_events());
   if (m_options.profile_layers) {
     for (auto* v : {&m_ev_copy_start, &m_ev_copy_end})
       for (size_t u = 0; u < m_stream_plan.units.size(); ++u) {
@@ -144,6 +147,77 @@ Status CudaEngine::make_stream_events() {
       }
   }
   return Status();
+}
+
+Status CudaEngine::make_ring_events() {
+  m_release_layer.clear();
+  m_release_end.clear();
+  m_release_ev.clear();
+  m_chunk_first.clear();
+  m_chunk_ev.clear();
+  if (!uses_shared_ring()) return Status();
+  // Release points: the next model's prefetch overwrites at most the ring's worth of this
+  // stream's last bytes, [S - R, S); kReleasePoints layers spread over them by bytes.
+  constexpr int kReleasePoints = 16;
+  const int64_t total = m_stream_plan.streamed_bytes();
+  const int64_t lo = std::max<int64_t>(0, total - m_stream_plan.pool_bytes);
+  size_t b = 0;  // the streamed blob holding byte t - 1
+  for (int k = 1; k <= kReleasePoints; ++k) {
+    const int64_t t = lo + (total - lo) * k / kReleasePoints;
+    if (t <= 0) continue;
+    for (; b < m_plan.weights.size(); ++b) {
+      if (m_stream_plan.is_resident(int(b))) continue;
+      if (m_stream_plan.blob_host_offset[b] + m_plan.weights[b].bytes >= t) break;
+    }
+    if (b == m_plan.weights.size()) break;
+    const int layer = m_plan.weights[b].layer;
+    if (!m_release_layer.empty() && m_release_layer.back() == layer) continue;
+    m_release_layer.push_back(layer);
+    m_release_end.push_back(m_stream_plan.blob_host_offset[b] + m_plan.weights[b].bytes);
+    DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(false));
+    m_release_ev.push_back(std::move(ev));
+  }
+  // Prefetch chunks: the leading units in up to kChunks runs of about equal bytes.
+  constexpr int kChunks = 8;
+  const int n = prefetch_units();
+  if (n > 0) {
+    const int64_t all = m_stream_plan.prefetch_bytes();
+    int64_t sum = 0;
+    m_chunk_first.push_back(0);
+    for (int u = 0; u < n; ++u) {
+      sum += m_stream_plan.units[size_t(u)].bytes;
+      const int c = int(m_chunk_first.size());  // the chunk boundary being looked for
+      if (u + 1 < n && sum * kChunks >= all * c) m_chunk_first.push_back(u + 1);
+    }
+    m_chunk_first.push_back(n);
+    for (size_t c = 0; c + 1 < m_chunk_first.size(); ++c) {
+      DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(false));
+      m_chunk_ev.push_back(std::move(ev));
+    }
+  }
+  return Status();
+}
+
+int CudaEngine::prefetch_chunk(int unit) const {
+  int c = 0;
+  while (c + 2 < int(m_chunk_first.size()) && m_chunk_first[size_t(c) + 1] <= unit) ++c;
+  return c;
+}
+
+int CudaEngine::release_index(int64_t pos, int64_t bytes) const {
+  if (!uses_shared_ring() || m_release_ev.empty() || m_sring_bytes <= 0 || bytes <= 0) return -1;
+  const int64_t R = m_sring_bytes;
+  const int64_t S = m_stream_plan.streamed_bytes();
+  auto mod = [R](int64_t x) { return ((x % R) + R) % R; };
+  // This stream's byte p lives at ring offset (start + p) % R; the last one written at
+  // ring offset r is p(r) = S - 1 - ((r_last - r) mod R), with r_last its last byte's offset.
+  // Over [pos, pos + bytes) the largest p is S - 1 if r_last is inside, else at the end.
+  const int64_t r_last = mod(m_sring_start + S - 1);
+  const int64_t p = mod(r_last - pos) < bytes ? S - 1 : S - 1 - mod(r_last - (pos + bytes - 1));
+  if (p < 0) return -1;  // bytes this run never wrote: an earlier model's, long done
+  for (size_t k = 0; k < m_release_end.size(); ++k)
+    if (m_release_end[k] > p) return int(k);
+  return int(m_release_end.size()) - 1;
 }
 
 Status CudaEngine::enqueue_network(bool profile) {
@@ -157,9 +231,16 @@ Status CudaEngine::enqueue_network(bool profile) {
     return Status();
   };
   const bool copies = m_streaming && !m_stream_plan.resident && !m_kernels_only;
+  const int skipped = m_skip_prefetched ? prefetch_units() : 0;
+  // Shared ring: prefetched units are waited for chunk by chunk, from inside the graph
+  // (external wait nodes: prefetch() records the events before each replay).
+  const bool chunked = skipped > 0 && uses_shared_ring();
+  const unsigned wait_flags = m_capturing ? cudaEventWaitExternal : cudaEventWaitDefault;
   if (copies) {  // the copy stream joins after everything already on the compute stream
     DLR_CUDA_CHECK(cudaEventRecord(m_fork.get(), cs));
     DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_fork.get(), 0));
+    // ... and after the prefetch's copies (the copy engine brings the units in order).
+    if (chunked) DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_prefetch_done.get(), wait_flags));
   }
   // A wait implied by an earlier one on the same stream is skipped: copies finish in
   // order on the copy stream and layers in order on the compute stream, so having
@@ -167,7 +248,8 @@ Status CudaEngine::enqueue_network(bool profile) {
   // edge costs the graph a few microseconds.
   int waited_unit = -1;   // compute stream: the highest unit waited for
   int waited_layer = -1;  // copy stream: the highest layer waited for
-  const int skipped = m_skip_prefetched ? prefetch_units() : 0;
+  int waited_chunk = -1;  // compute stream: the highest prefetch chunk waited for
+  size_t next_release = 0;  // shared ring: the next release event to record
   auto enqueue_copy = [&](int ui) -> Status {
     if (ui < skipped) return Status();  // prefetch() copied it; run() waited for it
     const TransferUnit& u = m_stream_plan.units[size_t(ui)];
@@ -178,7 +260,7 @@ Status CudaEngine::enqueue_network(bool profile) {
     }
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_start[size_t(ui)], ps));
     if (m_pipeline) DLR_RETURN_IF_ERROR(m_pipeline->wait_unit(ui));  // its bytes are in staging
-    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + u.pool_offset, copy_source(u), size_t(u.bytes),
+    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + pool_pos(u.pool_offset), copy_source(u), size_t(u.bytes),
                                    cudaMemcpyHostToDevice, ps));
     DLR_CUDA_CHECK(cudaEventRecord(m_copy_done[size_t(ui)].get(), ps));
     if (m_pipeline) m_pipeline->progress(ui);  // copy_done[ui] is recorded: its staging can be waited for
@@ -188,10 +270,13 @@ Status CudaEngine::enqueue_network(bool profile) {
   auto enqueue_layer = [&](int layer) -> Status {
     const Step& st = m_plan.steps[size_t(layer)];
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_start[size_t(layer)], cs));
-    if (copies && st.weight >= 0 && m_stream_plan.blob_last_unit[size_t(st.weight)] > waited_unit &&
-        m_stream_plan.blob_last_unit[size_t(st.weight)] >= skipped) {
-      waited_unit = m_stream_plan.blob_last_unit[size_t(st.weight)];
+    const int unit = copies && st.weight >= 0 ? m_stream_plan.blob_last_unit[size_t(st.weight)] : -1;
+    if (unit > waited_unit && unit >= skipped) {
+      waited_unit = unit;
       DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_copy_done[size_t(waited_unit)].get(), 0));
+    } else if (chunked && unit >= 0 && unit < skipped && prefetch_chunk(unit) > waited_chunk) {
+      waited_chunk = prefetch_chunk(unit);
+      DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_chunk_ev[size_t(waited_chunk)].get(), wait_flags));
     }
     const bool two_stage = zero_copy() && !m_kernels_only;
     if (two_stage && m_reads.layer_read_unit[size_t(layer)] >= 0)  // its weights are in (mapped) staging
@@ -200,6 +285,10 @@ Status CudaEngine::enqueue_network(bool profile) {
     DLR_RETURN_IF_ERROR(enqueue_layer_kernels(st, cs));
     if ((copies || two_stage) && m_layer_done[size_t(layer)])
       DLR_CUDA_CHECK(cudaEventRecord(m_layer_done[size_t(layer)].get(), cs));
+    // For the next model's prefetch (an external node inside a graph: recorded at each replay).
+    if (copies && next_release < m_release_layer.size() && m_release_layer[next_release] == layer)
+      DLR_CUDA_CHECK(cudaEventRecordWithFlags(m_release_ev[next_release++].get(), cs,
+                                              m_capturing ? cudaEventRecordExternal : 0));
     if (two_stage && m_reads.layer_releases[size_t(layer)]) m_pipeline->progress(layer);
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_end[size_t(layer)], cs));
     return Status();

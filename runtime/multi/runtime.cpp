@@ -154,7 +154,102 @@ Status Runtime::launched(Engine& engine) {
   // The launched engine's own prefetch waits for its inference to end (Engine::prefetch).
   if (!m_options.prefetch_next) return Status();
   Member* next = expected_next(engine);
-  return next ? next->model->session().engine().prefetch(&engine) : Status();
+  if (next == nullptr) return Status();
+  Engine& e = next->model->session().engine();
+  DLR_RETURN_IF_ERROR(e.prefetch(&engine));
+  if (shared() && e.prefetch_pending()) m_prefetch_owner = &e;
+  return Status();
+}
+
+Status Runtime::starting(Engine& engine) {
+  if (!shared()) return Status();
+  Engine* owner = m_prefetch_owner;
+  m_prefetch_owner = nullptr;
+  // Another model's prefetch: this run overwrites the ring bytes it filled.
+  return owner && owner != &engine ? owner->drop_prefetch(engine) : Status();
+}
+
+Status Runtime::cancel_prefetch() {
+  Engine* owner = m_prefetch_owner;
+  m_prefetch_owner = nullptr;
+  if (owner) DLR_RETURN_IF_ERROR(owner->drop_prefetch(*owner));
+  return m_shared->synchronize();
+}
+
+Status Runtime::bind_members() {
+  const int64_t ring = m_shared->ring_bytes();
+  int64_t at = 0;  // each model's stream starts where the previous one's ended (round-robin order)
+  for (Member& m : m_members) {
+    Engine& e = m.model->session().engine();
+    if (!e.uses_shared_ring()) continue;
+    DLR_RETURN_IF_ERROR(e.bind_ring(m_shared->ring(), ring, at));
+    at = (at + m.model->session().model().stream.streamed_bytes()) % ring;
+  }
+  m_pending_offset = at;
+  return Status();
+}
+
+Status Runtime::bind_ring(Engine& engine) {
+  if (!shared() || !engine.uses_shared_ring()) return Status();
+  return engine.bind_ring(m_shared->ring(), m_shared->ring_bytes(), m_pending_offset);
+}
+
+Expected<RingSplit> Runtime::split_ring(const RingModel* extra) {
+  std::vector<RingModel> models;
+  int64_t fixed = m_shared->arena_bytes() + m_shared->workspace_bytes();
+  for (const Member& m : m_members) {
+    if (!m.plan_copy) {
+      fixed += m.model->session().weight_budget_bytes();
+      continue;
+    }
+    models.push_back(m.ring);
+  }
+  if (extra) models.push_back(*extra);
+  if (m_budget == 0) {  // no limit: every weight resident
+    RingSplit s;
+    for (const RingModel& m : models) {
+      s.budget.push_back(m.plan->weight_bytes());
+      s.resident.push_back(m.plan->weight_bytes());
+      s.prefetch_limit.push_back(-1);
+      s.predicted_ms.push_back(0);
+    }
+    m_plan_text = "no budget: every weight resident";
+    return s;
+  }
+  const int64_t weight_budget = m_budget - fixed;
+  if (weight_budget <= 0) return no_weight_budget(fixed);
+  Expected<RingSplit> s = split_shared_ring(models, weight_budget, m_target.map_granularity, m_options.objective);
+  if (!s.ok()) return split_failed(s.status(), fixed);
+  m_plan_text = s->how;
+  return s;
+}
+
+Status Runtime::apply_ring(const RingSplit& split) {
+  DLR_RETURN_IF_ERROR(cancel_prefetch());
+  const bool ring_moves = split.ring_bytes != m_shared->ring_bytes();
+  if (ring_moves) DLR_RETURN_IF_ERROR(m_shared->resize_ring(0));
+  // Resident parts that shrink first, then those that grow: the total stays within the budget.
+  for (int phase = 0; phase < 2; ++phase) {
+    size_t k = 0;
+    for (Member& m : m_members) {
+      if (!m.plan_copy) continue;
+      const size_t i = k++;
+      HostedBudget want;
+      want.budget = split.budget[i];
+      want.shared_ring = split.budget[i] >= m.plan_copy->weight_bytes() ? 0 : split.ring_bytes;
+      want.prefetch_limit = split.prefetch_limit[i];
+      if (want.shared_ring > 0) want.resident_set = split.resident_set[i];
+      const bool shrinks = want.budget - want.shared_ring < m.given.budget - m.given.shared_ring;
+      if ((phase == 0) != shrinks) continue;
+      if (want.budget == m.given.budget && want.shared_ring == m.given.shared_ring &&
+          want.prefetch_limit == m.given.prefetch_limit && want.resident_set == m.given.resident_set)
+        continue;
+      DLR_RETURN_IF_ERROR(m.model->session().set_weight_budget(want));
+      m.given = want;
+    }
+  }
+  if (ring_moves) DLR_RETURN_IF_ERROR(m_shared->resize_ring(split.ring_bytes));
+  return bind_members();
 }
 
 Status Runtime::attach(Engine& engine) { return fit_shared_memory(&engine); }
@@ -173,22 +268,25 @@ Expected<BudgetSplit> Runtime::split(const ModelCurve* extra) {
   int64_t weight_budget = int64_t(1) << 62;
   if (m_budget > 0) {
     weight_budget = m_budget - fixed;
-    if (weight_budget <= 0) {
-      char buf[200];
-      std::snprintf(buf, sizeof(buf),
-                    "runtime budget %s (%.2f MiB): the shared arena and workspace (and unstreamed weights) take "
-                    "%.2f MiB",
-                    m_options.budget.c_str(), mib(m_budget), mib(fixed));
-      return out_of_memory(buf);
-    }
+    if (weight_budget <= 0) return no_weight_budget(fixed);
   }
   Expected<BudgetSplit> s = split_budget(curves, weight_budget, int64_t(1) << 20, m_options.objective);
-  if (!s.ok())
-    return Status(s.status().code(), "runtime budget " + m_options.budget + ": " + s.status().message() +
-                                         " (after " + std::to_string(int64_t(mib(fixed) + 0.5)) +
-                                         " MiB of shared arena and workspace)");
+  if (!s.ok()) return split_failed(s.status(), fixed);
   m_plan_text = s->how;
   return s;
+}
+
+Status Runtime::no_weight_budget(int64_t fixed) const {
+  char buf[200];
+  std::snprintf(buf, sizeof(buf),
+                "runtime budget %s (%.2f MiB): the shared arena and workspace (and unstreamed weights) take %.2f MiB",
+                m_options.budget.c_str(), mib(m_budget), mib(fixed));
+  return out_of_memory(buf);
+}
+
+Status Runtime::split_failed(const Status& why, int64_t fixed) const {
+  return Status(why.code(), "runtime budget " + m_options.budget + ": " + why.message() + " (after " +
+                                std::to_string(int64_t(mib(fixed) + 0.5)) + " MiB of shared arena and workspace)");
 }
 
 Status Runtime::apply(const BudgetSplit& split, bool shrink_only) {
@@ -204,7 +302,31 @@ Status Runtime::apply(const BudgetSplit& split, bool shrink_only) {
   return Status();
 }
 
-Expected<int64_t> Runtime::weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) {
+Expected<HostedBudget> Runtime::weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) {
+  if (shared()) {
+    RingModel rm;
+    rm.name = m_pending_name;
+    rm.weight = m_pending_weight;
+    m_pending_plan = std::make_shared<ExecutionPlan>(model.plan);
+    rm.plan = m_pending_plan.get();
+    rm.layer_ms = layer_ms;
+    // From storage every streamed byte is read and then copied (storage_copy_profile).
+    rm.profile = model.from_storage ? storage_copy_profile(m_target.copy_profile, model.options.read_block_bytes,
+                                                           model.options.read_depth)
+                                    : m_target.copy_profile;
+    rm.prefetched = model.options.prefetch_next;
+    DLR_ASSIGN_OR_RETURN(RingSplit s, split_ring(&rm));
+    DLR_RETURN_IF_ERROR(apply_ring(s));
+    m_pending_ring = rm;
+    const size_t k = s.budget.size() - 1;
+    HostedBudget hb;
+    hb.budget = s.budget[k];
+    hb.shared_ring = s.budget[k] >= model.plan.weight_bytes() ? 0 : s.ring_bytes;
+    hb.prefetch_limit = s.prefetch_limit[k];
+    if (hb.shared_ring > 0) hb.resident_set = s.resident_set[k];
+    m_pending_given = hb;
+    return hb;
+  }
   SimOptions sim;
   sim.prefetched = model.options.prefetch_next;
   // From storage every streamed byte is read and then copied: the curve is predicted
@@ -220,7 +342,17 @@ Expected<int64_t> Runtime::weight_budget(const CompiledModel& model, const std::
   // The others shrink now, before the new model takes its share; they grow after it opened.
   DLR_RETURN_IF_ERROR(apply(s, true));
   m_pending_curve = curve;
-  return s.bytes.back();
+  return HostedBudget{s.bytes.back(), 0, -1};
+}
+
+Status Runtime::replan_all() {
+  if (shared()) {
+    DLR_ASSIGN_OR_RETURN(RingSplit s, split_ring(nullptr));
+    return apply_ring(s);
+  }
+  DLR_ASSIGN_OR_RETURN(BudgetSplit s, split(nullptr));
+  DLR_RETURN_IF_ERROR(apply(s, true));
+  return apply(s, false);
 }
 
 Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_path, const std::string& weights_path,
@@ -251,16 +383,17 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
   m_pending_name = base_name(cfg_path);
   m_pending_curve = ModelCurve();
   m_pending_weight = weight;
+  m_pending_ring = RingModel();
+  m_pending_plan.reset();
+  m_pending_given = HostedBudget();
+  DLR_RETURN_IF_ERROR(cancel_prefetch());
   Expected<std::unique_ptr<Session>> session = Session::open_hosted(cfg_path, weights_path, options, this);
   if (!session.ok()) {
     // Give back what the failed open grew, and what the others gave up for it.
     const Status refit = fit_shared_memory(nullptr);
     if (!refit.ok()) DLR_LOG_ERROR("runtime: after a failed open: {}", refit.message());
-    Expected<BudgetSplit> s = split(nullptr);
-    if (s.ok()) {
-      const Status st = apply(*s, false);
-      if (!st.ok()) DLR_LOG_ERROR("runtime: after a failed open: {}", st.message());
-    }
+    const Status st = replan_all();
+    if (!st.ok()) DLR_LOG_ERROR("runtime: after a failed open: {}", st.message());
     return session.status();
   }
   std::unique_ptr<RuntimeModel> model(new RuntimeModel());
@@ -272,6 +405,9 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
   member.model = model.get();
   member.curve = m_pending_curve;
   member.curve.weight = weight;
+  member.ring = m_pending_ring;
+  member.plan_copy = m_pending_plan;
+  member.given = m_pending_given;
   m_members.push_back(member);
   // Takes the new model out again (this lock is held: its destructor must not close it).
   auto refuse = [&](Status why) {
@@ -291,11 +427,19 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
     return refuse(out_of_memory(buf));
   }
   // The new weight decides the split too: plan again with it and grow the others.
-  Expected<BudgetSplit> s = split(nullptr);
-  if (s.ok()) {
-    Status moved = apply(*s, true);
-    if (moved.ok()) moved = apply(*s, false);
-    if (!moved.ok()) return refuse(moved);
+  if (shared()) {
+    Expected<RingSplit> s = split_ring(nullptr);
+    if (s.ok()) {
+      const Status moved = apply_ring(*s);
+      if (!moved.ok()) return refuse(moved);
+    }
+  } else {
+    Expected<BudgetSplit> s = split(nullptr);
+    if (s.ok()) {
+      Status moved = apply(*s, true);
+      if (moved.ok()) moved = apply(*s, false);
+      if (!moved.ok()) return refuse(moved);
+    }
   }
   DLR_LOG_INFO("runtime: opened {}; {}", model->m_name, memory_locked().to_text());
   return model;
@@ -305,13 +449,12 @@ void Runtime::close(RuntimeModel* model) {
   const std::lock_guard<std::mutex> lock(m_mutex);
   auto it = std::find_if(m_members.begin(), m_members.end(), [&](const Member& m) { return m.model == model; });
   if (it == m_members.end()) return;
+  Status st = cancel_prefetch();
+  if (!st.ok()) DLR_LOG_ERROR("runtime: closing {}: {}", model->name(), st.message());
   m_members.erase(it);
   model->m_session.reset();  // its pool, resident weights and streams go now
-  Status st = fit_shared_memory(nullptr);
-  if (st.ok()) {
-    Expected<BudgetSplit> s = split(nullptr);
-    st = s.ok() ? apply(*s, false) : s.status();
-  }
+  st = fit_shared_memory(nullptr);
+  if (st.ok()) st = replan_all();
   if (!st.ok()) DLR_LOG_ERROR("runtime: closing {}: {}", model->name(), st.message());
 }
 
@@ -335,6 +478,7 @@ RuntimeMemory Runtime::memory_locked() const {
     if (cm.streaming && !cm.stream.resident) {
       m.resident = cm.stream.resident_bytes;
       m.pool = cm.stream.pool_bytes;
+      m.shared_ring = const_cast<Session&>(s).engine().uses_shared_ring();
       m.streamed = cm.stream.streamed_bytes();
       m.prefetched = cm.options.prefetch_next ? cm.stream.prefetch_bytes() : 0;
     } else {
@@ -354,6 +498,8 @@ RuntimeMemory Runtime::memory_locked() const {
     r.host_weights += e.host_weights;
     r.models.push_back(m);
   }
+  r.ring = m_shared->ring_bytes();
+  r.weights += r.ring;
   return r;
 }
 
@@ -365,16 +511,18 @@ std::string Runtime::plan_text() const {
 std::string RuntimeMemory::to_text() const {
   char buf[256];
   std::snprintf(buf, sizeof(buf),
-                "device memory %.2f MiB (budget %s): weights %.2f, shared activations %.2f, shared workspace %.2f; "
-                "besides: input and image staging %.2f, host memory for weights %.2f",
+                "device memory %.2f MiB (budget %s): weights %.2f (of which the shared ring %.2f), shared "
+                "activations %.2f, shared workspace %.2f; besides: input and image staging %.2f, host memory for "
+                "weights %.2f",
                 mib(total()), budget ? (std::to_string(int64_t(mib(budget) + 0.5)) + " MiB").c_str() : "none",
-                mib(weights), mib(arena), mib(workspace), mib(other), mib(host_weights));
+                mib(weights), mib(ring), mib(arena), mib(workspace), mib(other), mib(host_weights));
   std::string s = buf;
   for (const Model& m : models) {
     std::snprintf(buf, sizeof(buf),
-                  "\n  %s: weights %.2f MiB (resident %.2f, pool %.2f; %.2f streamed per inference, %.2f of it "
+                  "\n  %s: weights %.2f MiB (resident %.2f, %s %.2f; %.2f streamed per inference, %.2f of it "
                   "prefetched), activations %.2f, workspace %.2f, predicted %.3f ms",
-                  m.name.c_str(), mib(m.weight_budget), mib(m.resident), mib(m.pool), mib(m.streamed),
+                  m.name.c_str(), mib(m.weight_budget), mib(m.resident), m.shared_ring ? "shared ring" : "pool",
+                  mib(m.pool), mib(m.streamed),
                   mib(m.prefetched), mib(m.arena_need), mib(m.workspace_need), m.predicted_ms);
     s += buf;
   }

@@ -32,6 +32,7 @@
 
 #include "runtime/compile.h"
 #include "runtime/multi/budget_split.h"
+#include "runtime/multi/ring_split.h"
 #include "runtime/multi/shared_memory.h"
 #include "runtime/session.h"
 
@@ -50,6 +51,10 @@ struct RuntimeOptions {
   // What the joint plan minimises: the weighted sum of predicted latencies (default), or
   // the largest predicted slowdown against each model's all-resident latency.
   SplitObjective objective = SplitObjective::kSum;
+  // Where the streamed models' weights pass (CUDA): one ring shared by every model
+  // (default; the budget is the ring plus each model's resident blobs, multi/ring_split.h)
+  // or a ring of its own per model (the knapsack over per-model curves above).
+  bool shared_ring = true;
 };
 
 class Runtime;
@@ -85,7 +90,8 @@ struct RuntimeMemory {
     std::string name;
     int64_t weight_budget = 0;  // resident + pool, as the joint plan gave it (CPU from storage: the kept blobs)
     int64_t resident = 0;       // weights uploaded once (CPU from storage: blobs kept in memory)
-    int64_t pool = 0;           // streaming pool
+    int64_t pool = 0;           // streaming pool (with a shared ring: the ring, counted once in `ring`)
+    bool shared_ring = false;   // it streams through the runtime's shared ring
     int64_t streamed = 0;       // bytes copied per inference before prefetch (CPU from storage: read)
     int64_t prefetched = 0;     // of those, copied ahead of the inference
     int64_t arena_need = 0;     // its activations (inside the shared arena)
@@ -97,7 +103,8 @@ struct RuntimeMemory {
   int64_t budget = 0;           // 0: no limit
   int64_t arena = 0;            // shared activation arena
   int64_t workspace = 0;        // shared workspace
-  int64_t weights = 0;          // every model's resident + pool
+  int64_t weights = 0;          // every model's resident + pool, and the shared ring
+  int64_t ring = 0;             // of which the shared ring
   int64_t other = 0;
   int64_t host_weights = 0;
   std::vector<Model> models;
@@ -128,7 +135,10 @@ class Runtime final : public SessionHost {
   // SessionHost
   const Target& target() const override { return m_target; }
   Status attach(Engine& engine) override;
-  Expected<int64_t> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) override;
+  Expected<HostedBudget> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) override;
+  Status bind_ring(Engine& engine) override;
+  // Another model's prefetch into the shared ring is given up when it does not run next.
+  Status starting(Engine& engine) override;
   std::mutex& run_mutex() override { return m_mutex; }
   // Prefetches the model expected next behind `engine`'s copies: the one whose thread
   // has waited longest for the run lock, else the one that ran least recently (the next
@@ -140,9 +150,25 @@ class Runtime final : public SessionHost {
   friend class RuntimeModel;
   struct Member {
     RuntimeModel* model = nullptr;
-    ModelCurve curve;   // empty when the model does not stream
+    ModelCurve curve;   // per-model rings: empty when the model does not stream
+    // Shared ring: the model's inputs to the joint plan (ring.plan points at plan_copy);
+    // plan_copy is null when the model does not stream.
+    RingModel ring;
+    std::shared_ptr<ExecutionPlan> plan_copy;
+    HostedBudget given;        // shared ring: what the last joint plan gave it
     uint64_t last_launch = 0;  // launch sequence number of its last inference (0: none yet)
   };
+  bool shared() const { return m_options.shared_ring && m_target.device == DeviceKind::kCUDA; }
+  // Shared ring: the joint plan with the members (+ `extra`), fills m_plan_text.
+  Expected<RingSplit> split_ring(const RingModel* extra);
+  // Shared ring: gives every streamed member its budget of `split` (the ring freed
+  // first, allocated again at its new size, every member bound to it); `pending` (the
+  // model being opened, not a member yet) gets the ring offset after the members'.
+  Status apply_ring(const RingSplit& split);
+  // Binds every member streaming through the ring, each after the previous one's stream.
+  Status bind_members();
+  // Gives up a pending prefetch into the shared ring (before the ring changes).
+  Status cancel_prefetch();
   // The member expected to run after `launched` (run lock held); nullptr when none.
   Member* expected_next(const Engine& launched);
   Runtime() = default;
@@ -155,6 +181,12 @@ class Runtime final : public SessionHost {
   Expected<BudgetSplit> split(const ModelCurve* extra);
   // Moves members to `split`'s budgets: those that shrink first (shrink_only), or all.
   Status apply(const BudgetSplit& split, bool shrink_only);
+  // Plans the split of the members again and moves them to it (either design).
+  Status replan_all();
+  // The errors of a split: the shared memory (and unstreamed weights, `fixed` bytes)
+  // leave no weight budget; the split itself failed.
+  Status no_weight_budget(int64_t fixed) const;
+  Status split_failed(const Status& why, int64_t fixed) const;
   RuntimeMemory memory_locked() const;
 
   RuntimeOptions m_options;
@@ -165,6 +197,11 @@ class Runtime final : public SessionHost {
   std::string m_pending_name;
   ModelCurve m_pending_curve;
   double m_pending_weight = 1;
+  RingModel m_pending_ring;
+  std::shared_ptr<ExecutionPlan> m_pending_plan;
+  int64_t m_pending_offset = 0;
+  HostedBudget m_pending_given;  // shared ring: where the model being opened starts
+  Engine* m_prefetch_owner = nullptr;  // the engine whose prefetch into the shared ring is pending
   std::string m_plan_text;
   mutable std::mutex m_mutex;  // runs, opens, closes
   uint64_t m_launches = 0;     // under m_mutex

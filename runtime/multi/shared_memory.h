@@ -21,6 +21,17 @@ class SharedMemory {
   virtual void* workspace() const = 0;
   virtual int64_t arena_bytes() const = 0;
   virtual int64_t workspace_bytes() const = 0;
+  // The ring the models stream their weights through (CUDA only): `bytes` of device
+  // memory mapped twice back to back (cuda::MirroredBuffer; 0 frees it). Waits for the
+  // device first: nothing may still copy into or read the old ring. Never while an
+  // engine runs; every engine bound to the old ring must be bound again.
+  virtual Status resize_ring(int64_t bytes) {
+    return bytes == 0 ? Status() : unsupported("a shared ring needs the CUDA backend");
+  }
+  virtual void* ring() const { return nullptr; }
+  // Waits until the device has finished everything queued (CUDA); nothing on the host.
+  virtual Status synchronize() { return Status(); }
+  virtual int64_t ring_bytes() const { return 0; }
 };
 
 // Host memory (the CPU backend): 64-byte aligned.

@@ -25,6 +25,7 @@ Result<Runtime> Runtime::create(const RuntimeOptions& options) {
     o.budget = options.budget;
     o.copy_profile = options.copy_profile;
     o.prefetch_next = options.prefetch_next;
+    o.shared_ring = options.shared_ring;
     o.objective = options.objective == SplitObjective::kMaxSlowdown ? dlr::SplitObjective::kMaxSlowdown
                                                                      : dlr::SplitObjective::kSum;
     auto rt = dlr::Runtime::create(o);
@@ -61,6 +62,7 @@ RuntimeMemory Runtime::memory() const {
   r.activations = m.arena;
   r.workspace = m.workspace;
   r.weights = m.weights;
+  r.ring = m.ring;
   r.other = m.other;
   r.host_weights = m.host_weights;
   for (const dlr::RuntimeMemory::Model& x : m.models) {
@@ -69,6 +71,7 @@ RuntimeMemory Runtime::memory() const {
     n.weight_budget = x.weight_budget;
     n.resident = x.resident;
     n.pool = x.pool;
+    n.shared_ring = x.shared_ring;
     n.streamed = x.streamed;
     n.prefetched = x.prefetched;
     n.activations = x.arena_need;

@@ -221,19 +221,22 @@ PYBIND11_MODULE(dlrun, m) {
 
   py::class_<dlrun::Runtime>(m, "Runtime")
       .def(py::init([](const std::string& device, int cuda_device, const std::string& budget,
-                       const std::string& copy_profile, bool prefetch_next, const std::string& objective) {
+                       const std::string& copy_profile, bool prefetch_next, const std::string& objective,
+                       bool shared_ring) {
              dlrun::RuntimeOptions o;
              o.device = parse_enum<dlrun::Device>("device", device, {{"cpu", dlrun::Device::kCPU}, {"cuda", dlrun::Device::kCUDA}});
              o.cuda_device = cuda_device;
              o.budget = budget;
              o.copy_profile = copy_profile;
              o.prefetch_next = prefetch_next;
+             o.shared_ring = shared_ring;
              o.objective = parse_enum<dlrun::SplitObjective>("objective", objective,
                  {{"sum", dlrun::SplitObjective::kSum}, {"max-slowdown", dlrun::SplitObjective::kMaxSlowdown}});
              return unwrap(dlrun::Runtime::create(o));
            }),
            py::arg("device") = "cuda", py::arg("cuda_device") = 0, py::arg("budget") = "all",
            py::arg("copy_profile") = "auto", py::arg("prefetch_next") = true, py::arg("objective") = "sum",
+           py::arg("shared_ring") = true,
            "Several networks on one device under one memory budget (dlrun::RuntimeOptions fields)")
       .def("open",
            [](dlrun::Runtime& rt, const std::string& cfg, const std::string& weights, double weight,
@@ -253,6 +256,7 @@ PYBIND11_MODULE(dlrun, m) {
         for (const auto& n : m.networks) {
           py::dict d;
           d["name"] = n.name; d["weight_budget"] = n.weight_budget; d["resident"] = n.resident; d["pool"] = n.pool;
+          d["shared_ring"] = n.shared_ring;
           d["streamed"] = n.streamed; d["prefetched"] = n.prefetched; d["activations"] = n.activations;
           d["workspace"] = n.workspace; d["other"] = n.other; d["host_weights"] = n.host_weights;
           d["predicted_ms"] = n.predicted_ms;
@@ -260,7 +264,7 @@ PYBIND11_MODULE(dlrun, m) {
         }
         py::dict d;
         d["budget"] = m.budget; d["activations"] = m.activations; d["workspace"] = m.workspace; d["weights"] = m.weights;
-        d["other"] = m.other; d["host_weights"] = m.host_weights; d["total"] = m.total(); d["networks"] = nets;
+        d["other"] = m.other; d["host_weights"] = m.host_weights; d["total"] = m.total(); d["ring"] = m.ring; d["networks"] = nets;
         return d;
       }, "device memory by part, and per network (a dict)")
       .def("plan_text", &dlrun::Runtime::plan_text);

@@ -126,6 +126,53 @@ TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
   EXPECT_LE((*rt)->memory().total(), (*rt)->budget_bytes());
 }
 
+// One ring for every streamed model (the default) and a ring per model, under 40 % of
+// the separate memory, in an order that is not a round robin: a model runs twice in a
+// row, a prefetched model is passed over (its prefetch given up: the model that runs
+// instead overwrites the ring), models run after one another in both directions. Every
+// output the same bits as preload alone.
+TEST(RuntimeGpu, SharedRingAndOwnRingsMatchPreloadInAnyOrder) {
+  if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
+  std::vector<Model> models = streaming_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  // Two networks that must both stream (yolov4 at two sizes) beside a small one.
+  models[0] = models[1];
+  models[0].name = "yolov4@256";
+  models[0].size = 256;
+  const Reference ref = preload_reference(models);
+  ASSERT_EQ(ref.heads.size(), models.size());
+  for (const bool shared : {true, false}) {
+    RuntimeOptions ro;
+    ro.budget = std::to_string(ref.separate_bytes * 2 / 5);
+    ro.shared_ring = shared;
+    auto rt = Runtime::create(ro);
+    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    std::vector<std::unique_ptr<RuntimeModel>> ms;
+    for (const Model& m : models) {
+      auto r = (*rt)->open(m.cfg, m.weights, fp16(m.size));
+      ASSERT_TRUE(r.ok()) << m.name << ": " << r.status().to_string();
+      ms.push_back(std::move(r).value());
+    }
+    const RuntimeMemory mem = (*rt)->memory();
+    std::cout << (shared ? "shared ring: " : "own rings: ") << mem.to_text() << "\n" << (*rt)->plan_text() << "\n";
+    EXPECT_LE(mem.total(), (*rt)->budget_bytes());
+    int on_ring = 0;
+    for (const auto& m : mem.models) on_ring += m.shared_ring;
+    if (shared) {
+      EXPECT_GT(mem.ring, 0);
+      EXPECT_EQ(on_ring, 2) << "both yolov4 should stream through the shared ring at 40 %";
+    } else {
+      EXPECT_EQ(mem.ring, 0);
+      EXPECT_EQ(on_ring, 0);
+    }
+    const int order[] = {0, 1, 2, 0, 1, 1, 2, 2, 1, 0, 2, 1, 0, 0, 2, 0, 1, 2};
+    for (int k : order)
+      EXPECT_TRUE(test::same_bits(test::network_heads(ms[size_t(k)]->session(), ref.inputs[size_t(k)]),
+                                  ref.heads[size_t(k)]))
+          << models[size_t(k)].name << (shared ? " (shared ring)" : " (own rings)");
+  }
+}
+
 // A model reading its weights from storage (three stages) on a runtime beside models
 // with theirs in host memory, under half their separate memory: every output the same
 // bits as preload alone, round after round (the storage model is never prefetched).

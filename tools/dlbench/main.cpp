@@ -1071,6 +1071,9 @@ int tool_main(int argc, char** argv) {
                  "--models: comma-separated budgets for all the models' device memory: NN% of their separate "
                  "preload sessions' weights + activations + workspace, a size, or all (default 40%)");
   app.add_flag("--no-prefetch", mb.no_prefetch, "--models: no prefetch of a model's first weights across inferences");
+  app.add_option("--ring", mb.ring,
+                 "--models: where streamed weights pass, comma-separated to compare in one run: shared (one ring "
+                 "for every model, the default) or per-model (a ring of its own each)");
   app.add_option("--split", mb.split,
                  "--models: what the runtime's joint plan minimises: sum (the weighted sum of predicted latencies, "
                  "default) or max-slowdown (the largest predicted slowdown against each model's own preload)");

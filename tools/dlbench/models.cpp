@@ -125,6 +125,9 @@ int run_models_bench(const ModelsBenchArgs& a) {
   } else if (a.split != "sum") {
     return fail("dlbench", invalid_argument("--split " + a.split + ": expected sum or max-slowdown"));
   }
+  for (const std::string& ring : split(a.ring, ','))
+    if (ring != "shared" && ring != "per-model")
+      return fail("dlbench", invalid_argument("--ring " + ring + ": expected shared or per-model"));
   std::map<std::string, double> percents;  // "NN%" budgets -> NN (of the separate sessions' memory)
   for (const std::string& budget : split(a.budgets, ',')) {
     if (budget.empty() || budget.back() != '%') continue;
@@ -230,8 +233,10 @@ int run_models_bench(const ModelsBenchArgs& a) {
 
   // 2. All models on one runtime, for every budget.
   int rc = kExitOk;
+  for (const std::string& ring : split(a.ring, ','))
   for (const std::string& budget_text : split(a.budgets, ',')) {
     RuntimeOptions ro;
+    ro.shared_ring = ring == "shared";
     ro.device = base.device;
     ro.copy_profile = a.copy_profile;
     ro.prefetch_next = !a.no_prefetch;
@@ -250,8 +255,8 @@ int run_models_bench(const ModelsBenchArgs& a) {
     }
     const double open_s = std::chrono::duration<double>(Clock::now() - t_open).count();
     const RuntimeMemory mem = (*rt)->memory();
-    std::printf("\nruntime budget %s (%.2f MiB, %.1f %% of the separate sessions), opened in %.2f s\n%s\n",
-                budget_text.c_str(), mib((*rt)->budget_bytes()),
+    std::printf("\nruntime budget %s, %s ring (%.2f MiB, %.1f %% of the separate sessions), opened in %.2f s\n%s\n",
+                budget_text.c_str(), ring.c_str(), mib((*rt)->budget_bytes()),
                 separate > 0 ? 100.0 * double(mem.total()) / double(separate) : 0.0, open_s, mem.to_text().c_str());
     // Round robin.
     std::vector<Timed> rr(specs.size());
@@ -263,10 +268,11 @@ int run_models_bench(const ModelsBenchArgs& a) {
     nlohmann::json run;
     run["budget"] = budget_text;
     run["split"] = a.split;
+    run["ring"] = ring;
     run["budget_bytes"] = (*rt)->budget_bytes();
     run["open_s"] = open_s;
     run["memory"] = {{"total", mem.total()}, {"arena", mem.arena}, {"workspace", mem.workspace},
-                     {"weights", mem.weights}, {"other", mem.other}, {"host_weights", mem.host_weights},
+                     {"weights", mem.weights}, {"ring", mem.ring}, {"other", mem.other}, {"host_weights", mem.host_weights},
                      {"fraction_of_separate", separate > 0 ? double(mem.total()) / double(separate) : 0.0}};
     run["plan"] = (*rt)->plan_text();
     std::printf("%-22s %10s %10s %10s %10s %10s %12s %12s\n", "model", "resident", "pool", "streamed",

@@ -17,6 +17,7 @@ struct ModelsBenchArgs {
   std::string copy_profile = "auto";
   bool no_prefetch = false;
   std::string split = "sum";  // the joint plan's objective: sum or max-slowdown
+  std::string ring = "shared";  // comma-separated: shared, per-model (RuntimeOptions::shared_ring)
   int iters = 50;      // timed round-robin rounds
   int warmup = 10;
   int concurrent_iters = 0;  // > 0: one thread per model, this many detect() calls each

@@ -52,6 +52,9 @@ struct RuntimeOptions {
   std::string copy_profile = "auto";  // as Options::copy_profile
   bool prefetch_next = true;          // copy the next network's first weights while another runs
   SplitObjective objective = SplitObjective::kSum;
+  // CUDA: one ring shared by every streamed network (default: every byte of it is
+  // lookahead for whichever network runs), or a ring of its own per network.
+  bool shared_ring = true;
 };
 
 // Device memory of a runtime, each part named (bytes).
@@ -60,7 +63,8 @@ struct RuntimeMemory {
     std::string name;           // the cfg's file name
     int64_t weight_budget = 0;  // resident + pool, as the joint plan gave it (CPU from storage: the kept blobs)
     int64_t resident = 0;       // weights uploaded once (CPU from storage: blobs kept in memory)
-    int64_t pool = 0;           // streaming pool
+    int64_t pool = 0;           // streaming pool (with a shared ring: the ring, counted once in RuntimeMemory::ring)
+    bool shared_ring = false;   // it streams through the runtime's shared ring
     int64_t streamed = 0;       // bytes copied (CPU from storage: read) per inference
     int64_t prefetched = 0;     // of those, copied ahead of the inference
     int64_t activations = 0;    // its need (inside the shared arena)
@@ -72,7 +76,8 @@ struct RuntimeMemory {
   int64_t budget = 0;           // 0: no limit
   int64_t activations = 0;      // the shared arena
   int64_t workspace = 0;        // the shared workspace
-  int64_t weights = 0;          // every network's resident + pool
+  int64_t weights = 0;          // every network's resident + pool, and the shared ring
+  int64_t ring = 0;             // of which the shared ring
   int64_t other = 0;
   int64_t host_weights = 0;
   std::vector<Network> networks;
