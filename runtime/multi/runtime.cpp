@@ -414,8 +414,10 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
     m_members.pop_back();
     model->m_runtime = nullptr;
     model.reset();
-    const Status refit = fit_shared_memory(nullptr);
-    if (!refit.ok()) DLR_LOG_ERROR("runtime: after a refused open: {}", refit.message());
+    Status back = fit_shared_memory(nullptr);
+    // The others gave up memory for it: plan them again without it.
+    if (back.ok()) back = replan_all();
+    if (!back.ok()) DLR_LOG_ERROR("runtime: after a refused open: {}", back.message());
     return why;
   };
   // The budget check covers models that do not stream (the CPU backend) too.
@@ -509,7 +511,7 @@ std::string Runtime::plan_text() const {
 }
 
 std::string RuntimeMemory::to_text() const {
-  char buf[256];
+  char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "device memory %.2f MiB (budget %s): weights %.2f (of which the shared ring %.2f), shared "
                 "activations %.2f, shared workspace %.2f; besides: input and image staging %.2f, host memory for "
