@@ -187,6 +187,33 @@ TEST(Compile, StreamModelRoundTripsAndMeasureThenReplan) {
 
 // Every layer kind's parameters survive the JSON round trip: every Darknet cfg that
 // loads, compiled for the CPU and streamed for a GPU target.
+// A Runtime's shared ring: the pool is exactly the ring, the resident set the one given;
+// a set of the wrong size is refused with one line.
+TEST(Compile, SharedRingPlansTheGivenRingAndSet) {
+  auto net = tiny();
+  ASSERT_TRUE(net.ok());
+  const Target t = gpu_target();
+  auto first = compile(*net, t, stream_options("min"));
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  const std::vector<double> ms = model_layer_ms(*net, first->plan, 200e3, 2000, 3.0);
+  const int64_t ring = first->stream.pool_bytes;
+  SessionOptions o = stream_options("min");
+  o.weight_budget = WeightBudget::of_bytes(ring + (int64_t(1) << 20));
+  o.shared_ring_bytes = ring;
+  o.shared_ring_resident.assign(first->plan.weights.size(), 0);
+  auto shared = compile(*net, t, o, ms);
+  ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+  EXPECT_TRUE(shared->engine.shared_ring);
+  EXPECT_EQ(shared->stream.pool_bytes, ring);
+  EXPECT_EQ(shared->stream.resident_bytes, 0);
+  o.shared_ring_resident.pop_back();
+  auto bad = compile(*net, t, o, ms);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "shared ring: a resident set of " +
+                                        std::to_string(first->plan.weights.size() - 1) + " entries for " +
+                                        std::to_string(first->plan.weights.size()) + " weight blobs");
+}
+
 TEST(Compile, EveryDarknetCfgRoundTrips) {
   if (test::shared_dir().empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
   const std::string dir = test::shared_dir() + "/models/darknet-cfg";
