@@ -10,13 +10,14 @@
 //  2. Resolve proto buffers to roots (following re-parenting, summing channel offsets).
 //  3. Liveness per root: first writing step .. last reading step (network outputs live
 //     to the end, the input from step -1).
-//  4. Offsets: largest first, lowest offset that does not overlap any already placed
-//     buffer whose lifetime intersects (inclusive intervals: a step's inputs and output
-//     never share memory).
+//  4. Offsets (runtime/arena_placement.h): no two buffers whose lifetimes intersect
+//     share bytes (inclusive intervals: a step's inputs and output never share memory);
+//     several greedy placements are tried, down to the most bytes live at one step.
 #include <algorithm>
 #include <numeric>
 
 #include "loaders/network_desc.h"
+#include "runtime/arena_placement.h"
 #include "runtime/plan.h"
 
 namespace dlr {
@@ -259,30 +260,7 @@ class Planner {
   }
 
   void assign_offsets(ExecutionPlan* plan) const {
-    std::vector<int> order(plan->buffers.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return plan->buffers[size_t(a)].bytes > plan->buffers[size_t(b)].bytes; });
-    std::vector<int> placed;
-    int64_t arena = 0;
-    for (int id : order) {
-      Buffer& b = plan->buffers[size_t(id)];
-      std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of live-overlapping buffers
-      for (int q : placed) {
-        const Buffer& o = plan->buffers[size_t(q)];
-        if (o.first_step <= b.last_step && b.first_step <= o.last_step) busy.emplace_back(o.offset, o.offset + o.bytes);
-      }
-      std::sort(busy.begin(), busy.end());
-      int64_t off = 0;
-      for (const auto& [begin, end] : busy) {
-        if (off + b.bytes <= begin) break;
-        off = std::max(off, align_up(end, m_opt.alignment));
-      }
-      b.offset = off;
-      arena = std::max(arena, off + b.bytes);
-      placed.push_back(id);
-    }
-    plan->arena_bytes = align_up(arena, m_opt.alignment);
+    plan->arena_bytes = place_buffers(&plan->buffers, m_opt.alignment);
   }
 
   void plan_weights(ExecutionPlan* plan) const {
