@@ -338,9 +338,9 @@ Expected<ResidencyResult> plan_residency_in_ring(const ExecutionPlan& plan, cons
     return out_of_memory("residency in a shared ring: no resident set within a room of " + mib(room_bytes) +
                          " lets the rest stream through a ring of " + mib(ring_bytes) + " (" + why + ")");
   };
-  // The streamed rest must exceed the ring (a rest the ring holds whole is planned
-  // resident, which a shared ring cannot keep).
-  const int64_t room = std::min(room_bytes, total - ring_bytes - 1);
+  // Without never_resident the streamed rest must exceed the ring (a rest the ring holds
+  // whole is planned resident, which a shared ring cannot keep); with it, any rest streams.
+  const int64_t room = std::min(room_bytes, options.never_resident ? total - 1 : total - ring_bytes - 1);
   if (room < 0) return none_fits("the model's " + mib(total) + " of weights fit in the ring");
   StreamOptions base = options;
   base.resident.clear();

@@ -204,7 +204,7 @@ void units_from_ends(const HostLayout& h, const std::vector<int64_t>& ends, std:
 void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int64_t chunk, int64_t min_unit,
                const std::vector<int64_t>& unit_ends, StreamPlan* s) {
   const int n_blobs = int(plan.weights.size());
-  DLR_ASSERT(n_blobs > 0 && ring >= s->slot_bytes && ring < h.total);
+  DLR_ASSERT(n_blobs > 0 && ring >= s->slot_bytes);  // ring >= total: StreamOptions::never_resident
   s->layout = PoolLayout::kRing;
   s->pool_bytes = ring;
   s->slots = 0;
@@ -317,7 +317,10 @@ int64_t StreamPlan::host_store_bytes() const { return total_weight_bytes - resid
 int StreamPlan::prefetch_units() const {
   if (resident) return 0;
   int n = 0;
-  while (n < int(units.size()) && size_t(n) < unit_waits.size() && unit_waits[size_t(n)].empty()) ++n;
+  int64_t bytes = 0;
+  while (n < int(units.size()) && size_t(n) < unit_waits.size() && unit_waits[size_t(n)].empty() &&
+         (prefetch_limit_bytes < 0 || bytes + units[size_t(n)].bytes <= prefetch_limit_bytes))
+    bytes += units[size_t(n++)].bytes;
   return n;
 }
 
@@ -483,12 +486,18 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
   const int64_t budget =
       options.budget_bytes != 0 ? options.budget_bytes : (ring_for_min ? ring_min : slots_min);
   const int64_t ring = gran > 0 ? budget / gran * gran : 0;
-  const bool ring_fits = gran > 0 && ring >= ring_min;
+  // A ring that holds every blob overwrites nothing within an inference: it needs no
+  // double buffering (never_resident only; otherwise such a budget is resident).
+  const bool ring_fits = gran > 0 && (ring >= ring_min || (options.never_resident && ring >= h.total));
   const bool slots_fit = budget >= slots_min;
-  // A budget holding every blob is resident whatever the layout.
+  if (options.never_resident && (gran == 0 || options.layout == PoolLayout::kSlots))
+    return invalid_argument("never resident: streaming through a ring that holds every blob needs the ring pool");
+  // A budget holding every blob is resident whatever the layout (unless never_resident).
+  const bool streams = budget < h.total || options.never_resident;
   const bool use_ring =
-      budget < h.total && (options.layout == PoolLayout::kRing || (options.layout == PoolLayout::kAuto && ring_fits));
-  if (budget < h.total && !(use_ring ? ring_fits : slots_fit)) {
+      streams && (options.layout == PoolLayout::kRing || options.never_resident ||
+                  (options.layout == PoolLayout::kAuto && ring_fits));
+  if (streams && !(use_ring ? ring_fits : slots_fit)) {
     // Name the minimum that applies: the chosen layout's, or for auto the smaller one.
     const bool name_ring = use_ring || (options.layout == PoolLayout::kAuto && gran > 0 && ring_min < slots_min);
     const int64_t need = name_ring ? ring_min : slots_min;
@@ -501,7 +510,7 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
                          mib_text(need, decimals) + " MiB (" + what + ", " + mib_text(s.slot_bytes) + " MiB, layer " +
                          std::to_string(plan.weights[size_t(largest)].layer) + ")");
   }
-  s.minimal_pool_bytes = (budget < h.total ? use_ring : ring_for_min) ? ring_min : slots_min;
+  s.minimal_pool_bytes = (streams ? use_ring : ring_for_min) ? ring_min : slots_min;
 
   // max_copies_ahead: what the queue allows for the unit size with the smallest depth,
   // minus one for safety (driver slack; the copy stream also carries the event
@@ -514,7 +523,7 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
     return std::max(1, std::min(kMaxCopiesAheadCap, depth - 1));
   };
 
-  if (budget >= h.total) {
+  if (!streams) {
     // Resident: every blob at its host offset, copied once at open in chunks.
     s.resident = true;
     s.pool_bytes = h.total;

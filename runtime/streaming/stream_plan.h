@@ -82,6 +82,12 @@ struct StreamOptions {
   // streamed blobs are planned as if they were the whole network (ring pool only).
   // residency.h chooses the set.
   std::vector<char> resident;
+  // Ring layout: stream every blob outside `resident` through a ring of budget_bytes minus
+  // the resident bytes even when that ring would hold them all (which otherwise makes the
+  // plan resident). A Runtime's shared ring (multi/ring_split.h): its bytes are shared with
+  // the other models, resident bytes are the model's own, so a small model may stream
+  // through a ring larger than its weights. Needs a ring (ring_granularity > 0).
+  bool never_resident = false;
 };
 
 struct WeightGroup {
@@ -122,6 +128,10 @@ struct StreamPlan {
   std::vector<std::vector<int>> unit_waits;  // per unit: layers that must finish before its copy starts
   std::vector<StreamAction> order;           // host enqueue order (every unit once, every layer once)
   int max_copies_ahead = 0;
+  // The bytes the prefetch may copy ahead (SessionOptions::prefetch_limit_bytes: the window
+  // a Runtime's joint plan gives the model, so that its prefetch ends with the previous
+  // model's run and never queues ahead of that run's successor's input upload); -1: no limit.
+  int64_t prefetch_limit_bytes = -1;
   // Units chosen by search_ring_units (unit_search.h) from kernel times rather than
   // cut into equal chunks. When a search ran (whether or not its cut was kept):
   // the simulated latency of the best searched cut and of the equal chunks.
@@ -130,10 +140,12 @@ struct StreamPlan {
   double chunks_ms = 0;
   std::vector<double> search_layer_ms;  // the kernel time of every step the search used (empty: none ran)
   int64_t streamed_bytes() const;            // bytes copied per inference (0 when resident)
-  // Prefetch across inferences: the leading units [0, n) that wait for no layer. Once the
-  // previous inference has finished they can be copied at any moment before the next
-  // one starts (nothing reads their pool bytes in between), e.g. while another model
-  // computes; the next inference then copies only the units from n on. 0 when resident.
+  // Prefetch across inferences: the leading units [0, n) that wait for no layer, and
+  // within prefetch_limit_bytes when that is >= 0 (cut before the first unit that would
+  // pass it). Once the previous inference has finished they can be copied at any moment
+  // before the next one starts (nothing reads their pool bytes in between), e.g. while
+  // another model computes; the next inference then copies only the units from n on.
+  // 0 when resident.
   int prefetch_units() const;
   int64_t prefetch_bytes() const;            // bytes of those units
   int64_t device_bytes() const { return pool_bytes + resident_bytes; }  // the weight budget used

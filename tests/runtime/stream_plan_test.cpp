@@ -280,6 +280,85 @@ TEST(StreamPlan, ResidentWhenTheBudgetHoldsEverything) {
   }
 }
 
+// A Runtime's shared ring: a model streams through a ring that holds all its weights
+// (StreamOptions::never_resident) instead of becoming resident.
+TEST(StreamPlan, NeverResidentStreamsThroughARingThatHoldsEverything) {
+  const ExecutionPlan plan = fake_plan({1 * kMiB, 9 * kMiB, 512 << 10}, nullptr);
+  std::vector<double> ms(plan.steps.size(), 0.05);
+  for (int64_t budget : {24 * kMiB, plan.weight_bytes() / kRingGranularity * kRingGranularity + 2 * kRingGranularity}) {
+    StreamOptions o;
+    o.budget_bytes = budget;
+    o.layout = PoolLayout::kRing;
+    o.never_resident = true;
+    Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    EXPECT_FALSE(s->resident);
+    EXPECT_EQ(s->layout, PoolLayout::kRing);
+    EXPECT_EQ(s->pool_bytes, budget / kRingGranularity * kRingGranularity);
+    EXPECT_EQ(s->streamed_bytes(), plan.weight_bytes());
+    for (const auto& waits : s->unit_waits) EXPECT_TRUE(waits.empty());  // nothing is overwritten in one inference
+    for (size_t b = 0; b < plan.weights.size(); ++b) EXPECT_EQ(s->blob_pool_offset[b], s->blob_host_offset[b]);
+    const SimResult r = simulate(plan, *s, h100_like(), ms, SimOptions{});
+    EXPECT_TRUE(r.violations.empty()) << r.violations.front();
+    EXPECT_GT(r.latency_ms, 0.05 * double(plan.steps.size()));  // the first copy is waited for
+    // With a resident blob the rest streams through the same ring.
+    o.resident = {0, 1, 0};
+    o.budget_bytes = budget + 9 * kMiB;
+    Expected<StreamPlan> part = plan_streaming(plan, h100_like(), o);
+    ASSERT_TRUE(part.ok()) << part.status().to_string();
+    EXPECT_EQ(part->pool_bytes, s->pool_bytes);
+    EXPECT_EQ(part->resident_bytes, 9 * kMiB);
+    EXPECT_EQ(part->streamed_bytes(), plan.weight_bytes() - 9 * kMiB);
+  }
+  // Without it the same budget is resident; it needs the ring.
+  StreamOptions o;
+  o.budget_bytes = 24 * kMiB;
+  EXPECT_TRUE(plan_streaming(plan, h100_like(), o)->resident);
+  o.never_resident = true;
+  o.layout = PoolLayout::kSlots;
+  Expected<StreamPlan> slots = plan_streaming(plan, h100_like(), o);
+  ASSERT_FALSE(slots.ok());
+  EXPECT_NE(slots.status().message().find("never resident"), std::string::npos) << slots.status().message();
+  o.layout = PoolLayout::kAuto;
+  o.ring_granularity = 0;
+  EXPECT_FALSE(plan_streaming(plan, h100_like(), o).ok());
+}
+
+// The prefetch copies the leading no-wait units within prefetch_limit_bytes only (the
+// window a Runtime gives the model), cut at a unit boundary, and the simulator counts
+// exactly those as landed before the inference.
+TEST(StreamPlan, PrefetchUnitsStopAtTheLimit) {
+  const ExecutionPlan plan = fake_plan(std::vector<int64_t>(12, 2 * kMiB), nullptr);
+  StreamOptions o;
+  o.budget_bytes = 16 * kMiB;
+  o.layout = PoolLayout::kRing;
+  o.chunk_bytes = 2 * kMiB;
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const int all = s->prefetch_units();
+  ASSERT_GE(all, 4);
+  const int64_t all_bytes = s->prefetch_bytes();
+  std::vector<double> ms(plan.steps.size(), 0.02);
+  SimOptions sim;
+  sim.prefetched = true;
+  const double unlimited_ms = simulate(plan, *s, h100_like(), ms, sim).latency_ms;
+  StreamPlan cut = *s;
+  cut.prefetch_limit_bytes = s->units[0].bytes + s->units[1].bytes + 1;  // two units and a byte
+  EXPECT_EQ(cut.prefetch_units(), 2);
+  EXPECT_EQ(cut.prefetch_bytes(), s->units[0].bytes + s->units[1].bytes);
+  cut.prefetch_limit_bytes = 0;
+  EXPECT_EQ(cut.prefetch_units(), 0);
+  cut.prefetch_limit_bytes = all_bytes;
+  EXPECT_EQ(cut.prefetch_units(), all);
+  // Landed before the inference: the plan's cut, the same as the simulator's own limit.
+  cut.prefetch_limit_bytes = s->units[0].bytes + s->units[1].bytes;
+  SimOptions limited = sim;
+  limited.prefetch_limit_bytes = cut.prefetch_limit_bytes;
+  const double by_plan = simulate(plan, cut, h100_like(), ms, sim).latency_ms;
+  EXPECT_DOUBLE_EQ(by_plan, simulate(plan, *s, h100_like(), ms, limited).latency_ms);
+  EXPECT_GT(by_plan, unlimited_ms);
+}
+
 TEST(StreamPlan, UnitsCutAtBlobBoundariesInTheLastQuarterOfAChunk) {
   // slot 8 MiB; groups [8] [3.5 2 1] [8]; chunks of 4 MiB. The inference's first unit is
   // min_unit_bytes (1 MiB). The boundary at 3.5 MiB of the second group lies in the
