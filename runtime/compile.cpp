@@ -236,6 +236,9 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   so.chunk_bytes = options.chunk_bytes;
   so.layout = options.weight_pool;
   so.ring_granularity = target.map_granularity;
+  // A Runtime's shared ring: the model streams through it even when it would hold every
+  // blob (the runtime decided; the ring's bytes are shared, resident ones are not).
+  so.never_resident = options.shared_ring_bytes > 0 && target.map_granularity > 0;
   m.budget_bytes = so.budget_bytes;
   DLR_ASSIGN_OR_RETURN(m.stream, plan_streaming(m.plan, profile, so));
   if (auto_budget(m) && !streamed_ring(m))
@@ -343,6 +346,8 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
                             mib(m.reads.staging_bytes), mib(m.reads.read_bytes())));
     }
   }
+  // The prefetch copies what the runtime's window allows, no more (stream_plan.h).
+  m.stream.prefetch_limit_bytes = options.prefetch_next ? options.prefetch_limit_bytes : -1;
   if (!layer_ms.empty()) {
     SimOptions sim_options;
     sim_options.prefetched = options.prefetch_next;

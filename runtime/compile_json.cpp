@@ -104,7 +104,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamAction, kind, index)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightGroup, first_blob, last_blob, host_offset, bytes, slot, last_layer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamPlan, layout, pool_bytes, slot_bytes, slots, minimal_pool_bytes,
                                    total_weight_bytes, groups, resident, units, blob_pool_offset, blob_last_unit,
-                                   unit_waits, order, max_copies_ahead, units_searched, searched_ms, chunks_ms,
+                                   unit_waits, order, max_copies_ahead, prefetch_limit_bytes, units_searched,
+                                   searched_ms, chunks_ms,
                                    search_layer_ms, blob_resident, resident_bytes, blob_host_offset)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBudget, kind, fraction, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadSegment, blob, blob_offset, bytes, staging_offset)

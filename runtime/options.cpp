@@ -215,6 +215,8 @@ Status validate_options(const SessionOptions& o) {
   DLR_RETURN_IF_ERROR(CopyProfile::check_name(o.copy_profile));  // syntax only: no file is read here
   if (!(o.max_slowdown >= 0 && o.max_slowdown <= 10))
     return invalid_argument("max slowdown " + std::to_string(o.max_slowdown * 100) + " % must be in [0, 1000] %");
+  if (!(o.prefetch_lead_ms >= 0 && o.prefetch_lead_ms <= 1000))
+    return invalid_argument("prefetch lead " + std::to_string(o.prefetch_lead_ms) + " ms: expected 0 to 1000 ms");
   if (!(o.latency_target_ms >= 0 && o.latency_target_ms < 1e9))
     return invalid_argument("latency target must be >= 0 ms (0: use the max slowdown)");
   if (o.latency_target_ms > 0 && o.weight_budget.kind != WeightBudget::Kind::kAuto)

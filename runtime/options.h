@@ -103,6 +103,14 @@ struct SessionOptions {
   // chosen knowing it. On in a Runtime (runtime/multi/runtime.h); off by default alone,
   // where back-to-back inferences leave it little to hide.
   bool prefetch_next = false;
+  // A Runtime's joint plan: host time the application spends before this model's
+  // inference once the model before it has finished, without copies to the device
+  // (decoding, CPU pre-processing), during which this model's prefetch goes on. The plan
+  // adds it to the model's prefetch window, less the link time of the input's upload that
+  // follows. An upload inside that time does not count: it queues behind the prefetch on
+  // the copy engine (docs/streaming.md section 8). 0: none (the window ends when the
+  // previous model's kernels do). [0, 1000] ms.
+  double prefetch_lead_ms = 0;
   // Set by a Runtime for the sessions opened on it: the activation arena and the cuDNN
   // workspace are the runtime's, shared by its models (never set it by hand).
   bool shared_memory = false;

@@ -56,13 +56,13 @@ void note_releases(const ExecutionPlan& plan, const StreamPlan& stream, const Si
 }
 
 // The bytes of the next model's leading units that can be copied while `prev` runs
-// (its prediction, prev.ms): the copy engine starts once prev's copies have ended and
-// moves bw bytes per ms, each byte once prev has released the ring byte it overwrites.
-// The next model's stream starts where prev's ended, so its byte y reuses prev's stream
-// byte S + y - R (none when negative). At most the ring.
-int64_t prefetch_window(const Point& prev, int64_t ring, double bw) {
+// (its prediction, prev.ms) and `lead_ms` after it: the copy engine starts once prev's
+// copies have ended and moves bw bytes per ms, each byte once prev has released the ring
+// byte it overwrites. The next model's stream starts where prev's ended, so its byte y
+// reuses prev's stream byte S + y - R (none when negative). At most the ring.
+int64_t window_until(const Point& prev, int64_t ring, double bw, double lead_ms) {
   if (bw <= 0 || ring <= 0) return 0;
-  const double end = prev.ms;
+  const double end = prev.ms + lead_ms;
   double t = prev.copies_end_ms;
   int64_t y = 0;
   // Copies `len` bytes once `ready`; false when prev ends first (y then holds what fitted).
@@ -89,6 +89,15 @@ int64_t prefetch_window(const Point& prev, int64_t ring, double bw) {
     from = blob_end;
   }
   return std::min(y, ring);
+}
+
+// Model m's prefetch window after `prev`: until prev ends, or through m's lead less the
+// bytes of m's input upload (which shares the link), whichever is more.
+int64_t prefetch_window(const RingModel& m, const Point& prev, int64_t ring) {
+  const double bw = bytes_per_ms(m.profile);
+  const int64_t until_end = window_until(prev, ring, bw, 0);
+  if (m.lead_ms <= 0) return until_end;
+  return std::max(until_end, window_until(prev, ring, bw, m.lead_ms) - m.input_bytes);
 }
 
 // Per model, computed once: the all-resident point.
@@ -119,11 +128,15 @@ Expected<ResidencyResult> settled_plan(const RingModel& m, const StreamOptions& 
 std::vector<Point> ring_curve(const RingModel& m, const ModelBase& base, int64_t ring, int64_t granularity,
                               const SimOptions& sim, int resident_points) {
   std::vector<Point> pts;
-  const int64_t hi = base.total - ring - 1;  // the largest room the ring leaves useful
-  if (ring > 0 && hi >= 0) {
+  // Rooms up to the largest one that leaves more than the ring streamed; a model whose
+  // weights the ring holds may still stream all of them through it (room 0), freeing its
+  // bytes for the others' resident blobs.
+  const int64_t hi = std::max<int64_t>(0, base.total - ring - 1);
+  if (ring > 0) {
     StreamOptions so;
     so.layout = PoolLayout::kRing;
     so.ring_granularity = granularity;
+    so.never_resident = true;
     ResidencyOptions ro;
     ro.sim = sim;
     ro.max_simulations = kRingResidencySimulations;
@@ -235,10 +248,11 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
         sim.check = false;
         sim.prefetched = m.prefetched;
         if (m.prefetched && prev_choice) {
-          sim.prefetch_limit_bytes = prefetch_window((*prev_choice)[prev], ring, bytes_per_ms(m.profile));
+          sim.prefetch_limit_bytes = prefetch_window(m, (*prev_choice)[prev], ring);
           c.limit[i] = sim.prefetch_limit_bytes;
         } else if (m.prefetched) {
-          const double limit = std::max(0.0, bytes_per_ms(m.profile) * free_ms);
+          const double bw = bytes_per_ms(m.profile);
+          const double limit = std::max({0.0, bw * free_ms, bw * (free_ms + m.lead_ms) - double(m.input_bytes)});
           sim.prefetch_limit_bytes = limit >= double(ring) ? ring : int64_t(limit);
           c.limit[i] = sim.prefetch_limit_bytes;
         }
@@ -285,6 +299,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
         so.layout = PoolLayout::kRing;
         so.ring_granularity = granularity;
         so.budget_bytes = ring + pts[i].resident;
+        so.never_resident = true;
         if (pts[i].resident > 0) so.resident = pts[i].set;
         Expected<StreamPlan> plan = plan_streaming(*m.plan, m.profile, so);
         if (!plan.ok() || plan->pool_bytes != ring || plan->resident) return c;
@@ -292,7 +307,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
         sim.check = false;
         sim.prefetched = m.prefetched;
         if (m.prefetched) {
-          sim.prefetch_limit_bytes = prefetch_window(pts[(i + n - 1) % n], ring, bytes_per_ms(m.profile));
+          sim.prefetch_limit_bytes = prefetch_window(m, pts[(i + n - 1) % n], ring);
           c.limit[i] = sim.prefetch_limit_bytes;
         }
         const SimResult r = simulate(*m.plan, *plan, m.profile, m.layer_ms, sim);
@@ -383,7 +398,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
       for (size_t i = 0; i < n; ++i) {
         if (d.limit[i] < 0) continue;
         const size_t prev = (i + n - 1) % n;
-        if (prefetch_window(d.chosen[prev], ring, bytes_per_ms(models[i].profile)) + kWindowSlack < d.limit[i])
+        if (prefetch_window(models[i], d.chosen[prev], ring) + kWindowSlack < d.limit[i])
           delivers = false;
       }
       if (!delivers) break;
@@ -419,6 +434,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
   for (size_t i = 0; i < n; ++i) {
     const Point& p = best.chosen[i];
     r.budget.push_back(p.all ? bases[i].total : best.ring + p.resident);
+    r.in_ring.push_back(p.all ? 0 : 1);
     r.resident.push_back(p.resident);
     r.resident_set.push_back(p.set);
     r.prefetch_limit.push_back(best.limit[i]);

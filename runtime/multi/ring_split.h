@@ -26,6 +26,11 @@ struct RingModel {               // one model's inputs to the shared-ring plan
   std::vector<double> layer_ms;  // kernel time per step (measured at open), ms
   CopyProfile profile;           // the model's copy profile
   bool prefetched = true;        // its leading units are copied while the previous model runs
+  // Host time between the previous model's end and this model's run() during which the
+  // prefetch goes on (SessionOptions::prefetch_lead_ms), and the bytes of its input's
+  // upload within it (they share the link). 0: the window ends with the previous model.
+  double lead_ms = 0;
+  int64_t input_bytes = 0;
 };
 
 struct RingSplit {
@@ -37,6 +42,9 @@ struct RingSplit {
   // compile() (SessionOptions::shared_ring_resident); a unit search after it only lowers
   // the prediction.
   std::vector<int64_t> budget;
+  // Per model: 1 when it streams through the ring (its budget may then reach or pass its
+  // weight bytes: a small model streaming all of them, StreamOptions::never_resident).
+  std::vector<char> in_ring;
   std::vector<int64_t> resident;     // per model: resident bytes (== weight bytes when all resident)
   std::vector<std::vector<char>> resident_set;  // per model, per weight blob: 1 = resident (all 1: all resident)
   // Per model: the SimOptions::prefetch_limit_bytes its prediction used; -1 when no
@@ -52,11 +60,11 @@ struct RingSplit {
 
 // The split. Rings tried: R = 0 (every model all resident; only when everything fits)
 // and `ring_points` multiples of `granularity` spread evenly from 2 x granularity up to
-// min(weight_budget, the largest model's weight bytes - 1) (a model streams only when
-// its weights exceed the ring), then around the best one the midpoints to its
+// min(weight_budget, the largest model's weight bytes - 1), then around the best one the midpoints to its
 // neighbours, halving the step up to 3 times (the optimum is sharp in R).
 // For each R, each model's curve over its resident bytes: rooms spread evenly over
-// [0, weight bytes - R) at resident_points - 1 points, each planned with
+// [0, weight bytes - R) at resident_points - 1 points (only room 0 for a model the ring
+// holds whole: it streams every blob through the ring), each planned with
 // plan_residency_in_ring (at most kRingResidencySimulations simulations each; infeasible
 // points are skipped), plus the all-resident point (plan_streaming with a budget of
 // every weight, as model_curve). A whole split of yolov4 @608 + yolov3 @608 +
@@ -69,8 +77,9 @@ struct RingSplit {
 //
 // Prefetch: model i's prediction uses SimOptions{prefetched = models[i].prefetched,
 // prefetch_limit_bytes = L_i}, the copy engine's free time while the previous model
-// (round-robin order = the models vector; model 0's previous is the last) computes:
-//   L_i = min(R, max(0, bw_i x (T_prev - S_prev / bw_prev)))   [bytes]
+// (round-robin order = the models vector; model 0's previous is the last) computes and
+// during model i's lead (lead_ms, less its input's bytes):
+//   L_i = min(R, max(0, bw_i x (T_prev - S_prev / bw_prev + lead_i) - input_i))   [bytes]
 // with T_prev the previous model's all-resident latency (ms: the least it computes),
 // S_prev its weight bytes (every byte streamed: conservative), bw the profile's peak
 // pinned bandwidth in bytes per ms (peak_gbps() x 1e6).

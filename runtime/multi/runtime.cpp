@@ -209,6 +209,7 @@ Expected<RingSplit> Runtime::split_ring(const RingModel* extra) {
     RingSplit s;
     for (const RingModel& m : models) {
       s.budget.push_back(m.plan->weight_bytes());
+      s.in_ring.push_back(0);
       s.resident.push_back(m.plan->weight_bytes());
       s.prefetch_limit.push_back(-1);
       s.predicted_ms.push_back(0);
@@ -236,7 +237,7 @@ Status Runtime::apply_ring(const RingSplit& split) {
       const size_t i = k++;
       HostedBudget want;
       want.budget = split.budget[i];
-      want.shared_ring = split.budget[i] >= m.plan_copy->weight_bytes() ? 0 : split.ring_bytes;
+      want.shared_ring = split.in_ring[i] ? split.ring_bytes : 0;
       want.prefetch_limit = split.prefetch_limit[i];
       if (want.shared_ring > 0) want.resident_set = split.resident_set[i];
       const bool shrinks = want.budget - want.shared_ring < m.given.budget - m.given.shared_ring;
@@ -315,13 +316,15 @@ Expected<HostedBudget> Runtime::weight_budget(const CompiledModel& model, const 
                                                            model.options.read_depth)
                                     : m_target.copy_profile;
     rm.prefetched = model.options.prefetch_next;
+    rm.lead_ms = model.options.prefetch_lead_ms;
+    rm.input_bytes = int64_t(model.plan.options.batch) * model.plan.input_shape.count() * 4;  // set_input: f32
     DLR_ASSIGN_OR_RETURN(RingSplit s, split_ring(&rm));
     DLR_RETURN_IF_ERROR(apply_ring(s));
     m_pending_ring = rm;
     const size_t k = s.budget.size() - 1;
     HostedBudget hb;
     hb.budget = s.budget[k];
-    hb.shared_ring = s.budget[k] >= model.plan.weight_bytes() ? 0 : s.ring_bytes;
+    hb.shared_ring = s.in_ring[k] ? s.ring_bytes : 0;
     hb.prefetch_limit = s.prefetch_limit[k];
     if (hb.shared_ring > 0) hb.resident_set = s.resident_set[k];
     m_pending_given = hb;
@@ -377,6 +380,11 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
     options.weight_pool = PoolLayout::kRing;
     options.prefetch_next = m_options.prefetch_next && options.weights_from == WeightsFrom::kHost;
     options.copy_profile = m_options.copy_profile;
+    // The joint plan predicts every model with the runtime's copy profile and hands each
+    // session its ring, resident set and prefetch limit; a session's own calibration
+    // would plan its units again with another profile (kept per model, whatever plan it
+    // was fitted on), away from what the joint plan predicted.
+    options.calibrate_copies = false;
   }
   options.shared_memory = true;
   const std::lock_guard<std::mutex> lock(m_mutex);

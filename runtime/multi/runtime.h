@@ -121,9 +121,11 @@ class Runtime final : public SessionHost {
 
   // Opens a model on the runtime. options as for Session::open; device and
   // cuda_device must be the runtime's; on the GPU the runtime sets mode (stream), the
-  // weight budget, prefetch_next (off for weights from storage) and shared_memory itself;
+  // weight budget, prefetch_next (off for weights from storage), calibrate_copies (off: the
+  // joint plan predicts with the runtime's copy profile) and shared_memory itself;
   // weights from storage run three stages there (zero copy is refused). weight: the
-  // model's priority or expected rate (> 0).
+  // model's priority or expected rate (> 0); options.prefetch_lead_ms: host time before its
+  // inferences that its prefetch may count.
   Expected<std::unique_ptr<RuntimeModel>> open(const std::string& cfg_path, const std::string& weights_path,
                                                SessionOptions options, double weight = 1);
 

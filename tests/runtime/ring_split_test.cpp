@@ -51,6 +51,7 @@ RingModel ring_model(const std::string& name, const ExecutionPlan& plan, std::ve
 void check_split(const std::vector<RingModel>& models, const RingSplit& s, int64_t budget) {
   const size_t n = models.size();
   ASSERT_EQ(s.budget.size(), n);
+  ASSERT_EQ(s.in_ring.size(), n);
   ASSERT_EQ(s.resident.size(), n);
   ASSERT_EQ(s.resident_set.size(), n);
   ASSERT_EQ(s.prefetch_limit.size(), n);
@@ -70,7 +71,8 @@ void check_split(const std::vector<RingModel>& models, const RingSplit& s, int64
       if (s.resident_set[i][b]) set_bytes += plan.weights[b].bytes;
     EXPECT_EQ(set_bytes, s.resident[i]);
     EXPECT_GE(s.predicted_ms[i], s.all_resident_ms[i] - 1e-9);
-    if (s.resident[i] == total) {
+    if (!s.in_ring[i]) {
+      EXPECT_EQ(s.resident[i], total);
       EXPECT_EQ(s.budget[i], total);
       EXPECT_DOUBLE_EQ(s.predicted_ms[i], s.all_resident_ms[i]);
       EXPECT_EQ(s.prefetch_limit[i], -1);
@@ -83,7 +85,9 @@ void check_split(const std::vector<RingModel>& models, const RingSplit& s, int64
     so.layout = PoolLayout::kRing;
     so.ring_granularity = kGran;
     so.budget_bytes = s.budget[i];
+    so.never_resident = true;  // as compile() plans a model the runtime puts in its ring
     if (s.resident[i] > 0) so.resident = s.resident_set[i];
+    EXPECT_LT(s.resident[i], total);
     const Expected<StreamPlan> sp = plan_streaming(plan, models[i].profile, so);
     ASSERT_TRUE(sp.ok()) << sp.status().to_string();
     EXPECT_EQ(sp->pool_bytes, s.ring_bytes);
@@ -228,6 +232,40 @@ TEST(RingSplit, OneRingBeatsARingPerModel) {
   }
 }
 
+// A lead (host time before each run() during which the prefetch goes on, less the
+// input's upload) widens every prefetch window: with a long one each prefetched model may
+// count its whole ring, with a short one the limits are never below those without, and
+// the predicted objective is never worse.
+TEST(RingSplit, LeadWidensThePrefetchWindows) {
+  const std::vector<Fake> f = fakes(5, 3, 0.002, 0.05);
+  const int64_t budget = int64_t(0.5 * double(total_weights(f)));
+  for (SplitObjective obj : {SplitObjective::kSum, SplitObjective::kMaxSlowdown}) {
+    std::vector<RingModel> models;
+    for (size_t i = 0; i < f.size(); ++i) models.push_back(ring_model("m" + std::to_string(i), f[i].plan, f[i].ms, true));
+    const Expected<RingSplit> none = split_shared_ring(models, budget, kGran, obj);
+    ASSERT_TRUE(none.ok()) << none.status().to_string();
+    for (RingModel& m : models) {
+      m.lead_ms = 10.0;  // 10 ms at ~50 GB/s: far more than any ring
+      m.input_bytes = 4 << 20;
+    }
+    const Expected<RingSplit> lng = split_shared_ring(models, budget, kGran, obj);
+    ASSERT_TRUE(lng.ok()) << lng.status().to_string();
+    check_split(models, *lng, budget);
+    for (size_t i = 0; i < f.size(); ++i)
+      if (lng->in_ring[i]) EXPECT_EQ(lng->prefetch_limit[i], lng->ring_bytes) << models[i].name;
+    EXPECT_LE(lng->cost, none->cost + 1e-9);
+    // A lead shorter than the input's upload adds nothing.
+    for (RingModel& m : models) {
+      m.lead_ms = 0.01;
+      m.input_bytes = 64 << 20;
+    }
+    const Expected<RingSplit> upload_bound = split_shared_ring(models, budget, kGran, obj);
+    ASSERT_TRUE(upload_bound.ok());
+    EXPECT_EQ(upload_bound->prefetch_limit, none->prefetch_limit);
+    EXPECT_DOUBLE_EQ(upload_bound->cost, none->cost);
+  }
+}
+
 TEST(RingSplit, RefusesWhatCannotFitWithOneLine) {
   // Two models whose largest blob is 16 MiB: no ring below ~32 MiB streams them, and a
   // 20 MiB budget cannot hold one resident either.
@@ -319,6 +357,13 @@ TEST(RingSplit, YoloModelsSplitQuickly) {
       std::printf("--- %.0f MiB, %s: shared ring split in %.2f s\n%s\n", double(budget) / kMiB,
                   obj == SplitObjective::kSum ? "sum" : "max-slowdown", secs, s->how.c_str());
       check_split(models, *s, budget);
+      if (budget == 116 * kMiB) {
+        // yolov4-tiny's 11.55 MiB fit in the ring: it streams all of them through it
+        // (prefetched while yolov3 runs) and its bytes go to the large models' resident sets.
+        EXPECT_TRUE(s->in_ring[2]);
+        EXPECT_EQ(s->resident[2], 0);
+        EXPECT_GE(s->budget[2], plans[2].weight_bytes());
+      }
       const Expected<BudgetSplit> per = split_budget(curves, budget, kMiB, obj);
       if (per.ok()) {
         std::printf("a ring per model (unlimited prefetch):\n%s\n", per->how.c_str());

@@ -58,6 +58,10 @@ struct Options {
   bool cache_kernel_times = false;    // reuse what is kept per GPU and model in the cache: stream mode's kernel
                                       // times and (CUDA) the cuDNN algorithm choices
   bool calibrate_copies = true;       // stream mode: fit the copy cost in a few inferences at open and plan with it
+  // On a Runtime: host time (ms, 0..1000) the application spends before this model's
+  // inference once the model before it has finished, without copies to the GPU (decoding,
+  // CPU pre-processing); the joint plan lets this model's prefetch count it. 0: conservative.
+  double prefetch_lead_ms = 0;
 
   // ---- weights from storage (CPU, or CUDA stream mode; docs/streaming.md section 7) ----
   bool weights_from_storage = false;  // read the weights each inference from a prepared weight file
