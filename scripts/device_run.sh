@@ -248,6 +248,12 @@ for phase in "$@"; do
       timeout 120 "$B/dlbench" --models "$MODELS" --runtime-budget 40%,50% --split max-slowdown \
         --json "$OUT/models_fp16_maxslowdown.json" >"$OUT/models_fp16_maxslowdown.txt" 2>&1
       note "models max-slowdown rc=$?"; grep -A6 "^model  " "$OUT/models_fp16_maxslowdown.txt" | tee -a "$summary"
+      # The upload timed too (set_input + run(), the preload sessions alike).
+      for split in sum max-slowdown; do
+        timeout 120 "$B/dlbench" --models "$MODELS" --runtime-budget 40%,50% --time-input --split $split \
+          --json "$OUT/models_fp16_timeinput_$split.json" >"$OUT/models_fp16_timeinput_$split.txt" 2>&1
+        note "models time-input $split rc=$?"; grep -A4 "^model  " "$OUT/models_fp16_timeinput_$split.txt" | tee -a "$summary"
+      done
       timeout 120 "$B/dlbench" --models "$MODELS" --runtime-budget 40% --no-prefetch \
         --json "$OUT/models_fp16_noprefetch.json" >"$OUT/models_fp16_noprefetch.txt" 2>&1
       note "models no prefetch rc=$?"; tail -6 "$OUT/models_fp16_noprefetch.txt" | tee -a "$summary"
@@ -259,6 +265,8 @@ for phase in "$@"; do
     ring)
       # Issue 12, the shared ring: its GPU tests, then the four detectors with one ring
       # shared by every model against a ring per model, in the same run, at 40 and 50 %.
+      # RING_BUDGETS, RING_KINDS, RING_SPLITS, RING_WS (--workspace-limit list),
+      # RING_EXTRA (more dlbench arguments, e.g. --time-input), RING_INTERLEAVED=0.
       export DLR_CACHE_DIR=/tmp/dlrcache
       timeout 240 "$B/dlr_gpu_tests" --gtest_filter='RuntimeGpu.*:StreamPrefetch.*' >"$OUT/ring_tests.log" 2>&1
       note "ring gpu tests rc=$? $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]+ test' "$OUT/ring_tests.log" | tr '\n' ' ')"
@@ -267,7 +275,7 @@ for phase in "$@"; do
       MODELS="$M/yolov4.cfg@608,$M/yolov3.cfg@608,$M/yolov4-tiny.cfg@416,$W/yolo-fastest-1.1.cfg:$W/yolo-fastest-1.1.weights@416"
       for split in ${RING_SPLITS:-sum max-slowdown}; do
         timeout 300 "$B/dlbench" --models "$MODELS" --runtime-budget "${RING_BUDGETS:-40%,50%}" \
-          --ring "${RING_KINDS:-shared,per-model}" --split "$split" \
+          --ring "${RING_KINDS:-shared,per-model}" --split "$split" --workspace-limit "${RING_WS:-default}" ${RING_EXTRA:-} \
           --json "$OUT/ring_fp16_$split.json" >"$OUT/ring_fp16_$split.txt" 2>&1
         note "ring models --split $split rc=$?"
         grep -E '^runtime budget|^yolo|^model  ' "$OUT/ring_fp16_$split.txt" | tee -a "$summary"

@@ -626,6 +626,7 @@ Status CudaEngine::run() {
   // Prefetched: the leading copies are (being) done on the copy stream; the rest follows.
   const bool prefetched = m_prefetched;
   m_prefetched = false;
+  DLR_RETURN_IF_ERROR(note_prefetch_ready(prefetched));
   // Shared ring: the layers wait for their own prefetch chunk instead (enqueue_network).
   if (prefetched && !uses_shared_ring()) DLR_CUDA_CHECK(cudaStreamWaitEvent(s, m_prefetch_done.get(), 0));
   if (m_graph && (!prefetched || m_graph_body)) {
@@ -655,6 +656,39 @@ Status CudaEngine::run() {
   // The next inference's leading units, while the host post-processes this one's outputs
   // (with a launch hook, the hook's owner decides when).
   return m_launch_hook ? Status() : prefetch();
+}
+
+Status CudaEngine::note_prefetch_ready(bool prefetched) {
+  m_run_timing.prefetch_bytes = -1;
+  m_run_timing.prefetch_ready_bytes = -1;
+  if (!prefetched) return Status();
+  // True when the event has completed; cudaEventQuery never waits.
+  auto landed = [](const cuda::Event& ev, bool* done) -> Status {
+    const cudaError_t e = cudaEventQuery(ev.get());
+    if (e == cudaErrorNotReady) {
+      *done = false;
+      return Status();
+    }
+    DLR_CUDA_CHECK(e);
+    *done = true;
+    return Status();
+  };
+  const int64_t all = m_stream_plan.prefetch_bytes();
+  m_run_timing.prefetch_bytes = all;
+  m_run_timing.prefetch_ready_bytes = 0;
+  bool done = false;
+  if (!uses_shared_ring() || m_chunk_ev.empty()) {
+    DLR_RETURN_IF_ERROR(landed(m_prefetch_done, &done));
+    m_run_timing.prefetch_ready_bytes = done ? all : 0;
+    return Status();
+  }
+  for (size_t c = 0; c < m_chunk_ev.size(); ++c) {  // chunks land in order on the copy stream
+    DLR_RETURN_IF_ERROR(landed(m_chunk_ev[c], &done));
+    if (!done) break;
+    for (int u = m_chunk_first[c]; u < m_chunk_first[c + 1]; ++u)
+      m_run_timing.prefetch_ready_bytes += m_stream_plan.units[size_t(u)].bytes;
+  }
+  return Status();
 }
 
 const float* CudaEngine::output(int layer, int image) const {

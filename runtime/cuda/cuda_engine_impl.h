@@ -86,6 +86,8 @@ class CudaEngine final : public Engine {
   // must wait for, or -1 when none of this engine's last run's bytes live there.
   int release_index(int64_t pos, int64_t bytes) const;
   int prefetch_chunk(int unit) const;  // the prefetch chunk holding prefetched unit `unit`
+  // Fills m_run_timing's prefetch fields at the start of run() (queries events, never waits).
+  Status note_prefetch_ready(bool prefetched);
   // The activation arena and the cuDNN workspace: the engine's own, or its runtime's.
   char* arena_base() const { return m_arena_ptr; }
   void* workspace_ptr() const { return m_workspace_ptr; }

@@ -1074,6 +1074,17 @@ int tool_main(int argc, char** argv) {
   app.add_option("--ring", mb.ring,
                  "--models: where streamed weights pass, comma-separated to compare in one run: shared (one ring "
                  "for every model, the default) or per-model (a ring of its own each)");
+  app.add_flag("--time-input", mb.time_input,
+               "--models: time each inference from set_input (the input's upload) instead of from run(), for the "
+               "preload sessions and the runtime alike (another model's prefetch goes on during the upload)");
+  app.add_option("--prefetch-lead", mb.prefetch_lead_ms,
+                 "--models: ms of host time without copies before each model's inference that its prefetch may count "
+                 "in the runtime's joint plan (SessionOptions::prefetch_lead_ms; default 0; the bench's own gap, "
+                 "set_input, is an upload and does not count)")->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--workspace-limit", mb.workspace_limits,
+                 "--models: the cuDNN workspace limit per convolution of the runtime's models (their shared "
+                 "workspace is the largest a conv needs), comma-separated to compare in one run: default (as a "
+                 "session's), NNMiB or bytes; the separate preload sessions keep the default");
   app.add_option("--split", mb.split,
                  "--models: what the runtime's joint plan minimises: sum (the weighted sum of predicted latencies, "
                  "default) or max-slowdown (the largest predicted slowdown against each model's own preload)");

@@ -86,17 +86,25 @@ bool same(const std::vector<Detection>& a, const std::vector<Detection>& b) {
 
 struct Timed {
   std::vector<double> total_ms, network_ms;
+  std::vector<double> ready_mib;  // prefetched bytes landed when run() began (prefetched inferences only)
+  std::vector<double> input_ms;   // host time of set_input
 };
 
-// One inference on the engine: set_input + run (pre- and post-processing excluded, the
-// same for every configuration).
-Status infer(Session& s, const std::vector<float>& input, Timed* t) {
+// One inference: set_input (the input's upload), then run(). Timed from run() on, or from
+// set_input on with time_input (then the upload, during which another model's prefetch
+// may go on, counts in the latency of the preload sessions and the runtime alike).
+Status infer(Session& s, const std::vector<float>& input, Timed* t, bool time_input) {
+  const auto t_in = Clock::now();
   DLR_RETURN_IF_ERROR(s.engine().set_input(input.data(), 1));
-  const auto t0 = Clock::now();
+  const auto t_run = Clock::now();
+  const auto t0 = time_input ? t_in : t_run;
   DLR_RETURN_IF_ERROR(s.engine().run());
   if (t) {
+    t->input_ms.push_back(std::chrono::duration<double, std::milli>(t_run - t_in).count());
     t->total_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    t->network_ms.push_back(s.engine().last_run_timing().network_ms);
+    const RunTiming rt = s.engine().last_run_timing();
+    t->network_ms.push_back(rt.network_ms);
+    if (rt.prefetch_ready_bytes >= 0) t->ready_mib.push_back(double(rt.prefetch_ready_bytes) / 1048576.0);
   }
   return Status();
 }
@@ -128,6 +136,20 @@ int run_models_bench(const ModelsBenchArgs& a) {
   for (const std::string& ring : split(a.ring, ','))
     if (ring != "shared" && ring != "per-model")
       return fail("dlbench", invalid_argument("--ring " + ring + ": expected shared or per-model"));
+  std::map<std::string, int64_t> workspace_limits;  // --workspace-limit entries -> bytes
+  for (const std::string& w : split(a.workspace_limits, ',')) {
+    if (w == "default") {
+      workspace_limits[w] = SessionOptions{}.workspace_limit;
+      continue;
+    }
+    const bool in_mib = w.size() > 3 && w.compare(w.size() - 3, 3, "MiB") == 0;
+    const std::string digits = in_mib ? w.substr(0, w.size() - 3) : w;
+    char* end = nullptr;
+    const double v = std::strtod(digits.c_str(), &end);
+    if (digits.empty() || end != digits.c_str() + digits.size() || !(v >= 0) || v > (in_mib ? 65536.0 : 68719476736.0))
+      return fail("dlbench", invalid_argument("--workspace-limit " + w + ": expected default, NNMiB or bytes (up to 64 GiB)"));
+    workspace_limits[w] = int64_t(in_mib ? v * 1048576.0 : v);
+  }
   std::map<std::string, double> percents;  // "NN%" budgets -> NN (of the separate sessions' memory)
   for (const std::string& budget : split(a.budgets, ',')) {
     if (budget.empty() || budget.back() != '%') continue;
@@ -186,6 +208,10 @@ int run_models_bench(const ModelsBenchArgs& a) {
 
   nlohmann::json out;
   out["mode"] = "models";
+  out["latency_from"] = a.time_input ? "set_input" : "run";
+  std::printf("latency: %s, median of %d rounds after %d\n",
+              a.time_input ? "set_input (the input's upload) + run()" : "run() (set_input before it, untimed)", a.iters,
+              a.warmup);
   out["device"] = a.device;
   out["precision"] = precision_name(base.precision);
 #ifdef DLR_HAVE_CUDA
@@ -193,10 +219,11 @@ int run_models_bench(const ModelsBenchArgs& a) {
 #endif
 
   // 1. Each model alone, preload: latency, device memory, and the reference detections.
-  std::printf("%-22s %12s %12s %10s %10s %10s %10s\n", "model alone (preload)", "latency ms", "network ms",
-              "weights", "activ.", "workspace", "MiB total");
+  std::printf("%-22s %12s %12s %10s %10s %10s %10s %12s\n", "model alone (preload)", "latency ms", "network ms",
+              "weights", "activ.", "workspace", "MiB total", "set_input ms");
   int64_t separate = 0;
   std::vector<double> preload_ms;
+  std::vector<double> input_ms;  // per model: its set_input's host time, the gap before its run() in a round
   std::vector<std::vector<std::vector<Detection>>> reference(specs.size());  // [model][image]
   for (size_t i = 0; i < specs.size(); ++i) {
     const ModelSpec& s = specs[i];
@@ -204,7 +231,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
     if (!session.ok()) return fail("dlbench", session.status());
     Timed t;
     for (int k = 0; k < a.warmup + a.iters; ++k) {
-      const Status st = infer(**session, inputs[i], k < a.warmup ? nullptr : &t);
+      const Status st = infer(**session, inputs[i], k < a.warmup ? nullptr : &t, a.time_input);
       if (!st.ok()) return fail("dlbench", st);
     }
     for (const ImageU8& img : images) {
@@ -216,14 +243,17 @@ int run_models_bench(const ModelsBenchArgs& a) {
     const int64_t bytes = m.weights + m.activations + m.workspace;
     separate += bytes;
     preload_ms.push_back(median(t.total_ms));
-    std::printf("%-22s %12.3f %12.3f %10.2f %10.2f %10.2f %10.2f\n", s.name.c_str(), median(t.total_ms),
-                median(t.network_ms), mib(m.weights), mib(m.activations), mib(m.workspace), mib(bytes));
+    input_ms.push_back(median(t.input_ms));
+    std::printf("%-22s %12.3f %12.3f %10.2f %10.2f %10.2f %10.2f %12.3f\n", s.name.c_str(), median(t.total_ms),
+                median(t.network_ms), mib(m.weights), mib(m.activations), mib(m.workspace), mib(bytes),
+                input_ms.back());
     out["separate"].push_back({{"model", s.name},
                                {"cfg", s.cfg},
                                {"weights", s.synthetic ? std::string("synthetic") : s.weights},
                                {"size", s.size},
                                {"latency_ms", median(t.total_ms)},
                                {"network_ms", median(t.network_ms)},
+                               {"set_input_ms", input_ms.back()},
                                {"memory", {{"weights", m.weights}, {"activations", m.activations},
                                            {"workspace", m.workspace}, {"other", m.other}}},
                                {"device_bytes", bytes}});
@@ -233,6 +263,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
 
   // 2. All models on one runtime, for every budget.
   int rc = kExitOk;
+  for (const std::string& workspace_text : split(a.workspace_limits, ','))
   for (const std::string& ring : split(a.ring, ','))
   for (const std::string& budget_text : split(a.budgets, ',')) {
     RuntimeOptions ro;
@@ -249,45 +280,57 @@ int run_models_bench(const ModelsBenchArgs& a) {
     std::vector<std::unique_ptr<RuntimeModel>> models;
     const auto t_open = Clock::now();
     for (const ModelSpec& s : specs) {
-      auto m = (*rt)->open(s.cfg, s.weights, options_of(s));
+      SessionOptions o = options_of(s);
+      o.workspace_limit = workspace_limits[workspace_text];
+      o.prefetch_lead_ms = a.prefetch_lead_ms;
+      auto m = (*rt)->open(s.cfg, s.weights, o);
       if (!m.ok()) return fail("dlbench", Status(m.status().code(), s.name + ": " + m.status().message()));
       models.push_back(std::move(m).value());
     }
     const double open_s = std::chrono::duration<double>(Clock::now() - t_open).count();
     const RuntimeMemory mem = (*rt)->memory();
-    std::printf("\nruntime budget %s, %s ring (%.2f MiB, %.1f %% of the separate sessions), opened in %.2f s\n%s\n",
-                budget_text.c_str(), ring.c_str(), mib((*rt)->budget_bytes()),
+    std::printf("\nruntime budget %s, %s ring, workspace limit %s, prefetch lead %g ms (%.2f MiB, %.1f %% of the "
+                "separate sessions), opened in %.2f s\n%s\n",
+                budget_text.c_str(), ring.c_str(), workspace_text.c_str(), a.prefetch_lead_ms, mib((*rt)->budget_bytes()),
                 separate > 0 ? 100.0 * double(mem.total()) / double(separate) : 0.0, open_s, mem.to_text().c_str());
     // Round robin.
     std::vector<Timed> rr(specs.size());
     for (int k = 0; k < a.warmup + a.iters; ++k)
       for (size_t i = 0; i < models.size(); ++i) {
-        const Status st = infer(models[i]->session(), inputs[i], k < a.warmup ? nullptr : &rr[i]);
+        const Status st = infer(models[i]->session(), inputs[i], k < a.warmup ? nullptr : &rr[i], a.time_input);
         if (!st.ok()) return fail("dlbench", st);
       }
     nlohmann::json run;
     run["budget"] = budget_text;
     run["split"] = a.split;
     run["ring"] = ring;
+    run["workspace_limit"] = workspace_text;
+    run["prefetch_lead_ms"] = a.prefetch_lead_ms;
+    run["workspace_limit_bytes"] = workspace_limits[workspace_text];
     run["budget_bytes"] = (*rt)->budget_bytes();
     run["open_s"] = open_s;
     run["memory"] = {{"total", mem.total()}, {"arena", mem.arena}, {"workspace", mem.workspace},
                      {"weights", mem.weights}, {"ring", mem.ring}, {"other", mem.other}, {"host_weights", mem.host_weights},
                      {"fraction_of_separate", separate > 0 ? double(mem.total()) / double(separate) : 0.0}};
     run["plan"] = (*rt)->plan_text();
-    std::printf("%-22s %10s %10s %10s %10s %10s %12s %12s\n", "model", "resident", "pool", "streamed",
-                "prefetch", "predicted", "round robin", "x preload");
+    std::printf("%-22s %10s %10s %10s %10s %10s %10s %12s %12s %10s\n", "model", "resident", "pool", "streamed",
+                "prefetch", "landed", "predicted", "round robin", "x preload", "set_input");
     for (size_t i = 0; i < models.size(); ++i) {
       const RuntimeMemory::Model& m = mem.models[i];
       const double ms = median(rr[i].total_ms);
-      std::printf("%-22s %10.2f %10.2f %10.2f %10.2f %10.3f %12.3f %12.3f\n", specs[i].name.c_str(), mib(m.resident),
-                  mib(m.pool), mib(m.streamed), mib(m.prefetched), m.predicted_ms, ms, ms / preload_ms[i]);
+      const double landed = rr[i].ready_mib.empty() ? 0.0 : median(rr[i].ready_mib);
+      std::printf("%-22s %10.2f %10.2f %10.2f %10.2f %10.2f %10.3f %12.3f %12.3f %10.3f\n", specs[i].name.c_str(),
+                  mib(m.resident), mib(m.pool), mib(m.streamed), mib(m.prefetched), landed, m.predicted_ms, ms,
+                  ms / preload_ms[i], median(rr[i].input_ms));
       run["models"].push_back({{"model", specs[i].name},
                                {"weight_budget", m.weight_budget},
                                {"resident", m.resident},
                                {"pool", m.pool},
                                {"streamed", m.streamed},
                                {"prefetched", m.prefetched},
+                               {"prefetch_landed_mib_median", landed},
+                               {"set_input_ms", median(rr[i].input_ms)},
+                               {"prefetched_inferences", rr[i].ready_mib.size()},
                                {"arena_need", m.arena_need},
                                {"workspace_need", m.workspace_need},
                                {"other", m.other},

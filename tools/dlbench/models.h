@@ -18,6 +18,15 @@ struct ModelsBenchArgs {
   bool no_prefetch = false;
   std::string split = "sum";  // the joint plan's objective: sum or max-slowdown
   std::string ring = "shared";  // comma-separated: shared, per-model (RuntimeOptions::shared_ring)
+  // Comma-separated cuDNN workspace limits per convolution for the runtime's models
+  // (SessionOptions::workspace_limit; the separate preload sessions keep the default):
+  // "default", NNMiB or bytes.
+  std::string workspace_limits = "default";
+  bool time_input = false;
+  // The runtime's models' SessionOptions::prefetch_lead_ms, ms (0: none). The bench's own
+  // gap before each run() is set_input, an upload: it queues behind a prefetch, so it is
+  // not a lead (docs/streaming.md section 8).
+  double prefetch_lead_ms = 0;  // latency from set_input (the upload included) instead of from run()
   int iters = 50;      // timed round-robin rounds
   int warmup = 10;
   int concurrent_iters = 0;  // > 0: one thread per model, this many detect() calls each
