@@ -1076,7 +1076,7 @@ int tool_main(int argc, char** argv) {
                  "for every model, the default) or per-model (a ring of its own each)");
   app.add_flag("--time-input", mb.time_input,
                "--models: time each inference from set_input (the input's upload) instead of from run(), for the "
-               "preload sessions and the runtime alike (another model's prefetch goes on during the upload)");
+               "preload sessions and the runtime alike (a wait of the upload for the copy engine then counts)");
   app.add_option("--prefetch-lead", mb.prefetch_lead_ms,
                  "--models: ms of host time without copies before each model's inference that its prefetch may count "
                  "in the runtime's joint plan (SessionOptions::prefetch_lead_ms; default 0; the bench's own gap, "
