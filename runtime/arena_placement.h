@@ -6,8 +6,9 @@
 // (inclusive: a step never reads and writes the same bytes); conflicting buffers get
 // disjoint byte ranges. Finding the smallest arena is NP-hard in general (dynamic
 // storage allocation), so place_buffers() tries several greedy orders and fit rules,
-// then seeded perturbations of the best order, and stops as soon as an arena reaches
-// live_lower_bound(): no placement can be smaller than the most bytes live at one step.
+// then seeded perturbations of the best order (up to 200, fewer for networks of over
+// ~450 buffers), and stops as soon as an arena reaches live_lower_bound(): no placement
+// can be smaller than the most bytes live at one step.
 #include <cstdint>
 #include <vector>
 
