@@ -58,11 +58,10 @@ struct RunTiming {
   double network_ms = 0;   // the network itself (first to last kernel)
   double download_ms = 0;  // output transfer
   double total_ms = 0;     // host wall time of run()
-  // Prefetch across inferences (CUDA streaming): the bytes of this inference's leading
-  // units copied ahead, and how many of them had landed when run() began (queried without
-  // waiting; in a Runtime's shared ring per prefetch chunk, else all or nothing). -1: this
-  // inference was not prefetched.
-  int64_t prefetch_bytes = -1;
+  // Prefetch across inferences (CUDA streaming): how many of the bytes copied ahead
+  // (StreamPlan::prefetch_bytes) had landed when run() began (queried without waiting; in
+  // a Runtime's shared ring per prefetch chunk, else all or nothing). -1: this inference
+  // was not prefetched.
   int64_t prefetch_ready_bytes = -1;
 };
 

@@ -29,6 +29,13 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// The weight budget a runtime's share becomes: every weight when it holds them all,
+// except through the shared ring, where a model streams even when the ring holds all
+// its weights (StreamOptions::never_resident).
+WeightBudget hosted_weight_budget(const HostedBudget& b, int64_t weight_bytes) {
+  return b.budget >= weight_bytes && b.shared_ring == 0 ? WeightBudget::all() : WeightBudget::of_bytes(b.budget);
+}
+
 }  // namespace
 
 Session::~Session() = default;
@@ -84,9 +91,7 @@ Status Session::set_weight_budget(const HostedBudget& budget) {
     if (m_layer_ms.empty()) return internal_error("set_weight_budget: no kernel times measured at open");
     const int64_t bytes = budget.budget;
     SessionOptions o = m_options;
-    // Through the shared ring a model streams even when the ring holds all its weights.
-    o.weight_budget = bytes >= m_model->plan.weight_bytes() && budget.shared_ring == 0 ? WeightBudget::all()
-                                                                                         : WeightBudget::of_bytes(bytes);
+    o.weight_budget = hosted_weight_budget(budget, m_model->plan.weight_bytes());
     o.shared_ring_bytes = budget.shared_ring;
     o.prefetch_limit_bytes = budget.prefetch_limit;
     o.shared_ring_resident = budget.resident_set;
@@ -214,9 +219,7 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
     SessionOptions final_options = options;
     if (hosted_stream) {
       DLR_ASSIGN_OR_RETURN(const HostedBudget hb, host->weight_budget(*s->m_model, layer_ms));
-      final_options.weight_budget = hb.budget >= s->m_model->plan.weight_bytes() && hb.shared_ring == 0
-                                        ? WeightBudget::all()
-                                        : WeightBudget::of_bytes(hb.budget);
+      final_options.weight_budget = hosted_weight_budget(hb, s->m_model->plan.weight_bytes());
       final_options.shared_ring_bytes = hb.shared_ring;
       final_options.prefetch_limit_bytes = hb.prefetch_limit;
       final_options.shared_ring_resident = hb.resident_set;

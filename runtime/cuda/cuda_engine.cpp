@@ -659,7 +659,6 @@ Status CudaEngine::run() {
 }
 
 Status CudaEngine::note_prefetch_ready(bool prefetched) {
-  m_run_timing.prefetch_bytes = -1;
   m_run_timing.prefetch_ready_bytes = -1;
   if (!prefetched) return Status();
   // True when the event has completed; cudaEventQuery never waits.
@@ -673,13 +672,11 @@ Status CudaEngine::note_prefetch_ready(bool prefetched) {
     *done = true;
     return Status();
   };
-  const int64_t all = m_stream_plan.prefetch_bytes();
-  m_run_timing.prefetch_bytes = all;
   m_run_timing.prefetch_ready_bytes = 0;
   bool done = false;
   if (!uses_shared_ring() || m_chunk_ev.empty()) {
     DLR_RETURN_IF_ERROR(landed(m_prefetch_done, &done));
-    m_run_timing.prefetch_ready_bytes = done ? all : 0;
+    m_run_timing.prefetch_ready_bytes = done ? m_stream_plan.prefetch_bytes() : 0;
     return Status();
   }
   for (size_t c = 0; c < m_chunk_ev.size(); ++c) {  // chunks land in order on the copy stream

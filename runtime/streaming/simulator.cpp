@@ -52,14 +52,8 @@ int64_t peak_in_use(std::vector<std::pair<double, double>> intervals, int64_t by
 // The leading units landed before the inference: the prefetch units, cut at the first
 // whose cumulative bytes exceed options.prefetch_limit_bytes (when >= 0).
 int prefetched_units(const StreamPlan& stream, const SimOptions& options, bool reads) {
-  if (!options.prefetched || reads || stream.resident) return 0;
-  const int n = stream.prefetch_units();
-  if (options.prefetch_limit_bytes < 0) return n;
-  int64_t bytes = 0;
-  int k = 0;
-  while (k < n && bytes + stream.units[size_t(k)].bytes <= options.prefetch_limit_bytes)
-    bytes += stream.units[size_t(k++)].bytes;
-  return k;
+  if (!options.prefetched || reads) return 0;
+  return stream.prefetch_units_within(options.prefetch_limit_bytes);
 }
 
 }  // namespace

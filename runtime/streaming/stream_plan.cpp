@@ -314,12 +314,13 @@ std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan) {
 
 int64_t StreamPlan::host_store_bytes() const { return total_weight_bytes - resident_bytes; }
 
-int StreamPlan::prefetch_units() const {
+int StreamPlan::prefetch_units_within(int64_t limit_bytes) const {
   if (resident) return 0;
+  const auto within = [](int64_t bytes, int64_t limit) { return limit < 0 || bytes <= limit; };
   int n = 0;
   int64_t bytes = 0;
   while (n < int(units.size()) && size_t(n) < unit_waits.size() && unit_waits[size_t(n)].empty() &&
-         (prefetch_limit_bytes < 0 || bytes + units[size_t(n)].bytes <= prefetch_limit_bytes))
+         within(bytes + units[size_t(n)].bytes, prefetch_limit_bytes) && within(bytes + units[size_t(n)].bytes, limit_bytes))
     bytes += units[size_t(n++)].bytes;
   return n;
 }

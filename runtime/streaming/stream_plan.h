@@ -146,7 +146,10 @@ struct StreamPlan {
   // before the next one starts (nothing reads their pool bytes in between), e.g. while
   // another model computes; the next inference then copies only the units from n on.
   // 0 when resident.
-  int prefetch_units() const;
+  int prefetch_units() const { return prefetch_units_within(prefetch_limit_bytes); }
+  // The same leading no-wait units cut at `limit_bytes` as well when that is >= 0 (the
+  // tighter of it and prefetch_limit_bytes applies).
+  int prefetch_units_within(int64_t limit_bytes) const;
   int64_t prefetch_bytes() const;            // bytes of those units
   int64_t device_bytes() const { return pool_bytes + resident_bytes; }  // the weight budget used
   std::vector<int64_t> unit_ends() const;    // host offset where each unit ends (StreamOptions::unit_ends' form)

@@ -81,6 +81,13 @@ TEST(DlbenchModels, UsageErrors) {
   r = run_tool("dlbench --device gpu --models " + models);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("--device must be cpu or cuda"), std::string::npos) << r.err;
+  r = run_tool("dlbench --device cpu --models " + models + " --workspace-limit default,25%");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--workspace-limit 25%: expected default, 0 or a size (2MiB, bytes)"), std::string::npos) << r.err;
+  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  r = run_tool("dlbench --device cpu --models " + models + " --prefetch-lead 2000");
+  EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
+  EXPECT_NE(r.err.find("--prefetch-lead"), std::string::npos) << r.err;
   r = run_tool("dlbench some.cfg --models " + models);
   EXPECT_EQ(r.code, 2) << r.err;
 }

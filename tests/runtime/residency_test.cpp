@@ -302,6 +302,12 @@ TEST(Residency, AutoBudgetOptionErrors) {
   o.latency_target_ms = 0;
   o.max_slowdown = -0.1;
   EXPECT_EQ(validate_options(o).message(), "max slowdown -10.000000 % must be in [0, 1000] %");
+  o.max_slowdown = 0.05;
+  o.prefetch_lead_ms = 1000.5;
+  EXPECT_EQ(validate_options(o).message(), "prefetch lead 1000.500000 ms: expected 0 to 1000 ms");
+  o.prefetch_lead_ms = -1;
+  EXPECT_EQ(validate_options(o).message(), "prefetch lead -1.000000 ms: expected 0 to 1000 ms");
+  o.prefetch_lead_ms = 0;
   EXPECT_EQ(parse_percentage("5%", "--max-slowdown").value(), 0.05);
   EXPECT_EQ(parse_percentage("12.5", "--max-slowdown").value(), 0.125);
   EXPECT_EQ(parse_percentage("five", "--max-slowdown").status().message(),

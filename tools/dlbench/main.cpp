@@ -1084,7 +1084,7 @@ int tool_main(int argc, char** argv) {
   app.add_option("--workspace-limit", mb.workspace_limits,
                  "--models: the cuDNN workspace limit per convolution of the runtime's models (their shared "
                  "workspace is the largest a conv needs), comma-separated to compare in one run: default (as a "
-                 "session's), NNMiB or bytes; the separate preload sessions keep the default");
+                 "session's), 0 or a size (2MiB, 1.5MB, bytes); the separate preload sessions keep the default");
   app.add_option("--split", mb.split,
                  "--models: what the runtime's joint plan minimises: sum (the weighted sum of predicted latencies, "
                  "default) or max-slowdown (the largest predicted slowdown against each model's own preload)");

@@ -138,17 +138,14 @@ int run_models_bench(const ModelsBenchArgs& a) {
       return fail("dlbench", invalid_argument("--ring " + ring + ": expected shared or per-model"));
   std::map<std::string, int64_t> workspace_limits;  // --workspace-limit entries -> bytes
   for (const std::string& w : split(a.workspace_limits, ',')) {
-    if (w == "default") {
-      workspace_limits[w] = SessionOptions{}.workspace_limit;
+    if (w == "default" || w == "0") {
+      workspace_limits[w] = w == "0" ? 0 : SessionOptions{}.workspace_limit;
       continue;
     }
-    const bool in_mib = w.size() > 3 && w.compare(w.size() - 3, 3, "MiB") == 0;
-    const std::string digits = in_mib ? w.substr(0, w.size() - 3) : w;
-    char* end = nullptr;
-    const double v = std::strtod(digits.c_str(), &end);
-    if (digits.empty() || end != digits.c_str() + digits.size() || !(v >= 0) || v > (in_mib ? 65536.0 : 68719476736.0))
-      return fail("dlbench", invalid_argument("--workspace-limit " + w + ": expected default, NNMiB or bytes (up to 64 GiB)"));
-    workspace_limits[w] = int64_t(in_mib ? v * 1048576.0 : v);
+    const Expected<WeightBudget> size = WeightBudget::parse(w);  // the sizes --weight-budget takes
+    if (!size.ok() || size->kind != WeightBudget::Kind::kBytes)
+      return fail("dlbench", invalid_argument("--workspace-limit " + w + ": expected default, 0 or a size (2MiB, bytes)"));
+    workspace_limits[w] = size->bytes;
   }
   std::map<std::string, double> percents;  // "NN%" budgets -> NN (of the separate sessions' memory)
   for (const std::string& budget : split(a.budgets, ',')) {

@@ -20,7 +20,7 @@ struct ModelsBenchArgs {
   std::string ring = "shared";  // comma-separated: shared, per-model (RuntimeOptions::shared_ring)
   // Comma-separated cuDNN workspace limits per convolution for the runtime's models
   // (SessionOptions::workspace_limit; the separate preload sessions keep the default):
-  // "default", NNMiB or bytes.
+  // "default", 0 or a size as --weight-budget takes it (2MiB, bytes).
   std::string workspace_limits = "default";
   bool time_input = false;
   // The runtime's models' SessionOptions::prefetch_lead_ms, ms (0: none). The bench's own
