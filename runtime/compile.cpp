@@ -134,6 +134,9 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
   // cuDNN accepts NCHW channel slices (strided images) but rejects NHWC slices
   // (pixel stride > channels): every algorithm answers NOT_SUPPORTED (measured, cuDNN 9.14).
   p.conv_strided_io = p.layout == Layout::kNCHW;
+  // So a route whose only reader is a 1x1 conv costs no copy and no buffer in NHWC: the
+  // conv reads the parts (kernels/cuda/conv_concat.cpp, one GEMM per part).
+  p.conv_over_concat = p.layout == Layout::kNHWC;
   return p;
 }
 

@@ -73,7 +73,8 @@ EngineSettings engine_settings(const SessionOptions& options);
 
 // Everything the engines need, and nothing they must work out themselves.
 struct CompiledModel {
-  int format_version = 3;       // of the JSON form (2: resident blobs in stream mode; 3: weights from storage)
+  int format_version = 4;       // of the JSON form (2: resident blobs in stream mode; 3: weights from storage;
+                               // 4: in-place shortcuts, convs over a concatenation's parts)
   std::string cfg_path;
   std::string model_name;       // cfg file name without directory
   Target target;

@@ -67,7 +67,8 @@ DLR_JSON_ENUM(StreamAction::Kind, {{StreamAction::Kind::kCopy, "copy"},
 DLR_JSON_ENUM(WeightBudget::Kind, {{WeightBudget::Kind::kMin, "min"},
                                                   {WeightBudget::Kind::kAll, "all"},
                                                   {WeightBudget::Kind::kFraction, "fraction"},
-                                                  {WeightBudget::Kind::kBytes, "bytes"}})
+                                                  {WeightBudget::Kind::kBytes, "bytes"},
+                                                  {WeightBudget::Kind::kAuto, "auto"}})
 
 // Activation by its cfg name (activation_name / parse_activation).
 void to_json(nlohmann::json& j, const Activation& a) { j = activation_name(a); }
@@ -97,7 +98,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Buffer, id, offset, bytes, dtype, layout, c, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ViewRef, buffer, c_offset, c)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBlob, layer, weight_elems, bias_elems, dtype, bias_offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlannerOptions, batch, layout, activation_dtype, weight_dtype, concat_in_place,
-                                   alignment, weight_align, keep_all_outputs, conv_strided_io)
+                                   alignment, weight_align, keep_all_outputs, conv_strided_io, in_place,
+                                   conv_over_concat)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TransferUnit, index, group, host_offset, bytes, pool_offset, first_blob,
                                    last_blob, first_layer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamAction, kind, index)

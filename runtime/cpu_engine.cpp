@@ -30,6 +30,9 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
   if (plan.options.layout != Layout::kNCHW || plan.options.activation_dtype != DType::kF32 ||
       plan.options.weight_dtype != DType::kF32 || model.streaming || (model.from_storage && !model.reads.two_stage))
     return invalid_argument("the CPU backend runs fp32 NCHW preload plans or two-stage storage plans only");
+  if (plan.options.conv_over_concat)
+    return invalid_argument("the CPU backend does not run convs over a concatenation's parts (a plan compiled for "
+                            "CUDA NHWC)");
   std::unique_ptr<CpuEngine> e(new CpuEngine(model));
   if (e->m_storage) {
     const BlobFile* file = weights.blob_file();
@@ -99,6 +102,7 @@ Status CpuEngine::bind_shared(void* arena, int64_t arena_bytes, void* workspace,
 }
 
 TensorView CpuEngine::view(const ViewRef& v) const {
+  if (v.buffer < 0) return TensorView();  // a route with no buffer (PlannerOptions::conv_over_concat)
   const Buffer& b = m_plan.buffer(v);
   TensorView t;
   t.data = arena_base() + b.offset + int64_t(v.c_offset) * b.h * b.w * 4;

@@ -34,7 +34,7 @@ struct Buffer {
 
 // A channel slice [c_offset, c_offset + c) of a buffer.
 struct ViewRef {
-  int buffer = -1;
+  int buffer = -1;  // -1: no buffer (the output of a route read through PlannerOptions::conv_over_concat)
   int c_offset = 0;
   int c = 0;
 };
@@ -78,6 +78,16 @@ struct PlannerOptions {
   // packed only for NCHW with batch 1). When false, a conv never writes into a
   // route's buffer and a route view read by a conv becomes a copy.
   bool conv_strided_io = true;
+  // A shortcut writes its output into its first input's buffer when it is that buffer's
+  // last reader (same shape, dtype and layout): the residual add runs in place.
+  bool in_place = true;
+  // A conv whose input is a multi-input route (groups 1) that nothing else reads, with a
+  // 1x1 kernel, stride 1, no padding and groups 1, reads the route's inputs directly:
+  // its Step::inputs are the parts in channel order (each a whole buffer) and the route
+  // step is a no-op whose output has no buffer (ViewRef::buffer == -1). Set only for a
+  // backend that runs such a conv (CUDA NHWC: one GEMM per part); no copy, no concat
+  // buffer. Off with keep_all_outputs.
+  bool conv_over_concat = false;
 };
 
 struct ExecutionPlan {

@@ -14,6 +14,7 @@ std::string mib(int64_t bytes) {
 }
 
 std::string view_text(const ViewRef& v, const ExecutionPlan& plan) {
+  if (v.buffer < 0) return "-";  // a route its conv reads part by part (conv_over_concat)
   const Buffer& b = plan.buffer(v);
   if (v.c_offset == 0 && v.c == b.c) return "b" + std::to_string(v.buffer);
   return "b" + std::to_string(v.buffer) + "[" + std::to_string(v.c_offset) + ":" + std::to_string(v.c_offset + v.c) +
@@ -25,9 +26,12 @@ std::string view_text(const ViewRef& v, const ExecutionPlan& plan) {
 std::string ExecutionPlan::to_text() const {
   std::string s;
   char line[256];
-  std::snprintf(line, sizeof(line), "plan: batch %d, %s activations %s, weights %s, concat in place %s\n",
+  std::snprintf(line, sizeof(line),
+                "plan: batch %d, %s activations %s, weights %s, concat in place %s, shortcuts in place %s, convs over "
+                "concatenations %s\n",
                 options.batch, layout_name(options.layout), dtype_name(options.activation_dtype),
-                dtype_name(options.weight_dtype), options.concat_in_place ? "on" : "off");
+                dtype_name(options.weight_dtype), options.concat_in_place ? "on" : "off",
+                options.in_place ? "on" : "off", options.conv_over_concat ? "on" : "off");
   s += line;
   s += "step kind      output                 shape            reads                       weights\n";
   for (const Step& st : steps) {

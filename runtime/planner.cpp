@@ -3,15 +3,19 @@
 // Algorithm (design notes: docs/architecture.md, "Activation planning"):
 //  1. Walk layers in order and give every output a location {proto buffer, channel offset}:
 //     - dropout aliases its input; a single-input route is a channel-slice view of its input;
-//     - a multi-input route (groups == 1) gets a proto buffer; with concat_in_place each
+//     - a multi-input route (groups == 1) read only by a 1x1 conv is no buffer at all with
+//       conv_over_concat: the conv reads its inputs (pinned: never moved into another route);
+//     - any other multi-input route (groups == 1) gets a proto buffer; with concat_in_place each
 //       input that owns a whole root proto buffer is re-parented into its slice of the
 //       route's buffer (the producer then writes there directly); other inputs are copied;
 //     - every other layer gets a fresh proto buffer.
 //  2. Resolve proto buffers to roots (following re-parenting, summing channel offsets).
 //  3. Liveness per root: first writing step .. last reading step (network outputs live
 //     to the end, the input from step -1).
-//  4. Offsets (runtime/arena_placement.h): no two buffers whose lifetimes intersect
-//     share bytes (inclusive intervals: a step's inputs and output never share memory);
+//  4. In place (PlannerOptions::in_place): a shortcut's output buffer is merged into its
+//     first input's when the shortcut is that buffer's last reader.
+//  5. Offsets (runtime/arena_placement.h): no two buffers whose lifetimes intersect
+//     share bytes (inclusive intervals: apart from step 4, a step's inputs and output never share memory);
 //     several greedy placements are tried, down to the most bytes live at one step.
 #include <algorithm>
 #include <numeric>
@@ -31,6 +35,7 @@ struct Proto {
   int parent = -1;       // proto this one was placed into
   int parent_c_off = 0;  // channel offset inside the parent
   bool conv_io = false;  // a conv writes it or reads it (directly or through an alias), or a child's
+  bool pinned = false;   // a part of a conv_over_concat route: stays a whole root buffer
 };
 
 struct Loc {
@@ -46,6 +51,11 @@ class Planner {
   Expected<ExecutionPlan> run() {
     const int n_layers = int(m_net.layers.size());
     m_loc.resize(size_t(n_layers));
+    m_parts.resize(size_t(n_layers));
+    m_readers.assign(size_t(n_layers), {});
+    for (const LayerDesc& l : m_net.layers)
+      for (int in : l.inputs)
+        if (in >= 0) m_readers[size_t(in)].push_back(l.index);
     mark_conv_readers();
     m_input = new_proto(m_net.input_shape(), m_opt.activation_dtype, -1);
     // Per step: the locations it reads, writes, and copies (resolved after step 1).
@@ -55,7 +65,7 @@ class Planner {
 
     for (const LayerDesc& l : m_net.layers) {
       const size_t i = size_t(l.index);
-      for (int in : l.inputs) reads[i].push_back(loc_of(in));
+      for (int in : l.inputs) append_locs(in, &reads[i]);
       switch (op_role(l.kind)) {  // DLR_OPS (kernels/op_params.h)
         case OpRole::kAlias:
           m_loc[i] = loc_of(l.inputs[0]);
@@ -95,15 +105,19 @@ class Planner {
       s.out = l.out;
       s.params = l.params;
       s.no_op = no_op[i] != 0;
-      s.output = resolve(m_loc[i]);
+      s.output = m_loc[i].proto < 0 ? ViewRef{-1, 0, l.out.c} : resolve(m_loc[i]);
       plan.layer_out[i] = s.output;
-      if (op_role(l.kind) != OpRole::kRoute && op_role(l.kind) != OpRole::kAlias)
-        for (int in : l.inputs) s.inputs.push_back(resolve(loc_of(in)));
+      if (op_role(l.kind) != OpRole::kRoute && op_role(l.kind) != OpRole::kAlias) {
+        std::vector<Loc> ins;
+        for (int in : l.inputs) append_locs(in, &ins);
+        for (const Loc& in : ins) s.inputs.push_back(resolve(in));
+      }
       for (const auto& cp : copies[i]) s.copies.emplace_back(resolve(cp.first), resolve(cp.second));
     }
     plan.input_buffer = resolve(Loc{m_input, 0, m_net.net.channels}).buffer;
     plan.output_layers = m_net.output_layers();
     compute_liveness(&plan, reads);
+    if (m_opt.in_place && !m_opt.keep_all_outputs) merge_in_place(&plan);
     assign_offsets(&plan);
     plan_weights(&plan);
     plan.naive_bytes = int64_t(m_opt.batch) * m_net.input_shape().count() * int64_t(dtype_size(m_opt.activation_dtype));
@@ -132,6 +146,39 @@ class Planner {
     return m_loc[size_t(layer)];
   }
 
+  // What reading `layer` reads: its location, or the parts of a conv_over_concat route.
+  void append_locs(int layer, std::vector<Loc>* out) const {
+    if (layer >= 0 && !m_parts[size_t(layer)].empty()) {
+      out->insert(out->end(), m_parts[size_t(layer)].begin(), m_parts[size_t(layer)].end());
+      return;
+    }
+    out->push_back(loc_of(layer));
+  }
+
+  // True when the multi-input route `l` may be read by its only reader, a 1x1 conv,
+  // part by part (PlannerOptions::conv_over_concat): every part a whole root buffer in
+  // the activation dtype and layout.
+  bool concat_into_conv(const LayerDesc& l) const {
+    const RouteParams& r = l.route();
+    if (!m_opt.conv_over_concat || m_opt.keep_all_outputs || r.groups != 1 || r.layers.size() < 2) return false;
+    const std::vector<int>& readers = m_readers[size_t(l.index)];
+    if (readers.size() != 1) return false;
+    const LayerDesc& c = m_net.layers[size_t(readers[0])];
+    if (c.kind != LayerKind::kConv || c.inputs.size() != 1) return false;
+    const ConvParams& p = c.conv();
+    if (p.size != 1 || p.stride_x != 1 || p.stride_y != 1 || p.padding != 0 || p.groups != 1) return false;
+    for (int src : r.layers) {
+      if (src < 0) return false;  // the network input stays a buffer of its own
+      const Loc in = loc_of(src);
+      if (in.proto < 0) return false;
+      const Proto& pr = m_protos[size_t(in.proto)];
+      if (pr.parent >= 0 || in.c_off != 0 || in.c != pr.shape.c || pr.dtype != m_opt.activation_dtype ||
+          pr.layout != m_opt.layout)
+        return false;
+    }
+    return true;
+  }
+
   // A channel slice of a buffer is a packed tensor only for NCHW with batch 1.
   bool slices_packed() const { return m_opt.layout == Layout::kNCHW && m_opt.batch == 1; }
 
@@ -157,7 +204,7 @@ class Planner {
   // into a slice of a route's buffer (which a conv may not read or write when slices are strided).
   bool movable(const Loc& loc) const {
     const Proto& p = m_protos[size_t(loc.proto)];
-    if (p.parent >= 0 || p.owner < 0 || loc.c_off != 0 || loc.c != p.shape.c || p.dtype != m_opt.activation_dtype)
+    if (p.pinned || p.parent >= 0 || p.owner < 0 || loc.c_off != 0 || loc.c != p.shape.c || p.dtype != m_opt.activation_dtype)
       return false;
     if (is_output_kind(m_net.layers[size_t(p.owner)].kind)) return false;  // outputs stay whole buffers
     return slices_packed() || m_opt.conv_strided_io || !p.conv_io;
@@ -179,6 +226,16 @@ class Planner {
       const int out = new_proto(l.out, m_protos[size_t(in.proto)].dtype, l.index);  // conv cannot read a strided slice
       m_loc[i] = Loc{out, 0, l.out.c};
       copies->emplace_back(view, m_loc[i]);
+      return;
+    }
+    if (concat_into_conv(l)) {
+      for (int src : r.layers) {
+        const Loc in = loc_of(src);
+        m_protos[size_t(in.proto)].pinned = true;
+        m_parts[i].push_back(in);
+      }
+      m_loc[i] = Loc{-1, 0, l.out.c};
+      *no_op = 1;
       return;
     }
     const int out = new_proto(l.out, m_opt.activation_dtype, l.index);
@@ -259,6 +316,65 @@ class Planner {
       for (Buffer& b : plan->buffers) b.last_step = n_steps;
   }
 
+  // A shortcut whose first input is a whole buffer read last by it, of the output's
+  // shape, dtype and layout, writes into that buffer (both kernels allow out == prev):
+  // the output's buffer is dropped and every view of it moved to the input's.
+  void merge_in_place(ExecutionPlan* plan) const {
+    std::vector<int> into(plan->buffers.size());
+    std::iota(into.begin(), into.end(), 0);
+    auto root = [&](int k) {
+      while (into[size_t(k)] != k) k = into[size_t(k)];
+      return k;
+    };
+    for (const Step& s : plan->steps) {
+      if (s.kind != LayerKind::kShortcut || s.no_op || s.inputs.empty()) continue;
+      const ViewRef& in = s.inputs[0];
+      const ViewRef& out = s.output;
+      if (out.buffer < 0 || in.buffer < 0) continue;
+      const int target = root(in.buffer);  // an earlier merge may have moved the input
+      Buffer& a = plan->buffers[size_t(target)];
+      const Buffer& b = plan->buffers[size_t(out.buffer)];
+      const bool whole = in.c_offset == 0 && in.c == a.c && out.c_offset == 0 && out.c == b.c;
+      const bool same = a.bytes == b.bytes && a.dtype == b.dtype && a.layout == b.layout && a.c == b.c &&
+                        a.h == b.h && a.w == b.w;
+      const bool fresh = b.owner_layer == s.layer && b.first_step == s.layer;
+      bool read_by_from = false;  // the kernels' contract: a `from` view never overlaps out
+      for (size_t k = 1; k < s.inputs.size(); ++k)
+        read_by_from = read_by_from || (s.inputs[k].buffer >= 0 && root(s.inputs[k].buffer) == target);
+      if (!whole || !same || !fresh || read_by_from || a.last_step != s.layer || a.first_step < 0 ||
+          target == plan->input_buffer)
+        continue;
+      a.last_step = b.last_step;
+      into[size_t(out.buffer)] = target;
+    }
+    for (size_t k = 0; k < into.size(); ++k)  // flatten chains
+      while (into[k] != into[size_t(into[k])]) into[k] = into[size_t(into[k])];
+    // Drop the merged buffers, renumber the others, and move every view.
+    std::vector<int> id(plan->buffers.size(), -1);
+    std::vector<Buffer> kept;
+    for (size_t k = 0; k < plan->buffers.size(); ++k) {
+      if (into[k] != int(k)) continue;
+      id[k] = int(kept.size());
+      kept.push_back(plan->buffers[k]);
+      kept.back().id = id[k];
+    }
+    if (kept.size() == plan->buffers.size()) return;
+    auto move = [&](ViewRef& v) {
+      if (v.buffer >= 0) v.buffer = id[size_t(into[size_t(v.buffer)])];
+    };
+    for (Step& s : plan->steps) {
+      for (ViewRef& v : s.inputs) move(v);
+      move(s.output);
+      for (auto& cp : s.copies) {
+        move(cp.first);
+        move(cp.second);
+      }
+    }
+    for (ViewRef& v : plan->layer_out) move(v);
+    plan->input_buffer = id[size_t(plan->input_buffer)];
+    plan->buffers = std::move(kept);
+  }
+
   void assign_offsets(ExecutionPlan* plan) const {
     plan->arena_bytes = place_buffers(&plan->buffers, m_opt.alignment);
   }
@@ -282,6 +398,8 @@ class Planner {
   const PlannerOptions& m_opt;
   std::vector<Proto> m_protos;
   std::vector<Loc> m_loc;
+  std::vector<std::vector<Loc>> m_parts;    // per layer: a conv_over_concat route's inputs (else empty)
+  std::vector<std::vector<int>> m_readers;  // per layer: the layers that list it as an input
   std::vector<int> m_buffer_of_root;
   std::vector<char> m_read_by_conv;
   int m_input = -1;

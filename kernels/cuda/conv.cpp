@@ -37,6 +37,7 @@
 //  - create() may synchronise: kFind times every algorithm on the handle's current
 //    stream with buffers cuDNN allocates itself (not while that stream is captured).
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_concat.h"
 
 #include <algorithm>
 #include <atomic>
@@ -569,6 +570,11 @@ Status CudnnConv::run(cudnnHandle_t handle, const TensorView& in, const void* we
 
 // Entry point of [convolutional] (cuda_ops.h OpCall): the layer's prepared CudnnConv.
 Status run_conv(const OpCall& call) {
+  if (call.n_in > 1) {
+    if (call.concat == nullptr || call.cublas == nullptr)
+      return internal_error("conv over " + std::to_string(call.n_in) + " inputs without its GEMMs");
+    return call.concat->run(call.cublas, call.in, call.n_in, call.weights, call.bias, call.out, call.stream);
+  }
   return call.conv->run(call.cudnn, call.in[0], call.weights, call.bias, call.out, call.workspace,
                         call.workspace_bytes, call.stream);
 }

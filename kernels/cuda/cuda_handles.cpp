@@ -17,6 +17,20 @@ void CudnnTraits::destroy(cudnnHandle_t h) {
   if (s != CUDNN_STATUS_SUCCESS) DLR_LOG_ERROR("cudnnDestroy failed: {}", cudnnGetErrorString(s));
 }
 
+void CublasTraits::destroy(cublasHandle_t h) {
+  const cublasStatus_t s = cublasDestroy(h);
+  if (s != CUBLAS_STATUS_SUCCESS) DLR_LOG_ERROR("cublasDestroy failed: {}", cublasGetStatusString(s));
+}
+
+Expected<CublasHandle> make_cublas() {
+  cublasHandle_t h = nullptr;
+  const cublasStatus_t s = cublasCreate(&h);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return Status(s == CUBLAS_STATUS_ALLOC_FAILED ? StatusCode::kOutOfMemory : StatusCode::kCudaError,
+                  std::string("cublasCreate failed: ") + cublasGetStatusString(s));
+  return CublasHandle(h);
+}
+
 Expected<Stream> make_stream() {
   cudaStream_t s = nullptr;
   DLR_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

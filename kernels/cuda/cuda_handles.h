@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <cublas_v2.h>
 #include <cudnn.h>
 
 #include <cstddef>
@@ -52,6 +53,10 @@ struct CudnnTraits {
   using Type = cudnnHandle_t;
   static void destroy(cudnnHandle_t h);
 };
+struct CublasTraits {
+  using Type = cublasHandle_t;
+  static void destroy(cublasHandle_t h);
+};
 struct GraphExecTraits {
   using Type = cudaGraphExec_t;
   static void destroy(cudaGraphExec_t g);
@@ -61,12 +66,14 @@ using Stream = Handle<StreamTraits>;
 using Event = Handle<EventTraits>;
 using CudnnHandle = Handle<CudnnTraits>;
 using GraphExec = Handle<GraphExecTraits>;
+using CublasHandle = Handle<CublasTraits>;
 
 // A non-blocking stream (never synchronises with the legacy default stream).
 Expected<Stream> make_stream();
 // timing=false: cudaEventDisableTiming (ordering only).
 Expected<Event> make_event(bool timing);
 Expected<CudnnHandle> make_cudnn();
+Expected<CublasHandle> make_cublas();  // default math, host pointer mode
 
 // Device memory (cudaMalloc) or pinned host memory (cudaHostAlloc), move-only.
 class DeviceBuffer {

@@ -22,11 +22,13 @@
 #include "kernels/tensor_view.h"
 #include "runtime/core/status.h"
 
-struct cudnnContext;  // cudnnHandle_t (cudnn.h), for the conv entry point
+struct cudnnContext;   // cudnnHandle_t (cudnn.h), for the conv entry point
+struct cublasContext;  // cublasHandle_t (cublas_v2.h), for a conv over a concatenation
 
 namespace dlr::cuda {
 
-class CudnnConv;  // conv.h
+class CudnnConv;   // conv.h
+class ConcatConv;  // conv_concat.h
 
 // ---- the uniform entry point of every layer kind (generated from DLR_OPS) ----
 // One step of a plan as the CUDA engine hands it to an op (OpStep, kernels/op_call.h:
@@ -42,6 +44,10 @@ struct OpCall : OpStep {
   const float* bias = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // conv over several inputs (PlannerOptions::conv_over_concat): its GEMMs and handle
+  // (then `conv` and `cudnn` are unused)
+  const ConcatConv* concat = nullptr;
+  cublasContext* cublas = nullptr;
 };
 
 #define DLR_CUDA_RUN_DECL_(K, ident, name, P, role) Status run_##ident(const OpCall& call);

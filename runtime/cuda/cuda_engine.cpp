@@ -40,6 +40,7 @@ const char* CudaEngine::blob_ptr(int blob) const {
 }
 
 TensorView CudaEngine::view(const ViewRef& v) const {
+  if (v.buffer < 0) return TensorView();  // a route its conv reads part by part (conv_over_concat): never run
   const Buffer& b = m_plan.buffer(v);
   const Layout layout = b.layout;
   const int64_t es = int64_t(dtype_size(b.dtype));
@@ -165,9 +166,24 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   timing.algo_cache_ms = ms_since(t_conv);
   ConvAlgoMap chosen;  // this model's choices, to keep
   e->m_convs.resize(plan.steps.size());
+  e->m_concat_convs.resize(plan.steps.size());
   size_t workspace = 0;
   for (const Step& st : plan.steps) {
     if (st.kind != LayerKind::kConv) continue;
+    if (st.inputs.size() > 1) {  // over a concatenation's parts: cuBLAS, no workspace
+      std::vector<TensorView> parts;
+      for (const ViewRef& r : st.inputs) parts.push_back(e->view(r));
+      auto cc = cuda::ConcatConv::create(std::get<ConvParams>(st.params), options.precision, parts.data(),
+                                         int(parts.size()), e->view(st.output));
+      if (!cc.ok())
+        return Status(cc.status().code(), model.cfg_path + ": layer " + std::to_string(st.layer) + " (cfg line " +
+                                              std::to_string(st.cfg_line) + "): " + cc.status().message());
+      e->m_concat_convs[size_t(st.layer)] = std::move(cc).value();
+      if (!e->m_cublas) {
+        DLR_ASSIGN_OR_RETURN(e->m_cublas, cuda::make_cublas());
+      }
+      continue;
+    }
     cuda::ConvConfig cfg;
     cfg.params = std::get<ConvParams>(st.params);
     cfg.precision = options.precision;
@@ -474,6 +490,8 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
     const char* blob = blob_ptr(st.weight);
     call.conv = m_convs[size_t(st.layer)].get();
     call.cudnn = m_cudnn.get();
+    call.concat = m_concat_convs[size_t(st.layer)].get();
+    call.cublas = m_cublas.get();
     call.weights = blob;
     call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);
     call.workspace = workspace_ptr();
@@ -698,7 +716,7 @@ Status CudaEngine::read_layer(int layer, int image, std::vector<float>* out) con
   if (layer < 0 || layer >= int(m_plan.steps.size()) || image < 0 || image >= m_plan.options.batch)
     return invalid_argument("read_layer: layer or image out of range");
   const ViewRef ref = m_plan.layer_out[size_t(layer)];
-  if (m_plan.buffer(ref).last_step < int(m_plan.steps.size()))
+  if (ref.buffer < 0 || m_plan.buffer(ref).last_step < int(m_plan.steps.size()))
     return invalid_argument("layer " + std::to_string(layer) +
                             " output is not kept after the run (plan with keep_all_outputs)");
   TensorView src = view(ref);

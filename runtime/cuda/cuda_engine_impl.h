@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_concat.h"
 #include "kernels/cuda/cuda_handles.h"
 #include "runtime/compile.h"
 #include "runtime/cuda/cuda_engine.h"
@@ -168,7 +169,9 @@ class CudaEngine final : public Engine {
   int64_t m_image_capacity = 0;
   cuda::PinnedBuffer m_outputs;
   std::vector<int64_t> m_output_offsets;
-  std::vector<std::unique_ptr<cuda::CudnnConv>> m_convs;
+  std::vector<std::unique_ptr<cuda::CudnnConv>> m_convs;          // per step: a conv of one input
+  std::vector<std::unique_ptr<cuda::ConcatConv>> m_concat_convs;  // per step: a conv over a concatenation's parts
+  cuda::CublasHandle m_cublas;  // made at open only when the plan has a conv over a concatenation
   cuda::GraphExec m_graph;
   // Prefetch across inferences: the inference without its first m_prefetch_count copies
   // (done by prefetch() on the copy stream, m_prefetch_done recorded after them).

@@ -345,7 +345,7 @@ Expected<HostedBudget> Runtime::weight_budget(const CompiledModel& model, const 
   // The others shrink now, before the new model takes its share; they grow after it opened.
   DLR_RETURN_IF_ERROR(apply(s, true));
   m_pending_curve = curve;
-  return HostedBudget{s.bytes.back(), 0, -1};
+  return HostedBudget{s.bytes.back(), 0, -1, {}};
 }
 
 Status Runtime::replan_all() {

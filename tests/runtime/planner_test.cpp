@@ -45,15 +45,43 @@ void check_plan(const NetworkDesc& net, const ExecutionPlan& plan, const std::st
   for (const Step& s : plan.steps) {
     const LayerDesc& l = net.layers[size_t(s.layer)];
     EXPECT_EQ(s.kind, l.kind);
-    check_view(s.output, s.layer, &l.out);
+    if (s.output.buffer < 0) {
+      // A route its only reader, a 1x1 conv, reads part by part (conv_over_concat).
+      EXPECT_TRUE(o.conv_over_concat && !o.keep_all_outputs) << "step " << s.layer;
+      EXPECT_EQ(s.kind, LayerKind::kRoute);
+      EXPECT_TRUE(s.no_op && s.copies.empty()) << "step " << s.layer;
+    } else {
+      check_view(s.output, s.layer, &l.out);
+    }
+    // The layers read: a conv over a concatenation reads the route's inputs.
+    std::vector<int> srcs = l.inputs;
+    if (s.kind == LayerKind::kConv && s.inputs.size() > 1) {
+      EXPECT_TRUE(o.conv_over_concat);
+      const LayerDesc& r = net.layers[size_t(l.inputs[0])];
+      ASSERT_EQ(r.kind, LayerKind::kRoute) << "step " << s.layer;
+      EXPECT_LT(plan.steps[size_t(r.index)].output.buffer, 0) << "step " << s.layer;
+      srcs = r.route().layers;
+      const ConvParams& cp = l.conv();
+      EXPECT_TRUE(cp.size == 1 && cp.stride_x == 1 && cp.stride_y == 1 && cp.padding == 0 && cp.groups == 1);
+      for (const ViewRef& v : s.inputs) EXPECT_EQ(v.c, plan.buffer(v).c) << "step " << s.layer << ": a part is a slice";
+    }
+    ASSERT_EQ(s.inputs.size(), op_role(s.kind) == OpRole::kRoute || op_role(s.kind) == OpRole::kAlias ? 0 : srcs.size())
+        << "step " << s.layer;
     for (size_t i = 0; i < s.inputs.size(); ++i) {
-      const int src = l.inputs[i];
+      const int src = srcs[i];
       const Shape3 in_shape = src < 0 ? net.input_shape() : net.layers[size_t(src)].out;
       check_view(s.inputs[i], s.layer, &in_shape);
       if (!s.no_op) {
-        // A computing step never reads the bytes it writes (no in-place ops are planned).
+        // A computing step never reads the bytes it writes, but for a shortcut in place
+        // (PlannerOptions::in_place): its first input is its output, whole.
         const ViewRef& in = s.inputs[i];
-        if (in.buffer == s.output.buffer) {
+        const bool in_place = s.kind == LayerKind::kShortcut && i == 0 && in.buffer == s.output.buffer &&
+                              in.c_offset == 0 && s.output.c_offset == 0 && in.c == s.output.c &&
+                              in.c == plan.buffer(in).c;
+        if (in_place) {
+          EXPECT_TRUE(o.in_place && !o.keep_all_outputs);
+        }
+        if (in.buffer == s.output.buffer && !in_place) {
           const bool disjoint = in.c_offset + in.c <= s.output.c_offset || s.output.c_offset + s.output.c <= in.c_offset;
           EXPECT_TRUE(disjoint) << "step " << s.layer << " reads and writes the same channels";
         }
@@ -111,8 +139,11 @@ TEST(Planner, InvariantsOnEverySharedCfg) {
       for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
         for (bool concat : {true, false})
           for (bool strided : {true, false})
-            for (bool keep : {false, true}) {
+            for (int keep_fuse = 0; keep_fuse < 4; ++keep_fuse) {
+              const bool keep = keep_fuse & 1, fuse = keep_fuse & 2;
               PlannerOptions o;
+              o.in_place = fuse;
+              o.conv_over_concat = fuse && layout == Layout::kNHWC;
               o.batch = batch;
               o.layout = layout;
               o.activation_dtype = layout == Layout::kNHWC ? DType::kF16 : DType::kF32;
@@ -123,11 +154,12 @@ TEST(Planner, InvariantsOnEverySharedCfg) {
               ASSERT_TRUE(plan.ok()) << plan.status().to_string();
               check_plan(*net, *plan,
                          std::string(rel) + " batch " + std::to_string(batch) + " " + layout_name(layout) +
-                             (concat ? " concat" : "") + (strided ? " strided" : "") + (keep ? " keep" : ""));
+                             (concat ? " concat" : "") + (strided ? " strided" : "") + (keep ? " keep" : "") +
+                             (fuse ? " in-place, conv over concat" : ""));
               ++checked;
             }
   }
-  EXPECT_EQ(checked, int(sizeof(kCfgs) / sizeof(kCfgs[0])) * 2 * 2 * 2 * 2 * 2);
+  EXPECT_EQ(checked, int(sizeof(kCfgs) / sizeof(kCfgs[0])) * 2 * 2 * 2 * 2 * 4);
 }
 
 // The placement reaches the floor (the most bytes live at one step) on every shared
@@ -145,9 +177,13 @@ TEST(Planner, ArenaReachesTheLiveBytesFloor) {
       o.layout = layout;
       o.activation_dtype = layout == Layout::kNHWC ? DType::kF16 : DType::kF32;
       o.conv_strided_io = layout == Layout::kNCHW;
-      auto plan = build_plan(*net, o);
-      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-      EXPECT_EQ(plan->arena_bytes, live_lower_bound(plan->buffers, o.alignment)) << rel << " " << layout_name(layout);
+      for (bool over_concat : {false, layout == Layout::kNHWC}) {
+        o.conv_over_concat = over_concat;
+        auto plan = build_plan(*net, o);
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        EXPECT_EQ(plan->arena_bytes, live_lower_bound(plan->buffers, o.alignment))
+            << rel << " " << layout_name(layout) << (over_concat ? " conv over concat" : "");
+      }
     }
   }
   auto v4 = parse_network_cfg(test::required_shared_file("models/yolov4.cfg"), CfgOptions{608, 608});
@@ -158,7 +194,28 @@ TEST(Planner, ArenaReachesTheLiveBytesFloor) {
   o.conv_strided_io = false;
   auto plan = build_plan(*v4, o);
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->arena_bytes, 4 * int64_t(304) * 304 * 64 * 2) << "four 304x304x64 fp16 outputs live at step 7";
+  EXPECT_EQ(plan->arena_bytes, 4 * int64_t(304) * 304 * 64 * 2) << "four 304x304x64 fp16 outputs live at step 9";
+  // The CUDA fp16 plan: the CSP route's 1x1 conv reads the route's two parts (no
+  // 128-channel concat buffer at step 9) and the residual add at step 7 runs in place,
+  // so the most live is step 6: layers 2, 4 and 6 (304x304x64) and layer 5 (x32).
+  SessionOptions so;
+  so.device = DeviceKind::kCUDA;
+  so.precision = Precision::kFP16;
+  const PlannerOptions cuda = planner_options(DeviceKind::kCUDA, so);
+  ASSERT_TRUE(cuda.conv_over_concat && cuda.in_place);
+  auto fused = build_plan(*v4, cuda);
+  ASSERT_TRUE(fused.ok());
+  EXPECT_EQ(fused->arena_bytes, 7 * int64_t(304) * 304 * 32 * 2) << fused->to_text();
+  EXPECT_EQ(fused->arena_bytes, live_lower_bound(fused->buffers, cuda.alignment));
+  const Step& route = fused->steps[9];  // route 8,2
+  EXPECT_LT(route.output.buffer, 0);
+  ASSERT_EQ(fused->steps[10].inputs.size(), 2u);
+  EXPECT_EQ(fused->steps[10].inputs[0].buffer, fused->layer_out[8].buffer);
+  EXPECT_EQ(fused->steps[10].inputs[1].buffer, fused->layer_out[2].buffer);
+  EXPECT_EQ(fused->steps[7].output.buffer, fused->steps[7].inputs[0].buffer) << "the residual add in place";
+  int over_concat = 0;
+  for (const Step& s : fused->steps) over_concat += s.kind == LayerKind::kConv && s.inputs.size() > 1;
+  EXPECT_EQ(over_concat, 10) << "every multi-input route of yolov4 feeds one 1x1 conv";
 }
 
 // Hand-made lifetimes. The second set is the shape of yolov4's first layers: largest
@@ -321,7 +378,9 @@ TEST(Planner, NhwcConvsNeverTouchChannelSlices) {
     ++planned;
     for (const Step& s : plan->steps) {
       if (s.kind != LayerKind::kConv) continue;
-      for (const ViewRef& v : {s.inputs[0], s.output}) {
+      std::vector<ViewRef> views = s.inputs;  // several: a conv over a concatenation's parts
+      views.push_back(s.output);
+      for (const ViewRef& v : views) {
         const Buffer& b = plan->buffer(v);
         EXPECT_TRUE(v.c_offset == 0 && v.c == b.c)
             << name << " layer " << s.layer << " (cfg line " << s.cfg_line << "): conv touches channels ["
