@@ -17,6 +17,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int64_t kQuantum = int64_t(64) << 10;  // resident bytes are split in these
 constexpr int kRefineRounds = 3;                 // halvings of the ring step around the best ring
 constexpr int kJointSteps = 8;                   // moves of the round's local search (joint_refine)
+constexpr int kSlackSteps = 4;                   // moves that hand the unused budget to a model (spend_slack)
 constexpr int kWindowRounds = 3;                 // plans again with the prefetch windows of the last choice
 constexpr int64_t kWindowSlack = int64_t(1) << 20;  // a window this much short of the limit used still counts
 
@@ -373,6 +374,51 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     return better(cur, c, objective) ? cur : c;
   };
 
+  // The curves' rooms are coarse (resident_points over each model's weights: ~7 MiB
+  // apart for yolov4 @608), so a split leaves budget unused. A model's room grows by the
+  // unused bytes, or half or a quarter of them (a room planned again at this ring, with
+  // the window its predecessor leaves it), and the move that most improves the round is
+  // kept, while one does.
+  auto spend_slack = [&](Candidate c) {
+    if (c.ring <= 0) return c;
+    for (int step = 0; step < kSlackSteps; ++step) {
+      int64_t used = c.ring;
+      for (const Point& p : c.chosen) used += p.resident;
+      const int64_t slack = weight_budget - used;
+      if (slack < kQuantum) break;
+      Candidate next;
+      for (size_t i = 0; i < n; ++i) {
+        if (c.chosen[i].all) continue;
+        const int64_t hi_room = bases[i].total - c.ring - 1;
+        StreamOptions so;
+        so.layout = PoolLayout::kRing;
+        so.ring_granularity = granularity;
+        so.never_resident = true;
+        ResidencyOptions ro;
+        ro.sim.check = false;
+        ro.sim.prefetched = models[i].prefetched;
+        ro.sim.prefetch_limit_bytes = models[i].prefetched ? std::max<int64_t>(0, c.limit[i]) : 0;
+        ro.max_simulations = kRingResidencySimulations;
+        for (int64_t more : {slack, slack / 2, slack / 4}) {
+          const int64_t room = std::min(hi_room, c.chosen[i].resident + more);
+          if (more < kQuantum || room <= c.chosen[i].resident) continue;
+          Expected<ResidencyResult> r = settled_plan(models[i], so, c.ring, room, ro);
+          if (!r.ok() || r->plan.resident_bytes <= c.chosen[i].resident) continue;
+          std::vector<Point> pts = c.chosen;
+          pts[i].resident = r->plan.resident_bytes;
+          pts[i].set = r->resident;
+          Candidate d = round_eval(c.ring, std::move(pts));
+          if (better(d, next, objective)) next = std::move(d);
+        }
+      }
+      if (!better(next, c, objective)) break;
+      c = std::move(next);
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (c.chosen[i].all) c.limit[i] = -1;
+    return c;
+  };
+
   const int64_t g = granularity;
   const int64_t lo = 2 * g;
   const int64_t hi = std::min(weight_budget, max_total - 1) / g * g;
@@ -404,7 +450,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
       if (!delivers) break;
       c = std::move(d);
     }
-    if (c.ok) c = joint_refine(c);
+    if (c.ok) c = spend_slack(joint_refine(c));
     if (better(c, best, objective)) best = std::move(c);
   };
   for (int64_t ring : rings) consider(ring);

@@ -68,8 +68,9 @@ struct RingSplit {
 // plan_residency_in_ring (at most kRingResidencySimulations simulations each; infeasible
 // points are skipped), plus the all-resident point (plan_streaming with a budget of
 // every weight, as model_curve). A whole split of yolov4 @608 + yolov3 @608 +
-// yolov4-tiny @416 (fp16, 206 blobs) with the default points takes 0.06-0.08 s on one
-// core of a 2-core build machine (tests/runtime/ring_split_test.cpp). One point per model is picked by split_budget
+// yolov4-tiny @416 (fp16, 206 blobs) with the default points takes 0.2-0.4 s on one
+// core of a 2-core build machine, spend_slack below included (0.06-0.08 s without it;
+// tests/runtime/ring_split_test.cpp). One point per model is picked by split_budget
 // with the objective: resident bytes in 64 KiB quanta (rounded up), each candidate
 // shifted by one quantum because split_budget needs budgets > 0 (the capacity passed is
 // W - R + models x quantum, so the shift cancels). The R with the best objective wins
@@ -92,6 +93,11 @@ struct RingSplit {
 // its predecessor's simulated plan leaves: the copy engine starts after the
 // predecessor's last copy and fills each ring byte once the predecessor's layer reading
 // it has ended (the next model's stream starts where the predecessor's ended).
+//
+// Last (spend_slack): the rooms are coarse, so a split leaves budget unused; a model's
+// room grows by the unused bytes (or half or a quarter of them), planned again at the
+// ring, and the move that most improves the round (evaluated as joint_refine does) is
+// kept, up to 4 times.
 //
 // Errors: invalid_argument for bad inputs (no plan, layer times of the wrong size,
 // weight <= 0, granularity <= 0 or not a multiple of 256, points < 2); out_of_memory

@@ -251,8 +251,11 @@ TEST(RingSplit, LeadWidensThePrefetchWindows) {
     const Expected<RingSplit> lng = split_shared_ring(models, budget, kGran, obj);
     ASSERT_TRUE(lng.ok()) << lng.status().to_string();
     check_split(models, *lng, budget);
-    for (size_t i = 0; i < f.size(); ++i)
-      if (lng->in_ring[i]) EXPECT_EQ(lng->prefetch_limit[i], lng->ring_bytes) << models[i].name;
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (lng->in_ring[i]) {
+        EXPECT_EQ(lng->prefetch_limit[i], lng->ring_bytes) << models[i].name;
+      }
+    }
     EXPECT_LE(lng->cost, none->cost + 1e-9);
     // A lead shorter than the input's upload adds nothing.
     for (RingModel& m : models) {
