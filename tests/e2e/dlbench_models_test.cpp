@@ -1,7 +1,8 @@
 // dlbench --models on the CPU: each model's own session, then the models on one
 // runtime (round robin, concurrent threads and a soak checking every output against the
-// single runs), the JSON's memory parts; a budget the models cannot fit fails with one
-// line naming it; usage errors.
+// single runs), the JSON's memory parts; each model's preload also in a process of its
+// own (or not, --no-isolate-baselines; the child, --baseline-only, measures only that);
+// a budget the models cannot fit fails with one line naming it; usage errors.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -55,6 +56,42 @@ TEST(DlbenchModels, CpuRuntimeRoundRobinSoakAndJson) {
   EXPECT_LT(total, int64_t(j["separate_device_bytes"]));
   EXPECT_EQ(int(run["soak"]["mismatches"]), 0);
   for (const auto& m : run["models"]) EXPECT_GT(double(m["round_robin_ms"]), 0.0);
+  // Each model's preload in a process of its own: a column, a line, a ratio per model.
+  EXPECT_NE(r.out.find("own process ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("preload in a process of its own (ms): yolo-fastest-1.1@160 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("x own"), std::string::npos) << r.out;
+  EXPECT_EQ(j["baselines_in_own_process"], true);
+  for (const auto& s : j["separate"]) EXPECT_GT(double(s["latency_own_process_ms"]), 0.0) << s.dump();
+  for (const auto& m : run["models"]) {
+    EXPECT_GT(double(m["x_preload_own_process"]), 0.0) << m.dump();
+    EXPECT_DOUBLE_EQ(double(m["x_preload_own_process"]),
+                     double(m["round_robin_ms"]) / double(m["preload_own_process_ms"]));
+  }
+}
+
+TEST(DlbenchModels, BaselinesInOwnProcessesCanBeSkippedAndTheChildMeasuresOnlyThem) {
+  const std::string models = two_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const std::string dir = test::temp_dir();
+  const std::string common = "dlbench --device cpu --models " + models + " --iters 1 --warmup 0 --threads 1 --json ";
+  auto r = run_tool(common + dir + "/skip.json --runtime-budget all --no-isolate-baselines");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("preload in a process of its own: not measured (--no-isolate-baselines)"), std::string::npos)
+      << r.out;
+  std::ifstream skip(dir + "/skip.json");
+  const nlohmann::json j = nlohmann::json::parse(skip);
+  EXPECT_EQ(j["baselines_in_own_process"], false);
+  for (const auto& s : j["separate"]) EXPECT_TRUE(s["latency_own_process_ms"].is_null()) << s.dump();
+  for (const auto& m : j["runs"][0]["models"]) EXPECT_TRUE(m["x_preload_own_process"].is_null()) << m.dump();
+  // The child's own command: the separate sessions only, no runtime.
+  r = run_tool(common + dir + "/child.json --baseline-only");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_EQ(r.out.find("round robin"), std::string::npos) << r.out;
+  std::ifstream child(dir + "/child.json");
+  const nlohmann::json c = nlohmann::json::parse(child);
+  ASSERT_EQ(c["separate"].size(), 2u);
+  EXPECT_GT(double(c["separate"][0]["latency_ms"]), 0.0);
+  EXPECT_FALSE(c.contains("runs"));
 }
 
 TEST(DlbenchModels, ABudgetTheModelsCannotFitFailsWithOneLine) {

@@ -16,7 +16,7 @@ namespace dlr::tools {
 namespace {
 
 // The parent's arguments less the ones the child gets its own way.
-std::vector<std::string> child_args(const std::vector<std::string>& argv, int index, const std::string& json,
+std::vector<std::string> child_args(const std::vector<std::string>& argv, int index,
                                     const std::string& synthetic_weights) {
   std::vector<std::string> out;
   for (size_t i = 0; i < argv.size(); ++i) {
@@ -36,18 +36,19 @@ std::vector<std::string> child_args(const std::vector<std::string>& argv, int in
   }
   out.push_back("--config-index");
   out.push_back(std::to_string(index));
-  out.push_back("--json");
-  out.push_back(json);
   return out;
 }
 
 }  // namespace
 
-Expected<nlohmann::json> run_config_in_child(const std::vector<std::string>& argv, int index,
-                                             const std::string& synthetic_weights) {
-  const std::string json = "/tmp/dlbench-" + std::to_string(::getpid()) + "-config" + std::to_string(index) + ".json";
+Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args_in, const std::string& key) {
+  static int children = 0;  // a JSON file of its own per child of this process
+  const std::string json =
+      "/tmp/dlbench-" + std::to_string(::getpid()) + "-child" + std::to_string(children++) + ".json";
   std::remove(json.c_str());
-  const std::vector<std::string> args = child_args(argv, index, json, synthetic_weights);
+  std::vector<std::string> args = args_in;
+  args.push_back("--json");
+  args.push_back(json);
   std::vector<char*> cargs;
   for (const std::string& s : args) cargs.push_back(const_cast<char*>(s.c_str()));
   cargs.push_back(nullptr);
@@ -72,15 +73,20 @@ Expected<nlohmann::json> run_config_in_child(const std::vector<std::string>& arg
                             std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " and wrote no result");
     }
     nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
-    if (j.is_discarded() || !j.contains("results") || !j["results"].is_array() || j["results"].size() != 1) {
+    if (j.is_discarded() || !j.contains(key) || !j[key].is_array() || j[key].size() != 1) {
       return internal_error("failed in its own process (exit code " +
                             std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
                             ", no result row; its message is above)");
     }
-    return j["results"][0];
+    return j[key][0];
   }();
   std::remove(json.c_str());
   return result;
+}
+
+Expected<nlohmann::json> run_config_in_child(const std::vector<std::string>& argv, int index,
+                                             const std::string& synthetic_weights) {
+  return run_self_in_child(child_args(argv, index, synthetic_weights), "results");
 }
 
 }  // namespace dlr::tools

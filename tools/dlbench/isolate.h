@@ -1,4 +1,5 @@
-// dlbench --isolate: each configuration measured in a process of its own.
+// dlbench --isolate: each configuration measured in a process of its own; also each
+// model's preload baseline of dlbench --models (models.h).
 //
 // Why: on the H100, once a second CUDA session of a process has run its network, every
 // kernel of every session of that process runs ~0.8 us longer for good (yolov4 @608
@@ -15,6 +16,14 @@
 #include "runtime/core/status.h"
 
 namespace dlr::tools {
+
+// Runs this executable again (/proc/self/exe) with `args` (argv[0] first; argv[0] is
+// only a name) plus --json FILE (a file of its own, removed after) and waits for it. The
+// child's stdout is discarded, its stderr is this process's. Returns the only element of
+// the array `key` of the child's JSON; an error says how the child ended (killed by a
+// signal, its exit code; the caller names what the child measured). One child at a time
+// (not thread-safe).
+Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args, const std::string& key);
 
 // Runs this executable again (/proc/self/exe) with `argv` (the parent's own command
 // line, argv[0] first) less --isolate, --no-isolate and --json, plus --config-index

@@ -1060,13 +1060,22 @@ int tool_main(int argc, char** argv) {
   Args a;
   CLI::App app{"dlbench: latency, throughput and memory of dlrun configurations", "dlbench"};
   dlr::tools::ModelsBenchArgs mb;
+  bool no_isolate_baselines = false;
   auto* cfg_opt = app.add_option("cfg", a.cfg, "Darknet .cfg file (required, except with --models or --startup-floor)");
   auto* models_opt = app.add_option(
       "--models", mb.models,
       "several models on one runtime (one budget, shared arena and workspace): CFG[:WEIGHTS][@SIZE],... (no "
-      "WEIGHTS: synthetic); each model's own preload session is measured first, then round robin per "
-      "--runtime-budget (docs/streaming.md section 8)");
+      "WEIGHTS: synthetic); each model's own preload session is measured first (also in a process of its own: "
+      "\"own process ms\", \"x own\"), then round robin per --runtime-budget (docs/streaming.md section 8)");
   models_opt->excludes(cfg_opt);
+  app.add_flag("--no-isolate-baselines", no_isolate_baselines,
+               "--models: do not measure each model's preload in a process of its own (by default this executable "
+               "runs once more per model, first: on the H100 every CUDA session after the first of a process ran "
+               "~5 % slower; docs/benchmarks.md, \"Position in the process\")");
+  app.add_flag("--baseline-only", mb.baseline_only,
+               "internal (the processes of --models' own-process baselines): measure the models' preload sessions "
+               "only, write --json")
+      ->group("");
   app.add_option("--runtime-budget", mb.budgets,
                  "--models: comma-separated budgets for all the models' device memory: NN% of their separate "
                  "preload sessions' weights + activations + workspace, a size, or all (default 40%)");
@@ -1200,6 +1209,7 @@ int tool_main(int argc, char** argv) {
     mb.seed = a.seed;
     mb.threads = a.threads;
     mb.json = a.json;
+    mb.isolate_baselines = !no_isolate_baselines;
     return dlr::tools::run_models_bench(mb);
   }
   if (a.cfg.empty() && !a.startup_floor) {

@@ -2,7 +2,8 @@
 // device memory), then, for every runtime budget, all models on one Runtime: round
 // robin (each model in turn, single thread), optionally one thread per model
 // (concurrent) and a soak of several threads checking every output against the
-// single runs, with device memory and RSS before and after.
+// single runs, with device memory and RSS before and after. Each model's preload is also
+// measured in a process of its own (isolate.h), the honest "alone" baseline.
 #include "tools/dlbench/models.h"
 
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "tools/common/model_specs.h"
 #include "tools/common/progress.h"
 #include "tools/common/tool_support.h"
+#include "tools/dlbench/isolate.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
 #endif
@@ -107,6 +109,60 @@ Status infer(Session& s, const std::vector<float>& input, Timed* t, bool time_in
     if (rt.prefetch_ready_bytes >= 0) t->ready_mib.push_back(double(rt.prefetch_ready_bytes) / 1048576.0);
   }
   return Status();
+}
+
+// "%.3f" of `v`, or "-" when it is not positive (not measured).
+std::string ms_or_dash(double v) {
+  if (!(v > 0)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", v);
+  return text;
+}
+
+nlohmann::json ms_or_null(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// The command line of the process that measures the preload of model `s` (the
+// `index`th) alone: --baseline-only, the same weights (the parent's synthetic file when
+// the spec has none), size, device, precision, threads, rounds and input (the child's
+// only model gets seed + index, the parent's seed for that model's input).
+std::vector<std::string> baseline_child_args(const ModelsBenchArgs& a, const ModelSpec& s, size_t index) {
+  std::vector<std::string> args = {"dlbench",
+                                   "--models", s.cfg + ":" + s.weights + "@" + std::to_string(s.size),
+                                   "--baseline-only",
+                                   "--device", a.device,
+                                   "--precision", a.precision,
+                                   "--threads", std::to_string(a.threads),
+                                   "--iters", std::to_string(a.iters),
+                                   "--warmup", std::to_string(a.warmup),
+                                   "--seed", std::to_string(a.seed + index)};
+  if (a.time_input) args.push_back("--time-input");
+  return args;
+}
+
+// Each model's preload latency measured in a process of its own, ms; -1 where not
+// measured. A child that fails is one line on stderr naming the model and how it
+// ended; *failed is then set and the others go on.
+std::vector<double> baselines_in_own_processes(const ModelsBenchArgs& a, const std::vector<ModelSpec>& specs,
+                                               bool* failed) {
+  std::vector<double> own(specs.size(), -1.0);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Expected<nlohmann::json> r = run_self_in_child(baseline_child_args(a, specs[i], i), "separate");
+    std::string why;
+    if (!r.ok()) {
+      why = r.status().message();
+    } else {
+      const auto ms = r->find("latency_ms");
+      if (ms != r->end() && ms->is_number() && ms->get<double>() > 0) {
+        own[i] = ms->get<double>();
+        continue;
+      }
+      why = "its result has no latency_ms";
+    }
+    *failed = true;
+    std::fprintf(stderr, "dlbench: %s: preload in a process of its own: %s; its \"own process ms\" and \"x own\" "
+                 "are -\n", specs[i].name.c_str(), why.c_str());
+  }
+  return own;
 }
 
 int64_t device_free(const SessionOptions& o) {
@@ -199,6 +255,12 @@ int run_models_bench(const ModelsBenchArgs& a) {
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     for (float& v : inputs.back()) v = u(rng);
   }
+  // Each model's preload in a process of its own first, while this process has run no
+  // CUDA session (the synthetic weights written above are the children's too).
+  bool own_failed = false;
+  const std::vector<double> own_ms = a.isolate_baselines && !a.baseline_only
+                                         ? baselines_in_own_processes(a, specs, &own_failed)
+                                         : std::vector<double>(specs.size(), -1.0);
   std::vector<std::vector<uint8_t>> pixels(3);
   std::vector<ImageU8> images;
   for (int k = 0; k < 3; ++k) images.push_back(bench_image(&pixels[size_t(k)], int(a.seed) + k));
@@ -216,8 +278,8 @@ int run_models_bench(const ModelsBenchArgs& a) {
 #endif
 
   // 1. Each model alone, preload: latency, device memory, and the reference detections.
-  std::printf("%-22s %12s %12s %10s %10s %10s %10s %12s\n", "model alone (preload)", "latency ms", "network ms",
-              "weights", "activ.", "workspace", "MiB total", "set_input ms");
+  std::printf("%-22s %12s %12s %10s %10s %10s %10s %12s %14s\n", "model alone (preload)", "latency ms", "network ms",
+              "weights", "activ.", "workspace", "MiB total", "set_input ms", "own process ms");
   int64_t separate = 0;
   std::vector<double> preload_ms;
   std::vector<double> input_ms;  // per model: its set_input's host time, the gap before its run() in a round
@@ -231,8 +293,8 @@ int run_models_bench(const ModelsBenchArgs& a) {
       const Status st = infer(**session, inputs[i], k < a.warmup ? nullptr : &t, a.time_input);
       if (!st.ok()) return fail("dlbench", st);
     }
-    for (const ImageU8& img : images) {
-      auto d = (*session)->detect(img);
+    for (size_t k = 0; k < (a.baseline_only ? 0 : images.size()); ++k) {  // the soak's reference outputs
+      auto d = (*session)->detect(images[k]);
       if (!d.ok()) return fail("dlbench", d.status());
       reference[i].push_back(*d);
     }
@@ -241,14 +303,15 @@ int run_models_bench(const ModelsBenchArgs& a) {
     separate += bytes;
     preload_ms.push_back(median(t.total_ms));
     input_ms.push_back(median(t.input_ms));
-    std::printf("%-22s %12.3f %12.3f %10.2f %10.2f %10.2f %10.2f %12.3f\n", s.name.c_str(), median(t.total_ms),
+    std::printf("%-22s %12.3f %12.3f %10.2f %10.2f %10.2f %10.2f %12.3f %14s\n", s.name.c_str(), median(t.total_ms),
                 median(t.network_ms), mib(m.weights), mib(m.activations), mib(m.workspace), mib(bytes),
-                input_ms.back());
+                input_ms.back(), ms_or_dash(own_ms[i]).c_str());
     out["separate"].push_back({{"model", s.name},
                                {"cfg", s.cfg},
                                {"weights", s.synthetic ? std::string("synthetic") : s.weights},
                                {"size", s.size},
                                {"latency_ms", median(t.total_ms)},
+                               {"latency_own_process_ms", ms_or_null(own_ms[i])},
                                {"network_ms", median(t.network_ms)},
                                {"set_input_ms", input_ms.back()},
                                {"memory", {{"weights", m.weights}, {"activations", m.activations},
@@ -257,6 +320,25 @@ int run_models_bench(const ModelsBenchArgs& a) {
   }
   out["separate_device_bytes"] = separate;
   std::printf("%-22s %51.2f MiB (weights + activations + workspace)\n", "separate, summed", mib(separate));
+  auto write_json = [&]() -> Status {
+    if (a.json.empty()) return Status();
+    std::ofstream f(a.json);
+    f << out.dump(2) << "\n";
+    return f ? Status() : io_error(a.json + ": cannot write the JSON results");
+  };
+  if (a.baseline_only) {  // the child of baselines_in_own_processes: its rows are its result
+    const Status st = write_json();
+    return st.ok() ? kExitOk : fail("dlbench", st);
+  }
+  out["baselines_in_own_process"] = a.isolate_baselines;
+  if (a.isolate_baselines) {
+    std::printf("preload in a process of its own (ms):");
+    for (size_t i = 0; i < specs.size(); ++i)
+      std::printf(" %s %s", specs[i].name.c_str(), ms_or_dash(own_ms[i]).c_str());
+    std::printf("\n");
+  } else {
+    std::printf("preload in a process of its own: not measured (--no-isolate-baselines)\n");
+  }
   // Each preload session once more, now that other sessions of this process have run
   // their networks: on the H100 every session after that runs ~5 % slower for good
   // (docs/streaming.md section 6), which the first pass spares its first model and the
@@ -278,7 +360,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
   std::printf("\n");
 
   // 2. All models on one runtime, for every budget.
-  int rc = kExitOk;
+  int rc = own_failed ? kExitError : kExitOk;  // a failed child's columns are "-"; the run goes on
   for (const std::string& workspace_text : split(a.workspace_limits, ','))
   for (const std::string& ring : split(a.ring, ','))
   for (const std::string& budget_text : split(a.budgets, ',')) {
@@ -329,15 +411,18 @@ int run_models_bench(const ModelsBenchArgs& a) {
                      {"weights", mem.weights}, {"ring", mem.ring}, {"other", mem.other}, {"host_weights", mem.host_weights},
                      {"fraction_of_separate", separate > 0 ? double(mem.total()) / double(separate) : 0.0}};
     run["plan"] = (*rt)->plan_text();
-    std::printf("%-22s %10s %10s %10s %10s %10s %10s %12s %12s %10s %10s\n", "model", "resident", "pool", "streamed",
-                "prefetch", "landed", "predicted", "round robin", "x preload", "x again", "set_input");
+    std::printf("%-22s %10s %10s %10s %10s %10s %10s %12s %12s %10s %10s %10s\n", "model", "resident", "pool",
+                "streamed", "prefetch", "landed", "predicted", "round robin", "x preload", "x again", "set_input",
+                "x own");
     for (size_t i = 0; i < models.size(); ++i) {
       const RuntimeMemory::Model& m = mem.models[i];
       const double ms = median(rr[i].total_ms);
       const double landed = rr[i].ready_mib.empty() ? 0.0 : median(rr[i].ready_mib);
-      std::printf("%-22s %10.2f %10.2f %10.2f %10.2f %10.2f %10.3f %12.3f %12.3f %10.3f %10.3f\n",
+      const double x_own = own_ms[i] > 0 ? ms / own_ms[i] : -1.0;
+      std::printf("%-22s %10.2f %10.2f %10.2f %10.2f %10.2f %10.3f %12.3f %12.3f %10.3f %10.3f %10s\n",
                   specs[i].name.c_str(), mib(m.resident), mib(m.pool), mib(m.streamed), mib(m.prefetched), landed,
-                  m.predicted_ms, ms, ms / preload_ms[i], ms / again_ms[i], median(rr[i].input_ms));
+                  m.predicted_ms, ms, ms / preload_ms[i], ms / again_ms[i], median(rr[i].input_ms),
+                  ms_or_dash(x_own).c_str());
       run["models"].push_back({{"model", specs[i].name},
                                {"weight_budget", m.weight_budget},
                                {"resident", m.resident},
@@ -356,7 +441,9 @@ int run_models_bench(const ModelsBenchArgs& a) {
                                {"round_robin_network_ms", median(rr[i].network_ms)},
                                {"preload_ms", preload_ms[i]},
                                {"x_preload", ms / preload_ms[i]},
-                               {"x_preload_again", ms / again_ms[i]}});
+                               {"x_preload_again", ms / again_ms[i]},
+                               {"preload_own_process_ms", ms_or_null(own_ms[i])},
+                               {"x_preload_own_process", ms_or_null(x_own)}});
     }
     // Concurrent: one thread per model, detect() on images.
     if (a.concurrent_iters > 0) {
@@ -424,11 +511,8 @@ int run_models_bench(const ModelsBenchArgs& a) {
     out["runs"].push_back(run);
     models.clear();  // before the runtime
   }
-  if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    f << out.dump(2) << "\n";
-    if (!f) return fail("dlbench", io_error(a.json + ": cannot write the JSON results"));
-  }
+  const Status written = write_json();
+  if (!written.ok()) return fail("dlbench", written);
   return rc;
 }
 

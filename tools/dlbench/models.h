@@ -1,5 +1,5 @@
 // dlbench --models: several models on one Runtime (runtime/multi/runtime.h) against
-// each one's own preload session, in the same run.
+// each one's own preload session, in the same run and in a process of its own.
 #pragma once
 
 #include <string>
@@ -35,6 +35,14 @@ struct ModelsBenchArgs {
   uint64_t seed = 1;
   int threads = 0;  // CPU threads per session (0: auto)
   std::string json;
+  // Each model's preload also measured in a process of its own (this executable again,
+  // --baseline-only, one model): on the H100 every CUDA session after the first of a
+  // process runs ~5 % slower (docs/benchmarks.md, "Position in the process"), so the
+  // preload rows measured here are not each model's honest "alone" latency.
+  bool isolate_baselines = true;
+  // --baseline-only (the child of isolate_baselines): only the separate preload sessions,
+  // timed as in the parent, then the JSON; no runtime, no detections.
+  bool baseline_only = false;
 };
 
 // Runs the benchmark; prints a table on stdout; returns a tool exit code.
