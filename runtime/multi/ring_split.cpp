@@ -325,6 +325,19 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     c.ok = true;
     return c;
   };
+  // A move of the round's searches: model i's point replaced in `from`, the round
+  // evaluated, kept in *best when it beats it.
+  auto try_move = [&](const Candidate& from, size_t i, Point p, Candidate* best) {
+    std::vector<Point> pts = from.chosen;
+    pts[i] = std::move(p);
+    Candidate d = round_eval(from.ring, std::move(pts));
+    if (better(d, *best, objective)) *best = std::move(d);
+  };
+  // An all-resident model copies nothing, so it has no prefetch limit.
+  auto drop_resident_limits = [&](Candidate* c) {
+    for (size_t i = 0; i < n; ++i)
+      if (c->chosen[i].all) c->limit[i] = -1;
+  };
   // Each model's own best plan ignores what it leaves the next model. From a split, a
   // local search over the whole round: replace one model's resident set by another of
   // the same ring (its curve's sets, and the same rooms filled latest blob first: a
@@ -359,18 +372,12 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     for (int step = 0; step < kJointSteps; ++step) {
       Candidate next = cur;
       for (size_t i = 0; i < n; ++i)
-        for (const Point& a : alts[i]) {
-          if (a.set == cur.chosen[i].set) continue;
-          std::vector<Point> pts = cur.chosen;
-          pts[i] = a;
-          Candidate d = round_eval(c.ring, std::move(pts));
-          if (better(d, next, objective)) next = std::move(d);
-        }
+        for (const Point& a : alts[i])
+          if (a.set != cur.chosen[i].set) try_move(cur, i, a, &next);
       if (!better(next, cur, objective)) break;
       cur = std::move(next);
     }
-    for (size_t i = 0; i < n; ++i)
-      if (cur.chosen[i].all) cur.limit[i] = -1;
+    drop_resident_limits(&cur);
     return better(cur, c, objective) ? cur : c;
   };
 
@@ -404,18 +411,16 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
           if (more < kQuantum || room <= c.chosen[i].resident) continue;
           Expected<ResidencyResult> r = settled_plan(models[i], so, c.ring, room, ro);
           if (!r.ok() || r->plan.resident_bytes <= c.chosen[i].resident) continue;
-          std::vector<Point> pts = c.chosen;
-          pts[i].resident = r->plan.resident_bytes;
-          pts[i].set = r->resident;
-          Candidate d = round_eval(c.ring, std::move(pts));
-          if (better(d, next, objective)) next = std::move(d);
+          Point p = c.chosen[i];
+          p.resident = r->plan.resident_bytes;
+          p.set = r->resident;
+          try_move(c, i, std::move(p), &next);
         }
       }
       if (!better(next, c, objective)) break;
       c = std::move(next);
     }
-    for (size_t i = 0; i < n; ++i)
-      if (c.chosen[i].all) c.limit[i] = -1;
+    drop_resident_limits(&c);
     return c;
   };
 
