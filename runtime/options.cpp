@@ -217,6 +217,8 @@ Status validate_options(const SessionOptions& o) {
     return invalid_argument("max slowdown " + std::to_string(o.max_slowdown * 100) + " % must be in [0, 1000] %");
   if (!(o.prefetch_lead_ms >= 0 && o.prefetch_lead_ms <= 1000))
     return invalid_argument("prefetch lead " + std::to_string(o.prefetch_lead_ms) + " ms: expected 0 to 1000 ms");
+  if (!(o.alone_ms >= 0 && o.alone_ms <= 1e6))
+    return invalid_argument("latency alone " + std::to_string(o.alone_ms) + " ms: expected 0 (unknown) to 1000000 ms");
   if (!(o.latency_target_ms >= 0 && o.latency_target_ms < 1e9))
     return invalid_argument("latency target must be >= 0 ms (0: use the max slowdown)");
   if (o.latency_target_ms > 0 && o.weight_budget.kind != WeightBudget::Kind::kAuto)

@@ -111,6 +111,12 @@ struct SessionOptions {
   // the copy engine (docs/streaming.md section 8). 0: none (the window ends when the
   // previous model's kernels do). [0, 1000] ms.
   double prefetch_lead_ms = 0;
+  // A Runtime's joint plan with SplitObjective::kMaxSlowdown: this model's latency alone
+  // (ms), as the application measured it (a session of its own, e.g. dlbench's "own
+  // process ms"), the denominator of its slowdown. 0 (unknown): the plan's all-resident
+  // prediction from the kernel times measured at open, which reads 3-4 % above a session
+  // alone in its process on the H100, not equally for every model. [0, 1000000] ms.
+  double alone_ms = 0;
   // Set by a Runtime for the sessions opened on it: the activation arena and the cuDNN
   // workspace are the runtime's, shared by its models (never set it by hand).
   bool shared_memory = false;

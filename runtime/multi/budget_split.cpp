@@ -43,14 +43,14 @@ Expected<BudgetSplit> split_budget(const std::vector<ModelCurve>& models, int64_
     // smallest such candidates fit; then the sum objective over those candidates.
     std::vector<double> levels;
     for (const ModelCurve& m : models)
-      for (double ms : m.predicted_ms) levels.push_back(ms / m.predicted_ms.back());
+      for (double ms : m.predicted_ms) levels.push_back(ms / m.baseline());
     std::sort(levels.begin(), levels.end());
     for (double level : levels) {
       std::vector<ModelCurve> kept = models;
       int64_t need = 0;
       bool ok = true;
       for (ModelCurve& m : kept) {
-        const double all = m.predicted_ms.back();
+        const double all = m.baseline();
         size_t first = 0;
         while (first < m.predicted_ms.size() && m.predicted_ms[first] / all > level + 1e-12) ++first;
         if (first == m.predicted_ms.size()) {

@@ -25,6 +25,10 @@ struct ModelCurve {
   double weight = 1;                  // priority or expected rate (> 0)
   std::vector<int64_t> budget_bytes;  // increasing; every entry one the model can run with
   std::vector<double> predicted_ms;   // per budget
+  // kMaxSlowdown's denominator (ms): the model's latency alone when the application
+  // measured it (SessionOptions::alone_ms), else 0: the last point's prediction.
+  double baseline_ms = 0;
+  double baseline() const { return baseline_ms > 0 ? baseline_ms : predicted_ms.back(); }
 };
 
 struct BudgetSplit {
@@ -38,7 +42,8 @@ struct BudgetSplit {
 // What the split minimises.
 enum class SplitObjective : uint8_t {
   kSum,         // sum(weight_i * ms_i): the device time of a round of the workload
-  kMaxSlowdown  // max(ms_i / all-resident ms_i): every model as close to its own preload as possible
+  kMaxSlowdown  // max(ms_i / baseline_i): every model as close to its own preload as possible (baseline:
+                // the latency alone the application gave, else the all-resident prediction)
                 // (ties, then the leftover bytes, go by kSum)
 };
 

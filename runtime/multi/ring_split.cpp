@@ -17,7 +17,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int64_t kQuantum = int64_t(64) << 10;  // resident bytes are split in these
 constexpr int kRefineRounds = 3;                 // halvings of the ring step around the best ring
 constexpr int kJointSteps = 8;                   // moves of the round's local search (joint_refine)
-constexpr int kSlackSteps = 4;                   // moves that hand the unused budget to a model (spend_slack)
+constexpr int kFineSteps = 6;                    // fine moves of a few MiB between models (fine_tune)
 constexpr int kWindowRounds = 3;                 // plans again with the prefetch windows of the last choice
 constexpr int64_t kWindowSlack = int64_t(1) << 20;  // a window this much short of the limit used still counts
 
@@ -205,6 +205,8 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     const RingModel& m = models[i];
     if (!m.plan) return invalid_argument("ring split: model " + m.name + " has no plan");
     if (!(m.weight > 0)) return invalid_argument("ring split: model " + m.name + " needs a weight > 0");
+    if (!(m.alone_ms >= 0 && m.alone_ms < 1e9))
+      return invalid_argument("ring split: model " + m.name + ": its latency alone must be >= 0 ms (0: unknown)");
     if (m.layer_ms.size() != m.plan->steps.size())
       return invalid_argument("ring split: model " + m.name + ": " + std::to_string(m.layer_ms.size()) +
                               " layer times for " + std::to_string(m.plan->steps.size()) + " layers");
@@ -224,6 +226,10 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     sum_total += b.total;
     max_total = std::max(max_total, b.total);
   }
+
+  // kMaxSlowdown's denominator: the latency alone the application gave, else the
+  // all-resident prediction.
+  auto baseline = [&](size_t i) { return models[i].alone_ms > 0 ? models[i].alone_ms : bases[i].all.ms; };
 
   // One ring: every model's curve, then split_budget over the resident bytes.
   // prev_choice: the limits come from these choices (prefetch_window of each model's
@@ -260,6 +266,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
         points[i] = ring_curve(m, bases[i], ring, granularity, sim, resident_points);
         curves[i].name = m.name;
         curves[i].weight = m.weight;
+        curves[i].baseline_ms = m.alone_ms;
         for (const Point& p : points[i]) {
           curves[i].budget_bytes.push_back(p.resident + kQuantum);  // > 0 for split_budget
           curves[i].predicted_ms.push_back(p.ms);
@@ -274,7 +281,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     c.slowdown = 0;
     for (size_t i = 0; i < n; ++i) {
       c.sum += models[i].weight * c.chosen[i].ms;
-      if (bases[i].all.ms > 0) c.slowdown = std::max(c.slowdown, c.chosen[i].ms / bases[i].all.ms);
+      if (baseline(i) > 0) c.slowdown = std::max(c.slowdown, c.chosen[i].ms / baseline(i));
       if (c.chosen[i].all) c.limit[i] = -1;
     }
     c.ok = true;
@@ -320,7 +327,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     c.slowdown = 0;
     for (size_t i = 0; i < n; ++i) {
       c.sum += models[i].weight * c.chosen[i].ms;
-      if (bases[i].all.ms > 0) c.slowdown = std::max(c.slowdown, c.chosen[i].ms / bases[i].all.ms);
+      if (baseline(i) > 0) c.slowdown = std::max(c.slowdown, c.chosen[i].ms / baseline(i));
     }
     c.ok = true;
     return c;
@@ -382,39 +389,58 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
   };
 
   // The curves' rooms are coarse (resident_points over each model's weights: ~7 MiB
-  // apart for yolov4 @608), so a split leaves budget unused. A model's room grows by the
-  // unused bytes, or half or a quarter of them (a room planned again at this ring, with
-  // the window its predecessor leaves it), and the move that most improves the round is
-  // kept, while one does.
-  auto spend_slack = [&](Candidate c) {
+  // apart for yolov4 @608), so a split leaves budget unused and cannot move a few MiB
+  // from one model to another. Fine moves, each a room planned again at this ring with
+  // the window its predecessor leaves it: a model's room grows by the unused bytes (or
+  // half or a quarter of them); or another model's room shrinks by 1, 2, 4 or 8 MiB and
+  // this one's grows by what that frees plus the unused bytes. The move that most
+  // improves the round is kept, while one does (kFineSteps at most).
+  auto room_plan = [&](const Candidate& c, size_t i, int64_t room, Point* out) {
+    StreamOptions so;
+    so.layout = PoolLayout::kRing;
+    so.ring_granularity = granularity;
+    so.never_resident = true;
+    ResidencyOptions ro;
+    ro.sim.check = false;
+    ro.sim.prefetched = models[i].prefetched;
+    ro.sim.prefetch_limit_bytes = models[i].prefetched ? std::max<int64_t>(0, c.limit[i]) : 0;
+    ro.max_simulations = kRingResidencySimulations;
+    room = std::max<int64_t>(0, std::min(room, bases[i].total - c.ring - 1));
+    Expected<ResidencyResult> r = settled_plan(models[i], so, c.ring, room, ro);
+    if (!r.ok()) return false;
+    *out = c.chosen[i];
+    out->resident = r->plan.resident_bytes;
+    out->set = r->resident;
+    return true;
+  };
+  auto fine_tune = [&](Candidate c) {
     if (c.ring <= 0) return c;
-    for (int step = 0; step < kSlackSteps; ++step) {
+    for (int step = 0; step < kFineSteps; ++step) {
       int64_t used = c.ring;
       for (const Point& p : c.chosen) used += p.resident;
-      const int64_t slack = weight_budget - used;
-      if (slack < kQuantum) break;
+      const int64_t slack = std::max<int64_t>(0, weight_budget - used);
       Candidate next;
       for (size_t i = 0; i < n; ++i) {
         if (c.chosen[i].all) continue;
-        const int64_t hi_room = bases[i].total - c.ring - 1;
-        StreamOptions so;
-        so.layout = PoolLayout::kRing;
-        so.ring_granularity = granularity;
-        so.never_resident = true;
-        ResidencyOptions ro;
-        ro.sim.check = false;
-        ro.sim.prefetched = models[i].prefetched;
-        ro.sim.prefetch_limit_bytes = models[i].prefetched ? std::max<int64_t>(0, c.limit[i]) : 0;
-        ro.max_simulations = kRingResidencySimulations;
-        for (int64_t more : {slack, slack / 2, slack / 4}) {
-          const int64_t room = std::min(hi_room, c.chosen[i].resident + more);
-          if (more < kQuantum || room <= c.chosen[i].resident) continue;
-          Expected<ResidencyResult> r = settled_plan(models[i], so, c.ring, room, ro);
-          if (!r.ok() || r->plan.resident_bytes <= c.chosen[i].resident) continue;
-          Point p = c.chosen[i];
-          p.resident = r->plan.resident_bytes;
-          p.set = r->resident;
-          try_move(c, i, std::move(p), &next);
+        Point grown;
+        for (int64_t more : {slack, slack / 2, slack / 4})
+          if (more >= kQuantum && room_plan(c, i, c.chosen[i].resident + more, &grown) &&
+              grown.resident > c.chosen[i].resident)
+            try_move(c, i, grown, &next);
+        for (size_t j = 0; j < n; ++j) {
+          if (j == i || c.chosen[j].all || c.chosen[j].resident == 0) continue;
+          for (int64_t less : {int64_t(1) << 20, int64_t(2) << 20, int64_t(4) << 20, int64_t(8) << 20}) {
+            Point shrunk;
+            if (!room_plan(c, j, c.chosen[j].resident - less, &shrunk) || shrunk.resident >= c.chosen[j].resident)
+              continue;
+            const int64_t freed = c.chosen[j].resident - shrunk.resident;
+            if (!room_plan(c, i, c.chosen[i].resident + freed + slack, &grown) ||
+                grown.resident <= c.chosen[i].resident)
+              continue;
+            Candidate from = c;
+            from.chosen[j] = std::move(shrunk);
+            try_move(from, i, grown, &next);
+          }
         }
       }
       if (!better(next, c, objective)) break;
@@ -455,7 +481,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
       if (!delivers) break;
       c = std::move(d);
     }
-    if (c.ok) c = spend_slack(joint_refine(c));
+    if (c.ok) c = fine_tune(joint_refine(c));
     if (better(c, best, objective)) best = std::move(c);
   };
   for (int64_t ring : rings) consider(ring);
@@ -491,6 +517,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     r.prefetch_limit.push_back(best.limit[i]);
     r.predicted_ms.push_back(p.ms);
     r.all_resident_ms.push_back(bases[i].all.ms);
+    r.baseline_ms.push_back(baseline(i));
     resident_sum += p.resident;
     char line[320];
     if (p.all)
@@ -498,9 +525,10 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
                     mib(p.resident).c_str(), p.ms, models[i].weight);
     else
       std::snprintf(line, sizeof(line),
-                    "%s: %s resident + the shared ring, predicted %.3f ms, %.2f x its all-resident %.3f ms "
+                    "%s: %s resident + the shared ring, predicted %.3f ms, %.2f x its %s %.3f ms "
                     "(weight %g; prefetch limit %s)",
-                    models[i].name.c_str(), mib(p.resident).c_str(), p.ms, p.ms / bases[i].all.ms, bases[i].all.ms,
+                    models[i].name.c_str(), mib(p.resident).c_str(), p.ms, p.ms / baseline(i),
+                    models[i].alone_ms > 0 ? "latency alone" : "all-resident", baseline(i),
                     models[i].weight, r.prefetch_limit[i] < 0 ? "none" : mib(r.prefetch_limit[i]).c_str());
     r.how += std::string(line) + "\n";
   }

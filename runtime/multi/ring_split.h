@@ -31,6 +31,11 @@ struct RingModel {               // one model's inputs to the shared-ring plan
   // upload within it (they share the link). 0: the window ends with the previous model.
   double lead_ms = 0;
   int64_t input_bytes = 0;
+  // The model's latency alone (ms) when the application measured it (a session of its
+  // own, SessionOptions::alone_ms): kMaxSlowdown's denominator. 0: the all-resident
+  // prediction from the kernel times measured at open, which on the H100 reads 3-4 %
+  // above a session alone in its process (every later session of a process pays ~5 %).
+  double alone_ms = 0;
 };
 
 struct RingSplit {
@@ -52,8 +57,9 @@ struct RingSplit {
   std::vector<int64_t> prefetch_limit;
   std::vector<double> predicted_ms;  // per model, simulated latency of its plan (ms)
   std::vector<double> all_resident_ms;  // per model, its latency with every blob resident (ms)
+  std::vector<double> baseline_ms;      // per model, kMaxSlowdown's denominator (alone_ms, else all_resident_ms)
   // The objective's value: kSum: sum(weight_i * ms_i); kMaxSlowdown: the largest
-  // ms_i / all_resident_ms_i.
+  // ms_i / baseline_ms_i.
   double cost = 0;
   std::string how;                   // one line per model plus one for the ring
 };
@@ -69,7 +75,7 @@ struct RingSplit {
 // points are skipped), plus the all-resident point (plan_streaming with a budget of
 // every weight, as model_curve). A whole split of yolov4 @608 + yolov3 @608 +
 // yolov4-tiny @416 (fp16, 206 blobs) with the default points takes 0.2-0.4 s on one
-// core of a 2-core build machine, spend_slack below included (0.06-0.08 s without it;
+// core of a 2-core build machine, fine_tune below included (0.06-0.08 s without it;
 // tests/runtime/ring_split_test.cpp). One point per model is picked by split_budget
 // with the objective: resident bytes in 64 KiB quanta (rounded up), each candidate
 // shifted by one quantum because split_budget needs budgets > 0 (the capacity passed is
@@ -94,10 +100,12 @@ struct RingSplit {
 // predecessor's last copy and fills each ring byte once the predecessor's layer reading
 // it has ended (the next model's stream starts where the predecessor's ended).
 //
-// Last (spend_slack): the rooms are coarse, so a split leaves budget unused; a model's
-// room grows by the unused bytes (or half or a quarter of them), planned again at the
-// ring, and the move that most improves the round (evaluated as joint_refine does) is
-// kept, up to 4 times.
+// Last (fine_tune): the rooms are coarse, so a split leaves budget unused and cannot
+// move a few MiB between models. A model's room grows by the unused bytes (or half or a
+// quarter of them), or another's shrinks by 1, 2, 4 or 8 MiB and this one's grows by
+// what that frees (plus the unused bytes); each room planned again at the ring, and the
+// move that most improves the round (evaluated as joint_refine does) is kept, up to 6
+// times.
 //
 // Errors: invalid_argument for bad inputs (no plan, layer times of the wrong size,
 // weight <= 0, granularity <= 0 or not a multiple of 256, points < 2); out_of_memory

@@ -317,6 +317,7 @@ Expected<HostedBudget> Runtime::weight_budget(const CompiledModel& model, const 
                                     : m_target.copy_profile;
     rm.prefetched = model.options.prefetch_next;
     rm.lead_ms = model.options.prefetch_lead_ms;
+    rm.alone_ms = model.options.alone_ms;
     rm.input_bytes = int64_t(model.plan.options.batch) * model.plan.input_shape.count() * 4;  // set_input: f32
     DLR_ASSIGN_OR_RETURN(RingSplit s, split_ring(&rm));
     DLR_RETURN_IF_ERROR(apply_ring(s));
@@ -341,6 +342,7 @@ Expected<HostedBudget> Runtime::weight_budget(const CompiledModel& model, const 
   DLR_ASSIGN_OR_RETURN(ModelCurve curve, model_curve(m_pending_name, model.plan, profile, layer_ms,
                                                      m_target.map_granularity, m_options.curve_points, sim));
   curve.weight = m_pending_weight;
+  curve.baseline_ms = model.options.alone_ms;
   DLR_ASSIGN_OR_RETURN(BudgetSplit s, split(&curve));
   // The others shrink now, before the new model takes its share; they grow after it opened.
   DLR_RETURN_IF_ERROR(apply(s, true));

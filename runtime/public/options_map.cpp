@@ -63,6 +63,7 @@ dlr::Expected<dlr::SessionOptions> to_session_options(const Options& o) {
   s.find_algorithms = o.find_algorithms;
   s.workspace_limit = o.workspace_limit;
   s.prefetch_lead_ms = o.prefetch_lead_ms;
+  s.alone_ms = o.alone_ms;
   s.cache_kernel_times = o.cache_kernel_times;
   s.calibrate_copies = o.calibrate_copies;
   s.weights_from = o.weights_from_storage ? dlr::WeightsFrom::kStorage : dlr::WeightsFrom::kHost;

@@ -82,6 +82,7 @@ dlrun::Options options_from(const py::kwargs& kw) {
     else if (k == "find_algorithms") o.find_algorithms = v.cast<bool>();
     else if (k == "workspace_limit") o.workspace_limit = v.cast<int64_t>();
     else if (k == "prefetch_lead_ms") o.prefetch_lead_ms = v.cast<double>();
+    else if (k == "alone_ms") o.alone_ms = v.cast<double>();
     else if (k == "cache_kernel_times") o.cache_kernel_times = v.cast<bool>();
     else if (k == "calibrate_copies") o.calibrate_copies = v.cast<bool>();
     else if (k == "weights_from_storage") o.weights_from_storage = v.cast<bool>();

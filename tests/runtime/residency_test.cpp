@@ -308,6 +308,13 @@ TEST(Residency, AutoBudgetOptionErrors) {
   o.prefetch_lead_ms = -1;
   EXPECT_EQ(validate_options(o).message(), "prefetch lead -1.000000 ms: expected 0 to 1000 ms");
   o.prefetch_lead_ms = 0;
+  o.alone_ms = -0.5;
+  EXPECT_EQ(validate_options(o).message(), "latency alone -0.500000 ms: expected 0 (unknown) to 1000000 ms");
+  o.alone_ms = 2e6;
+  EXPECT_EQ(validate_options(o).message(), "latency alone 2000000.000000 ms: expected 0 (unknown) to 1000000 ms");
+  o.alone_ms = 1.7;
+  EXPECT_TRUE(validate_options(o).ok());
+  o.alone_ms = 0;
   EXPECT_EQ(parse_percentage("5%", "--max-slowdown").value(), 0.05);
   EXPECT_EQ(parse_percentage("12.5", "--max-slowdown").value(), 0.125);
   EXPECT_EQ(parse_percentage("five", "--max-slowdown").status().message(),

@@ -192,6 +192,13 @@ int run_models_bench(const ModelsBenchArgs& a) {
   for (const std::string& ring : split(a.ring, ','))
     if (ring != "shared" && ring != "per-model")
       return fail("dlbench", invalid_argument("--ring " + ring + ": expected shared or per-model"));
+  for (const std::string& alone : split(a.alone, ',')) {
+    if (alone != "none" && alone != "own")
+      return fail("dlbench", invalid_argument("--alone " + alone + ": expected none or own"));
+    if (alone == "own" && !a.isolate_baselines)
+      return fail("dlbench", invalid_argument("--alone own needs the baselines measured in processes of their own "
+                                              "(drop --no-isolate-baselines)"));
+  }
   std::map<std::string, int64_t> workspace_limits;  // --workspace-limit entries -> bytes
   for (const std::string& w : split(a.workspace_limits, ',')) {
     if (w == "default" || w == "0") {
@@ -361,6 +368,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
 
   // 2. All models on one runtime, for every budget.
   int rc = own_failed ? kExitError : kExitOk;  // a failed child's columns are "-"; the run goes on
+  for (const std::string& alone : split(a.alone, ','))
   for (const std::string& workspace_text : split(a.workspace_limits, ','))
   for (const std::string& ring : split(a.ring, ','))
   for (const std::string& budget_text : split(a.budgets, ',')) {
@@ -381,15 +389,18 @@ int run_models_bench(const ModelsBenchArgs& a) {
       SessionOptions o = options_of(s);
       o.workspace_limit = workspace_limits[workspace_text];
       o.prefetch_lead_ms = a.prefetch_lead_ms;
+      const size_t k = models.size();
+      o.alone_ms = alone == "own" && own_ms[k] > 0 ? own_ms[k] : 0.0;
       auto m = (*rt)->open(s.cfg, s.weights, o);
       if (!m.ok()) return fail("dlbench", Status(m.status().code(), s.name + ": " + m.status().message()));
       models.push_back(std::move(m).value());
     }
     const double open_s = std::chrono::duration<double>(Clock::now() - t_open).count();
     const RuntimeMemory mem = (*rt)->memory();
-    std::printf("\nruntime budget %s, %s ring, workspace limit %s, prefetch lead %g ms (%.2f MiB, %.1f %% of the "
-                "separate sessions), opened in %.2f s\n%s\n",
-                budget_text.c_str(), ring.c_str(), workspace_text.c_str(), a.prefetch_lead_ms, mib((*rt)->budget_bytes()),
+    std::printf("\nruntime budget %s, %s ring, workspace limit %s, prefetch lead %g ms, slowdowns against %s (%.2f "
+                "MiB, %.1f %% of the separate sessions), opened in %.2f s\n%s\n",
+                budget_text.c_str(), ring.c_str(), workspace_text.c_str(), a.prefetch_lead_ms,
+                alone == "own" ? "the latency alone" : "the all-resident prediction", mib((*rt)->budget_bytes()),
                 separate > 0 ? 100.0 * double(mem.total()) / double(separate) : 0.0, open_s, mem.to_text().c_str());
     // Round robin.
     std::vector<Timed> rr(specs.size());
@@ -404,6 +415,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
     run["ring"] = ring;
     run["workspace_limit"] = workspace_text;
     run["prefetch_lead_ms"] = a.prefetch_lead_ms;
+    run["alone"] = alone;
     run["workspace_limit_bytes"] = workspace_limits[workspace_text];
     run["budget_bytes"] = (*rt)->budget_bytes();
     run["open_s"] = open_s;

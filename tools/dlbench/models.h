@@ -23,6 +23,11 @@ struct ModelsBenchArgs {
   // "default", 0 or a size as --weight-budget takes it (2MiB, bytes).
   std::string workspace_limits = "default";
   bool time_input = false;
+  // Comma-separated, compared in one run: what the runtime's max-slowdown split divides
+  // each model's prediction by. "none": its own all-resident prediction; "own": the
+  // model's preload latency measured in a process of its own (SessionOptions::alone_ms;
+  // needs the own-process baselines).
+  std::string alone = "none";
   // The runtime's models' SessionOptions::prefetch_lead_ms, ms (0: none). The bench's own
   // gap before each run() is set_input, an upload: it queues behind a prefetch, so it is
   // not a lead (docs/streaming.md section 8).

@@ -62,6 +62,10 @@ struct Options {
   // inference once the model before it has finished, without copies to the GPU (decoding,
   // CPU pre-processing); the joint plan lets this model's prefetch count it. 0: conservative.
   double prefetch_lead_ms = 0;
+  // On a Runtime splitting by the largest slowdown: this model's latency alone (ms, as
+  // measured in a session of its own), the denominator of its slowdown. 0: the runtime's
+  // own estimate (its all-resident prediction).
+  double alone_ms = 0;
 
   // ---- weights from storage (CPU, or CUDA stream mode; docs/streaming.md section 7) ----
   bool weights_from_storage = false;  // read the weights each inference from a prepared weight file
