@@ -75,7 +75,7 @@ struct RingSplit {
 // points are skipped), plus the all-resident point (plan_streaming with a budget of
 // every weight, as model_curve). A whole split of yolov4 @608 + yolov3 @608 +
 // yolov4-tiny @416 (fp16, 206 blobs) with the default points takes 0.2-0.4 s on one
-// core of a 2-core build machine, fine_tune below included (0.06-0.08 s without it;
+// core of a 2-core build machine, spend_slack below included (0.06-0.08 s without it;
 // tests/runtime/ring_split_test.cpp). One point per model is picked by split_budget
 // with the objective: resident bytes in 64 KiB quanta (rounded up), each candidate
 // shifted by one quantum because split_budget needs budgets > 0 (the capacity passed is
@@ -100,12 +100,10 @@ struct RingSplit {
 // predecessor's last copy and fills each ring byte once the predecessor's layer reading
 // it has ended (the next model's stream starts where the predecessor's ended).
 //
-// Last (fine_tune): the rooms are coarse, so a split leaves budget unused and cannot
-// move a few MiB between models. A model's room grows by the unused bytes (or half or a
-// quarter of them), or another's shrinks by 1, 2, 4 or 8 MiB and this one's grows by
-// what that frees (plus the unused bytes); each room planned again at the ring, and the
-// move that most improves the round (evaluated as joint_refine does) is kept, up to 6
-// times.
+// Last (spend_slack): the rooms are coarse, so a split leaves budget unused; a model's
+// room grows by the unused bytes (or half or a quarter of them), planned again at the
+// ring, and the move that most improves the round (evaluated as joint_refine does) is
+// kept, up to 4 times.
 //
 // Errors: invalid_argument for bad inputs (no plan, layer times of the wrong size,
 // weight <= 0, granularity <= 0 or not a multiple of 256, points < 2); out_of_memory
