@@ -125,6 +125,15 @@ TEST(DlbenchModels, UsageErrors) {
   r = run_tool("dlbench --device cpu --models " + models + " --prefetch-lead 2000");
   EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
   EXPECT_NE(r.err.find("--prefetch-lead"), std::string::npos) << r.err;
+  r = run_tool("dlbench --device cpu --models " + models + " --alone never");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--alone never: expected none or own"), std::string::npos) << r.err;
+  r = run_tool("dlbench --device cpu --models " + models + " --alone none,own --no-isolate-baselines");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--alone own needs the baselines measured in processes of their own (drop "
+                       "--no-isolate-baselines)"),
+            std::string::npos)
+      << r.err;
   r = run_tool("dlbench some.cfg --models " + models);
   EXPECT_EQ(r.code, 2) << r.err;
 }

@@ -165,16 +165,24 @@ TEST(ConcatConvGpu, RefusesWhatItCannotRun) {
   ConvParams k3 = p;
   k3.size = 3;
   k3.padding = 1;
-  EXPECT_EQ(ConcatConv::create(k3, Precision::kFP16, parts, 2, out).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ConcatConv::create(k3, Precision::kFP16, parts, 2, out).status().message(),
+            "conv over a concatenation: needs a 1x1 kernel, stride 1, no padding and groups 1 (got size 3, groups 1)");
+  const std::string part_error = "conv over a concatenation: part 1 must be NHWC with images packed, of the output's "
+                                 "dtype, batch and size";
   TensorView nchw = part;
   nchw.layout = Layout::kNCHW;
   TensorView mixed[2] = {part, nchw};
-  EXPECT_EQ(ConcatConv::create(p, Precision::kFP16, mixed, 2, out).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ConcatConv::create(p, Precision::kFP16, mixed, 2, out).status().message(), part_error);
   TensorView f32 = part;
   f32.dtype = DType::kF32;
   TensorView dtypes[2] = {part, f32};
-  EXPECT_EQ(ConcatConv::create(p, Precision::kFP16, dtypes, 2, out).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(ConcatConv::create(p, Precision::kFP16, parts, 0, out).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ConcatConv::create(p, Precision::kFP16, dtypes, 2, out).status().message(), part_error);
+  EXPECT_EQ(ConcatConv::create(p, Precision::kFP16, parts, 0, out).status().message(),
+            "conv over a concatenation: no parts");
+  ConvParams wide = p;
+  wide.filters = 32;
+  EXPECT_EQ(ConcatConv::create(wide, Precision::kFP16, parts, 2, out).status().message(),
+            "conv over a concatenation: output channels differ from filters");
 }
 
 }  // namespace

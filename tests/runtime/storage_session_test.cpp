@@ -181,6 +181,22 @@ TEST(StorageCpu, ReadPlanOfTheWrongSizeIsRefused) {
                                       std::to_string(blobs) + " weight blobs");
 }
 
+// A plan compiled for CUDA NHWC (a conv over a concatenation's parts) is refused by the
+// CPU engine with one line, before anything is read.
+TEST(StorageCpu, ConvOverConcatPlanIsRefused) {
+  auto net = parse_network_cfg(test::source_file("models/yolov4-tiny.cfg"));
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  SessionOptions o = cpu_storage("");
+  auto m = compile(*net, cpu_target(), o);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  m->plan.options.conv_over_concat = true;
+  NoBytes source;
+  auto e = CpuEngine::create(*m, source);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(),
+            "the CPU backend does not run convs over a concatenation's parts (a plan compiled for CUDA NHWC)");
+}
+
 TEST(StorageCpu, PreparedFileMadeOnFirstUseAndReused) {
   Fastest f;
   if (!fastest(&f)) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
