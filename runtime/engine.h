@@ -187,9 +187,23 @@ class Engine {
   // start once its own copies are done (they then share the copy engine only with its
   // compute tail); nullptr: at once. Without a launch hook, run() itself prefetches for
   // the next inference when it ends. Thread: as run(); `after` is not running run().
-  virtual Status prefetch(Engine* after = nullptr) { return Status(); }
+  // limit_bytes >= 0: only the leading units within that many bytes (a Runtime's first
+  // part, two models ahead; a later call goes on from there and run() copies what is
+  // still missing first). behind: an engine whose prefetch was just enqueued; these
+  // copies follow it on the copy engine.
+  virtual Status prefetch(Engine* after = nullptr, int64_t limit_bytes = -1, Engine* behind = nullptr) {
+    (void)after, (void)limit_bytes, (void)behind;
+    return Status();
+  }
   // A prefetch has been enqueued that the next run() will use.
   virtual bool prefetch_pending() const { return false; }
+  // The bytes the pending prefetch has enqueued so far (0: none).
+  virtual int64_t prefetch_issued_bytes() const { return 0; }
+  // Shared ring: this engine's stream starts at ring offset ring_start() and is
+  // ring_stream_bytes() long (it wraps when longer than the ring); -1 and 0 when the
+  // engine does not stream through a shared ring.
+  virtual int64_t ring_start() const { return -1; }
+  virtual int64_t ring_stream_bytes() const { return 0; }
   // Called by run() right after the inference is launched, before it waits for the
   // result (a Runtime prefetches the next model's first weights there). Replaces the
   // prefetch at the end of run(). Set at open; empty: none.

@@ -290,20 +290,20 @@ Status CudaEngine::bind_ring(void* base, int64_t bytes, int64_t start) {
   m_sring_base = static_cast<char*>(base);
   m_sring_bytes = bytes;
   m_sring_start = start;
-  m_prefetched = false;  // a prefetch went to the old place
+  m_prefetch_issued = 0;  // a prefetch went to the old place
   // The graphs hold the old addresses.
   if (m_finalized && m_options.cuda_graph) DLR_RETURN_IF_ERROR(capture_graph());
   return Status();
 }
 
 Status CudaEngine::drop_prefetch(Engine& waiter) {
-  if (!m_prefetched) return Status();
+  if (m_prefetch_issued == 0) return Status();
   auto* w = dynamic_cast<CudaEngine*>(&waiter);
   if (w == nullptr) return internal_error("drop_prefetch: the waiter is not a CUDA engine");
   // The waiter's compute stream orders everything it enqueues next (its graph, its copy
   // stream's fork) after this engine's prefetch copies.
   DLR_CUDA_CHECK(cudaStreamWaitEvent(w->m_stream.get(), m_prefetch_done.get(), 0));
-  m_prefetched = false;
+  m_prefetch_issued = 0;
   return Status();
 }
 
@@ -355,7 +355,7 @@ Status CudaEngine::finalize() {
     m_kernels_only = false;
     DLR_RETURN_IF_ERROR(warm);
     DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
-    m_prefetched = false;  // the warm-up's copies overwrote the pool
+    m_prefetch_issued = 0;  // the warm-up's copies overwrote the pool
     m_open_timing.warmup_eager = true;
     eager_ms = ms_since(te);
     return Status();
@@ -379,7 +379,7 @@ Status CudaEngine::finalize() {
     if (m_graph) {
       DLR_CUDA_CHECK(cudaGraphLaunch(m_graph.get(), m_stream.get()));
       DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
-      m_prefetched = false;  // the replay's copies overwrote the pool
+      m_prefetch_issued = 0;  // the replay's copies overwrote the pool
     } else {
       DLR_RETURN_IF_ERROR(eager_warm_up());
     }
@@ -576,9 +576,16 @@ Status CudaEngine::capture_graph() {
   return Status();
 }
 
-Status CudaEngine::prefetch(Engine* after) {
-  const int n = prefetch_units();
-  if (n == 0 || m_prefetched || m_weights_deferred || !m_host || !ring_ready()) return Status();
+int64_t CudaEngine::prefetch_issued_bytes() const {
+  int64_t bytes = 0;
+  for (int u = 0; u < m_prefetch_issued; ++u) bytes += m_stream_plan.units[size_t(u)].bytes;
+  return bytes;
+}
+
+Status CudaEngine::prefetch(Engine* after, int64_t limit_bytes, Engine* behind) {
+  const int all = prefetch_units();
+  const int n = limit_bytes < 0 ? all : std::min(all, m_stream_plan.prefetch_units_within(limit_bytes));
+  if (n <= m_prefetch_issued || m_weights_deferred || !m_host || !ring_ready()) return Status();
   cudaStream_t cs = m_stream.get();
   cudaStream_t ps = m_copy_stream.get();
   // After whatever the compute stream still holds (a failed run may have left work that
@@ -599,18 +606,23 @@ Status CudaEngine::prefetch(Engine* after) {
   // inference: a prefetch of a third model given up for it (drop_prefetch) may still be
   // copying into these bytes, and a resident model records no copies to wait for.
   if (shared && other && other != this) DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, other->m_ev_start.get(), 0));
+  // Behind another engine's prefetch just enqueued (it runs first: its copies go first).
+  auto* first_in_line = dynamic_cast<CudaEngine*>(behind);
+  if (first_in_line && first_in_line != this && first_in_line->m_prefetch_issued > 0)
+    DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, first_in_line->m_prefetch_done.get(), 0));
   int waited = -1;  // release events are in layer order: a later one covers the earlier ones
   // Runs of units contiguous on both sides go as one copy: the host cost of the enqueue
   // (inside another model's run() when a Runtime calls this) stays a few microseconds.
   // In the shared ring a run stays inside one prefetch chunk (the first layers wait
-  // for their chunk only).
-  for (int first = 0; first < n;) {
+  // for their chunk only). A call with a limit may end inside a chunk: the call that
+  // goes on from there records the chunk's event.
+  for (int first = m_prefetch_issued; first < n;) {
     const TransferUnit& u0 = m_stream_plan.units[size_t(first)];
     const int chunk = shared ? prefetch_chunk(first) : 0;
     const int chunk_end = shared ? m_chunk_first[size_t(chunk) + 1] : n;
     int64_t bytes = u0.bytes;
     int next = first + 1;
-    for (; next < chunk_end; ++next) {
+    for (; next < std::min(chunk_end, n); ++next) {
       const TransferUnit& u = m_stream_plan.units[size_t(next)];
       if (u.host_offset != u0.host_offset + bytes || u.pool_offset != u0.pool_offset + bytes) break;
       bytes += u.bytes;
@@ -628,7 +640,7 @@ Status CudaEngine::prefetch(Engine* after) {
     first = next;
   }
   DLR_CUDA_CHECK(cudaEventRecord(m_prefetch_done.get(), ps));
-  m_prefetched = true;
+  m_prefetch_issued = n;
   return Status();
 }
 
@@ -638,12 +650,15 @@ Status CudaEngine::run() {
   if (!ring_ready()) return internal_error("run: the shared ring is not bound at the plan's size");
   // A Runtime gives up another model's prefetch into the shared ring here.
   if (m_start_hook) DLR_RETURN_IF_ERROR(m_start_hook(*this));
+  // A prefetch begun in part (two models ahead) and not gone on with: the rest now, so
+  // that the inference without the prefetched copies applies (nothing else runs).
+  if (m_prefetch_issued > 0 && m_prefetch_issued < prefetch_units()) DLR_RETURN_IF_ERROR(prefetch());
   if (!m_input_pending) DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
   DLR_RETURN_IF_ERROR(clear_foreign_arena());
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
   // Prefetched: the leading copies are (being) done on the copy stream; the rest follows.
-  const bool prefetched = m_prefetched;
-  m_prefetched = false;
+  const bool prefetched = m_prefetch_issued > 0;
+  m_prefetch_issued = 0;
   DLR_RETURN_IF_ERROR(note_prefetch_ready(prefetched));
   // Shared ring: the layers wait for their own prefetch chunk instead (enqueue_network).
   if (prefetched && !uses_shared_ring()) DLR_CUDA_CHECK(cudaStreamWaitEvent(s, m_prefetch_done.get(), 0));

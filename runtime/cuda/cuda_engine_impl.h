@@ -57,8 +57,11 @@ class CudaEngine final : public Engine {
            m_stream_plan.layout == PoolLayout::kRing;
   }
   Status drop_prefetch(Engine& waiter) override;
-  Status prefetch(Engine* after = nullptr) override;
-  bool prefetch_pending() const override { return m_prefetched; }
+  Status prefetch(Engine* after = nullptr, int64_t limit_bytes = -1, Engine* behind = nullptr) override;
+  bool prefetch_pending() const override { return m_prefetch_issued > 0; }
+  int64_t prefetch_issued_bytes() const override;
+  int64_t ring_start() const override { return uses_shared_ring() ? m_sring_start : -1; }
+  int64_t ring_stream_bytes() const override { return uses_shared_ring() ? m_stream_plan.streamed_bytes() : 0; }
   double last_run_ms() const override { return m_run_timing.network_ms; }
   RunTiming last_run_timing() const override { return m_run_timing; }
   EngineOpenTiming open_timing() const override { return m_open_timing; }
@@ -188,7 +191,7 @@ class CudaEngine final : public Engine {
   std::vector<cuda::Event> m_release_ev;   // recorded after each such layer
   std::vector<int> m_chunk_first;          // prefetch chunk c: units [m_chunk_first[c], m_chunk_first[c + 1])
   std::vector<cuda::Event> m_chunk_ev;     // recorded after each chunk's copies (prefetch())
-  bool m_prefetched = false;   // prefetch() ran since the last run()
+  int m_prefetch_issued = 0;   // leading units prefetch() enqueued since the last run() (0: no prefetch pending)
   bool m_skip_prefetched = false;  // enqueue_network: leave out the prefetched copies
 
   // Timing (events with timing; recorded only when profiling, read after the run).

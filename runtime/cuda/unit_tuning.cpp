@@ -73,7 +73,7 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
   // 0x3c bytes 1.55 ms; docs/streaming.md, "Kernel times at open"). A resident pool
   // (StreamPlan::resident) holds every weight, copied once at open, and is read as it is:
   // overwriting it would leave a model whose replan keeps the placement with wrong weights.
-  m_prefetched = false;  // the measurement overwrites the pool
+  m_prefetch_issued = 0;  // the measurement overwrites the pool
   if (m_streaming && !m_stream_plan.resident && m_stream_plan.pool_bytes > 0)
     DLR_RETURN_IF_ERROR(fill_pool_like_weights());
   std::vector<cuda::Event> stamps;
@@ -148,7 +148,7 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
 }
 
 Expected<std::vector<CopyTiming>> CudaEngine::measure_copy_timings(int runs) {
-  m_prefetched = false;  // the timed inferences copy everything
+  m_prefetch_issued = 0;  // the timed inferences copy everything
   if (!m_streaming || m_stream_plan.resident || m_from_storage || m_weights_deferred || m_stream_plan.units.empty())
     return unsupported("copy timings: this plan copies no weights from host memory during an inference");
   if (runs < 1) return invalid_argument("copy timings: runs must be >= 1");
@@ -199,7 +199,7 @@ Status CudaEngine::replan(const CompiledModel& model, WeightSource& weights) {
   if (!m_streaming) return Status();
   // A prefetch may still be copying into the pool this replaces.
   if (m_copy_stream) DLR_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream.get()));
-  m_prefetched = false;
+  m_prefetch_issued = 0;
   const StreamPlan& s = model.stream;
   // Same placement: every blob at the same device (and host) offset, so what the pool and
   // the resident region hold stays valid. A resident plan (its pool copied once at open)

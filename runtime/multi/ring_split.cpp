@@ -56,49 +56,89 @@ void note_releases(const ExecutionPlan& plan, const StreamPlan& stream, const Si
   }
 }
 
-// The bytes of the next model's leading units that can be copied while `prev` runs
-// (its prediction, prev.ms) and `lead_ms` after it: the copy engine starts once prev's
-// copies have ended and moves bw bytes per ms, each byte once prev has released the ring
-// byte it overwrites. The next model's stream starts where prev's ended, so its byte y
-// reuses prev's stream byte S + y - R (none when negative). At most the ring.
-int64_t window_until(const Point& prev, int64_t ring, double bw, double lead_ms) {
-  if (bw <= 0 || ring <= 0) return 0;
-  const double end = prev.ms + lead_ms;
-  double t = prev.copies_end_ms;
+// What a prefetch reaches while `host` (a model's simulated inference, times from its
+// start) runs: the copy engine, free from t_start, moves bw bytes per ms until `end`;
+// it copies the prefetched model's bytes y0, y0 + 1, ... below `cap`, where byte y
+// overwrites the ring byte that held host's stream byte host.streamed + shift + y - R
+// (free when negative; else once host's layer reading it has ended). shift: the bytes of
+// the models whose streams lie between host's and the prefetched model's (0: it runs
+// right after host). Returns the bytes reached (>= y0, <= cap) and the time.
+struct Fill {
   int64_t y = 0;
-  // Copies `len` bytes once `ready`; false when prev ends first (y then holds what fitted).
+  double t = 0;
+};
+
+Fill fill_window(const Point& host, int64_t ring, double bw, double t_start, double end, int64_t shift, int64_t y0,
+                 int64_t cap) {
+  Fill f{y0, t_start};
+  if (bw <= 0 || ring <= 0 || y0 >= cap) return f;
+  // Copies `len` bytes once `ready`; false when the window ends first (y then holds what fitted).
   auto copy = [&](int64_t len, double ready) {
-    t = std::max(t, ready);
-    if (t >= end) return false;
-    const double fits = (end - t) * bw;
+    f.t = std::max(f.t, ready);
+    if (f.t >= end) return false;
+    const double fits = (end - f.t) * bw;
     if (fits < double(len)) {
-      y += int64_t(fits);
+      f.y += int64_t(fits);
+      f.t = end;
       return false;
     }
-    y += len;
-    t += double(len) / bw;
+    f.y += len;
+    f.t += double(len) / bw;
     return true;
   };
-  const int64_t untouched = std::max<int64_t>(0, ring - prev.streamed);  // prev never wrote them
-  if (untouched > 0 && !copy(untouched, 0)) return std::min(y, ring);
-  int64_t from = prev.streamed - ring + untouched;  // prev's stream byte the next byte y reuses
-  for (const auto& [blob_end, released] : prev.releases) {
+  const int64_t untouched = std::min(cap, std::max<int64_t>(0, ring - shift - host.streamed));  // host never wrote them
+  if (f.y < untouched && !copy(untouched - f.y, 0)) return f;
+  int64_t from = host.streamed + shift + f.y - ring;  // host's stream byte the next byte y reuses
+  for (const auto& [blob_end, released] : host.releases) {
     if (blob_end <= from) continue;
-    if (y >= ring) break;
-    const int64_t len = std::min(blob_end - from, ring - y);
-    if (!copy(len, released)) break;
+    if (f.y >= cap) break;
+    const int64_t len = std::min(blob_end - from, cap - f.y);
+    if (!copy(len, released)) return f;
     from = blob_end;
   }
-  return std::min(y, ring);
+  if (f.y >= ring && f.y < cap) copy(cap - f.y, 0);  // a cap past the ring: bytes that only take time
+  f.y = std::min(f.y, cap);
+  return f;
 }
 
-// Model m's prefetch window after `prev`: until prev ends, or through m's lead less the
-// bytes of m's input upload (which shares the link), whichever is more.
-int64_t prefetch_window(const RingModel& m, const Point& prev, int64_t ring) {
+// A model's prefetch window in the round: `total` bytes in all, `early` of them copied
+// two models ahead (RingSplit::prefetch_early).
+struct Window {
+  int64_t total = 0;
+  int64_t early = 0;
+};
+
+// Model i's prefetch window in the round `pts` (round-robin order; i's predecessor
+// prev = i - 1, the one before it pp = i - 2):
+//  - two ahead (two_ahead, >= 3 models): while pp runs, after pp's copies and prev's own
+//    prefetch (as if prev prefetched a whole ring of its stream, or all of a shorter one),
+//    up to R - S_prev bytes (prev's whole stream comes after them in the ring
+//    and must not overwrite them);
+//  - then while prev runs, after prev's copies, until prev ends, or through i's lead
+//    less the bytes of its input upload (which shares the link), whichever is more.
+Window prefetch_window(const std::vector<RingModel>& models, const std::vector<Point>& pts, size_t i, int64_t ring) {
+  const size_t n = pts.size();
+  const RingModel& m = models[i];
+  const Point& prev = pts[(i + n - 1) % n];
   const double bw = bytes_per_ms(m.profile);
-  const int64_t until_end = window_until(prev, ring, bw, 0);
-  if (m.lead_ms <= 0) return until_end;
-  return std::max(until_end, window_until(prev, ring, bw, m.lead_ms) - m.input_bytes);
+  Window w;
+  if (m.two_ahead && n >= 3) {
+    const size_t ip = (i + n - 1) % n;
+    const Point& pp = pts[(i + n - 2) % n];
+    double t = pp.copies_end_ms;
+    if (!prev.all && models[ip].prefetched)  // its leading units: at most a ring of its stream
+      t = fill_window(pp, ring, bytes_per_ms(models[ip].profile), pp.copies_end_ms, pp.ms, 0, 0,
+                      std::min(prev.streamed, ring)).t;
+    w.early = fill_window(pp, ring, bw, t, pp.ms, prev.streamed, 0, std::max<int64_t>(0, ring - prev.streamed)).y;
+  }
+  w.total = fill_window(prev, ring, bw, prev.copies_end_ms, prev.ms, 0, w.early, ring).y;
+  if (m.lead_ms > 0)  // the upload's bytes as if they followed the prefetch's
+    w.total = std::max(w.total, std::min(ring, fill_window(prev, ring, bw, prev.copies_end_ms, prev.ms + m.lead_ms, 0,
+                                                           w.early, ring + m.input_bytes)
+                                                       .y -
+                                                   m.input_bytes));
+  w.early = std::min(w.early, w.total);
+  return w;
 }
 
 // Per model, computed once: the all-resident point.
@@ -172,6 +212,7 @@ struct Candidate {
   int64_t ring = 0;
   std::vector<Point> chosen;        // per model
   std::vector<int64_t> limit;       // per model: prefetch limit used (-1 none)
+  std::vector<int64_t> early;       // per model: of it, the bytes copied two models ahead
   double sum = kInf;                // sum(weight * ms)
   double slowdown = kInf;           // max(ms / all-resident ms)
   bool ok = false;
@@ -239,6 +280,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     Candidate c;
     c.ring = ring;
     c.limit.assign(n, -1);
+    c.early.assign(n, 0);
     if (ring == 0) {  // every model all resident
       if (sum_total > weight_budget) return c;
       for (const ModelBase& b : bases) c.chosen.push_back(b.all);
@@ -255,8 +297,10 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
         sim.check = false;
         sim.prefetched = m.prefetched;
         if (m.prefetched && prev_choice) {
-          sim.prefetch_limit_bytes = prefetch_window(m, (*prev_choice)[prev], ring);
-          c.limit[i] = sim.prefetch_limit_bytes;
+          const Window w = prefetch_window(models, *prev_choice, i, ring);
+          sim.prefetch_limit_bytes = w.total;
+          c.limit[i] = w.total;
+          c.early[i] = w.early;
         } else if (m.prefetched) {
           const double bw = bytes_per_ms(m.profile);
           const double limit = std::max({0.0, bw * free_ms, bw * (free_ms + m.lead_ms) - double(m.input_bytes)});
@@ -282,7 +326,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     for (size_t i = 0; i < n; ++i) {
       c.sum += models[i].weight * c.chosen[i].ms;
       if (baseline(i) > 0) c.slowdown = std::max(c.slowdown, c.chosen[i].ms / baseline(i));
-      if (c.chosen[i].all) c.limit[i] = -1;
+      if (c.chosen[i].all) c.limit[i] = -1, c.early[i] = 0;
     }
     c.ok = true;
     return c;
@@ -296,6 +340,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     Candidate c;
     c.ring = ring;
     c.limit.assign(n, -1);
+    c.early.assign(n, 0);
     int64_t used = ring;
     for (const Point& p : pts) used += p.resident;
     if (used > weight_budget) return c;
@@ -315,8 +360,10 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
         sim.check = false;
         sim.prefetched = m.prefetched;
         if (m.prefetched) {
-          sim.prefetch_limit_bytes = prefetch_window(m, pts[(i + n - 1) % n], ring);
-          c.limit[i] = sim.prefetch_limit_bytes;
+          const Window w = prefetch_window(models, pts, i, ring);
+          sim.prefetch_limit_bytes = w.total;
+          c.limit[i] = w.total;
+          c.early[i] = w.early;
         }
         const SimResult r = simulate(*m.plan, *plan, m.profile, m.layer_ms, sim);
         pts[i].ms = r.latency_ms;
@@ -343,7 +390,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
   // An all-resident model copies nothing, so it has no prefetch limit.
   auto drop_resident_limits = [&](Candidate* c) {
     for (size_t i = 0; i < n; ++i)
-      if (c->chosen[i].all) c->limit[i] = -1;
+      if (c->chosen[i].all) c->limit[i] = -1, c->early[i] = 0;
   };
   // Each model's own best plan ignores what it leaves the next model. From a split, a
   // local search over the whole round: replace one model's resident set by another of
@@ -460,9 +507,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
       bool delivers = true;
       for (size_t i = 0; i < n; ++i) {
         if (d.limit[i] < 0) continue;
-        const size_t prev = (i + n - 1) % n;
-        if (prefetch_window(models[i], d.chosen[prev], ring) + kWindowSlack < d.limit[i])
-          delivers = false;
+        if (prefetch_window(models, d.chosen, i, ring).total + kWindowSlack < d.limit[i]) delivers = false;
       }
       if (!delivers) break;
       c = std::move(d);
@@ -488,6 +533,16 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     return out_of_memory(buf);
   }
 
+  // The limits and predictions of the choice as the round runs it (each model's window
+  // from its predecessors' simulated plans, two ahead included): the search may have kept
+  // a first guess's (a conservative formula) where no round evaluation beat it.
+  if (best.ring > 0) {
+    Candidate as_run = round_eval(best.ring, best.chosen);
+    if (as_run.ok) {
+      drop_resident_limits(&as_run);
+      best = std::move(as_run);
+    }
+  }
   RingSplit r;
   bool streams = false;
   for (const Point& p : best.chosen) streams |= !p.all;
@@ -501,6 +556,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     r.resident.push_back(p.resident);
     r.resident_set.push_back(p.set);
     r.prefetch_limit.push_back(best.limit[i]);
+    r.prefetch_early.push_back(best.limit[i] < 0 ? 0 : best.early[i]);
     r.predicted_ms.push_back(p.ms);
     r.all_resident_ms.push_back(bases[i].all.ms);
     r.baseline_ms.push_back(baseline(i));
@@ -512,10 +568,12 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     else
       std::snprintf(line, sizeof(line),
                     "%s: %s resident + the shared ring, predicted %.3f ms, %.2f x its %s %.3f ms "
-                    "(weight %g; prefetch limit %s)",
+                    "(weight %g; prefetch limit %s%s)",
                     models[i].name.c_str(), mib(p.resident).c_str(), p.ms, p.ms / baseline(i),
                     models[i].alone_ms > 0 ? "latency alone" : "all-resident", baseline(i),
-                    models[i].weight, r.prefetch_limit[i] < 0 ? "none" : mib(r.prefetch_limit[i]).c_str());
+                    models[i].weight, r.prefetch_limit[i] < 0 ? "none" : mib(r.prefetch_limit[i]).c_str(),
+                    r.prefetch_early[i] > 0 ? (", " + mib(r.prefetch_early[i]) + " of it two models ahead").c_str()
+                                            : "");
     r.how += std::string(line) + "\n";
   }
   char line[320];

@@ -31,6 +31,9 @@ struct RingModel {               // one model's inputs to the shared-ring plan
   // upload within it (they share the link). 0: the window ends with the previous model.
   double lead_ms = 0;
   int64_t input_bytes = 0;
+  // Its prefetch may begin two models ahead: while the model before its predecessor
+  // runs, behind that predecessor's own prefetch (RuntimeOptions::prefetch_depth 2).
+  bool two_ahead = false;
   // The model's latency alone (ms) when the application measured it (a session of its
   // own, SessionOptions::alone_ms): kMaxSlowdown's denominator. 0: the all-resident
   // prediction from the kernel times measured at open, which on the H100 reads 3-4 %
@@ -55,6 +58,10 @@ struct RingSplit {
   // Per model: the SimOptions::prefetch_limit_bytes its prediction used; -1 when no
   // limit applies (the model is all resident, or not prefetched).
   std::vector<int64_t> prefetch_limit;
+  // Per model: of prefetch_limit, the bytes its prediction counts as copied two models
+  // ahead (RingModel::two_ahead; the runtime prefetches that much of it while the model
+  // before its predecessor runs); 0 for none.
+  std::vector<int64_t> prefetch_early;
   std::vector<double> predicted_ms;  // per model, simulated latency of its plan (ms)
   std::vector<double> all_resident_ms;  // per model, its latency with every blob resident (ms)
   std::vector<double> baseline_ms;      // per model, kMaxSlowdown's denominator (alone_ms, else all_resident_ms)
@@ -99,6 +106,11 @@ struct RingSplit {
 // its predecessor's simulated plan leaves: the copy engine starts after the
 // predecessor's last copy and fills each ring byte once the predecessor's layer reading
 // it has ended (the next model's stream starts where the predecessor's ended).
+// A model with two_ahead (and >= 3 models) may start its prefetch one model earlier:
+// while the model before its predecessor runs, after that model's copies and the
+// predecessor's own prefetch, at most R - S_prev bytes (the predecessor's whole stream
+// follows them in the ring), each once that model has released the ring byte; the rest
+// of its window follows while the predecessor runs (prefetch_early: the first part).
 //
 // Last (spend_slack): the rooms are coarse, so a split leaves budget unused; a model's
 // room grows by the unused bytes (or half or a quarter of them), planned again at the

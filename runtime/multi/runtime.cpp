@@ -27,6 +27,9 @@ RuntimeModel::~RuntimeModel() {
 
 Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
   if (options.curve_points < 2) return invalid_argument("runtime: curve points must be >= 2");
+  if (options.prefetch_depth < 1 || options.prefetch_depth > 2)
+    return invalid_argument("runtime: prefetch depth " + std::to_string(options.prefetch_depth) +
+                            ": expected 1 (the next model) or 2 (two models ahead)");
   std::unique_ptr<Runtime> rt(new Runtime());
   rt->m_options = options;
   if (options.device == DeviceKind::kCUDA) {
@@ -109,14 +112,15 @@ void Runtime::queued(const Engine& engine, bool waiting) {
   }
 }
 
-Runtime::Member* Runtime::expected_next(const Engine& launched) {
+Runtime::Member* Runtime::expected_next(const Engine& launched, const Member* skip) {
   Member* next = nullptr;
   {
     // A thread already waiting: the one that came first (std::mutex is not fair, so
     // this is a guess too, but a thread that waits runs soon).
     const std::lock_guard<std::mutex> lock(m_queue_mutex);
     uint64_t first = 0;
-    for (Member& m : m_members)
+    for (Member& m : m_members) {
+      if (&m == skip) continue;
       for (int i = 0; i < m_n_waiting; ++i) {
         const auto& [engine, arrival] = m_waiting[size_t(i)];
         if (engine == &m.model->session().engine() && (next == nullptr || arrival < first)) {
@@ -124,17 +128,56 @@ Runtime::Member* Runtime::expected_next(const Engine& launched) {
           first = arrival;
         }
       }
+    }
   }
   if (next) return next;
   // Nobody waits: the model that ran least recently, as in a round robin.
   for (Member& m : m_members) {
-    if (&m.model->session().engine() == &launched) continue;
+    if (&m.model->session().engine() == &launched || &m == skip) continue;
     if (next == nullptr || m.last_launch < next->last_launch) next = &m;
   }
-  if (next) return next;
+  if (next || skip) return next;
   for (Member& m : m_members)  // the only model: its own next inference
     if (&m.model->session().engine() == &launched) return &m;
   return nullptr;
+}
+
+namespace {
+
+// Whether ring ranges [a, a + la) and [b, b + lb) (offsets mod ring) share a byte.
+bool ring_overlap(int64_t a, int64_t la, int64_t b, int64_t lb, int64_t ring) {
+  if (la <= 0 || lb <= 0 || ring <= 0) return false;
+  if (la >= ring || lb >= ring) return true;
+  auto mod = [ring](int64_t x) { return ((x % ring) + ring) % ring; };
+  return mod(b - a) < la || mod(a - b) < lb;
+}
+
+}  // namespace
+
+Status Runtime::drop_overlapping(Engine& engine, bool whole, int64_t bytes) {
+  const int64_t ring = m_shared->ring_bytes();
+  const int64_t start = engine.ring_start();
+  const int64_t len = whole ? engine.ring_stream_bytes() : bytes;
+  for (size_t i = 0; i < m_prefetch_owners.size();) {
+    Engine* owner = m_prefetch_owners[i];
+    // An engine outside the shared ring writes none of it, and a prefetch outside it is safe.
+    const bool clash = owner != &engine && start >= 0 && owner->ring_start() >= 0 &&
+                       ring_overlap(start, len, owner->ring_start(), owner->prefetch_issued_bytes(), ring);
+    if (!clash && owner->prefetch_pending()) {
+      ++i;
+      continue;
+    }
+    if (clash) DLR_RETURN_IF_ERROR(owner->drop_prefetch(engine));
+    m_prefetch_owners.erase(m_prefetch_owners.begin() + std::ptrdiff_t(i));
+  }
+  return Status();
+}
+
+void Runtime::add_owner(Engine* engine) {
+  if (!engine->prefetch_pending()) return;
+  for (Engine* e : m_prefetch_owners)
+    if (e == engine) return;
+  m_prefetch_owners.push_back(engine);
 }
 
 Status Runtime::launched(Engine& engine) {
@@ -149,30 +192,43 @@ Status Runtime::launched(Engine& engine) {
     }
     other.mark_arena_foreign();
   }
-  // One model only: a prefetch copies on the same copy engine as the next inference's
-  // input upload and units, so prefetching a model that runs later delays the next one.
-  // The launched engine's own prefetch waits for its inference to end (Engine::prefetch).
+  // The model expected next: a prefetch copies on the same copy engine as the next
+  // inference's input upload and units, so only as much of a later model as the joint plan
+  // predicts fits before that one runs. The launched engine's own prefetch waits for its
+  // inference to end (Engine::prefetch).
   if (!m_options.prefetch_next) return Status();
   Member* next = expected_next(engine);
   if (next == nullptr) return Status();
   Engine& e = next->model->session().engine();
+  if (shared()) DLR_RETURN_IF_ERROR(drop_overlapping(e, false, e.ring_stream_bytes()));
   DLR_RETURN_IF_ERROR(e.prefetch(&engine));
-  if (shared() && e.prefetch_pending()) m_prefetch_owner = &e;
+  if (!shared()) return Status();
+  add_owner(&e);
+  // Two ahead: the model after it, its first bytes, where neither the next model's
+  // stream nor the launched one's unreleased bytes lie (the copies wait for those).
+  if (m_options.prefetch_depth < 2 || &e == &engine) return Status();
+  Member* after = expected_next(engine, next);
+  if (after == nullptr || after->prefetch_early <= 0) return Status();
+  Engine& f = after->model->session().engine();
+  if (&f == &engine || &f == &e || f.ring_start() < 0 ||
+      ring_overlap(f.ring_start(), after->prefetch_early, e.ring_start(), e.ring_stream_bytes(), m_shared->ring_bytes()))
+    return Status();
+  DLR_RETURN_IF_ERROR(drop_overlapping(f, false, after->prefetch_early));
+  DLR_RETURN_IF_ERROR(f.prefetch(&engine, after->prefetch_early, &e));
+  add_owner(&f);
   return Status();
 }
 
 Status Runtime::starting(Engine& engine) {
   if (!shared()) return Status();
-  Engine* owner = m_prefetch_owner;
-  m_prefetch_owner = nullptr;
-  // Another model's prefetch: this run overwrites the ring bytes it filled.
-  return owner && owner != &engine ? owner->drop_prefetch(engine) : Status();
+  // Other models' prefetches where this run writes: given up (this run waits for their copies).
+  return drop_overlapping(engine, true, 0);
 }
 
 Status Runtime::cancel_prefetch() {
-  Engine* owner = m_prefetch_owner;
-  m_prefetch_owner = nullptr;
-  if (owner) DLR_RETURN_IF_ERROR(owner->drop_prefetch(*owner));
+  std::vector<Engine*> owners;
+  owners.swap(m_prefetch_owners);
+  for (Engine* owner : owners) DLR_RETURN_IF_ERROR(owner->drop_prefetch(*owner));
   return m_shared->synchronize();
 }
 
@@ -212,6 +268,7 @@ Expected<RingSplit> Runtime::split_ring(const RingModel* extra) {
       s.in_ring.push_back(0);
       s.resident.push_back(m.plan->weight_bytes());
       s.prefetch_limit.push_back(-1);
+      s.prefetch_early.push_back(0);
       s.predicted_ms.push_back(0);
     }
     m_plan_text = "no budget: every weight resident";
@@ -239,6 +296,7 @@ Status Runtime::apply_ring(const RingSplit& split) {
       want.budget = split.budget[i];
       want.shared_ring = split.in_ring[i] ? split.ring_bytes : 0;
       want.prefetch_limit = split.prefetch_limit[i];
+      m.prefetch_early = split.prefetch_early[i];
       if (want.shared_ring > 0) want.resident_set = split.resident_set[i];
       const bool shrinks = want.budget - want.shared_ring < m.given.budget - m.given.shared_ring;
       if ((phase == 0) != shrinks) continue;
@@ -317,6 +375,7 @@ Expected<HostedBudget> Runtime::weight_budget(const CompiledModel& model, const 
                                     : m_target.copy_profile;
     rm.prefetched = model.options.prefetch_next;
     rm.lead_ms = model.options.prefetch_lead_ms;
+    rm.two_ahead = m_options.prefetch_depth >= 2 && model.options.prefetch_next;
     rm.alone_ms = model.options.alone_ms;
     rm.input_bytes = int64_t(model.plan.options.batch) * model.plan.input_shape.count() * 4;  // set_input: f32
     DLR_ASSIGN_OR_RETURN(RingSplit s, split_ring(&rm));

@@ -47,6 +47,12 @@ struct RuntimeOptions {
   std::string budget = "all";
   std::string copy_profile = "auto";  // as SessionOptions::copy_profile
   bool prefetch_next = true;          // copy a model's next first weights while others run
+  // Shared ring: 1 (default): a model's prefetch runs while its predecessor runs; 2: it
+  // may begin two models ahead, while the model before its predecessor runs (as much as
+  // the joint plan predicts there, behind the predecessor's own prefetch). On the H100
+  // with yolov4/yolov3/yolov4-tiny/yolo-fastest, 2 prefetched 48 instead of 36 MiB of
+  // yolov4 without changing its latency (docs/streaming.md section 8).
+  int prefetch_depth = 1;
   int curve_points = 24;              // candidate budgets per model in the joint plan (>= 2)
   // What the joint plan minimises: the weighted sum of predicted latencies (default), or
   // the largest predicted slowdown against each model's all-resident latency.
@@ -159,6 +165,7 @@ class Runtime final : public SessionHost {
     std::shared_ptr<ExecutionPlan> plan_copy;
     HostedBudget given;        // shared ring: what the last joint plan gave it
     uint64_t last_launch = 0;  // launch sequence number of its last inference (0: none yet)
+    int64_t prefetch_early = 0;  // shared ring: its prefetch two models ahead (RingSplit::prefetch_early)
   };
   bool shared() const { return m_options.shared_ring && m_target.device == DeviceKind::kCUDA; }
   // Shared ring: the joint plan with the members (+ `extra`), fills m_plan_text.
@@ -172,7 +179,13 @@ class Runtime final : public SessionHost {
   // Gives up a pending prefetch into the shared ring (before the ring changes).
   Status cancel_prefetch();
   // The member expected to run after `launched` (run lock held); nullptr when none.
-  Member* expected_next(const Engine& launched);
+  // `skip`: a member left out (the one expected first, when asking for the one after it).
+  Member* expected_next(const Engine& launched, const Member* skip = nullptr);
+  // Shared ring: gives up every pending prefetch other than `engine`'s whose bytes lie
+  // where `engine` writes: its whole stream (`whole`, it is about to run) or its prefetch
+  // of `bytes` (the waiter's streams then follow the given-up copies).
+  Status drop_overlapping(Engine& engine, bool whole, int64_t bytes);
+  void add_owner(Engine* engine);
   Runtime() = default;
   void close(RuntimeModel* model);
   // Sizes the shared memory to the largest need of the open engines (and `extra`),
@@ -203,7 +216,9 @@ class Runtime final : public SessionHost {
   std::shared_ptr<ExecutionPlan> m_pending_plan;
   int64_t m_pending_offset = 0;
   HostedBudget m_pending_given;  // shared ring: where the model being opened starts
-  Engine* m_prefetch_owner = nullptr;  // the engine whose prefetch into the shared ring is pending
+  // The engines whose prefetch into the shared ring is pending (the next model's, and
+  // the one two ahead), at most two.
+  std::vector<Engine*> m_prefetch_owners;
   std::string m_plan_text;
   mutable std::mutex m_mutex;  // runs, opens, closes
   uint64_t m_launches = 0;     // under m_mutex

@@ -25,6 +25,7 @@ Result<Runtime> Runtime::create(const RuntimeOptions& options) {
     o.budget = options.budget;
     o.copy_profile = options.copy_profile;
     o.prefetch_next = options.prefetch_next;
+    o.prefetch_depth = options.prefetch_depth;
     o.shared_ring = options.shared_ring;
     o.objective = options.objective == SplitObjective::kMaxSlowdown ? dlr::SplitObjective::kMaxSlowdown
                                                                      : dlr::SplitObjective::kSum;

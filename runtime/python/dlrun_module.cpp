@@ -224,13 +224,14 @@ PYBIND11_MODULE(dlrun, m) {
   py::class_<dlrun::Runtime>(m, "Runtime")
       .def(py::init([](const std::string& device, int cuda_device, const std::string& budget,
                        const std::string& copy_profile, bool prefetch_next, const std::string& objective,
-                       bool shared_ring) {
+                       bool shared_ring, int prefetch_depth) {
              dlrun::RuntimeOptions o;
              o.device = parse_enum<dlrun::Device>("device", device, {{"cpu", dlrun::Device::kCPU}, {"cuda", dlrun::Device::kCUDA}});
              o.cuda_device = cuda_device;
              o.budget = budget;
              o.copy_profile = copy_profile;
              o.prefetch_next = prefetch_next;
+             o.prefetch_depth = prefetch_depth;
              o.shared_ring = shared_ring;
              o.objective = parse_enum<dlrun::SplitObjective>("objective", objective,
                  {{"sum", dlrun::SplitObjective::kSum}, {"max-slowdown", dlrun::SplitObjective::kMaxSlowdown}});
@@ -238,7 +239,7 @@ PYBIND11_MODULE(dlrun, m) {
            }),
            py::arg("device") = "cuda", py::arg("cuda_device") = 0, py::arg("budget") = "all",
            py::arg("copy_profile") = "auto", py::arg("prefetch_next") = true, py::arg("objective") = "sum",
-           py::arg("shared_ring") = true,
+           py::arg("shared_ring") = true, py::arg("prefetch_depth") = 1,
            "Several networks on one device under one memory budget (dlrun::RuntimeOptions fields)")
       .def("open",
            [](dlrun::Runtime& rt, const std::string& cfg, const std::string& weights, double weight,

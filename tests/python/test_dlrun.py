@@ -190,6 +190,7 @@ check(mem["activations"] == max(n["activations"] for n in mem["networks"]), "sha
 check(mem["total"] == mem["activations"] + mem["workspace"] + mem["weights"], "total %s" % mem)
 for kwargs, args, text in (({"device": "tpu"}, None, "device 'tpu': expected one of cpu, cuda"),
                            ({"device": "cpu", "budget": "lots"}, None, "lots"),
+                           ({"device": "cpu", "prefetch_depth": 3}, None, "prefetch depth 3: expected 1"),
                            ({"device": "cpu"}, {"weight": 0.0}, "weight must be > 0"),
                            ({"device": "cpu"}, {"device": "cuda"}, "runtime on cpu")):
     try:

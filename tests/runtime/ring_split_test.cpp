@@ -55,6 +55,7 @@ void check_split(const std::vector<RingModel>& models, const RingSplit& s, int64
   ASSERT_EQ(s.resident.size(), n);
   ASSERT_EQ(s.resident_set.size(), n);
   ASSERT_EQ(s.prefetch_limit.size(), n);
+  ASSERT_EQ(s.prefetch_early.size(), n);
   ASSERT_EQ(s.predicted_ms.size(), n);
   ASSERT_EQ(s.all_resident_ms.size(), n);
   EXPECT_EQ(s.ring_bytes % kGran, 0);
@@ -71,6 +72,12 @@ void check_split(const std::vector<RingModel>& models, const RingSplit& s, int64
       if (s.resident_set[i][b]) set_bytes += plan.weights[b].bytes;
     EXPECT_EQ(set_bytes, s.resident[i]);
     EXPECT_GE(s.predicted_ms[i], s.all_resident_ms[i] - 1e-9);
+    // Two models ahead: part of the window, and only where the model may begin there.
+    EXPECT_GE(s.prefetch_early[i], 0);
+    EXPECT_LE(s.prefetch_early[i], std::max<int64_t>(0, s.prefetch_limit[i]));
+    if (!models[i].two_ahead || n < 3) {
+      EXPECT_EQ(s.prefetch_early[i], 0);
+    }
     if (!s.in_ring[i]) {
       EXPECT_EQ(s.resident[i], total);
       EXPECT_EQ(s.budget[i], total);
@@ -317,6 +324,46 @@ TEST(RingSplit, LeadWidensThePrefetchWindows) {
     ASSERT_TRUE(upload_bound.ok());
     EXPECT_EQ(upload_bound->prefetch_limit, none->prefetch_limit);
     EXPECT_DOUBLE_EQ(upload_bound->cost, none->cost);
+  }
+}
+
+// A model's prefetch may begin two models ahead (RingModel::two_ahead): its window only
+// grows, so the round's objective never gets worse, and with three models of which two
+// are small (a large model after two small ones, whose runs leave the copy engine idle)
+// the large model gets bytes two ahead; with two models there is no "two ahead".
+TEST(RingSplit, TwoAheadWidensThePrefetchWindows) {
+  std::mt19937_64 rng(11);
+  std::vector<Fake> f(3);
+  // The large model: 60 blobs of 4 KB-20 MB, kernels 0.002-0.008 ms (copy-bound at ~50 GB/s).
+  f[0].plan = fake_plan(random_sizes(&rng, 60), &rng);
+  f[0].ms = random_times(f[0].plan, &rng, 0.002, 0.008);
+  for (int k = 1; k < 3; ++k) {  // two small ones with long kernels: idle copy engine
+    std::vector<int64_t> sizes(6, 256 * 1024);
+    f[size_t(k)].plan = fake_plan(sizes, &rng);
+    f[size_t(k)].ms = random_times(f[size_t(k)].plan, &rng, 0.05, 0.1);
+  }
+  const int64_t budget = int64_t(0.45 * double(total_weights(f)));
+  for (SplitObjective obj : {SplitObjective::kSum, SplitObjective::kMaxSlowdown}) {
+    std::vector<RingModel> models;
+    for (size_t i = 0; i < f.size(); ++i) models.push_back(ring_model("m" + std::to_string(i), f[i].plan, f[i].ms, true));
+    const Expected<RingSplit> one = split_shared_ring(models, budget, kGran, obj);
+    ASSERT_TRUE(one.ok()) << one.status().to_string();
+    check_split(models, *one, budget);
+    for (RingModel& m : models) m.two_ahead = true;
+    const Expected<RingSplit> two = split_shared_ring(models, budget, kGran, obj);
+    ASSERT_TRUE(two.ok()) << two.status().to_string();
+    check_split(models, *two, budget);
+    EXPECT_LE(two->cost, one->cost + 1e-9);
+    ASSERT_TRUE(two->in_ring[0]);
+    EXPECT_GT(two->prefetch_early[0], 0) << two->how;
+    EXPECT_GT(two->prefetch_limit[0], one->prefetch_limit[0]) << one->how << "\n" << two->how;
+    EXPECT_LT(two->predicted_ms[0], one->predicted_ms[0]);
+    EXPECT_NE(two->how.find("two models ahead"), std::string::npos) << two->how;
+    // Two models: nothing is two ahead.
+    const std::vector<RingModel> pair = {models[0], models[1]};
+    const Expected<RingSplit> p = split_shared_ring(pair, int64_t(0.45 * double(f[0].plan.weight_bytes())), kGran, obj);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    check_split(pair, *p, int64_t(0.45 * double(f[0].plan.weight_bytes())));
   }
 }
 

@@ -209,6 +209,16 @@ TEST(RuntimeCpu, MisuseIsRefusedWithAClearError) {
   auto bad_points = Runtime::create(few);
   ASSERT_FALSE(bad_points.ok());
   EXPECT_NE(bad_points.status().message().find("curve points must be >= 2"), std::string::npos);
+  for (int depth : {0, 3}) {
+    RuntimeOptions deep = cpu_runtime();
+    deep.prefetch_depth = depth;
+    auto bad_depth = Runtime::create(deep);
+    ASSERT_FALSE(bad_depth.ok());
+    EXPECT_NE(bad_depth.status().message().find("runtime: prefetch depth " + std::to_string(depth) +
+                                                ": expected 1 (the next model) or 2 (two models ahead)"),
+              std::string::npos)
+        << bad_depth.status().message();
+  }
   auto rt = Runtime::create(cpu_runtime());
   ASSERT_TRUE(rt.ok());
   SessionOptions gpu = small(160);

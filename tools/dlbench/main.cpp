@@ -1090,6 +1090,10 @@ int tool_main(int argc, char** argv) {
                  "--models: ms of host time without copies before each model's inference that its prefetch may count "
                  "in the runtime's joint plan (SessionOptions::prefetch_lead_ms; default 0; the bench's own gap, "
                  "set_input, is an upload and does not count)")->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--prefetch-depth", mb.prefetch_depths,
+                 "--models, shared ring: how far ahead a model's prefetch may begin, comma-separated to compare in "
+                 "one run: 1 (default: only while its predecessor runs) or 2 (from two models ahead, while the "
+                 "model before its predecessor runs) (RuntimeOptions::prefetch_depth)");
   app.add_option("--alone", mb.alone,
                  "--models --split max-slowdown: what each model's slowdown is planned against, comma-separated to "
                  "compare in one run: none (the runtime's all-resident prediction, default) or own (the model's preload "

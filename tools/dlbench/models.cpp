@@ -199,6 +199,9 @@ int run_models_bench(const ModelsBenchArgs& a) {
       return fail("dlbench", invalid_argument("--alone own needs the baselines measured in processes of their own "
                                               "(drop --no-isolate-baselines)"));
   }
+  for (const std::string& depth : split(a.prefetch_depths, ','))
+    if (depth != "1" && depth != "2")
+      return fail("dlbench", invalid_argument("--prefetch-depth " + depth + ": expected 1 or 2"));
   std::map<std::string, int64_t> workspace_limits;  // --workspace-limit entries -> bytes
   for (const std::string& w : split(a.workspace_limits, ',')) {
     if (w == "default" || w == "0") {
@@ -368,6 +371,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
 
   // 2. All models on one runtime, for every budget.
   int rc = own_failed ? kExitError : kExitOk;  // a failed child's columns are "-"; the run goes on
+  for (const std::string& depth_text : split(a.prefetch_depths, ','))
   for (const std::string& alone : split(a.alone, ','))
   for (const std::string& workspace_text : split(a.workspace_limits, ','))
   for (const std::string& ring : split(a.ring, ','))
@@ -377,6 +381,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
     ro.device = base.device;
     ro.copy_profile = a.copy_profile;
     ro.prefetch_next = !a.no_prefetch;
+    ro.prefetch_depth = std::stoi(depth_text);
     ro.objective = objective;
     const double p = percents[budget_text];
     ro.budget = p > 0 ? std::to_string(int64_t(double(separate) * p / 100.0)) : budget_text;
@@ -397,9 +402,9 @@ int run_models_bench(const ModelsBenchArgs& a) {
     }
     const double open_s = std::chrono::duration<double>(Clock::now() - t_open).count();
     const RuntimeMemory mem = (*rt)->memory();
-    std::printf("\nruntime budget %s, %s ring, workspace limit %s, prefetch lead %g ms, slowdowns against %s (%.2f "
-                "MiB, %.1f %% of the separate sessions), opened in %.2f s\n%s\n",
-                budget_text.c_str(), ring.c_str(), workspace_text.c_str(), a.prefetch_lead_ms,
+    std::printf("\nruntime budget %s, %s ring, workspace limit %s, prefetch lead %g ms, prefetch depth %s, slowdowns "
+                "against %s (%.2f MiB, %.1f %% of the separate sessions), opened in %.2f s\n%s\n",
+                budget_text.c_str(), ring.c_str(), workspace_text.c_str(), a.prefetch_lead_ms, depth_text.c_str(),
                 alone == "own" ? "the latency alone" : "the all-resident prediction", mib((*rt)->budget_bytes()),
                 separate > 0 ? 100.0 * double(mem.total()) / double(separate) : 0.0, open_s, mem.to_text().c_str());
     // Round robin.
@@ -415,6 +420,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
     run["ring"] = ring;
     run["workspace_limit"] = workspace_text;
     run["prefetch_lead_ms"] = a.prefetch_lead_ms;
+    run["prefetch_depth"] = ro.prefetch_depth;
     run["alone"] = alone;
     run["workspace_limit_bytes"] = workspace_limits[workspace_text];
     run["budget_bytes"] = (*rt)->budget_bytes();

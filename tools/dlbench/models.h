@@ -28,6 +28,9 @@ struct ModelsBenchArgs {
   // model's preload latency measured in a process of its own (SessionOptions::alone_ms;
   // needs the own-process baselines).
   std::string alone = "none";
+  // Comma-separated, compared in one run: RuntimeOptions::prefetch_depth (1: a model's
+  // prefetch only while its predecessor runs; 2: from two models ahead).
+  std::string prefetch_depths = "1";
   // The runtime's models' SessionOptions::prefetch_lead_ms, ms (0: none). The bench's own
   // gap before each run() is set_input, an upload: it queues behind a prefetch, so it is
   // not a lead (docs/streaming.md section 8).

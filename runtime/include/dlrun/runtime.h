@@ -51,6 +51,10 @@ struct RuntimeOptions {
   std::string budget = "all";
   std::string copy_profile = "auto";  // as Options::copy_profile
   bool prefetch_next = true;          // copy the next network's first weights while another runs
+  // With a shared ring: 1 (default): a network's prefetch runs while its predecessor runs;
+  // 2: it may begin two networks ahead (as much as the joint plan predicts fits before the
+  // next one runs).
+  int prefetch_depth = 1;
   SplitObjective objective = SplitObjective::kSum;
   // CUDA: one ring shared by every streamed network (default: every byte of it is
   // lookahead for whichever network runs), or a ring of its own per network.
