@@ -5,6 +5,7 @@
 
 #include "loaders/network_desc.h"
 #include "runtime/core/log.h"
+#include "runtime/streaming/arena_staging.h"
 #include "runtime/streaming/lower_bound.h"
 #include "runtime/streaming/residency.h"
 #include "runtime/streaming/simulator.h"
@@ -37,6 +38,13 @@ bool searchable(const CompiledModel& m) {
   return streamed_ring(m) && m.options.unit_search && m.options.chunk_bytes == 0;
 }
 
+// Streamed blobs copied into the activation arena's idle bytes (arena_staging.h): the
+// CUDA engine runs them; weights from host (the storage pipeline reads into the pool).
+bool stageable(const CompiledModel& m) {
+  return streamed_ring(m) && m.options.arena_staging && m.options.device == DeviceKind::kCUDA &&
+         m.options.weights_from == WeightsFrom::kHost && !m.plan.options.keep_all_outputs;
+}
+
 bool auto_budget(const CompiledModel& m) { return m.options.weight_budget.kind == WeightBudget::Kind::kAuto; }
 
 // Resident blobs chosen within the budget: only a budget above the minimal pool
@@ -57,7 +65,8 @@ struct AutoBudget {
 };
 
 Expected<AutoBudget> choose_auto_budget(const ExecutionPlan& plan, const CopyProfile& profile, StreamOptions so,
-                                        const SessionOptions& options, const std::vector<double>& layer_ms) {
+                                        const SessionOptions& options, const std::vector<double>& layer_ms,
+                                        bool staging) {
   AutoBudget a;
   const int64_t total = plan.weight_bytes();
   so.resident.clear();
@@ -72,7 +81,8 @@ Expected<AutoBudget> choose_auto_budget(const ExecutionPlan& plan, const CopyPro
   ro.sim.prefetched = options.prefetch_next;
   ro.strategy = options.residency;
   // The prediction the final compile makes at that budget: the residency plan, then
-  // (when units are searched) its searched cut.
+  // (where the model stages blobs in the arena) its staging, then (when units are
+  // searched) its searched cut.
   const bool search = options.unit_search && options.chunk_bytes == 0;
   UnitSearchOptions us;
   us.min_gain = options.unit_search_min_gain;
@@ -82,9 +92,23 @@ Expected<AutoBudget> choose_auto_budget(const ExecutionPlan& plan, const CopyPro
     so.budget_bytes = budget;
     so.resident.clear();
     ++a.plans;
+    so.arena_offset.clear();
+    so.arena_wait.clear();
     DLR_ASSIGN_OR_RETURN(ResidencyResult r, plan_residency(plan, profile, so, layer_ms, ro));
-    if (!search || r.plan.resident || r.plan.layout != PoolLayout::kRing) return r.predicted_ms;
+    if (r.plan.resident || r.plan.layout != PoolLayout::kRing) return r.predicted_ms;
     if (r.plan.resident_bytes > 0) so.resident = r.resident;
+    double ms = r.predicted_ms;
+    if (staging) {
+      ArenaStagingOptions st;
+      st.sim.prefetched = options.prefetch_next;
+      DLR_ASSIGN_OR_RETURN(ArenaStagingResult s, plan_arena_staging(plan, profile, so, layer_ms, st));
+      if (s.staged > 0) {
+        so.arena_offset = std::move(s.offset);
+        so.arena_wait = std::move(s.wait);
+        ms = s.predicted_ms;
+      }
+    }
+    if (!search) return ms;
     DLR_ASSIGN_OR_RETURN(UnitSearchResult u, search_ring_units(plan, profile, so, layer_ms, us));
     return u.predicted_ms;
   };
@@ -141,7 +165,7 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
 }
 
 bool CompiledModel::needs_layer_times() const {
-  return (searchable(*this) || residency_planned(*this)) && layer_ms.empty();
+  return (searchable(*this) || residency_planned(*this) || stageable(*this)) && layer_ms.empty();
 }
 
 int64_t CompiledModel::device_weight_bytes() const {
@@ -247,7 +271,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   if (auto_budget(m) && !streamed_ring(m))
     return invalid_argument("weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
   if (auto_budget(m) && !layer_ms.empty()) {
-    DLR_ASSIGN_OR_RETURN(AutoBudget a, choose_auto_budget(m.plan, profile, so, options, layer_ms));
+    DLR_ASSIGN_OR_RETURN(AutoBudget a, choose_auto_budget(m.plan, profile, so, options, layer_ms, stageable(m)));
     so.budget_bytes = a.bytes;
     m.budget_bytes = a.bytes;
     m.auto_preload_ms = a.preload_ms;
@@ -316,6 +340,18 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
     m.notes.push_back(r.how);
   } else if (residency_planned(m)) {
     m.notes.push_back("residency: chosen once kernel times are measured at open");
+  }
+  if (stageable(m) && !layer_ms.empty()) {
+    ArenaStagingOptions st;
+    st.sim.prefetched = options.prefetch_next;
+    st.sim.prefetch_limit_bytes = options.prefetch_limit_bytes;
+    DLR_ASSIGN_OR_RETURN(ArenaStagingResult a, plan_arena_staging(m.plan, profile, so, layer_ms, st));
+    if (a.staged > 0) {
+      so.arena_offset = std::move(a.offset);
+      so.arena_wait = std::move(a.wait);
+      m.stream = std::move(a.plan);
+    }
+    m.notes.push_back(a.how);
   }
   if (searchable(m) && !layer_ms.empty()) {
     UnitSearchOptions search;

@@ -73,8 +73,9 @@ EngineSettings engine_settings(const SessionOptions& options);
 
 // Everything the engines need, and nothing they must work out themselves.
 struct CompiledModel {
-  int format_version = 4;       // of the JSON form (2: resident blobs in stream mode; 3: weights from storage;
-                               // 4: in-place shortcuts, convs over a concatenation's parts)
+  int format_version = 5;       // of the JSON form (2: resident blobs in stream mode; 3: weights from storage;
+                               // 4: in-place shortcuts, convs over a concatenation's parts; 5: blobs staged
+                               // in the activation arena)
   std::string cfg_path;
   std::string model_name;       // cfg file name without directory
   Target target;

@@ -101,14 +101,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlannerOptions, batch, layout, activation_dty
                                    alignment, weight_align, keep_all_outputs, conv_strided_io, in_place,
                                    conv_over_concat)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TransferUnit, index, group, host_offset, bytes, pool_offset, first_blob,
-                                   last_blob, first_layer)
+                                   last_blob, first_layer, in_arena)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamAction, kind, index)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightGroup, first_blob, last_blob, host_offset, bytes, slot, last_layer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamPlan, layout, pool_bytes, slot_bytes, slots, minimal_pool_bytes,
                                    total_weight_bytes, groups, resident, units, blob_pool_offset, blob_last_unit,
                                    unit_waits, order, max_copies_ahead, prefetch_limit_bytes, units_searched,
                                    searched_ms, chunks_ms,
-                                   search_layer_ms, blob_resident, resident_bytes, blob_host_offset)
+                                   search_layer_ms, blob_resident, resident_bytes, blob_host_offset, staged_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBudget, kind, fraction, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadSegment, blob, blob_offset, bytes, staging_offset)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadUnit, index, staging_offset, bytes, first_blob, last_blob, first_layer,
@@ -119,6 +119,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadPlan, two_stage, staging_bytes, min_stagi
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SessionOptions, device, precision, batch, width, height, letterbox, thresh, nms,
                                    concat_in_place, keep_all_outputs, cuda_device, mode, weight_budget, copy_profile,
                                    chunk_bytes, weight_pool, unit_search, unit_search_min_gain, residency,
+                                   arena_staging,
                                    weights_from, host_budget, zero_copy, read_depth, read_block_bytes, prepared_path, reader, cache_kernel_times,
                                    prefetch_next, shared_memory,
                                    layout,

@@ -95,6 +95,10 @@ struct SessionOptions {
                                            // from kernel times measured at open (unit_search.h); false: equal chunks
   double unit_search_min_gain = 0.01;      // keep a searched cut only when predicted this fraction faster, [0, 1)
   Residency residency = Residency::kGreedy;  // stream mode, ring: which blobs stay resident within the budget
+  // Stream mode, ring, CUDA, weights from host: streamed blobs may be copied into bytes
+  // of the activation arena that no activation holds then, instead of the ring, where
+  // the simulator predicts the inference faster (runtime/streaming/arena_staging.h).
+  bool arena_staging = true;
   double max_slowdown = 0.05;     // weight budget auto: predicted latency at most (1 + this) x preload's, [0, 10]
   double latency_target_ms = 0;   // weight budget auto: > 0 replaces max_slowdown with this predicted latency
   // Stream mode, weights from host: after each inference, copy the next one's leading

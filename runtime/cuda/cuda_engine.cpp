@@ -36,6 +36,7 @@ const char* CudaEngine::blob_ptr(int blob) const {
   if (!m_streaming) return static_cast<const char*>(pool_base()) + m_blob_offsets[size_t(blob)];
   const int64_t off = m_stream_plan.blob_pool_offset[size_t(blob)];
   if (m_stream_plan.is_resident(blob)) return static_cast<const char*>(m_resident.data()) + off;
+  if (m_stream_plan.is_staged(blob)) return arena_base() + off;  // copied there every inference
   return static_cast<const char*>(pool_base()) + pool_pos(off);
 }
 
@@ -757,7 +758,8 @@ MemoryReport CudaEngine::memory() const {
     r.shared_workspace = int64_t(m_workspace_need);
   }
   r.other = int64_t(m_image_dev.bytes() + m_input_f32.bytes());
-  r.host_weights = m_host ? m_host->bytes() : m_pipeline ? m_reads.staging_bytes : 0;
+  r.host_weights = (m_host ? m_host->bytes() : m_pipeline ? m_reads.staging_bytes : 0) +
+                   (m_staged_host ? m_staged_host->bytes() : 0);
   r.read_bytes = m_pipeline ? m_reads.read_bytes() : 0;
   return r;
 }

@@ -61,7 +61,7 @@ class CudaEngine final : public Engine {
   bool prefetch_pending() const override { return m_prefetch_issued > 0; }
   int64_t prefetch_issued_bytes() const override;
   int64_t ring_start() const override { return uses_shared_ring() ? m_sring_start : -1; }
-  int64_t ring_stream_bytes() const override { return uses_shared_ring() ? m_stream_plan.streamed_bytes() : 0; }
+  int64_t ring_stream_bytes() const override { return uses_shared_ring() ? m_stream_plan.ring_streamed_bytes() : 0; }
   double last_run_ms() const override { return m_run_timing.network_ms; }
   RunTiming last_run_timing() const override { return m_run_timing; }
   EngineOpenTiming open_timing() const override { return m_open_timing; }
@@ -147,6 +147,7 @@ class CudaEngine final : public Engine {
   // matter), so the host store is prepared once, for the final placement.
   bool m_weights_deferred = false;
   std::unique_ptr<WeightStore> m_host;
+  std::unique_ptr<WeightStore> m_staged_host;  // pinned: the blobs staged in the arena (StreamPlan::staged_bytes)
   // Weights from storage: reads follow m_reads into m_staging (pinned; mapped and read by
   // the kernels themselves on the two-stage, zero-copy path), the pipeline's thread reading.
   bool m_from_storage = false;

@@ -70,11 +70,25 @@ Status CudaEngine::setup_stream_weights(WeightSource& source) {
   }
   const size_t n = m_plan.weights.size();
   std::vector<char> streamed(n, 1), resident(n, 0);
+  std::vector<char> staged(n, 0);
   for (size_t b = 0; b < n; ++b)
     if (m_stream_plan.is_resident(int(b))) {
       streamed[b] = 0;
       resident[b] = 1;
+    } else if (m_stream_plan.is_staged(int(b))) {
+      streamed[b] = 0;
+      staged[b] = 1;
     }
+  m_staged_host.reset();
+  if (m_stream_plan.staged_bytes > 0) {
+    // Blobs staged in the arena: a pinned store of their own (blobs back to back), copied
+    // into the arena every inference.
+    DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create_subset(m_plan, source, pinned_host, staged));
+    DLR_ASSERT(store.bytes() == m_stream_plan.staged_bytes);
+    for (size_t b = 0; b < n; ++b)
+      if (staged[b]) DLR_ASSERT(store.blob_offset(int(b)) == m_stream_plan.blob_host_offset[b]);
+    m_staged_host = std::make_unique<WeightStore>(std::move(store));
+  }
   if (m_stream_plan.resident_bytes > 0) {
     // Resident blobs: prepared in ordinary host memory in the region's order (blobs
     // back to back), uploaded once, the host copy freed.
@@ -159,14 +173,14 @@ Status CudaEngine::make_ring_events() {
   // Release points: the next model's prefetch overwrites at most the ring's worth of this
   // stream's last bytes, [S - R, S); kReleasePoints layers spread over them by bytes.
   constexpr int kReleasePoints = 16;
-  const int64_t total = m_stream_plan.streamed_bytes();
+  const int64_t total = m_stream_plan.ring_streamed_bytes();
   const int64_t lo = std::max<int64_t>(0, total - m_stream_plan.pool_bytes);
   size_t b = 0;  // the streamed blob holding byte t - 1
   for (int k = 1; k <= kReleasePoints; ++k) {
     const int64_t t = lo + (total - lo) * k / kReleasePoints;
     if (t <= 0) continue;
     for (; b < m_plan.weights.size(); ++b) {
-      if (m_stream_plan.is_resident(int(b))) continue;
+      if (!m_stream_plan.in_ring(int(b))) continue;
       if (m_stream_plan.blob_host_offset[b] + m_plan.weights[b].bytes >= t) break;
     }
     if (b == m_plan.weights.size()) break;
@@ -207,7 +221,7 @@ int CudaEngine::prefetch_chunk(int unit) const {
 int CudaEngine::release_index(int64_t pos, int64_t bytes) const {
   if (!uses_shared_ring() || m_release_ev.empty() || m_sring_bytes <= 0 || bytes <= 0) return -1;
   const int64_t R = m_sring_bytes;
-  const int64_t S = m_stream_plan.streamed_bytes();
+  const int64_t S = m_stream_plan.ring_streamed_bytes();
   auto mod = [R](int64_t x) { return ((x % R) + R) % R; };
   // This stream's byte p lives at ring offset (start + p) % R; the last one written at
   // ring offset r is p(r) = S - 1 - ((r_last - r) mod R), with r_last its last byte's offset.
@@ -260,8 +274,8 @@ Status CudaEngine::enqueue_network(bool profile) {
     }
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_start[size_t(ui)], ps));
     if (m_pipeline) DLR_RETURN_IF_ERROR(m_pipeline->wait_unit(ui));  // its bytes are in staging
-    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + pool_pos(u.pool_offset), copy_source(u), size_t(u.bytes),
-                                   cudaMemcpyHostToDevice, ps));
+    char* dst = u.in_arena ? arena_base() + u.pool_offset : pool_base() + pool_pos(u.pool_offset);
+    DLR_CUDA_CHECK(cudaMemcpyAsync(dst, copy_source(u), size_t(u.bytes), cudaMemcpyHostToDevice, ps));
     DLR_CUDA_CHECK(cudaEventRecord(m_copy_done[size_t(ui)].get(), ps));
     if (m_pipeline) m_pipeline->progress(ui);  // copy_done[ui] is recorded: its staging can be waited for
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_end[size_t(ui)], ps));
@@ -308,6 +322,7 @@ Status CudaEngine::enqueue_network(bool profile) {
 
 const char* CudaEngine::copy_source(const TransferUnit& u) const {
   if (m_pipeline) return m_staging_host + m_reads.copy_src_offset[size_t(u.index)];
+  if (u.in_arena) return static_cast<const char*>(m_staged_host->data()) + u.host_offset;
   return static_cast<const char*>(m_host->data()) + u.host_offset;
 }
 

@@ -47,10 +47,10 @@ struct Point {
 void note_releases(const ExecutionPlan& plan, const StreamPlan& stream, const SimResult& sim, Point* p) {
   p->copies_end_ms = 0;
   for (double t : sim.copy_end_ms) p->copies_end_ms = std::max(p->copies_end_ms, t);
-  p->streamed = stream.streamed_bytes();
+  p->streamed = stream.ring_streamed_bytes();
   p->releases.clear();
   for (size_t b = 0; b < plan.weights.size(); ++b) {
-    if (stream.is_resident(int(b))) continue;
+    if (!stream.in_ring(int(b))) continue;
     const int layer = plan.weights[b].layer;
     p->releases.push_back({stream.blob_host_offset[b] + plan.weights[b].bytes, sim.layer_end_ms[size_t(layer)]});
   }

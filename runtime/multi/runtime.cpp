@@ -239,7 +239,7 @@ Status Runtime::bind_members() {
     Engine& e = m.model->session().engine();
     if (!e.uses_shared_ring()) continue;
     DLR_RETURN_IF_ERROR(e.bind_ring(m_shared->ring(), ring, at));
-    at = (at + m.model->session().model().stream.streamed_bytes()) % ring;
+    at = (at + m.model->session().model().stream.ring_streamed_bytes()) % ring;
   }
   m_pending_offset = at;
   return Status();

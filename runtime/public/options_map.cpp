@@ -55,6 +55,7 @@ dlr::Expected<dlr::SessionOptions> to_session_options(const Options& o) {
   s.weight_pool = map(o.weight_pool);
   s.unit_search = o.unit_search;
   s.residency = map(o.residency);
+  s.arena_staging = o.arena_staging;
   s.max_slowdown = o.max_slowdown;
   s.latency_target_ms = o.latency_target_ms;
   s.layout = o.layout;

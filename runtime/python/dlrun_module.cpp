@@ -74,6 +74,7 @@ dlrun::Options options_from(const py::kwargs& kw) {
     else if (k == "copy_profile") o.copy_profile = py::str(v);
     else if (k == "chunk_bytes") o.chunk_bytes = v.cast<int64_t>();
     else if (k == "unit_search") o.unit_search = v.cast<bool>();
+    else if (k == "arena_staging") o.arena_staging = v.cast<bool>();
     else if (k == "max_slowdown") o.max_slowdown = v.cast<double>();
     else if (k == "latency_target_ms") o.latency_target_ms = v.cast<double>();
     else if (k == "layout") o.layout = v.cast<int>();

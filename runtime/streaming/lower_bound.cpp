@@ -71,8 +71,8 @@ std::string LatencyBound::to_text() const {
                   budget_bytes >= total_bytes ? "every weight resident" : "no ring fits this budget");
   } else {
     std::snprintf(buf, sizeof buf,
-                  "lower bound: %.3f ms = %.3f x the kernels' %.3f ms: no resident set or schedule within %.2f MiB is "
-                  "predicted faster (best case: a %.2f MiB ring, >= %.2f MiB copied at %.1f GB/s%s)",
+                  "lower bound: %.3f ms = %.3f x the kernels' %.3f ms: no resident set or schedule within %.2f MiB, every "
+                  "streamed byte through the ring, is predicted faster (best case: a %.2f MiB ring, >= %.2f MiB copied at %.1f GB/s%s)",
                   ms, compute_ms > 0 ? ms / compute_ms : 0.0, compute_ms, double(budget_bytes) / (1 << 20),
                   double(pool_bytes) / (1 << 20), double(min_streamed_bytes) / (1 << 20), peak_gbps,
                   binding_layer >= 0 ? (", binding at layer " + std::to_string(binding_layer)).c_str() : "");

@@ -1,4 +1,6 @@
-// A lower bound on the latency of any streamed plan within a device weight budget:
+// A lower bound on the latency of any streamed plan within a device weight budget whose
+// streamed bytes all pass the ring (blobs staged in the activation arena, arena_staging.h,
+// are outside this model: a staged plan may be predicted below it):
 // no resident set, ring size, cut into units or enqueue order of dlrun's model
 // (resident blobs + a ring of whole mapping units, streamed blobs copied in
 // execution order on one copy engine, kernels in order on one stream) is predicted

@@ -232,9 +232,9 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
     const std::vector<int64_t> host_offset =
         stream.blob_host_offset.size() == plan.weights.size() ? stream.blob_host_offset : blob_host_offsets(plan);
     for (const TransferUnit& tu : stream.units) {
-      if (!issued[size_t(tu.index)]) continue;
+      if (!issued[size_t(tu.index)] || tu.in_arena) continue;  // staged: arena bytes, not the pool's
       for (int b = tu.first_blob; b <= tu.last_blob; ++b) {
-        if (stream.is_resident(b)) continue;
+        if (!stream.in_ring(b)) continue;
         const int64_t lo = std::max(tu.host_offset, host_offset[size_t(b)]);
         const int64_t hi = std::min(tu.host_offset + tu.bytes, host_offset[size_t(b)] + plan.weights[size_t(b)].bytes);
         if (hi <= lo) continue;
@@ -287,9 +287,9 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
       return false;
     };
     for (const TransferUnit& tu : stream.units) {
-      if (!issued[size_t(tu.index)]) continue;
+      if (!issued[size_t(tu.index)] || tu.in_arena) continue;
       for (int b = 0; b < tu.first_blob; ++b) {
-        if (stream.is_resident(b)) continue;  // its own region: never overwritten
+        if (!stream.in_ring(b)) continue;  // its own region (resident) or arena bytes (staged)
         if (!overlaps(tu.pool_offset, tu.bytes, stream.blob_pool_offset[size_t(b)], plan.weights[size_t(b)].bytes))
           continue;
         if (r.copy_start_ms[size_t(tu.index)] + kEps < blob_reader_end(b))
@@ -297,6 +297,35 @@ SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const Co
                     std::to_string(plan.weights[size_t(b)].layer) + ") at " +
                     ms_text(r.copy_start_ms[size_t(tu.index)]) + " ms while it is read until " +
                     ms_text(blob_reader_end(b)) + " ms");
+      }
+    }
+    // Staged blobs (arena bytes): nothing live there while the blob is, i.e. from its
+    // copy's start to its reader's end: no activation buffer overlapping its bytes is
+    // written before that reader and read at or after it, every one written before it
+    // has been read for the last time when the copy starts, and so has every staged blob
+    // before it on the same bytes. (Needs the plan's buffers: skipped for a plan without.)
+    for (const TransferUnit& tu : stream.units) {
+      if (!tu.in_arena || !issued[size_t(tu.index)]) continue;
+      const int b = tu.first_blob;
+      const int reader = plan.weights[size_t(b)].layer;
+      const double start = r.copy_start_ms[size_t(tu.index)];
+      auto space = [&](int64_t off, int64_t bytes) { return off < tu.pool_offset + tu.bytes && tu.pool_offset < off + bytes; };
+      for (const Buffer& buf : plan.buffers) {
+        if (!space(buf.offset, buf.bytes) || buf.first_step > reader) continue;
+        if (buf.last_step >= reader)
+          violation("unit " + std::to_string(tu.index) + " stages blob " + std::to_string(b) + " in arena bytes of buffer " +
+                    std::to_string(buf.id) + ", live until step " + std::to_string(buf.last_step) + " (its reader is step " +
+                    std::to_string(reader) + ")");
+        else if (buf.last_step >= 0 && start + kEps < r.layer_end_ms[size_t(buf.last_step)])
+          violation("unit " + std::to_string(tu.index) + " stages blob " + std::to_string(b) + " at " + ms_text(start) +
+                    " ms over buffer " + std::to_string(buf.id) + ", read until " +
+                    ms_text(r.layer_end_ms[size_t(buf.last_step)]) + " ms");
+      }
+      for (const TransferUnit& o : stream.units) {
+        if (!o.in_arena || o.first_blob >= b || !space(o.pool_offset, o.bytes)) continue;
+        if (start + kEps < blob_reader_end(o.first_blob))
+          violation("unit " + std::to_string(tu.index) + " stages blob " + std::to_string(b) + " over staged blob " +
+                    std::to_string(o.first_blob) + " while it is read");
       }
     }
     // WAR, slots: a copy into a slot starts only after the last reader of the slot's

@@ -312,7 +312,15 @@ std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan) {
   return offset;
 }
 
-int64_t StreamPlan::host_store_bytes() const { return total_weight_bytes - resident_bytes; }
+int64_t StreamPlan::host_store_bytes() const { return total_weight_bytes - resident_bytes - staged_bytes; }
+
+int64_t StreamPlan::ring_streamed_bytes() const {
+  if (resident) return 0;
+  int64_t total = 0;
+  for (const TransferUnit& u : units)
+    if (!u.in_arena) total += u.bytes;
+  return total;
+}
 
 int StreamPlan::prefetch_units_within(int64_t limit_bytes) const {
   if (resident) return 0;
@@ -340,7 +348,8 @@ int64_t StreamPlan::streamed_bytes() const {
 
 std::vector<int64_t> StreamPlan::unit_ends() const {
   std::vector<int64_t> ends;
-  for (const TransferUnit& u : units) ends.push_back(u.host_offset + u.bytes);
+  for (const TransferUnit& u : units)
+    if (!u.in_arena) ends.push_back(u.host_offset + u.bytes);  // the ring's stream (staged units apart)
   return ends;
 }
 
@@ -361,6 +370,11 @@ std::string StreamPlan::to_text() const {
                   mib_text(pool_bytes).c_str(), mib_text(minimal_pool_bytes).c_str(), mib_text(streamed_bytes()).c_str(),
                   mib_text(total_weight_bytes).c_str(), units.size(), max_copies_ahead);
     out += line;
+    if (staged_bytes > 0) {
+      std::snprintf(line, sizeof(line), "staged in the activation arena: %s MiB (copied there, not through the ring)\n",
+                    mib_text(staged_bytes).c_str());
+      out += line;
+    }
     if (searched_ms > 0) {
       std::snprintf(line, sizeof(line),
                     "units %s: searched cut %.3f ms predicted from measured kernel times, equal chunks %.3f ms\n",
@@ -390,7 +404,8 @@ std::string StreamPlan::to_text() const {
     const std::vector<int>& w = size_t(u.index) < unit_waits.size() ? unit_waits[size_t(u.index)] : none;
     for (int layer : w) waits += (waits.empty() ? "" : ",") + std::to_string(layer);
     char where[24] = "ring";  // ring units belong to no group
-    if (layout != PoolLayout::kRing) std::snprintf(where, sizeof(where), "group %3d", u.group);
+    if (u.in_arena) std::snprintf(where, sizeof(where), "arena");
+    else if (layout != PoolLayout::kRing) std::snprintf(where, sizeof(where), "group %3d", u.group);
     std::snprintf(line, sizeof(line),
                   "unit %4d: %s, host %11lld + %9lld (%7s MiB) -> pool %11lld, blobs %3d-%3d, first layer %3d, "
                   "waits %s\n",
@@ -401,6 +416,105 @@ std::string StreamPlan::to_text() const {
   }
   return out;
 }
+
+namespace {
+
+// The staged blobs of `options` (StreamOptions::arena_offset) added to `s`, a ring plan
+// of the other blobs: one unit each, in the copy queue at the ring's first unit that
+// is needed after the blob's reader (execution order), or later where the blob's arena
+// bytes are not free yet (before the first ring unit that waits for its wait step or a
+// later one), never before an earlier staged unit. Every unit before a staged one waits
+// for steps before its reader (ring units needed up to the reader wait for earlier
+// steps; so do the earlier staged units), so the queue cannot deadlock.
+void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamPlan* s) {
+  const size_t n = plan.weights.size();
+  if (s->blob_resident.size() != n) s->blob_resident.assign(n, 0);
+  const std::vector<TransferUnit> ring = std::move(s->units);
+  const std::vector<std::vector<int>> ring_waits = std::move(s->unit_waits);
+  auto wait_of = [&](size_t i) {
+    int w = -1;
+    for (int l : ring_waits[i]) w = std::max(w, l);
+    return w;
+  };
+  std::vector<TransferUnit> units;
+  std::vector<std::vector<int>> waits;
+  std::vector<int> new_index(ring.size(), -1);
+  size_t next_ring = 0;
+  auto take_ring_until = [&](size_t end) {
+    for (; next_ring < end; ++next_ring) {
+      new_index[next_ring] = int(units.size());
+      units.push_back(ring[next_ring]);
+      waits.push_back(ring_waits[next_ring]);
+    }
+  };
+  int64_t at = 0;  // the staged store: staged blobs back to back
+  for (size_t b = 0; b < n; ++b) {
+    if (options.arena_offset[b] < 0) continue;
+    const WeightBlob& w = plan.weights[b];
+    const int reader = w.layer, free_after = options.arena_wait[b];
+    size_t consume = next_ring, avail = next_ring;
+    while (consume < ring.size() && ring[consume].first_layer <= reader) ++consume;
+    while (avail < ring.size() && wait_of(avail) < free_after) ++avail;
+    take_ring_until(std::max(consume, avail));
+    TransferUnit u;
+    u.index = int(units.size());
+    u.group = -1;
+    u.host_offset = at;
+    u.bytes = w.bytes;
+    u.pool_offset = options.arena_offset[b];
+    u.first_blob = u.last_blob = int(b);
+    u.first_layer = reader;
+    u.in_arena = true;
+    units.push_back(u);
+    waits.push_back({free_after});
+    s->blob_resident[b] = 2;
+    s->blob_pool_offset[b] = options.arena_offset[b];
+    s->blob_host_offset[b] = at;
+    s->blob_last_unit[b] = u.index;
+    at += w.bytes;
+  }
+  take_ring_until(ring.size());
+  for (size_t i = 0; i < units.size(); ++i) units[i].index = int(i);
+  for (size_t b = 0; b < n; ++b)
+    if (s->blob_resident[b] == 0 && s->blob_last_unit[b] >= 0)
+      s->blob_last_unit[b] = new_index[size_t(s->blob_last_unit[b])];
+  s->units = std::move(units);
+  s->unit_waits = std::move(waits);
+  s->staged_bytes = at;
+  s->total_weight_bytes += at;
+  s->order = host_order(plan, *s);
+}
+
+// Checks StreamOptions::arena_offset / arena_wait against the plan (sizes, offsets
+// inside the arena, waits before the reader); the arena bytes themselves are
+// arena_staging.h's to choose (simulate() checks them against the activations).
+Status check_staged(const ExecutionPlan& plan, const StreamOptions& options, int* n_staged) {
+  *n_staged = 0;
+  if (options.arena_offset.empty() && options.arena_wait.empty()) return Status();
+  const size_t n = plan.weights.size();
+  if (options.arena_offset.size() != n || options.arena_wait.size() != n)
+    return invalid_argument("arena staging: " + std::to_string(options.arena_offset.size()) + " offsets and " +
+                            std::to_string(options.arena_wait.size()) + " waits for " + std::to_string(n) +
+                            " weight blobs");
+  for (size_t b = 0; b < n; ++b) {
+    const int64_t off = options.arena_offset[b];
+    if (off < 0) continue;
+    const WeightBlob& w = plan.weights[b];
+    const std::string what = "arena staging: blob " + std::to_string(b) + " (layer " + std::to_string(w.layer) + ")";
+    if (off % kAlign != 0 || off + w.bytes > plan.arena_bytes)
+      return invalid_argument(what + " at arena offset " + std::to_string(off) + ": expected a multiple of 256 within " +
+                              std::to_string(plan.arena_bytes) + " arena bytes");
+    if (options.arena_wait[b] < 0 || options.arena_wait[b] >= w.layer)
+      return invalid_argument(what + " waits for step " + std::to_string(options.arena_wait[b]) +
+                              ": expected a step in [0, " + std::to_string(w.layer) + ")");
+    if (!options.resident.empty() && options.resident[b])
+      return invalid_argument(what + " is both resident and staged");
+    ++*n_staged;
+  }
+  return Status();
+}
+
+}  // namespace
 
 Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile& profile,
                                     const StreamOptions& options) {
@@ -417,19 +531,29 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
   }
   if (options.budget_bytes < 0)
     return invalid_argument("weight budget " + std::to_string(options.budget_bytes) + " bytes is negative");
-  if (!options.resident.empty()) {
-    if (options.resident.size() != size_t(n_blobs))
+  int n_staged = 0;
+  DLR_RETURN_IF_ERROR(check_staged(plan, options, &n_staged));
+  if (!options.resident.empty() || n_staged > 0) {
+    if (!options.resident.empty() && options.resident.size() != size_t(n_blobs))
       return invalid_argument("resident set has " + std::to_string(options.resident.size()) + " entries; expected " +
                               std::to_string(n_blobs) + " (one per weight blob)");
     int64_t res = 0;
     int n_res = 0;
-    for (int b = 0; b < n_blobs; ++b)
-      if (options.resident[size_t(b)]) {
+    std::vector<char> resident(size_t(n_blobs), 0), apart(size_t(n_blobs), 0);  // apart: resident or staged
+    for (int b = 0; b < n_blobs; ++b) {
+      if (!options.resident.empty() && options.resident[size_t(b)]) {
         res += plan.weights[size_t(b)].bytes;
         ++n_res;
+        resident[size_t(b)] = apart[size_t(b)] = 1;
       }
-    if (n_res > 0) {
-      if (n_res == n_blobs) return invalid_argument("resident set holds every blob: use a budget of all the weights");
+      if (n_staged > 0 && options.arena_offset[size_t(b)] >= 0) apart[size_t(b)] = 1;
+    }
+    if (n_res + n_staged > 0) {
+      if (n_res + n_staged == n_blobs)
+        return invalid_argument(n_staged > 0 ? "resident and staged blobs leave none for the ring"
+                                             : "resident set holds every blob: use a budget of all the weights");
+      if (n_staged > 0 && (options.layout == PoolLayout::kSlots || options.ring_granularity <= 0))
+        return invalid_argument("blobs staged in the arena need the ring pool");
       if (options.layout == PoolLayout::kSlots)
         return invalid_argument("resident blobs need the ring pool (the slots pool streams every blob)");
       if (options.ring_granularity <= 0)
@@ -437,13 +561,22 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
       if (options.budget_bytes != 0 && options.budget_bytes <= res)
         return out_of_memory("weight budget " + mib_text(options.budget_bytes) + " MiB leaves no pool beside " +
                              mib_text(res) + " MiB of resident weights");
-      const StreamedSubplan sp = streamed_subplan(plan, options.resident);
+      const StreamedSubplan sp = streamed_subplan(plan, apart);
       StreamOptions so = options;
       so.resident.clear();
+      so.arena_offset.clear();
+      so.arena_wait.clear();
       so.layout = PoolLayout::kRing;
       so.budget_bytes = options.budget_bytes == 0 ? 0 : options.budget_bytes - res;
       DLR_ASSIGN_OR_RETURN(StreamPlan sub, plan_streaming(sp.plan, profile, so));
-      return expand_stream_plan(std::move(sub), plan, sp, options.resident);
+      if (sub.resident) return invalid_argument("blobs staged in the arena need a plan that streams");
+      StreamPlan s = expand_stream_plan(std::move(sub), plan, sp, resident);
+      if (n_res == 0) s.blob_resident.assign(size_t(n_blobs), 0);
+      if (n_staged > 0) {
+        add_staged(plan, options, &s);
+        DLR_RETURN_IF_ERROR(check_queueable(profile, s));
+      }
+      return s;
     }
   }
   const int64_t chunk = options.chunk_bytes > 0 ? options.chunk_bytes : profile.chunk_bytes;

@@ -56,6 +56,10 @@ struct TransferUnit {
   int first_blob = 0;        // blobs [first_blob, last_blob] (plan.weights indices) overlap this unit
   int last_blob = 0;
   int first_layer = 0;       // first layer that needs this unit
+  // Staged in the activation arena (StreamOptions::arena_offset): pool_offset is an offset
+  // in the activation arena, host_offset one in the staged store (the staged blobs back to
+  // back in execution order), first_blob == last_blob the one blob it brings.
+  bool in_arena = false;
 };
 
 struct StreamAction {
@@ -88,6 +92,14 @@ struct StreamOptions {
   // the other models, resident bytes are the model's own, so a small model may stream
   // through a ring larger than its weights. Needs a ring (ring_granularity > 0).
   bool never_resident = false;
+  // Per weight blob, or empty: >= 0 = staged in the activation arena at that byte offset:
+  // copied every inference, not into the pool but into arena bytes no activation holds
+  // from the end of step arena_wait[b] to the end of its reader (arena_staging.h chooses
+  // them and checks that). Such a blob is neither resident nor in the ring; its copy
+  // waits for step arena_wait[b] (>= 0) and is queued among the ring's units before the
+  // first one that waits for a later step. Ring layout only.
+  std::vector<int64_t> arena_offset;
+  std::vector<int> arena_wait;
 };
 
 struct WeightGroup {
@@ -115,13 +127,18 @@ struct StreamPlan {
   // Resident blobs (StreamOptions::resident): their own device region of resident_bytes,
   // separate from the pool, uploaded once at open. blob_pool_offset of a resident blob
   // is its offset in that region; its blob_last_unit is -1 (nothing to wait for).
-  std::vector<char> blob_resident;           // per weight blob: 1 = resident (empty: none)
+  std::vector<char> blob_resident;           // per weight blob: 1 = resident, 2 = staged in the arena (empty: none)
   int64_t resident_bytes = 0;
+  // Staged blobs (StreamOptions::arena_offset): blob_pool_offset is the arena offset,
+  // blob_host_offset the offset in the staged store, blob_last_unit the unit bringing it.
+  int64_t staged_bytes = 0;
   // Per weight blob: its offset in the host store, which holds the streamed blobs back
   // to back in execution order (-1 for a resident blob).
   std::vector<int64_t> blob_host_offset;
-  bool is_resident(int blob) const { return !blob_resident.empty() && blob_resident[size_t(blob)] != 0; }
-  int64_t host_store_bytes() const;          // bytes of the streamed blobs (the host store)
+  bool is_resident(int blob) const { return !blob_resident.empty() && blob_resident[size_t(blob)] == 1; }
+  bool is_staged(int blob) const { return !blob_resident.empty() && blob_resident[size_t(blob)] == 2; }
+  bool in_ring(int blob) const { return blob_resident.empty() || blob_resident[size_t(blob)] == 0; }
+  int64_t host_store_bytes() const;          // bytes of the ring's blobs (the host store; staged ones apart)
   std::vector<TransferUnit> units;
   std::vector<int64_t> blob_pool_offset;     // per weight blob: its region in the pool
   std::vector<int> blob_last_unit;           // per weight blob: the unit whose completion makes it ready
@@ -139,7 +156,8 @@ struct StreamPlan {
   double searched_ms = 0;  // 0: no search ran
   double chunks_ms = 0;
   std::vector<double> search_layer_ms;  // the kernel time of every step the search used (empty: none ran)
-  int64_t streamed_bytes() const;            // bytes copied per inference (0 when resident)
+  int64_t streamed_bytes() const;            // bytes copied per inference (0 when resident), staged ones included
+  int64_t ring_streamed_bytes() const;       // of those, the bytes through the pool (the ring's stream)
   // Prefetch across inferences: the leading units [0, n) that wait for no layer, and
   // within prefetch_limit_bytes when that is >= 0 (cut before the first unit that would
   // pass it). Once the previous inference has finished they can be copied at any moment
@@ -152,7 +170,7 @@ struct StreamPlan {
   int prefetch_units_within(int64_t limit_bytes) const;
   int64_t prefetch_bytes() const;            // bytes of those units
   int64_t device_bytes() const { return pool_bytes + resident_bytes; }  // the weight budget used
-  std::vector<int64_t> unit_ends() const;    // host offset where each unit ends (StreamOptions::unit_ends' form)
+  std::vector<int64_t> unit_ends() const;    // host offset where each ring unit ends (StreamOptions::unit_ends' form)
   std::string to_text() const;
 };
 

@@ -68,6 +68,41 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
   StreamOptions base = options;
   base.unit_ends.clear();
   DLR_ASSIGN_OR_RETURN(StreamPlan def, plan_streaming(plan, profile, base));
+  if (def.staged_bytes > 0) {
+    // Blobs staged in the arena: search the cut of the ring's blobs alone (the staged
+    // and resident ones left out), then keep it only when the whole plan, staged copies
+    // queued among the ring's, is predicted min_gain faster than equal chunks.
+    std::vector<char> apart(plan.weights.size(), 0);
+    for (size_t b = 0; b < plan.weights.size(); ++b) apart[b] = def.in_ring(int(b)) ? 0 : 1;
+    const StreamedSubplan sp = streamed_subplan(plan, apart);
+    StreamOptions sub = base;
+    sub.resident.clear();
+    sub.arena_offset.clear();
+    sub.arena_wait.clear();
+    sub.layout = PoolLayout::kRing;
+    sub.budget_bytes = def.pool_bytes;
+    sub.never_resident = true;
+    DLR_ASSIGN_OR_RETURN(UnitSearchResult s, search_ring_units(sp.plan, profile, sub, layer_ms, search));
+    UnitSearchOptions quiet = search;
+    quiet.sim.check = false;
+    UnitSearchResult r;
+    r.default_ms = simulate(plan, def, profile, layer_ms, quiet.sim).latency_ms;
+    r.simulations = s.simulations + 1;
+    StreamOptions cut = base;
+    cut.unit_ends = s.plan.unit_ends();
+    Expected<StreamPlan> searched = plan_streaming(plan, profile, cut);
+    const double searched_ms =
+        searched.ok() ? simulate(plan, *searched, profile, layer_ms, quiet.sim).latency_ms : r.default_ms;
+    r.simulations += searched.ok();
+    const bool keep = searched.ok() && s.plan.units_searched && searched_ms <= (1.0 - search.min_gain) * r.default_ms;
+    r.plan = keep ? std::move(searched).value() : std::move(def);
+    r.predicted_ms = keep ? searched_ms : r.default_ms;
+    r.plan.units_searched = keep;
+    r.plan.searched_ms = searched_ms;
+    r.plan.chunks_ms = r.default_ms;
+    r.plan.search_layer_ms = layer_ms;
+    return r;
+  }
   if (def.resident_bytes > 0) {
     // Resident blobs: search the cut of the streamed blobs' byte stream alone, in the
     // pool plan_streaming gave them, and number the result like the full plan.

@@ -1094,6 +1094,9 @@ int tool_main(int argc, char** argv) {
                  "--models, shared ring: how far ahead a model's prefetch may begin, comma-separated to compare in "
                  "one run: 1 (default: only while its predecessor runs) or 2 (from two models ahead, while the "
                  "model before its predecessor runs) (RuntimeOptions::prefetch_depth)");
+  app.add_option("--arena-staging", mb.arena_staging,
+                 "--models: whether the runtime's models may copy streamed blobs into idle activation bytes "
+                 "(SessionOptions::arena_staging), comma-separated to compare in one run: on (default) or off");
   app.add_option("--alone", mb.alone,
                  "--models --split max-slowdown: what each model's slowdown is planned against, comma-separated to "
                  "compare in one run: none (the runtime's all-resident prediction, default) or own (the model's preload "

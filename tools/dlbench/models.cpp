@@ -199,6 +199,9 @@ int run_models_bench(const ModelsBenchArgs& a) {
       return fail("dlbench", invalid_argument("--alone own needs the baselines measured in processes of their own "
                                               "(drop --no-isolate-baselines)"));
   }
+  for (const std::string& st : split(a.arena_staging, ','))
+    if (st != "on" && st != "off")
+      return fail("dlbench", invalid_argument("--arena-staging " + st + ": expected on or off"));
   for (const std::string& depth : split(a.prefetch_depths, ','))
     if (depth != "1" && depth != "2")
       return fail("dlbench", invalid_argument("--prefetch-depth " + depth + ": expected 1 or 2"));
@@ -371,6 +374,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
 
   // 2. All models on one runtime, for every budget.
   int rc = own_failed ? kExitError : kExitOk;  // a failed child's columns are "-"; the run goes on
+  for (const std::string& staging_text : split(a.arena_staging, ','))
   for (const std::string& depth_text : split(a.prefetch_depths, ','))
   for (const std::string& alone : split(a.alone, ','))
   for (const std::string& workspace_text : split(a.workspace_limits, ','))
@@ -394,6 +398,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
       SessionOptions o = options_of(s);
       o.workspace_limit = workspace_limits[workspace_text];
       o.prefetch_lead_ms = a.prefetch_lead_ms;
+      o.arena_staging = staging_text == "on";
       const size_t k = models.size();
       o.alone_ms = alone == "own" && own_ms[k] > 0 ? own_ms[k] : 0.0;
       auto m = (*rt)->open(s.cfg, s.weights, o);
@@ -402,9 +407,9 @@ int run_models_bench(const ModelsBenchArgs& a) {
     }
     const double open_s = std::chrono::duration<double>(Clock::now() - t_open).count();
     const RuntimeMemory mem = (*rt)->memory();
-    std::printf("\nruntime budget %s, %s ring, workspace limit %s, prefetch lead %g ms, prefetch depth %s, slowdowns "
+    std::printf("\nruntime budget %s, %s ring, workspace limit %s, prefetch lead %g ms, prefetch depth %s, arena staging %s, slowdowns "
                 "against %s (%.2f MiB, %.1f %% of the separate sessions), opened in %.2f s\n%s\n",
-                budget_text.c_str(), ring.c_str(), workspace_text.c_str(), a.prefetch_lead_ms, depth_text.c_str(),
+                budget_text.c_str(), ring.c_str(), workspace_text.c_str(), a.prefetch_lead_ms, depth_text.c_str(), staging_text.c_str(),
                 alone == "own" ? "the latency alone" : "the all-resident prediction", mib((*rt)->budget_bytes()),
                 separate > 0 ? 100.0 * double(mem.total()) / double(separate) : 0.0, open_s, mem.to_text().c_str());
     // Round robin.
@@ -421,6 +426,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
     run["workspace_limit"] = workspace_text;
     run["prefetch_lead_ms"] = a.prefetch_lead_ms;
     run["prefetch_depth"] = ro.prefetch_depth;
+    run["arena_staging"] = staging_text == "on";
     run["alone"] = alone;
     run["workspace_limit_bytes"] = workspace_limits[workspace_text];
     run["budget_bytes"] = (*rt)->budget_bytes();

@@ -31,6 +31,9 @@ struct ModelsBenchArgs {
   // Comma-separated, compared in one run: RuntimeOptions::prefetch_depth (1: a model's
   // prefetch only while its predecessor runs; 2: from two models ahead).
   std::string prefetch_depths = "1";
+  // Comma-separated, compared in one run: SessionOptions::arena_staging of the runtime's
+  // models ("on": streamed blobs may be copied into idle activation bytes; "off").
+  std::string arena_staging = "on";
   // The runtime's models' SessionOptions::prefetch_lead_ms, ms (0: none). The bench's own
   // gap before each run() is set_input, an upload: it queues behind a prefetch, so it is
   // not a lead (docs/streaming.md section 8).

@@ -144,6 +144,10 @@ void add_device(CLI::App& app, Args* a) {
                  "weight streamed through a pool of the whole budget)")
       ->check(CLI::IsMember({"greedy", "largest-late", "none"}))
       ->group(g);
+  app.add_flag("--no-arena-staging", a->no_arena_staging,
+               "stream mode, ring pool: never copy streamed weights into activation bytes idle at that point of the "
+               "network (by default some are, where the plan predicts it faster: the ring keeps the rest)")
+      ->group(g);
   app.add_option("--copy-profile", a->copy_profile,
                  "stream mode: copy-engine profile: auto (default: measured on this GPU on first use, ~0.4 s, and cached by "
                  "GPU UUID in the user's cache directory; the nearest built-in where probing fails), a dlprobe JSON "

@@ -53,6 +53,7 @@ struct Args {
   std::string weight_pool = "auto";
   std::string units = "search";
   std::string residency = "greedy";
+  bool no_arena_staging = false;
   bool no_graph = false;
   bool no_kernel_cache = false;
   bool no_calibrate = false;

@@ -58,6 +58,7 @@ Expected<SessionOptions> session_options(const Args& a) {
       {"--weight-pool", a.weight_pool != defaults.weight_pool},
       {"--units", a.units != defaults.units},
       {"--residency", a.residency != defaults.residency},
+      {"--no-arena-staging", a.no_arena_staging},
       {"--copy-profile", a.copy_profile != defaults.copy_profile},
       {"--no-calibrate", a.no_calibrate}};
   for (const auto& [name, given] : stream_only)
@@ -67,6 +68,7 @@ Expected<SessionOptions> session_options(const Args& a) {
   opt.unit_search = a.units == "search";
   if (!parse_residency(a.residency, &opt.residency))
     return invalid_argument("--residency " + a.residency + ": expected greedy, largest-late or none");
+  opt.arena_staging = !a.no_arena_staging;
   opt.cuda_graph = !a.no_graph;
   opt.cache_kernel_times = !a.no_kernel_cache;
   opt.calibrate_copies = !a.no_calibrate;

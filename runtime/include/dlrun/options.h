@@ -48,6 +48,9 @@ struct Options {
   PoolLayout weight_pool = PoolLayout::kAuto;
   bool unit_search = true;            // transfer units chosen by simulation (false: equal chunks)
   Residency residency = Residency::kGreedy;
+  // Stream mode, ring: streamed weights may be copied into activation bytes idle at that
+  // point of the network instead of the ring, where the plan predicts it faster.
+  bool arena_staging = true;
   double max_slowdown = 0.05;         // weight_budget "auto": at most this fraction slower than preload
   double latency_target_ms = 0;       // weight_budget "auto": > 0 replaces max_slowdown
   int layout = -1;                    // -1 auto (NHWC for fp16/tf32); 0 NCHW; 1 NHWC

@@ -1,0 +1,56 @@
+// Arena staging: streamed weight blobs copied, every inference, into bytes of the
+// activation arena that no activation holds at that point of the network, instead of
+// into the ring pool. yolov4 @608 needs 39.48 MiB of activations for its first ~16
+// layers and under 11 MiB after them, while ~120 of its 123 MiB of weights are read
+// after them: a blob staged there leaves the ring to the others, so the ring's
+// lookahead grows without a byte of device memory more. (docs/streaming.md section 3,
+// "Weights in the arena's idle bytes".)
+//
+// For a blob b read by step r, arena bytes [o, o + n) are free from step f on when every
+// activation buffer (and every blob staged earlier) overlapping them that is written at
+// or before r was last read at step f < r; the copy then waits for step f (f >= 0: after
+// the inference's input). Blobs are tried largest first, each at the offset free
+// earliest, and kept when the simulator predicts the inference faster with it
+// (plan_streaming with StreamOptions::arena_offset / arena_wait); the final plan is
+// simulated with every check on (simulate() checks the staged bytes against the
+// activations). Ring plans only. Plain C++ (no CUDA); deterministic.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/plan.h"
+#include "runtime/streaming/copy_profile.h"
+#include "runtime/streaming/simulator.h"
+#include "runtime/streaming/stream_plan.h"
+
+namespace dlr {
+
+struct ArenaStagingOptions {
+  SimOptions sim;                       // as the plan will run (prefetch); checks are off while choosing
+  int max_simulations = 160;            // bounds the work (one simulation per blob tried)
+  int64_t min_blob_bytes = 256 << 10;   // smaller blobs are not worth a copy of their own
+};
+
+struct ArenaStagingResult {
+  std::vector<int64_t> offset;  // per weight blob: arena offset, -1 not staged (StreamOptions::arena_offset)
+  std::vector<int> wait;        // per weight blob: the step its copy waits for (StreamOptions::arena_wait)
+  StreamPlan plan;              // plan_streaming with them (equal-chunk ring units)
+  double predicted_ms = 0;      // simulated latency of `plan`
+  double unstaged_ms = 0;       // the same options without staging
+  int staged = 0;
+  int64_t staged_bytes = 0;
+  int simulations = 0;
+  std::string how;              // one line for the notes
+};
+
+// options: a ring plan's options (resident set and budget included; arena_offset ignored).
+// Returns the plan without staging (staged == 0) where nothing is predicted faster, the
+// plan does not stream through a ring, or the arena has no room.
+Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const CopyProfile& profile,
+                                                const StreamOptions& options, const std::vector<double>& layer_ms,
+                                                const ArenaStagingOptions& staging = {});
+
+}  // namespace dlr

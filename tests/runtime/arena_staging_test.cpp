@@ -1,0 +1,202 @@
+// Arena staging (runtime/streaming/arena_staging.h): streamed blobs copied into bytes of
+// the activation arena no activation holds then. On yolov4 @608 fp16 (CUDA's NHWC plan,
+// kernel times from the cost model, the h100 profile) at a shared-ring-like budget and at
+// 25 %: blobs are staged, the prediction improves, the simulator's checks pass, and every
+// staged blob's arena bytes hold no activation (and no other staged blob) from the step
+// its copy waits for to its reader, checked here from the plan's buffers alone. The
+// byte accounting of the plan, the unit search with staged blobs, and the refusals of
+// bad staging options, each with its message; the simulator flags a blob staged over a
+// live activation.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "loaders/network_desc.h"
+#include "runtime/compile.h"
+#include "runtime/streaming/arena_staging.h"
+#include "runtime/streaming/simulator.h"
+#include "runtime/streaming/unit_search.h"
+#include "tests/common/test_paths.h"
+#include "tests/runtime/stream_fixtures.h"
+
+namespace dlr {
+namespace {
+
+using test::kMiB;
+
+struct Net {
+  ExecutionPlan plan;
+  std::vector<double> ms;
+};
+
+bool yolov4_608(Net* out) {
+  const std::string cfg = test::required_shared_file("models/yolov4.cfg");
+  if (cfg.empty()) return false;
+  CfgOptions co;
+  co.width = co.height = 608;
+  Expected<NetworkDesc> net = parse_network_cfg(cfg, co);
+  EXPECT_TRUE(net.ok()) << net.status().to_string();
+  if (!net.ok()) return false;
+  SessionOptions so;
+  so.precision = Precision::kFP16;
+  Expected<ExecutionPlan> plan = build_plan(*net, planner_options(DeviceKind::kCUDA, so));
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  if (!plan.ok()) return false;
+  out->ms = model_layer_ms(*net, *plan, 120000.0, 2500.0, 4.0);
+  out->plan = std::move(*plan);
+  return true;
+}
+
+// From the plan's buffers alone: nothing else lives in a staged blob's bytes from the
+// end of its wait step to the end of its reader.
+void check_arena_bytes(const ExecutionPlan& plan, const StreamPlan& s, const StreamOptions& o) {
+  for (size_t b = 0; b < plan.weights.size(); ++b) {
+    if (!s.is_staged(int(b))) continue;
+    const int64_t off = o.arena_offset[b], bytes = plan.weights[b].bytes;
+    const int wait = o.arena_wait[b], reader = plan.weights[b].layer;
+    EXPECT_EQ(s.blob_pool_offset[b], off);
+    EXPECT_GE(wait, 0);
+    EXPECT_LT(wait, reader);
+    EXPECT_LE(off + bytes, plan.arena_bytes);
+    for (const Buffer& buf : plan.buffers) {
+      if (buf.offset >= off + bytes || off >= buf.offset + buf.bytes) continue;
+      // Live at some step of (wait, reader]: written at or before the reader, read after the wait.
+      EXPECT_FALSE(buf.first_step <= reader && buf.last_step > wait)
+          << "blob " << b << " (wait " << wait << ", reader " << reader << ") over buffer " << buf.id << " ["
+          << buf.first_step << ", " << buf.last_step << "]";
+    }
+    for (size_t c = 0; c < b; ++c) {
+      if (!s.is_staged(int(c))) continue;
+      const int64_t oc = o.arena_offset[c];
+      if (oc >= off + bytes || off >= oc + plan.weights[c].bytes) continue;
+      EXPECT_LE(plan.weights[c].layer, wait) << "staged blobs " << c << " and " << b << " share bytes at once";
+    }
+  }
+}
+
+TEST(ArenaStaging, Yolov4StagesLateBlobsInIdleActivationBytes) {
+  DLR_REQUIRE_SHARED_DIR();
+  Net n;
+  ASSERT_TRUE(yolov4_608(&n));
+  ASSERT_NEAR(double(n.plan.arena_bytes) / kMiB, 39.48, 0.01);
+  const CopyProfile prof = *CopyProfile::builtin("h100");
+  struct Case {
+    const char* what;
+    int64_t budget;
+    bool never_resident;
+  };
+  const int64_t total = n.plan.weight_bytes();
+  for (const Case& c : {Case{"54 MiB shared-ring-like", 54 * kMiB, true}, Case{"25 %", total / 4, false}}) {
+    SCOPED_TRACE(c.what);
+    StreamOptions so;
+    so.layout = PoolLayout::kRing;
+    so.budget_bytes = c.budget;
+    so.never_resident = c.never_resident;
+    ArenaStagingOptions st;
+    st.sim.prefetched = true;
+    const Expected<ArenaStagingResult> r = plan_arena_staging(n.plan, prof, so, n.ms, st);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    std::printf("%s: %s\n", c.what, r->how.c_str());
+    EXPECT_GT(r->staged, 0);
+    EXPECT_LT(r->predicted_ms, r->unstaged_ms);
+    EXPECT_LE(r->simulations, st.max_simulations + 1);
+    const StreamPlan& s = r->plan;
+    // Bytes: every streamed byte goes through the ring or the arena, the host store holds the ring's.
+    EXPECT_EQ(s.streamed_bytes(), s.ring_streamed_bytes() + s.staged_bytes);
+    EXPECT_EQ(s.host_store_bytes() + s.staged_bytes + s.resident_bytes, total);
+    EXPECT_EQ(s.device_bytes(), s.pool_bytes + s.resident_bytes) << "staged bytes cost no weight memory";
+    int staged_units = 0;
+    for (const TransferUnit& u : s.units) {
+      if (!u.in_arena) continue;
+      ++staged_units;
+      EXPECT_EQ(u.first_blob, u.last_blob);
+      EXPECT_TRUE(s.is_staged(u.first_blob));
+      EXPECT_EQ(s.blob_last_unit[size_t(u.first_blob)], u.index);
+      EXPECT_FALSE(s.unit_waits[size_t(u.index)].empty()) << "a staged copy is never prefetched";
+    }
+    EXPECT_EQ(staged_units, r->staged);
+    StreamOptions o = so;
+    o.arena_offset = r->offset;
+    o.arena_wait = r->wait;
+    check_arena_bytes(n.plan, s, o);
+    SimOptions checked = st.sim;
+    checked.check = true;
+    const SimResult sim = simulate(n.plan, s, prof, n.ms, checked);
+    EXPECT_TRUE(sim.violations.empty()) << sim.violations.front();
+    EXPECT_NEAR(sim.latency_ms, r->predicted_ms, 1e-9);
+    // The unit search keeps the staged blobs and predicts no worse than equal chunks.
+    UnitSearchOptions us;
+    us.sim = st.sim;
+    const Expected<UnitSearchResult> u = search_ring_units(n.plan, prof, o, n.ms, us);
+    ASSERT_TRUE(u.ok()) << u.status().to_string();
+    EXPECT_EQ(u->plan.staged_bytes, s.staged_bytes);
+    EXPECT_LE(u->predicted_ms, u->default_ms + 1e-9);
+    const SimResult su = simulate(n.plan, u->plan, prof, n.ms, checked);
+    EXPECT_TRUE(su.violations.empty()) << su.violations.front();
+  }
+}
+
+TEST(ArenaStaging, BadOptionsAreRefusedAndTheSimulatorFlagsLiveBytes) {
+  DLR_REQUIRE_SHARED_DIR();
+  Net n;
+  ASSERT_TRUE(yolov4_608(&n));
+  const CopyProfile prof = *CopyProfile::builtin("h100");
+  StreamOptions so;
+  so.layout = PoolLayout::kRing;
+  so.budget_bytes = 54 * kMiB;
+  so.never_resident = true;
+  const size_t last = n.plan.weights.size() - 1;
+  auto with = [&](int64_t offset, int wait) {
+    StreamOptions o = so;
+    o.arena_offset.assign(n.plan.weights.size(), -1);
+    o.arena_wait.assign(n.plan.weights.size(), -1);
+    o.arena_offset[last] = offset;
+    o.arena_wait[last] = wait;
+    return o;
+  };
+  const std::string blob = "arena staging: blob " + std::to_string(last) + " (layer " +
+                           std::to_string(n.plan.weights[last].layer) + ")";
+  Expected<StreamPlan> bad = plan_streaming(n.plan, prof, with(100, 20));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(blob + " at arena offset 100: expected a multiple of 256 within"),
+            std::string::npos)
+      << bad.status().message();
+  bad = plan_streaming(n.plan, prof, with(n.plan.arena_bytes, 20));
+  ASSERT_FALSE(bad.ok());
+  bad = plan_streaming(n.plan, prof, with(0, n.plan.weights[last].layer));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("waits for step " + std::to_string(n.plan.weights[last].layer) +
+                                        ": expected a step in [0, "),
+            std::string::npos)
+      << bad.status().message();
+  StreamOptions both = with(0, 20);
+  both.resident.assign(n.plan.weights.size(), 0);
+  both.resident[last] = 1;
+  both.budget_bytes += n.plan.weights[last].bytes;
+  bad = plan_streaming(n.plan, prof, both);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("is both resident and staged"), std::string::npos) << bad.status().message();
+  StreamOptions sizes = with(0, 20);
+  sizes.arena_wait.pop_back();
+  bad = plan_streaming(n.plan, prof, sizes);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("offsets and"), std::string::npos) << bad.status().message();
+  // Staged over an activation that is live at its reader (the network's outputs live to
+  // the end): a plan that builds, and a simulation that says why it is wrong.
+  int64_t live_offset = -1;
+  for (const Buffer& b : n.plan.buffers)
+    if (b.last_step >= n.plan.weights[last].layer && b.first_step <= n.plan.weights[last].layer &&
+        b.offset % 256 == 0 && b.offset + n.plan.weights[last].bytes <= n.plan.arena_bytes)
+      live_offset = b.offset;
+  ASSERT_GE(live_offset, 0);
+  const Expected<StreamPlan> wrong = plan_streaming(n.plan, prof, with(live_offset, 20));
+  ASSERT_TRUE(wrong.ok()) << wrong.status().to_string();
+  const SimResult r = simulate(n.plan, *wrong, prof, n.ms);
+  ASSERT_FALSE(r.violations.empty());
+  bool named = false;
+  for (const std::string& v : r.violations) named |= v.find("stages blob " + std::to_string(last)) != std::string::npos;
+  EXPECT_TRUE(named) << r.violations.front();
+}
+
+}  // namespace
+}  // namespace dlr
