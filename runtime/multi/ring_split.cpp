@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <set>
 
+#include "runtime/streaming/arena_staging.h"
 #include "runtime/streaming/residency.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/stream_plan.h"
@@ -20,6 +23,7 @@ constexpr int kJointSteps = 8;                   // moves of the round's local s
 constexpr int kSlackSteps = 4;                   // moves that hand the unused budget to a model (spend_slack)
 constexpr int kWindowRounds = 3;                 // plans again with the prefetch windows of the last choice
 constexpr int64_t kWindowSlack = int64_t(1) << 20;  // a window this much short of the limit used still counts
+constexpr int kStagingSimulations = 24;          // per staged prediction of a model with arena staging
 
 std::string mib(int64_t bytes) {
   char buf[48];
@@ -141,6 +145,26 @@ Window prefetch_window(const std::vector<RingModel>& models, const std::vector<P
   return w;
 }
 
+// A model with arena staging (RingModel::arena_staging): the latency compile() will
+// predict once it stages blobs in the arena's idle bytes on top of the ring plan with
+// `set` (plan_arena_staging, at most kStagingSimulations simulations); `unstaged_ms`
+// when it stages nothing or the staging fails.
+double staged_ms(const RingModel& m, int64_t ring, int64_t granularity, int64_t resident, const std::vector<char>& set,
+                 const SimOptions& sim, double unstaged_ms) {
+  if (!m.arena_staging || ring <= 0) return unstaged_ms;
+  StreamOptions so;
+  so.layout = PoolLayout::kRing;
+  so.ring_granularity = granularity;
+  so.never_resident = true;
+  so.budget_bytes = ring + resident;
+  if (resident > 0) so.resident = set;
+  ArenaStagingOptions st;
+  st.sim = sim;
+  st.max_simulations = kStagingSimulations;
+  Expected<ArenaStagingResult> r = plan_arena_staging(*m.plan, m.profile, so, m.layer_ms, st);
+  return r.ok() && r->staged > 0 ? std::min(unstaged_ms, r->predicted_ms) : unstaged_ms;
+}
+
 // Per model, computed once: the all-resident point.
 struct ModelBase {
   int64_t total = 0;
@@ -190,11 +214,11 @@ std::vector<Point> ring_curve(const RingModel& m, const ModelBase& base, int64_t
       if (!r.ok() || !seen.insert(r->plan.resident_bytes).second) continue;
       Point p;
       p.resident = r->plan.resident_bytes;
-      p.ms = r->predicted_ms;
       p.set = r->resident;
       SimOptions quiet = sim;
       quiet.check = false;
       note_releases(*m.plan, r->plan, simulate(*m.plan, r->plan, m.profile, m.layer_ms, quiet), &p);
+      p.ms = staged_ms(m, ring, granularity, p.resident, p.set, quiet, r->predicted_ms);
       pts.push_back(std::move(p));
     }
   }
@@ -332,6 +356,8 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
     return c;
   };
 
+  // Staged predictions already made by round_eval: (model, ring, prefetch limit, set) -> ms.
+  std::map<std::tuple<size_t, int64_t, int64_t, std::vector<char>>, double> staged_memo;
   // The round as it runs: every model's plan simulated with the window its predecessor's
   // plan leaves it, twice around the cycle (a window depends on the predecessor's
   // prediction, which depends on its own window). Fills ms, releases and the limits;
@@ -366,8 +392,17 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
           c.early[i] = w.early;
         }
         const SimResult r = simulate(*m.plan, *plan, m.profile, m.layer_ms, sim);
-        pts[i].ms = r.latency_ms;
         note_releases(*m.plan, *plan, r, &pts[i]);
+        pts[i].ms = r.latency_ms;
+        if (m.arena_staging) {
+          auto key = std::make_tuple(i, ring, sim.prefetch_limit_bytes, pts[i].set);
+          auto hit = staged_memo.find(key);
+          if (hit == staged_memo.end())
+            hit = staged_memo.emplace(key, staged_ms(m, ring, granularity, pts[i].resident, pts[i].set, sim,
+                                                      r.latency_ms))
+                      .first;
+          pts[i].ms = hit->second;
+        }
       }
     c.chosen = std::move(pts);
     c.sum = 0;

@@ -34,6 +34,11 @@ struct RingModel {               // one model's inputs to the shared-ring plan
   // Its prefetch may begin two models ahead: while the model before its predecessor
   // runs, behind that predecessor's own prefetch (RuntimeOptions::prefetch_depth 2).
   bool two_ahead = false;
+  // compile() will stage some of its streamed blobs in the activation arena's idle bytes
+  // (SessionOptions::arena_staging): its candidates are predicted with that staging
+  // (plan_arena_staging, a bounded number of simulations each), so the split sees what
+  // it gains.
+  bool arena_staging = false;
   // The model's latency alone (ms) when the application measured it (a session of its
   // own, SessionOptions::alone_ms): kMaxSlowdown's denominator. 0: the all-resident
   // prediction from the kernel times measured at open, which on the H100 reads 3-4 %

@@ -376,6 +376,7 @@ Expected<HostedBudget> Runtime::weight_budget(const CompiledModel& model, const 
     rm.prefetched = model.options.prefetch_next;
     rm.lead_ms = model.options.prefetch_lead_ms;
     rm.two_ahead = m_options.prefetch_depth >= 2 && model.options.prefetch_next;
+    rm.arena_staging = model.options.arena_staging && !model.from_storage;  // as compile() stages (CUDA, from host)
     rm.alone_ms = model.options.alone_ms;
     rm.input_bytes = int64_t(model.plan.options.batch) * model.plan.input_shape.count() * 4;  // set_input: f32
     DLR_ASSIGN_OR_RETURN(RingSplit s, split_ring(&rm));

@@ -569,7 +569,7 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
       so.layout = PoolLayout::kRing;
       so.budget_bytes = options.budget_bytes == 0 ? 0 : options.budget_bytes - res;
       DLR_ASSIGN_OR_RETURN(StreamPlan sub, plan_streaming(sp.plan, profile, so));
-      if (sub.resident) return invalid_argument("blobs staged in the arena need a plan that streams");
+      if (sub.resident && n_staged > 0) return invalid_argument("blobs staged in the arena need a plan that streams");
       StreamPlan s = expand_stream_plan(std::move(sub), plan, sp, resident);
       if (n_res == 0) s.blob_resident.assign(size_t(n_blobs), 0);
       if (n_staged > 0) {

@@ -469,6 +469,30 @@ TEST(RingSplit, YoloModelsSplitQuickly) {
       if (per.ok()) {
         std::printf("a ring per model (unlimited prefetch):\n%s\n", per->how.c_str());
       }
+      // Models that stage blobs in the arena (RingModel::arena_staging, CUDA's NHWC plans):
+      // the split plans with the staged predictions, so it does no worse by its own
+      // objective, and each streaming model's prediction is at most its unstaged plan's.
+      std::vector<RingModel> staged = models;
+      for (RingModel& m : staged) m.arena_staging = true;
+      const Expected<RingSplit> st = split_shared_ring(staged, budget, kGran, obj);
+      ASSERT_TRUE(st.ok()) << st.status().to_string();
+      std::printf("with arena staging:\n%s\n", st->how.c_str());
+      EXPECT_LE(st->cost, s->cost + 1e-9);
+      for (size_t i = 0; i < staged.size(); ++i) {
+        if (!st->in_ring[i]) continue;
+        StreamOptions so;
+        so.layout = PoolLayout::kRing;
+        so.ring_granularity = kGran;
+        so.budget_bytes = st->budget[i];
+        so.never_resident = true;
+        if (st->resident[i] > 0) so.resident = st->resident_set[i];
+        const Expected<StreamPlan> sp = plan_streaming(plans[i], prof, so);
+        ASSERT_TRUE(sp.ok()) << sp.status().to_string();
+        SimOptions sim;
+        sim.prefetched = true;
+        sim.prefetch_limit_bytes = st->prefetch_limit[i];
+        EXPECT_LE(st->predicted_ms[i], simulate(plans[i], *sp, prof, times[i], sim).latency_ms + 1e-9) << specs[i].name;
+      }
     }
   }
 }
