@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream regress residency curve calib soak storage ttfd models ring
+#   info tests sanitize probe bench stream regress residency curve calib soak storage ttfd models ring upload
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -260,6 +260,32 @@ for phase in "$@"; do
       timeout 240 "$B/dlbench" --models "$MODELS" --runtime-budget 40% --iters 5 --warmup 2 --soak 2500 \
         --json "$OUT/models_soak.json" >"$OUT/models_soak.txt" 2>&1
       note "models soak rc=$?"; tail -3 "$OUT/models_soak.txt" | tee -a "$summary"
+      unset DLR_CACHE_DIR
+      ;;
+    upload)
+      # Issue 12, the upload in the latency: the four detectors at 40 % (max-slowdown), each
+      # inference timed from run() or from its upload, with an f32 tensor (set_input) or a
+      # 640x480 8-bit image (set_images, as detect() does), the same frame every time or
+      # 16 in turn, the preload sessions alike. UPLOAD_RUNS: INPUT:FROM:FRAMES items; then
+      # (UPLOAD_SOAK=1) the 40 % max-slowdown round again in a new process with a soak of
+      # 4 threads x 2,500 detect() checked against the single runs.
+      export DLR_CACHE_DIR=/tmp/dlrcache
+      W="$DLR_SHARED_DIR/weights"
+      MODELS="$M/yolov4.cfg@608,$M/yolov3.cfg@608,$M/yolov4-tiny.cfg@416,$W/yolo-fastest-1.1.cfg:$W/yolo-fastest-1.1.weights@416"
+      for r in ${UPLOAD_RUNS:-tensor:run:1 tensor:input:1 tensor:input:16 image:input:1 image:input:16}; do
+        IFS=: read -r input from frames <<<"$r"
+        extra=""; [ "$from" = input ] && extra="--time-input"
+        name="upload_${input}_${from}_$frames"
+        timeout 150 "$B/dlbench" --models "$MODELS" --runtime-budget "${UPLOAD_BUDGETS:-40%}" --split max-slowdown \
+          --input "$input" --frames "$frames" $extra --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1
+        note "upload --input $input from $from, $frames frames rc=$?"
+        grep -E '^latency|^preload in|^yolo|^model  ' "$OUT/$name.txt" | tee -a "$summary"
+      done
+      if [ "${UPLOAD_SOAK:-1}" = 1 ]; then
+        timeout 200 "$B/dlbench" --models "$MODELS" --runtime-budget 40% --split max-slowdown --soak 2500 \
+          --json "$OUT/upload_soak.json" >"$OUT/upload_soak.txt" 2>&1
+        note "soak rc=$?"; grep -E '^preload in|^yolo|^model  |^soak' "$OUT/upload_soak.txt" | tee -a "$summary"
+      fi
       unset DLR_CACHE_DIR
       ;;
     ring)

@@ -94,6 +94,33 @@ TEST(DlbenchModels, BaselinesInOwnProcessesCanBeSkippedAndTheChildMeasuresOnlyTh
   EXPECT_FALSE(c.contains("runs"));
 }
 
+TEST(DlbenchModels, ImageFramesInTurnTimedFromTheirUploadInTheRuntimeAndTheOwnProcesses) {
+  const std::string models = two_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const std::string json = test::temp_dir() + "/image.json";
+  const auto r = run_tool("dlbench --device cpu --models " + models +
+                          " --runtime-budget all --iters 2 --warmup 1 --threads 1 --input image --frames 3 --time-input --json " +
+                          json);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("latency: set_images (the image's staging, upload and resize) + run()"), std::string::npos)
+      << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["latency_from"], "set_images");
+  EXPECT_EQ(j["input"], "image 640x480 u8 (set_images)");
+  EXPECT_EQ(j["frames"], 3);
+  EXPECT_NE(r.out.find("each model's inputs: 3 frames in turn"), std::string::npos) << r.out;
+  for (const auto& s : j["separate"]) {
+    EXPECT_GT(double(s["input_ms"]), 0.0) << s.dump();
+    EXPECT_GE(double(s["latency_ms"]), double(s["input_ms"])) << s.dump();  // the upload is in the latency
+    EXPECT_GT(double(s["latency_own_process_ms"]), 0.0) << s.dump();      // the children got --input image too
+  }
+  for (const auto& m : j["runs"][0]["models"]) {
+    EXPECT_GT(double(m["input_ms"]), 0.0) << m.dump();
+    EXPECT_GE(double(m["round_robin_ms"]), double(m["input_ms"])) << m.dump();
+  }
+}
+
 TEST(DlbenchModels, ABudgetTheModelsCannotFitFailsWithOneLine) {
   const std::string models = two_models();
   if (models.empty()) GTEST_SKIP() << "../shared is not available";
@@ -125,6 +152,12 @@ TEST(DlbenchModels, UsageErrors) {
   r = run_tool("dlbench --device cpu --models " + models + " --prefetch-lead 2000");
   EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
   EXPECT_NE(r.err.find("--prefetch-lead"), std::string::npos) << r.err;
+  r = run_tool("dlbench --device cpu --models " + models + " --frames 0");
+  EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
+  EXPECT_NE(r.err.find("--frames"), std::string::npos) << r.err;
+  r = run_tool("dlbench --device cpu --models " + models + " --input video");
+  EXPECT_EQ(r.code, 2) << r.err;  // CLI11's member check
+  EXPECT_NE(r.err.find("--input"), std::string::npos) << r.err;
   r = run_tool("dlbench --device cpu --models " + models + " --alone never");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("--alone never: expected none or own"), std::string::npos) << r.err;

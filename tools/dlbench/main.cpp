@@ -1084,8 +1084,17 @@ int tool_main(int argc, char** argv) {
                  "--models: where streamed weights pass, comma-separated to compare in one run: shared (one ring "
                  "for every model, the default) or per-model (a ring of its own each)");
   app.add_flag("--time-input", mb.time_input,
-               "--models: time each inference from set_input (the input's upload) instead of from run(), for the "
+               "--models: time each inference from its upload (set_input, or set_images with --input image) instead of from run(), for the "
                "preload sessions and the runtime alike (a wait of the upload for the copy engine then counts)");
+  app.add_option("--input", mb.input,
+                 "--models: each inference's input: tensor (an f32 NCHW tensor through set_input, pageable memory; "
+                 "the default) or image (a 640x480 8-bit image through set_images, as detect() does)")
+      ->check(CLI::IsMember({"tensor", "image"}));
+  app.add_option("--frames", mb.frames,
+                 "--models: distinct inputs per model, used in turn (default 1: the same input every time, read "
+                 "from the CPU's cache; more: each upload reads memory no upload touched lately, as a new camera "
+                 "frame is)")
+      ->check(CLI::Range(1, 256));
   app.add_option("--prefetch-lead", mb.prefetch_lead_ms,
                  "--models: ms of host time without copies before each model's inference that its prefetch may count "
                  "in the runtime's joint plan (SessionOptions::prefetch_lead_ms; default 0; the bench's own gap, "

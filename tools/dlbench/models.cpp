@@ -89,15 +89,30 @@ bool same(const std::vector<Detection>& a, const std::vector<Detection>& b) {
 struct Timed {
   std::vector<double> total_ms, network_ms;
   std::vector<double> ready_mib;  // prefetched bytes landed when run() began (prefetched inferences only)
-  std::vector<double> input_ms;   // host time of set_input
+  std::vector<double> input_ms;   // host time of the upload (set_input or set_images)
 };
 
-// One inference: set_input (the input's upload), then run(). Timed from run() on, or from
-// set_input on with time_input (then the upload, during which another model's prefetch
-// may go on, counts in the latency of the preload sessions and the runtime alike).
-Status infer(Session& s, const std::vector<float>& input, Timed* t, bool time_input) {
+// One model's inputs: f32 NCHW tensors at the network size (set_input), or 8-bit 640x480
+// images (set_images, what detect() does). Inference k uses frame k % frames, so with
+// several frames each upload reads memory no other upload touched lately, as a camera's
+// new frame is (one frame is read from the CPU's cache every time).
+struct BenchInput {
+  std::vector<std::vector<float>> tensors;
+  std::vector<std::vector<uint8_t>> pixels;
+  std::vector<ImageU8> images;  // point into pixels
+  bool is_image = false;
+  mutable size_t next = 0;
+};
+
+// One inference: the input's upload (set_input or set_images), then run(). Timed from
+// run() on, or from the upload on with time_input (then the upload, during which another
+// model's prefetch may go on, counts in the latency of the preload sessions and the
+// runtime alike).
+Status infer(Session& s, const BenchInput& input, Timed* t, bool time_input) {
   const auto t_in = Clock::now();
-  DLR_RETURN_IF_ERROR(s.engine().set_input(input.data(), 1));
+  const size_t frame = input.next++ % (input.is_image ? input.images.size() : input.tensors.size());
+  DLR_RETURN_IF_ERROR(input.is_image ? s.engine().set_images(&input.images[frame], 1, s.letterbox())
+                                     : s.engine().set_input(input.tensors[frame].data(), 1));
   const auto t_run = Clock::now();
   const auto t0 = time_input ? t_in : t_run;
   DLR_RETURN_IF_ERROR(s.engine().run());
@@ -136,6 +151,8 @@ std::vector<std::string> baseline_child_args(const ModelsBenchArgs& a, const Mod
                                    "--warmup", std::to_string(a.warmup),
                                    "--seed", std::to_string(a.seed + index)};
   if (a.time_input) args.push_back("--time-input");
+  if (a.input != "tensor") args.insert(args.end(), {"--input", a.input});
+  if (a.frames != 1) args.insert(args.end(), {"--frames", std::to_string(a.frames)});
   return args;
 }
 
@@ -261,12 +278,25 @@ int run_models_bench(const ModelsBenchArgs& a) {
     o.width = o.height = s.size;
     return o;
   };
-  std::vector<std::vector<float>> inputs;
+  if (a.input != "tensor" && a.input != "image")
+    return fail("dlbench", invalid_argument("--input " + a.input + ": expected tensor or image"));
+  if (a.frames < 1) return fail("dlbench", invalid_argument("--frames " + std::to_string(a.frames) + ": expected >= 1"));
+  std::vector<BenchInput> inputs(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    inputs.emplace_back(size_t(3) * size_t(specs[i].size) * size_t(specs[i].size));
+    BenchInput& in = inputs[i];
+    in.is_image = a.input == "image";
     std::mt19937 rng(uint32_t(a.seed + i));
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    for (float& v : inputs.back()) v = u(rng);
+    for (int f = 0; f < a.frames; ++f) {
+      const int seed = int(a.seed + i) + 1000 * f;  // frame 0: the seed of a single frame
+      if (in.is_image) {
+        in.pixels.emplace_back();
+        in.images.push_back(bench_image(&in.pixels.back(), seed));  // the pixels' buffer stays where it is
+        continue;
+      }
+      in.tensors.emplace_back(size_t(3) * size_t(specs[i].size) * size_t(specs[i].size));
+      for (float& v : in.tensors.back()) v = u(rng);
+    }
   }
   // Each model's preload in a process of its own first, while this process has run no
   // CUDA session (the synthetic weights written above are the children's too).
@@ -280,10 +310,18 @@ int run_models_bench(const ModelsBenchArgs& a) {
 
   nlohmann::json out;
   out["mode"] = "models";
-  out["latency_from"] = a.time_input ? "set_input" : "run";
-  std::printf("latency: %s, median of %d rounds after %d\n",
-              a.time_input ? "set_input (the input's upload) + run()" : "run() (set_input before it, untimed)", a.iters,
-              a.warmup);
+  const bool image_input = a.input == "image";
+  const char* upload = image_input ? "set_images" : "set_input";
+  out["input"] = image_input ? "image 640x480 u8 (set_images)" : "tensor f32 NCHW (set_input)";
+  out["frames"] = a.frames;
+  out["latency_from"] = a.time_input ? upload : "run";
+  std::printf("latency: %s, median of %d rounds after %d; input: %s\n",
+              a.time_input ? (image_input ? "set_images (the image's staging, upload and resize) + run()"
+                                          : "set_input (the input's upload) + run()")
+                           : (image_input ? "run() (set_images before it, untimed)"
+                                          : "run() (set_input before it, untimed)"),
+              a.iters, a.warmup, out["input"].get<std::string>().c_str());
+  if (a.frames > 1) std::printf("each model's inputs: %d frames in turn\n", a.frames);
   out["device"] = a.device;
   out["precision"] = precision_name(base.precision);
 #ifdef DLR_HAVE_CUDA
@@ -292,10 +330,10 @@ int run_models_bench(const ModelsBenchArgs& a) {
 
   // 1. Each model alone, preload: latency, device memory, and the reference detections.
   std::printf("%-22s %12s %12s %10s %10s %10s %10s %12s %14s\n", "model alone (preload)", "latency ms", "network ms",
-              "weights", "activ.", "workspace", "MiB total", "set_input ms", "own process ms");
+              "weights", "activ.", "workspace", "MiB total", "input ms", "own process ms");
   int64_t separate = 0;
   std::vector<double> preload_ms;
-  std::vector<double> input_ms;  // per model: its set_input's host time, the gap before its run() in a round
+  std::vector<double> input_ms;  // per model: its upload's host time (set_input/set_images), the gap before its run() in a round
   std::vector<std::vector<std::vector<Detection>>> reference(specs.size());  // [model][image]
   for (size_t i = 0; i < specs.size(); ++i) {
     const ModelSpec& s = specs[i];
@@ -326,7 +364,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
                                {"latency_ms", median(t.total_ms)},
                                {"latency_own_process_ms", ms_or_null(own_ms[i])},
                                {"network_ms", median(t.network_ms)},
-                               {"set_input_ms", input_ms.back()},
+                               {"input_ms", input_ms.back()},
                                {"memory", {{"weights", m.weights}, {"activations", m.activations},
                                            {"workspace", m.workspace}, {"other", m.other}}},
                                {"device_bytes", bytes}});
@@ -436,7 +474,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
                      {"fraction_of_separate", separate > 0 ? double(mem.total()) / double(separate) : 0.0}};
     run["plan"] = (*rt)->plan_text();
     std::printf("%-22s %10s %10s %10s %10s %10s %10s %12s %12s %10s %10s %10s\n", "model", "resident", "pool",
-                "streamed", "prefetch", "landed", "predicted", "round robin", "x preload", "x again", "set_input",
+                "streamed", "prefetch", "landed", "predicted", "round robin", "x preload", "x again", "input ms",
                 "x own");
     for (size_t i = 0; i < models.size(); ++i) {
       const RuntimeMemory::Model& m = mem.models[i];
@@ -454,7 +492,7 @@ int run_models_bench(const ModelsBenchArgs& a) {
                                {"streamed", m.streamed},
                                {"prefetched", m.prefetched},
                                {"prefetch_landed_mib_median", landed},
-                               {"set_input_ms", median(rr[i].input_ms)},
+                               {"input_ms", median(rr[i].input_ms)},
                                {"prefetched_inferences", rr[i].ready_mib.size()},
                                {"arena_need", m.arena_need},
                                {"workspace_need", m.workspace_need},

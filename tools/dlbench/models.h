@@ -23,6 +23,14 @@ struct ModelsBenchArgs {
   // "default", 0 or a size as --weight-budget takes it (2MiB, bytes).
   std::string workspace_limits = "default";
   bool time_input = false;
+  // Each inference's input: "tensor" (an f32 NCHW tensor at the network size through
+  // set_input, pageable: the call returns once uploaded) or "image" (a 640x480 8-bit
+  // image through set_images, as detect() does: pinned staging, upload and resize on
+  // the device in stream order).
+  std::string input = "tensor";
+  // Distinct inputs per model, used in turn (1: the same one every time, read from the
+  // CPU's cache; more: each upload reads memory not touched for a while, as a new frame).
+  int frames = 1;
   // Comma-separated, compared in one run: what the runtime's max-slowdown split divides
   // each model's prediction by. "none": its own all-resident prediction; "own": the
   // model's preload latency measured in a process of its own (SessionOptions::alone_ms;
