@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "runtime/core/log.h"
+#include "runtime/multi/ring_layout.h"
 #include "runtime/streaming/read_plan.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
@@ -234,14 +235,25 @@ Status Runtime::cancel_prefetch() {
 
 Status Runtime::bind_members() {
   const int64_t ring = m_shared->ring_bytes();
-  int64_t at = 0;  // each model's stream starts where the previous one's ended (round-robin order)
+  // Each model's stream starts where the previous one's ended (round-robin order), and the
+  // gap that closes the cycle goes where no prefetch runs into it (ring_layout.h).
+  std::vector<Engine*> engines;
+  std::vector<int64_t> stream, prefetch;
   for (Member& m : m_members) {
     Engine& e = m.model->session().engine();
     if (!e.uses_shared_ring()) continue;
-    DLR_RETURN_IF_ERROR(e.bind_ring(m_shared->ring(), ring, at));
-    at = (at + m.model->session().model().stream.ring_streamed_bytes()) % ring;
+    const StreamPlan& sp = m.model->session().model().stream;
+    engines.push_back(&e);
+    stream.push_back(sp.ring_streamed_bytes());
+    prefetch.push_back(m_options.prefetch_next ? std::min(sp.prefetch_bytes(), ring) : 0);
   }
-  m_pending_offset = at;
+  if (engines.empty()) {
+    m_pending_offset = 0;
+    return Status();
+  }
+  const std::vector<int64_t> starts = ring_starts(stream, prefetch, ring);
+  for (size_t i = 0; i < engines.size(); ++i) DLR_RETURN_IF_ERROR(engines[i]->bind_ring(m_shared->ring(), ring, starts[i]));
+  m_pending_offset = (starts.back() + stream.back()) % ring;  // a model being opened: after the last
   return Status();
 }
 
