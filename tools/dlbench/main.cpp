@@ -1091,9 +1091,8 @@ int tool_main(int argc, char** argv) {
                  "the default) or image (a 640x480 8-bit image through set_images, as detect() does)")
       ->check(CLI::IsMember({"tensor", "image"}));
   app.add_option("--frames", mb.frames,
-                 "--models: distinct inputs per model, used in turn (default 1: the same input every time, read "
-                 "from the CPU's cache; more: each upload reads memory no upload touched lately, as a new camera "
-                 "frame is)")
+                 "--models: distinct inputs per model, used in turn (default 1: the same input every time; more: "
+                 "each upload reads memory no upload touched lately, as a new camera frame is)")
       ->check(CLI::Range(1, 256));
   app.add_option("--prefetch-lead", mb.prefetch_lead_ms,
                  "--models: ms of host time without copies before each model's inference that its prefetch may count "

@@ -95,7 +95,7 @@ struct Timed {
 // One model's inputs: f32 NCHW tensors at the network size (set_input), or 8-bit 640x480
 // images (set_images, what detect() does). Inference k uses frame k % frames, so with
 // several frames each upload reads memory no other upload touched lately, as a camera's
-// new frame is (one frame is read from the CPU's cache every time).
+// new frame is (one frame: the same memory every time, likely in the CPU's cache).
 struct BenchInput {
   std::vector<std::vector<float>> tensors;
   std::vector<std::vector<uint8_t>> pixels;

@@ -28,8 +28,8 @@ struct ModelsBenchArgs {
   // image through set_images, as detect() does: pinned staging, upload and resize on
   // the device in stream order).
   std::string input = "tensor";
-  // Distinct inputs per model, used in turn (1: the same one every time, read from the
-  // CPU's cache; more: each upload reads memory not touched for a while, as a new frame).
+  // Distinct inputs per model, used in turn (1: the same one every time; more: each
+  // upload reads memory not touched for a while, as a new frame).
   int frames = 1;
   // Comma-separated, compared in one run: what the runtime's max-slowdown split divides
   // each model's prediction by. "none": its own all-resident prediction; "own": the
