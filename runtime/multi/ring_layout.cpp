@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "runtime/core/status.h"
 
@@ -28,7 +29,7 @@ std::vector<int64_t> ring_starts(const std::vector<int64_t>& stream, const std::
     slack[i] = next_prefetch == 0 ? kFree : std::max<int64_t>(0, ring - std::min(stream[i], ring) - next_prefetch);
   }
   std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::iota(order.begin(), order.end(), size_t(0));
   // Largest slack first (ties: the later pair, so that a round of one model or of equal
   // pairs keeps its gap at the wrap, as before).
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {

@@ -99,20 +99,20 @@ struct Timed {
 struct BenchInput {
   std::vector<std::vector<float>> tensors;
   std::vector<std::vector<uint8_t>> pixels;
-  std::vector<ImageU8> images;  // point into pixels
-  bool is_image = false;
-  mutable size_t next = 0;
+  std::vector<ImageU8> images;  // point into pixels; none: tensors
+  size_t next = 0;               // the frame of the next inference
 };
 
 // One inference: the input's upload (set_input or set_images), then run(). Timed from
 // run() on, or from the upload on with time_input (then the upload, during which another
 // model's prefetch may go on, counts in the latency of the preload sessions and the
 // runtime alike).
-Status infer(Session& s, const BenchInput& input, Timed* t, bool time_input) {
+Status infer(Session& s, BenchInput& input, Timed* t, bool time_input) {
   const auto t_in = Clock::now();
-  const size_t frame = input.next++ % (input.is_image ? input.images.size() : input.tensors.size());
-  DLR_RETURN_IF_ERROR(input.is_image ? s.engine().set_images(&input.images[frame], 1, s.letterbox())
-                                     : s.engine().set_input(input.tensors[frame].data(), 1));
+  const bool image = !input.images.empty();
+  const size_t frame = input.next++ % (image ? input.images.size() : input.tensors.size());
+  DLR_RETURN_IF_ERROR(image ? s.engine().set_images(&input.images[frame], 1, s.letterbox())
+                            : s.engine().set_input(input.tensors[frame].data(), 1));
   const auto t_run = Clock::now();
   const auto t0 = time_input ? t_in : t_run;
   DLR_RETURN_IF_ERROR(s.engine().run());
@@ -278,18 +278,16 @@ int run_models_bench(const ModelsBenchArgs& a) {
     o.width = o.height = s.size;
     return o;
   };
-  if (a.input != "tensor" && a.input != "image")
-    return fail("dlbench", invalid_argument("--input " + a.input + ": expected tensor or image"));
-  if (a.frames < 1) return fail("dlbench", invalid_argument("--frames " + std::to_string(a.frames) + ": expected >= 1"));
+  // --input and --frames are checked by the command line (tensor or image; 1-256).
+  const bool image_input = a.input == "image";
   std::vector<BenchInput> inputs(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     BenchInput& in = inputs[i];
-    in.is_image = a.input == "image";
     std::mt19937 rng(uint32_t(a.seed + i));
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     for (int f = 0; f < a.frames; ++f) {
       const int seed = int(a.seed + i) + 1000 * f;  // frame 0: the seed of a single frame
-      if (in.is_image) {
+      if (image_input) {
         in.pixels.emplace_back();
         in.images.push_back(bench_image(&in.pixels.back(), seed));  // the pixels' buffer stays where it is
         continue;
@@ -310,17 +308,14 @@ int run_models_bench(const ModelsBenchArgs& a) {
 
   nlohmann::json out;
   out["mode"] = "models";
-  const bool image_input = a.input == "image";
-  const char* upload = image_input ? "set_images" : "set_input";
+  const std::string upload = image_input ? "set_images" : "set_input";
+  const std::string upload_what = image_input ? "the image's staging, upload and resize" : "the input's upload";
   out["input"] = image_input ? "image 640x480 u8 (set_images)" : "tensor f32 NCHW (set_input)";
   out["frames"] = a.frames;
   out["latency_from"] = a.time_input ? upload : "run";
-  std::printf("latency: %s, median of %d rounds after %d; input: %s\n",
-              a.time_input ? (image_input ? "set_images (the image's staging, upload and resize) + run()"
-                                          : "set_input (the input's upload) + run()")
-                           : (image_input ? "run() (set_images before it, untimed)"
-                                          : "run() (set_input before it, untimed)"),
-              a.iters, a.warmup, out["input"].get<std::string>().c_str());
+  const std::string from = a.time_input ? upload + " (" + upload_what + ") + run()" : "run() (" + upload + " before it, untimed)";
+  std::printf("latency: %s, median of %d rounds after %d; input: %s\n", from.c_str(), a.iters, a.warmup,
+              out["input"].get<std::string>().c_str());
   if (a.frames > 1) std::printf("each model's inputs: %d frames in turn\n", a.frames);
   out["device"] = a.device;
   out["precision"] = precision_name(base.precision);
