@@ -1,5 +1,5 @@
 // Op parameters: the plain values a kernel needs for one layer, carried by the
-// steps of a compiled plan (runtime/plan.h). The cfg loader fills them
+// steps of a compiled plan (runtime/compile/plan.h). The cfg loader fills them
 // (loaders/network_desc.h, loaders/layer_table.cpp); both backends read them. This
 // header depends on runtime/core only: kernels never include loaders/.
 //
@@ -9,7 +9,7 @@
 // cuda::run_op) are generated from it. docs/architecture.md "Adding an op".
 //
 // fields(self, visit) lists a params struct's members as visit("name", member), in
-// the order they are written; runtime/compile_json.cpp reads and writes every
+// the order they are written; runtime/compile/compile_json.cpp reads and writes every
 // struct through it (a struct without members has an empty fields()).
 #pragma once
 
@@ -171,7 +171,7 @@ struct GaussianYoloParams {
 // The loader half of a kind's row (cfg keys and parse, shape inference, FLOPs, summary
 // line, synthetic-weights moments) is in loaders/layer_table.cpp.
 
-// How the activation planner (runtime/planner.cpp) places a kind's output.
+// How the activation planner (runtime/compile/planner.cpp) places a kind's output.
 enum class OpRole : uint8_t {
   kCompute,  // a fresh buffer of the plan's activation dtype and layout
   kAlias,    // the output IS the first input (no step runs: dropout)

@@ -1,4 +1,4 @@
-// Engine: one executor walking a compiled model (runtime/compile.h) on one
+// Engine: one executor walking a compiled model (runtime/compile/compile.h) on one
 // device. It executes; it plans nothing (the compile step did). Internal to the
 // runtime; applications use Session (runtime/session.h).
 //
@@ -15,95 +15,10 @@
 
 #include "runtime/core/image.h"
 #include "runtime/core/status.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
+#include "runtime/report.h"
 
 namespace dlr {
-
-// Per-layer timing of the last run(), ms from the start of the network.
-// start_ms: the layer's turn on the compute stream (previous layer done);
-// ready_ms: its weights have landed too (stream mode; == start_ms otherwise);
-// end_ms: its kernels are done. stall = ready - start (waiting for weights).
-struct LayerTiming {
-  int layer = 0;
-  double start_ms = 0;
-  double end_ms = 0;
-  double ready_ms = 0;
-  int64_t weight_bytes = 0;  // bytes copied for this layer's weights in this run (stream mode)
-  double ms() const { return end_ms - ready_ms; }
-  double stall_ms() const { return ready_ms - start_ms; }
-};
-
-// One host-to-device weight copy of the last run() (stream mode).
-struct CopyTiming {
-  int unit = 0;
-  int first_layer = 0;
-  int64_t bytes = 0;
-  double start_ms = 0;  // ms from the start of the network
-  double end_ms = 0;
-};
-
-// One read from storage of the last run() (weights from storage): a read unit of the
-// ReadPlan, host clock, ms from the start of run().
-struct ReadTiming {
-  int unit = 0;
-  int first_layer = 0;  // the first layer that needs it
-  int64_t bytes = 0;
-  double start_ms = 0;  // first request submitted
-  double end_ms = 0;    // last request landed
-};
-
-// Timing of the last run(), measured on the device with events where there is one.
-struct RunTiming {
-  double upload_ms = 0;    // input transfer + pre-processing (set_images/set_input), if measured
-  double network_ms = 0;   // the network itself (first to last kernel)
-  double download_ms = 0;  // output transfer
-  double total_ms = 0;     // host wall time of run()
-  // Prefetch across inferences (CUDA streaming): how many of the bytes copied ahead
-  // (StreamPlan::prefetch_bytes) had landed when run() began (queried without waiting; in
-  // a Runtime's shared ring per prefetch chunk, else all or nothing). -1: this inference
-  // was not prefetched.
-  int64_t prefetch_ready_bytes = -1;
-};
-
-struct MemoryReport {
-  int64_t weights = 0;      // resident/pool weight bytes on the device that runs the network
-  int64_t activations = 0;  // planned activation arena
-  int64_t workspace = 0;    // scratch (im2col, cuDNN workspace)
-  int64_t other = 0;        // staging, outputs, ...
-  int64_t host_weights = 0; // host memory for weights: the pinned streaming store, or the staging area for
-                            // reads from storage; 0 if none
-  int64_t read_bytes = 0;   // bytes read from storage per inference (weights from storage)
-  // Shared memory (a Runtime's session): activations and workspace are the runtime's and
-  // count 0 here; these are what this engine needs of them.
-  int64_t shared_activations = 0;
-  int64_t shared_workspace = 0;
-};
-
-// Where an engine's open went (host clock, ms; 0 where a part does not apply). Filled by
-// create() and finalize(); Session::open_timing() reports it with the session's parts.
-struct EngineOpenTiming {
-  double device_ms = 0;        // cudaSetDevice, stream and events (waits for the context if it is not ready)
-  double cudnn_handle_ms = 0;  // cudnnCreate on the opening thread (0 when the context helper made the handle)
-  double weights_ms = 0;       // weight placement: upload (preload), pinned store or read pipeline (stream)
-  double buffers_ms = 0;       // activation arena, input, workspace, outputs, image staging
-  double conv_setup_ms = 0;    // every CudnnConv::create, with the algorithm cache's load and save
-  double conv_descriptors_ms = 0;  // of which: descriptors (sum over convs)
-  double conv_query_ms = 0;        // of which: cuDNN's heuristic / find and the pick (sum)
-  double conv_workspace_ms = 0;    // of which: workspace size query of a cached algorithm without its size (sum)
-  double conv_first_ms = 0;        // the first conv's create alone (cuDNN loads its kernels' libraries there)
-  double algo_cache_ms = 0;        // of which: reading and writing the algorithm cache file
-  int convs = 0;                   // convolutions created
-  int convs_cached = 0;            // of which with a cached algorithm (confirmed by cuDNN, or with its size)
-  int convs_workspace_cached = 0;  // of convs_cached: the workspace size came with it (no cuDNN call)
-  int convs_queried = 0;           // of which cuDNN was asked
-  std::string algo_cache;          // "off", "absent", "hit", "partial", "ignored: <why>" (the file's state)
-  std::string algo_cache_path;     // the cache file ("" when off)
-  double warmup_ms = 0;            // finalize(): the warm-up run and its synchronisation (~0 without one)
-  bool warmup_run = false;         // finalize() ran a warm-up (a CUDA graph's first replay, or asked for:
-                                   // EngineSettings::warm_up_at_open); else the first inference loads the kernels
-  bool warmup_eager = false;       // the warm-up ran outside a graph (no graph, or the capture needed it first)
-  double graph_ms = 0;             // finalize(): CUDA graph capture (with a graph: it loads the kernels)
-};
 
 struct CompiledModel;
 class WeightSource;

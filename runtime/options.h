@@ -10,7 +10,6 @@
 
 #include "runtime/core/status.h"
 #include "runtime/core/types.h"
-#include "runtime/storage/block_reader.h"  // ReaderKind
 
 namespace dlr {
 
@@ -79,7 +78,7 @@ struct SessionOptions {
   bool keep_all_outputs = false;  // debugging: every layer output readable after a run (more memory)
   // CPU threads (OpenMP team size) of this session's kernels, pre- and post-processing,
   // 0..1024. 0 (auto): the CPUs this process may run on (sched_getaffinity) divided by
-  // the sessions inside open/detect at that moment, at least 1 (runtime/cpu_threads.h).
+  // the sessions inside open/detect at that moment, at least 1 (runtime/cpu/cpu_threads.h).
   int threads = 0;
 
   // ---- CUDA backend ----
@@ -156,8 +155,8 @@ struct SessionOptions {
                                   // docs/streaming.md "Startup measured again")
   bool cache_kernel_times = false;  // keep what is measured or chosen at open per GPU and model in the user's
                                     // cache directory and reuse it: stream mode's kernel times
-                                    // (runtime/kernel_times_cache.h) and, on CUDA, the cuDNN algorithm
-                                    // choices of every mode (runtime/conv_algo_cache.h); dlrun turns it on
+                                    // (runtime/cache/kernel_times_cache.h) and, on CUDA, the cuDNN algorithm
+                                    // choices of every mode (runtime/cache/conv_algo_cache.h); dlrun turns it on
   bool calibrate_copies = true;   // stream mode, CUDA, copies per inference: after the kernel times, time the
                                   // copies of a few streamed inferences, fit their cost and compile again with
                                   // the calibrated copy profile (runtime/streaming/copy_calibration.h; kept

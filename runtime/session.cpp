@@ -8,13 +8,13 @@
 #include <fstream>
 
 #include "loaders/weights_file.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/core/log.h"
-#include "runtime/kernel_times_cache.h"
+#include "runtime/cache/kernel_times_cache.h"
 #include "runtime/streaming/copy_calibration.h"
-#include "runtime/cpu_engine.h"
+#include "runtime/cpu/cpu_engine.h"
 #include "runtime/storage/prepared_file.h"
-#include "runtime/cpu_threads.h"
+#include "runtime/cpu/cpu_threads.h"
 #include "kernels/cpu/threads.h"
 #include "runtime/weight_source.h"
 #ifdef DLR_HAVE_CUDA

@@ -5,14 +5,14 @@
 //   auto dets = (*s)->detect(image);                                           // Expected<vector<Detection>>
 //
 // open() validates the options, parses the cfg, checks the weights file against
-// it, compiles the model for the target (runtime/compile.h), creates the engine
+// it, compiles the model for the target (runtime/compile/compile.h), creates the engine
 // (measuring kernel times and compiling again where the plan asks for it) and
 // allocates everything; detect() pre-processes, runs the network and post-
 // processes like Darknet. Errors are values; a failed call leaves the session usable.
 // No exception crosses this API: std::bad_alloc becomes kOutOfMemory, anything
 // else kInternal. Parser warnings and suspicious weight values are logged
 // (DLR_LOG_WARN: stderr or the application's callback) once at open.
-// CPU threads: options.threads, applied around open() and detect() (runtime/cpu_threads.h).
+// CPU threads: options.threads, applied around open() and detect() (runtime/cpu/cpu_threads.h).
 #pragma once
 
 #include <memory>
@@ -24,8 +24,8 @@
 #include "runtime/detect/detection.h"
 #include "runtime/engine.h"
 #include "runtime/options.h"
-#include "runtime/cpu_threads.h"
-#include "runtime/plan.h"
+#include "runtime/cpu/cpu_threads.h"
+#include "runtime/compile/plan.h"
 
 namespace dlr {
 
@@ -133,7 +133,7 @@ class Session {
 
   const NetworkDesc& network() const { return m_net; }
   const ExecutionPlan& plan() const { return m_engine->plan(); }
-  // The compiled model the engine executes (runtime/compile.h for the type).
+  // The compiled model the engine executes (runtime/compile/compile.h for the type).
   const CompiledModel& model() const { return *m_model; }
   Engine& engine() { return *m_engine; }
   const SessionOptions& options() const { return m_options; }

@@ -10,7 +10,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/core/types.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 
 namespace dlr {
 

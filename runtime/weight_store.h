@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/core/status.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/weight_source.h"
 
 namespace dlr {

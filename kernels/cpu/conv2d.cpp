@@ -135,7 +135,7 @@ void im2col_row(const float* x, const ConvGeom& g, int64_t r, int64_t n0, int64_
 
 // Tiles follow the processors, not the team size: the tile shapes decide the GEMM's
 // summation order, so results are the same bits for any thread count (a session's
-// auto thread choice may change between calls, runtime/cpu_threads.h).
+// auto thread choice may change between calls, runtime/cpu/cpu_threads.h).
 int tile_parallelism() {
   static const int kProcs = std::max(1, omp_get_num_procs());
   return kProcs;

@@ -30,7 +30,7 @@ enum class AlgoPolicy : uint8_t { kHeuristic, kFind };
 // An entry may carry the workspace its algorithm needs (bytes; -1: unknown). A known
 // size is trusted by CudnnConv::create (no cuDNN query): it is cuDNN's own answer for
 // this key, from this process (the key names the device) or from the choices kept for
-// this GPU, cuDNN and model (runtime/conv_algo_cache.h, whose key makes that safe).
+// this GPU, cuDNN and model (runtime/cache/conv_algo_cache.h, whose key makes that safe).
 class AlgoCache {
  public:
   AlgoCache();  // defined in conv.cpp (Impl is complete there)
@@ -96,7 +96,7 @@ class CudnnConv {
   // "dev<ordinal> " + config_key().
   static Expected<std::string> cache_key(const ConvConfig& config, const TensorView& in, const TensorView& out);
   // Every configuration and geometry field as text, without the device (the key of
-  // the algorithm choices kept across runs, runtime/conv_algo_cache.h).
+  // the algorithm choices kept across runs, runtime/cache/conv_algo_cache.h).
   static std::string config_key(const ConvConfig& config, const TensorView& in, const TensorView& out);
   const ConvCreateInfo& create_info() const;
 

@@ -57,4 +57,22 @@ bool parse_activation(const std::string& s, Activation* out) {
   return false;
 }
 
+const char* reader_kind_name(ReaderKind k) {
+  switch (k) {
+    case ReaderKind::kAuto: return "auto";
+    case ReaderKind::kUring: return "uring";
+    case ReaderKind::kThreads: return "threads";
+  }
+  return "?";
+}
+
+bool parse_reader_kind(const std::string& s, ReaderKind* out) {
+  for (ReaderKind k : {ReaderKind::kAuto, ReaderKind::kUring, ReaderKind::kThreads})
+    if (s == reader_kind_name(k)) {
+      *out = k;
+      return true;
+    }
+  return false;
+}
+
 }  // namespace dlr

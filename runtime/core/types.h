@@ -35,6 +35,12 @@ bool parse_precision(const std::string& s, Precision* out);
 enum class DeviceKind : uint8_t { kCPU, kCUDA };
 const char* device_name(DeviceKind d);
 
+// How weights are read from storage (runtime/storage/block_reader.h): io_uring, a pool
+// of pread threads, or auto (io_uring where the kernel allows it).
+enum class ReaderKind : uint8_t { kAuto, kUring, kThreads };
+const char* reader_kind_name(ReaderKind k);  // "auto", "uring", "threads"
+bool parse_reader_kind(const std::string& s, ReaderKind* out);
+
 // Darknet activations. All are elementwise; see kernels/cpu/activation.h for
 // the exact formulas (Darknet src/activations.h).
 enum class Activation : uint8_t {

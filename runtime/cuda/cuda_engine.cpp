@@ -12,8 +12,8 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/cuda_ops.h"
-#include "runtime/cache_dir.h"
-#include "runtime/conv_algo_cache.h"
+#include "runtime/cache/cache_dir.h"
+#include "runtime/cache/conv_algo_cache.h"
 #include "runtime/core/log.h"
 #include "runtime/cuda/context_init_impl.h"
 #include "runtime/cuda/copy_probe.h"
@@ -64,7 +64,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// The cuDNN algorithm choices kept for this model and GPU (runtime/conv_algo_cache.h).
+// The cuDNN algorithm choices kept for this model and GPU (runtime/cache/conv_algo_cache.h).
 struct AlgoCacheFile {
   bool on = false;
   std::string path;
@@ -197,7 +197,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
       // Kept from an earlier run: offered to the process-wide cache with its workspace
       // size (a choice this process made already wins); CudnnConv::create then uses it
       // without asking cuDNN (the file's key makes the stored size this GPU's, this
-      // cuDNN's and this conv's, runtime/conv_algo_cache.h).
+      // cuDNN's and this conv's, runtime/cache/conv_algo_cache.h).
       DLR_ASSIGN_OR_RETURN(const std::string key, cuda::CudnnConv::cache_key(cfg, in, out));
       cuda::AlgoCache::process().insert(key, cudnnConvolutionFwdAlgo_t(it->second.algo), it->second.workspace);
     }

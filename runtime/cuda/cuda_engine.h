@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/engine.h"
 #include "runtime/weight_source.h"
 
@@ -22,7 +22,7 @@ class CudaContextInit;  // runtime/cuda/context_init.h
 // An engine for a model compiled for a CUDA target (see Engine for the open sequence).
 // `init`: a context helper started earlier for the same device (its cuDNN handle is
 // used), or null. With model.engine.cache_conv_algos the cuDNN algorithm choices are
-// read from and kept in the user's cache (runtime/conv_algo_cache.h).
+// read from and kept in the user's cache (runtime/cache/conv_algo_cache.h).
 Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights,
                                                      CudaContextInit* init = nullptr);
 

@@ -14,7 +14,7 @@
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_concat.h"
 #include "kernels/cuda/cuda_handles.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/cuda/mirrored_buffer.h"
 #include "runtime/storage/read_pipeline.h"

@@ -14,7 +14,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/multi/budget_split.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 
 namespace dlr {

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/multi/budget_split.h"
 #include "runtime/multi/ring_split.h"
 #include "runtime/multi/shared_memory.h"

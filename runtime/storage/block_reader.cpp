@@ -41,23 +41,6 @@ class FdGuard {
 
 }  // namespace
 
-const char* reader_kind_name(ReaderKind k) {
-  switch (k) {
-    case ReaderKind::kAuto: return "auto";
-    case ReaderKind::kUring: return "uring";
-    case ReaderKind::kThreads: return "threads";
-  }
-  return "?";
-}
-
-bool parse_reader_kind(const std::string& s, ReaderKind* out) {
-  for (ReaderKind k : {ReaderKind::kAuto, ReaderKind::kUring, ReaderKind::kThreads})
-    if (s == reader_kind_name(k)) {
-      *out = k;
-      return true;
-    }
-  return false;
-}
 
 bool uring_available() {
   static const bool available = storage_detail::uring_compiled_in() && storage_detail::uring_probe() == 0;

@@ -11,12 +11,10 @@
 #include <string>
 
 #include "runtime/core/status.h"
+#include "runtime/core/types.h"  // ReaderKind
 
 namespace dlr {
 
-enum class ReaderKind : uint8_t { kAuto, kUring, kThreads };
-const char* reader_kind_name(ReaderKind k);                 // "auto", "uring", "threads"
-bool parse_reader_kind(const std::string& s, ReaderKind* out);
 // True when this build has io_uring and the kernel lets this process create a ring
 // (a container's seccomp profile may refuse io_uring_setup). Probed once, cached.
 bool uring_available();

@@ -17,8 +17,8 @@
 
 #include "loaders/network_desc.h"
 #include "loaders/weights_file.h"
-#include "runtime/cache_dir.h"
-#include "runtime/compile.h"
+#include "runtime/cache/cache_dir.h"
+#include "runtime/compile/compile.h"
 #include "runtime/core/log.h"
 #include "runtime/storage/crc32c.h"
 #include "runtime/weight_store.h"

@@ -52,7 +52,7 @@
 #include "runtime/core/status.h"
 #include "runtime/core/types.h"
 #include "runtime/options.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/weight_source.h"
 
 namespace dlr {

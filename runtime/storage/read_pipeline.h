@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "runtime/core/status.h"
-#include "runtime/engine.h"  // ReadTiming
+#include "runtime/report.h"  // ReadTiming
 #include "runtime/storage/block_reader.h"
 #include "runtime/streaming/read_plan.h"
 #include "runtime/weight_source.h"

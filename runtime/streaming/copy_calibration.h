@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runtime/core/status.h"
-#include "runtime/engine.h"
+#include "runtime/report.h"
 #include "runtime/streaming/copy_profile.h"
 
 namespace dlr {

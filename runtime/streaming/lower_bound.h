@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "runtime/core/status.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 
 namespace dlr {

@@ -1,6 +1,6 @@
 // `--copy-profile auto` (the default): the copy profile of the GPU in use, measured
 // on it. The first open on a GPU probes its copy engine briefly and caches the
-// profile per GPU (by UUID) in the user's cache directory (runtime/cache_dir.h);
+// profile per GPU (by UUID) in the user's cache directory (runtime/cache/cache_dir.h);
 // later opens read the cache. Where probing is impossible the nearest built-in
 // profile is used, and the caller logs which and why. The CUDA side (identity of
 // the device, the probe itself) is in runtime/cuda/cuda_engine.cpp; this file is the

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "runtime/core/status.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/stream_plan.h"
 
 namespace dlr {

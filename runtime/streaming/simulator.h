@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 #include "runtime/streaming/read_plan.h"
 #include "runtime/streaming/stream_plan.h"

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "runtime/options.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 
 namespace dlr {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/core/status.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/stream_plan.h"

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"
 #include "tests/e2e/tool_runner.h"

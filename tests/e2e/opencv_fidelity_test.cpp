@@ -16,7 +16,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "runtime/cpu_engine.h"
+#include "runtime/cpu/cpu_engine.h"
 #include "loaders/weights_file.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"

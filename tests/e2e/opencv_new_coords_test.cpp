@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "loaders/weights_file.h"
-#include "runtime/cpu_engine.h"
+#include "runtime/cpu/cpu_engine.h"
 #include "runtime/detect/detection.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/streaming/copy_profile.h"
 #include "tests/fuzz/fuzz_check.h"
 

@@ -1,4 +1,4 @@
-// cuDNN algorithm choices kept per GPU and model (runtime/conv_algo_cache.h) on a real
+// cuDNN algorithm choices kept per GPU and model (runtime/cache/conv_algo_cache.h) on a real
 // GPU: the first open asks cuDNN and writes the file (format 2: algorithms with their
 // workspace sizes); a second open (process-wide AlgoCache cleared, as in a new process)
 // takes every algorithm and its workspace size from the file without any cuDNN query

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"

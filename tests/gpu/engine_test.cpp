@@ -12,7 +12,7 @@
 #include <cstring>
 #include <map>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"

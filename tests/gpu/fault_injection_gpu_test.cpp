@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/core/fault_injection.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"

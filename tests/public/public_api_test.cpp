@@ -13,7 +13,7 @@
 #include <regex>
 #include <thread>
 
-#include "runtime/cpu_threads.h"
+#include "runtime/cpu/cpu_threads.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"

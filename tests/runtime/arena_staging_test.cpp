@@ -12,7 +12,7 @@
 #include <string>
 
 #include "loaders/network_desc.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/streaming/arena_staging.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/unit_search.h"

@@ -1,4 +1,4 @@
-// The compile step (runtime/compile.h): typed options validated before any file
+// The compile step (runtime/compile/compile.h): typed options validated before any file
 // work, the compiled model's JSON round trip, measure-then-replan as two compiles,
 // and the dependency direction of the headers the issue names.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "loaders/network_desc.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/session.h"
 #include "runtime/streaming/simulator.h"
 #include "tests/common/test_paths.h"
@@ -440,9 +440,9 @@ TEST(Dependencies, PointOneWay) {
       const bool project = inc.rfind("runtime/", 0) == 0 || inc.rfind("loaders/", 0) == 0 ||
                            inc.rfind("kernels/", 0) == 0 || inc.rfind("tools/", 0) == 0;
       const bool allowed = inc.rfind("runtime/core/", 0) == 0 || inc.rfind("runtime/storage/", 0) == 0 ||
-                           inc == "runtime/plan.h" || inc == "runtime/options.h" || inc == "runtime/weight_source.h" ||
+                           inc == "runtime/compile/plan.h" || inc == "runtime/options.h" || inc == "runtime/weight_source.h" ||
                            inc == "runtime/streaming/read_plan.h" || inc == "runtime/engine.h" ||
-                           inc == "runtime/cache_dir.h" || inc == "runtime/compile.h" || inc == "runtime/weight_store.h" ||
+                           inc == "runtime/cache/cache_dir.h" || inc == "runtime/compile/compile.h" || inc == "runtime/weight_store.h" ||
                            inc == "loaders/network_desc.h" || inc == "loaders/weights_file.h";
       EXPECT_TRUE(!project || allowed) << rel << " includes " << inc;
       EXPECT_EQ(inc.find("cuda"), std::string::npos) << rel << " includes " << inc;
@@ -474,7 +474,7 @@ TEST(Dependencies, PointOneWay) {
       EXPECT_EQ(text.find("NetworkDesc"), std::string::npos) << rel;
     }
   }
-  for (const char* rel : {"runtime/cpu_engine.cpp", "runtime/cpu_engine.h"}) {
+  for (const char* rel : {"runtime/cpu/cpu_engine.cpp", "runtime/cpu/cpu_engine.h"}) {
     ++engine_files;
     const std::string text = read_text(test::source_file(rel));
     EXPECT_EQ(text.find("SessionOptions"), std::string::npos) << rel;

@@ -1,4 +1,4 @@
-// cuDNN algorithm choices kept per GPU and model (runtime/conv_algo_cache.h), the parts
+// cuDNN algorithm choices kept per GPU and model (runtime/cache/conv_algo_cache.h), the parts
 // that need no GPU: the file format's round trip (algorithms with their workspace
 // sizes), the key (every field matters, the model's precision and layout change it),
 // and files that must be ignored rather than trusted (damaged, another format, format 1
@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/network_desc.h"
-#include "runtime/compile.h"
-#include "runtime/conv_algo_cache.h"
+#include "runtime/compile/compile.h"
+#include "runtime/cache/conv_algo_cache.h"
 #include "tests/common/test_paths.h"
 
 namespace dlr {

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "loaders/network_desc.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/streaming/copy_calibration.h"
 #include "runtime/streaming/lower_bound.h"
 #include "runtime/streaming/simulator.h"

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "loaders/network_desc.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/streaming/simulator.h"
 #include "tests/common/test_paths.h"
 

@@ -1,4 +1,4 @@
-// Kernel times kept per GPU and model (runtime/kernel_times_cache.h): a round trip,
+// Kernel times kept per GPU and model (runtime/cache/kernel_times_cache.h): a round trip,
 // a different model, device or precision misses, a damaged or mismatched file is
 // ignored rather than trusted.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "loaders/network_desc.h"
-#include "runtime/compile.h"
-#include "runtime/kernel_times_cache.h"
+#include "runtime/compile/compile.h"
+#include "runtime/cache/kernel_times_cache.h"
 #include "runtime/streaming/copy_calibration.h"
 #include "tests/common/test_paths.h"
 

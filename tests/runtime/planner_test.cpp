@@ -5,10 +5,10 @@
 
 #include <cstring>
 
-#include "runtime/arena_placement.h"
-#include "runtime/compile.h"
-#include "runtime/cpu_engine.h"
-#include "runtime/plan.h"
+#include "runtime/compile/arena_placement.h"
+#include "runtime/compile/compile.h"
+#include "runtime/cpu/cpu_engine.h"
+#include "runtime/compile/plan.h"
 #include "runtime/session.h"
 #include "tests/common/cfg_walk.h"
 #include "tests/common/model_fixtures.h"

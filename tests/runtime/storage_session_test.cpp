@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "loaders/network_desc.h"
-#include "runtime/compile.h"
-#include "runtime/cpu_engine.h"
+#include "runtime/compile/compile.h"
+#include "runtime/cpu/cpu_engine.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 #include "runtime/streaming/stream_plan.h"
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 
 namespace dlr::test {

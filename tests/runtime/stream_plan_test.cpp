@@ -10,7 +10,7 @@
 #include <random>
 
 #include "loaders/network_desc.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/stream_plan.h"
 #include "tests/runtime/stream_checks.h"

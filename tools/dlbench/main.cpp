@@ -27,8 +27,8 @@
 #include "tools/common/progress.h"
 #include "tools/common/report.h"
 #include "runtime/core/log.h"
-#include "runtime/compile.h"
-#include "runtime/cpu_threads.h"
+#include "runtime/compile/compile.h"
+#include "runtime/cpu/cpu_threads.h"
 #include "runtime/session.h"
 #include "tools/common/tool_support.h"
 #ifdef DLR_HAVE_CUDA

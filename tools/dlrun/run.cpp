@@ -11,7 +11,7 @@
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
 #endif
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/session.h"
 #include "runtime/storage/prepared_file.h"
 #include "tools/common/class_names.h"

@@ -1,6 +1,6 @@
-#include "runtime/cpu_engine.h"
+#include "runtime/cpu/cpu_engine.h"
 
-#include "runtime/cpu_threads.h"
+#include "runtime/cpu/cpu_threads.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "runtime/kernel_times_cache.h"
+#include "runtime/cache/kernel_times_cache.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/cache_dir.h"
+#include "runtime/cache/cache_dir.h"
 #include "runtime/streaming/copy_profile_json.h"
 
 namespace dlr {

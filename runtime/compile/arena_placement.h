@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 
 namespace dlr {
 

@@ -1,5 +1,5 @@
 // Kernel times measured at open (Engine::measure_layer_ms), kept per GPU and model in
-// the user's cache directory (runtime/cache_dir.h), so that a later open of the same
+// the user's cache directory (runtime/cache/cache_dir.h), so that a later open of the same
 // model on the same GPU skips the measurement (about 1.5 s for yolov4): what is
 // measured once per GPU and model is kept. The key hashes the execution plan's text
 // (every step's op, shapes, layouts, dtypes), the precision, the cuDNN algorithm
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/core/status.h"
 
 namespace dlr {

@@ -1,5 +1,5 @@
 // cuDNN convolution algorithm choices kept per GPU and model in the user's cache
-// directory (runtime/cache_dir.h), so that a later open of the same model on the same
+// directory (runtime/cache/cache_dir.h), so that a later open of the same model on the same
 // GPU creates its convolutions with the stored algorithms instead of asking cuDNN
 // (cudnnGetConvolutionForwardAlgorithm_v7 or cudnnFind) for each. Plain C++ (the file
 // format and the key): the CUDA engine (runtime/cuda/cuda_engine.cpp) fills and uses it.

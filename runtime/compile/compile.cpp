@@ -1,4 +1,4 @@
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "runtime/conv_algo_cache.h"
+#include "runtime/cache/conv_algo_cache.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/cache_dir.h"
-#include "runtime/compile.h"
+#include "runtime/cache/cache_dir.h"
+#include "runtime/compile/compile.h"
 
 namespace dlr {
 namespace {

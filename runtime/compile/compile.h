@@ -17,7 +17,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/options.h"
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 #include "runtime/streaming/read_plan.h"
 #include "runtime/streaming/stream_plan.h"
@@ -58,7 +58,7 @@ struct EngineSettings {
   bool profile_layers = false;    // per-layer timing events
   bool find_algorithms = false;   // cudnnFind instead of heuristics
   int64_t workspace_limit = 0;    // cuDNN workspace per conv, bytes
-  bool cache_conv_algos = false;  // keep cuDNN algorithm choices per GPU and model (runtime/conv_algo_cache.h)
+  bool cache_conv_algos = false;  // keep cuDNN algorithm choices per GPU and model (runtime/cache/conv_algo_cache.h)
   int max_image_width = 0;        // image staging allocated at open
   int max_image_height = 0;
   ReaderKind reader = ReaderKind::kAuto;  // weights from storage: the block reader's backend
@@ -128,7 +128,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
 // The planner options a target and options give (layout and dtypes per precision).
 PlannerOptions planner_options(DeviceKind device, const SessionOptions& options);
 
-// JSON form (runtime/compile_json.cpp): every field above; from_json(to_json(m))
+// JSON form (runtime/compile/compile_json.cpp): every field above; from_json(to_json(m))
 // gives a model whose to_json() is identical.
 std::string compiled_model_to_json(const CompiledModel& model);
 Expected<CompiledModel> compiled_model_from_json(const std::string& text, const std::string& what);

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "kernels/cpu/cpu_ops.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/engine.h"
 #include "runtime/storage/read_pipeline.h"
 #include "runtime/weight_store.h"

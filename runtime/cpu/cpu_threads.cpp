@@ -1,4 +1,4 @@
-#include "runtime/cpu_threads.h"
+#include "runtime/cpu/cpu_threads.h"
 
 #include <omp.h>
 #include <sched.h>

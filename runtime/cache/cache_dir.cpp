@@ -1,4 +1,4 @@
-#include "runtime/cache_dir.h"
+#include "runtime/cache/cache_dir.h"
 
 #include <sys/stat.h>
 

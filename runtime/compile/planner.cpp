@@ -14,15 +14,15 @@
 //     to the end, the input from step -1).
 //  4. In place (PlannerOptions::in_place): a shortcut's output buffer is merged into its
 //     first input's when the shortcut is that buffer's last reader.
-//  5. Offsets (runtime/arena_placement.h): no two buffers whose lifetimes intersect
+//  5. Offsets (runtime/compile/arena_placement.h): no two buffers whose lifetimes intersect
 //     share bytes (inclusive intervals: apart from step 4, a step's inputs and output never share memory);
 //     several greedy placements are tried, down to the most bytes live at one step.
 #include <algorithm>
 #include <numeric>
 
 #include "loaders/network_desc.h"
-#include "runtime/arena_placement.h"
-#include "runtime/plan.h"
+#include "runtime/compile/arena_placement.h"
+#include "runtime/compile/plan.h"
 
 namespace dlr {
 namespace {

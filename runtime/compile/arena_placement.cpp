@@ -1,5 +1,5 @@
 // Arena placement: greedy orders x fit rules, then seeded perturbations (see the header).
-#include "runtime/arena_placement.h"
+#include "runtime/compile/arena_placement.h"
 
 #include <algorithm>
 #include <functional>

@@ -7,7 +7,7 @@
 
 #include <utility>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "runtime/streaming/copy_profile_json.h"
 
 // Like NLOHMANN_JSON_SERIALIZE_ENUM, but a name that is not in the table is an

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <string>
 
-#include "runtime/plan.h"
+#include "runtime/compile/plan.h"
 
 namespace dlr {
 namespace {
