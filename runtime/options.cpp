@@ -45,23 +45,6 @@ bool parse_weight_mode(const std::string& s, WeightMode* out) {
   return true;
 }
 
-const char* pool_layout_name(PoolLayout l) {
-  switch (l) {
-    case PoolLayout::kAuto: return "auto";
-    case PoolLayout::kSlots: return "slots";
-    case PoolLayout::kRing: return "ring";
-  }
-  return "?";
-}
-
-bool parse_pool_layout(const std::string& s, PoolLayout* out) {
-  for (PoolLayout l : {PoolLayout::kAuto, PoolLayout::kSlots, PoolLayout::kRing})
-    if (s == pool_layout_name(l)) {
-      *out = l;
-      return true;
-    }
-  return false;
-}
 
 
 namespace {

@@ -17,10 +17,6 @@ enum class WeightMode : uint8_t { kPreload, kStream };
 const char* weight_mode_name(WeightMode m);
 bool parse_weight_mode(const std::string& s, WeightMode* out);
 
-// Where streamed weights live on the device (runtime/streaming/stream_plan.h).
-enum class PoolLayout : uint8_t { kAuto, kSlots, kRing };
-const char* pool_layout_name(PoolLayout l);
-bool parse_pool_layout(const std::string& s, PoolLayout* out);  // "auto", "slots", "ring"
 
 // Which weights stay resident within the weight budget in stream mode
 // (runtime/streaming/residency.h): none (every blob streamed through a pool of the
@@ -120,17 +116,6 @@ struct SessionOptions {
   // prediction from the kernel times measured at open, which reads 3-4 % above a session
   // alone in its process on the H100, not equally for every model. [0, 1000000] ms.
   double alone_ms = 0;
-  // Set by a Runtime for the sessions opened on it: the activation arena and the cuDNN
-  // workspace are the runtime's, shared by its models (never set it by hand).
-  bool shared_memory = false;
-  // Set by a Runtime (never by hand): > 0 streams this model through the runtime's one
-  // ring of this many bytes, shared by its models (docs/streaming.md section 8); the
-  // weight budget is then the ring plus the resident blobs, and the residency plan keeps
-  // the pool at exactly this size. prefetch_limit_bytes: how many of the leading units'
-  // bytes the plan may count as prefetched while the previous model runs (-1: all).
-  int64_t shared_ring_bytes = 0;
-  int64_t prefetch_limit_bytes = -1;
-  std::vector<char> shared_ring_resident;  // the joint plan's resident blobs (per weight blob; empty: choose here)
   // ---- weights from storage (CPU, or CUDA stream mode) ----
   WeightsFrom weights_from = WeightsFrom::kHost;
   int64_t host_budget = 0;        // storage: host bytes for weights (0 = the minimum, 2 x the largest read): a GPU's

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "runtime/engine.h"
 #include "runtime/options.h"
 #include "runtime/cpu/cpu_threads.h"
+#include "runtime/compile/placement_input.h"
 #include "runtime/compile/plan.h"
 
 namespace dlr {
@@ -33,6 +35,7 @@ using ImageView = ImageU8;
 class WeightsFile;
 class WeightSource;
 class PreparedFile;
+class DeviceStart;
 struct CompiledModel;
 struct Target;
 
@@ -40,14 +43,6 @@ struct Target;
 // target, one memory budget and one run lock for all of them. Internal; the Runtime
 // implements it. Calls come from Session::open_impl (under the runtime's lock, which
 // open holds) and from detect (run_mutex()).
-// A session's share of its runtime's weight budget (bytes).
-struct HostedBudget {
-  int64_t budget = 0;          // resident + pool (the ring's bytes included)
-  int64_t shared_ring = 0;     // > 0: the pool is the runtime's ring of this size (SessionOptions::shared_ring_bytes)
-  int64_t prefetch_limit = -1; // SessionOptions::prefetch_limit_bytes
-  std::vector<char> resident_set;  // SessionOptions::shared_ring_resident
-};
-
 class SessionHost {
  public:
   virtual ~SessionHost() = default;
@@ -55,24 +50,24 @@ class SessionHost {
   // The new session's engine exists: bind it to the shared arena and workspace,
   // growing them (and moving the other engines) if it needs more.
   virtual Status attach(Engine& engine) = 0;
-  // Its kernel times are known: the weight budget it gets in the joint plan of every
-  // model on the runtime (HostedBudget; the session compiles with it).
-  virtual Expected<HostedBudget> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) = 0;
+  // Its kernel times are known: where its weights go in the joint plan of every model
+  // on the runtime (the session compiles with it).
+  virtual Expected<Placement> placement(const CompiledModel& model, const std::vector<double>& layer_ms) = 0;
   // The session's engine has its final placement (after replan): bind it to the
-  // runtime's shared ring where it streams through one (Engine::bind_ring).
+  // runtime's shared ring where it streams through one (SharedRingClient::bind_ring).
   virtual Status bind_ring(Engine& engine) {
     (void)engine;
     return Status();
   }
-  // An engine of the runtime is about to enqueue an inference (Engine::set_start_hook).
+  // An engine of the runtime is about to enqueue an inference (SharedRingClient's start hook).
   virtual Status starting(Engine& engine) {
     (void)engine;
     return Status();
   }
   // Held around each inference of every session of the runtime (they share memory).
   virtual std::mutex& run_mutex() = 0;
-  // An engine of the runtime has just launched an inference (Engine::set_launch_hook):
-  // the first weights of the model expected next may be prefetched behind its copies.
+  // An engine of the runtime has just launched an inference (SharedRingClient's launch
+  // hook): the first weights of the model expected next may be prefetched behind its copies.
   virtual Status launched(Engine& engine) = 0;
   // A session of the runtime is about to wait for run_mutex() (waiting true), or has it
   // now (false): who is queued tells which model runs next. Any thread; never blocks on
@@ -111,18 +106,17 @@ class Session {
   static Expected<std::unique_ptr<Session>> open(const std::string& cfg_path, const std::string& weights_path,
                                                  const SessionOptions& options = {});
   // A session on a Runtime (runtime/multi/runtime.h calls this; applications use
-  // Runtime::open): `host` outlives the session; options.shared_memory must be set.
+  // Runtime::open): `host` outlives the session; the activation arena and the workspace
+  // are the host's.
   static Expected<std::unique_ptr<Session>> open_hosted(const std::string& cfg_path, const std::string& weights_path,
                                                         const SessionOptions& options, SessionHost* host);
   ~Session();
 
-  // A Runtime's session: adopts a new weight budget (bytes, resident + pool) chosen by
-  // the runtime's joint plan: compiles again with the kernel times measured at open and
-  // sets the engine's weights up again (no inference may run meanwhile).
-  Status set_weight_budget(int64_t bytes) { return set_weight_budget(HostedBudget{bytes, 0, -1, {}}); }
-  // With a Runtime's shared ring: the pool is that ring (the engine must be bound to it
-  // again afterwards, Engine::bind_ring).
-  Status set_weight_budget(const HostedBudget& budget);
+  // A Runtime's session: adopts a new placement of its weights chosen by the runtime's
+  // joint plan: compiles again with the kernel times measured at open and sets the
+  // engine's weights up again (no inference may run meanwhile). With a shared ring the
+  // engine must be bound to the ring again afterwards (SharedRingClient::bind_ring).
+  Status set_placement(const Placement& placement);
   int64_t weight_budget_bytes() const;  // the device weight bytes the current plan uses
   const std::vector<double>& layer_ms() const { return m_layer_ms; }
 
@@ -152,9 +146,17 @@ class Session {
                                                       const SessionOptions& options, SessionHost* host);
   Expected<std::vector<std::vector<Detection>>> detect_batch_impl(const ImageView* images, int n);
   Status open_prepared(const std::string& cfg_path, const std::string& weights_path, bool given_prepared);
-  // After measure-then-replan: the copy cost inside an inference replaces the probed
-  // profile of `probed_target` and the model is compiled again (session.cpp).
-  Status calibrate_copies(const Target& probed_target, const std::vector<double>& layer_ms);
+  // session_open.cpp: the parts of open_impl.
+  Status read_inputs(const std::string& cfg_path, const std::string& weights_path);
+  Status make_engine(DeviceStart* start);
+  Status settle_placement(const Target& target);
+  // Compiles again with `target` and the current inputs, and sets the engine up for it.
+  Status recompile(const Target& target);
+  Expected<std::vector<double>> kernel_times();
+  // The copy cost inside an inference replaces the probed profile of `probed_target`
+  // and the model is compiled again.
+  Status calibrate_copies(const Target& probed_target);
+  void log_open() const;
   NetworkDesc m_net;
   std::unique_ptr<WeightsFile> m_weights;
   std::unique_ptr<WeightSource> m_source;
@@ -168,6 +170,7 @@ class Session {
   AutoThreadChooser m_threads;  // options.threads == 0: the auto team or one thread, by measured latency
   SessionHost* m_host = nullptr;  // a Runtime's session: its runtime
   std::vector<double> m_layer_ms;  // kernel times measured at open (stream mode), for compiling again
+  std::optional<Placement> m_placement;  // a Runtime's placement of the weights (stream mode, after open)
   std::mutex m_detect_mutex;       // one detect at a time per session
 };
 

@@ -121,7 +121,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SessionOptions, device, precision, batch, wid
                                    chunk_bytes, weight_pool, unit_search, unit_search_min_gain, residency,
                                    arena_staging,
                                    weights_from, host_budget, zero_copy, read_depth, read_block_bytes, prepared_path, reader, cache_kernel_times,
-                                   prefetch_next, shared_memory,
+                                   prefetch_next,
                                    layout,
                                    cuda_graph,
                                    profile_layers, find_algorithms, workspace_limit, max_image_width,
@@ -219,7 +219,7 @@ std::string compiled_model_to_json(const CompiledModel& m) {
                             {"cfg_path", m.cfg_path},
                             {"model_name", m.model_name},
                             {"target", target_json(m.target)},
-                            {"options", m.options},
+                            {"options", m.options ? *m.options : SessionOptions()},
                             {"letterbox", m.letterbox},
                             {"plan", m.plan},
                             {"streaming", m.streaming},
@@ -234,7 +234,9 @@ std::string compiled_model_to_json(const CompiledModel& m) {
                             {"auto_preload_ms", m.auto_preload_ms},
                             {"notes", m.notes}};
   // Added after the options' field list (older files lack it: the default applies).
-  j["options"]["calibrate_copies"] = m.options.calibrate_copies;
+  j["options"]["calibrate_copies"] = m.options ? m.options->calibrate_copies : SessionOptions().calibrate_copies;
+  // Where the activation arena and the workspace live (a Runtime's), with the options as written before.
+  j["options"]["shared_memory"] = m.engine.shared_memory;
   return j.dump(1) + "\n";
 }
 
@@ -290,9 +292,13 @@ Expected<CompiledModel> model_from_json(const std::string& text, const std::stri
     j.at("cfg_path").get_to(m.cfg_path);
     j.at("model_name").get_to(m.model_name);
     DLR_RETURN_IF_ERROR(read_target(j.at("target"), what, &m.target));
-    j.at("options").get_to(m.options);
-    if (j.at("options").contains("calibrate_copies")) j.at("options").at("calibrate_copies").get_to(m.options.calibrate_copies);
-    m.engine = engine_settings(m.options);  // derived, not stored
+    SessionOptions options;
+    j.at("options").get_to(options);
+    if (j.at("options").contains("calibrate_copies")) j.at("options").at("calibrate_copies").get_to(options.calibrate_copies);
+    CompileInputs inputs;
+    j.at("options").at("shared_memory").get_to(inputs.shared_memory);
+    m.engine = engine_settings(options, inputs);  // derived, not stored
+    m.options = std::make_shared<const SessionOptions>(std::move(options));
     j.at("letterbox").get_to(m.letterbox);
     j.at("plan").get_to(m.plan);
     j.at("streaming").get_to(m.streaming);

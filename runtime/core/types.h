@@ -35,6 +35,11 @@ bool parse_precision(const std::string& s, Precision* out);
 enum class DeviceKind : uint8_t { kCPU, kCUDA };
 const char* device_name(DeviceKind d);
 
+// Where streamed weights live on the device (runtime/streaming/stream_plan.h).
+enum class PoolLayout : uint8_t { kAuto, kSlots, kRing };
+const char* pool_layout_name(PoolLayout l);
+bool parse_pool_layout(const std::string& s, PoolLayout* out);  // "auto", "slots", "ring"
+
 // How weights are read from storage (runtime/storage/block_reader.h): io_uring, a pool
 // of pread threads, or auto (io_uring where the kernel allows it).
 enum class ReaderKind : uint8_t { kAuto, kUring, kThreads };

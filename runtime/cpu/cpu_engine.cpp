@@ -58,7 +58,7 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
   }
   // The convolutions' scratch holds a column tile per thread that may run at once:
   // the session's thread count, or every CPU for auto (cpu_threads.h).
-  e->m_scratch_threads = model.options.threads > 0 ? model.options.threads : available_cpus();
+  e->m_scratch_threads = model.engine.threads > 0 ? model.engine.threads : available_cpus();
   int64_t scratch = 0;
   for (const Step& s : e->m_plan.steps)
     if (s.kind == LayerKind::kConv)

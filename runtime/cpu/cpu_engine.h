@@ -8,14 +8,15 @@
 #include <memory>
 
 #include "kernels/cpu/cpu_ops.h"
-#include "runtime/compile/compile.h"
+#include "runtime/compile/compiled_model.h"
 #include "runtime/engine.h"
+#include "runtime/engine_sharing.h"
 #include "runtime/storage/read_pipeline.h"
 #include "runtime/weight_store.h"
 
 namespace dlr {
 
-class CpuEngine final : public Engine {
+class CpuEngine final : public Engine, public SharedMemoryClient {
  public:
   // model.plan must be fp32 NCHW (PlannerOptions defaults). Weights are prepared
   // from `weights` at create; it is not used afterwards.
@@ -33,6 +34,7 @@ class CpuEngine final : public Engine {
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
   std::vector<ReadTiming> read_timings() const override;
   double last_run_ms() const override { return m_last_ms; }
+  SharedMemoryClient* shared_memory() override { return this; }
   int64_t workspace_needed() const override { return m_scratch_need * 4; }
   Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) override;
 

@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "runtime/compile/compile.h"
+#include "runtime/compile/compiled_model.h"
 #include "runtime/engine.h"
 #include "runtime/weight_source.h"
 

@@ -14,8 +14,9 @@
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_concat.h"
 #include "kernels/cuda/cuda_handles.h"
-#include "runtime/compile/compile.h"
+#include "runtime/compile/compiled_model.h"
 #include "runtime/cuda/cuda_engine.h"
+#include "runtime/engine_sharing.h"
 #include "runtime/cuda/mirrored_buffer.h"
 #include "runtime/storage/read_pipeline.h"
 #include "runtime/streaming/stream_plan.h"
@@ -24,7 +25,7 @@
 
 namespace dlr {
 
-class CudaEngine final : public Engine {
+class CudaEngine final : public Engine, public SharedMemoryClient, public SharedRingClient {
  public:
   // Allocates everything the model needs and uploads (preload) or prepares the
   // pinned store (stream) from `weights`, which is not used afterwards.
@@ -49,6 +50,8 @@ class CudaEngine final : public Engine {
   Expected<std::vector<CopyTiming>> measure_copy_timings(int runs) override;
   Status replan(const CompiledModel& model, WeightSource& weights) override;
   Status finalize() override;
+  SharedMemoryClient* shared_memory() override { return this; }
+  SharedRingClient* shared_ring() override { return this; }
   int64_t workspace_needed() const override { return int64_t(m_workspace_need); }
   Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) override;
   Status bind_ring(void* base, int64_t bytes, int64_t start) override;

@@ -14,6 +14,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/multi/budget_split.h"
+#include "runtime/compile/placement.h"
 #include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 
@@ -24,26 +25,24 @@ struct RingModel {               // one model's inputs to the shared-ring plan
   double weight = 1;             // priority or expected rate (> 0)
   const ExecutionPlan* plan = nullptr;  // not owned; must outlive the call
   std::vector<double> layer_ms;  // kernel time per step (measured at open), ms
-  CopyProfile profile;           // the model's copy profile
-  bool prefetched = true;        // its leading units are copied while the previous model runs
-  // Host time between the previous model's end and this model's run() during which the
-  // prefetch goes on (SessionOptions::prefetch_lead_ms), and the bytes of its input's
-  // upload within it (they share the link). 0: the window ends with the previous model.
-  double lead_ms = 0;
+  // What compile() places the model with (runtime/compile/placement.h): the runtime's
+  // target (map granularity, copy profile) and the model's options as the runtime opens
+  // it. Of the options the plan reads: prefetch_next (its leading units are copied while
+  // the previous model runs), prefetch_lead_ms (host time between the previous model's
+  // end and this model's run() during which the prefetch goes on), alone_ms (its latency
+  // alone, kMaxSlowdown's denominator; 0: the all-resident prediction), and what the
+  // placement passes read (residency, arena_staging, reads from storage, ...).
+  Target target;
+  SessionOptions options;
+  // The bytes of its input's upload, which share the link with a prefetch in the lead.
   int64_t input_bytes = 0;
   // Its prefetch may begin two models ahead: while the model before its predecessor
   // runs, behind that predecessor's own prefetch (RuntimeOptions::prefetch_depth 2).
   bool two_ahead = false;
-  // compile() will stage some of its streamed blobs in the activation arena's idle bytes
-  // (SessionOptions::arena_staging): its candidates are predicted with that staging
-  // (plan_arena_staging, a bounded number of simulations each), so the split sees what
-  // it gains.
-  bool arena_staging = false;
-  // The model's latency alone (ms) when the application measured it (a session of its
-  // own, SessionOptions::alone_ms): kMaxSlowdown's denominator. 0: the all-resident
-  // prediction from the kernel times measured at open, which on the H100 reads 3-4 %
-  // above a session alone in its process (every later session of a process pays ~5 %).
-  double alone_ms = 0;
+
+  CopyProfile profile() const { return planning_profile(target, options); }  // what it is planned with
+  bool prefetched() const { return options.prefetch_next; }
+  PlacementModel inputs() const { return {plan, &target, &options, &layer_ms}; }
 };
 
 struct RingSplit {

@@ -3,17 +3,47 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "runtime/backend.h"
 #include "runtime/core/log.h"
+#include "runtime/engine_sharing.h"
 #include "runtime/multi/ring_layout.h"
-#include "runtime/streaming/read_plan.h"
-#ifdef DLR_HAVE_CUDA
-#include "runtime/cuda/cuda_engine.h"
-#endif
 
 namespace dlr {
 namespace {
 
 double mib(int64_t b) { return double(b) / 1048576.0; }
+
+// The facets of the runtime's engines: attach() checked that each one shares memory;
+// an engine without a ring facet (the CPU's) answers as one that streams nothing.
+SharedMemoryClient& memory_of(Engine& e) { return *e.shared_memory(); }
+
+class NoRing final : public SharedRingClient {
+ public:
+  Status bind_ring(void*, int64_t, int64_t) override { return unsupported("this engine does not share a ring"); }
+  bool uses_shared_ring() const override { return false; }
+  int64_t ring_start() const override { return -1; }
+  int64_t ring_stream_bytes() const override { return 0; }
+  Status prefetch(Engine*, int64_t, Engine*) override { return Status(); }
+  bool prefetch_pending() const override { return false; }
+  int64_t prefetch_issued_bytes() const override { return 0; }
+  Status drop_prefetch(Engine&) override { return Status(); }
+};
+
+SharedRingClient& ring_of(Engine& e) {
+  static NoRing none;
+  SharedRingClient* r = e.shared_ring();
+  return r ? *r : none;
+}
+
+// Model i's placement in a shared-ring split.
+Placement placement_of(const RingSplit& split, size_t i) {
+  Placement p;
+  p.budget_bytes = split.budget[i];
+  p.shared_ring_bytes = split.in_ring[i] ? split.ring_bytes : 0;
+  p.prefetch_limit_bytes = split.prefetch_limit[i];
+  if (p.shared_ring_bytes > 0) p.resident = split.resident_set[i];
+  return p;
+}
 
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -33,20 +63,11 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                             ": expected 1 (the next model) or 2 (two models ahead)");
   std::unique_ptr<Runtime> rt(new Runtime());
   rt->m_options = options;
-  if (options.device == DeviceKind::kCUDA) {
-#ifdef DLR_HAVE_CUDA
-    DLR_ASSIGN_OR_RETURN(rt->m_target, cuda_target(options.cuda_device, options.copy_profile));
-    if (rt->m_target.map_granularity <= 0)
-      return unsupported("runtime: this GPU has no virtual memory management, which the shared budget's ring "
-                         "pools need");
-    DLR_ASSIGN_OR_RETURN(rt->m_shared, cuda_shared_memory(options.cuda_device));
-#else
-    return unsupported("this dlrun was built without the CUDA backend (rebuild with -DDLR_CUDA=ON)");
-#endif
-  } else {
-    rt->m_target = cpu_target();
-    rt->m_shared = host_shared_memory();
-  }
+  DLR_ASSIGN_OR_RETURN(rt->m_target, make_target(options.device, options.cuda_device, options.copy_profile));
+  if (options.device == DeviceKind::kCUDA && rt->m_target.map_granularity <= 0)
+    return unsupported("runtime: this GPU has no virtual memory management, which the shared budget's ring pools "
+                       "need");
+  DLR_ASSIGN_OR_RETURN(rt->m_shared, make_shared_memory(options.device, options.cuda_device));
   DLR_ASSIGN_OR_RETURN(const WeightBudget b, WeightBudget::parse(options.budget));
   switch (b.kind) {
     case WeightBudget::Kind::kAll:
@@ -81,7 +102,7 @@ Status Runtime::fit_shared_memory(Engine* extra) {
   int64_t arena = 0, workspace = 0;
   auto need = [&](Engine& e) {
     arena = std::max(arena, e.plan().arena_bytes);
-    workspace = std::max(workspace, e.workspace_needed());
+    workspace = std::max(workspace, memory_of(e).workspace_needed());
   };
   for (Member& m : m_members) need(m.model->session().engine());
   if (extra) need(*extra);
@@ -93,7 +114,7 @@ Status Runtime::fit_shared_memory(Engine* extra) {
     DLR_RETURN_IF_ERROR(m_shared->resize(arena, workspace));
   }
   auto bind = [&](Engine& e) {
-    return e.bind_shared(m_shared->arena(), m_shared->arena_bytes(), m_shared->workspace(),
+    return memory_of(e).bind_shared(m_shared->arena(), m_shared->arena_bytes(), m_shared->workspace(),
                          m_shared->workspace_bytes());
   };
   if (moved)
@@ -157,25 +178,25 @@ bool ring_overlap(int64_t a, int64_t la, int64_t b, int64_t lb, int64_t ring) {
 
 Status Runtime::drop_overlapping(Engine& engine, bool whole, int64_t bytes) {
   const int64_t ring = m_shared->ring_bytes();
-  const int64_t start = engine.ring_start();
-  const int64_t len = whole ? engine.ring_stream_bytes() : bytes;
+  const int64_t start = ring_of(engine).ring_start();
+  const int64_t len = whole ? ring_of(engine).ring_stream_bytes() : bytes;
   for (size_t i = 0; i < m_prefetch_owners.size();) {
     Engine* owner = m_prefetch_owners[i];
     // An engine outside the shared ring writes none of it, and a prefetch outside it is safe.
-    const bool clash = owner != &engine && start >= 0 && owner->ring_start() >= 0 &&
-                       ring_overlap(start, len, owner->ring_start(), owner->prefetch_issued_bytes(), ring);
-    if (!clash && owner->prefetch_pending()) {
+    const bool clash = owner != &engine && start >= 0 && ring_of(*owner).ring_start() >= 0 &&
+                       ring_overlap(start, len, ring_of(*owner).ring_start(), ring_of(*owner).prefetch_issued_bytes(), ring);
+    if (!clash && ring_of(*owner).prefetch_pending()) {
       ++i;
       continue;
     }
-    if (clash) DLR_RETURN_IF_ERROR(owner->drop_prefetch(engine));
+    if (clash) DLR_RETURN_IF_ERROR(ring_of(*owner).drop_prefetch(engine));
     m_prefetch_owners.erase(m_prefetch_owners.begin() + std::ptrdiff_t(i));
   }
   return Status();
 }
 
 void Runtime::add_owner(Engine* engine) {
-  if (!engine->prefetch_pending()) return;
+  if (!ring_of(*engine).prefetch_pending()) return;
   for (Engine* e : m_prefetch_owners)
     if (e == engine) return;
   m_prefetch_owners.push_back(engine);
@@ -191,7 +212,7 @@ Status Runtime::launched(Engine& engine) {
       m.last_launch = m_launches;
       continue;
     }
-    other.mark_arena_foreign();
+    memory_of(other).mark_arena_foreign();
   }
   // The model expected next: a prefetch copies on the same copy engine as the next
   // inference's input upload and units, so only as much of a later model as the joint plan
@@ -201,8 +222,8 @@ Status Runtime::launched(Engine& engine) {
   Member* next = expected_next(engine);
   if (next == nullptr) return Status();
   Engine& e = next->model->session().engine();
-  if (shared()) DLR_RETURN_IF_ERROR(drop_overlapping(e, false, e.ring_stream_bytes()));
-  DLR_RETURN_IF_ERROR(e.prefetch(&engine));
+  if (shared()) DLR_RETURN_IF_ERROR(drop_overlapping(e, false, ring_of(e).ring_stream_bytes()));
+  DLR_RETURN_IF_ERROR(ring_of(e).prefetch(&engine));
   if (!shared()) return Status();
   add_owner(&e);
   // Two ahead: the model after it, its first bytes, where neither the next model's
@@ -211,11 +232,12 @@ Status Runtime::launched(Engine& engine) {
   Member* after = expected_next(engine, next);
   if (after == nullptr || after->prefetch_early <= 0) return Status();
   Engine& f = after->model->session().engine();
-  if (&f == &engine || &f == &e || f.ring_start() < 0 ||
-      ring_overlap(f.ring_start(), after->prefetch_early, e.ring_start(), e.ring_stream_bytes(), m_shared->ring_bytes()))
+  if (&f == &engine || &f == &e || ring_of(f).ring_start() < 0 ||
+      ring_overlap(ring_of(f).ring_start(), after->prefetch_early, ring_of(e).ring_start(), ring_of(e).ring_stream_bytes(),
+                   m_shared->ring_bytes()))
     return Status();
   DLR_RETURN_IF_ERROR(drop_overlapping(f, false, after->prefetch_early));
-  DLR_RETURN_IF_ERROR(f.prefetch(&engine, after->prefetch_early, &e));
+  DLR_RETURN_IF_ERROR(ring_of(f).prefetch(&engine, after->prefetch_early, &e));
   add_owner(&f);
   return Status();
 }
@@ -229,7 +251,7 @@ Status Runtime::starting(Engine& engine) {
 Status Runtime::cancel_prefetch() {
   std::vector<Engine*> owners;
   owners.swap(m_prefetch_owners);
-  for (Engine* owner : owners) DLR_RETURN_IF_ERROR(owner->drop_prefetch(*owner));
+  for (Engine* owner : owners) DLR_RETURN_IF_ERROR(ring_of(*owner).drop_prefetch(*owner));
   return m_shared->synchronize();
 }
 
@@ -241,7 +263,7 @@ Status Runtime::bind_members() {
   std::vector<int64_t> stream, prefetch;
   for (Member& m : m_members) {
     Engine& e = m.model->session().engine();
-    if (!e.uses_shared_ring()) continue;
+    if (!ring_of(e).uses_shared_ring()) continue;
     const StreamPlan& sp = m.model->session().model().stream;
     engines.push_back(&e);
     stream.push_back(sp.ring_streamed_bytes());
@@ -252,14 +274,14 @@ Status Runtime::bind_members() {
     return Status();
   }
   const std::vector<int64_t> starts = ring_starts(stream, prefetch, ring);
-  for (size_t i = 0; i < engines.size(); ++i) DLR_RETURN_IF_ERROR(engines[i]->bind_ring(m_shared->ring(), ring, starts[i]));
+  for (size_t i = 0; i < engines.size(); ++i) DLR_RETURN_IF_ERROR(ring_of(*engines[i]).bind_ring(m_shared->ring(), ring, starts[i]));
   m_pending_offset = (starts.back() + stream.back()) % ring;  // a model being opened: after the last
   return Status();
 }
 
 Status Runtime::bind_ring(Engine& engine) {
-  if (!shared() || !engine.uses_shared_ring()) return Status();
-  return engine.bind_ring(m_shared->ring(), m_shared->ring_bytes(), m_pending_offset);
+  if (!shared() || !ring_of(engine).uses_shared_ring()) return Status();
+  return ring_of(engine).bind_ring(m_shared->ring(), m_shared->ring_bytes(), m_pending_offset);
 }
 
 Expected<RingSplit> Runtime::split_ring(const RingModel* extra) {
@@ -304,18 +326,13 @@ Status Runtime::apply_ring(const RingSplit& split) {
     for (Member& m : m_members) {
       if (!m.plan_copy) continue;
       const size_t i = k++;
-      HostedBudget want;
-      want.budget = split.budget[i];
-      want.shared_ring = split.in_ring[i] ? split.ring_bytes : 0;
-      want.prefetch_limit = split.prefetch_limit[i];
+      const Placement want = placement_of(split, i);
       m.prefetch_early = split.prefetch_early[i];
-      if (want.shared_ring > 0) want.resident_set = split.resident_set[i];
-      const bool shrinks = want.budget - want.shared_ring < m.given.budget - m.given.shared_ring;
+      const bool shrinks =
+          want.budget_bytes - want.shared_ring_bytes < m.given.budget_bytes - m.given.shared_ring_bytes;
       if ((phase == 0) != shrinks) continue;
-      if (want.budget == m.given.budget && want.shared_ring == m.given.shared_ring &&
-          want.prefetch_limit == m.given.prefetch_limit && want.resident_set == m.given.resident_set)
-        continue;
-      DLR_RETURN_IF_ERROR(m.model->session().set_weight_budget(want));
+      if (want == m.given) continue;
+      DLR_RETURN_IF_ERROR(m.model->session().set_placement(want));
       m.given = want;
     }
   }
@@ -323,7 +340,10 @@ Status Runtime::apply_ring(const RingSplit& split) {
   return bind_members();
 }
 
-Status Runtime::attach(Engine& engine) { return fit_shared_memory(&engine); }
+Status Runtime::attach(Engine& engine) {
+  if (engine.shared_memory() == nullptr) return internal_error("runtime: this engine cannot use the shared memory");
+  return fit_shared_memory(&engine);
+}
 
 Expected<BudgetSplit> Runtime::split(const ModelCurve* extra) {
   std::vector<ModelCurve> curves;
@@ -368,12 +388,14 @@ Status Runtime::apply(const BudgetSplit& split, bool shrink_only) {
     Session& s = m.model->session();
     const int64_t have = s.weight_budget_bytes();
     if (want == have || (shrink_only && want > have)) continue;
-    DLR_RETURN_IF_ERROR(s.set_weight_budget(want));
+    Placement p;
+    p.budget_bytes = want;
+    DLR_RETURN_IF_ERROR(s.set_placement(p));
   }
   return Status();
 }
 
-Expected<HostedBudget> Runtime::weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) {
+Expected<Placement> Runtime::placement(const CompiledModel& model, const std::vector<double>& layer_ms) {
   if (shared()) {
     RingModel rm;
     rm.name = m_pending_name;
@@ -381,45 +403,29 @@ Expected<HostedBudget> Runtime::weight_budget(const CompiledModel& model, const 
     m_pending_plan = std::make_shared<ExecutionPlan>(model.plan);
     rm.plan = m_pending_plan.get();
     rm.layer_ms = layer_ms;
-    // From storage every streamed byte is read and then copied (storage_copy_profile).
-    rm.profile = model.from_storage ? storage_copy_profile(m_target.copy_profile, model.options.read_block_bytes,
-                                                           model.options.read_depth)
-                                    : m_target.copy_profile;
-    rm.prefetched = model.options.prefetch_next;
-    rm.lead_ms = model.options.prefetch_lead_ms;
-    rm.two_ahead = m_options.prefetch_depth >= 2 && model.options.prefetch_next;
-    rm.arena_staging = model.options.arena_staging && !model.from_storage;  // as compile() stages (CUDA, from host)
-    rm.alone_ms = model.options.alone_ms;
+    rm.target = m_target;
+    rm.options = *model.options;
+    rm.two_ahead = m_options.prefetch_depth >= 2 && rm.options.prefetch_next;
     rm.input_bytes = int64_t(model.plan.options.batch) * model.plan.input_shape.count() * 4;  // set_input: f32
     DLR_ASSIGN_OR_RETURN(RingSplit s, split_ring(&rm));
     DLR_RETURN_IF_ERROR(apply_ring(s));
     m_pending_ring = rm;
-    const size_t k = s.budget.size() - 1;
-    HostedBudget hb;
-    hb.budget = s.budget[k];
-    hb.shared_ring = s.in_ring[k] ? s.ring_bytes : 0;
-    hb.prefetch_limit = s.prefetch_limit[k];
-    if (hb.shared_ring > 0) hb.resident_set = s.resident_set[k];
-    m_pending_given = hb;
-    return hb;
+    m_pending_given = placement_of(s, s.budget.size() - 1);
+    return m_pending_given;
   }
   SimOptions sim;
-  sim.prefetched = model.options.prefetch_next;
-  // From storage every streamed byte is read and then copied: the curve is predicted
-  // with the slower of the two at each size, as compile() plans such a model.
-  const CopyProfile profile = model.from_storage ? storage_copy_profile(m_target.copy_profile,
-                                                                        model.options.read_block_bytes,
-                                                                        model.options.read_depth)
-                                                 : m_target.copy_profile;
-  DLR_ASSIGN_OR_RETURN(ModelCurve curve, model_curve(m_pending_name, model.plan, profile, layer_ms,
+  sim.prefetched = model.options->prefetch_next;
+  DLR_ASSIGN_OR_RETURN(ModelCurve curve, model_curve(m_pending_name, model.plan, planning_profile(m_target, *model.options), layer_ms,
                                                      m_target.map_granularity, m_options.curve_points, sim));
   curve.weight = m_pending_weight;
-  curve.baseline_ms = model.options.alone_ms;
+  curve.baseline_ms = model.options->alone_ms;
   DLR_ASSIGN_OR_RETURN(BudgetSplit s, split(&curve));
   // The others shrink now, before the new model takes its share; they grow after it opened.
   DLR_RETURN_IF_ERROR(apply(s, true));
   m_pending_curve = curve;
-  return HostedBudget{s.bytes.back(), 0, -1, {}};
+  Placement p;
+  p.budget_bytes = s.bytes.back();
+  return p;
 }
 
 Status Runtime::replan_all() {
@@ -454,20 +460,18 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
     options.weight_pool = PoolLayout::kRing;
     options.prefetch_next = m_options.prefetch_next && options.weights_from == WeightsFrom::kHost;
     options.copy_profile = m_options.copy_profile;
-    // The joint plan predicts every model with the runtime's copy profile and hands each
-    // session its ring, resident set and prefetch limit; a session's own calibration
-    // would plan its units again with another profile (kept per model, whatever plan it
-    // was fitted on), away from what the joint plan predicted.
+    // The joint plan places every model with the runtime's target (its copy profile);
+    // a session calibrating its own profile would compile under another target than the
+    // one the joint plan placed it with.
     options.calibrate_copies = false;
   }
-  options.shared_memory = true;
   const std::lock_guard<std::mutex> lock(m_mutex);
   m_pending_name = base_name(cfg_path);
   m_pending_curve = ModelCurve();
   m_pending_weight = weight;
   m_pending_ring = RingModel();
   m_pending_plan.reset();
-  m_pending_given = HostedBudget();
+  m_pending_given = Placement();
   DLR_RETURN_IF_ERROR(cancel_prefetch());
   Expected<std::unique_ptr<Session>> session = Session::open_hosted(cfg_path, weights_path, options, this);
   if (!session.ok()) {
@@ -562,9 +566,9 @@ RuntimeMemory Runtime::memory_locked() const {
     if (cm.streaming && !cm.stream.resident) {
       m.resident = cm.stream.resident_bytes;
       m.pool = cm.stream.pool_bytes;
-      m.shared_ring = const_cast<Session&>(s).engine().uses_shared_ring();
+      m.shared_ring = ring_of(const_cast<Session&>(s).engine()).uses_shared_ring();
       m.streamed = cm.stream.streamed_bytes();
-      m.prefetched = cm.options.prefetch_next ? cm.stream.prefetch_bytes() : 0;
+      m.prefetched = cm.options->prefetch_next ? cm.stream.prefetch_bytes() : 0;
     } else {
       m.resident = e.weights;
     }

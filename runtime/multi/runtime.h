@@ -143,7 +143,7 @@ class Runtime final : public SessionHost {
   // SessionHost
   const Target& target() const override { return m_target; }
   Status attach(Engine& engine) override;
-  Expected<HostedBudget> weight_budget(const CompiledModel& model, const std::vector<double>& layer_ms) override;
+  Expected<Placement> placement(const CompiledModel& model, const std::vector<double>& layer_ms) override;
   Status bind_ring(Engine& engine) override;
   // Another model's prefetch into the shared ring is given up when it does not run next.
   Status starting(Engine& engine) override;
@@ -163,7 +163,7 @@ class Runtime final : public SessionHost {
     // plan_copy is null when the model does not stream.
     RingModel ring;
     std::shared_ptr<ExecutionPlan> plan_copy;
-    HostedBudget given;        // shared ring: what the last joint plan gave it
+    Placement given;           // shared ring: what the last joint plan gave it
     uint64_t last_launch = 0;  // launch sequence number of its last inference (0: none yet)
     int64_t prefetch_early = 0;  // shared ring: its prefetch two models ahead (RingSplit::prefetch_early)
   };
@@ -215,7 +215,7 @@ class Runtime final : public SessionHost {
   RingModel m_pending_ring;
   std::shared_ptr<ExecutionPlan> m_pending_plan;
   int64_t m_pending_offset = 0;
-  HostedBudget m_pending_given;  // shared ring: where the model being opened starts
+  Placement m_pending_given;     // shared ring: what the joint plan gave the model being opened
   // The engines whose prefetch into the shared ring is pending (the next model's, and
   // the one two ahead), at most two.
   std::vector<Engine*> m_prefetch_owners;

@@ -34,10 +34,4 @@ class HostSharedMemory final : public SharedMemory {
 
 std::unique_ptr<SharedMemory> host_shared_memory() { return std::make_unique<HostSharedMemory>(); }
 
-#ifndef DLR_HAVE_CUDA
-Expected<std::unique_ptr<SharedMemory>> cuda_shared_memory(int) {
-  return unsupported("this dlrun was built without the CUDA backend (rebuild with -DDLR_CUDA=ON)");
-}
-#endif
-
 }  // namespace dlr

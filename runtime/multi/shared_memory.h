@@ -36,7 +36,8 @@ class SharedMemory {
 
 // Host memory (the CPU backend): 64-byte aligned.
 std::unique_ptr<SharedMemory> host_shared_memory();
-// Device memory of CUDA device `device` (runtime/cuda/shared_memory_cuda.cpp).
+// Device memory of CUDA device `device` (runtime/cuda/shared_memory_cuda.cpp; CUDA
+// builds only: make_shared_memory(), runtime/backend.h, is the way to it).
 Expected<std::unique_ptr<SharedMemory>> cuda_shared_memory(int device);
 
 }  // namespace dlr

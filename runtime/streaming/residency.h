@@ -23,6 +23,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/compile/plan.h"
+#include "runtime/options.h"  // Residency
 #include "runtime/streaming/copy_profile.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/stream_plan.h"

@@ -3,6 +3,8 @@
 // docs/streaming.md the diagram and the reasoning). Plain C++.
 #include "runtime/streaming/stream_plan.h"
 
+#include "runtime/options.h"  // WeightBudget (parse_weight_budget)
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>

@@ -38,7 +38,6 @@
 #include <string>
 #include <vector>
 
-#include "runtime/options.h"
 #include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 

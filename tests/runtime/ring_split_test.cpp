@@ -40,8 +40,14 @@ RingModel ring_model(const std::string& name, const ExecutionPlan& plan, std::ve
   m.weight = weight;
   m.plan = &plan;
   m.layer_ms = std::move(ms);
-  m.profile = h100_like();
-  m.prefetched = prefetched;
+  m.target.device = DeviceKind::kCUDA;
+  m.target.map_granularity = kGran;
+  m.target.copy_profile = h100_like();
+  m.options.device = DeviceKind::kCUDA;
+  m.options.mode = WeightMode::kStream;
+  m.options.weight_pool = PoolLayout::kRing;
+  m.options.prefetch_next = prefetched;
+  m.options.arena_staging = false;  // tests that stage turn it on
   return m;
 }
 
@@ -95,20 +101,20 @@ void check_split(const std::vector<RingModel>& models, const RingSplit& s, int64
     so.never_resident = true;  // as compile() plans a model the runtime puts in its ring
     if (s.resident[i] > 0) so.resident = s.resident_set[i];
     EXPECT_LT(s.resident[i], total);
-    const Expected<StreamPlan> sp = plan_streaming(plan, models[i].profile, so);
+    const Expected<StreamPlan> sp = plan_streaming(plan, models[i].profile(), so);
     ASSERT_TRUE(sp.ok()) << sp.status().to_string();
     EXPECT_EQ(sp->pool_bytes, s.ring_bytes);
     EXPECT_EQ(sp->layout, PoolLayout::kRing);
     SimOptions sim;
-    sim.prefetched = models[i].prefetched;
+    sim.prefetched = models[i].prefetched();
     sim.prefetch_limit_bytes = s.prefetch_limit[i];
-    if (models[i].prefetched) {
+    if (models[i].prefetched()) {
       EXPECT_GE(s.prefetch_limit[i], 0);
       EXPECT_LE(s.prefetch_limit[i], s.ring_bytes);
     } else {
       EXPECT_EQ(s.prefetch_limit[i], -1);
     }
-    const SimResult r = simulate(plan, *sp, models[i].profile, models[i].layer_ms, sim);
+    const SimResult r = simulate(plan, *sp, models[i].profile(), models[i].layer_ms, sim);
     ASSERT_TRUE(r.violations.empty()) << r.violations.front();
     // What compile() plans from the split (the ring, the resident set, the limit) is
     // what the split predicted.
@@ -254,23 +260,23 @@ TEST(RingSplit, LatencyAloneIsTheSlowdownsDenominator) {
   check_split(models, *plain, budget);
   EXPECT_EQ(plain->baseline_ms, plain->all_resident_ms);
   std::vector<RingModel> same = models;
-  for (size_t i = 0; i < same.size(); ++i) same[i].alone_ms = plain->all_resident_ms[i];
+  for (size_t i = 0; i < same.size(); ++i) same[i].options.alone_ms = plain->all_resident_ms[i];
   const Expected<RingSplit> s2 = split_shared_ring(same, budget, kGran, SplitObjective::kMaxSlowdown);
   ASSERT_TRUE(s2.ok());
   EXPECT_EQ(s2->resident, plain->resident);
   EXPECT_EQ(s2->ring_bytes, plain->ring_bytes);
   std::vector<RingModel> faster = models;
-  faster[0].alone_ms = 0.9 * plain->all_resident_ms[0];
+  faster[0].options.alone_ms = 0.9 * plain->all_resident_ms[0];
   const Expected<RingSplit> s3 = split_shared_ring(faster, budget, kGran, SplitObjective::kMaxSlowdown);
   ASSERT_TRUE(s3.ok());
   check_split(faster, *s3, budget);
-  EXPECT_DOUBLE_EQ(s3->baseline_ms[0], faster[0].alone_ms);
+  EXPECT_DOUBLE_EQ(s3->baseline_ms[0], faster[0].options.alone_ms);
   EXPECT_DOUBLE_EQ(s3->baseline_ms[1], s3->all_resident_ms[1]);
   std::printf("%s\n%s\n", plain->how.c_str(), s3->how.c_str());
   auto worst = [&](const RingSplit& s) {
     double w = 0;
     for (size_t i = 0; i < s.predicted_ms.size(); ++i)
-      w = std::max(w, s.predicted_ms[i] / (i == 0 ? faster[0].alone_ms : s.all_resident_ms[i]));
+      w = std::max(w, s.predicted_ms[i] / (i == 0 ? faster[0].options.alone_ms : s.all_resident_ms[i]));
     return w;
   };
   // The objective is the largest slowdown against the given baseline (the search is a
@@ -285,7 +291,7 @@ TEST(RingSplit, LatencyAloneIsTheSlowdownsDenominator) {
   c.baseline_ms = 0.8;
   EXPECT_DOUBLE_EQ(c.baseline(), 0.8);
   RingModel bad = models[0];
-  bad.alone_ms = -1;
+  bad.options.alone_ms = -1;
   EXPECT_EQ(split_shared_ring({bad, models[1]}, budget, kGran, SplitObjective::kMaxSlowdown).status().message(),
             "ring split: model m0: its latency alone must be >= 0 ms (0: unknown)");
 }
@@ -303,7 +309,7 @@ TEST(RingSplit, LeadWidensThePrefetchWindows) {
     const Expected<RingSplit> none = split_shared_ring(models, budget, kGran, obj);
     ASSERT_TRUE(none.ok()) << none.status().to_string();
     for (RingModel& m : models) {
-      m.lead_ms = 10.0;  // 10 ms at ~50 GB/s: far more than any ring
+      m.options.prefetch_lead_ms = 10.0;  // 10 ms at ~50 GB/s: far more than any ring
       m.input_bytes = 4 << 20;
     }
     const Expected<RingSplit> lng = split_shared_ring(models, budget, kGran, obj);
@@ -317,7 +323,7 @@ TEST(RingSplit, LeadWidensThePrefetchWindows) {
     EXPECT_LE(lng->cost, none->cost + 1e-9);
     // A lead shorter than the input's upload adds nothing.
     for (RingModel& m : models) {
-      m.lead_ms = 0.01;
+      m.options.prefetch_lead_ms = 0.01;
       m.input_bytes = 64 << 20;
     }
     const Expected<RingSplit> upload_bound = split_shared_ring(models, budget, kGran, obj);
@@ -436,7 +442,7 @@ TEST(RingSplit, YoloModelsSplitQuickly) {
   std::vector<RingModel> models;
   for (size_t i = 0; i < plans.size(); ++i) {
     RingModel m = ring_model(specs[i].name, plans[i], times[i], true);
-    m.profile = prof;
+    m.target.copy_profile = prof;
     models.push_back(std::move(m));
     std::printf("%s: %zu blobs, %.2f MiB\n", specs[i].name, plans[i].weights.size(),
                 double(plans[i].weight_bytes()) / kMiB);
@@ -473,7 +479,7 @@ TEST(RingSplit, YoloModelsSplitQuickly) {
       // the split plans with the staged predictions, so it does no worse by its own
       // objective, and each streaming model's prediction is at most its unstaged plan's.
       std::vector<RingModel> staged = models;
-      for (RingModel& m : staged) m.arena_staging = true;
+      for (RingModel& m : staged) m.options.arena_staging = true;
       const Expected<RingSplit> st = split_shared_ring(staged, budget, kGran, obj);
       ASSERT_TRUE(st.ok()) << st.status().to_string();
       std::printf("with arena staging:\n%s\n", st->how.c_str());

@@ -454,13 +454,13 @@ Expected<nlohmann::json> bench_config(const Args& a, const std::string& weights,
                    {"predicted_ms", session->model().predicted_ms},
                    {"lower_bound_ms", cm.lower_bound_ms},
                    {"lower_bound_calibrated_ms", cm.lower_bound_calibrated_ms}};
-    if (cm.options.weight_budget.kind == WeightBudget::Kind::kAuto && cm.auto_preload_ms > 0) {
+    if (cm.options->weight_budget.kind == WeightBudget::Kind::kAuto && cm.auto_preload_ms > 0) {
       // The budget auto picked, and its predicted slowdown over preload's prediction (the
       // measured slowdown is added once preload's row of the same run is known).
       j["stream"]["auto_budget_pct"] = 100.0 * double(cm.budget_bytes) / double(sp->total_weight_bytes);
       j["stream"]["auto_preload_predicted_ms"] = cm.auto_preload_ms;
       j["stream"]["predicted_slowdown"] = cm.predicted_ms / cm.auto_preload_ms - 1;
-      j["stream"]["max_slowdown"] = cm.options.max_slowdown;
+      j["stream"]["max_slowdown"] = cm.options->max_slowdown;
     }
     for (const std::string& note : session->model().notes)
       if (note.rfind("residency: ", 0) == 0) j["stream"]["residency_note"] = note;

@@ -1,0 +1,55 @@
+// The backends of this build (the CPU always; CUDA when built with it) behind one set
+// of factories: a Session and a Runtime create their target, engine, shared memory and
+// the device's early start-up here, and include no backend's own header.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/compile/compiled_model.h"
+#include "runtime/core/status.h"
+#include "runtime/engine.h"
+#include "runtime/multi/shared_memory.h"
+
+namespace dlr {
+
+class WeightSource;
+
+// Where a device's early start-up went (host clock, ms; 0 where a part does not apply).
+struct DeviceStartTiming {
+  double context_ms = 0;  // CUDA: the helper thread's context creation
+  double cudnn_ms = 0;    // CUDA: the helper thread's cudnnCreate, after the context
+  double prime_ms = 0;    // CUDA: the helper thread's tiny convolution set-up, after that
+  double waited_ms = 0;   // how long wait() blocked the caller
+};
+
+// A device's start-up begun early (CUDA: context and cuDNN handle made on a helper
+// thread while the caller parses and compiles). The destructor joins the helper.
+class DeviceStart {
+ public:
+  virtual ~DeviceStart() = default;
+  // Joins (the first call) and returns what the helper reported (an error names the
+  // call); later calls return the same without waiting.
+  virtual Status wait() = 0;
+  virtual DeviceStartTiming timing() const = 0;  // after wait()
+};
+
+// Starts `device` early; null where there is nothing to start (the CPU).
+std::unique_ptr<DeviceStart> start_device(DeviceKind device, int index);
+
+// The compile target of device `index` of `device`: the CPU, or a GPU with its copy
+// profile `copy_profile` ("" for none: preload; "auto", a built-in name or a dlprobe JSON
+// file; runtime/streaming/profile_select.h). A CUDA device in a build without CUDA is
+// an error saying so.
+Expected<Target> make_target(DeviceKind device, int index, const std::string& copy_profile);
+
+// The engine that executes `model` on its target's device. `start`: an early start-up
+// of the same device (its cuDNN handle is used), or null. Weights are prepared from
+// `weights` (runtime/engine.h for the open sequence).
+Expected<std::unique_ptr<Engine>> create_engine(const CompiledModel& model, WeightSource& weights,
+                                                DeviceStart* start = nullptr);
+
+// The memory a Runtime's models share on `device` (runtime/multi/shared_memory.h).
+Expected<std::unique_ptr<SharedMemory>> make_shared_memory(DeviceKind device, int index);
+
+}  // namespace dlr

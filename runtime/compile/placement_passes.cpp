@@ -1,0 +1,224 @@
+// The placement passes after the budget: residency, arena staging, transfer units,
+// reads, the prediction and the lower bound (placement.h).
+#include <algorithm>
+
+#include "runtime/compile/placement_internal.h"
+#include "runtime/streaming/arena_staging.h"
+#include "runtime/streaming/lower_bound.h"
+#include "runtime/streaming/residency.h"
+#include "runtime/streaming/unit_search.h"
+
+namespace dlr {
+namespace {
+
+bool auto_budget(const PlacementState& s) {
+  return s.placement == nullptr && s.options->weight_budget.kind == WeightBudget::Kind::kAuto;
+}
+
+// Resident blobs are chosen within the budget: only a budget above the minimal pool
+// leaves room (an explicit "min" budget does not); "auto" is chosen with them.
+bool residency_planned(const PlacementState& s) {
+  return s.streamed_ring() && (auto_budget(s) || (s.options->residency != Residency::kNone && s.budget_bytes > 0));
+}
+
+ResidencyOptions residency_options(const PlacementState& s) {
+  ResidencyOptions ro;
+  ro.strategy = s.options->residency;
+  ro.sim = s.sim;
+  if (s.in_shared_ring()) ro.max_simulations = kRingResidencySimulations;
+  if (s.effort.residency_simulations > 0) ro.max_simulations = s.effort.residency_simulations;
+  return ro;
+}
+
+// The joint plan's fixed resident set, planned as it is.
+Expected<ResidencyResult> fixed_residency(const PlacementState& s) {
+  const Placement& p = *s.placement;
+  if (p.resident.size() != s.plan->weights.size())
+    return invalid_argument("shared ring: a resident set of " + std::to_string(p.resident.size()) + " entries for " +
+                            std::to_string(s.plan->weights.size()) + " weight blobs");
+  StreamOptions fixed = s.so;
+  fixed.resident = p.resident;
+  fixed.budget_bytes = p.shared_ring_bytes;
+  for (size_t b = 0; b < s.plan->weights.size(); ++b)
+    if (fixed.resident[b]) fixed.budget_bytes += s.plan->weights[b].bytes;
+  const int64_t room = std::max<int64_t>(0, s.so.budget_bytes - p.shared_ring_bytes);
+  if (fixed.budget_bytes - p.shared_ring_bytes > room)
+    return invalid_argument("shared ring: the resident set exceeds the budget's room");
+  ResidencyResult r;
+  DLR_ASSIGN_OR_RETURN(r.plan, plan_streaming(*s.plan, s.profile, fixed));
+  r.resident = fixed.resident;
+  r.predicted_ms = 0;
+  r.how = fmt_text("residency: the runtime's joint plan: %.2f MiB resident", mib(r.plan.resident_bytes));
+  return r;
+}
+
+// A Runtime's shared ring: the pool is exactly the ring, the rest of the budget is room
+// for resident blobs (the placement's set, or chosen within the room).
+Status shared_ring_residency(PlacementState& s) {
+  const int64_t ring = s.placement->shared_ring_bytes;
+  ResidencyResult r;
+  if (!s.placement->resident.empty()) {
+    DLR_ASSIGN_OR_RETURN(r, fixed_residency(s));
+  } else {
+    const int64_t room = std::max<int64_t>(0, s.so.budget_bytes - ring);
+    DLR_ASSIGN_OR_RETURN(r, plan_residency_in_ring(*s.plan, s.profile, s.so, ring, room, *s.layer_ms,
+                                                   residency_options(s)));
+  }
+  if (r.plan.pool_bytes != ring || r.plan.resident) return internal_error("shared ring: the plan's pool is not the ring");
+  s.so.resident = r.plan.resident_bytes > 0 ? r.resident : std::vector<char>();
+  s.resident_set = std::move(r.resident);
+  s.so.budget_bytes = ring + r.plan.resident_bytes;
+  s.stream = std::move(r.plan);
+  s.predicted_ms = r.predicted_ms;
+  s.notes.push_back(r.how + fmt_text(" (shared ring of %.2f MiB)", mib(ring)));
+  return Status();
+}
+
+ReadOptions reads_of(const SessionOptions& o) {
+  ReadOptions ro;
+  ro.staging_bytes = o.host_budget;
+  ro.queue_depth = o.read_depth;
+  ro.block_bytes = o.read_block_bytes;
+  return ro;
+}
+
+}  // namespace
+
+ReadOptions read_options(const SessionOptions& options) { return reads_of(options); }
+
+bool searchable(const PlacementState& s) {
+  return s.streamed_ring() && s.options->unit_search && s.options->chunk_bytes == 0;
+}
+
+bool stageable(const PlacementState& s) {
+  const SessionOptions& o = *s.options;
+  return s.streamed_ring() && o.arena_staging && o.device == DeviceKind::kCUDA && o.weights_from == WeightsFrom::kHost &&
+         !s.plan->options.keep_all_outputs;
+}
+
+Status choose_residency(PlacementState& s) {
+  if (s.in_shared_ring()) return shared_ring_residency(s);
+  DLR_ASSIGN_OR_RETURN(ResidencyResult r, plan_residency(*s.plan, s.profile, s.so, *s.layer_ms, residency_options(s)));
+  if (r.plan.resident_bytes > 0) s.so.resident = r.resident;
+  s.resident_set = std::move(r.resident);
+  s.stream = std::move(r.plan);
+  s.predicted_ms = r.predicted_ms;
+  s.notes.push_back(r.how);
+  return Status();
+}
+
+Status residency_pass(PlacementState& s) {
+  if (s.in_shared_ring() && s.streamed_ring() && s.has_times()) return shared_ring_residency(s);
+  if (!residency_planned(s)) return Status();
+  if (s.has_times()) return choose_residency(s);
+  s.notes.push_back("residency: chosen once kernel times are measured at open");
+  s.wants_times = true;
+  return Status();
+}
+
+Status staging_pass(PlacementState& s) {
+  if (!stageable(s)) return Status();
+  if (!s.has_times()) {
+    s.wants_times = true;
+    return Status();
+  }
+  ArenaStagingOptions st;
+  st.sim.prefetched = s.sim.prefetched;
+  st.sim.prefetch_limit_bytes = s.sim.prefetch_limit_bytes;
+  st.sim.check = s.sim.check;
+  if (s.effort.staging_simulations > 0) st.max_simulations = s.effort.staging_simulations;
+  DLR_ASSIGN_OR_RETURN(ArenaStagingResult a, plan_arena_staging(*s.plan, s.profile, s.so, *s.layer_ms, st));
+  if (a.staged > 0) {
+    s.so.arena_offset = std::move(a.offset);
+    s.so.arena_wait = std::move(a.wait);
+    s.stream = std::move(a.plan);
+    s.predicted_ms = a.predicted_ms;
+  }
+  s.notes.push_back(a.how);
+  return Status();
+}
+
+Status units_pass(PlacementState& s) {
+  if (!searchable(s)) {
+    s.notes.push_back(fmt_text("units: %.0f equal chunks", double(s.stream.units.size())));
+    return Status();
+  }
+  if (!s.has_times()) {
+    s.notes.push_back("units: equal chunks until kernel times are measured at open");
+    s.wants_times = true;
+    return Status();
+  }
+  UnitSearchOptions search;
+  search.min_gain = s.options->unit_search_min_gain;
+  search.sim.prefetched = s.sim.prefetched;
+  search.sim.prefetch_limit_bytes = s.sim.prefetch_limit_bytes;
+  search.sim.check = s.sim.check;
+  DLR_ASSIGN_OR_RETURN(UnitSearchResult r, search_ring_units(*s.plan, s.profile, s.so, *s.layer_ms, search));
+  // Same budget, same ring: only the cut of the byte stream (and so the waits) changes.
+  if (r.plan.pool_bytes != s.stream.pool_bytes || r.plan.layout != s.stream.layout)
+    return internal_error("compile: the unit search changed the pool");
+  s.stream = std::move(r.plan);
+  s.predicted_ms = r.predicted_ms;
+  s.notes.push_back(s.stream.units_searched
+                        ? fmt_text("units: %.0f chosen by simulation: %.3f ms predicted, equal chunks %.3f ms",
+                                   double(s.stream.units.size()), r.predicted_ms, r.default_ms)
+                        : fmt_text("units: equal chunks kept (%.3f ms predicted; the best searched cut, %.3f ms, gains "
+                                   "less than %.1f %%)",
+                                   r.default_ms, s.stream.searched_ms, 100.0 * search.min_gain));
+  return Status();
+}
+
+Status reads_pass(PlacementState& s) {
+  if (s.options->weights_from != WeightsFrom::kStorage) return Status();
+  s.from_storage = true;
+  if (s.stream.resident) {
+    s.notes.push_back("weights: from storage, every blob fits the budget: read once at open");
+    return Status();
+  }
+  DLR_ASSIGN_OR_RETURN(s.reads, plan_reads_three_stage(*s.plan, s.stream, reads_of(*s.options)));
+  s.notes.push_back(fmt_text("weights: from storage, three stages (read -> copy -> kernel), %.2f MiB staging for "
+                             "%.2f MiB read per inference",
+                             mib(s.reads.staging_bytes), mib(s.reads.read_bytes())));
+  return Status();
+}
+
+Status predict_pass(PlacementState& s) {
+  // The prefetch copies what the runtime's window allows, no more (stream_plan.h).
+  s.stream.prefetch_limit_bytes = s.options->prefetch_next ? s.sim.prefetch_limit_bytes : -1;
+  s.predicted_ms = 0;
+  if (!s.has_times()) return Status();
+  SimOptions sim;
+  sim.prefetched = s.sim.prefetched;
+  sim.prefetch_limit_bytes = s.sim.prefetch_limit_bytes;
+  const StorageProfile disk = s.target->copy_profile.storage_or_default();
+  if (s.from_storage && !s.reads.units.empty()) {
+    sim.reads = &s.reads;
+    sim.read_ms = [&](int64_t bytes) { return disk.read_ms(bytes, s.reads.block_bytes, s.reads.queue_depth); };
+    sim.launch_us = 8.0;  // no CUDA graph: every layer launched from the host
+  }
+  const SimResult r = simulate(*s.plan, s.stream, s.target->copy_profile, *s.layer_ms, sim);
+  if (!r.violations.empty()) return internal_error("compile: the stream plan fails a check: " + r.violations[0]);
+  s.predicted_ms = r.latency_ms;
+  return Status();
+}
+
+Status bound_pass(PlacementState& s) {
+  const Target& t = *s.target;
+  if (!s.has_times() || t.map_granularity <= 0 || !(s.streamed_ring() || s.stream.resident)) return Status();
+  // What no ring plan within this budget could beat: is a miss the planner's or physics'?
+  const int64_t budget = std::max(s.budget_bytes, s.stream.device_bytes());
+  // The bound uses the copy engine's probed speed; with a calibrated profile, the bound
+  // under the calibrated cost is computed and reported beside it.
+  const CopyProfile& physical = t.copy_calibrated() ? t.probed_copy_profile : t.copy_profile;
+  DLR_ASSIGN_OR_RETURN(LatencyBound lb, latency_lower_bound(*s.plan, *s.layer_ms, physical, budget, t.map_granularity));
+  s.lower_bound_ms = lb.ms;
+  s.notes.push_back(lb.to_text() + fmt_text("; this plan: %.3f ms predicted", s.predicted_ms));
+  if (!t.copy_calibrated()) return Status();
+  DLR_ASSIGN_OR_RETURN(LatencyBound lc, latency_lower_bound(*s.plan, *s.layer_ms, t.copy_profile, budget,
+                                                            t.map_granularity));
+  s.lower_bound_calibrated_ms = lc.ms;
+  s.notes.push_back("calibrated " + lc.to_text());
+  return Status();
+}
+
+}  // namespace dlr
