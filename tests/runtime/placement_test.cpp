@@ -1,0 +1,272 @@
+// The placement passes (runtime/compile/placement.h), each on its own: what it decides,
+// when it defers to kernel times, and that compile() is exactly their pipeline.
+// yolov4-tiny (fp16 NHWC) on a hand-made H100-like target; kernel times from FLOPs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "loaders/network_desc.h"
+#include "runtime/compile/compile.h"
+#include "runtime/streaming/simulator.h"
+#include "tests/common/test_paths.h"
+
+namespace dlr {
+namespace {
+
+struct Fixture {
+  NetworkDesc net;
+  Target target;
+  ExecutionPlan plan;
+  std::vector<double> ms;
+};
+
+SessionOptions stream(const std::string& budget) {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  o.mode = WeightMode::kStream;
+  o.weight_budget = *WeightBudget::parse(budget);
+  return o;
+}
+
+Fixture tiny_fixture() {
+  Fixture f;
+  f.net = *parse_network_cfg(test::source_file("models/yolov4-tiny.cfg"));
+  f.target.device = DeviceKind::kCUDA;
+  f.target.name = "hand-made H100-like target";
+  f.target.map_granularity = int64_t(2) << 20;
+  f.target.copy_profile = *CopyProfile::builtin("h100");
+  SessionOptions o = stream("min");
+  f.plan = *build_plan(f.net, planner_options(DeviceKind::kCUDA, o));
+  f.ms = model_layer_ms(f.net, f.plan, 20000.0, 1500.0, 5.0);
+  return f;
+}
+
+bool has_note(const PlacementState& s, const std::string& text) {
+  return std::any_of(s.notes.begin(), s.notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+TEST(PlacementPasses, PreloadKeepsEveryBlobResident) {
+  Fixture f = tiny_fixture();
+  SessionOptions o = stream("min");
+  o.mode = WeightMode::kPreload;
+  PlacementState s = placement_state(f.plan, f.target, o, f.ms, nullptr);
+  ASSERT_TRUE(plan_placement(s).ok());
+  EXPECT_FALSE(s.streaming);
+  EXPECT_FALSE(s.from_storage);
+  EXPECT_TRUE(has_note(s, "weights: preload"));
+}
+
+TEST(PlacementPasses, BudgetPassResolvesTheBudgetAndPlansTheMinimalPool) {
+  Fixture f = tiny_fixture();
+  const SessionOptions o = stream("min");
+  PlacementState s = placement_state(f.plan, f.target, o, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(s).ok());
+  EXPECT_TRUE(s.streaming);
+  EXPECT_EQ(s.budget_bytes, 0);  // the layout's minimum
+  EXPECT_EQ(s.stream.layout, PoolLayout::kRing);
+  EXPECT_EQ(s.stream.pool_bytes, s.stream.minimal_pool_bytes);
+  // A placement's budget holding every weight without a ring: all resident.
+  Placement all;
+  all.budget_bytes = f.plan.weight_bytes();
+  PlacementState t = placement_state(f.plan, f.target, o, f.ms, &all);
+  ASSERT_TRUE(budget_pass(t).ok());
+  EXPECT_TRUE(t.stream.resident);
+  // Auto needs the ring pool: refused without one, naming why.
+  Target no_vmm = f.target;
+  no_vmm.map_granularity = 0;
+  PlacementState u = placement_state(f.plan, no_vmm, stream("auto"), f.ms, nullptr);
+  const Status st = budget_pass(u);
+  EXPECT_EQ(st.message(), "weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
+}
+
+TEST(PlacementPasses, PassesWithoutKernelTimesDeferAndSayWhy) {
+  Fixture f = tiny_fixture();
+  const std::vector<double> none;
+  const SessionOptions o = stream("50%");
+  PlacementState s = placement_state(f.plan, f.target, o, none, nullptr);
+  ASSERT_TRUE(plan_placement(s).ok());
+  EXPECT_TRUE(s.wants_times);
+  EXPECT_TRUE(has_note(s, "residency: chosen once kernel times are measured at open"));
+  EXPECT_TRUE(has_note(s, "units: equal chunks until kernel times are measured at open"));
+  EXPECT_EQ(s.predicted_ms, 0);
+  // A budget with nothing to choose (min, equal chunks, no staging) wants none.
+  SessionOptions fixed = stream("min");
+  fixed.unit_search = false;
+  fixed.arena_staging = false;
+  PlacementState t = placement_state(f.plan, f.target, fixed, none, nullptr);
+  ASSERT_TRUE(plan_placement(t).ok());
+  EXPECT_FALSE(t.wants_times);
+}
+
+TEST(PlacementPasses, ResidencyKeepsBlobsWithinTheBudget) {
+  Fixture f = tiny_fixture();
+  const SessionOptions o = stream("50%");
+  PlacementState s = placement_state(f.plan, f.target, o, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(s).ok());
+  ASSERT_TRUE(residency_pass(s).ok());
+  EXPECT_GT(s.stream.resident_bytes, 0);
+  EXPECT_LE(s.stream.device_bytes(), s.budget_bytes);
+  EXPECT_EQ(s.resident_set.size(), f.plan.weights.size());
+  EXPECT_GT(s.predicted_ms, 0);
+  // residency none: nothing is kept resident.
+  SessionOptions none = o;
+  none.residency = Residency::kNone;
+  PlacementState t = placement_state(f.plan, f.target, none, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(t).ok());
+  ASSERT_TRUE(residency_pass(t).ok());
+  EXPECT_EQ(t.stream.resident_bytes, 0);
+}
+
+TEST(PlacementPasses, ASharedRingKeepsThePlacementsRingAndSet) {
+  Fixture f = tiny_fixture();
+  const SessionOptions o = stream("min");
+  PlacementState first = placement_state(f.plan, f.target, o, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(first).ok());
+  Placement p;
+  p.shared_ring_bytes = first.stream.pool_bytes;
+  p.budget_bytes = p.shared_ring_bytes + (int64_t(1) << 20);
+  PlacementState s = placement_state(f.plan, f.target, o, f.ms, &p);
+  ASSERT_TRUE(budget_pass(s).ok());
+  ASSERT_TRUE(residency_pass(s).ok());
+  EXPECT_EQ(s.stream.pool_bytes, p.shared_ring_bytes);
+  EXPECT_LE(s.stream.resident_bytes, int64_t(1) << 20);
+  // The joint plan's fixed set is planned as it is.
+  p.resident = s.resident_set;
+  PlacementState t = placement_state(f.plan, f.target, o, f.ms, &p);
+  ASSERT_TRUE(budget_pass(t).ok());
+  ASSERT_TRUE(residency_pass(t).ok());
+  EXPECT_EQ(t.stream.blob_resident, s.stream.blob_resident);
+  EXPECT_TRUE(has_note(t, "residency: the runtime's joint plan"));
+}
+
+TEST(PlacementPasses, StagingOnlyWhereItPredictsFaster) {
+  Fixture f = tiny_fixture();
+  const SessionOptions o = stream("min");
+  PlacementState s = placement_state(f.plan, f.target, o, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(s).ok());
+  const double before = simulate(f.plan, s.stream, s.profile, f.ms).latency_ms;
+  s.predicted_ms = before;
+  ASSERT_TRUE(staging_pass(s).ok());
+  EXPECT_LE(s.predicted_ms, before);
+  if (!s.so.arena_offset.empty()) EXPECT_GT(s.stream.staged_bytes, 0);
+  // Off in the options, or weights from storage: the pass leaves the plan alone.
+  SessionOptions off = o;
+  off.arena_staging = false;
+  PlacementState t = placement_state(f.plan, f.target, off, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(t).ok());
+  ASSERT_TRUE(staging_pass(t).ok());
+  EXPECT_TRUE(t.so.arena_offset.empty());
+  EXPECT_TRUE(t.notes.empty());
+}
+
+TEST(PlacementPasses, UnitsAreSearchedOrChunkedAsTheOptionsSay) {
+  Fixture f = tiny_fixture();
+  const SessionOptions o = stream("min");
+  PlacementState s = placement_state(f.plan, f.target, o, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(s).ok());
+  const int64_t pool = s.stream.pool_bytes;
+  ASSERT_TRUE(units_pass(s).ok());
+  EXPECT_EQ(s.stream.pool_bytes, pool);  // only the cut changes
+  EXPECT_TRUE(has_note(s, "units:"));
+  SessionOptions chunks = o;
+  chunks.unit_search = false;
+  PlacementState t = placement_state(f.plan, f.target, chunks, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(t).ok());
+  ASSERT_TRUE(units_pass(t).ok());
+  EXPECT_FALSE(t.stream.units_searched);
+  EXPECT_TRUE(has_note(t, "equal chunks"));
+}
+
+TEST(PlacementPasses, ReadsFromStorageInThreeOrTwoStages) {
+  Fixture f = tiny_fixture();
+  SessionOptions o = stream("min");
+  o.weights_from = WeightsFrom::kStorage;
+  o.zero_copy = 0;
+  ExecutionPlan plan = *build_plan(f.net, planner_options(DeviceKind::kCUDA, o));  // 4 KiB-aligned blobs
+  const std::vector<double> ms = model_layer_ms(f.net, plan, 20000.0, 1500.0, 5.0);
+  PlacementState s = placement_state(plan, f.target, o, ms, nullptr);
+  ASSERT_TRUE(budget_pass(s).ok());
+  ASSERT_TRUE(reads_pass(s).ok());
+  EXPECT_TRUE(s.from_storage);
+  EXPECT_FALSE(s.reads.two_stage);
+  EXPECT_FALSE(s.reads.units.empty());
+  o.zero_copy = 1;
+  PlacementState t = placement_state(plan, f.target, o, ms, nullptr);
+  ASSERT_TRUE(plan_placement(t).ok());
+  EXPECT_TRUE(t.reads.two_stage);
+  EXPECT_FALSE(t.streaming);
+}
+
+TEST(PlacementPasses, PredictionAndBoundFollowTheSimulator) {
+  Fixture f = tiny_fixture();
+  const SessionOptions o = stream("min");
+  PlacementState s = placement_state(f.plan, f.target, o, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(s).ok());
+  ASSERT_TRUE(predict_pass(s).ok());
+  EXPECT_DOUBLE_EQ(s.predicted_ms, simulate(f.plan, s.stream, f.target.copy_profile, f.ms).latency_ms);
+  ASSERT_TRUE(bound_pass(s).ok());
+  EXPECT_GT(s.lower_bound_ms, 0);
+  EXPECT_LE(s.lower_bound_ms, s.predicted_ms + 1e-9);
+}
+
+TEST(PlacementPasses, AutoBudgetIsTheSmallestWithinTheTarget) {
+  Fixture f = tiny_fixture();
+  SessionOptions o = stream("auto");
+  o.max_slowdown = 0.10;
+  PlacementState s = placement_state(f.plan, f.target, o, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(s).ok());
+  ASSERT_TRUE(auto_budget_pass(s).ok());
+  ASSERT_GT(s.auto_preload_ms, 0);
+  const double at = *predict_at_budget(s, s.budget_bytes, s.auto_preload_ms);
+  EXPECT_LE(at, s.auto_preload_ms * 1.10 + 1e-9);
+  // One mapping unit less no longer meets the target (unless the minimum already does).
+  if (s.budget_bytes > s.stream.minimal_pool_bytes) {
+    const double less = *predict_at_budget(s, s.budget_bytes - f.target.map_granularity, s.auto_preload_ms);
+    EXPECT_GT(less, s.auto_preload_ms * 1.10);
+  }
+}
+
+// compile() is the pipeline: its placement equals the passes run by hand.
+TEST(PlacementPasses, CompileIsThePipeline) {
+  Fixture f = tiny_fixture();
+  for (const char* budget : {"min", "50%", "auto"}) {
+    const SessionOptions o = stream(budget);
+    Expected<CompiledModel> m = compile(f.net, f.target, o, f.ms);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    PlacementState s = placement_state(m->plan, f.target, o, f.ms, nullptr);
+    ASSERT_TRUE(plan_placement(s).ok());
+    EXPECT_EQ(s.stream.units.size(), m->stream.units.size()) << budget;
+    EXPECT_EQ(s.stream.resident_bytes, m->stream.resident_bytes) << budget;
+    EXPECT_EQ(s.budget_bytes, m->budget_bytes) << budget;
+    EXPECT_DOUBLE_EQ(s.predicted_ms, m->predicted_ms) << budget;
+  }
+}
+
+// A Runtime's candidate evaluated by estimate_placement is what compile() plans for it.
+TEST(PlacementPasses, EstimateIsWhatCompilePlansForTheCandidate) {
+  Fixture f = tiny_fixture();
+  SessionOptions o = stream("min");
+  o.weight_pool = PoolLayout::kRing;
+  PlacementState first = placement_state(f.plan, f.target, o, f.ms, nullptr);
+  ASSERT_TRUE(budget_pass(first).ok());
+  Placement p;
+  p.shared_ring_bytes = first.stream.pool_bytes;
+  p.budget_bytes = p.shared_ring_bytes + (int64_t(2) << 20);
+  SimOptions sim;
+  const Expected<PlacementEstimate> e =
+      estimate_placement({&f.plan, &f.target, &o, &f.ms}, p, sim, PassEffort{}, false);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  CompileInputs in;
+  in.layer_ms = f.ms;
+  in.placement = &p;
+  Expected<CompiledModel> m = compile(f.net, f.target, o, in);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->stream.blob_resident, e->stream.blob_resident);
+  EXPECT_EQ(m->stream.pool_bytes, e->stream.pool_bytes);
+}
+
+}  // namespace
+}  // namespace dlr
