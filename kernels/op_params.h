@@ -1,6 +1,6 @@
 // Op parameters: the plain values a kernel needs for one layer, carried by the
 // steps of a compiled plan (runtime/compile/plan.h). The cfg loader fills them
-// (loaders/network_desc.h, loaders/layer_table.cpp); both backends read them. This
+// (loaders/network_desc.h, loaders/layer_table*.cpp); both backends read them. This
 // header depends on runtime/core only: kernels never include loaders/.
 //
 // DLR_OPS (below the structs) is THE list of layer kinds: LayerKind, its names,
@@ -169,7 +169,7 @@ struct GaussianYoloParams {
 //  - Params: the struct a step carries (several kinds may share one);
 //  - role: what the activation planner does with the output (OpRole below).
 // The loader half of a kind's row (cfg keys and parse, shape inference, FLOPs, summary
-// line, synthetic-weights moments) is in loaders/layer_table.cpp.
+// line, synthetic-weights moments) is in loaders/layer_table_<group>.cpp.
 
 // How the activation planner (runtime/compile/planner.cpp) places a kind's output.
 enum class OpRole : uint8_t {

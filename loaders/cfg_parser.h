@@ -1,4 +1,4 @@
-// The .cfg parser's building blocks, for the rows of loaders/layer_table.cpp: key
+// The .cfg parser's building blocks, for the rows of loaders/layer_table_*.cpp: key
 // rules, size limits and CfgParser's helpers (messages in the error format of
 // network_desc.h: "NAME:LINE: [section] key=value: what was expected").
 // Internal to dlr_loaders: use parse_network_cfg() (network_desc.h) from outside.
@@ -52,7 +52,7 @@ class CfgParser {
 
   Expected<NetworkDesc> parse(const std::vector<CfgSection>& sections);
 
-  // ---- helpers for the layer rows (loaders/layer_table.cpp) ----
+  // ---- helpers for the layer rows (loaders/layer_table_*.cpp) ----
   // "NAME:LINE: [section] key=value: " (or "NAME:LINE: [section]: " without an option).
   std::string at(const CfgSection& s, const CfgOption* o) const {
     if (o == nullptr) return m_name + ":" + std::to_string(s.line) + ": [" + s.name + "]: ";

@@ -1,7 +1,7 @@
 // One row per layer kind: everything the loaders know about a kind, in one place
-// (loaders/layer_table.cpp). The kernel half of a kind (its LayerKind, name,
-// params struct, planner role and both backends' entry points) is its DLR_OPS
-// line in kernels/op_params.h. docs/architecture.md "Adding an op".
+// (loaders/layer_table_<group>.cpp; the table: layer_table.cpp). The kernel half of
+// a kind (its LayerKind, name, params struct, planner role and both backends' entry
+// points) is its DLR_OPS line in kernels/op_params.h. docs/architecture.md "Adding an op".
 //
 // Readers: the cfg parser (sections, keys, parse + shape inference), NetworkDesc
 // (FLOPs, the summary line) and the synthetic weights generator (moments of the

@@ -24,7 +24,7 @@ constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * 1024;
 
 constexpr double kSpinMs = 300;          // how long the kernel holds the stream in a queue test
-constexpr double kBriefSpinMs = 80;      // the same in a brief probe (H100: ~1020 copies queue in ~2 ms)
+constexpr double kBriefSpinMs = 80;      // the same in a brief probe (a deep queue fills in a few ms)
 constexpr double kBlockMs = 20;          // a call slower than this blocked the host
 constexpr double kDeadlineMarginMs = 60; // stop enqueuing this long before the kernel ends
 constexpr double kKernelEndSlackMs = 5;  // a blocked call returns no earlier than this before the kernel's end
@@ -170,10 +170,41 @@ Expected<std::string> device_text(int device, bool* integrated) {
          ", CUDA runtime " + version_text(runtime) + ", driver API " + version_text(driver);
 }
 
-}  // namespace
+// The sizes a probe measures: bandwidth (a) and the queue tests (c), pinned and
+// pageable, each no larger than options.max_bytes.
+struct ProbeSizes {
+  std::vector<int64_t> sizes, queue_pinned, queue_pageable;
+  int64_t max_bytes = 0;  // the largest of them: the buffers' size
+};
 
-Expected<ProbeResult> run_probe(const ProbeOptions& o) {
-  const auto t_start = Clock::now();
+Expected<ProbeSizes> probe_sizes(const ProbeOptions& o) {
+  ProbeSizes p;
+  p.sizes = {4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, 1 * kMiB, 2 * kMiB,
+             4 * kMiB, 8 * kMiB,  16 * kMiB, 64 * kMiB,  256 * kMiB};
+  p.queue_pinned = {4 * kKiB, 64 * kKiB, 1 * kMiB, 4 * kMiB, 32 * kMiB};
+  p.queue_pageable = {64 * kKiB, 4 * kMiB};
+  if (o.quick) {
+    p.sizes = {4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, 1 * kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB};
+    p.queue_pinned = {64 * kKiB, 4 * kMiB};
+    p.queue_pageable = {4 * kMiB};
+  }
+  if (o.brief) {  // what the streaming planner reads: pinned sizes around its units, three queue classes
+    p.sizes = {64 * kKiB, 256 * kKiB, 1 * kMiB, 4 * kMiB, 16 * kMiB};
+    p.queue_pinned = {64 * kKiB, 1 * kMiB, 4 * kMiB};
+    p.queue_pageable = {};
+  }
+  auto too_big = [&](int64_t s) { return s > o.max_bytes; };
+  for (std::vector<int64_t>* v : {&p.sizes, &p.queue_pinned, &p.queue_pageable})
+    v->erase(std::remove_if(v->begin(), v->end(), too_big), v->end());
+  if (p.sizes.empty()) return invalid_argument("--max-mb leaves no copy size to measure (the smallest is 4 KiB)");
+  p.max_bytes = p.sizes.back();
+  for (int64_t s : p.queue_pinned) p.max_bytes = std::max(p.max_bytes, s);
+  for (int64_t s : p.queue_pageable) p.max_bytes = std::max(p.max_bytes, s);
+  return p;
+}
+
+// Selects options.device after checking that it exists.
+Status select_device(const ProbeOptions& o) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess)
@@ -184,7 +215,209 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
     return invalid_argument("--device " + std::to_string(o.device) + ": this machine has " + std::to_string(count) +
                             " CUDA device(s) (0.." + std::to_string(count - 1) + ")");
   DLR_CUDA_CHECK(cudaSetDevice(o.device));
+  return Status();
+}
 
+// The holding kernel must really hold the stream, or the queue tests mean nothing:
+// a spin of spin_check_ms, timed by events (res->spin_check_ms).
+Status check_spin(const Bench& b, double spin_check_ms, ProbeResult* res) {
+  DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
+  DLR_CUDA_CHECK(cuda::launch_spin(b.stream, static_cast<unsigned long long>(spin_check_ms * 1e6)));
+  DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
+  DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
+  float spin_ms = 0;
+  DLR_CUDA_CHECK(cudaEventElapsedTime(&spin_ms, b.start, b.stop));
+  res->spin_check_ms = spin_ms;
+  if (spin_ms < 0.8 * spin_check_ms || spin_ms > 4 * spin_check_ms)
+    return internal_error("the spin kernel ran " + std::to_string(spin_ms) + " ms instead of " +
+                          std::to_string(int(spin_check_ms)) + " ms: cannot hold the stream for the queue tests");
+  return Status();
+}
+
+// (a) + (b): bandwidth and host call time by size, from pinned `pin` and (not brief)
+// pageable `pageable` memory.
+Status measure_sizes(const Bench& b, const ProbeOptions& o, const std::vector<int64_t>& sizes, const uint8_t* pin,
+                     const uint8_t* pageable, ProbeResult* res) {
+  const int min_reps = o.quick || o.brief ? 3 : 5;
+  const int max_reps = o.brief ? 5 : o.quick ? 10 : 20;
+  const int64_t budget = o.brief ? 32 * kMiB : o.quick ? 128 * kMiB : 512 * kMiB;
+  if (o.progress)
+    std::fprintf(stderr, "dlprobe: %s\ndlprobe: H2D bandwidth at %zu sizes, %lld KiB..%lld MiB ...\n",
+                 res->device.c_str(), sizes.size(), static_cast<long long>(sizes.front() / kKiB),
+                 static_cast<long long>(sizes.back() / kMiB));
+  for (int64_t s : sizes) {
+    SizeResult sr;
+    sr.bytes = s;
+    // Batches of back-to-back copies up to 32 MiB: streaming issues its chunks back to
+    // back, and one copy between two events also times the event gap.
+    sr.copies_per_rep = int(std::clamp<int64_t>(32 * kMiB / s, 1, 64));
+    // Pinned behind a short hold (enqueuing <= 64 calls takes well under 5 ms); pageable
+    // without: its calls stage synchronously, so their host time is part of the copy.
+    // A brief probe holds 1 ms (time_copies holds longer where enqueuing took longer).
+    const double hold_ms = sr.copies_per_rep > 1 ? (o.brief ? 1.0 : 5.0) : 0.5;
+    DLR_ASSIGN_OR_RETURN(const Timing tp,
+                         time_copies(b, pin, s, sr.copies_per_rep, hold_ms, min_reps, max_reps, budget));
+    Timing tg;  // a brief probe skips pageable copies: streaming copies from pinned memory only
+    if (!o.brief) {
+      DLR_ASSIGN_OR_RETURN(tg, time_copies(b, pageable, s, sr.copies_per_rep, 0, min_reps, max_reps, budget));
+    }
+    sr.reps = tp.reps;
+    sr.pinned_gbps = tp.gbps;
+    sr.pinned_call_us = tp.call_us;
+    sr.pageable_gbps = tg.gbps;
+    sr.pageable_call_us = tg.call_us;
+    res->sizes.push_back(sr);
+  }
+  return Status();
+}
+
+// A second stream and the events that fork work onto it from the bench's stream and
+// join it back (owned, and the stream drained before release, by run_probe).
+struct SecondStream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+};
+
+// (a2): one stream against two streams copying at once, same bytes in total (not in a
+// brief probe).
+Status measure_concurrent(const Bench& b, const SecondStream& two, const ProbeOptions& o, const void* pin,
+                          int64_t max_bytes, ProbeResult* res) {
+  for (int64_t s : {1 * kMiB, 4 * kMiB, 16 * kMiB}) {
+    if (2 * s > max_bytes || o.brief) continue;
+    for (int streams : {1, 2}) {
+      const int per_stream = int(std::clamp<int64_t>(64 * kMiB / s / streams, 1, 64));
+      std::vector<double> gbps;
+      for (int rep = 0; rep < (o.quick ? 3 : 7); ++rep) {
+        DLR_CUDA_CHECK(cuda::launch_spin(b.stream, 5000000ull));  // 5 ms: every call is queued before the start
+        DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
+        DLR_CUDA_CHECK(cudaEventRecord(two.fork, b.stream));
+        DLR_CUDA_CHECK(cudaStreamWaitEvent(two.stream, two.fork, 0));
+        for (int i = 0; i < per_stream; ++i)
+          for (int k = 0; k < streams; ++k)
+            DLR_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(b.dev) + k * s, pin, size_t(s), cudaMemcpyHostToDevice,
+                                           k == 0 ? b.stream : two.stream));
+        DLR_CUDA_CHECK(cudaEventRecord(two.join, two.stream));
+        DLR_CUDA_CHECK(cudaStreamWaitEvent(b.stream, two.join, 0));
+        DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
+        DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
+        float ms = 0;
+        DLR_CUDA_CHECK(cudaEventElapsedTime(&ms, b.start, b.stop));
+        gbps.push_back(ms > 0 ? double(s) * per_stream * streams / (double(ms) * 1e6) : 0);
+      }
+      res->concurrent.push_back({s, streams, median(gbps)});
+    }
+  }
+  return Status();
+}
+
+// Enqueues k copies of `bytes` from `pin` to the bench's device buffer on `st`.
+Status enqueue_copies(const Bench& b, const void* pin, int64_t bytes, int k, cudaStream_t st) {
+  for (int i = 0; i < k; ++i) DLR_CUDA_CHECK(cudaMemcpyAsync(b.dev, pin, size_t(bytes), cudaMemcpyHostToDevice, st));
+  return Status();
+}
+
+// k copies of `bytes` captured on the bench's stream as a graph, instantiated.
+Expected<cuda::GraphExec> capture_copies(const Bench& b, const void* pin, int64_t bytes, int k) {
+  cudaGraph_t g = nullptr;
+  DLR_CUDA_CHECK(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
+  const Status captured = enqueue_copies(b, pin, bytes, k, b.stream);
+  const cudaError_t end = cudaStreamEndCapture(b.stream, &g);
+  if (!captured.ok()) {
+    if (g) cudaGraphDestroy(g);
+    return captured;
+  }
+  DLR_CUDA_CHECK(end);
+  cudaGraphExec_t exec_raw = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec_raw, g, 0);
+  cudaGraphDestroy(g);
+  DLR_CUDA_CHECK(inst);
+  return cuda::GraphExec(exec_raw);
+}
+
+// (a3) at one size: k copies of `bytes` as streaming issues them, on the stream
+// (mode 0), as a graph (1), and on the stream while `load` keeps memory busy on the
+// second stream (2); each the median of several batches.
+Expected<ModeResult> measure_modes_at(const Bench& b, cudaStream_t second, const ProbeOptions& o, const void* pin,
+                                      int64_t bytes, void* load, int64_t load_bytes) {
+  const int k = int(std::max<int64_t>(1, 64 * kMiB / bytes));
+  DLR_ASSIGN_OR_RETURN(const cuda::GraphExec exec, capture_copies(b, pin, bytes, k));
+  ModeResult m;
+  m.bytes = bytes;
+  for (int mode = 0; mode < 3; ++mode) {
+    std::vector<double> gbps;
+    for (int rep = 0; rep < (o.quick ? 3 : 7); ++rep) {
+      if (mode == 2) {  // keep memory busy on the second stream for the whole batch
+        for (int i = 0; i < 16; ++i) DLR_CUDA_CHECK(cudaMemsetAsync(load, i, size_t(load_bytes), second));
+      }
+      DLR_CUDA_CHECK(cuda::launch_spin(b.stream, 2000000ull));  // 2 ms: the batch is queued before it starts
+      DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
+      if (mode == 1) {
+        DLR_CUDA_CHECK(cudaGraphLaunch(exec.get(), b.stream));
+      } else {
+        DLR_RETURN_IF_ERROR(enqueue_copies(b, pin, bytes, k, b.stream));
+      }
+      DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
+      DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
+      DLR_CUDA_CHECK(cudaStreamSynchronize(second));
+      float ms = 0;
+      DLR_CUDA_CHECK(cudaEventElapsedTime(&ms, b.start, b.stop));
+      gbps.push_back(ms > 0 ? double(bytes) * k / (double(ms) * 1e6) : 0);
+    }
+    (mode == 0 ? m.stream_gbps : mode == 1 ? m.graph_gbps : m.loaded_gbps) = median(gbps);
+  }
+  return m;
+}
+
+// (a3): the same batches as streaming issues them: stream, graph, stream under load
+// (not in a brief probe).
+Status measure_modes(const Bench& b, cudaStream_t second, const ProbeOptions& o, const void* pin, int64_t max_bytes,
+                     ProbeResult* res) {
+  if (o.brief) return Status();
+  const int64_t load_bytes = o.quick ? 256 * kMiB : 1024 * kMiB;
+  DLR_ASSIGN_OR_RETURN(cuda::DeviceBuffer load, cuda::DeviceBuffer::alloc(size_t(load_bytes)));
+  for (int64_t s : {4 * kMiB, 8 * kMiB, 16 * kMiB, 32 * kMiB}) {
+    if (s > max_bytes) continue;
+    DLR_ASSIGN_OR_RETURN(const ModeResult m, measure_modes_at(b, second, o, pin, s, load.data(), load_bytes));
+    res->modes.push_back(m);
+  }
+  return Status();
+}
+
+// The copies must have moved the data: the first `bytes` of the device buffer read
+// back equal the source pattern.
+Status check_readback(const Bench& b, void* readback, size_t bytes) {
+  DLR_CUDA_CHECK(cudaMemcpyAsync(readback, b.dev, bytes, cudaMemcpyDeviceToHost, b.stream));
+  DLR_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  const auto* back = static_cast<const uint8_t*>(readback);
+  for (size_t i = 0; i < bytes; ++i)
+    if (back[i] != pattern(i))
+      return internal_error("device data differ from the copied source at byte " + std::to_string(i) +
+                            ": the copies did not run");
+  return Status();
+}
+
+// (c): queue depth behind a busy stream, pinned then pageable sizes.
+Status measure_queues(const Bench& b, const ProbeSizes& p, const ProbeOptions& o, double spin_ms, const void* pin,
+                      const void* pageable, ProbeResult* res) {
+  if (o.progress)
+    std::fprintf(stderr, "dlprobe: copy queue, %zu tests of about %.0f ms ...\n",
+                 p.queue_pinned.size() + p.queue_pageable.size(), spin_ms);
+  for (int64_t s : p.queue_pinned) {
+    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pin, s, true, spin_ms, o.progress));
+    res->queue.push_back(q);
+  }
+  for (int64_t s : p.queue_pageable) {
+    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pageable, s, false, spin_ms, o.progress));
+    res->queue.push_back(q);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Expected<ProbeResult> run_probe(const ProbeOptions& o) {
+  const auto t_start = Clock::now();
+  DLR_RETURN_IF_ERROR(select_device(o));
   ProbeResult res;
   DLR_ASSIGN_OR_RETURN(res.device, device_text(o.device, &res.integrated));
   const double queue_spin_ms = o.brief ? kBriefSpinMs : kSpinMs;
@@ -192,29 +425,8 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
   res.spin_ms = queue_spin_ms;
   res.queue_cap = kQueueCap;
   res.block_threshold_ms = kBlockMs;
-
-  std::vector<int64_t> sizes = {4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, 1 * kMiB, 2 * kMiB,
-                                4 * kMiB, 8 * kMiB,  16 * kMiB, 64 * kMiB,  256 * kMiB};
-  std::vector<int64_t> queue_pinned = {4 * kKiB, 64 * kKiB, 1 * kMiB, 4 * kMiB, 32 * kMiB};
-  std::vector<int64_t> queue_pageable = {64 * kKiB, 4 * kMiB};
-  if (o.quick) {
-    sizes = {4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, 1 * kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB};
-    queue_pinned = {64 * kKiB, 4 * kMiB};
-    queue_pageable = {4 * kMiB};
-  }
-  if (o.brief) {  // what the streaming planner reads: pinned sizes around its units, three queue classes
-    sizes = {64 * kKiB, 256 * kKiB, 1 * kMiB, 4 * kMiB, 16 * kMiB};
-    queue_pinned = {64 * kKiB, 1 * kMiB, 4 * kMiB};
-    queue_pageable = {};
-  }
-  auto too_big = [&](int64_t s) { return s > o.max_bytes; };
-  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), too_big), sizes.end());
-  queue_pinned.erase(std::remove_if(queue_pinned.begin(), queue_pinned.end(), too_big), queue_pinned.end());
-  queue_pageable.erase(std::remove_if(queue_pageable.begin(), queue_pageable.end(), too_big), queue_pageable.end());
-  if (sizes.empty()) return invalid_argument("--max-mb leaves no copy size to measure (the smallest is 4 KiB)");
-  int64_t max_bytes = sizes.back();
-  for (int64_t s : queue_pinned) max_bytes = std::max(max_bytes, s);
-  for (int64_t s : queue_pageable) max_bytes = std::max(max_bytes, s);
+  DLR_ASSIGN_OR_RETURN(const ProbeSizes p, probe_sizes(o));
+  const int64_t max_bytes = p.max_bytes;
 
   // Resources (released in reverse order; `drain` first).
   DLR_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::make_stream());
@@ -231,158 +443,19 @@ Expected<ProbeResult> run_probe(const ProbeOptions& o) {
   for (size_t i = 0; i < size_t(max_bytes); ++i) pin[i] = pageable[i] = pattern(i);  // also faults the pages in
   const Bench b{stream.get(), ev_start.get(), ev_stop.get(), dev.data()};
 
-  // The holding kernel must really hold the stream, or the queue tests mean nothing.
-  DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
-  DLR_CUDA_CHECK(cuda::launch_spin(b.stream, static_cast<unsigned long long>(spin_check_ms * 1e6)));
-  DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
-  DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
-  float spin_ms = 0;
-  DLR_CUDA_CHECK(cudaEventElapsedTime(&spin_ms, b.start, b.stop));
-  res.spin_check_ms = spin_ms;
-  if (spin_ms < 0.8 * spin_check_ms || spin_ms > 4 * spin_check_ms)
-    return internal_error("the spin kernel ran " + std::to_string(spin_ms) + " ms instead of " +
-                          std::to_string(int(spin_check_ms)) + " ms: cannot hold the stream for the queue tests");
-
-  // (a) + (b): bandwidth and host call time by size.
-  const int min_reps = o.quick || o.brief ? 3 : 5;
-  const int max_reps = o.brief ? 5 : o.quick ? 10 : 20;
-  const int64_t budget = o.brief ? 32 * kMiB : o.quick ? 128 * kMiB : 512 * kMiB;
-  if (o.progress)
-    std::fprintf(stderr, "dlprobe: %s\ndlprobe: H2D bandwidth at %zu sizes, %lld KiB..%lld MiB ...\n",
-                 res.device.c_str(), sizes.size(), static_cast<long long>(sizes.front() / kKiB),
-                 static_cast<long long>(sizes.back() / kMiB));
-  for (int64_t s : sizes) {
-    SizeResult sr;
-    sr.bytes = s;
-    // Batches of back-to-back copies up to 32 MiB: streaming issues its chunks back to
-    // back, and one copy between two events also times the event gap (~8 % at 4 MiB).
-    sr.copies_per_rep = int(std::clamp<int64_t>(32 * kMiB / s, 1, 64));
-    // Pinned behind a short hold (enqueuing <= 64 calls takes well under 5 ms); pageable
-    // without: its calls stage synchronously, so their host time is part of the copy.
-    // A brief probe holds 1 ms (time_copies holds longer where enqueuing took longer).
-    const double hold_ms = sr.copies_per_rep > 1 ? (o.brief ? 1.0 : 5.0) : 0.5;
-    DLR_ASSIGN_OR_RETURN(const Timing tp,
-                         time_copies(b, pin, s, sr.copies_per_rep, hold_ms, min_reps, max_reps, budget));
-    Timing tg;  // a brief probe skips pageable copies: streaming copies from pinned memory only
-    if (!o.brief) {
-      DLR_ASSIGN_OR_RETURN(tg, time_copies(b, pageable.get(), s, sr.copies_per_rep, 0, min_reps, max_reps, budget));
-    }
-    sr.reps = tp.reps;
-    sr.pinned_gbps = tp.gbps;
-    sr.pinned_call_us = tp.call_us;
-    sr.pageable_gbps = tg.gbps;
-    sr.pageable_call_us = tg.call_us;
-    res.sizes.push_back(sr);
-  }
-
-  // (a2): one stream against two streams copying at once, same bytes in total
-  // (a brief probe skips it and (a3)).
+  DLR_RETURN_IF_ERROR(check_spin(b, spin_check_ms, &res));
+  DLR_RETURN_IF_ERROR(measure_sizes(b, o, p.sizes, pin, pageable.get(), &res));
   DLR_ASSIGN_OR_RETURN(cuda::Stream stream2, cuda::make_stream());
   const StreamDrain drain2(stream2.get());
   DLR_ASSIGN_OR_RETURN(cuda::Event ev_fork, cuda::make_event(false));
   DLR_ASSIGN_OR_RETURN(cuda::Event ev_join, cuda::make_event(false));
-  for (int64_t s : {1 * kMiB, 4 * kMiB, 16 * kMiB}) {
-    if (2 * s > max_bytes || o.brief) continue;
-    for (int streams : {1, 2}) {
-      const int per_stream = int(std::clamp<int64_t>(64 * kMiB / s / streams, 1, 64));
-      std::vector<double> gbps;
-      for (int rep = 0; rep < (o.quick ? 3 : 7); ++rep) {
-        DLR_CUDA_CHECK(cuda::launch_spin(b.stream, 5000000ull));  // 5 ms: every call is queued before the start
-        DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
-        DLR_CUDA_CHECK(cudaEventRecord(ev_fork.get(), b.stream));
-        DLR_CUDA_CHECK(cudaStreamWaitEvent(stream2.get(), ev_fork.get(), 0));
-        for (int i = 0; i < per_stream; ++i)
-          for (int k = 0; k < streams; ++k)
-            DLR_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(b.dev) + k * s, pin, size_t(s), cudaMemcpyHostToDevice,
-                                           k == 0 ? b.stream : stream2.get()));
-        DLR_CUDA_CHECK(cudaEventRecord(ev_join.get(), stream2.get()));
-        DLR_CUDA_CHECK(cudaStreamWaitEvent(b.stream, ev_join.get(), 0));
-        DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
-        DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
-        float ms = 0;
-        DLR_CUDA_CHECK(cudaEventElapsedTime(&ms, b.start, b.stop));
-        gbps.push_back(ms > 0 ? double(s) * per_stream * streams / (double(ms) * 1e6) : 0);
-      }
-      res.concurrent.push_back({s, streams, median(gbps)});
-    }
-  }
-
-  // (a3): the same batches as streaming issues them: stream, graph, stream under load.
-  if (!o.brief) {
-    const int64_t load_bytes = o.quick ? 256 * kMiB : 1024 * kMiB;
-    DLR_ASSIGN_OR_RETURN(cuda::DeviceBuffer load, cuda::DeviceBuffer::alloc(size_t(load_bytes)));
-    for (int64_t s : {4 * kMiB, 8 * kMiB, 16 * kMiB, 32 * kMiB}) {
-      if (s > max_bytes) continue;
-      const int k = int(std::max<int64_t>(1, 64 * kMiB / s));
-      auto enqueue = [&](cudaStream_t st) -> Status {
-        for (int i = 0; i < k; ++i)
-          DLR_CUDA_CHECK(cudaMemcpyAsync(b.dev, pin, size_t(s), cudaMemcpyHostToDevice, st));
-        return Status();
-      };
-      // The graph: k copies captured on the stream.
-      cudaGraph_t g = nullptr;
-      DLR_CUDA_CHECK(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
-      const Status captured = enqueue(b.stream);
-      const cudaError_t end = cudaStreamEndCapture(b.stream, &g);
-      if (!captured.ok()) {
-        if (g) cudaGraphDestroy(g);
-        return captured;
-      }
-      DLR_CUDA_CHECK(end);
-      cudaGraphExec_t exec_raw = nullptr;
-      const cudaError_t inst = cudaGraphInstantiate(&exec_raw, g, 0);
-      cudaGraphDestroy(g);
-      DLR_CUDA_CHECK(inst);
-      const cuda::GraphExec exec(exec_raw);
-      ModeResult m;
-      m.bytes = s;
-      for (int mode = 0; mode < 3; ++mode) {
-        std::vector<double> gbps;
-        for (int rep = 0; rep < (o.quick ? 3 : 7); ++rep) {
-          if (mode == 2) {  // keep memory busy on stream2 for the whole batch (~1.2 ms per 64 MiB of copies)
-            for (int i = 0; i < 16; ++i) DLR_CUDA_CHECK(cudaMemsetAsync(load.data(), i, size_t(load_bytes), stream2.get()));
-          }
-          DLR_CUDA_CHECK(cuda::launch_spin(b.stream, 2000000ull));  // 2 ms: the batch is queued before it starts
-          DLR_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
-          if (mode == 1) {
-            DLR_CUDA_CHECK(cudaGraphLaunch(exec.get(), b.stream));
-          } else {
-            DLR_RETURN_IF_ERROR(enqueue(b.stream));
-          }
-          DLR_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
-          DLR_CUDA_CHECK(cudaEventSynchronize(b.stop));
-          DLR_CUDA_CHECK(cudaStreamSynchronize(stream2.get()));
-          float ms = 0;
-          DLR_CUDA_CHECK(cudaEventElapsedTime(&ms, b.start, b.stop));
-          gbps.push_back(ms > 0 ? double(s) * k / (double(ms) * 1e6) : 0);
-        }
-        (mode == 0 ? m.stream_gbps : mode == 1 ? m.graph_gbps : m.loaded_gbps) = median(gbps);
-      }
-      res.modes.push_back(m);
-    }
-  }
-
-  // The copies must have moved the data (the last one came from the pageable buffer).
-  DLR_CUDA_CHECK(cudaMemcpyAsync(readback.data(), b.dev, check_bytes, cudaMemcpyDeviceToHost, b.stream));
-  DLR_CUDA_CHECK(cudaStreamSynchronize(b.stream));
-  const auto* back = static_cast<const uint8_t*>(readback.data());
-  for (size_t i = 0; i < check_bytes; ++i)
-    if (back[i] != pattern(i))
-      return internal_error("device data differ from the copied source at byte " + std::to_string(i) +
-                            ": the copies did not run");
-
-  // (c): queue depth behind a busy stream.
-  if (o.progress)
-    std::fprintf(stderr, "dlprobe: copy queue, %zu tests of about %.0f ms ...\n",
-                 queue_pinned.size() + queue_pageable.size(), queue_spin_ms);
-  for (int64_t s : queue_pinned) {
-    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pin, s, true, queue_spin_ms, o.progress));
-    res.queue.push_back(q);
-  }
-  for (int64_t s : queue_pageable) {
-    DLR_ASSIGN_OR_RETURN(QueueResult q, queue_test_retry(b, pageable.get(), s, false, queue_spin_ms, o.progress));
-    res.queue.push_back(q);
-  }
+  const SecondStream two{stream2.get(), ev_fork.get(), ev_join.get()};
+  DLR_RETURN_IF_ERROR(measure_concurrent(b, two, o, pin, max_bytes, &res));
+  DLR_RETURN_IF_ERROR(measure_modes(b, stream2.get(), o, pin, max_bytes, &res));
+  // Pinned and pageable sources hold the same pattern: whichever copy came last, the
+  // device buffer must hold it.
+  DLR_RETURN_IF_ERROR(check_readback(b, readback.data(), check_bytes));
+  DLR_RETURN_IF_ERROR(measure_queues(b, p, o, queue_spin_ms, pin, pageable.get(), &res));
   DLR_CUDA_CHECK(cudaGetLastError());
   res.seconds = ms_since(t_start) / 1e3;
   return res;

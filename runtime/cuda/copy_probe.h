@@ -17,8 +17,8 @@ struct ProbeOptions {
   bool quick = false;                // fewer sizes and repetitions, fewer queue tests
   // Only what the streaming planner reads: pinned bandwidth at 64 KiB..16 MiB (3-5
   // batches each), three 80 ms queue tests (64 KiB, 1 MiB, 4 MiB), no pageable,
-  // concurrent or graph measurements. Expected ~0.3-0.4 s on an H100 (the three queue
-  // tests are 0.24 s of it); reported in ProbeResult::seconds.
+  // concurrent or graph measurements: the queue tests and a few bandwidth batches. The
+  // time is reported in ProbeResult::seconds (measured: docs/streaming.md section 4).
   bool brief = false;
   bool progress = true;              // progress lines on stderr
   int64_t max_bytes = 256 << 20;     // the largest copy measured

@@ -3,7 +3,7 @@
 // ExecutionPlan, a CopyProfile and a budget; printable and testable without a GPU.
 // The CUDA stream executor follows it; the simulator checks and times it.
 //
-// Model (docs/streaming.md has the diagram):
+// Model (docs/streaming.md section 1 has the diagram):
 //  - The host weight store holds every prepared blob back to back in plan.weights
 //    order (= execution order), pinned, so any run of consecutive blobs is one
 //    contiguous byte range.

@@ -57,6 +57,161 @@ int64_t blob_end_near(const std::vector<int64_t>& blob_ends, int64_t x, int64_t 
   return best;
 }
 
+// The sizes of the equal-chunk pass: 512 KiB to the largest unit the ring allows, in
+// steps of sqrt(2), then that largest unit.
+std::vector<int64_t> equal_chunk_sizes(int64_t max_unit) {
+  std::vector<int64_t> sizes;
+  for (double c = 512.0 * 1024; c < double(max_unit); c *= std::sqrt(2.0)) sizes.push_back(align_down(int64_t(c)));
+  sizes.push_back(max_unit);
+  return sizes;
+}
+
+// The cut being improved: its unit ends (host bytes) and their simulated latency (ms).
+struct Cut {
+  std::vector<int64_t> ends;
+  double ms = kInf;
+};
+
+// 1. Equal chunks of every size, each with and without a small first unit (the
+//    profile's min_unit); keeps the fastest in *best when it beats it by kGain.
+void try_equal_chunks(Scorer& scorer, const StreamOptions& base, int64_t max_unit, Cut* best) {
+  for (int64_t c : equal_chunk_sizes(max_unit)) {
+    for (bool small_first : {true, false}) {
+      StreamOptions o = base;
+      o.chunk_bytes = c;
+      o.min_unit_bytes = small_first ? base.min_unit_bytes : c;  // 0: the profile's min_unit
+      StreamPlan s;
+      const double ms = scorer.score(o, &s);
+      if (ms < best->ms - kGain) {
+        best->ms = ms;
+        best->ends = s.unit_ends();
+      }
+    }
+  }
+}
+
+// The moves of unit i of `ends`, in the order they are tried: split it (at the blob end
+// nearest its middle, or at its middle); for a unit with a successor, merge the two,
+// or move its end to the neighbouring blob ends, to the middle of either side or an
+// eighth into either side.
+std::vector<std::vector<int64_t>> unit_moves(const std::vector<int64_t>& ends, size_t i,
+                                             const std::vector<int64_t>& blob_ends) {
+  const int64_t lo = i > 0 ? ends[i - 1] : 0;
+  const int64_t end = ends[i];
+  const bool interior = i + 1 < ends.size();
+  const int64_t hi = interior ? ends[i + 1] : end;
+  std::vector<std::vector<int64_t>> cands;
+  for (int64_t cut : {blob_end_near(blob_ends, lo + (end - lo) / 2, lo, end), align_down(lo + (end - lo) / 2)}) {
+    if (cut <= lo || cut >= end) continue;
+    std::vector<int64_t> e = ends;
+    e.insert(e.begin() + std::ptrdiff_t(i), cut);
+    cands.push_back(std::move(e));
+  }
+  if (!interior) return cands;
+  std::vector<int64_t> merged = ends;
+  merged.erase(merged.begin() + std::ptrdiff_t(i));
+  cands.push_back(std::move(merged));
+  const auto before = std::lower_bound(blob_ends.begin(), blob_ends.end(), end);
+  const auto after = std::upper_bound(blob_ends.begin(), blob_ends.end(), end);
+  const int64_t prev_blob_end = before == blob_ends.begin() ? -1 : *(before - 1);
+  const int64_t next_blob_end = after == blob_ends.end() ? -1 : *after;
+  for (int64_t to : {prev_blob_end, next_blob_end, align_down(lo + (end - lo) / 2), align_down(end + (hi - end) / 2),
+                     align_down(end - (end - lo) / 8), align_down(end + (hi - end) / 8)}) {
+    if (to <= lo || to >= hi || to == end) continue;
+    std::vector<int64_t> e = ends;
+    e[i] = to;
+    cands.push_back(std::move(e));
+  }
+  return cands;
+}
+
+// 2. Local search over the boundaries: for each unit, the best of its moves that beats
+//    *best by kGain replaces it; passes repeat until one improves nothing or the
+//    scorer's budget is spent.
+void improve_boundaries(Scorer& scorer, const ExecutionPlan& plan, const StreamOptions& base, Cut* best) {
+  std::vector<int64_t> blob_ends;
+  const std::vector<int64_t> off = blob_host_offsets(plan);
+  for (size_t b = 0; b < plan.weights.size(); ++b) blob_ends.push_back(off[b] + plan.weights[b].bytes);
+  StreamOptions o = base;
+  bool improved = true;
+  while (improved && !scorer.spent()) {
+    improved = false;
+    for (size_t i = 0; i < best->ends.size() && !scorer.spent(); ++i) {
+      const std::vector<std::vector<int64_t>> cands = unit_moves(best->ends, i, blob_ends);
+      double round_best = best->ms;
+      const std::vector<int64_t>* pick = nullptr;
+      for (const auto& e : cands) {
+        o.unit_ends = e;
+        const double ms = scorer.score(o);
+        if (ms < round_best - kGain) {
+          round_best = ms;
+          pick = &e;
+        }
+      }
+      if (pick) {
+        best->ms = round_best;
+        best->ends = *pick;
+        improved = true;
+      }
+    }
+  }
+}
+
+// Blobs staged in the arena: search the cut of the ring's blobs alone (the staged and
+// resident ones left out), then keep it only when the whole plan, staged copies queued
+// among the ring's, is predicted min_gain faster than equal chunks (`def`).
+Expected<UnitSearchResult> search_beside_staged(const ExecutionPlan& plan, const CopyProfile& profile,
+                                                const StreamOptions& base, StreamPlan def,
+                                                const std::vector<double>& layer_ms, const UnitSearchOptions& search) {
+  std::vector<char> apart(plan.weights.size(), 0);
+  for (size_t b = 0; b < plan.weights.size(); ++b) apart[b] = def.in_ring(int(b)) ? 0 : 1;
+  const StreamedSubplan sp = streamed_subplan(plan, apart);
+  StreamOptions sub = base;
+  sub.resident.clear();
+  sub.arena_offset.clear();
+  sub.arena_wait.clear();
+  sub.layout = PoolLayout::kRing;
+  sub.budget_bytes = def.pool_bytes;
+  sub.never_resident = true;
+  DLR_ASSIGN_OR_RETURN(UnitSearchResult s, search_ring_units(sp.plan, profile, sub, layer_ms, search));
+  UnitSearchOptions quiet = search;
+  quiet.sim.check = false;
+  UnitSearchResult r;
+  r.default_ms = simulate(plan, def, profile, layer_ms, quiet.sim).latency_ms;
+  r.simulations = s.simulations + 1;
+  StreamOptions cut = base;
+  cut.unit_ends = s.plan.unit_ends();
+  Expected<StreamPlan> searched = plan_streaming(plan, profile, cut);
+  const double searched_ms =
+      searched.ok() ? simulate(plan, *searched, profile, layer_ms, quiet.sim).latency_ms : r.default_ms;
+  r.simulations += searched.ok();
+  const bool keep = searched.ok() && s.plan.units_searched && searched_ms <= (1.0 - search.min_gain) * r.default_ms;
+  r.plan = keep ? std::move(searched).value() : std::move(def);
+  r.predicted_ms = keep ? searched_ms : r.default_ms;
+  r.plan.units_searched = keep;
+  r.plan.searched_ms = searched_ms;
+  r.plan.chunks_ms = r.default_ms;
+  r.plan.search_layer_ms = layer_ms;
+  return r;
+}
+
+// Resident blobs: search the cut of the streamed blobs' byte stream alone, in the pool
+// plan_streaming gave them (`def`), and number the result like the full plan.
+Expected<UnitSearchResult> search_beside_resident(const ExecutionPlan& plan, const CopyProfile& profile,
+                                                  const StreamOptions& options, const StreamOptions& base,
+                                                  const StreamPlan& def, const std::vector<double>& layer_ms,
+                                                  const UnitSearchOptions& search) {
+  const StreamedSubplan sp = streamed_subplan(plan, options.resident);
+  StreamOptions sub = base;
+  sub.resident.clear();
+  sub.layout = PoolLayout::kRing;
+  sub.budget_bytes = def.pool_bytes;
+  DLR_ASSIGN_OR_RETURN(UnitSearchResult r, search_ring_units(sp.plan, profile, sub, layer_ms, search));
+  if (r.plan.pool_bytes != def.pool_bytes) return internal_error("unit search: the streamed pool changed");
+  r.plan = expand_stream_plan(std::move(r.plan), plan, sp, options.resident);
+  return r;
+}
+
 }  // namespace
 
 Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const CopyProfile& profile,
@@ -68,54 +223,8 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
   StreamOptions base = options;
   base.unit_ends.clear();
   DLR_ASSIGN_OR_RETURN(StreamPlan def, plan_streaming(plan, profile, base));
-  if (def.staged_bytes > 0) {
-    // Blobs staged in the arena: search the cut of the ring's blobs alone (the staged
-    // and resident ones left out), then keep it only when the whole plan, staged copies
-    // queued among the ring's, is predicted min_gain faster than equal chunks.
-    std::vector<char> apart(plan.weights.size(), 0);
-    for (size_t b = 0; b < plan.weights.size(); ++b) apart[b] = def.in_ring(int(b)) ? 0 : 1;
-    const StreamedSubplan sp = streamed_subplan(plan, apart);
-    StreamOptions sub = base;
-    sub.resident.clear();
-    sub.arena_offset.clear();
-    sub.arena_wait.clear();
-    sub.layout = PoolLayout::kRing;
-    sub.budget_bytes = def.pool_bytes;
-    sub.never_resident = true;
-    DLR_ASSIGN_OR_RETURN(UnitSearchResult s, search_ring_units(sp.plan, profile, sub, layer_ms, search));
-    UnitSearchOptions quiet = search;
-    quiet.sim.check = false;
-    UnitSearchResult r;
-    r.default_ms = simulate(plan, def, profile, layer_ms, quiet.sim).latency_ms;
-    r.simulations = s.simulations + 1;
-    StreamOptions cut = base;
-    cut.unit_ends = s.plan.unit_ends();
-    Expected<StreamPlan> searched = plan_streaming(plan, profile, cut);
-    const double searched_ms =
-        searched.ok() ? simulate(plan, *searched, profile, layer_ms, quiet.sim).latency_ms : r.default_ms;
-    r.simulations += searched.ok();
-    const bool keep = searched.ok() && s.plan.units_searched && searched_ms <= (1.0 - search.min_gain) * r.default_ms;
-    r.plan = keep ? std::move(searched).value() : std::move(def);
-    r.predicted_ms = keep ? searched_ms : r.default_ms;
-    r.plan.units_searched = keep;
-    r.plan.searched_ms = searched_ms;
-    r.plan.chunks_ms = r.default_ms;
-    r.plan.search_layer_ms = layer_ms;
-    return r;
-  }
-  if (def.resident_bytes > 0) {
-    // Resident blobs: search the cut of the streamed blobs' byte stream alone, in the
-    // pool plan_streaming gave them, and number the result like the full plan.
-    const StreamedSubplan sp = streamed_subplan(plan, options.resident);
-    StreamOptions sub = base;
-    sub.resident.clear();
-    sub.layout = PoolLayout::kRing;
-    sub.budget_bytes = def.pool_bytes;
-    DLR_ASSIGN_OR_RETURN(UnitSearchResult r, search_ring_units(sp.plan, profile, sub, layer_ms, search));
-    if (r.plan.pool_bytes != def.pool_bytes) return internal_error("unit search: the streamed pool changed");
-    r.plan = expand_stream_plan(std::move(r.plan), plan, sp, options.resident);
-    return r;
-  }
+  if (def.staged_bytes > 0) return search_beside_staged(plan, profile, base, std::move(def), layer_ms, search);
+  if (def.resident_bytes > 0) return search_beside_resident(plan, profile, options, base, def, layer_ms, search);
   UnitSearchOptions quiet = search;
   quiet.sim.check = false;
   UnitSearchResult r;
@@ -128,104 +237,20 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
   }
 
   Scorer scorer(plan, profile, layer_ms, search);
-  const int64_t max_unit = ring_max_unit(def.pool_bytes, def.slot_bytes);
-  std::vector<int64_t> best_ends = def.unit_ends();
-  double best = r.default_ms;
-
-  // 1. Equal chunks from 512 KiB to the largest unit the ring allows, in steps of
-  //    sqrt(2), each with and without a small first unit (the profile's min_unit).
-  std::vector<int64_t> sizes;
-  for (double c = 512.0 * 1024; c < double(max_unit); c *= std::sqrt(2.0)) sizes.push_back(align_down(int64_t(c)));
-  sizes.push_back(max_unit);
-  for (int64_t c : sizes) {
-    for (bool small_first : {true, false}) {
-      StreamOptions o = base;
-      o.chunk_bytes = c;
-      o.min_unit_bytes = small_first ? base.min_unit_bytes : c;  // 0: the profile's min_unit
-      StreamPlan s;
-      const double ms = scorer.score(o, &s);
-      if (ms < best - kGain) {
-        best = ms;
-        best_ends = s.unit_ends();
-      }
-    }
-  }
-
-  // 2. Local search over the boundaries: for each unit, try splitting it (at the blob
-  //    end nearest its middle, or at its middle), merging it with the next one, or
-  //    moving its end to the neighbouring blob ends or to the middle of either side;
-  //    keep the best improving move, repeat until a pass improves nothing.
-  std::vector<int64_t> blob_ends;
-  {
-    const std::vector<int64_t> off = blob_host_offsets(plan);
-    for (size_t b = 0; b < plan.weights.size(); ++b) blob_ends.push_back(off[b] + plan.weights[b].bytes);
-  }
-  StreamOptions o = base;
-  auto try_ends = [&](const std::vector<int64_t>& ends) {
-    o.unit_ends = ends;
-    return scorer.score(o);
-  };
-  bool improved = true;
-  while (improved && !scorer.spent()) {
-    improved = false;
-    for (size_t i = 0; i < best_ends.size() && !scorer.spent(); ++i) {
-      const int64_t lo = i > 0 ? best_ends[i - 1] : 0;
-      const int64_t end = best_ends[i];
-      const bool interior = i + 1 < best_ends.size();
-      const int64_t hi = interior ? best_ends[i + 1] : end;
-      std::vector<std::vector<int64_t>> cands;
-      // split unit i
-      for (int64_t cut : {blob_end_near(blob_ends, lo + (end - lo) / 2, lo, end), align_down(lo + (end - lo) / 2)}) {
-        if (cut <= lo || cut >= end) continue;
-        std::vector<int64_t> e = best_ends;
-        e.insert(e.begin() + std::ptrdiff_t(i), cut);
-        cands.push_back(std::move(e));
-      }
-      if (interior) {
-        // merge units i and i + 1
-        std::vector<int64_t> merged = best_ends;
-        merged.erase(merged.begin() + std::ptrdiff_t(i));
-        cands.push_back(std::move(merged));
-        // move the boundary
-        const auto before = std::lower_bound(blob_ends.begin(), blob_ends.end(), end);
-        const auto after = std::upper_bound(blob_ends.begin(), blob_ends.end(), end);
-        const int64_t prev_blob_end = before == blob_ends.begin() ? -1 : *(before - 1);
-        const int64_t next_blob_end = after == blob_ends.end() ? -1 : *after;
-        for (int64_t to : {prev_blob_end, next_blob_end, align_down(lo + (end - lo) / 2),
-                           align_down(end + (hi - end) / 2), align_down(end - (end - lo) / 8),
-                           align_down(end + (hi - end) / 8)}) {
-          if (to <= lo || to >= hi || to == end) continue;
-          std::vector<int64_t> e = best_ends;
-          e[i] = to;
-          cands.push_back(std::move(e));
-        }
-      }
-      double round_best = best;
-      const std::vector<int64_t>* pick = nullptr;
-      for (const auto& e : cands) {
-        const double ms = try_ends(e);
-        if (ms < round_best - kGain) {
-          round_best = ms;
-          pick = &e;
-        }
-      }
-      if (pick) {
-        best = round_best;
-        best_ends = *pick;
-        improved = true;
-      }
-    }
-  }
+  Cut best{def.unit_ends(), r.default_ms};
+  try_equal_chunks(scorer, base, ring_max_unit(def.pool_bytes, def.slot_bytes), &best);
+  improve_boundaries(scorer, plan, base, &best);
 
   r.simulations = scorer.count() + 1;
-  if (!(best <= (1.0 - search.min_gain) * r.default_ms)) {
+  if (!(best.ms <= (1.0 - search.min_gain) * r.default_ms)) {
     r.plan = std::move(def);  // not worth leaving the equal chunks
-    r.plan.searched_ms = best;
+    r.plan.searched_ms = best.ms;
     r.plan.chunks_ms = r.default_ms;
     r.plan.search_layer_ms = layer_ms;
     return r;
   }
-  o.unit_ends = best_ends;
+  StreamOptions o = base;
+  o.unit_ends = best.ends;
   DLR_ASSIGN_OR_RETURN(r.plan, plan_streaming(plan, profile, o));
   r.predicted_ms = simulate(plan, r.plan, profile, layer_ms, quiet.sim).latency_ms;
   ++r.simulations;

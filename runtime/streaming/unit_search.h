@@ -4,8 +4,9 @@
 // starts from equal chunks of several sizes, keeps the one the simulator predicts to
 // be fastest, then improves its boundaries one at a time (merge two units, split one,
 // move a boundary to a neighbouring blob end) while the predicted latency drops.
-// Plain C++; deterministic for the same inputs. docs/streaming.md section 3 has the
-// reasoning and the measured effect.
+// Plain C++; deterministic for the same inputs. The reasoning: docs/streaming.md
+// section 1 ("Units chosen by simulation"); the measured effect: section 3, "Searched
+// units against equal chunks".
 #pragma once
 
 #include <vector>
@@ -21,8 +22,8 @@ namespace dlr {
 struct UnitSearchOptions {
   int max_simulations = 4000;  // bounds the work (each simulation is O(layers + units))
   // The searched cut replaces the equal chunks only when predicted at least this
-  // fraction faster: smaller predicted gains are within the model's error, and on the
-  // H100 such near-ties measured slower (fp32 yolov4 at 30-90 %: 8.47 vs 8.30 ms).
+  // fraction faster: smaller predicted gains are within the simulator's error
+  // (docs/streaming.md section 3, "Searched units against equal chunks").
   double min_gain = 0.01;
   SimOptions sim;              // launch cost etc.; checks are off during the search
 };

@@ -88,7 +88,7 @@ Status infer(Session& s, const std::vector<float>& input, Outputs* out) {
   return Status();
 }
 
-Expected<nlohmann::json> run(const Args& a, const std::string& weights) {
+Expected<SessionOptions> session_options(const Args& a) {
   SessionOptions o;
   o.device = a.device == "cuda" ? DeviceKind::kCUDA : DeviceKind::kCPU;
   if (!parse_precision(a.precision, &o.precision)) return invalid_argument("--precision " + a.precision);
@@ -96,125 +96,192 @@ Expected<nlohmann::json> run(const Args& a, const std::string& weights) {
   DLR_ASSIGN_OR_RETURN(o.weight_budget, WeightBudget::parse(a.budget));
   o.width = o.height = a.size;
   DLR_RETURN_IF_ERROR(validate_options(o));
-  nlohmann::json j;
-  j["cfg"] = a.cfg;
-  j["options"] = {{"device", a.device}, {"precision", a.precision}, {"mode", a.mode}, {"budget", a.budget}};
+  return o;
+}
 
-  // ---- 1. soak ----
+// Host RSS and used device memory (bytes; device -1: unknown) at the start and the end
+// of the span over which growth is measured.
+struct Growth {
+  int64_t rss_start = 0, rss_end = 0, dev_start = -1, dev_end = -1;
+  bool beyond(double limit) const {
+    return double(rss_end - rss_start) > limit || (dev_start >= 0 && double(dev_end - dev_start) > limit);
+  }
+};
+
+constexpr double kMiB = 1048576.0;
+
+// What the soak leaves to the concurrency phase and the verdict.
+struct SoakResult {
+  std::vector<float> input;  // the one input every inference runs
+  Outputs first;             // the soak session's first outputs
+  int mismatches = 0;        // later inferences whose outputs differ from `first`
+  Growth growth;             // from a tenth of the run to its end
+};
+
+// 1. One session runs a.iters inferences on one random input; fills j["soak"] and
+// prints its line. Growth is measured from a tenth of the run: the first inferences
+// warm up the allocator and the driver.
+Expected<SoakResult> soak(const Args& a, const std::string& weights, const SessionOptions& o, nlohmann::json* j) {
   DLR_ASSIGN_OR_RETURN(auto session, Session::open(a.cfg, weights, o));
   Session& s = *session;
-  const Shape3 in = s.plan().input_shape;
-  std::vector<float> input(size_t(in.count()));
+  SoakResult r;
+  r.input.resize(size_t(s.plan().input_shape.count()));
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(0.f, 1.f);
-  for (float& v : input) v = u(rng);
-  Outputs first, cur;
-  DLR_RETURN_IF_ERROR(infer(s, input, &first));
+  for (float& v : r.input) v = u(rng);
+  Outputs cur;
+  DLR_RETURN_IF_ERROR(infer(s, r.input, &r.first));
   const int64_t rss0 = rss_bytes(), dev0 = device_used(o.cuda_device);
   int64_t rss_max = rss0, dev_max = dev0;
-  int mismatches = 0;
   std::vector<double> ms;
   nlohmann::json samples = nlohmann::json::array();  // [inference, rss, device used]
-  int64_t rss_warm = rss0, dev_warm = dev0;          // at a tenth of the run
+  r.growth.rss_start = rss0;                         // at a tenth of the run
+  r.growth.dev_start = dev0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 1; i < a.iters; ++i) {
-    DLR_RETURN_IF_ERROR(infer(s, input, &cur));
+    DLR_RETURN_IF_ERROR(infer(s, r.input, &cur));
     ms.push_back(s.engine().last_run_ms());
-    if (!same(cur, first)) ++mismatches;
+    if (!same(cur, r.first)) ++r.mismatches;
     if (i % a.sample_every == 0 || i == a.iters / 10) {
-      const int64_t r = rss_bytes(), d = device_used(o.cuda_device);
-      rss_max = std::max(rss_max, r);
-      dev_max = std::max(dev_max, d);
-      samples.push_back({i, r, d});
-      if (i == a.iters / 10) rss_warm = r, dev_warm = d;
+      const int64_t rss = rss_bytes(), dev = device_used(o.cuda_device);
+      rss_max = std::max(rss_max, rss);
+      dev_max = std::max(dev_max, dev);
+      samples.push_back({i, rss, dev});
+      if (i == a.iters / 10) r.growth.rss_start = rss, r.growth.dev_start = dev;
     }
   }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int64_t rss1 = rss_bytes(), dev1 = device_used(o.cuda_device);
+  r.growth.rss_end = rss1;
+  r.growth.dev_end = dev1;
   std::sort(ms.begin(), ms.end());
+  const double median_ms = ms.empty() ? 0.0 : ms[ms.size() / 2];
   const MemoryReport mem = s.engine().memory();
-  j["soak"] = {{"inferences", a.iters},
-               {"mismatches", mismatches},
-               {"wall_s", wall_s},
-               {"median_ms", ms.empty() ? 0.0 : ms[ms.size() / 2]},
-               {"rss_start", rss0},
-               {"rss_end", rss1},
-               {"rss_max", rss_max},
-               {"device_used_start", dev0},
-               {"device_used_end", dev1},
-               {"device_used_max", dev_max},
-               {"rss_at_tenth", rss_warm},
-               {"device_used_at_tenth", dev_warm},
-               {"samples", samples},
-               {"pinned_weights", mem.host_weights},
-               {"device_weights", mem.weights},
-               {"device_activations", mem.activations}};
+  (*j)["soak"] = {{"inferences", a.iters},
+                  {"mismatches", r.mismatches},
+                  {"wall_s", wall_s},
+                  {"median_ms", median_ms},
+                  {"rss_start", rss0},
+                  {"rss_end", rss1},
+                  {"rss_max", rss_max},
+                  {"device_used_start", dev0},
+                  {"device_used_end", dev1},
+                  {"device_used_max", dev_max},
+                  {"rss_at_tenth", r.growth.rss_start},
+                  {"device_used_at_tenth", r.growth.dev_start},
+                  {"samples", samples},
+                  {"pinned_weights", mem.host_weights},
+                  {"device_weights", mem.weights},
+                  {"device_activations", mem.activations}};
   std::printf("soak: %d inferences in %.1f s (median %.3f ms), %d mismatches; RSS %.1f -> %.1f MiB (%.1f at a "
               "tenth, max %.1f); device used %.1f -> %.1f MiB (max %.1f); pinned weights %.1f MiB\n",
-              a.iters, wall_s, ms.empty() ? 0.0 : ms[ms.size() / 2], mismatches, rss0 / 1048576.0, rss1 / 1048576.0,
-              rss_warm / 1048576.0, rss_max / 1048576.0, dev0 / 1048576.0, dev1 / 1048576.0, dev_max / 1048576.0,
-              mem.host_weights / 1048576.0);
-  session.reset();
+              a.iters, wall_s, median_ms, r.mismatches, rss0 / kMiB, rss1 / kMiB, r.growth.rss_start / kMiB,
+              rss_max / kMiB, dev0 / kMiB, dev1 / kMiB, dev_max / kMiB, mem.host_weights / kMiB);
+  return r;
+}
 
-  // ---- 2. concurrency ----
-  std::vector<std::unique_ptr<Session>> sessions;
-  std::vector<Outputs> refs;
-  for (int k = 0; k < a.sessions; ++k) {
-    DLR_ASSIGN_OR_RETURN(auto sk, Session::open(a.cfg, weights, o));
-    Outputs r;
-    DLR_RETURN_IF_ERROR(infer(*sk, input, &r));
-    if (!same(r, first)) return internal_error("session " + std::to_string(k) + " differs from the soak session");
-    refs.push_back(std::move(r));
-    sessions.push_back(std::move(sk));
+// 2. a.sessions sessions of the model, a.threads host threads; thread t's inference i
+// runs on session (t + i) % sessions under that session's lock and must equal that
+// session's single run.
+class Concurrency {
+ public:
+  Concurrency(const Args& a, const std::vector<float>& input) : m_a(a), m_input(input) {}
+
+  // Opens the sessions; each one's first run must equal `first` (the soak's).
+  Status open(const std::string& weights, const SessionOptions& o, const Outputs& first) {
+    for (int k = 0; k < m_a.sessions; ++k) {
+      DLR_ASSIGN_OR_RETURN(auto sk, Session::open(m_a.cfg, weights, o));
+      Outputs r;
+      DLR_RETURN_IF_ERROR(infer(*sk, m_input, &r));
+      if (!same(r, first)) return internal_error("session " + std::to_string(k) + " differs from the soak session");
+      m_refs.push_back(std::move(r));
+      m_sessions.push_back(std::move(sk));
+    }
+    m_locks = std::vector<std::mutex>(size_t(m_a.sessions));
+    m_bad.assign(size_t(m_a.threads), 0);
+    m_errors.assign(size_t(m_a.threads), Status());
+    return Status();
   }
-  std::vector<std::mutex> locks(size_t(a.sessions));
-  std::vector<int> bad(size_t(a.threads), 0);
-  std::vector<Status> errors(size_t(a.threads));
-  // Two rounds of the same work: the first warms up (thread stacks, OpenMP and driver
-  // per-thread state), memory growth is measured over the second.
-  auto round = [&](int iters) {
+
+  // Every thread runs `iters` inferences; the first error of any thread.
+  Status round(int iters) {
     std::vector<std::thread> pool;
-    for (int t = 0; t < a.threads; ++t)
-      pool.emplace_back([&, t] {
-        Outputs out;
-        for (int i = 0; i < iters; ++i) {
-          const int k = (t + i) % a.sessions;
-          std::lock_guard<std::mutex> lock(locks[size_t(k)]);
-          const Status st = infer(*sessions[size_t(k)], input, &out);
-          if (!st.ok()) {
-            errors[size_t(t)] = st;
-            return;
-          }
-          if (!same(out, refs[size_t(k)])) ++bad[size_t(t)];
-        }
-      });
+    for (int t = 0; t < m_a.threads; ++t) pool.emplace_back([this, t, iters] { work(t, iters); });
     for (std::thread& th : pool) th.join();
-  };
-  round(std::max(1, a.thread_iters / 10));
-  for (const Status& st : errors) DLR_RETURN_IF_ERROR(st);
-  const int64_t rss2 = rss_bytes(), dev2 = device_used(o.cuda_device);
+    for (const Status& st : m_errors) DLR_RETURN_IF_ERROR(st);
+    return Status();
+  }
+
+  int mismatches() const {
+    int total = 0;
+    for (int b : m_bad) total += b;
+    return total;
+  }
+
+ private:
+  void work(int t, int iters) {
+    Outputs out;
+    for (int i = 0; i < iters; ++i) {
+      const int k = (t + i) % m_a.sessions;
+      std::lock_guard<std::mutex> lock(m_locks[size_t(k)]);
+      const Status st = infer(*m_sessions[size_t(k)], m_input, &out);
+      if (!st.ok()) {
+        m_errors[size_t(t)] = st;
+        return;
+      }
+      if (!same(out, m_refs[size_t(k)])) ++m_bad[size_t(t)];
+    }
+  }
+
+  const Args& m_a;
+  const std::vector<float>& m_input;
+  std::vector<std::unique_ptr<Session>> m_sessions;
+  std::vector<Outputs> m_refs;
+  std::vector<std::mutex> m_locks;
+  std::vector<int> m_bad;         // per thread
+  std::vector<Status> m_errors;   // per thread
+};
+
+// Fills j["concurrency"] and prints its line; *mismatches: over both rounds.
+// Two rounds of the same work: the first warms up (thread stacks, OpenMP and driver
+// per-thread state), memory growth is measured over the second.
+Expected<Growth> concurrency(const Args& a, const std::string& weights, const SessionOptions& o, const SoakResult& sr,
+                             nlohmann::json* j, int* mismatches) {
+  Concurrency c(a, sr.input);
+  DLR_RETURN_IF_ERROR(c.open(weights, o, sr.first));
+  DLR_RETURN_IF_ERROR(c.round(std::max(1, a.thread_iters / 10)));
+  Growth g;
+  g.rss_start = rss_bytes();
+  g.dev_start = device_used(o.cuda_device);
   const auto t1 = std::chrono::steady_clock::now();
-  round(a.thread_iters);
-  for (const Status& st : errors) DLR_RETURN_IF_ERROR(st);
+  DLR_RETURN_IF_ERROR(c.round(a.thread_iters));
   const double wall2 = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  int bad_total = 0;
-  for (int b : bad) bad_total += b;
-  const int64_t rss3 = rss_bytes(), dev3 = device_used(o.cuda_device);
-  j["concurrency"] = {{"sessions", a.sessions},       {"threads", a.threads},  {"inferences", a.threads * a.thread_iters},
-                      {"warmup_inferences", a.threads * std::max(1, a.thread_iters / 10)},
-                      {"mismatches", bad_total},      {"wall_s", wall2},       {"rss_start", rss2},
-                      {"rss_end", rss3},              {"device_used_start", dev2}, {"device_used_end", dev3}};
+  *mismatches = c.mismatches();
+  g.rss_end = rss_bytes();
+  g.dev_end = device_used(o.cuda_device);
+  (*j)["concurrency"] = {{"sessions", a.sessions},       {"threads", a.threads},
+                         {"inferences", a.threads * a.thread_iters},
+                         {"warmup_inferences", a.threads * std::max(1, a.thread_iters / 10)},
+                         {"mismatches", *mismatches},    {"wall_s", wall2},
+                         {"rss_start", g.rss_start},     {"rss_end", g.rss_end},
+                         {"device_used_start", g.dev_start}, {"device_used_end", g.dev_end}};
   std::printf("concurrency: %d sessions x %d threads, %d inferences in %.1f s, %d mismatches; RSS %.1f -> %.1f MiB; "
               "device used %.1f -> %.1f MiB\n",
-              a.sessions, a.threads, a.threads * a.thread_iters, wall2, bad_total, rss2 / 1048576.0, rss3 / 1048576.0,
-              dev2 / 1048576.0, dev3 / 1048576.0);
-  const double limit = a.max_growth_mib * 1048576.0;
-  // Soak growth is measured from a tenth of the run: the first inferences warm up the
-  // allocator and driver (H100, yolov4-tiny fp16 stream: +1.7 MiB RSS in the first 250
-  // inferences, then flat within 0.2 MiB for 9750 more).
-  const bool grew = double(rss1 - rss_warm) > limit || (dev_warm >= 0 && double(dev1 - dev_warm) > limit) ||
-                    double(rss3 - rss2) > limit || (dev2 >= 0 && double(dev3 - dev2) > limit);
-  j["pass"] = mismatches == 0 && bad_total == 0 && !grew;
+              a.sessions, a.threads, a.threads * a.thread_iters, wall2, *mismatches, g.rss_start / kMiB,
+              g.rss_end / kMiB, g.dev_start / kMiB, g.dev_end / kMiB);
+  return g;
+}
+
+Expected<nlohmann::json> run(const Args& a, const std::string& weights) {
+  DLR_ASSIGN_OR_RETURN(const SessionOptions o, session_options(a));
+  nlohmann::json j;
+  j["cfg"] = a.cfg;
+  j["options"] = {{"device", a.device}, {"precision", a.precision}, {"mode", a.mode}, {"budget", a.budget}};
+  DLR_ASSIGN_OR_RETURN(const SoakResult sr, soak(a, weights, o, &j));  // its session is closed on return
+  int bad = 0;
+  DLR_ASSIGN_OR_RETURN(const Growth g, concurrency(a, weights, o, sr, &j, &bad));
+  const double limit = a.max_growth_mib * kMiB;
+  j["pass"] = sr.mismatches == 0 && bad == 0 && !sr.growth.beyond(limit) && !g.beyond(limit);
   return j;
 }
 

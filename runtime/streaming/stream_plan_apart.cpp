@@ -1,0 +1,169 @@
+// Blobs apart from the ring (stream_plan.h): resident ones, in a region of their own,
+// and ones staged in the activation arena. plan_streaming plans the ring over the
+// other blobs (a sub-plan) and adds these back. Plain C++.
+#include "runtime/streaming/stream_plan_detail.h"
+
+#include <algorithm>
+
+namespace dlr {
+
+StreamedSubplan streamed_subplan(const ExecutionPlan& plan, const std::vector<char>& resident) {
+  StreamedSubplan sp;
+  sp.plan.options = plan.options;
+  sp.plan.steps.resize(plan.steps.size());
+  std::vector<int> sub_of(plan.weights.size(), -1);
+  for (size_t b = 0; b < plan.weights.size(); ++b) {
+    if (resident[b]) continue;
+    sub_of[b] = int(sp.plan.weights.size());
+    sp.plan.weights.push_back(plan.weights[b]);
+    sp.full_blob.push_back(int(b));
+  }
+  for (size_t l = 0; l < plan.steps.size(); ++l) {
+    const Step& st = plan.steps[l];
+    Step& t = sp.plan.steps[l];
+    t.layer = st.layer;
+    t.kind = st.kind;
+    t.no_op = st.no_op;
+    if (!st.copies.empty()) t.copies.push_back(st.copies.front());  // simulate() asks only whether there are any
+    t.weight = st.weight >= 0 ? sub_of[size_t(st.weight)] : -1;
+  }
+  return sp;
+}
+
+// `sub` (planned over the streamed blobs of `sp`) in the full plan's blob numbering,
+// with the resident blobs back to back in their own region.
+StreamPlan expand_stream_plan(StreamPlan sub, const ExecutionPlan& plan, const StreamedSubplan& sp,
+                              const std::vector<char>& resident) {
+  StreamPlan s = std::move(sub);
+  const size_t n = plan.weights.size();
+  auto full = [&](int b) { return sp.full_blob[size_t(b)]; };
+  for (TransferUnit& u : s.units) {
+    u.first_blob = full(u.first_blob);
+    u.last_blob = full(u.last_blob);
+  }
+  for (WeightGroup& g : s.groups) {
+    g.first_blob = full(g.first_blob);
+    g.last_blob = full(g.last_blob);
+  }
+  std::vector<int64_t> pool_offset(n, 0), host_offset(n, -1);
+  std::vector<int> last_unit(n, -1);
+  for (size_t i = 0; i < sp.full_blob.size(); ++i) {
+    const size_t b = size_t(sp.full_blob[i]);
+    pool_offset[b] = s.blob_pool_offset[i];
+    last_unit[b] = s.blob_last_unit[i];
+    host_offset[b] = s.blob_host_offset[i];
+  }
+  int64_t res = 0;
+  for (size_t b = 0; b < n; ++b) {
+    if (!resident[b]) continue;
+    pool_offset[b] = res;
+    res += plan.weights[b].bytes;
+  }
+  s.blob_pool_offset = std::move(pool_offset);
+  s.blob_last_unit = std::move(last_unit);
+  s.blob_host_offset = std::move(host_offset);
+  s.blob_resident = resident;
+  s.resident_bytes = res;
+  s.total_weight_bytes = s.total_weight_bytes + res;
+  return s;
+}
+
+namespace stream_detail {
+
+// The staged blobs of `options` (StreamOptions::arena_offset) added to `s`, a ring plan
+// of the other blobs: one unit each, in the copy queue at the ring's first unit that
+// is needed after the blob's reader (execution order), or later where the blob's arena
+// bytes are not free yet (before the first ring unit that waits for its wait step or a
+// later one), never before an earlier staged unit. Every unit before a staged one waits
+// for steps before its reader (ring units needed up to the reader wait for earlier
+// steps; so do the earlier staged units), so the queue cannot deadlock.
+void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamPlan* s) {
+  const size_t n = plan.weights.size();
+  if (s->blob_resident.size() != n) s->blob_resident.assign(n, 0);
+  const std::vector<TransferUnit> ring = std::move(s->units);
+  const std::vector<std::vector<int>> ring_waits = std::move(s->unit_waits);
+  auto wait_of = [&](size_t i) {
+    int w = -1;
+    for (int l : ring_waits[i]) w = std::max(w, l);
+    return w;
+  };
+  std::vector<TransferUnit> units;
+  std::vector<std::vector<int>> waits;
+  std::vector<int> new_index(ring.size(), -1);
+  size_t next_ring = 0;
+  auto take_ring_until = [&](size_t end) {
+    for (; next_ring < end; ++next_ring) {
+      new_index[next_ring] = int(units.size());
+      units.push_back(ring[next_ring]);
+      waits.push_back(ring_waits[next_ring]);
+    }
+  };
+  int64_t at = 0;  // the staged store: staged blobs back to back
+  for (size_t b = 0; b < n; ++b) {
+    if (options.arena_offset[b] < 0) continue;
+    const WeightBlob& w = plan.weights[b];
+    const int reader = w.layer, free_after = options.arena_wait[b];
+    size_t consume = next_ring, avail = next_ring;
+    while (consume < ring.size() && ring[consume].first_layer <= reader) ++consume;
+    while (avail < ring.size() && wait_of(avail) < free_after) ++avail;
+    take_ring_until(std::max(consume, avail));
+    TransferUnit u;
+    u.index = int(units.size());
+    u.group = -1;
+    u.host_offset = at;
+    u.bytes = w.bytes;
+    u.pool_offset = options.arena_offset[b];
+    u.first_blob = u.last_blob = int(b);
+    u.first_layer = reader;
+    u.in_arena = true;
+    units.push_back(u);
+    waits.push_back({free_after});
+    s->blob_resident[b] = 2;
+    s->blob_pool_offset[b] = options.arena_offset[b];
+    s->blob_host_offset[b] = at;
+    s->blob_last_unit[b] = u.index;
+    at += w.bytes;
+  }
+  take_ring_until(ring.size());
+  for (size_t i = 0; i < units.size(); ++i) units[i].index = int(i);
+  for (size_t b = 0; b < n; ++b)
+    if (s->blob_resident[b] == 0 && s->blob_last_unit[b] >= 0)
+      s->blob_last_unit[b] = new_index[size_t(s->blob_last_unit[b])];
+  s->units = std::move(units);
+  s->unit_waits = std::move(waits);
+  s->staged_bytes = at;
+  s->total_weight_bytes += at;
+  s->order = host_order(plan, *s);
+}
+
+// Sizes, offsets inside the arena (multiples of 256), waits before the reader; the
+// arena bytes themselves are arena_staging.h's to choose (simulate() checks them
+// against the activations).
+Status check_staged(const ExecutionPlan& plan, const StreamOptions& options, int* n_staged) {
+  *n_staged = 0;
+  if (options.arena_offset.empty() && options.arena_wait.empty()) return Status();
+  const size_t n = plan.weights.size();
+  if (options.arena_offset.size() != n || options.arena_wait.size() != n)
+    return invalid_argument("arena staging: " + std::to_string(options.arena_offset.size()) + " offsets and " +
+                            std::to_string(options.arena_wait.size()) + " waits for " + std::to_string(n) +
+                            " weight blobs");
+  for (size_t b = 0; b < n; ++b) {
+    const int64_t off = options.arena_offset[b];
+    if (off < 0) continue;
+    const WeightBlob& w = plan.weights[b];
+    const std::string what = "arena staging: blob " + std::to_string(b) + " (layer " + std::to_string(w.layer) + ")";
+    if (off % kAlign != 0 || off + w.bytes > plan.arena_bytes)
+      return invalid_argument(what + " at arena offset " + std::to_string(off) + ": expected a multiple of 256 within " +
+                              std::to_string(plan.arena_bytes) + " arena bytes");
+    if (options.arena_wait[b] < 0 || options.arena_wait[b] >= w.layer)
+      return invalid_argument(what + " waits for step " + std::to_string(options.arena_wait[b]) +
+                              ": expected a step in [0, " + std::to_string(w.layer) + ")");
+    if (!options.resident.empty() && options.resident[b])
+      return invalid_argument(what + " is both resident and staged");
+    ++*n_staged;
+  }
+  return Status();
+}
+
+}  // namespace stream_detail
+}  // namespace dlr
