@@ -107,7 +107,7 @@ void add_cuda_config_options(CLI::App& app, Args* a) {
   app.add_option("--budget-curve", a->budget_curve,
                  "measure N budgets from the minimal pool to all the weights, and the budget auto picks "
                  "(--max-slowdown; its row has the picked budget and the predicted and measured slowdown) (ring, "
-                 "preload in the same run; N >= 12 for the curve of docs/streaming.md); each row has the planner's "
+                 "preload in the same run; N >= 12 for the curve of docs/streaming.md section 6, \"The budget curve\"); each row has the planner's "
                  "prediction and the lower bound; plot with scripts/plot_budget_curve.py")
       ->check(CLI::Range(2, 200));
 }
@@ -169,7 +169,7 @@ void add_run_options(CLI::App& app, Args* a) {
                "the first inference finds its kernels loaded (default: none; the first inference loads them while "
                "its reads run, measured sooner to the first result on the H100; the startup line compares the two)");
   app.add_flag("--no-calibrate", a->no_calibrate,
-               "stream mode: plan with the copy profile as probed (default: time the copies of 3 streamed inferences "
+               "stream mode: plan with the copy profile as probed (default: time the copies of 5 streamed inferences "
                "at open, fit their cost and plan again with it); each row records which profile it used");
   app.add_flag("--find", a->find, "choose cuDNN algorithms with cudnnFind (timed) instead of heuristics");
   app.add_flag("--cache", a->cache,
