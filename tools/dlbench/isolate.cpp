@@ -39,6 +39,21 @@ std::vector<std::string> child_args(const std::vector<std::string>& argv, int in
   return out;
 }
 
+// The only element of the array `key` of the child's JSON file; an error says how the
+// child ended (its wait status).
+Expected<nlohmann::json> child_result(int status, const std::string& json, const std::string& key) {
+  if (WIFSIGNALED(status)) return internal_error("its process was killed by signal " + std::to_string(WTERMSIG(status)));
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(json);
+  if (!f) return internal_error("its process exited with code " + std::to_string(code) + " and wrote no result");
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.contains(key) || !j[key].is_array() || j[key].size() != 1) {
+    return internal_error("failed in its own process (exit code " + std::to_string(code) +
+                          ", no result row; its message is above)");
+  }
+  return j[key][0];
+}
+
 }  // namespace
 
 Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args_in, const std::string& key) {
@@ -64,22 +79,7 @@ Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args_
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return internal_error(std::string("waitpid failed: ") + std::strerror(errno));
   }
-  auto result = [&]() -> Expected<nlohmann::json> {
-    if (WIFSIGNALED(status))
-      return internal_error("its process was killed by signal " + std::to_string(WTERMSIG(status)));
-    std::ifstream f(json);
-    if (!f) {
-      return internal_error("its process exited with code " +
-                            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " and wrote no result");
-    }
-    nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
-    if (j.is_discarded() || !j.contains(key) || !j[key].is_array() || j[key].size() != 1) {
-      return internal_error("failed in its own process (exit code " +
-                            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-                            ", no result row; its message is above)");
-    }
-    return j[key][0];
-  }();
+  Expected<nlohmann::json> result = child_result(status, json, key);
   std::remove(json.c_str());
   return result;
 }

@@ -1,11 +1,10 @@
 // dlbench --isolate: each configuration measured in a process of its own; also each
 // model's preload baseline of dlbench --models (models.h).
 //
-// Why: on the H100, once a second CUDA session of a process has run its network, every
-// kernel of every session of that process runs ~0.8 us longer for good (yolov4 @608
-// fp16: 1.78 -> 1.87 ms, preload and stream alike; docs/benchmarks.md, "Position in the
-// process"). Rows measured one after another in one process therefore favour the first.
-// In a process of its own every configuration is the first CUDA session.
+// Why: on the H100 every CUDA session after the first of a process runs slower
+// (docs/benchmarks.md, "Position in the process"), so rows measured one after another
+// in one process favour the first. In a process of its own every configuration is the
+// first CUDA session.
 #pragma once
 
 #include <string>

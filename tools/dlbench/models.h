@@ -22,7 +22,7 @@ struct ModelsBenchArgs {
   // (SessionOptions::workspace_limit; the separate preload sessions keep the default):
   // "default", 0 or a size as --weight-budget takes it (2MiB, bytes).
   std::string workspace_limits = "default";
-  bool time_input = false;
+  bool time_input = false;  // latency from set_input (the upload included) instead of from run()
   // Each inference's input: "tensor" (an f32 NCHW tensor at the network size through
   // set_input, pageable: the call returns once uploaded) or "image" (a 640x480 8-bit
   // image through set_images, as detect() does: pinned staging, upload and resize on
@@ -45,19 +45,19 @@ struct ModelsBenchArgs {
   // The runtime's models' SessionOptions::prefetch_lead_ms, ms (0: none). The bench's own
   // gap before each run() is set_input, an upload: it queues behind a prefetch, so it is
   // not a lead (docs/streaming.md section 8).
-  double prefetch_lead_ms = 0;  // latency from set_input (the upload included) instead of from run()
+  double prefetch_lead_ms = 0;
   int iters = 50;      // timed round-robin rounds
   int warmup = 10;
   int concurrent_iters = 0;  // > 0: one thread per model, this many detect() calls each
-  int soak = 0;              // > 0: 4 threads x soak inferences across the models (outputs checked)
+  int soak = 0;              // > 0: soak_threads threads x soak inferences across the models (outputs checked)
   int soak_threads = 4;
   uint64_t seed = 1;
   int threads = 0;  // CPU threads per session (0: auto)
   std::string json;
   // Each model's preload also measured in a process of its own (this executable again,
   // --baseline-only, one model): on the H100 every CUDA session after the first of a
-  // process runs ~5 % slower (docs/benchmarks.md, "Position in the process"), so the
-  // preload rows measured here are not each model's honest "alone" latency.
+  // process runs slower (docs/benchmarks.md, "Position in the process"), so the preload
+  // rows measured here are not each model's honest "alone" latency.
   bool isolate_baselines = true;
   // --baseline-only (the child of isolate_baselines): only the separate preload sessions,
   // timed as in the parent, then the JSON; no runtime, no detections.

@@ -157,6 +157,193 @@ Expected<int> output_classes(const NetworkDesc& net, const std::vector<std::stri
   return classes;
 }
 
+// Opens the models; CUDA: the drop of the device's free memory across the open into
+// summary->device_used_bytes.
+Expected<std::unique_ptr<DlrunModels>> open_measured(const Args& a, const SessionOptions& opt, RunSummary* summary) {
+  int64_t free_before = -1, free_after = -1, total_bytes = 0;
+#ifdef DLR_HAVE_CUDA
+  if (opt.device == DeviceKind::kCUDA && !cuda_memory_info(opt.cuda_device, &free_before, &total_bytes).ok())
+    free_before = -1;
+#endif
+  DLR_ASSIGN_OR_RETURN(std::unique_ptr<DlrunModels> models, open_models(a, opt));
+#ifdef DLR_HAVE_CUDA
+  if (free_before >= 0 && !cuda_memory_info(opt.cuda_device, &free_after, &total_bytes).ok()) free_after = -1;
+#endif
+  (void)total_bytes;
+  if (free_before >= 0 && free_after >= 0) summary->device_used_bytes = free_before - free_after;
+  return models;
+}
+
+// Each model's name and classes; an error when `names` has too few for one.
+Expected<std::vector<ModelTag>> model_tags(const DlrunModels& models, const std::vector<std::string>& names,
+                                           const std::string& names_file) {
+  std::vector<ModelTag> tags;
+  for (size_t m = 0; m < models.sessions.size(); ++m) {
+    DLR_ASSIGN_OR_RETURN(const int classes, output_classes(models.sessions[m]->network(), names, names_file));
+    tags.push_back({models.names[m], classes});
+  }
+  return tags;
+}
+
+// --print-plan and --save-plan.
+Status show_plans(const Args& a, const DlrunModels& models) {
+  for (size_t m = 0; m < models.sessions.size(); ++m) {
+    const std::string& name = models.names[m];
+    if (a.print_plan) {
+      if (!name.empty()) std::printf("== model %s ==\n", name.c_str());
+      std::fputs(models.sessions[m]->plan_text().c_str(), stdout);
+    }
+    if (!a.save_plan.empty())
+      DLR_RETURN_IF_ERROR(
+          write_text_file(model_file_name(a.save_plan, name), compiled_model_to_json(models.sessions[m]->model())));
+  }
+  if (a.print_plan && models.runtime) std::printf("== runtime ==\n%s\n", models.runtime->plan_text().c_str());
+  return Status();
+}
+
+// The frames of the inputs, a batch at a time, through every model to the outputs.
+struct FrameLoop {
+  FrameLoop(const Args& args, const DlrunModels& m, FrameReader& r, ResultWriter& w, ReportSink& rep)
+      : a(args), models(m), reader(r), writer(w), report(rep), batch(size_t(args.batch)), views(size_t(args.batch)),
+        dets(m.sessions.size()), frame_dets(m.sessions.size()), ms(m.sessions.size()) {}
+
+  // Until the inputs end, --max-frames, an error or SIGINT; each batch's time into *latency_ms.
+  Status run(ProgressBar& progress, std::vector<double>* latency_ms);
+
+  const Args& a;
+  const DlrunModels& models;
+  FrameReader& reader;
+  ResultWriter& writer;
+  ReportSink& report;
+  std::vector<Frame> batch;
+  std::vector<ImageView> views;
+  std::vector<std::vector<std::vector<Detection>>> dets;  // [model][frame of the batch]
+  std::vector<std::vector<Detection>> frame_dets;         // [model] of one frame
+  std::vector<double> ms;                                 // [model] inference time
+  int64_t done = 0, inferences = 0;
+
+ private:
+  // Up to --batch frames into `batch` (fewer at the end or at --max-frames); *end once
+  // no frame is left.
+  Expected<int> read_batch(bool* end);
+  // Every model on the batch's n frames; returns the batch's time, summed over the models.
+  Expected<double> detect(int n);
+  // The batch's frames to the outputs, then each model's --report and --trace.
+  Status write(int n);
+};
+
+Expected<int> FrameLoop::read_batch(bool* end) {
+  int n = 0;
+  while (n < a.batch && !(a.max_frames > 0 && done + n >= a.max_frames)) {
+    DLR_ASSIGN_OR_RETURN(const bool got, reader.next(&batch[size_t(n)]));
+    if (!got) {
+      *end = true;
+      break;
+    }
+    ++n;
+  }
+  if (a.max_frames > 0 && done + n >= a.max_frames) *end = true;
+  return n;
+}
+
+Expected<double> FrameLoop::detect(int n) {
+  for (int i = 0; i < n; ++i) views[size_t(i)] = batch[size_t(i)].image.view();
+  double batch_ms = 0;
+  for (size_t m = 0; m < models.sessions.size(); ++m) {
+    Session& s = *models.sessions[m];
+    DLR_ASSIGN_OR_RETURN(dets[m], s.detect_batch(views.data(), n));
+    const InferTiming& t = s.last_timing();
+    ms[m] = t.preprocess_ms + t.network_ms + t.postprocess_ms;
+    batch_ms += ms[m];
+    DLR_LOG_INFO("inference {}{}: {} frame(s), pre {:.2f} ms, network {:.2f} ms, post {:.2f} ms", inferences,
+                 models.names[m].empty() ? std::string() : " of " + models.names[m], n, t.preprocess_ms,
+                 t.network_ms, t.postprocess_ms);
+  }
+  return batch_ms;
+}
+
+Status FrameLoop::write(int n) {
+  for (int i = 0; i < n; ++i) {
+    for (size_t m = 0; m < models.sessions.size(); ++m) frame_dets[m] = std::move(dets[m][size_t(i)]);
+    DLR_RETURN_IF_ERROR(writer.write(batch[size_t(i)], frame_dets, ms));
+  }
+  for (size_t m = 0; m < models.sessions.size(); ++m) {  // each engine keeps its last inference's profile
+    Session& s = *models.sessions[m];
+    if (!a.report.empty()) DLR_RETURN_IF_ERROR(report.write(layer_report(s.network(), s.engine(), a.report)));
+    if (!a.trace.empty())
+      DLR_RETURN_IF_ERROR(write_trace(indexed_name(model_file_name(a.trace, models.names[m]), inferences), s));
+  }
+  return Status();
+}
+
+Status FrameLoop::run(ProgressBar& progress, std::vector<double>* latency_ms) {
+  Status st;
+  bool end = false;
+  while (!end && st.ok() && !g_stop) {
+    const Expected<int> n = read_batch(&end);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    const Expected<double> batch_ms = detect(*n);
+    if (!batch_ms.ok()) return batch_ms.status();
+    latency_ms->push_back(*batch_ms);
+    st = write(*n);
+    ++inferences;
+    done += *n;
+    progress.update(done);
+  }
+  return st;
+}
+
+// The frame loop with its outputs: the progress bar, SIGINT ending the loop, and the
+// outputs closed even after an error, so that the files written so far are valid.
+Status run_frames(const Args& a, const DlrunModels& models, const std::vector<std::string>& names,
+                  const std::vector<ModelTag>& tags, FrameReader& reader, RunSummary* summary) {
+  ResultWriter writer(a, names, tags, reader.first_fps());
+  DLR_RETURN_IF_ERROR(writer.open());
+  ReportSink report;
+  if (!a.report.empty()) DLR_RETURN_IF_ERROR(report.open(a.report_file));
+
+  const bool bar = a.progress == "always" || (a.progress == "auto" && ::isatty(STDERR_FILENO));
+  int64_t total = reader.total();
+  if (a.max_frames > 0 && (total < 0 || total > a.max_frames)) total = a.max_frames;
+  ProgressBar progress(stderr, bar, total);
+  g_stop = 0;
+  auto* old_handler = std::signal(SIGINT, on_sigint);
+
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  FrameLoop loop(a, models, reader, writer, report);
+  const Status st = loop.run(progress, &summary->latency_ms);
+  std::signal(SIGINT, old_handler);
+  progress.finish();
+  if (g_stop) std::fprintf(stderr, "dlrun: interrupted after %lld frames; outputs closed\n", (long long)loop.done);
+  Status closed = writer.close();
+  Status rclosed = report.close();
+  DLR_RETURN_IF_ERROR(st);
+  DLR_RETURN_IF_ERROR(closed);
+  DLR_RETURN_IF_ERROR(rclosed);
+  summary->frames = loop.done;
+  summary->inferences = loop.inferences;
+  summary->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return Status();
+}
+
+// The memory the models hold, and the process's peak RSS.
+void memory_summary(const Args& a, const DlrunModels& models, RunSummary* summary) {
+  summary->peak_rss_bytes = peak_host_rss_bytes();
+  summary->device = a.device;
+  if (models.runtime) {
+    const RuntimeMemory m = models.runtime->memory();
+    summary->device_bytes = m.total() + m.other;
+    summary->weight_bytes = m.weights;
+    summary->runtime_memory = m.to_text();
+  } else {
+    const MemoryReport m = models.sessions[0]->engine().memory();
+    summary->device_bytes = m.weights + m.activations + m.workspace + m.other;
+    summary->weight_bytes = m.weights;
+  }
+}
+
 // The whole run; errors are values, the exit code is chosen by the caller.
 Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bool* show_summary) {
   std::vector<std::string> names = coco_names();
@@ -173,136 +360,16 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   bool streams = false;
   for (const InputItem& it : items) streams = streams || it.kind != InputKind::kImage;
 
-  int64_t free_before = -1, free_after = -1, total_bytes = 0;
-#ifdef DLR_HAVE_CUDA
-  if (opt.device == DeviceKind::kCUDA && !cuda_memory_info(opt.cuda_device, &free_before, &total_bytes).ok())
-    free_before = -1;
-#endif
-  DLR_ASSIGN_OR_RETURN(std::unique_ptr<DlrunModels> models, open_models(a, opt));
-#ifdef DLR_HAVE_CUDA
-  if (free_before >= 0 && !cuda_memory_info(opt.cuda_device, &free_after, &total_bytes).ok()) free_after = -1;
-#endif
-  (void)total_bytes;
-  if (free_before >= 0 && free_after >= 0) summary->device_used_bytes = free_before - free_after;
-  const std::vector<Session*>& sessions = models->sessions;
-  std::vector<ModelTag> tags;
-  for (size_t m = 0; m < sessions.size(); ++m) {
-    DLR_ASSIGN_OR_RETURN(const int classes, output_classes(sessions[m]->network(), names, a.names_file));
-    tags.push_back({models->names[m], classes});
-  }
-  for (size_t m = 0; m < sessions.size(); ++m) {
-    const std::string& name = models->names[m];
-    if (a.print_plan) {
-      if (!name.empty()) std::printf("== model %s ==\n", name.c_str());
-      std::fputs(sessions[m]->plan_text().c_str(), stdout);
-    }
-    if (!a.save_plan.empty())
-      DLR_RETURN_IF_ERROR(
-          write_text_file(model_file_name(a.save_plan, name), compiled_model_to_json(sessions[m]->model())));
-  }
-  if (a.print_plan && models->runtime) std::printf("== runtime ==\n%s\n", models->runtime->plan_text().c_str());
+  DLR_ASSIGN_OR_RETURN(std::unique_ptr<DlrunModels> models, open_measured(a, opt, summary));
+  DLR_ASSIGN_OR_RETURN(const std::vector<ModelTag> tags, model_tags(*models, names, a.names_file));
+  DLR_RETURN_IF_ERROR(show_plans(a, *models));
   if (plan_only) return Status();
-
-  ResultWriter writer(a, names, tags, reader.first_fps());
-  DLR_RETURN_IF_ERROR(writer.open());
-  ReportSink report;
-  if (!a.report.empty()) DLR_RETURN_IF_ERROR(report.open(a.report_file));
-
-  const bool bar = a.progress == "always" || (a.progress == "auto" && ::isatty(STDERR_FILENO));
-  int64_t total = reader.total();
-  if (a.max_frames > 0 && (total < 0 || total > a.max_frames)) total = a.max_frames;
-  ProgressBar progress(stderr, bar, total);
-  g_stop = 0;
-  auto* old_handler = std::signal(SIGINT, on_sigint);
-
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  std::vector<Frame> batch(size_t(a.batch));
-  std::vector<ImageView> views(size_t(a.batch));
-  std::vector<std::vector<std::vector<Detection>>> dets(sessions.size());  // [model][frame of the batch]
-  std::vector<std::vector<Detection>> frame_dets(sessions.size());         // [model] of one frame
-  std::vector<double> ms(sessions.size());                                 // [model] inference time
-  int64_t done = 0, inferences = 0;
-  Status st;
-  bool end = false;
-  while (!end && st.ok() && !g_stop) {
-    int n = 0;
-    while (n < a.batch && !(a.max_frames > 0 && done + n >= a.max_frames)) {
-      auto got = reader.next(&batch[size_t(n)]);
-      if (!got.ok()) {
-        st = got.status();
-        break;
-      }
-      if (!*got) {
-        end = true;
-        break;
-      }
-      ++n;
-    }
-    if (a.max_frames > 0 && done + n >= a.max_frames) end = true;
-    if (!st.ok() || n == 0) break;
-    for (int i = 0; i < n; ++i) views[size_t(i)] = batch[size_t(i)].image.view();
-    double batch_ms = 0;
-    for (size_t m = 0; m < sessions.size() && st.ok(); ++m) {
-      Session& s = *sessions[m];
-      auto d = s.detect_batch(views.data(), n);
-      if (!d.ok()) {
-        st = d.status();
-        break;
-      }
-      dets[m] = std::move(d).value();
-      const InferTiming& t = s.last_timing();
-      ms[m] = t.preprocess_ms + t.network_ms + t.postprocess_ms;
-      batch_ms += ms[m];
-      DLR_LOG_INFO("inference {}{}: {} frame(s), pre {:.2f} ms, network {:.2f} ms, post {:.2f} ms", inferences,
-                   models->names[m].empty() ? std::string() : " of " + models->names[m], n, t.preprocess_ms,
-                   t.network_ms, t.postprocess_ms);
-    }
-    if (!st.ok()) break;
-    summary->latency_ms.push_back(batch_ms);
-    for (int i = 0; i < n && st.ok(); ++i) {
-      for (size_t m = 0; m < sessions.size(); ++m) frame_dets[m] = std::move(dets[m][size_t(i)]);
-      st = writer.write(batch[size_t(i)], frame_dets, ms);
-    }
-    for (size_t m = 0; m < sessions.size() && st.ok(); ++m) {  // each engine keeps its last inference's profile
-      Session& s = *sessions[m];
-      if (!a.report.empty()) st = report.write(layer_report(s.network(), s.engine(), a.report));
-      if (st.ok() && !a.trace.empty())
-        st = write_trace(indexed_name(model_file_name(a.trace, models->names[m]), inferences), s);
-    }
-    ++inferences;
-    done += n;
-    progress.update(done);
-  }
-  std::signal(SIGINT, old_handler);
-  progress.finish();
-  if (g_stop) std::fprintf(stderr, "dlrun: interrupted after %lld frames; outputs closed\n", (long long)done);
-  // Close the outputs even after an error, so the files written so far are valid.
-  Status closed = writer.close();
-  Status rclosed = report.close();
-  DLR_RETURN_IF_ERROR(st);
-  DLR_RETURN_IF_ERROR(closed);
-  DLR_RETURN_IF_ERROR(rclosed);
-
+  DLR_RETURN_IF_ERROR(run_frames(a, *models, names, tags, reader, summary));
   summary->inputs = int(items.size());
-  summary->frames = done;
-  summary->inferences = inferences;
   summary->batch = a.batch;
-  summary->models = int(sessions.size());
-  summary->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  summary->peak_rss_bytes = peak_host_rss_bytes();
-  summary->device = a.device;
-  if (models->runtime) {
-    const RuntimeMemory m = models->runtime->memory();
-    summary->device_bytes = m.total() + m.other;
-    summary->weight_bytes = m.weights;
-    summary->runtime_memory = m.to_text();
-  } else {
-    const MemoryReport m = sessions[0]->engine().memory();
-    summary->device_bytes = m.weights + m.activations + m.workspace + m.other;
-    summary->weight_bytes = m.weights;
-  }
-  *show_summary = a.summary == "always" || (a.summary == "auto" && (done > 1 || streams));
+  summary->models = int(models->sessions.size());
+  memory_summary(a, *models, summary);
+  *show_summary = a.summary == "always" || (a.summary == "auto" && (summary->frames > 1 || streams));
   return Status();
 }
 

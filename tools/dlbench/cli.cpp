@@ -1,0 +1,212 @@
+#include "tools/dlbench/cli.h"
+
+namespace dlr::tools {
+namespace {
+
+// --models and the options of its own-process baselines and of its inputs.
+CLI::Option* add_models_options(CLI::App& app, ModelsBenchArgs* mb, bool* no_isolate_baselines) {
+  CLI::Option* models = app.add_option(
+      "--models", mb->models,
+      "several models on one runtime (one budget, shared arena and workspace): CFG[:WEIGHTS][@SIZE],... (no "
+      "WEIGHTS: synthetic); each model's own preload session is measured first (also in a process of its own: "
+      "\"own process ms\", \"x own\"), then round robin per --runtime-budget (docs/streaming.md section 8)");
+  app.add_flag("--no-isolate-baselines", *no_isolate_baselines,
+               "--models: do not measure each model's preload in a process of its own (by default this executable "
+               "runs once more per model, first: on the H100 every CUDA session after the first of a process ran "
+               "~5 % slower; docs/benchmarks.md, \"Position in the process\")");
+  app.add_flag("--baseline-only", mb->baseline_only,
+               "internal (the processes of --models' own-process baselines): measure the models' preload sessions "
+               "only, write --json")
+      ->group("");
+  app.add_option("--runtime-budget", mb->budgets,
+                 "--models: comma-separated budgets for all the models' device memory: NN% of their separate "
+                 "preload sessions' weights + activations + workspace, a size, or all (default 40%)");
+  app.add_flag("--no-prefetch", mb->no_prefetch, "--models: no prefetch of a model's first weights across inferences");
+  app.add_option("--ring", mb->ring,
+                 "--models: where streamed weights pass, comma-separated to compare in one run: shared (one ring "
+                 "for every model, the default) or per-model (a ring of its own each)");
+  app.add_flag("--time-input", mb->time_input,
+               "--models: time each inference from its upload (set_input, or set_images with --input image) instead of from run(), for the "
+               "preload sessions and the runtime alike (a wait of the upload for the copy engine then counts)");
+  app.add_option("--input", mb->input,
+                 "--models: each inference's input: tensor (an f32 NCHW tensor through set_input, pageable memory; "
+                 "the default) or image (a 640x480 8-bit image through set_images, as detect() does)")
+      ->check(CLI::IsMember({"tensor", "image"}));
+  app.add_option("--frames", mb->frames,
+                 "--models: distinct inputs per model, used in turn (default 1: the same input every time; more: "
+                 "each upload reads memory no upload touched lately, as a new camera frame is)")
+      ->check(CLI::Range(1, 256));
+  return models;
+}
+
+// --models: the runtime's options, and the concurrent and soak runs.
+void add_models_runtime_options(CLI::App& app, ModelsBenchArgs* mb) {
+  app.add_option("--prefetch-lead", mb->prefetch_lead_ms,
+                 "--models: ms of host time without copies before each model's inference that its prefetch may count "
+                 "in the runtime's joint plan (SessionOptions::prefetch_lead_ms; default 0; the bench's own gap, "
+                 "set_input, is an upload and does not count)")->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--prefetch-depth", mb->prefetch_depths,
+                 "--models, shared ring: how far ahead a model's prefetch may begin, comma-separated to compare in "
+                 "one run: 1 (default: only while its predecessor runs) or 2 (from two models ahead, while the "
+                 "model before its predecessor runs) (RuntimeOptions::prefetch_depth)");
+  app.add_option("--arena-staging", mb->arena_staging,
+                 "--models: whether the runtime's models may copy streamed blobs into idle activation bytes "
+                 "(SessionOptions::arena_staging), comma-separated to compare in one run: on (default) or off");
+  app.add_option("--alone", mb->alone,
+                 "--models --split max-slowdown: what each model's slowdown is planned against, comma-separated to "
+                 "compare in one run: none (the runtime's all-resident prediction, default) or own (the model's preload "
+                 "measured in a process of its own, passed as SessionOptions::alone_ms)");
+  app.add_option("--workspace-limit", mb->workspace_limits,
+                 "--models: the cuDNN workspace limit per convolution of the runtime's models (their shared "
+                 "workspace is the largest a conv needs), comma-separated to compare in one run: default (as a "
+                 "session's), 0 or a size (2MiB, 1.5MB, bytes); the separate preload sessions keep the default");
+  app.add_option("--split", mb->split,
+                 "--models: what the runtime's joint plan minimises: sum (the weighted sum of predicted latencies, "
+                 "default) or max-slowdown (the largest predicted slowdown against each model's own preload)");
+  app.add_option("--concurrent", mb->concurrent_iters,
+                 "--models: also one thread per model, N detect() calls each")->check(CLI::Range(0, 1000000));
+  app.add_option("--soak", mb->soak,
+                 "--models: also --soak-threads threads x N detect() calls across the models, every output checked "
+                 "against the single runs, device memory and RSS before and after")->check(CLI::Range(0, 10000000));
+  app.add_option("--soak-threads", mb->soak_threads, "--models --soak: threads (default 4)")->check(CLI::Range(1, 64));
+}
+
+// The network's weights, its input and the batches.
+void add_network_options(CLI::App& app, Args* a) {
+  auto* w = app.add_option("--weights", a->weights, "Darknet .weights file");
+  app.add_flag("--synthetic", a->synthetic, "generate shape-correct synthetic weights (seeded)")->excludes(w);
+  app.add_option("--seed", a->seed, "seed of synthetic weights and input (default 1)");
+  app.add_option("--threads", a->threads, "CPU threads per session (0: auto, docs/library.md)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_option("--size", a->size, "network input size (square; default: the cfg's)")->check(CLI::Range(32, 8192));
+  app.add_option("--batch", a->batches, "batch sizes, comma-separated (default 1)");
+}
+
+// The lists of configurations on CUDA: precisions, modes and the stream-mode plans.
+void add_cuda_config_options(CLI::App& app, Args* a) {
+  app.add_option("--precision", a->precisions, "fp32,tf32,fp16 (comma-separated; cuda)");
+  app.add_option("--mode", a->modes, "preload,stream (comma-separated; cuda)");
+  app.add_option("--weight-budget", a->budgets,
+                 "stream mode budgets, comma-separated: min, all, auto, NN%, NNMiB, NNMB, bytes (default min)");
+  app.add_option("--weight-pool", a->pools, "stream mode pool layouts, comma-separated: auto, ring, slots (default auto)");
+  app.add_option("--units", a->units,
+                 "stream mode transfer units, comma-separated: search (chosen by simulation from kernel times "
+                 "measured at open; default), chunks (equal chunks of the profile's size), chunks:SIZE (e.g. "
+                 "chunks:16MiB)");
+  app.add_option("--max-slowdown", a->max_slowdown,
+                 "stream mode, --weight-budget auto: predicted latency at most this much above preload's (default 5%)");
+  app.add_option("--residency", a->residencies,
+                 "stream mode, ring: which weights stay resident within the budget, comma-separated: greedy "
+                 "(default), largest-late, none");
+  app.add_option("--copy-profile", a->copy_profile, "stream mode: auto (default: measured on this GPU on first use, cached per GPU), a dlprobe JSON "
+                 "file, or h100, discrete, jetson-xavier");
+  app.add_flag("--simulate", a->simulate,
+               "also predict stream-mode latency with the simulator from the profiled preload kernel times "
+               "(list preload before stream)");
+  app.add_option("--budget-curve", a->budget_curve,
+                 "measure N budgets from the minimal pool to all the weights, and the budget auto picks "
+                 "(--max-slowdown; its row has the picked budget and the predicted and measured slowdown) (ring, "
+                 "preload in the same run; N >= 12 for the curve of docs/streaming.md section 6, \"The budget curve\"); each row has the planner's "
+                 "prediction and the lower bound; plot with scripts/plot_budget_curve.py")
+      ->check(CLI::Range(2, 200));
+}
+
+// --isolate and --simulate-only.
+void add_isolate_and_simulate_options(CLI::App& app, Args* a) {
+  app.add_flag("--isolate", a->isolate,
+               "measure every configuration in a process of its own (the default with --budget-curve): on the "
+               "H100 every CUDA session after the first of a process ran ~5 % slower, preload included "
+               "(docs/benchmarks.md, \"Position in the process\")");
+  app.add_flag("--no-isolate", a->no_isolate, "--budget-curve: every configuration in this process, one after another");
+  app.add_option("--config-index", a->config_index, "internal (the processes of --isolate): measure configuration K only")
+      ->check(CLI::NonNegativeNumber)
+      ->group("");
+  app.add_flag("--simulate-only", a->simulate_only,
+               "no GPU: predict the budget curve (--budget-curve N, default 16) with the planner and the lower bound "
+               "from the kernel times of --layer-ms-from and a named --copy-profile");
+  app.add_option("--layer-ms-from", a->layer_ms_from,
+                 "--simulate-only: a dlbench JSON file with kernel_ms_at_open (or a profiled run) for the precision");
+  app.add_option("--layer-ms-config", a->layer_ms_config,
+                 "--simulate-only: take the kernel times of the first result whose config contains this text");
+  app.add_option("--scale-preload-ms", a->scale_preload_ms,
+                 "--simulate-only: scale the kernel times so that they sum to this many ms (e.g. 160.8: the "
+                 "paper's YOLOv4 on Jetson AGX Xavier)")
+      ->check(CLI::PositiveNumber);
+}
+
+// The devices, and the weights read from storage.
+void add_device_and_storage_options(CLI::App& app, Args* a) {
+  app.add_option("--device", a->devices, "cpu,cuda (comma-separated; default cuda)");
+  app.add_option("--weights-from", a->weights_from,
+                 "host,storage (comma-separated): storage reads the streamed weights from a prepared file each "
+                 "inference (cpu, or cuda stream mode)");
+  app.add_option("--zero-copy", a->zero_copy, "storage on cuda: auto,on,off (comma-separated)");
+  app.add_option("--host-budget", a->host_budget, "storage: host memory for weights (min or a size; CPU: staging + blobs kept, largest first)");
+  app.add_option("--read-depth", a->read_depth, "storage: reads in flight (1..64)")->check(CLI::Range(1, 64));
+  app.add_option("--read-block", a->read_block, "storage: bytes per read request (multiple of 4 KiB)");
+  app.add_option("--reader", a->reader, "storage: auto, uring or threads");
+  app.add_option("--prepared", a->prepared, "storage: the prepared weight file (default: the user's cache)");
+  app.add_option("--prefetch-reads", a->prefetch_reads,
+                 "storage, cpu: on (default: read the next inference's first weights while one still computes) or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_flag("--cold", a->cold, "storage: drop the prepared file from the page cache after open");
+}
+
+// Iterations, outputs, and what a CUDA open does.
+void add_run_options(CLI::App& app, Args* a) {
+  app.add_option("--layout", a->layouts, "auto,nchw,nhwc (comma-separated; cuda)");
+  app.add_option("--iters", a->iters, "timed iterations (default 50)")->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", a->warmup, "untimed iterations first (default 10), after the first inference (timed alone: the startup line)")->check(CLI::Range(0, 100000));
+  app.add_option("--json", a->json, "write all results to this JSON file");
+  app.add_flag("--opencv", a->opencv, "also time OpenCV DNN (CPU backend) on the same input (batch 1)");
+  app.add_option("--report", a->report,
+                 "after each configuration, one profiled run (CUDA events per layer inside the graph); print the top layers")
+      ->check(CLI::IsMember({"table"}));
+  app.add_flag("--no-graph", a->no_graph, "do not use a CUDA graph");
+  app.add_flag("--warm-up-at-open", a->warm_up_at_open,
+               "without a CUDA graph to capture (from storage, --no-graph), run the network once at open so that "
+               "the first inference finds its kernels loaded (default: none; the first inference loads them while "
+               "its reads run, measured sooner to the first result on the H100; the startup line compares the two)");
+  app.add_flag("--no-calibrate", a->no_calibrate,
+               "stream mode: plan with the copy profile as probed (default: time the copies of 5 streamed inferences "
+               "at open, fit their cost and plan again with it); each row records which profile it used");
+  app.add_flag("--find", a->find, "choose cuDNN algorithms with cudnnFind (timed) instead of heuristics");
+  app.add_flag("--cache", a->cache,
+               "keep kernel times (stream mode) and cuDNN algorithm choices per GPU and model in the user's cache "
+               "and reuse them, as dlrun does (run twice: the second run's startup line is a warm start)");
+  app.add_flag("--startup-floor", a->startup_floor,
+               "time only the smallest CUDA open on this GPU (context, cuDNN handle, one 1x1 convolution), as the "
+               "process's first CUDA work; no configuration runs");
+}
+
+}  // namespace
+
+void add_options(CLI::App& app, Args* a, ModelsBenchArgs* mb, bool* no_isolate_baselines) {
+  auto* cfg_opt = app.add_option("cfg", a->cfg, "Darknet .cfg file (required, except with --models or --startup-floor)");
+  add_models_options(app, mb, no_isolate_baselines)->excludes(cfg_opt);
+  add_models_runtime_options(app, mb);
+  add_network_options(app, a);
+  add_cuda_config_options(app, a);
+  add_isolate_and_simulate_options(app, a);
+  add_device_and_storage_options(app, a);
+  add_run_options(app, a);
+}
+
+ModelsBenchArgs models_args(const CLI::App& app, const Args& a, const ModelsBenchArgs& mb,
+                            bool no_isolate_baselines) {
+  ModelsBenchArgs m = mb;
+  m.device = a.devices;
+  // --models on the GPU: fp16 unless --precision is given (the configuration).
+  m.precision = app.count("--precision") == 0 && a.devices == "cuda" ? std::string("fp16") : a.precisions;
+  m.copy_profile = a.copy_profile;
+  m.iters = a.iters;
+  m.warmup = a.warmup;
+  m.seed = a.seed;
+  m.threads = a.threads;
+  m.json = a.json;
+  m.isolate_baselines = !no_isolate_baselines;
+  return m;
+}
+
+}  // namespace dlr::tools

@@ -1,0 +1,270 @@
+#include "tools/dlbench/simulate_only.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/compile/compile.h"
+#include "runtime/streaming/lower_bound.h"
+#include "tools/common/tool_support.h"
+#include "tools/dlbench/budget_curve.h"
+#include "tools/dlbench/stats.h"
+
+namespace dlr::tools {
+namespace {
+
+// One precision's simulation: its options, the hand-made target and the kernel times.
+struct Simulated {
+  std::string precision;
+  SessionOptions options;  // stream mode on CUDA at --size
+  Target target;
+  std::vector<double> ms;  // per step, no-op steps zeroed, scaled by --scale-preload-ms
+  std::string used;        // where the kernel times came from
+  double preload = 0;      // their sum: the kernels alone
+  CompiledModel minimal;   // the plan at the minimal pool
+};
+
+// The kernel times of result `r` of pass 0 (kernel_ms_at_open) or 1 (a profiled run)
+// into *ms; false when it has none of that kind.
+bool result_layer_ms(const nlohmann::json& r, int pass, const std::string& name, std::vector<double>* ms,
+                     std::string* used) {
+  if (pass == 0 && r.contains("stream") && r["stream"].contains("kernel_ms_at_open")) {
+    *ms = r["stream"]["kernel_ms_at_open"].get<std::vector<double>>();
+    *used = name + " (kernel times measured at open)";
+    return true;
+  }
+  if (pass == 1 && r.contains("profile") && r["profile"].contains("layers")) {
+    for (const auto& l : r["profile"]["layers"]) ms->push_back(l.at("kernel_ms").get<double>());
+    *used = name + " (profiled run, CUDA events inside the graph)";
+    return true;
+  }
+  return false;
+}
+
+Expected<nlohmann::json> read_dlbench_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return io_error("--layer-ms-from " + path + ": cannot open");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return parse_error("--layer-ms-from " + path + ": not valid JSON: " + printable(e.what()));
+  }
+  if (!j.is_object() || !j.contains("results") || !j["results"].is_array())
+    return parse_error("--layer-ms-from " + path + ": not dlbench JSON (no 'results' list)");
+  return j;
+}
+
+Target simulated_target(const CopyProfile& profile, int64_t granularity) {
+  Target t;
+  t.device = DeviceKind::kCUDA;
+  t.name = "simulated (" + profile.name + ")";
+  t.map_granularity = granularity;
+  t.copy_profile = profile;
+  return t;
+}
+
+// Steps that reach no GPU (no-op routes) take no time in the simulator: zeroed before
+// scaling, so that the kernels that run sum to --scale-preload-ms. Returns the sum
+// before scaling.
+Expected<double> prepare_layer_ms(const Args& a, const NetworkDesc& net, Simulated* s) {
+  SessionOptions oplan = s->options;
+  oplan.weight_budget = WeightBudget::min();
+  DLR_ASSIGN_OR_RETURN(const CompiledModel plan_only, compile(net, s->target, oplan));
+  if (s->ms.size() != plan_only.plan.steps.size())
+    return invalid_argument("--layer-ms-from " + a.layer_ms_from + ": " + std::to_string(s->ms.size()) +
+                            " kernel times for " + std::to_string(plan_only.plan.steps.size()) + " steps of " + a.cfg);
+  for (size_t i = 0; i < s->ms.size(); ++i) {
+    const Step& st = plan_only.plan.steps[i];
+    if (st.no_op && st.copies.empty()) s->ms[i] = 0;
+  }
+  double sum = 0;
+  for (double v : s->ms) sum += v;
+  if (a.scale_preload_ms > 0 && sum > 0)
+    for (double& v : s->ms) v *= a.scale_preload_ms / sum;
+  for (double v : s->ms) s->preload += v;
+  return sum;
+}
+
+// Everything one precision's rows need; prints its "# precision: kernel times" line.
+Expected<Simulated> simulated(const Args& a, const NetworkDesc& net, const CopyProfile& profile,
+                              const std::string& prec) {
+  Simulated s;
+  s.precision = prec;
+  s.options.device = DeviceKind::kCUDA;
+  s.options.mode = WeightMode::kStream;
+  if (!parse_precision(prec, &s.options.precision))
+    return invalid_argument("--precision " + prec + ": expected fp32, tf32 or fp16");
+  s.options.width = s.options.height = a.size;
+  DLR_ASSIGN_OR_RETURN(s.ms, layer_ms_from_json(a.layer_ms_from, prec, a.layer_ms_config, &s.used));
+  s.target = simulated_target(profile, a.granularity);
+  DLR_ASSIGN_OR_RETURN(const double sum, prepare_layer_ms(a, net, &s));
+  std::printf("# %s: kernel times of %s%s: preload (the kernels alone) %.3f ms\n", prec.c_str(), s.used.c_str(),
+              a.scale_preload_ms > 0 ? (", scaled from " + std::to_string(sum) + " ms").c_str() : "", s.preload);
+  // The smallest pool dlrun can stream through; a budget below it gets the bound
+  // alone (what any layer-granular plan of the model could reach, none of dlrun's).
+  SessionOptions omin = s.options;
+  omin.weight_budget = WeightBudget::min();
+  DLR_ASSIGN_OR_RETURN(s.minimal, compile(net, s.target, omin, s.ms));
+  return s;
+}
+
+void print_header() {
+  std::printf("%-10s %-13s %9s %8s %8s %11s %11s %10s %9s %9s %9s\n", "precision", "budget", "MiB", "weights",
+              "saved", "predicted", "vs preload", "bound", "resident", "pool", "residency");
+}
+
+// A budget below dlrun's minimal pool: the lower bound alone.
+Status bound_only_row(const Args& a, const Simulated& s, const std::string& budget, int64_t want,
+                      nlohmann::json* rows) {
+  const int64_t total_bytes = s.minimal.plan.weight_bytes();
+  const int64_t minimal = s.minimal.stream.device_bytes();
+  DLR_ASSIGN_OR_RETURN(const LatencyBound lb, latency_lower_bound(s.minimal.plan, s.ms, s.target.copy_profile,
+                                                                  std::max<int64_t>(want, 1), a.granularity));
+  const bool feasible = lb.pool_bytes > 0;
+  rows->push_back({{"precision", s.precision},
+                   {"budget", budget},
+                   {"residency", "bound only"},
+                   {"budget_bytes", want},
+                   {"total_weight_bytes", total_bytes},
+                   {"preload_ms", s.preload},
+                   {"predicted_ms", nullptr},
+                   {"lower_bound_ms", feasible ? nlohmann::json(lb.ms) : nlohmann::json()},
+                   {"kernel_times", s.used},
+                   {"notes", {"below dlrun's minimal pool (" + std::to_string(minimal) + " bytes): " +
+                              (feasible ? lb.to_text() : "no layer-granular plan exists (a blob larger than the "
+                                                         "ring cannot be resident either)")}}});
+  std::printf("%-10s %-13s %9.1f %7.1f%% %7.1f%% %12s %10s %10s %s\n", s.precision.c_str(), budget.c_str(), mib(want),
+              100.0 * double(want) / double(total_bytes), 100.0 * (1.0 - double(want) / double(total_bytes)), "-",
+              "-", feasible ? (std::to_string(lb.ms).substr(0, 8) + " ms").c_str() : "none",
+              "(below dlrun's minimal pool: the bound alone)");
+  return Status();
+}
+
+// The planner's prediction at `budget` with residency `res`.
+Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string& budget, const std::string& res,
+                   nlohmann::json* rows) {
+  SessionOptions ob = s.options;
+  DLR_ASSIGN_OR_RETURN(ob.weight_budget, WeightBudget::parse(budget));
+  if (!parse_residency(res, &ob.residency))
+    return invalid_argument("--residency " + res + ": expected greedy, largest-late or none");
+  auto m = compile(net, s.target, ob, s.ms);
+  if (!m.ok()) return Status(m.status().code(), s.precision + " @" + budget + ": " + m.status().message());
+  const StreamPlan& sp = m->stream;
+  const double total = double(sp.total_weight_bytes);
+  const int64_t device = sp.resident ? sp.total_weight_bytes : sp.device_bytes();
+  const double predicted = m->predicted_ms;
+  const nlohmann::json row = {{"precision", s.precision},
+                              {"budget", budget},
+                              {"residency", res},
+                              {"budget_bytes", std::max<int64_t>(m->budget_bytes, device)},
+                              {"device_weight_bytes", device},
+                              {"total_weight_bytes", sp.total_weight_bytes},
+                              {"resident_bytes", sp.resident ? sp.total_weight_bytes : sp.resident_bytes},
+                              {"pool_bytes", sp.resident ? 0 : sp.pool_bytes},
+                              {"streamed_bytes", sp.streamed_bytes()},
+                              {"preload_ms", s.preload},
+                              {"predicted_ms", predicted},
+                              {"lower_bound_ms", m->lower_bound_ms > 0 ? m->lower_bound_ms : s.preload},
+                              {"kernel_times", s.used},
+                              {"notes", m->notes}};
+  rows->push_back(row);
+  std::printf("%-10s %-13s %9.1f %7.1f%% %7.1f%% %9.3f ms %+9.1f%% %7.3f ms %9.1f %9.1f %9s\n", s.precision.c_str(),
+              budget.c_str(), mib(device), 100.0 * double(device) / total, 100.0 * (1.0 - double(device) / total),
+              predicted, 100.0 * (predicted / s.preload - 1.0), row["lower_bound_ms"].get<double>(),
+              mib(row["resident_bytes"]), mib(row["pool_bytes"]), res.c_str());
+  return Status();
+}
+
+// The rows of one precision: every budget, every --residency item (one for min and all).
+Status simulate_precision(const Args& a, const NetworkDesc& net, const Simulated& s, const std::string& budgets,
+                          nlohmann::json* rows) {
+  const int64_t total_bytes = s.minimal.plan.weight_bytes();
+  for (const std::string& budget : split(budgets)) {
+    DLR_ASSIGN_OR_RETURN(const WeightBudget wb, WeightBudget::parse(budget));
+    const int64_t want = wb.resolve(total_bytes, s.minimal.stream.device_bytes());
+    if (want < s.minimal.stream.device_bytes()) {
+      DLR_RETURN_IF_ERROR(bound_only_row(a, s, budget, want, rows));
+      continue;
+    }
+    for (const std::string& res : split(a.residencies)) {
+      if ((budget == "min" || budget == "all") && res != split(a.residencies).front()) continue;
+      DLR_RETURN_IF_ERROR(planned_row(net, s, budget, res, rows));
+    }
+  }
+  return Status();
+}
+
+// The checks before any work, the copy profile, and the budgets: --weight-budget's, else
+// the curve (--budget-curve N, default 16).
+Status simulation_inputs(const Args& a, const NetworkDesc& net, CopyProfile* profile, std::string* budgets) {
+  if (a.layer_ms_from.empty()) return invalid_argument("--simulate-only needs --layer-ms-from FILE");
+  if (a.copy_profile == "auto")
+    return invalid_argument("--simulate-only needs a named --copy-profile (a built-in or a JSON file): auto is "
+                            "measured on a GPU");
+  DLR_ASSIGN_OR_RETURN(*profile, CopyProfile::resolve(a.copy_profile));
+  *budgets = a.budgets;
+  if (a.budgets == Args().budgets || a.budget_curve > 0) {
+    DLR_ASSIGN_OR_RETURN(*budgets, curve_budgets(net, split(a.precisions), a.granularity,
+                                                 a.budget_curve > 0 ? a.budget_curve : 16));
+  }
+  return Status();
+}
+
+Status run_simulation(const Args& a, const NetworkDesc& net) {
+  CopyProfile profile;
+  std::string budgets;
+  DLR_RETURN_IF_ERROR(simulation_inputs(a, net, &profile, &budgets));
+  nlohmann::json all;
+  all["mode"] = "simulate-only";
+  all["cfg"] = a.cfg;
+  all["size"] = net.net.width;
+  all["copy_profile"] = profile.name;
+  all["layer_ms_from"] = a.layer_ms_from;
+  all["scale_preload_ms"] = a.scale_preload_ms;
+  all["granularity"] = a.granularity;
+  all["rows"] = nlohmann::json::array();
+  print_header();
+  for (const std::string& prec : split(a.precisions)) {
+    DLR_ASSIGN_OR_RETURN(const Simulated s, simulated(a, net, profile, prec));
+    DLR_RETURN_IF_ERROR(simulate_precision(a, net, s, budgets, &all["rows"]));
+  }
+  if (!a.json.empty() && !write_json(a.json, all)) return io_error(a.json + ": cannot write");
+  return Status();
+}
+
+}  // namespace
+
+Expected<std::vector<double>> layer_ms_from_json(const std::string& path, const std::string& precision,
+                                                 const std::string& config, std::string* used) {
+  DLR_ASSIGN_OR_RETURN(const nlohmann::json j, read_dlbench_json(path));
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& r : j["results"]) {
+      if (!r.is_object() || r.value("precision", std::string()) != precision) continue;
+      const std::string name = r.value("config", std::string());
+      if (!config.empty() && name.find(config) == std::string::npos) continue;
+      std::vector<double> ms;
+      try {
+        if (!result_layer_ms(r, pass, name, &ms, used)) continue;
+      } catch (const nlohmann::json::exception& e) {
+        return parse_error("--layer-ms-from " + path + ": " + name + ": " + printable(e.what()));
+      }
+      for (double& v : ms)
+        if (!std::isfinite(v) || v < 0) return parse_error("--layer-ms-from " + path + ": " + name + ": a kernel time is negative or not finite");
+      return ms;
+    }
+  }
+  return invalid_argument("--layer-ms-from " + path + ": no " + precision + " result" +
+                          (config.empty() ? "" : " whose config contains '" + config + "'") +
+                          " with kernel_ms_at_open or a profiled run");
+}
+
+int simulate_only(const Args& a, const NetworkDesc& net) {
+  const Status st = run_simulation(a, net);
+  return st.ok() ? kExitOk : fail("dlbench", st);
+}
+
+}  // namespace dlr::tools

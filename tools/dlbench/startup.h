@@ -1,0 +1,24 @@
+// Startup, time to the first result: the parts of an open as JSON, the process's age,
+// and --startup-floor (the smallest CUDA open on this GPU).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/session.h"
+#include "tools/dlbench/args.h"
+
+namespace dlr::tools {
+
+// Milliseconds since this process started (the kernel's start time, in clock ticks:
+// 10 ms resolution), or -1 when /proc cannot tell.
+double process_age_ms();
+
+// The parts of an open (Session::open_timing) as JSON; first_inference_ms: the first
+// set_input + run after open.
+nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms);
+
+// --startup-floor: the smallest CUDA open on this GPU (measure_startup_floor), as this
+// process's first CUDA work; printed and written to --json. Returns the exit code.
+int startup_floor(const Args& a);
+
+}  // namespace dlr::tools

@@ -1,0 +1,45 @@
+#include "tools/dlbench/stats.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace dlr::tools {
+
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  s.p90 = v[std::min(v.size() - 1, size_t(0.9 * double(v.size() - 1) + 0.5))];
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / double(v.size());
+  return s;
+}
+
+double median(std::vector<double> v) { return stats_of(std::move(v)).median; }
+
+nlohmann::json stats_json(const Stats& s) {
+  return {{"median_ms", s.median}, {"min_ms", s.min}, {"p90_ms", s.p90}, {"mean_ms", s.mean}};
+}
+
+double mib(int64_t bytes) { return double(bytes) / (1024.0 * 1024.0); }
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+bool write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream f(path);
+  f << j.dump(2) << "\n";
+  return bool(f);
+}
+
+}  // namespace dlr::tools

@@ -1,0 +1,31 @@
+// The numbers dlbench reports: order statistics of timed runs, MiB, and the
+// comma-separated lists of its command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dlr::tools {
+
+struct Stats {
+  double median = 0, min = 0, p90 = 0, mean = 0;
+};
+
+// All zero for no values; the median of an even count is the mean of the middle two.
+Stats stats_of(std::vector<double> v);
+double median(std::vector<double> v);
+// {"median_ms", "min_ms", "p90_ms", "mean_ms"}.
+nlohmann::json stats_json(const Stats& s);
+
+double mib(int64_t bytes);
+
+// The non-empty items of a comma-separated list, in order.
+std::vector<std::string> split(const std::string& list);
+
+// Writes `j` (indented, then a newline) to `path`; false when the file cannot be written.
+bool write_json(const std::string& path, const nlohmann::json& j);
+
+}  // namespace dlr::tools
