@@ -85,7 +85,7 @@ TEST(PlacementPasses, BudgetPassResolvesTheBudgetAndPlansTheMinimalPool) {
 TEST(PlacementPasses, PassesWithoutKernelTimesDeferAndSayWhy) {
   Fixture f = tiny_fixture();
   const std::vector<double> none;
-  const SessionOptions o = stream("50%");
+  const SessionOptions o = stream("90%");
   PlacementState s = placement_state(f.plan, f.target, o, none, nullptr);
   ASSERT_TRUE(plan_placement(s).ok());
   EXPECT_TRUE(s.wants_times);
@@ -103,7 +103,7 @@ TEST(PlacementPasses, PassesWithoutKernelTimesDeferAndSayWhy) {
 
 TEST(PlacementPasses, ResidencyKeepsBlobsWithinTheBudget) {
   Fixture f = tiny_fixture();
-  const SessionOptions o = stream("50%");
+  const SessionOptions o = stream("90%");
   PlacementState s = placement_state(f.plan, f.target, o, f.ms, nullptr);
   ASSERT_TRUE(budget_pass(s).ok());
   ASSERT_TRUE(residency_pass(s).ok());
@@ -232,7 +232,7 @@ TEST(PlacementPasses, AutoBudgetIsTheSmallestWithinTheTarget) {
 // compile() is the pipeline: its placement equals the passes run by hand.
 TEST(PlacementPasses, CompileIsThePipeline) {
   Fixture f = tiny_fixture();
-  for (const char* budget : {"min", "50%", "auto"}) {
+  for (const char* budget : {"min", "90%", "auto"}) {
     const SessionOptions o = stream(budget);
     Expected<CompiledModel> m = compile(f.net, f.target, o, f.ms);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
