@@ -178,52 +178,40 @@ Expected<double> parse_percentage(const std::string& text, const std::string& wh
   return v / 100.0;
 }
 
-Status validate_options(const SessionOptions& o) {
-  if (o.threads < 0 || o.threads > 1024)
-    return invalid_argument("threads " + std::to_string(o.threads) + " is out of range (0 = auto, 1..1024)");
-  if (o.batch < 1 || o.batch > 64) return invalid_argument("batch " + std::to_string(o.batch) + " is out of range (1..64)");
-  if (o.width < 0 || o.height < 0)
-    return invalid_argument("network width/height overrides must be > 0 (0 keeps the cfg's)");
-  if (o.letterbox < -1 || o.letterbox > 1) return invalid_argument("letterbox must be -1 (cfg), 0 or 1");
-  if (!(o.thresh >= 0.0f && o.thresh < 1.0f)) return invalid_argument("thresh must be in [0, 1)");
-  if (!(o.nms > 0.0f && o.nms <= 1.0f)) return invalid_argument("nms must be in (0, 1]");
-  if (!(o.unit_search_min_gain >= 0.0 && o.unit_search_min_gain < 1.0))
-    return invalid_argument("unit search minimum gain " + std::to_string(o.unit_search_min_gain) +
-                            " must be in [0, 1)");
-  if (o.chunk_bytes < 0) return invalid_argument("chunk size must be >= 0 bytes (0: the copy profile's)");
-  if (o.workspace_limit < 0) return invalid_argument("cuDNN workspace limit must be >= 0 bytes");
-  if (o.layout < -1 || o.layout > 1) return invalid_argument("layout must be -1 (auto), 0 (NCHW) or 1 (NHWC)");
-  if (o.max_image_width < 1 || o.max_image_height < 1)
-    return invalid_argument("image staging size must be at least 1x1");
-  DLR_RETURN_IF_ERROR(CopyProfile::check_name(o.copy_profile));  // syntax only: no file is read here
-  if (!(o.max_slowdown >= 0 && o.max_slowdown <= 10))
-    return invalid_argument("max slowdown " + std::to_string(o.max_slowdown * 100) + " % must be in [0, 1000] %");
-  if (!(o.prefetch_lead_ms >= 0 && o.prefetch_lead_ms <= 1000))
-    return invalid_argument("prefetch lead " + std::to_string(o.prefetch_lead_ms) + " ms: expected 0 to 1000 ms");
-  if (!(o.alone_ms >= 0 && o.alone_ms <= 1e6))
-    return invalid_argument("latency alone " + std::to_string(o.alone_ms) + " ms: expected 0 (unknown) to 1000000 ms");
-  if (!(o.latency_target_ms >= 0 && o.latency_target_ms < 1e9))
-    return invalid_argument("latency target must be >= 0 ms (0: use the max slowdown)");
-  if (o.latency_target_ms > 0 && o.weight_budget.kind != WeightBudget::Kind::kAuto)
-    return invalid_argument("a latency target needs the weight budget auto");
-  switch (o.weight_budget.kind) {
-    case WeightBudget::Kind::kFraction:
-      if (!(o.weight_budget.fraction > 0 && o.weight_budget.fraction <= 1))
-        return invalid_argument("weight budget: a percentage must be in (0, 100]");
-      break;
-    case WeightBudget::Kind::kBytes:
-      if (o.weight_budget.bytes < 1) return invalid_argument("weight budget: must be at least 1 byte");
-      break;
-    default:
-      break;
+namespace {
+
+bool weight_budget_valid(const WeightBudget& b) {
+  switch (b.kind) {
+    case WeightBudget::Kind::kFraction: return b.fraction > 0 && b.fraction <= 1;
+    case WeightBudget::Kind::kBytes: return b.bytes >= 1;
+    default: return true;
   }
-  if (o.host_budget < 0) return invalid_argument("host budget must be >= 0 bytes (0: the minimum)");
-  if (o.zero_copy < -1 || o.zero_copy > 1) return invalid_argument("zero copy must be -1 (auto), 0 or 1");
-  if (o.read_depth < 1 || o.read_depth > 64)
-    return invalid_argument("read depth " + std::to_string(o.read_depth) + " is out of range (1..64)");
-  if (o.read_block_bytes < 4096 || o.read_block_bytes > (int64_t(64) << 20) || o.read_block_bytes % 4096 != 0)
-    return invalid_argument("read block " + std::to_string(o.read_block_bytes) +
-                            " bytes: expected a multiple of 4096 from 4 KiB to 64 MiB");
+}
+
+std::string weight_budget_error(const WeightBudget& b) {
+  return b.kind == WeightBudget::Kind::kFraction ? "weight budget: a percentage must be in (0, 100]"
+                                                 : "weight budget: must be at least 1 byte";
+}
+
+// Syntax only: no file is read here.
+bool copy_profile_name_valid(const std::string& name) { return CopyProfile::check_name(name).ok(); }
+std::string copy_profile_name_error(const std::string& name) { return CopyProfile::check_name(name).message(); }
+
+// The table's check of every option (runtime/options_table.h).
+Status check_each_option(const SessionOptions& o) {
+#define DLR_OPTION_CHECK_(name, Type, def, scope, valid, message) \
+  {                                                               \
+    const Type& v = o.name;                                       \
+    (void)v;                                                      \
+    if (!(valid)) return invalid_argument(message);               \
+  }
+  DLR_SESSION_OPTIONS(DLR_OPTION_CHECK_)
+#undef DLR_OPTION_CHECK_
+  return Status();
+}
+
+// Weights from storage: what needs it, and what it needs.
+Status check_storage(const SessionOptions& o) {
   if (o.weights_from == WeightsFrom::kHost && (o.zero_copy == 1 || o.host_budget > 0 || !o.prepared_path.empty()))
     return invalid_argument("zero copy, a host budget and a prepared file need --weights-from storage");
   if (o.weights_from == WeightsFrom::kStorage && o.device == DeviceKind::kCUDA && o.mode != WeightMode::kStream)
@@ -232,6 +220,16 @@ Status validate_options(const SessionOptions& o) {
     return invalid_argument("the CPU backend reads weights where it computes from them: zero copy cannot be off");
   if (o.prefetch_next && o.weights_from == WeightsFrom::kStorage)
     return invalid_argument("prefetch of the next inference copies from the host store: it needs --weights-from host");
+  return Status();
+}
+
+}  // namespace
+
+Status validate_options(const SessionOptions& o) {
+  DLR_RETURN_IF_ERROR(check_each_option(o));
+  if (o.latency_target_ms > 0 && o.weight_budget.kind != WeightBudget::Kind::kAuto)
+    return invalid_argument("a latency target needs the weight budget auto");
+  DLR_RETURN_IF_ERROR(check_storage(o));
   if (o.device == DeviceKind::kCPU) {
     if (o.mode != WeightMode::kPreload)
       return invalid_argument("the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");

@@ -116,16 +116,20 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadUnit, index, staging_offset, bytes, first
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadPlan, two_stage, staging_bytes, min_staging_bytes, queue_depth, block_bytes,
                                    units, copy_src_offset, blob_staging_offset, blob_read_unit, layer_read_unit,
                                    layer_releases)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SessionOptions, device, precision, batch, width, height, letterbox, thresh, nms,
-                                   concat_in_place, keep_all_outputs, cuda_device, mode, weight_budget, copy_profile,
-                                   chunk_bytes, weight_pool, unit_search, unit_search_min_gain, residency,
-                                   arena_staging,
-                                   weights_from, host_budget, zero_copy, read_depth, read_block_bytes, prepared_path, reader, cache_kernel_times,
-                                   prefetch_next,
-                                   layout,
-                                   cuda_graph,
-                                   profile_layers, find_algorithms, workspace_limit, max_image_width,
-                                   max_image_height)
+// The options record: every row of runtime/options_table.h by its name. Reading takes
+// the options a record has (one from an older dlrun lacks the newer ones: defaults).
+void to_json(nlohmann::json& j, const SessionOptions& o) {
+  j = nlohmann::json::object();
+#define DLR_OPTION_TO_JSON_(name, Type, def, scope, valid, message) j[#name] = o.name;
+  DLR_SESSION_OPTIONS(DLR_OPTION_TO_JSON_)
+#undef DLR_OPTION_TO_JSON_
+}
+void from_json(const nlohmann::json& j, SessionOptions& o) {
+#define DLR_OPTION_FROM_JSON_(name, Type, def, scope, valid, message) \
+  if (j.contains(#name)) j.at(#name).get_to(o.name);
+  DLR_SESSION_OPTIONS(DLR_OPTION_FROM_JSON_)
+#undef DLR_OPTION_FROM_JSON_
+}
 
 // Step: the op parameters are written under the step's kind.
 void to_json(nlohmann::json& j, const Step& s) {
@@ -234,9 +238,8 @@ std::string compiled_model_to_json(const CompiledModel& m) {
                             {"auto_preload_ms", m.auto_preload_ms},
                             {"notes", m.notes}};
   // Added after the options' field list (older files lack it: the default applies).
-  j["options"]["calibrate_copies"] = m.options ? m.options->calibrate_copies : SessionOptions().calibrate_copies;
-  // Where the activation arena and the workspace live (a Runtime's), with the options as written before.
-  j["options"]["shared_memory"] = m.engine.shared_memory;
+  // Where the activation arena and the workspace live: a Runtime's (a compile input).
+  j["shared_memory"] = m.engine.shared_memory;
   return j.dump(1) + "\n";
 }
 
@@ -294,9 +297,9 @@ Expected<CompiledModel> model_from_json(const std::string& text, const std::stri
     DLR_RETURN_IF_ERROR(read_target(j.at("target"), what, &m.target));
     SessionOptions options;
     j.at("options").get_to(options);
-    if (j.at("options").contains("calibrate_copies")) j.at("options").at("calibrate_copies").get_to(options.calibrate_copies);
-    CompileInputs inputs;
-    j.at("options").at("shared_memory").get_to(inputs.shared_memory);
+    CompileInputs inputs;  // shared_memory: top level; in the options of records before it moved there
+    const nlohmann::json& shared = j.contains("shared_memory") ? j.at("shared_memory") : j.at("options").at("shared_memory");
+    shared.get_to(inputs.shared_memory);
     m.engine = engine_settings(options, inputs);  // derived, not stored
     m.options = std::make_shared<const SessionOptions>(std::move(options));
     j.at("letterbox").get_to(m.letterbox);

@@ -1,81 +1,133 @@
+// dlrun::Options <-> dlr::SessionOptions and dlrun::set_option(), both generated from
+// the options table (runtime/options_table.h): a PUBLIC row is a field of dlrun::Options
+// of the same name. Public types are converted by the overloads below (the public enums
+// to the internal ones; text fields parsed into their typed values).
 #include "runtime/public/options_map.h"
+
+#include "runtime/options_text.h"
 
 namespace dlrun::detail {
 namespace {
 
-dlr::DeviceKind map(Device d) { return d == Device::kCUDA ? dlr::DeviceKind::kCUDA : dlr::DeviceKind::kCPU; }
-dlr::WeightMode map(Mode m) { return m == Mode::kStream ? dlr::WeightMode::kStream : dlr::WeightMode::kPreload; }
-dlr::Precision map(Precision p) {
-  switch (p) {
-    case Precision::kFP32: return dlr::Precision::kFP32;
-    case Precision::kTF32: return dlr::Precision::kTF32;
-    case Precision::kFP16: return dlr::Precision::kFP16;
-  }
-  return dlr::Precision::kFP32;
+template <class T>
+dlr::Status same(const T& p, T* s) {
+  *s = p;
+  return dlr::Status();
 }
-dlr::PoolLayout map(PoolLayout l) {
-  switch (l) {
-    case PoolLayout::kAuto: return dlr::PoolLayout::kAuto;
-    case PoolLayout::kSlots: return dlr::PoolLayout::kSlots;
-    case PoolLayout::kRing: return dlr::PoolLayout::kRing;
-  }
-  return dlr::PoolLayout::kAuto;
+dlr::Status convert(int p, int* s) { return same(p, s); }
+dlr::Status convert(int64_t p, int64_t* s) { return same(p, s); }
+dlr::Status convert(float p, float* s) { return same(p, s); }
+dlr::Status convert(double p, double* s) { return same(p, s); }
+dlr::Status convert(bool p, bool* s) { return same(p, s); }
+dlr::Status convert(const std::string& p, std::string* s) { return same(p, s); }
+// Text fields of the public options: their typed value.
+dlr::Status convert(const std::string& p, dlr::WeightBudget* s) { return dlr::parse_value(p, s); }
+dlr::Status convert(const std::string& p, dlr::ReaderKind* s) { return dlr::parse_value(p, s); }
+dlr::Status convert(bool storage, dlr::WeightsFrom* s) {
+  *s = storage ? dlr::WeightsFrom::kStorage : dlr::WeightsFrom::kHost;
+  return dlr::Status();
 }
-dlr::Residency map(Residency r) {
-  switch (r) {
-    case Residency::kNone: return dlr::Residency::kNone;
-    case Residency::kLargestLate: return dlr::Residency::kLargestLate;
-    case Residency::kGreedy: return dlr::Residency::kGreedy;
-  }
-  return dlr::Residency::kGreedy;
+// The public enums: the same enumerators in the same order as the internal ones.
+static_assert(uint8_t(Device::kCUDA) == uint8_t(dlr::DeviceKind::kCUDA), "Device");
+static_assert(uint8_t(Precision::kTF32) == uint8_t(dlr::Precision::kTF32) &&
+                  uint8_t(Precision::kFP16) == uint8_t(dlr::Precision::kFP16), "Precision");
+static_assert(uint8_t(Mode::kStream) == uint8_t(dlr::WeightMode::kStream), "Mode");
+static_assert(uint8_t(PoolLayout::kSlots) == uint8_t(dlr::PoolLayout::kSlots) &&
+                  uint8_t(PoolLayout::kRing) == uint8_t(dlr::PoolLayout::kRing), "PoolLayout");
+static_assert(uint8_t(Residency::kLargestLate) == uint8_t(dlr::Residency::kLargestLate) &&
+                  uint8_t(Residency::kGreedy) == uint8_t(dlr::Residency::kGreedy), "Residency");
+template <class P, class I>
+dlr::Status as_internal(P p, I* s) {
+  *s = static_cast<I>(static_cast<uint8_t>(p));
+  return dlr::Status();
 }
+dlr::Status convert(Device p, dlr::DeviceKind* s) { return as_internal(p, s); }
+dlr::Status convert(Precision p, dlr::Precision* s) { return as_internal(p, s); }
+dlr::Status convert(Mode p, dlr::WeightMode* s) { return as_internal(p, s); }
+dlr::Status convert(PoolLayout p, dlr::PoolLayout* s) { return as_internal(p, s); }
+dlr::Status convert(Residency p, dlr::Residency* s) { return as_internal(p, s); }
+
+// A parsed value into its public field: a public enum from the internal one, or as it is.
+template <class I, class P>
+dlr::Status store(const I& parsed, P* field) {
+  *field = static_cast<P>(static_cast<uint8_t>(parsed));
+  return dlr::Status();
+}
+template <class T>
+dlr::Status store(const T& parsed, T* field) {
+  *field = parsed;
+  return dlr::Status();
+}
+
+// A PUBLIC row's public field; PUBLIC_STORAGE's is weights_from_storage.
+#define DLR_PUBLIC_FIELD_PUBLIC(name) name
+#define DLR_PUBLIC_FIELD_PUBLIC_STORAGE(name) weights_from_storage
+#define DLR_PUBLIC_FIELD_(scope, name) DLR_PUBLIC_FIELD_##scope(name)
+#define DLR_TEXT_(x) DLR_TEXT2_(x)  // the text of x after expansion
+#define DLR_TEXT2_(x) #x
+
+// A public field from text: parsed as the option's internal type I, then stored. A text
+// field keeps the text as given; it is parsed where the options are used (at open), like
+// a field set directly.
+template <class I, class P>
+dlr::Status set_field(const char* name, const std::string& text, P* field) {
+  I parsed{};
+  const dlr::Status st = dlr::parse_value(text, &parsed);
+  if (!st.ok()) return dlr::invalid_argument(std::string(name) + " '" + text + "': " + st.message());
+  return store(parsed, field);
+}
+template <class I>
+dlr::Status set_field(const char*, const std::string& text, std::string* field) {
+  *field = text;
+  return dlr::Status();
+}
+
+dlr::Status named(const char* name, const dlr::Status& st) {
+  return st.ok() ? st : dlr::invalid_argument(std::string(name) + ": " + st.message());
+}
+
+// The public fields, each converted (INTERNAL rows expand to nothing).
+#define DLR_MAP_PUBLIC(name, field) \
+  DLR_RETURN_IF_ERROR(named(DLR_TEXT_(field), convert(o.field, &s.name)));
+#define DLR_MAP_PUBLIC_STORAGE(name, field) DLR_MAP_PUBLIC(name, field)
+#define DLR_MAP_INTERNAL(name, field)
+
+// set_option for the public fields.
+#define DLR_SET_PUBLIC(name, field) \
+  if (key == DLR_TEXT_(field)) return set_field<decltype(dlr::SessionOptions::name)>(DLR_TEXT_(field), text, &o->field);
+#define DLR_SET_PUBLIC_STORAGE(name, field) \
+  if (key == DLR_TEXT_(field)) return set_field<bool>(DLR_TEXT_(field), text, &o->field);
+#define DLR_SET_INTERNAL(name, field)
 
 }  // namespace
 
 dlr::Expected<dlr::SessionOptions> to_session_options(const Options& o) {
   dlr::SessionOptions s;
-  s.device = map(o.device);
-  s.precision = map(o.precision);
-  s.batch = o.batch;
-  s.width = o.width;
-  s.height = o.height;
-  s.letterbox = o.letterbox;
-  s.thresh = o.thresh;
-  s.nms = o.nms;
-  s.threads = o.threads;
-  s.max_image_width = o.max_image_width;
-  s.max_image_height = o.max_image_height;
-  s.cuda_device = o.cuda_device;
-  s.mode = map(o.mode);
-  auto budget = dlr::WeightBudget::parse(o.weight_budget);
-  if (!budget.ok()) return dlr::invalid_argument("weight_budget: " + budget.status().message());
-  s.weight_budget = *budget;
-  s.copy_profile = o.copy_profile;
-  s.chunk_bytes = o.chunk_bytes;
-  s.weight_pool = map(o.weight_pool);
-  s.unit_search = o.unit_search;
-  s.residency = map(o.residency);
-  s.arena_staging = o.arena_staging;
-  s.max_slowdown = o.max_slowdown;
-  s.latency_target_ms = o.latency_target_ms;
-  s.layout = o.layout;
-  s.cuda_graph = o.cuda_graph;
-  s.profile_layers = o.profile_layers;
-  s.find_algorithms = o.find_algorithms;
-  s.workspace_limit = o.workspace_limit;
-  s.prefetch_lead_ms = o.prefetch_lead_ms;
-  s.alone_ms = o.alone_ms;
-  s.cache_kernel_times = o.cache_kernel_times;
-  s.calibrate_copies = o.calibrate_copies;
-  s.weights_from = o.weights_from_storage ? dlr::WeightsFrom::kStorage : dlr::WeightsFrom::kHost;
-  s.host_budget = o.host_budget;
-  s.zero_copy = o.zero_copy;
-  s.read_depth = o.read_depth;
-  s.read_block_bytes = o.read_block_bytes;
-  if (!dlr::parse_reader_kind(o.reader, &s.reader))
-    return dlr::invalid_argument("reader \"" + o.reader + "\": expected auto, uring or threads");
-  s.prepared_path = o.prepared_path;
+#define DLR_MAP_ROW_(name, Type, def, scope, valid, message) DLR_MAP_##scope(name, DLR_PUBLIC_FIELD_(scope, name))
+  DLR_SESSION_OPTIONS(DLR_MAP_ROW_)
+#undef DLR_MAP_ROW_
   return s;
+}
+
+dlr::Status set_public_option(Options* o, const std::string& key, const std::string& text) {
+#define DLR_SET_ROW_(name, Type, def, scope, valid, message) DLR_SET_##scope(name, DLR_PUBLIC_FIELD_(scope, name))
+  DLR_SESSION_OPTIONS(DLR_SET_ROW_)
+#undef DLR_SET_ROW_
+  return dlr::invalid_argument("unknown option '" + key + "'");
+}
+
+const std::vector<std::string>& public_option_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+#define DLR_NAME_ROW_(name, Type, def, scope, valid, message) DLR_NAME_##scope(name)
+#define DLR_NAME_PUBLIC(name) n.push_back(DLR_TEXT_(DLR_PUBLIC_FIELD_PUBLIC(name)));
+#define DLR_NAME_PUBLIC_STORAGE(name) n.push_back(DLR_TEXT_(DLR_PUBLIC_FIELD_PUBLIC_STORAGE(name)));
+#define DLR_NAME_INTERNAL(name)
+    DLR_SESSION_OPTIONS(DLR_NAME_ROW_)
+#undef DLR_NAME_ROW_
+    return n;
+  }();
+  return names;
 }
 
 }  // namespace dlrun::detail

@@ -49,51 +49,25 @@ E parse_enum(const std::string& what, const std::string& text, const std::map<st
                                     what + " '" + text + "': expected one of " + expected}};
 }
 
-// Options from keyword arguments: every field by name; an unknown name is an error.
+// A keyword's value as the text dlrun::set_option reads: str as it is, bool as
+// true/false, int and float in decimal (repr); anything else is an error naming it.
+std::string option_text(const std::string& key, const py::handle v) {
+  if (py::isinstance<py::str>(v)) return py::str(v);
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+  if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) return py::repr(v);
+  throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
+                                    key + ": expected a str, int, float or bool, got " +
+                                        std::string(py::str(v.get_type().attr("__name__")))}};
+}
+
+// Options from keyword arguments: every field of dlrun::Options by name, through
+// dlrun::set_option (its errors name the keyword); an unknown name is an error.
 dlrun::Options options_from(const py::kwargs& kw) {
   dlrun::Options o;
   for (const auto& item : kw) {
     const std::string k = py::str(item.first);
-    const py::handle v = item.second;
-    if (k == "device") o.device = parse_enum<dlrun::Device>(k, py::str(v), {{"cpu", dlrun::Device::kCPU}, {"cuda", dlrun::Device::kCUDA}});
-    else if (k == "precision") o.precision = parse_enum<dlrun::Precision>(k, py::str(v), {{"fp32", dlrun::Precision::kFP32}, {"tf32", dlrun::Precision::kTF32}, {"fp16", dlrun::Precision::kFP16}});
-    else if (k == "mode") o.mode = parse_enum<dlrun::Mode>(k, py::str(v), {{"preload", dlrun::Mode::kPreload}, {"stream", dlrun::Mode::kStream}});
-    else if (k == "weight_pool") o.weight_pool = parse_enum<dlrun::PoolLayout>(k, py::str(v), {{"auto", dlrun::PoolLayout::kAuto}, {"slots", dlrun::PoolLayout::kSlots}, {"ring", dlrun::PoolLayout::kRing}});
-    else if (k == "residency") o.residency = parse_enum<dlrun::Residency>(k, py::str(v), {{"none", dlrun::Residency::kNone}, {"largest-late", dlrun::Residency::kLargestLate}, {"greedy", dlrun::Residency::kGreedy}});
-    else if (k == "batch") o.batch = v.cast<int>();
-    else if (k == "width") o.width = v.cast<int>();
-    else if (k == "height") o.height = v.cast<int>();
-    else if (k == "letterbox") o.letterbox = v.cast<int>();
-    else if (k == "thresh") o.thresh = v.cast<float>();
-    else if (k == "nms") o.nms = v.cast<float>();
-    else if (k == "threads") o.threads = v.cast<int>();
-    else if (k == "max_image_width") o.max_image_width = v.cast<int>();
-    else if (k == "max_image_height") o.max_image_height = v.cast<int>();
-    else if (k == "cuda_device") o.cuda_device = v.cast<int>();
-    else if (k == "weight_budget") o.weight_budget = py::str(v);
-    else if (k == "copy_profile") o.copy_profile = py::str(v);
-    else if (k == "chunk_bytes") o.chunk_bytes = v.cast<int64_t>();
-    else if (k == "unit_search") o.unit_search = v.cast<bool>();
-    else if (k == "arena_staging") o.arena_staging = v.cast<bool>();
-    else if (k == "max_slowdown") o.max_slowdown = v.cast<double>();
-    else if (k == "latency_target_ms") o.latency_target_ms = v.cast<double>();
-    else if (k == "layout") o.layout = v.cast<int>();
-    else if (k == "cuda_graph") o.cuda_graph = v.cast<bool>();
-    else if (k == "profile_layers") o.profile_layers = v.cast<bool>();
-    else if (k == "find_algorithms") o.find_algorithms = v.cast<bool>();
-    else if (k == "workspace_limit") o.workspace_limit = v.cast<int64_t>();
-    else if (k == "prefetch_lead_ms") o.prefetch_lead_ms = v.cast<double>();
-    else if (k == "alone_ms") o.alone_ms = v.cast<double>();
-    else if (k == "cache_kernel_times") o.cache_kernel_times = v.cast<bool>();
-    else if (k == "calibrate_copies") o.calibrate_copies = v.cast<bool>();
-    else if (k == "weights_from_storage") o.weights_from_storage = v.cast<bool>();
-    else if (k == "host_budget") o.host_budget = v.cast<int64_t>();
-    else if (k == "zero_copy") o.zero_copy = v.cast<int>();
-    else if (k == "read_depth") o.read_depth = v.cast<int>();
-    else if (k == "read_block_bytes") o.read_block_bytes = v.cast<int64_t>();
-    else if (k == "reader") o.reader = py::str(v);
-    else if (k == "prepared_path") o.prepared_path = py::str(v);
-    else throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument, "unknown option '" + k + "'"}};
+    const dlrun::Status st = dlrun::set_option(o, k, option_text(k, item.second));
+    if (!st.ok()) throw ErrorException{st.error()};
   }
   return o;
 }

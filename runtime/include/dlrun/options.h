@@ -2,11 +2,15 @@
 // Every field has a working default; open() checks every value and names the
 // field in its error. docs/library.md lists them with the tools' equivalents.
 //
-// Adding a field: one line here and one line in runtime/public/options_map.cpp.
+// Adding a field: one line here and its row in runtime/options_table.h (the mapping to
+// the runtime, set_option() and the Python keyword come from the row).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "dlrun/result.h"
 
 namespace dlrun {
 
@@ -80,5 +84,16 @@ struct Options {
   std::string reader = "auto";        // "auto" (io_uring if available), "uring" or "threads"
   std::string prepared_path;          // the prepared weight file ("": the user's cache, made on first use)
 };
+
+// Sets the field `name` of `options` from its text form, as the tools and the Python
+// keywords give it: enums by name ("cuda", "fp16", "stream", "ring", "greedy"), integers
+// and numbers in decimal, booleans as true/false (on/off, yes/no, 1/0), weight_budget as
+// "min", "auto", "50%" or a size, reader as "auto", "uring" or "threads". An unknown name
+// or a value of the wrong form is an error naming the field and what was expected; the
+// ranges are checked when a session opens.
+Status set_option(Options& options, const std::string& name, const std::string& value);
+
+// The names set_option() knows (every field of Options), in a fixed order.
+const std::vector<std::string>& option_names();
 
 }  // namespace dlrun
