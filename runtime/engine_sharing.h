@@ -26,9 +26,10 @@ class SharedMemoryClient {
   // runtime moves them (a CUDA engine then captures its graph again). Ownership stays
   // with the caller.
   virtual Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) = 0;
-  // Another engine has run in the shared arena since this one's last run: before its
-  // next input, the engine clears its arena region, so it sees what an engine with an
-  // arena of its own would see (parts of the arena the plan never writes read as zero).
+  // Another engine has run in the shared arena since this one's last run. The CUDA
+  // engine clears its arena region (plan().arena_bytes, on its compute stream) before
+  // its next input or run, so its outputs do not depend on what ran before it
+  // (RuntimeGpu tests: outputs equal a preload session's); the CPU engine does not clear.
   void mark_arena_foreign() { m_arena_foreign = true; }
 
  protected:

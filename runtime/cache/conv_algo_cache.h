@@ -2,7 +2,7 @@
 // directory (runtime/cache/cache_dir.h), so that a later open of the same model on the same
 // GPU creates its convolutions with the stored algorithms instead of asking cuDNN
 // (cudnnGetConvolutionForwardAlgorithm_v7 or cudnnFind) for each. Plain C++ (the file
-// format and the key): the CUDA engine (runtime/cuda/cuda_engine.cpp) fills and uses it.
+// format and the key): the CUDA engine (runtime/cuda/cuda_engine_convs.cpp) fills and uses it.
 //
 // File: user_cache_dir()/conv-algos/<model>-<16 hex>.json, the hex an XXH3-64 of
 // ConvAlgoKey::text(); inside {"format": 2, "key": <text>, "algos": {<conv>: {"algo":
@@ -14,8 +14,8 @@
 // (algorithms without their workspace) is ignored that way too.
 //
 // The workspace sizes are trusted: an open that takes a stored algorithm with its size
-// does not ask cuDNN again (that query cost ~0.7 ms per conv, 73 ms for yolov4's 110,
-// docs/streaming.md "Startup, measured"). That is safe only because the key holds
+// does not ask cuDNN again, so a warm open makes no cuDNN call for a cached
+// convolution (docs/streaming.md section 9). That is safe only because the key holds
 // everything the size depends on: the GPU (UUID), the cuDNN library (version), the
 // model (the hash of its plan: every conv's geometry, dtypes and layouts), the
 // precision (math type), the layout, the policy and the workspace limit. A size is

@@ -1,11 +1,11 @@
 // Kernel times measured at open (Engine::measure_layer_ms), kept per GPU and model in
-// the user's cache directory (runtime/cache/cache_dir.h), so that a later open of the same
-// model on the same GPU skips the measurement (about 1.5 s for yolov4): what is
-// measured once per GPU and model is kept. The key hashes the execution plan's text
-// (every step's op, shapes, layouts, dtypes), the precision, the cuDNN algorithm
-// policy and workspace limit, and the device description (GPU name, SM count, driver,
-// cuDNN version). A file that does not parse or does not fit the plan is ignored
-// (and overwritten by the next measurement).
+// the user's cache directory (runtime/cache/cache_dir.h), so that a later open of the
+// same model on the same GPU skips the measurement (several captured replays of the
+// network): what is measured once per GPU and model is kept. The key hashes the
+// execution plan's text (every step's op, shapes, layouts, dtypes), the precision, the
+// cuDNN algorithm policy and workspace limit, and the device description (GPU name, SM
+// count, driver, cuDNN version). A file that does not parse or does not fit the plan is
+// ignored (and overwritten by the next measurement).
 //
 // The same file keeps the copy profile calibrated inside an inference
 // (runtime/streaming/copy_calibration.h) beside the times: measured once per GPU and

@@ -1,6 +1,6 @@
 // The copy probe: measurements of the current GPU's host-to-device copy engine
 // (copy_probe.cpp, CUDA builds only), shared by dlprobe and by `--copy-profile auto`,
-// which runs a brief probe the first time a GPU is used (runtime/cuda/cuda_engine.cpp).
+// which runs a brief probe the first time a GPU is used (runtime/cuda/cuda_target.cpp).
 #pragma once
 
 #include <cstdint>

@@ -29,9 +29,10 @@ Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model,
 // `device` as a compile target: its name, memory, whether it is integrated, its
 // virtual-memory mapping granularity and the copy profile `copy_profile`: a built-in
 // name, a dlprobe JSON file, "auto" (this GPU's profile: cached per GPU UUID in the
-// user's cache directory, else a brief probe, ~0.4 s, saved there, else the nearest
-// built-in; runtime/streaming/profile_select.h) or "" (no profile: preload). Logs one
-// line naming the profile and where it came from (a warning for a built-in fallback).
+// user's cache directory, else a brief probe, saved there, else the nearest built-in;
+// runtime/streaming/profile_select.h) or "" (no profile: preload). Logs one line naming
+// the profile and where it came from (a probe's time included; a warning for a
+// built-in fallback).
 Expected<Target> cuda_target(int device, const std::string& copy_profile);
 
 // The smallest CUDA open this runtime can make, timed part by part (host clock, ms):

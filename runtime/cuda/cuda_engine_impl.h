@@ -2,9 +2,13 @@
 //  - preload: every blob resident in one device buffer, uploaded at open;
 //  - stream:  a StreamPlan (runtime/streaming/stream_plan.h) moves weights from a
 //    pinned host store into a bounded device pool on a second (copy) stream,
-//    ordered against compute with events only (docs/streaming.md).
+//    ordered against compute with events only (docs/streaming.md section 1, "Streams
+//    and events").
 // All memory is allocated at open; run() enqueues (or replays the CUDA graph of)
 // one inference and synchronises once for the output download.
+// Sources: cuda_engine.cpp (create() and its steps), cuda_engine_convs.cpp,
+// cuda_engine_run.cpp, cuda_engine_graph.cpp, cuda_engine_sharing.cpp,
+// weight_residency.cpp, unit_tuning.cpp; cuda_target.cpp (the device as a target).
 #pragma once
 
 #include <functional>
@@ -14,6 +18,7 @@
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_concat.h"
 #include "kernels/cuda/cuda_handles.h"
+#include "runtime/cache/conv_algo_cache.h"
 #include "runtime/compile/compiled_model.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/engine_sharing.h"
@@ -24,6 +29,9 @@
 #include "runtime/weight_store.h"
 
 namespace dlr {
+
+// Whether CUDA device `device` exists (cudaGetDeviceCount); the error names the count.
+Status check_cuda_device(int device);
 
 class CudaEngine final : public Engine, public SharedMemoryClient, public SharedRingClient {
  public:
@@ -107,6 +115,16 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // Where copy unit u's bytes come from: the pinned store, or the staging area of reads.
   const char* copy_source(const TransferUnit& u) const;
 
+  // cuda_engine.cpp: create()'s steps, in their order (each adds its time to m_open_timing).
+  Status open_streams();                         // the compute stream, the run's timing events
+  Status open_cudnn(CudaContextInit* init);      // the context helper's handle, else a new one
+  Status alloc_arena_and_input();                // own arena (zeroed) unless shared; the f32 input
+  Status alloc_workspace_and_outputs();          // own workspace unless shared; outputs; image staging
+  // cuda_engine_convs.cpp: every conv's descriptors and algorithm (the algorithm cache
+  // read and kept), m_workspace_need; errors name the cfg file, layer and cfg line.
+  Status setup_convs(const CompiledModel& model);
+  Status make_conv(const Step& st, const std::string& cfg_path, const ConvAlgoMap& stored, ConvAlgoMap* chosen);
+  Status make_concat_conv(const Step& st, const std::string& cfg_path);  // a conv over a concatenation's parts
   // weight_residency.cpp
   Status setup_weights(WeightSource& weights);
   Status setup_stream_weights(WeightSource& weights);  // pool, resident region, pinned store of m_stream_plan
@@ -114,15 +132,22 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status setup_storage_reads(WeightSource& weights);  // staging area and read pipeline of m_reads
   Status enqueue_network_storage(bool profile);  // one inference driven by the reads (no graph)
   Status enqueue_network(bool profile);
-  Status read_profile(bool prefetched);
-  Status clear_foreign_arena();  // zeroes this plan's arena region after another model ran in it  // prefetched: the leading units were copied before the run
-  // cuda_engine.cpp
+  Status read_profile(bool prefetched);  // prefetched: the leading units were copied before the run
+  Status clear_foreign_arena();  // zeroes this plan's arena region after another model ran in it
+  // cuda_engine_run.cpp
   Status enqueue_step(const Step& st, cudaStream_t s);
   Status enqueue_layer_kernels(const Step& st, cudaStream_t s);  // enqueue_step unless a no-op; errors name the layer
   Status enqueue_outputs(cudaStream_t s);
   // unit_tuning.cpp: the pool filled with weight-like values before kernels are timed
   // (synchronous; at open only).
   Status fill_pool_like_weights();
+  // cuda_engine_graph.cpp
+  Status make_layer_events();  // profile_layers: the per-layer timing events (once)
+  // The network run eagerly once, synchronised (sets m_open_timing.warmup_eager); *ms: its time.
+  Status warm_up_eagerly(double* ms);
+  // finalize()'s capture: after a failure, an eager warm-up (*eager_ms) and a second try;
+  // a second failure leaves no graph (a warning), not an error.
+  Status capture_at_open(double* eager_ms);
   Status capture_graph();
   // Captures what `enqueue` puts on the compute stream (and streams it forks) into an
   // instantiated graph; m_capturing is true meanwhile.

@@ -4,7 +4,8 @@
 // ring buffer placed in it is contiguous across its wrap point: a region
 // [off, off + n) with off < bytes and n <= bytes can be copied to and read by
 // kernels as one plain pointer. The ring weight pool of stream mode lives in one
-// (docs/streaming.md). Physical memory is `bytes`; only the address range doubles.
+// (docs/streaming.md sections 1 and 2). Physical memory is `bytes`; only the address
+// range doubles.
 //
 // The driver functions are reached through cudaGetDriverEntryPointByVersion, so
 // nothing links libcuda directly (binaries still start on machines without a GPU).

@@ -1,7 +1,8 @@
 // Open-time measurement and replanning (runtime/engine.h's open sequence): the
 // kernel time of every layer on this device, which the compile step turns into
 // transfer units chosen by simulation (runtime/streaming/unit_search.h;
-// docs/streaming.md section 3), and the adoption of the recompiled model.
+// docs/streaming.md section 1, "Units chosen by simulation", and section 6, "Kernel
+// times at open"), and the adoption of the recompiled model.
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -69,8 +70,7 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
   // A pool that streams holds nothing between inferences. It is filled with weight-like
   // values (a fixed pattern, uniform in +-0.1, in the weights' dtype; bias bytes read as
   // f32 are finite too), not left as it is or cleared: kernel time depends on the values
-  // (yolov4 @608 fp16 on the H100, the kernels at open: zeros 1.76 ms, 0x11 bytes 1.63,
-  // 0x3c bytes 1.55 ms; docs/streaming.md, "Kernel times at open"). A resident pool
+  // (docs/streaming.md section 6, "Kernel times at open"). A resident pool
   // (StreamPlan::resident) holds every weight, copied once at open, and is read as it is:
   // overwriting it would leave a model whose replan keeps the placement with wrong weights.
   m_prefetch_issued = 0;  // the measurement overwrites the pool

@@ -1,5 +1,5 @@
 // How weights reach the device, and the enqueue of one inference, for both
-// weight modes of CudaEngine (preload, stream). See docs/streaming.md.
+// weight modes of CudaEngine (preload, stream). See docs/streaming.md sections 1 and 6.
 #include <cstring>
 
 #include "kernels/cuda/cuda_check.h"

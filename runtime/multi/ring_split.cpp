@@ -1,76 +1,24 @@
 // split_shared_ring: one ring for every streaming model of a Runtime (ring_split.h).
 // Every candidate placement of a model is evaluated by the placement passes compile()
 // runs (estimate_placement, runtime/compile/placement.h); this file searches over them
-// (rings, rooms, sets) and over the round's prefetch windows.
+// (rings, rooms, sets); ring_round.cpp evaluates the round's prefetch windows and
+// searches over the round (ring_splitter.h has the class).
 #include "runtime/multi/ring_split.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <limits>
-#include <map>
-#include <set>
-#include <tuple>
 
-#include "runtime/multi/ring_windows.h"
+#include "runtime/multi/ring_splitter.h"
 #include "runtime/streaming/residency.h"
-#include "runtime/streaming/simulator.h"
 
 namespace dlr {
+namespace ring_search {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr int64_t kQuantum = int64_t(64) << 10;  // resident bytes are split in these
-constexpr int kRefineRounds = 3;                 // halvings of the ring step around the best ring
-constexpr int kJointSteps = 8;                   // moves of the round's local search (joint_refine)
-constexpr int kSlackSteps = 4;                   // moves that hand the unused budget to a model (spend_slack)
-constexpr int kWindowRounds = 3;                 // plans again with the prefetch windows of the last choice
-constexpr int64_t kWindowSlack = int64_t(1) << 20;  // a window this much short of the limit used still counts
-constexpr int kStagingSimulations = 24;          // per staged prediction of a model with arena staging
 
 std::string mib(int64_t bytes) {
   char buf[48];
   std::snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / 1048576.0);
   return buf;
-}
-
-// Fills a point's copies_end_ms, streamed and releases from its simulated plan.
-void note_releases(const ExecutionPlan& plan, const StreamPlan& stream, const SimResult& sim, RingPoint* p) {
-  p->copies_end_ms = 0;
-  for (double t : sim.copy_end_ms) p->copies_end_ms = std::max(p->copies_end_ms, t);
-  p->streamed = stream.ring_streamed_bytes();
-  p->releases.clear();
-  for (size_t b = 0; b < plan.weights.size(); ++b) {
-    if (!stream.in_ring(int(b))) continue;
-    const int layer = plan.weights[b].layer;
-    p->releases.push_back({stream.blob_host_offset[b] + plan.weights[b].bytes, sim.layer_end_ms[size_t(layer)]});
-  }
-}
-
-// Per model, computed once: the all-resident point.
-struct ModelBase {
-  int64_t total = 0;
-  RingPoint all;
-};
-
-struct Candidate {
-  int64_t ring = 0;
-  std::vector<RingPoint> chosen;    // per model
-  std::vector<int64_t> limit;       // per model: prefetch limit used (-1 none)
-  std::vector<int64_t> early;       // per model: of it, the bytes copied two models ahead
-  double sum = kInf;                // sum(weight * ms)
-  double slowdown = kInf;           // max(ms / all-resident ms)
-  bool ok = false;
-};
-
-bool better(const Candidate& a, const Candidate& b, SplitObjective objective) {
-  if (!a.ok) return false;
-  if (!b.ok) return true;
-  constexpr double kTie = 1e-12;
-  if (objective == SplitObjective::kMaxSlowdown) {
-    if (a.slowdown < b.slowdown - kTie) return true;
-    if (a.slowdown > b.slowdown + kTie) return false;
-  }
-  return a.sum < b.sum - kTie;
 }
 
 Status check_model(const RingModel& m) {
@@ -84,59 +32,30 @@ Status check_model(const RingModel& m) {
   return Status();
 }
 
-// The search of one split (split_shared_ring): the models, their all-resident points,
-// the best candidate so far and the memo of staged predictions.
-class Splitter {
- public:
-  Splitter(const std::vector<RingModel>& models, int64_t weight_budget, int64_t granularity, SplitObjective objective,
-           int ring_points, int resident_points)
-      : m_models(models), m_budget(weight_budget), m_gran(granularity), m_objective(objective),
-        m_ring_points(ring_points), m_resident_points(resident_points) {}
+}  // namespace
 
-  Status init();
-  Expected<RingSplit> run();
-
- private:
-  size_t n() const { return m_models.size(); }
-  // kMaxSlowdown's denominator: the latency alone the application gave, else the all-resident prediction.
-  double baseline(size_t i) const {
-    return m_models[i].options.alone_ms > 0 ? m_models[i].options.alone_ms : m_bases[i].all.ms;
+void note_releases(const ExecutionPlan& plan, const StreamPlan& stream, const SimResult& sim, RingPoint* p) {
+  p->copies_end_ms = 0;
+  for (double t : sim.copy_end_ms) p->copies_end_ms = std::max(p->copies_end_ms, t);
+  p->streamed = stream.ring_streamed_bytes();
+  p->releases.clear();
+  for (size_t b = 0; b < plan.weights.size(); ++b) {
+    if (!stream.in_ring(int(b))) continue;
+    const int layer = plan.weights[b].layer;
+    p->releases.push_back({stream.blob_host_offset[b] + plan.weights[b].bytes, sim.layer_end_ms[size_t(layer)]});
   }
-  RingWindowModel window_model(size_t i) const;
-  std::vector<RingWindowModel> window_models() const;
-  Expected<PlacementEstimate> estimate(size_t i, const Placement& p, const SimOptions& sim, int residency_sims,
-                                       bool stage) const;
-  Expected<PlacementEstimate> settled(size_t i, int64_t ring, int64_t room, const SimOptions& sim) const;
-  double staged_ms(size_t i, int64_t ring, const RingPoint& p, const SimOptions& sim, double unstaged_ms) const;
-  std::vector<RingPoint> curve(size_t i, int64_t ring, const SimOptions& sim) const;
-  void score(Candidate* c) const;
-  SimOptions first_guess_sim(size_t i, int64_t ring, Candidate* c) const;
-  Candidate try_ring(int64_t ring, const std::vector<RingPoint>* prev_choice);
-  Candidate round_eval(int64_t ring, std::vector<RingPoint> pts);
-  bool evaluate_in_round(size_t i, int64_t ring, const std::vector<RingPoint>& pts, Candidate* c, RingPoint* p);
-  void try_move(const Candidate& from, size_t i, RingPoint p, Candidate* best);
-  void drop_resident_limits(Candidate* c) const;
-  std::vector<RingPoint> alternatives(size_t i, int64_t ring) const;
-  Candidate joint_refine(Candidate c);
-  bool room_plan(const Candidate& c, size_t i, int64_t room, RingPoint* out) const;
-  Candidate spend_slack(Candidate c);
-  bool delivers(const Candidate& d, int64_t ring) const;
-  void consider(int64_t ring);
-  RingSplit result() const;
+}
 
-  const std::vector<RingModel>& m_models;
-  const int64_t m_budget, m_gran;
-  const SplitObjective m_objective;
-  const int m_ring_points, m_resident_points;
-  std::vector<ModelBase> m_bases;
-  std::vector<CopyProfile> m_profiles;  // per model: what it is planned with
-  int64_t m_sum_total = 0, m_max_total = 0, m_lo = 0, m_hi = 0;
-  std::set<int64_t> m_tried;
-  Candidate m_best;
-  int m_feasible = 0;
-  // Staged predictions already made by round_eval: (model, ring, prefetch limit, set) -> ms.
-  std::map<std::tuple<size_t, int64_t, int64_t, std::vector<char>>, double> m_staged_memo;
-};
+bool better(const Candidate& a, const Candidate& b, SplitObjective objective) {
+  if (!a.ok) return false;
+  if (!b.ok) return true;
+  constexpr double kTie = 1e-12;
+  if (objective == SplitObjective::kMaxSlowdown) {
+    if (a.slowdown < b.slowdown - kTie) return true;
+    if (a.slowdown > b.slowdown + kTie) return false;
+  }
+  return a.sum < b.sum - kTie;
+}
 
 Status Splitter::init() {
   for (size_t i = 0; i < n(); ++i) {
@@ -328,168 +247,6 @@ Candidate Splitter::try_ring(int64_t ring, const std::vector<RingPoint>* prev_ch
   return c;
 }
 
-// Model i's point in the round: its plan with the point's set (the placement passes),
-// simulated with the window its predecessor's plan leaves it; staged where it stages.
-// False when the plan does not fit the ring.
-bool Splitter::evaluate_in_round(size_t i, int64_t ring, const std::vector<RingPoint>& pts, Candidate* c,
-                                 RingPoint* p) {
-  const RingModel& m = m_models[i];
-  Placement fixed;
-  fixed.shared_ring_bytes = ring;
-  fixed.budget_bytes = ring + p->resident;
-  fixed.resident = p->set;
-  fixed.resident.resize(m.plan->weights.size(), 0);
-  SimOptions quiet;
-  quiet.check = false;
-  const Expected<PlacementEstimate> plan = estimate(i, fixed, quiet, 0, false);
-  if (!plan.ok()) return false;
-  SimOptions sim;
-  sim.check = false;
-  sim.prefetched = m.prefetched();
-  if (m.prefetched()) {
-    const RingWindow w = prefetch_window(window_models(), pts, i, ring);
-    sim.prefetch_limit_bytes = w.total;
-    c->limit[i] = w.total;
-    c->early[i] = w.early;
-  }
-  const SimResult r = simulate(*m.plan, plan->stream, m_profiles[i], m.layer_ms, sim);
-  note_releases(*m.plan, plan->stream, r, p);
-  p->ms = r.latency_ms;
-  if (m.options.arena_staging) {
-    auto key = std::make_tuple(i, ring, sim.prefetch_limit_bytes, p->set);
-    auto hit = m_staged_memo.find(key);
-    if (hit == m_staged_memo.end()) hit = m_staged_memo.emplace(key, staged_ms(i, ring, *p, sim, r.latency_ms)).first;
-    p->ms = hit->second;
-  }
-  return true;
-}
-
-// The round as it runs: every model's plan simulated with the window its predecessor's
-// plan leaves it, twice around the cycle (a window depends on the predecessor's
-// prediction, which depends on its own window). Not ok when a plan does not fit the ring
-// or the budget.
-Candidate Splitter::round_eval(int64_t ring, std::vector<RingPoint> pts) {
-  Candidate c;
-  c.ring = ring;
-  c.limit.assign(n(), -1);
-  c.early.assign(n(), 0);
-  int64_t used = ring;
-  for (const RingPoint& p : pts) used += p.resident;
-  if (used > m_budget) return c;
-  for (int pass = 0; pass < 2; ++pass)
-    for (size_t i = 0; i < n(); ++i)
-      if (!pts[i].all && !evaluate_in_round(i, ring, pts, &c, &pts[i])) return c;
-  c.chosen = std::move(pts);
-  score(&c);
-  c.ok = true;
-  return c;
-}
-
-// A move of the round's searches: model i's point replaced in `from`, the round
-// evaluated, kept in *best when it beats it.
-void Splitter::try_move(const Candidate& from, size_t i, RingPoint p, Candidate* best) {
-  std::vector<RingPoint> pts = from.chosen;
-  pts[i] = std::move(p);
-  Candidate d = round_eval(from.ring, std::move(pts));
-  if (better(d, *best, m_objective)) *best = std::move(d);
-}
-
-// An all-resident model copies nothing, so it has no prefetch limit.
-void Splitter::drop_resident_limits(Candidate* c) const {
-  for (size_t i = 0; i < n(); ++i)
-    if (c->chosen[i].all) c->limit[i] = -1, c->early[i] = 0;
-}
-
-// Model i's other sets at this ring: its curve's, and the same rooms filled latest blob
-// first (a stream that ends earlier in the inference frees the ring sooner for the next
-// model's prefetch).
-std::vector<RingPoint> Splitter::alternatives(size_t i, int64_t ring) const {
-  const ExecutionPlan& plan = *m_models[i].plan;
-  SimOptions sim;
-  sim.check = false;
-  std::vector<RingPoint> alts;
-  for (const RingPoint& p : curve(i, ring, sim)) {
-    if (p.all) continue;
-    alts.push_back(p);
-    RingPoint late;
-    late.set.assign(plan.weights.size(), 0);
-    size_t kept = 0;
-    for (size_t b = plan.weights.size(); b-- > 0;) {
-      const int64_t bytes = plan.weights[b].bytes;
-      if (late.resident + bytes > p.resident || kept + 1 >= plan.weights.size()) continue;
-      late.set[b] = 1;
-      late.resident += bytes;
-      ++kept;
-    }
-    if (late.set != p.set) alts.push_back(std::move(late));
-  }
-  return alts;
-}
-
-// Each model's own best plan ignores what it leaves the next model. From a split, a
-// local search over the whole round: replace one model's resident set by another of the
-// same ring, keep the best move by the round's objective, repeat.
-Candidate Splitter::joint_refine(Candidate c) {
-  if (c.ring <= 0) return c;
-  Candidate cur = round_eval(c.ring, c.chosen);
-  if (!cur.ok) return c;
-  std::vector<std::vector<RingPoint>> alts(n());
-  for (size_t i = 0; i < n(); ++i)
-    if (!c.chosen[i].all) alts[i] = alternatives(i, c.ring);
-  for (int step = 0; step < kJointSteps; ++step) {
-    Candidate next = cur;
-    for (size_t i = 0; i < n(); ++i)
-      for (const RingPoint& a : alts[i])
-        if (a.set != cur.chosen[i].set) try_move(cur, i, a, &next);
-    if (!better(next, cur, m_objective)) break;
-    cur = std::move(next);
-  }
-  drop_resident_limits(&cur);
-  return better(cur, c, m_objective) ? cur : c;
-}
-
-// Model i's room planned again at the candidate's ring with the window its predecessor leaves it.
-bool Splitter::room_plan(const Candidate& c, size_t i, int64_t room, RingPoint* out) const {
-  SimOptions sim;
-  sim.check = false;
-  sim.prefetched = m_models[i].prefetched();
-  sim.prefetch_limit_bytes = m_models[i].prefetched() ? std::max<int64_t>(0, c.limit[i]) : 0;
-  room = std::max<int64_t>(0, std::min(room, m_bases[i].total - c.ring - 1));
-  Expected<PlacementEstimate> r = settled(i, c.ring, room, sim);
-  if (!r.ok()) return false;
-  *out = c.chosen[i];
-  out->resident = r->stream.resident_bytes;
-  out->set = r->resident;
-  return true;
-}
-
-// The curves' rooms are coarse, so a split leaves budget unused. A model's room grows by
-// the unused bytes, or half or a quarter of them, and the move that most improves the
-// round is kept, while one does. (Moving a few MiB from one model to another as well was
-// tried and measured slower on the H100; docs/results/journal.md, 2026-11-26, fifth session.)
-Candidate Splitter::spend_slack(Candidate c) {
-  if (c.ring <= 0) return c;
-  for (int step = 0; step < kSlackSteps; ++step) {
-    int64_t used = c.ring;
-    for (const RingPoint& p : c.chosen) used += p.resident;
-    const int64_t slack = m_budget - used;
-    if (slack < kQuantum) break;
-    Candidate next;
-    for (size_t i = 0; i < n(); ++i) {
-      if (c.chosen[i].all) continue;
-      RingPoint grown;
-      for (int64_t more : {slack, slack / 2, slack / 4})
-        if (more >= kQuantum && room_plan(c, i, c.chosen[i].resident + more, &grown) &&
-            grown.resident > c.chosen[i].resident)
-          try_move(c, i, grown, &next);
-    }
-    if (!better(next, c, m_objective)) break;
-    c = std::move(next);
-  }
-  drop_resident_limits(&c);
-  return c;
-}
-
 // A choice's own windows are at least the ones it was predicted with (its prediction is
 // one it can deliver).
 bool Splitter::delivers(const Candidate& d, int64_t ring) const {
@@ -597,7 +354,7 @@ Expected<RingSplit> Splitter::run() {
   return result();
 }
 
-}  // namespace
+}  // namespace ring_search
 
 Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int64_t weight_budget, int64_t granularity,
                                       SplitObjective objective, int ring_points, int resident_points) {
@@ -607,7 +364,7 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
   if (ring_points < 2 || resident_points < 2) return invalid_argument("ring split: at least 2 ring and resident points");
   if (weight_budget < 0) return invalid_argument("ring split: negative weight budget");
   if (models.empty()) return RingSplit{};
-  Splitter s(models, weight_budget, granularity, objective, ring_points, resident_points);
+  ring_search::Splitter s(models, weight_budget, granularity, objective, ring_points, resident_points);
   DLR_RETURN_IF_ERROR(s.init());
   return s.run();
 }

@@ -51,7 +51,7 @@ struct RingSplit {
   // bytes, or plan->weight_bytes() when every blob is resident (it then does not use
   // the ring). plan_streaming with the ring layout, this budget and `resident_set`,
   // simulated with `prefetch_limit`, gives `predicted_ms`: the runtime hands the set to
-  // compile() (SessionOptions::shared_ring_resident); a unit search after it only lowers
+  // compile() (Placement::resident); a unit search after it only lowers
   // the prediction.
   std::vector<int64_t> budget;
   // Per model: 1 when it streams through the ring (its budget may then reach or pass its
@@ -84,10 +84,9 @@ struct RingSplit {
 // holds whole: it streams every blob through the ring), each planned with
 // plan_residency_in_ring (at most kRingResidencySimulations simulations each; infeasible
 // points are skipped), plus the all-resident point (plan_streaming with a budget of
-// every weight, as model_curve). A whole split of yolov4 @608 + yolov3 @608 +
-// yolov4-tiny @416 (fp16, 206 blobs) with the default points takes 0.2-0.4 s on one
-// core of a 2-core build machine, spend_slack below included (0.06-0.08 s without it;
-// tests/runtime/ring_split_test.cpp). One point per model is picked by split_budget
+// every weight, as model_curve). The cost of a split grows with models x points x
+// rings; tests/runtime/ring_split_test.cpp (RingSplit.YoloModelsSplitQuickly) bounds it
+// for the benchmark models. One point per model is picked by split_budget
 // with the objective: resident bytes in 64 KiB quanta (rounded up), each candidate
 // shifted by one quantum because split_budget needs budgets > 0 (the capacity passed is
 // W - R + models x quantum, so the shift cancels). The R with the best objective wins

@@ -7,15 +7,12 @@
 #include "runtime/core/log.h"
 #include "runtime/engine_sharing.h"
 #include "runtime/multi/ring_layout.h"
+#include "runtime/multi/runtime_facets.h"
 
 namespace dlr {
 namespace {
 
 double mib(int64_t b) { return double(b) / 1048576.0; }
-
-// The facets of the runtime's engines: attach() checked that each one shares memory;
-// an engine without a ring facet (the CPU's) answers as one that streams nothing.
-SharedMemoryClient& memory_of(Engine& e) { return *e.shared_memory(); }
 
 class NoRing final : public SharedRingClient {
  public:
@@ -28,12 +25,6 @@ class NoRing final : public SharedRingClient {
   int64_t prefetch_issued_bytes() const override { return 0; }
   Status drop_prefetch(Engine&) override { return Status(); }
 };
-
-SharedRingClient& ring_of(Engine& e) {
-  static NoRing none;
-  SharedRingClient* r = e.shared_ring();
-  return r ? *r : none;
-}
 
 // Model i's placement in a shared-ring split.
 Placement placement_of(const RingSplit& split, size_t i) {
@@ -50,7 +41,46 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// A model's session options on a runtime: the runtime's device; on the GPU the
+// runtime's streaming settings (see Runtime::open).
+Status hosted_options(const RuntimeOptions& rt, DeviceKind device, SessionOptions* o) {
+  SessionOptions& options = *o;
+  if (options.device != device)
+    return invalid_argument(std::string("runtime on ") + device_name(device) + ": the model asks for " +
+                            device_name(options.device));
+  if (options.device != DeviceKind::kCUDA) return Status();
+  if (options.cuda_device != rt.cuda_device)
+    return invalid_argument("runtime on CUDA device " + std::to_string(rt.cuda_device) +
+                            ": the model asks for device " + std::to_string(options.cuda_device));
+  // Weights from storage: three stages only (zero copy keeps no device pool for the
+  // joint plan to size); such a model is not prefetched across inferences (its copies
+  // wait for reads, which no captured graph holds).
+  if (options.weights_from == WeightsFrom::kStorage && options.zero_copy == 1)
+    return unsupported("runtime: weights from storage with zero copy are not supported on a runtime "
+                       "(use --zero-copy off: read -> copy -> kernel)");
+  if (options.weights_from == WeightsFrom::kStorage) options.zero_copy = 0;
+  options.mode = WeightMode::kStream;
+  options.weight_budget = WeightBudget::min();  // until the joint plan gives the model its share
+  options.weight_pool = PoolLayout::kRing;
+  options.prefetch_next = rt.prefetch_next && options.weights_from == WeightsFrom::kHost;
+  options.copy_profile = rt.copy_profile;
+  // The joint plan places every model with the runtime's target (its copy profile);
+  // a session calibrating its own profile would compile under another target than the
+  // one the joint plan placed it with.
+  options.calibrate_copies = false;
+  return Status();
+}
+
 }  // namespace
+
+// runtime_facets.h
+SharedMemoryClient& memory_of(Engine& e) { return *e.shared_memory(); }
+
+SharedRingClient& ring_of(Engine& e) {
+  static NoRing none;
+  SharedRingClient* r = e.shared_ring();
+  return r ? *r : none;
+}
 
 RuntimeModel::~RuntimeModel() {
   if (m_runtime) m_runtime->close(this);
@@ -121,138 +151,6 @@ Status Runtime::fit_shared_memory(Engine* extra) {
     for (Member& m : m_members) DLR_RETURN_IF_ERROR(bind(m.model->session().engine()));
   if (extra) DLR_RETURN_IF_ERROR(bind(*extra));
   return Status();
-}
-
-void Runtime::queued(const Engine& engine, bool waiting) {
-  const std::lock_guard<std::mutex> lock(m_queue_mutex);
-  int at = 0;
-  while (at < m_n_waiting && m_waiting[size_t(at)].first != &engine) ++at;
-  if (waiting) {  // the first arrival of an engine counts (another thread of it may wait already)
-    if (at == m_n_waiting && m_n_waiting < kMaxWaiting) m_waiting[size_t(m_n_waiting++)] = {&engine, ++m_arrivals};
-  } else if (at < m_n_waiting) {
-    m_waiting[size_t(at)] = m_waiting[size_t(--m_n_waiting)];
-  }
-}
-
-Runtime::Member* Runtime::expected_next(const Engine& launched, const Member* skip) {
-  Member* next = nullptr;
-  {
-    // A thread already waiting: the one that came first (std::mutex is not fair, so
-    // this is a guess too, but a thread that waits runs soon).
-    const std::lock_guard<std::mutex> lock(m_queue_mutex);
-    uint64_t first = 0;
-    for (Member& m : m_members) {
-      if (&m == skip) continue;
-      for (int i = 0; i < m_n_waiting; ++i) {
-        const auto& [engine, arrival] = m_waiting[size_t(i)];
-        if (engine == &m.model->session().engine() && (next == nullptr || arrival < first)) {
-          next = &m;
-          first = arrival;
-        }
-      }
-    }
-  }
-  if (next) return next;
-  // Nobody waits: the model that ran least recently, as in a round robin.
-  for (Member& m : m_members) {
-    if (&m.model->session().engine() == &launched || &m == skip) continue;
-    if (next == nullptr || m.last_launch < next->last_launch) next = &m;
-  }
-  if (next || skip) return next;
-  for (Member& m : m_members)  // the only model: its own next inference
-    if (&m.model->session().engine() == &launched) return &m;
-  return nullptr;
-}
-
-namespace {
-
-// Whether ring ranges [a, a + la) and [b, b + lb) (offsets mod ring) share a byte.
-bool ring_overlap(int64_t a, int64_t la, int64_t b, int64_t lb, int64_t ring) {
-  if (la <= 0 || lb <= 0 || ring <= 0) return false;
-  if (la >= ring || lb >= ring) return true;
-  auto mod = [ring](int64_t x) { return ((x % ring) + ring) % ring; };
-  return mod(b - a) < la || mod(a - b) < lb;
-}
-
-}  // namespace
-
-Status Runtime::drop_overlapping(Engine& engine, bool whole, int64_t bytes) {
-  const int64_t ring = m_shared->ring_bytes();
-  const int64_t start = ring_of(engine).ring_start();
-  const int64_t len = whole ? ring_of(engine).ring_stream_bytes() : bytes;
-  for (size_t i = 0; i < m_prefetch_owners.size();) {
-    Engine* owner = m_prefetch_owners[i];
-    // An engine outside the shared ring writes none of it, and a prefetch outside it is safe.
-    const bool clash = owner != &engine && start >= 0 && ring_of(*owner).ring_start() >= 0 &&
-                       ring_overlap(start, len, ring_of(*owner).ring_start(), ring_of(*owner).prefetch_issued_bytes(), ring);
-    if (!clash && ring_of(*owner).prefetch_pending()) {
-      ++i;
-      continue;
-    }
-    if (clash) DLR_RETURN_IF_ERROR(ring_of(*owner).drop_prefetch(engine));
-    m_prefetch_owners.erase(m_prefetch_owners.begin() + std::ptrdiff_t(i));
-  }
-  return Status();
-}
-
-void Runtime::add_owner(Engine* engine) {
-  if (!ring_of(*engine).prefetch_pending()) return;
-  for (Engine* e : m_prefetch_owners)
-    if (e == engine) return;
-  m_prefetch_owners.push_back(engine);
-}
-
-Status Runtime::launched(Engine& engine) {
-  // Called from inside a run (the run lock is held; every other engine is idle); the
-  // engine being opened is not a member yet.
-  ++m_launches;
-  for (Member& m : m_members) {
-    Engine& other = m.model->session().engine();
-    if (&other == &engine) {
-      m.last_launch = m_launches;
-      continue;
-    }
-    memory_of(other).mark_arena_foreign();
-  }
-  // The model expected next: a prefetch copies on the same copy engine as the next
-  // inference's input upload and units, so only as much of a later model as the joint plan
-  // predicts fits before that one runs. The launched engine's own prefetch waits for its
-  // inference to end (Engine::prefetch).
-  if (!m_options.prefetch_next) return Status();
-  Member* next = expected_next(engine);
-  if (next == nullptr) return Status();
-  Engine& e = next->model->session().engine();
-  if (shared()) DLR_RETURN_IF_ERROR(drop_overlapping(e, false, ring_of(e).ring_stream_bytes()));
-  DLR_RETURN_IF_ERROR(ring_of(e).prefetch(&engine));
-  if (!shared()) return Status();
-  add_owner(&e);
-  // Two ahead: the model after it, its first bytes, where neither the next model's
-  // stream nor the launched one's unreleased bytes lie (the copies wait for those).
-  if (m_options.prefetch_depth < 2 || &e == &engine) return Status();
-  Member* after = expected_next(engine, next);
-  if (after == nullptr || after->prefetch_early <= 0) return Status();
-  Engine& f = after->model->session().engine();
-  if (&f == &engine || &f == &e || ring_of(f).ring_start() < 0 ||
-      ring_overlap(ring_of(f).ring_start(), after->prefetch_early, ring_of(e).ring_start(), ring_of(e).ring_stream_bytes(),
-                   m_shared->ring_bytes()))
-    return Status();
-  DLR_RETURN_IF_ERROR(drop_overlapping(f, false, after->prefetch_early));
-  DLR_RETURN_IF_ERROR(ring_of(f).prefetch(&engine, after->prefetch_early, &e));
-  add_owner(&f);
-  return Status();
-}
-
-Status Runtime::starting(Engine& engine) {
-  if (!shared()) return Status();
-  // Other models' prefetches where this run writes: given up (this run waits for their copies).
-  return drop_overlapping(engine, true, 0);
-}
-
-Status Runtime::cancel_prefetch() {
-  std::vector<Engine*> owners;
-  owners.swap(m_prefetch_owners);
-  for (Engine* owner : owners) DLR_RETURN_IF_ERROR(ring_of(*owner).drop_prefetch(*owner));
-  return m_shared->synchronize();
 }
 
 Status Runtime::bind_members() {
@@ -441,30 +339,7 @@ Status Runtime::replan_all() {
 Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_path, const std::string& weights_path,
                                                       SessionOptions options, double weight) {
   if (!(weight > 0)) return invalid_argument("runtime: a model's weight must be > 0");
-  if (options.device != m_target.device)
-    return invalid_argument(std::string("runtime on ") + device_name(m_target.device) + ": the model asks for " +
-                            device_name(options.device));
-  if (options.device == DeviceKind::kCUDA) {
-    if (options.cuda_device != m_options.cuda_device)
-      return invalid_argument("runtime on CUDA device " + std::to_string(m_options.cuda_device) +
-                              ": the model asks for device " + std::to_string(options.cuda_device));
-    // Weights from storage: three stages only (zero copy keeps no device pool for the
-    // joint plan to size); such a model is not prefetched across inferences (its copies
-    // wait for reads, which no captured graph holds).
-    if (options.weights_from == WeightsFrom::kStorage && options.zero_copy == 1)
-      return unsupported("runtime: weights from storage with zero copy are not supported on a runtime "
-                         "(use --zero-copy off: read -> copy -> kernel)");
-    if (options.weights_from == WeightsFrom::kStorage) options.zero_copy = 0;
-    options.mode = WeightMode::kStream;
-    options.weight_budget = WeightBudget::min();  // until the joint plan gives the model its share
-    options.weight_pool = PoolLayout::kRing;
-    options.prefetch_next = m_options.prefetch_next && options.weights_from == WeightsFrom::kHost;
-    options.copy_profile = m_options.copy_profile;
-    // The joint plan places every model with the runtime's target (its copy profile);
-    // a session calibrating its own profile would compile under another target than the
-    // one the joint plan placed it with.
-    options.calibrate_copies = false;
-  }
+  DLR_RETURN_IF_ERROR(hosted_options(m_options, m_target.device, &options));
   const std::lock_guard<std::mutex> lock(m_mutex);
   m_pending_name = base_name(cfg_path);
   m_pending_curve = ModelCurve();
@@ -544,77 +419,6 @@ void Runtime::close(RuntimeModel* model) {
   st = fit_shared_memory(nullptr);
   if (st.ok()) st = replan_all();
   if (!st.ok()) DLR_LOG_ERROR("runtime: closing {}: {}", model->name(), st.message());
-}
-
-RuntimeMemory Runtime::memory() const {
-  const std::lock_guard<std::mutex> lock(m_mutex);
-  return memory_locked();
-}
-
-RuntimeMemory Runtime::memory_locked() const {
-  RuntimeMemory r;
-  r.budget = m_budget;
-  r.arena = m_shared->arena_bytes();
-  r.workspace = m_shared->workspace_bytes();
-  for (const Member& mem : m_members) {
-    const Session& s = mem.model->session();
-    const CompiledModel& cm = s.model();
-    const MemoryReport e = const_cast<Session&>(s).engine().memory();
-    RuntimeMemory::Model m;
-    m.name = mem.model->name();
-    m.weight_budget = s.weight_budget_bytes();
-    if (cm.streaming && !cm.stream.resident) {
-      m.resident = cm.stream.resident_bytes;
-      m.pool = cm.stream.pool_bytes;
-      m.shared_ring = ring_of(const_cast<Session&>(s).engine()).uses_shared_ring();
-      m.streamed = cm.stream.streamed_bytes();
-      m.prefetched = cm.options->prefetch_next ? cm.stream.prefetch_bytes() : 0;
-    } else {
-      m.resident = e.weights;
-    }
-    if (cm.from_storage && !cm.streaming) {  // two stages (CPU): the kept blobs; the rest is read each inference
-      m.weight_budget = e.weights;
-      m.streamed = cm.reads.read_bytes();
-    }
-    m.arena_need = e.shared_activations;
-    m.workspace_need = e.shared_workspace;
-    m.other = e.other;
-    m.host_weights = e.host_weights;
-    m.predicted_ms = cm.predicted_ms;
-    r.weights += e.weights;
-    r.other += e.other;
-    r.host_weights += e.host_weights;
-    r.models.push_back(m);
-  }
-  r.ring = m_shared->ring_bytes();
-  r.weights += r.ring;
-  return r;
-}
-
-std::string Runtime::plan_text() const {
-  const std::lock_guard<std::mutex> lock(m_mutex);
-  return m_plan_text;
-}
-
-std::string RuntimeMemory::to_text() const {
-  char buf[512];
-  std::snprintf(buf, sizeof(buf),
-                "device memory %.2f MiB (budget %s): weights %.2f (of which the shared ring %.2f), shared "
-                "activations %.2f, shared workspace %.2f; besides: input and image staging %.2f, host memory for "
-                "weights %.2f",
-                mib(total()), budget ? (std::to_string(int64_t(mib(budget) + 0.5)) + " MiB").c_str() : "none",
-                mib(weights), mib(ring), mib(arena), mib(workspace), mib(other), mib(host_weights));
-  std::string s = buf;
-  for (const Model& m : models) {
-    std::snprintf(buf, sizeof(buf),
-                  "\n  %s: weights %.2f MiB (resident %.2f, %s %.2f; %.2f streamed per inference, %.2f of it "
-                  "prefetched), activations %.2f, workspace %.2f, predicted %.3f ms",
-                  m.name.c_str(), mib(m.weight_budget), mib(m.resident), m.shared_ring ? "shared ring" : "pool",
-                  mib(m.pool), mib(m.streamed),
-                  mib(m.prefetched), mib(m.arena_need), mib(m.workspace_need), m.predicted_ms);
-    s += buf;
-  }
-  return s;
 }
 
 }  // namespace dlr

@@ -1,5 +1,5 @@
 // Runtime: several models on one device under one memory budget (docs/architecture.md,
-// "Several models"; docs/streaming.md section 8).
+// "Several models on one device"; docs/streaming.md section 8).
 //
 //   auto rt = dlr::Runtime::create({DeviceKind::kCUDA, 0, "40%"});     // Expected<unique_ptr<Runtime>>
 //   auto a = (*rt)->open("yolov4.cfg", "yolov4.weights", options, 1.0);  // Expected<unique_ptr<RuntimeModel>>
@@ -7,19 +7,23 @@
 //
 // What the models share: one activation arena and one workspace (sized to the largest
 // model's need; the models run one at a time) and one budget for all their device
-// memory: the shared arena and workspace plus every model's weights, resident ones and
-// its own streaming pool. The split of the weight budget (which model keeps how many
-// bytes, and so which of its layers stay resident) is the joint plan: from each
-// model's predicted latency at candidate budgets (residency planner, kernel times
-// measured at open), the split with the least sum of weight x latency
-// (multi/budget_split.h). Opening or closing a model plans the split again and moves
-// the other models to their new budgets (allocation outside any inference; budgets
-// shrink before others grow, so the total never exceeds the budget).
+// memory: the shared arena and workspace plus every model's resident weights and one
+// ring shared by the streamed models (RuntimeOptions::shared_ring, the default; CUDA
+// only), or, with shared_ring off or on the CPU, a weight budget of its own per model.
+// The joint plan (multi/ring_split.h; per-model budgets: multi/budget_split.h) chooses
+// the ring and each model's resident set from the models' predicted latencies (the
+// residency planner over the kernel times measured at open), minimising the weighted
+// sum of latencies or the largest slowdown (RuntimeOptions::objective). Opening or
+// closing a model plans the split again and moves the other models to their new
+// placements (allocation outside any inference; resident parts shrink before others
+// grow, and the shared ring is freed before and allocated after them, so the total
+// never exceeds the budget).
 //
 // Threads: detect() may be called from any thread on any model; inferences of one
 // runtime run one at a time (one lock; the shared arena allows nothing else), in the
 // order the lock grants them. A model's next inference's first weights are copied
-// while other models run (prefetch across inferences, SessionOptions::prefetch_next).
+// while other models run (prefetch across inferences, SessionOptions::prefetch_next;
+// runtime_prefetch.cpp).
 // open() and the close of a model wait for the running inference and block the others
 // meanwhile.
 #pragma once
@@ -49,9 +53,9 @@ struct RuntimeOptions {
   bool prefetch_next = true;          // copy a model's next first weights while others run
   // Shared ring: 1 (default): a model's prefetch runs while its predecessor runs; 2: it
   // may begin two models ahead, while the model before its predecessor runs (as much as
-  // the joint plan predicts there, behind the predecessor's own prefetch). On the H100
-  // with yolov4/yolov3/yolov4-tiny/yolo-fastest, 2 prefetched 48 instead of 36 MiB of
-  // yolov4 without changing its latency (docs/streaming.md section 8).
+  // the joint plan predicts there, behind the predecessor's own prefetch). 2 helps only
+  // a model whose front layers wait for the copy engine; a model that waits for ring
+  // bytes to be released gains nothing (docs/streaming.md section 8).
   int prefetch_depth = 1;
   int curve_points = 24;              // candidate budgets per model in the joint plan (>= 2)
   // What the joint plan minimises: the weighted sum of predicted latencies (default), or
@@ -170,9 +174,10 @@ class Runtime final : public SessionHost {
   bool shared() const { return m_options.shared_ring && m_target.device == DeviceKind::kCUDA; }
   // Shared ring: the joint plan with the members (+ `extra`), fills m_plan_text.
   Expected<RingSplit> split_ring(const RingModel* extra);
-  // Shared ring: gives every streamed member its budget of `split` (the ring freed
-  // first, allocated again at its new size, every member bound to it); `pending` (the
-  // model being opened, not a member yet) gets the ring offset after the members'.
+  // Shared ring: gives every streamed member its placement of `split` (the ring freed
+  // first, allocated again at its new size, every member bound to it); the model being
+  // opened (not a member yet) is bound later at the ring offset after the members'
+  // (m_pending_offset, bind_ring).
   Status apply_ring(const RingSplit& split);
   // Binds every member streaming through the ring, each after the previous one's stream.
   Status bind_members();

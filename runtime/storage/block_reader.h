@@ -46,7 +46,8 @@ class BlockReader {
   // makes open() fail with a message saying so; there is no silent buffered fallback.
   // queue_depth: reads in flight at most, 1..64.
   // kind: kUring fails when uring_available() is false; kThreads always works; kAuto
-  // takes io_uring when available, else threads (why: docs/streaming.md, measured).
+  // takes io_uring when available, else threads (why: docs/streaming.md section 7,
+  // "Reading from storage").
   static Expected<std::unique_ptr<BlockReader>> open(const std::string& path, ReaderKind kind, int queue_depth,
                                                      bool direct);
   virtual ~BlockReader();  // waits for (or cancels) reads in flight, then releases everything

@@ -1,10 +1,9 @@
 // Arena staging: streamed weight blobs copied, every inference, into bytes of the
 // activation arena that no activation holds at that point of the network, instead of
-// into the ring pool. yolov4 @608 needs 39.48 MiB of activations for its first ~16
-// layers and under 11 MiB after them, while ~120 of its 123 MiB of weights are read
-// after them: a blob staged there leaves the ring to the others, so the ring's
-// lookahead grows without a byte of device memory more. (docs/streaming.md section 3,
-// "Weights in the arena's idle bytes".)
+// into the ring pool. Where activations need most of the arena early and most weights
+// are read late, a blob staged there leaves the ring to the others, so the ring's
+// lookahead grows without device memory. Figures: docs/streaming.md section 6, "Arena
+// staging".
 //
 // For a blob b read by step r, arena bytes [o, o + n) are free from step f on when every
 // activation buffer (and every blob staged earlier) overlapping them that is written at

@@ -3,7 +3,7 @@
 // profile per GPU (by UUID) in the user's cache directory (runtime/cache/cache_dir.h);
 // later opens read the cache. Where probing is impossible the nearest built-in
 // profile is used, and the caller logs which and why. The CUDA side (identity of
-// the device, the probe itself) is in runtime/cuda/cuda_engine.cpp; this file is the
+// the device, the probe itself) is in runtime/cuda/cuda_target.cpp; this file is the
 // plain-C++ logic, testable without a GPU.
 #pragma once
 

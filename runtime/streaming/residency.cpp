@@ -1,5 +1,5 @@
 // plan_residency: which blobs stay resident under a device weight budget
-// (residency.h has the strategies, docs/streaming.md section 4 the reasoning).
+// (residency.h has the strategies, docs/streaming.md section 6 the reasoning).
 #include "runtime/streaming/residency.h"
 
 #include <algorithm>

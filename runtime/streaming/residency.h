@@ -4,7 +4,8 @@
 // and the copy profile. A budget above the minimal pool no longer buys only
 // lookahead: every resident byte is a byte not copied per inference.
 //
-// Strategies (docs/streaming.md section 4 has the reasoning and the measurements):
+// Strategies (the reasoning: docs/streaming.md section 6; measurements: section 6, "The
+// budget curve", and docs/results/journal.md, 2026-11-25):
 //  - none: every blob streamed through a pool of B (the plan before this planner);
 //  - largest-late: the obvious heuristic: the largest blobs resident, later ones first
 //    on ties, while the rest still has its minimal pool;
@@ -60,8 +61,8 @@ Expected<ResidencyResult> plan_residency(const ExecutionPlan& plan, const CopyPr
 // The bound on simulations per plan_residency_in_ring call that a Runtime's joint plan
 // (runtime/multi/ring_split.h) uses for each point of its curves, and compile() with it
 // so that it plans what the joint plan predicted. With a fixed ring the fill orders
-// already fill the room and the lazy greedy only tops up what is left (yolov4 @608:
-// usually 6 simulations, the bound matters only for rooms with much left over).
+// already fill the room and the lazy greedy only tops up what is left (the bound
+// matters only for rooms with much left over).
 constexpr int kRingResidencySimulations = 400;
 
 // Residency inside a ring shared with other models (a Runtime's one ring; docs/streaming.md

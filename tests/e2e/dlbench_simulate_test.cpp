@@ -1,7 +1,8 @@
 // dlbench --simulate-only (no GPU): the residency planner's predicted latency and the
 // lower bound over a budget curve from kernel times in a dlbench JSON file, scaled to a
-// given preload latency, with a named copy profile (how docs/streaming.md puts the
-// paper's Jetson figures next to the planner's); its errors.
+// given preload latency, with a named copy profile (how docs/streaming.md section 6,
+// "The paper's figures, in simulation", puts the paper's Jetson figures next to the
+// planner's); its errors.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "runtime/engine_sharing.h"
 #include "runtime/multi/runtime.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
@@ -118,7 +119,7 @@ TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
       const size_t next = (i + 1) % ms.size(), after_next = (i + 2) % ms.size();
       for (size_t j = 0; j < ms.size(); ++j) {
         const bool can = ms[j]->session().model().streaming && ms[j]->session().model().stream.prefetch_units() > 0;
-        const bool pending = ms[j]->session().engine().prefetch_pending();
+        const bool pending = ms[j]->session().engine().shared_ring()->prefetch_pending();
         if (round > 0 || j <= i) {
           if (j == next) {
             EXPECT_EQ(pending, can) << models[j].name << " after " << models[i].name << ", round " << round;
@@ -226,7 +227,7 @@ TEST(RuntimeGpu, ModelFromStorageMatchesPreloadBesideOthers) {
     for (size_t i = 0; i < ms.size(); ++i) {
       EXPECT_TRUE(test::same_bits(test::network_heads(ms[i]->session(), ref.inputs[i]), ref.heads[i]))
           << models[i].name << " round " << round;
-      EXPECT_FALSE(ms[1]->session().engine().prefetch_pending()) << "the storage model was prefetched";
+      EXPECT_FALSE(ms[1]->session().engine().shared_ring()->prefetch_pending()) << "the storage model was prefetched";
     }
   EXPECT_GT(ms[1]->session().engine().read_timings().size(), 0u);
   // A zero-copy storage model is refused with the fix named.

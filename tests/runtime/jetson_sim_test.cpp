@@ -7,7 +7,8 @@
 // copy -> kernel) at the minimal pool and host budget, and two stages (zero copy) at
 // the minimal staging, and the memory each uses; checks the structure (two stages
 // use one buffer and no device pool; every prediction is at least the compute and the
-// serial read floor) and prints the table docs/streaming.md section 7 quotes.
+// serial read floor) and prints the table of docs/results/journal.md, 2026-11-25
+// ("Integrated GPUs in simulation"; docs/streaming.md section 7 summarises it).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,0 +1,175 @@
+// CudaEngine's convolutions (create()'s step): cuDNN descriptors and algorithms per
+// conv of one input, cuBLAS for a conv over a concatenation's parts, the algorithm
+// choices read from and kept in the user's cache (runtime/cache/conv_algo_cache.h), and
+// the workspace the largest conv needs.
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/conv.h"
+#include "kernels/cuda/cuda_check.h"
+#include "runtime/cache/conv_algo_cache.h"
+#include "runtime/core/log.h"
+#include "runtime/cuda/cuda_engine_impl.h"
+#include "runtime/streaming/profile_select.h"
+
+namespace dlr {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// The cuDNN algorithm choices kept for this model and GPU (runtime/cache/conv_algo_cache.h).
+struct AlgoCacheFile {
+  bool on = false;
+  std::string path;
+  ConvAlgoKey key;
+  ConvAlgoMap stored;  // as read (empty when absent or ignored)
+};
+
+// Finds and reads the file; any problem turns the cache off or ignores the file, with
+// a warning, never an error.
+AlgoCacheFile open_algo_cache(const CompiledModel& model, int device, EngineOpenTiming* t) {
+  AlgoCacheFile f;
+  cudaDeviceProp prop{};
+  const cudaError_t pe = cudaGetDeviceProperties(&prop, device);
+  if (pe != cudaSuccess) {
+    t->algo_cache = std::string("off: cudaGetDeviceProperties: ") + cudaGetErrorString(pe);
+    DLR_LOG_WARN("cuDNN algorithm choices not kept: {}", t->algo_cache);
+    return f;
+  }
+  f.key = conv_algo_key(model, uuid_hex(prop.uuid.bytes), int64_t(cudnnGetVersion()));
+  const Expected<std::string> path = conv_algos_path(model.model_name, f.key);
+  if (!path.ok()) {
+    t->algo_cache = "off: " + path.status().message();
+    DLR_LOG_WARN("cuDNN algorithm choices not kept: {}", path.status().message());
+    return f;
+  }
+  f.on = true;
+  f.path = *path;
+  t->algo_cache_path = f.path;
+  ConvAlgoLoadResult r = load_conv_algos(f.path, f.key, int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT));
+  switch (r.state) {
+    case ConvAlgoLoad::kAbsent:
+      t->algo_cache = "absent";
+      break;
+    case ConvAlgoLoad::kIgnored:
+      t->algo_cache = "ignored: " + r.reason;
+      DLR_LOG_WARN("cuDNN algorithm cache {}; ignored (choosing again and rewriting it)", r.reason);
+      break;
+    case ConvAlgoLoad::kLoaded:
+      f.stored = std::move(r.algos);
+      t->algo_cache = "hit";  // "partial" after the convolutions if some were not in it
+      break;
+  }
+  return f;
+}
+
+// A conv's creation error, naming the layer and its cfg line.
+Status layer_error(const std::string& cfg_path, const Step& st, const Status& why) {
+  return Status(why.code(), cfg_path + ": layer " + std::to_string(st.layer) + " (cfg line " +
+                                std::to_string(st.cfg_line) + "): " + why.message());
+}
+
+// Writes this model's choices where they differ from the file's (a failure is a warning).
+void keep_algo_choices(const AlgoCacheFile& f, const ConvAlgoMap& chosen, EngineOpenTiming* t) {
+  const auto t_save = Clock::now();
+  if (t->algo_cache == "hit" && t->convs_queried > 0) t->algo_cache = "partial";
+  if (chosen != f.stored) {
+    const Status saved = save_conv_algos(f.path, f.key, chosen);
+    if (!saved.ok()) DLR_LOG_WARN("cuDNN algorithm choices not kept: {}", saved.message());
+  }
+  t->algo_cache_ms += ms_since(t_save);
+}
+
+void log_conv_setup(const EngineOpenTiming& t, const AlgoCacheFile& f) {
+  DLR_LOG_DEBUG("cuda engine: {} convolutions in {:.1f} ms (first {:.1f} ms; descriptors {:.1f} ms, cuDNN query {:.1f} "
+                "ms for {}, workspace of cached algorithms {:.1f} ms for {} of {} cached, {} with their size; "
+                "algorithm cache {} {:.1f} ms{}{})",
+                t.convs, t.conv_setup_ms, t.conv_first_ms, t.conv_descriptors_ms, t.conv_query_ms, t.convs_queried,
+                t.conv_workspace_ms, t.convs_cached - t.convs_workspace_cached, t.convs_cached,
+                t.convs_workspace_cached, t.algo_cache, t.algo_cache_ms, f.on ? ", " : "", f.path);
+}
+
+}  // namespace
+
+Status CudaEngine::setup_convs(const CompiledModel& model) {
+  EngineOpenTiming& timing = m_open_timing;
+  const auto t_conv = Clock::now();
+  AlgoCacheFile algo_file;
+  if (m_options.cache_conv_algos) {
+    algo_file = open_algo_cache(model, m_options.cuda_device, &timing);
+  } else {
+    timing.algo_cache = "off";
+  }
+  timing.algo_cache_ms = ms_since(t_conv);
+  ConvAlgoMap chosen;  // this model's choices, to keep
+  m_convs.resize(m_plan.steps.size());
+  m_concat_convs.resize(m_plan.steps.size());
+  m_workspace_need = 0;
+  for (const Step& st : m_plan.steps) {
+    if (st.kind != LayerKind::kConv) continue;
+    if (st.inputs.size() > 1) {
+      DLR_RETURN_IF_ERROR(make_concat_conv(st, model.cfg_path));
+    } else {
+      DLR_RETURN_IF_ERROR(make_conv(st, model.cfg_path, algo_file.stored, &chosen));
+    }
+  }
+  if (algo_file.on) keep_algo_choices(algo_file, chosen, &timing);
+  timing.conv_setup_ms = ms_since(t_conv);
+  log_conv_setup(timing, algo_file);
+  return Status();
+}
+
+Status CudaEngine::make_concat_conv(const Step& st, const std::string& cfg_path) {
+  std::vector<TensorView> parts;
+  for (const ViewRef& r : st.inputs) parts.push_back(view(r));
+  auto cc = cuda::ConcatConv::create(std::get<ConvParams>(st.params), m_options.precision, parts.data(),
+                                     int(parts.size()), view(st.output));
+  if (!cc.ok()) return layer_error(cfg_path, st, cc.status());
+  m_concat_convs[size_t(st.layer)] = std::move(cc).value();
+  if (!m_cublas) {
+    DLR_ASSIGN_OR_RETURN(m_cublas, cuda::make_cublas());
+  }
+  return Status();
+}
+
+Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const ConvAlgoMap& stored,
+                             ConvAlgoMap* chosen) {
+  EngineOpenTiming& timing = m_open_timing;
+  cuda::ConvConfig cfg;
+  cfg.params = std::get<ConvParams>(st.params);
+  cfg.precision = m_options.precision;
+  cfg.policy = m_options.find_algorithms ? cuda::AlgoPolicy::kFind : cuda::AlgoPolicy::kHeuristic;
+  cfg.workspace_limit = size_t(m_options.workspace_limit);
+  const TensorView in = view(st.inputs[0]), out = view(st.output);
+  const auto t_one = Clock::now();
+  const std::string conv_key = cuda::CudnnConv::config_key(cfg, in, out);
+  if (const auto it = stored.find(conv_key); it != stored.end()) {
+    // Kept from an earlier run: offered to the process-wide cache with its workspace
+    // size (a choice this process made already wins); CudnnConv::create then uses it
+    // without asking cuDNN (the file's key makes the stored size this GPU's, this
+    // cuDNN's and this conv's, runtime/cache/conv_algo_cache.h).
+    DLR_ASSIGN_OR_RETURN(const std::string key, cuda::CudnnConv::cache_key(cfg, in, out));
+    cuda::AlgoCache::process().insert(key, cudnnConvolutionFwdAlgo_t(it->second.algo), it->second.workspace);
+  }
+  auto conv = cuda::CudnnConv::create(m_cudnn.get(), cfg, in, out);
+  if (!conv.ok()) return layer_error(cfg_path, st, conv.status());
+  if (timing.convs == 0) timing.conv_first_ms = ms_since(t_one);
+  const cuda::ConvCreateInfo& ci = (*conv)->create_info();
+  timing.convs += 1;
+  timing.convs_cached += ci.from_cache ? 1 : 0;
+  timing.convs_workspace_cached += ci.workspace_cached ? 1 : 0;
+  timing.convs_queried += ci.queried ? 1 : 0;
+  timing.conv_descriptors_ms += ci.descriptors_ms;
+  timing.conv_query_ms += ci.query_ms;
+  timing.conv_workspace_ms += ci.workspace_ms;
+  (*chosen)[conv_key] = ConvAlgoChoice{int((*conv)->algo()), int64_t((*conv)->workspace_bytes())};
+  m_workspace_need = std::max(m_workspace_need, (*conv)->workspace_bytes());
+  m_convs[size_t(st.layer)] = std::move(conv).value();
+  return Status();
+}
+
+}  // namespace dlr
