@@ -114,13 +114,8 @@ py::dict report_dict(const dlrun::Report& r) {
   return out;
 }
 
-}  // namespace
-
-PYBIND11_MODULE(dlrun, m) {
-  m.doc() = "dlrun: Darknet YOLO inference with demand layering (docs/library.md)";
-  m.attr("__version__") = dlrun::version();
-  m.def("has_cuda", &dlrun::has_cuda, "whether this dlrun has the CUDA backend");
-
+// dlrun.Error, raised for every dlrun::Error (its .code the code's name).
+void bind_error(py::module_& m) {
   py::object error = py::reinterpret_steal<py::object>(
       PyErr_NewException("dlrun.Error", PyExc_RuntimeError, nullptr));
   m.attr("Error") = error;
@@ -135,7 +130,10 @@ PYBIND11_MODULE(dlrun, m) {
       PyErr_SetObject(g_error_type, inst.ptr());
     }
   });
+}
 
+// Box and Detection (read-only).
+void bind_detection_types(py::module_& m) {
   py::class_<dlrun::Box>(m, "Box")
       .def_readonly("x", &dlrun::Box::x).def_readonly("y", &dlrun::Box::y)
       .def_readonly("w", &dlrun::Box::w).def_readonly("h", &dlrun::Box::h)
@@ -156,7 +154,17 @@ PYBIND11_MODULE(dlrun, m) {
       .def("__repr__", [](const dlrun::Detection& d) {
         return "Detection(class_id=" + std::to_string(d.class_id) + ", prob=" + std::to_string(d.prob) + ")";
       });
+}
 
+// The session's info() dict.
+py::dict info_dict(const dlrun::NetworkInfo& n) {
+  py::dict d;
+  d["input_width"] = n.input_width; d["input_height"] = n.input_height; d["batch"] = n.batch;
+  d["classes"] = n.classes; d["layers"] = n.layers; d["gflops"] = n.gflops; d["letterbox"] = n.letterbox;
+  return d;
+}
+
+void bind_session(py::module_& m) {
   py::class_<dlrun::Session>(m, "Session")
       .def(py::init([](const std::string& cfg, const std::string& weights, const py::kwargs& kw) {
              const dlrun::Options o = options_from(kw);
@@ -187,15 +195,29 @@ PYBIND11_MODULE(dlrun, m) {
            py::arg("images"), py::arg("order") = "bgr")
       .def("report", [](const dlrun::Session& s) { return report_dict(s.last_report()); },
            "the last detect(): phase times, per-layer timing, copies, memory (a dict)")
-      .def("info", [](const dlrun::Session& s) {
-        const dlrun::NetworkInfo n = s.info();
-        py::dict d;
-        d["input_width"] = n.input_width; d["input_height"] = n.input_height; d["batch"] = n.batch;
-        d["classes"] = n.classes; d["layers"] = n.layers; d["gflops"] = n.gflops; d["letterbox"] = n.letterbox;
-        return d;
-      })
+      .def("info", [](const dlrun::Session& s) { return info_dict(s.info()); })
       .def("plan_text", &dlrun::Session::plan_text);
+}
 
+// The runtime's memory() dict.
+py::dict memory_dict(const dlrun::RuntimeMemory& m) {
+  py::list nets;
+  for (const auto& n : m.networks) {
+    py::dict d;
+    d["name"] = n.name; d["weight_budget"] = n.weight_budget; d["resident"] = n.resident; d["pool"] = n.pool;
+    d["shared_ring"] = n.shared_ring;
+    d["streamed"] = n.streamed; d["prefetched"] = n.prefetched; d["activations"] = n.activations;
+    d["workspace"] = n.workspace; d["other"] = n.other; d["host_weights"] = n.host_weights;
+    d["predicted_ms"] = n.predicted_ms;
+    nets.append(d);
+  }
+  py::dict d;
+  d["budget"] = m.budget; d["activations"] = m.activations; d["workspace"] = m.workspace; d["weights"] = m.weights;
+  d["other"] = m.other; d["host_weights"] = m.host_weights; d["total"] = m.total(); d["ring"] = m.ring; d["networks"] = nets;
+  return d;
+}
+
+void bind_runtime(py::module_& m) {
   py::class_<dlrun::Runtime>(m, "Runtime")
       .def(py::init([](const std::string& device, int cuda_device, const std::string& budget,
                        const std::string& copy_profile, bool prefetch_next, const std::string& objective,
@@ -228,25 +250,13 @@ PYBIND11_MODULE(dlrun, m) {
            },
            py::arg("cfg"), py::arg("weights"), py::arg("weight") = 1.0,
            "Opens a network on the runtime -> Session; keyword arguments are dlrun::Options fields")
-      .def("memory", [](const dlrun::Runtime& rt) {
-        const dlrun::RuntimeMemory m = rt.memory();
-        py::list nets;
-        for (const auto& n : m.networks) {
-          py::dict d;
-          d["name"] = n.name; d["weight_budget"] = n.weight_budget; d["resident"] = n.resident; d["pool"] = n.pool;
-          d["shared_ring"] = n.shared_ring;
-          d["streamed"] = n.streamed; d["prefetched"] = n.prefetched; d["activations"] = n.activations;
-          d["workspace"] = n.workspace; d["other"] = n.other; d["host_weights"] = n.host_weights;
-          d["predicted_ms"] = n.predicted_ms;
-          nets.append(d);
-        }
-        py::dict d;
-        d["budget"] = m.budget; d["activations"] = m.activations; d["workspace"] = m.workspace; d["weights"] = m.weights;
-        d["other"] = m.other; d["host_weights"] = m.host_weights; d["total"] = m.total(); d["ring"] = m.ring; d["networks"] = nets;
-        return d;
-      }, "device memory by part, and per network (a dict)")
+      .def("memory", [](const dlrun::Runtime& rt) { return memory_dict(rt.memory()); },
+           "device memory by part, and per network (a dict)")
       .def("plan_text", &dlrun::Runtime::plan_text);
+}
 
+// read_names, and the library's log level and callback.
+void bind_names_and_logs(py::module_& m) {
   m.def("read_names", [](const std::string& path) { return unwrap(dlrun::read_names(path)); });
   m.def("set_log_level", [](const std::string& level) {
     dlrun::set_log_level(parse_enum<dlrun::LogLevel>("log level", level,
@@ -270,4 +280,18 @@ PYBIND11_MODULE(dlrun, m) {
       }
     });
   }, py::arg("callback"), "callback(level: str, message: str), or None for stderr");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(dlrun, m) {
+  m.doc() = "dlrun: Darknet YOLO inference with demand layering (docs/library.md)";
+  m.attr("__version__") = dlrun::version();
+  m.def("has_cuda", &dlrun::has_cuda, "whether this dlrun has the CUDA backend");
+  m.def("option_names", &dlrun::option_names, "the keywords of Session() and Runtime.open() (dlrun::Options fields)");
+  bind_error(m);
+  bind_detection_types(m);
+  bind_session(m);
+  bind_runtime(m);
+  bind_names_and_logs(m);
 }
