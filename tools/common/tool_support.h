@@ -39,14 +39,6 @@ const std::vector<std::string>& coco_names();
 nlohmann::json detections_json(const std::string& image_name, int width, int height,
                                const std::vector<Detection>& dets, const std::vector<std::string>& names);
 
-// The storage options of dlrun and dlbench (--weights-from, --host-budget, --zero-copy,
-// --read-depth, --read-block, --reader, --prepared, --prefetch-reads on|off) into *opt;
-// one-line usage errors naming the option. The storage-only ones given with
-// --weights-from host are refused.
-Status storage_options(const std::string& weights_from, const std::string& host_budget, const std::string& zero_copy,
-                       int read_depth, const std::string& read_block, const std::string& reader,
-                       const std::string& prepared, const std::string& prefetch_reads, SessionOptions* opt);
-
 // Prints "<tool>: <message>" on stderr and returns kExitError.
 int fail(const char* tool, const std::string& message);
 int fail(const char* tool, const Status& status);

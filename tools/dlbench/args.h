@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/common/session_flags.h"
+
 namespace dlr::tools {
 
 struct Args {
@@ -15,39 +17,20 @@ struct Args {
   bool synthetic = false;
   uint64_t seed = 1;
   int size = 0;
-  int threads = 0;  // --threads (0: auto)
-  std::string batches = "1";
-  std::string precisions = "fp32";
-  std::string modes = "preload";
-  std::string devices = "cuda";
+  // The session-option flags dlrun shares (session_flags.h): --threads, --batch, --device,
+  // --precision, --mode, the stream-mode plan, --no-graph, --no-calibrate, --cache and the
+  // weights from storage; the sweepable ones comma-separated lists.
+  SessionFlagTexts session{FlagTool::kDlbench};
   int iters = 50;
   int warmup = 10;
   std::string json;
   bool opencv = false;
   std::string report;
-  bool no_graph = false;
   bool warm_up_at_open = false;
-  bool no_calibrate = false;  // stream mode: plan with the copy profile as probed (no calibration at open)
   bool find = false;
   std::string layouts = "auto";
-  std::string budgets = "min";
-  std::string copy_profile = "auto";
-  std::string pools = "auto";
-  std::string units = "search";
-  std::string residencies = "greedy";
-  std::string max_slowdown = "5%";
   bool simulate = false;
-  // weights from storage
-  std::string weights_from = "host";  // comma-separated: host, storage
-  std::string zero_copy = "auto";     // comma-separated: auto, on, off
-  std::string host_budget = "min";
-  int read_depth = 8;
-  std::string read_block = "1MiB";
-  std::string reader = "auto";
-  std::string prefetch_reads = "on";
-  std::string prepared;
   bool cold = false;  // drop the prepared file from the page cache before each configuration
-  bool cache = false;          // --cache: keep/reuse kernel times and cuDNN algorithm choices (as dlrun does)
   bool startup_floor = false;  // --startup-floor: time the smallest CUDA open, alone in this process
   // --budget-curve N: N budgets from the minimal pool to all the weights (preload in the same run).
   int budget_curve = 0;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "runtime/compile/compile.h"
+#include "tools/common/session_flags.h"
 #include "tools/dlbench/stats.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
@@ -23,8 +24,7 @@ Expected<double> minimal_pool_pct(const NetworkDesc& net, const std::string& pre
   SessionOptions o;
   o.device = DeviceKind::kCUDA;
   o.mode = WeightMode::kStream;
-  if (!parse_precision(precision, &o.precision))
-    return invalid_argument("--precision " + precision + ": expected fp32, tf32 or fp16");
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "precision", precision, &o));
   DLR_ASSIGN_OR_RETURN(CompiledModel m, compile(net, t, o));
   const double total = double(m.plan.weight_bytes());
   if (total <= 0) return invalid_argument("--budget-curve: the network has no weights");
@@ -57,10 +57,12 @@ Status use_budget_curve(Args* a) {
   DLR_ASSIGN_OR_RETURN(const NetworkDesc net, parse_network_cfg(a->cfg, CfgOptions{a->size, a->size}));
   DLR_ASSIGN_OR_RETURN(const Target target, cuda_target(0, ""));
   DLR_ASSIGN_OR_RETURN(const std::string budgets,
-                       curve_budgets(net, split(a->precisions), target.map_granularity, a->budget_curve));
-  a->budgets = budgets + ",auto";  // and the budget auto picks (--max-slowdown), measured in the same run
-  a->modes = "preload,stream";
-  a->pools = "ring";
+                       curve_budgets(net, split(a->session.text("precision")), target.map_granularity,
+                                     a->budget_curve));
+  // and the budget auto picks (--max-slowdown), measured in the same run
+  a->session.set("weight_budget", budgets + ",auto");
+  a->session.set("mode", "preload,stream");
+  a->session.set("weight_pool", "ring");
   // Every row the first CUDA session of its process (tools/dlbench/isolate.h).
   if (!a->no_isolate) a->isolate = true;
   return Status();

@@ -1,5 +1,7 @@
 #include "tools/dlbench/cli.h"
 
+#include <cstdlib>
+
 namespace dlr::tools {
 namespace {
 
@@ -76,31 +78,15 @@ void add_network_options(CLI::App& app, Args* a) {
   auto* w = app.add_option("--weights", a->weights, "Darknet .weights file");
   app.add_flag("--synthetic", a->synthetic, "generate shape-correct synthetic weights (seeded)")->excludes(w);
   app.add_option("--seed", a->seed, "seed of synthetic weights and input (default 1)");
-  app.add_option("--threads", a->threads, "CPU threads per session (0: auto, docs/library.md)")
-      ->check(CLI::Range(0, 1024))
-      ->capture_default_str();
+  add_session_flags(app, &a->session, {"--threads"});
   app.add_option("--size", a->size, "network input size (square; default: the cfg's)")->check(CLI::Range(32, 8192));
-  app.add_option("--batch", a->batches, "batch sizes, comma-separated (default 1)");
+  add_session_flags(app, &a->session, {"--batch"});
 }
 
 // The lists of configurations on CUDA: precisions, modes and the stream-mode plans.
 void add_cuda_config_options(CLI::App& app, Args* a) {
-  app.add_option("--precision", a->precisions, "fp32,tf32,fp16 (comma-separated; cuda)");
-  app.add_option("--mode", a->modes, "preload,stream (comma-separated; cuda)");
-  app.add_option("--weight-budget", a->budgets,
-                 "stream mode budgets, comma-separated: min, all, auto, NN%, NNMiB, NNMB, bytes (default min)");
-  app.add_option("--weight-pool", a->pools, "stream mode pool layouts, comma-separated: auto, ring, slots (default auto)");
-  app.add_option("--units", a->units,
-                 "stream mode transfer units, comma-separated: search (chosen by simulation from kernel times "
-                 "measured at open; default), chunks (equal chunks of the profile's size), chunks:SIZE (e.g. "
-                 "chunks:16MiB)");
-  app.add_option("--max-slowdown", a->max_slowdown,
-                 "stream mode, --weight-budget auto: predicted latency at most this much above preload's (default 5%)");
-  app.add_option("--residency", a->residencies,
-                 "stream mode, ring: which weights stay resident within the budget, comma-separated: greedy "
-                 "(default), largest-late, none");
-  app.add_option("--copy-profile", a->copy_profile, "stream mode: auto (default: measured on this GPU on first use, cached per GPU), a dlprobe JSON "
-                 "file, or h100, discrete, jetson-xavier");
+  add_session_flags(app, &a->session, {"--precision", "--mode", "--weight-budget", "--weight-pool", "--units",
+                                       "--max-slowdown", "--residency", "--copy-profile"});
   app.add_flag("--simulate", a->simulate,
                "also predict stream-mode latency with the simulator from the profiled preload kernel times "
                "(list preload before stream)");
@@ -137,19 +123,8 @@ void add_isolate_and_simulate_options(CLI::App& app, Args* a) {
 
 // The devices, and the weights read from storage.
 void add_device_and_storage_options(CLI::App& app, Args* a) {
-  app.add_option("--device", a->devices, "cpu,cuda (comma-separated; default cuda)");
-  app.add_option("--weights-from", a->weights_from,
-                 "host,storage (comma-separated): storage reads the streamed weights from a prepared file each "
-                 "inference (cpu, or cuda stream mode)");
-  app.add_option("--zero-copy", a->zero_copy, "storage on cuda: auto,on,off (comma-separated)");
-  app.add_option("--host-budget", a->host_budget, "storage: host memory for weights (min or a size; CPU: staging + blobs kept, largest first)");
-  app.add_option("--read-depth", a->read_depth, "storage: reads in flight (1..64)")->check(CLI::Range(1, 64));
-  app.add_option("--read-block", a->read_block, "storage: bytes per read request (multiple of 4 KiB)");
-  app.add_option("--reader", a->reader, "storage: auto, uring or threads");
-  app.add_option("--prepared", a->prepared, "storage: the prepared weight file (default: the user's cache)");
-  app.add_option("--prefetch-reads", a->prefetch_reads,
-                 "storage, cpu: on (default: read the next inference's first weights while one still computes) or off")
-      ->check(CLI::IsMember({"on", "off"}));
+  add_session_flags(app, &a->session, {"--device", "--weights-from", "--zero-copy", "--host-budget", "--read-depth",
+                                       "--read-block", "--reader", "--prepared", "--prefetch-reads"});
   app.add_flag("--cold", a->cold, "storage: drop the prepared file from the page cache after open");
 }
 
@@ -163,18 +138,14 @@ void add_run_options(CLI::App& app, Args* a) {
   app.add_option("--report", a->report,
                  "after each configuration, one profiled run (CUDA events per layer inside the graph); print the top layers")
       ->check(CLI::IsMember({"table"}));
-  app.add_flag("--no-graph", a->no_graph, "do not use a CUDA graph");
+  add_session_flags(app, &a->session, {"--no-graph"});
   app.add_flag("--warm-up-at-open", a->warm_up_at_open,
                "without a CUDA graph to capture (from storage, --no-graph), run the network once at open so that "
                "the first inference finds its kernels loaded (default: none; the first inference loads them while "
                "its reads run, measured sooner to the first result on the H100; the startup line compares the two)");
-  app.add_flag("--no-calibrate", a->no_calibrate,
-               "stream mode: plan with the copy profile as probed (default: time the copies of 5 streamed inferences "
-               "at open, fit their cost and plan again with it); each row records which profile it used");
+  add_session_flags(app, &a->session, {"--no-calibrate"});
   app.add_flag("--find", a->find, "choose cuDNN algorithms with cudnnFind (timed) instead of heuristics");
-  app.add_flag("--cache", a->cache,
-               "keep kernel times (stream mode) and cuDNN algorithm choices per GPU and model in the user's cache "
-               "and reuse them, as dlrun does (run twice: the second run's startup line is a warm start)");
+  add_session_flags(app, &a->session, {"--cache"});
   app.add_flag("--startup-floor", a->startup_floor,
                "time only the smallest CUDA open on this GPU (context, cuDNN handle, one 1x1 convolution), as the "
                "process's first CUDA work; no configuration runs");
@@ -191,19 +162,20 @@ void add_options(CLI::App& app, Args* a, ModelsBenchArgs* mb, bool* no_isolate_b
   add_isolate_and_simulate_options(app, a);
   add_device_and_storage_options(app, a);
   add_run_options(app, a);
+  add_other_session_flags(app, &a->session);  // a shared flag not placed above
 }
 
 ModelsBenchArgs models_args(const CLI::App& app, const Args& a, const ModelsBenchArgs& mb,
                             bool no_isolate_baselines) {
   ModelsBenchArgs m = mb;
-  m.device = a.devices;
+  m.device = a.session.text("device");
   // --models on the GPU: fp16 unless --precision is given (the configuration).
-  m.precision = app.count("--precision") == 0 && a.devices == "cuda" ? std::string("fp16") : a.precisions;
-  m.copy_profile = a.copy_profile;
+  m.precision = app.count("--precision") == 0 && m.device == "cuda" ? std::string("fp16") : a.session.text("precision");
+  m.copy_profile = a.session.text("copy_profile");
   m.iters = a.iters;
   m.warmup = a.warmup;
   m.seed = a.seed;
-  m.threads = a.threads;
+  m.threads = std::atoi(a.session.text("threads").c_str());
   m.json = a.json;
   m.isolate_baselines = !no_isolate_baselines;
   return m;

@@ -17,7 +17,7 @@ struct Config {
   int batch = 1;
   std::string budget;  // stream mode
   std::string pool;    // stream mode
-  std::string units;   // stream mode: search or chunks
+  std::string units;   // stream mode: search, chunks or chunks:SIZE
   std::string residency;  // stream mode: greedy, largest-late, none
   std::string from = "host";   // host or storage
   std::string zero = "auto";   // storage: zero copy auto, on, off
@@ -25,15 +25,13 @@ struct Config {
   std::string name() const;
 };
 
-// One --units item: "search", "chunks" (the profile's size) or "chunks:SIZE".
-Status parse_units(const std::string& units, bool* search, int64_t* chunk_bytes);
-
 // Every combination of the comma-separated lists, in command-line order (stream-mode
 // lists only for stream mode, one units variant for slots and 'all', the cpu device runs fp32 only).
 std::vector<Config> configs(const Args& a);
 
 // The session options of one configuration, parsed and validated (no file or device
-// work): run_bench() checks every configuration with it before it reads the cfg.
+// work): its items and the other shared flags through session_flags.h, then dlbench's
+// own. run_bench() checks every configuration with it before it reads the cfg.
 Expected<SessionOptions> config_options(const Args& a, const Config& c);
 
 }  // namespace dlr::tools

@@ -15,6 +15,7 @@
 #include "tools/common/tool_support.h"
 #include "tools/dlbench/isolate.h"
 #include "tools/dlbench/models_bench.h"
+#include "tools/common/session_flags.h"
 #include "tools/dlbench/stats.h"
 #include "tools/dlbench/temp_files.h"
 #ifdef DLR_HAVE_CUDA
@@ -132,15 +133,10 @@ Status check_sizes(const ModelsBenchArgs& a, ModelsBench* b) {
 
 // The options every session shares.
 Status base_options(const ModelsBenchArgs& a, SessionOptions* base) {
-  if (a.device == "cpu") {
-    base->device = DeviceKind::kCPU;
-  } else if (a.device == "cuda") {
-    base->device = DeviceKind::kCUDA;
-  } else {
+  if (a.device != "cpu" && a.device != "cuda")
     return invalid_argument("--models: --device must be cpu or cuda (one of them)");
-  }
-  if (!parse_precision(a.precision, &base->precision))
-    return invalid_argument("--precision " + a.precision + ": expected fp32, tf32 or fp16");
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "device", a.device, base));
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "precision", a.precision, base));
   if (base->device == DeviceKind::kCPU) base->precision = Precision::kFP32;
   base->thresh = 0.5f;
   base->threads = a.threads;

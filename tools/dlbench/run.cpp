@@ -21,6 +21,7 @@
 #include "tools/dlbench/measure.h"
 #include "tools/dlbench/simulate_only.h"
 #include "tools/dlbench/startup.h"
+#include "tools/common/session_flags.h"
 #include "tools/dlbench/stats.h"
 #include "tools/dlbench/table.h"
 #include "tools/dlbench/temp_files.h"
@@ -42,33 +43,31 @@ Status check_isolation(const Args& a) {
   return Status();
 }
 
-// Options that only a CUDA configuration reads are refused when no device is cuda.
+// Options that only a CUDA configuration reads are refused when no device is cuda: the
+// shared flags of CUDA or stream mode (session_flags.h), --mode and --precision (the CPU's
+// configurations run fp32 preload), and dlbench's own.
 Status check_cuda_only(const Args& a) {
-  for (const std::string& d : split(a.devices))
+  for (const std::string& d : split(a.session.text("device")))
     if (d == "cuda") return Status();
-  const Args defaults;
-  const std::pair<const char*, bool> cuda_only[] = {
-      {"--mode", a.modes != defaults.modes},          {"--precision", a.precisions != defaults.precisions},
-      {"--layout", a.layouts != defaults.layouts},    {"--weight-budget", a.budgets != defaults.budgets},
-      {"--weight-pool", a.pools != defaults.pools},   {"--units", a.units != defaults.units},
-      {"--residency", a.residencies != defaults.residencies},
-      {"--max-slowdown", a.max_slowdown != defaults.max_slowdown},
-      {"--copy-profile", a.copy_profile != defaults.copy_profile},
-      {"--no-graph", a.no_graph},                     {"--find", a.find},
-      {"--no-calibrate", a.no_calibrate},             {"--warm-up-at-open", a.warm_up_at_open}};
+  const std::pair<const char*, bool> cuda_only[] = {{"--mode", a.session.changed("mode")},
+                                                    {"--precision", a.session.changed("precision")},
+                                                    {"--layout", a.layouts != Args().layouts},
+                                                    {"--find", a.find},
+                                                    {"--warm-up-at-open", a.warm_up_at_open}};
   for (const auto& [name, set] : cuda_only)
-    if (set) return invalid_argument(std::string(name) + " applies to --device cuda only");
+    if (set) return flag_refused(name, FlagApplies::kCuda);
+  for (const SessionFlag& r : session_flags())
+    if ((r.applies == FlagApplies::kCuda || r.applies == FlagApplies::kCudaStream) && a.session.changed(r.option))
+      return flag_refused(flag_name(r, FlagTool::kDlbench), FlagApplies::kCuda);
   return Status();
 }
 
 // Every option checked before any work: bad --units whatever the modes, the CUDA-only
 // options, every configuration's session options.
 Status check_before_work(const Args& a) {
-  for (const std::string& u : split(a.units)) {
-    bool search = false;
-    int64_t chunk = 0;
-    DLR_RETURN_IF_ERROR(parse_units(u, &search, &chunk));
-  }
+  SessionOptions scratch;
+  for (const std::string& u : split(a.session.text("unit_search")))
+    DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "unit_search", u, &scratch));
   DLR_RETURN_IF_ERROR(check_cuda_only(a));
   for (const Config& c : configs(a)) DLR_RETURN_IF_ERROR(config_options(a, c).status());
   return Status();
@@ -88,7 +87,7 @@ Expected<std::string> weights_file(const Args& a, const NetworkDesc& net, TempFi
 // The largest batch's network inputs, uniform in [0, 1) from --seed.
 std::vector<float> bench_input(const Args& a, const NetworkDesc& net) {
   int max_batch = 1;
-  for (const std::string& b : split(a.batches)) max_batch = std::max(max_batch, std::atoi(b.c_str()));
+  for (const std::string& b : split(a.session.text("batch"))) max_batch = std::max(max_batch, std::atoi(b.c_str()));
   std::vector<float> input(size_t(max_batch) * size_t(net.input_shape().count()));
   std::mt19937 rng(uint32_t(a.seed));
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
@@ -101,7 +100,7 @@ std::vector<float> bench_input(const Args& a, const NetworkDesc& net) {
 // rest of its process, as another session's run does (tools/dlbench/isolate.h).
 Status resolve_copy_profile_once(const Args& a, const std::vector<Config>& all) {
 #ifdef DLR_HAVE_CUDA
-  if (!a.isolate || a.config_index >= 0 || a.copy_profile != "auto") return Status();
+  if (!a.isolate || a.config_index >= 0 || a.session.text("copy_profile") != "auto") return Status();
   for (const Config& c : all)
     if (c.device == "cuda" && c.mode == "stream") return cuda_target(0, "auto").status();
 #else

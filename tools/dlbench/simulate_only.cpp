@@ -11,6 +11,7 @@
 #include "runtime/streaming/lower_bound.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlbench/budget_curve.h"
+#include "tools/common/session_flags.h"
 #include "tools/dlbench/stats.h"
 
 namespace dlr::tools {
@@ -96,8 +97,7 @@ Expected<Simulated> simulated(const Args& a, const NetworkDesc& net, const CopyP
   s.precision = prec;
   s.options.device = DeviceKind::kCUDA;
   s.options.mode = WeightMode::kStream;
-  if (!parse_precision(prec, &s.options.precision))
-    return invalid_argument("--precision " + prec + ": expected fp32, tf32 or fp16");
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "precision", prec, &s.options));
   s.options.width = s.options.height = a.size;
   DLR_ASSIGN_OR_RETURN(s.ms, layer_ms_from_json(a.layer_ms_from, prec, a.layer_ms_config, &s.used));
   s.target = simulated_target(profile, a.granularity);
@@ -148,9 +148,8 @@ Status bound_only_row(const Args& a, const Simulated& s, const std::string& budg
 Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string& budget, const std::string& res,
                    nlohmann::json* rows) {
   SessionOptions ob = s.options;
-  DLR_ASSIGN_OR_RETURN(ob.weight_budget, WeightBudget::parse(budget));
-  if (!parse_residency(res, &ob.residency))
-    return invalid_argument("--residency " + res + ": expected greedy, largest-late or none");
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "weight_budget", budget, &ob));
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "residency", res, &ob));
   auto m = compile(net, s.target, ob, s.ms);
   if (!m.ok()) return Status(m.status().code(), s.precision + " @" + budget + ": " + m.status().message());
   const StreamPlan& sp = m->stream;
@@ -190,8 +189,9 @@ Status simulate_precision(const Args& a, const NetworkDesc& net, const Simulated
       DLR_RETURN_IF_ERROR(bound_only_row(a, s, budget, want, rows));
       continue;
     }
-    for (const std::string& res : split(a.residencies)) {
-      if ((budget == "min" || budget == "all") && res != split(a.residencies).front()) continue;
+    const std::vector<std::string> residencies = split(a.session.text("residency"));
+    for (const std::string& res : residencies) {
+      if ((budget == "min" || budget == "all") && res != residencies.front()) continue;
       DLR_RETURN_IF_ERROR(planned_row(net, s, budget, res, rows));
     }
   }
@@ -202,13 +202,14 @@ Status simulate_precision(const Args& a, const NetworkDesc& net, const Simulated
 // the curve (--budget-curve N, default 16).
 Status simulation_inputs(const Args& a, const NetworkDesc& net, CopyProfile* profile, std::string* budgets) {
   if (a.layer_ms_from.empty()) return invalid_argument("--simulate-only needs --layer-ms-from FILE");
-  if (a.copy_profile == "auto")
+  const std::string copy_profile = a.session.text("copy_profile");
+  if (copy_profile == "auto")
     return invalid_argument("--simulate-only needs a named --copy-profile (a built-in or a JSON file): auto is "
                             "measured on a GPU");
-  DLR_ASSIGN_OR_RETURN(*profile, CopyProfile::resolve(a.copy_profile));
-  *budgets = a.budgets;
-  if (a.budgets == Args().budgets || a.budget_curve > 0) {
-    DLR_ASSIGN_OR_RETURN(*budgets, curve_budgets(net, split(a.precisions), a.granularity,
+  DLR_ASSIGN_OR_RETURN(*profile, CopyProfile::resolve(copy_profile));
+  *budgets = a.session.text("weight_budget");
+  if (!a.session.changed("weight_budget") || a.budget_curve > 0) {
+    DLR_ASSIGN_OR_RETURN(*budgets, curve_budgets(net, split(a.session.text("precision")), a.granularity,
                                                  a.budget_curve > 0 ? a.budget_curve : 16));
   }
   return Status();
@@ -228,7 +229,7 @@ Status run_simulation(const Args& a, const NetworkDesc& net) {
   all["granularity"] = a.granularity;
   all["rows"] = nlohmann::json::array();
   print_header();
-  for (const std::string& prec : split(a.precisions)) {
+  for (const std::string& prec : split(a.session.text("precision"))) {
     DLR_ASSIGN_OR_RETURN(const Simulated s, simulated(a, net, profile, prec));
     DLR_RETURN_IF_ERROR(simulate_precision(a, net, s, budgets, &all["rows"]));
   }

@@ -39,9 +39,7 @@ void add_inputs(CLI::App& app, Args* a) {
   app.add_option("--frames", a->max_frames, "stop after N frames in all (0: every frame; Ctrl-C also stops cleanly)")
       ->check(CLI::NonNegativeNumber)
       ->group(g);
-  app.add_option("--batch", a->batch, "images per inference (frames are grouped in input order)")
-      ->check(CLI::Range(1, 64))
-      ->group(g);
+  add_session_flags(app, &a->session, {"--batch"}, g);
 }
 
 void add_detection(CLI::App& app, Args* a) {
@@ -97,107 +95,28 @@ void add_outputs(CLI::App& app, Args* a) {
       ->group(g);
 }
 
+// The device and its plan: the shared flags (session_flags.h) and dlrun's own.
 void add_device(CLI::App& app, Args* a) {
   const char* g = "Device";
-  app.add_option("--threads", a->threads,
-                 "CPU threads (OpenMP) for kernels and pre/post-processing; 0: auto (the CPUs this process may "
-                 "use shared among sessions running at once, or one thread when that measures faster; "
-                 "docs/library.md)")
-      ->check(CLI::Range(0, 1024))
-      ->capture_default_str()
-      ->group(g);
-  app.add_option("--device", a->device, "cpu (the reference backend) or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->group(g);
-  app.add_option("--precision", a->precision, "fp32, tf32 or fp16 (cuda only; cpu runs fp32)")
-      ->check(CLI::IsMember({"fp32", "tf32", "fp16"}))
-      ->group(g);
-  app.add_option("--mode", a->mode, "cuda: preload (all weights resident) or stream (demand layering)")
-      ->check(CLI::IsMember({"preload", "stream"}))
-      ->group(g);
-  app.add_option("--weight-budget", a->weight_budget,
-                 "stream mode: device memory for weights (resident ones and the pool): min (about two of the largest "
-                 "layer), all, auto (the smallest predicted within --max-slowdown of preload, or --latency-target), "
-                 "NN%, NNMiB, NNMB or bytes")
-      ->group(g);
-  app.add_option("--max-slowdown", a->max_slowdown,
-                 "--weight-budget auto: predicted latency at most this much above preload's, NN% (default 5%)")
-      ->group(g);
+  add_session_flags(app, &a->session, {"--threads", "--device", "--precision", "--mode", "--weight-budget",
+                                       "--max-slowdown"}, g);
   app.add_option("--latency-target", a->latency_target_ms,
                  "--weight-budget auto: the smallest budget predicted within this latency, ms (instead of "
                  "--max-slowdown)")
       ->check(CLI::Range(0.0, 1e6))
       ->group(g);
-  app.add_option("--weight-pool", a->weight_pool,
-                 "stream mode: auto (ring where the GPU can map it), ring (one buffer mapped twice: exact byte "
-                 "lookahead), slots (K slots of the largest layer)")
-      ->check(CLI::IsMember({"auto", "ring", "slots"}))
-      ->group(g);
-  app.add_option("--units", a->units,
-                 "stream mode, ring pool: search (copy units chosen by simulating the plan with kernel times "
-                 "measured at open) or chunks (equal chunks of the copy profile's size)")
-      ->check(CLI::IsMember({"search", "chunks"}))
-      ->group(g);
-  app.add_option("--residency", a->residency,
-                 "stream mode, ring pool: which weights stay resident within the budget: greedy (chosen by simulating "
-                 "the plan with kernel times measured at open), largest-late (the largest layers) or none (every "
-                 "weight streamed through a pool of the whole budget)")
-      ->check(CLI::IsMember({"greedy", "largest-late", "none"}))
-      ->group(g);
+  add_session_flags(app, &a->session, {"--weight-pool", "--units", "--residency"}, g);
   app.add_flag("--no-arena-staging", a->no_arena_staging,
                "stream mode, ring pool: never copy streamed weights into activation bytes idle at that point of the "
                "network (by default some are, where the plan predicts it faster: the ring keeps the rest)")
       ->group(g);
-  app.add_option("--copy-profile", a->copy_profile,
-                 "stream mode: copy-engine profile: auto (default: measured on this GPU on first use, ~0.4 s, and cached by "
-                 "GPU UUID in the user's cache directory; the nearest built-in where probing fails), a dlprobe JSON "
-                 "file, or h100, discrete, jetson-xavier")
-      ->group(g);
-  app.add_flag("--no-graph", a->no_graph, "cuda: do not capture the inference in a CUDA graph")->group(g);
-  app.add_flag("--no-kernel-cache", a->no_kernel_cache,
-               "keep nothing between runs: measure kernel times at open (stream mode) and ask cuDNN for every "
-               "convolution's algorithm (cuda) (default: reuse this GPU's kernel times and cuDNN algorithm choices "
-               "for this model from the user's cache directory, kernel-times/ and conv-algos/, or measure/choose "
-               "and keep them there)")
-      ->group(g);
-  app.add_flag("--no-calibrate", a->no_calibrate,
-               "stream mode: plan with the copy profile as probed (default: after the kernel times, time the copies "
-               "of 3 streamed inferences at open, fit their cost and plan again with it; kept with the kernel times)")
-      ->group(g);
+  add_session_flags(app, &a->session, {"--copy-profile", "--no-graph", "--no-kernel-cache", "--no-calibrate"}, g);
 }
 
 void add_storage(CLI::App& app, Args* a) {
-  const char* g = "Weights from storage";
-  app.add_option("--weights-from", a->weights_from,
-                 "host (prepared once into host memory) or storage (each inference reads the weights it streams from a "
-                 "prepared weight file with direct I/O through a small staging area: --device cpu, or --device cuda "
-                 "--mode stream)")
-      ->check(CLI::IsMember({"host", "storage"}))
-      ->group(g);
-  app.add_option("--host-budget", a->host_budget,
-                 "storage: host memory for weights: min (2 x the largest read), NNMiB, NNMB or bytes; on a GPU the staging "
-                 "for reads in flight, on the CPU also the largest blobs kept in memory (read once at open)")
-      ->group(g);
-  app.add_option("--zero-copy", a->zero_copy,
-                 "storage, cuda: on (reads land in mapped pinned memory the kernels read: two stages, no device pool; "
-                 "for integrated GPUs such as Jetson), off (read -> copy -> kernel) or auto (on for integrated GPUs)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->group(g);
-  app.add_option("--read-depth", a->read_depth, "storage: reads in flight (1..64)")->check(CLI::Range(1, 64))->group(g);
-  app.add_option("--read-block", a->read_block, "storage: bytes per read request (multiple of 4 KiB, e.g. 1MiB)")
-      ->group(g);
-  app.add_option("--reader", a->reader, "storage: auto (io_uring where the kernel allows it), uring or threads (pread)")
-      ->check(CLI::IsMember({"auto", "uring", "threads"}))
-      ->group(g);
-  app.add_option("--prefetch-reads", a->prefetch_reads,
-                 "storage, cpu: on (default: once an inference's reads are done, read the next inference's first "
-                 "weights while it still computes, in the same staging) or off")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->group(g);
-  app.add_option("--prepared", a->prepared,
-                 "storage: the prepared weight file to read (made there on first use when missing; default: the "
-                 "user's cache directory, $DLR_CACHE_DIR or ~/.cache/dlrun)")
-      ->group(g);
+  add_session_flags(app, &a->session, {"--weights-from", "--host-budget", "--zero-copy", "--read-depth", "--read-block",
+                                       "--reader", "--prefetch-reads", "--prepared"},
+                    "Weights from storage");
 }
 
 void add_plan_and_reports(CLI::App& app, Args* a) {
@@ -240,6 +159,7 @@ void add_dlrun_options(CLI::App& app, Args* a) {
   add_device(app, a);
   add_storage(app, a);
   add_plan_and_reports(app, a);
+  add_other_session_flags(app, &a->session, "Device");  // a shared flag not placed above
 }
 
 void resolve_model_args(Args* a) {
@@ -279,10 +199,10 @@ Status check_model_args(const Args& a) {
       return invalid_argument("--model replaces the positional CFG WEIGHTS: give the models as --model "
                               "CFG:WEIGHTS only (" + in + ")");
   const std::pair<const char*, bool> refused[] = {{"--prepare", !a.prepare.empty()},
-                                                  {"--prepared", !a.prepared.empty()},
+                                                  {"--prepared", a.session.changed("prepared_path")},
                                                   {"--save-labels", a.save_labels},
                                                   {"--report", !a.report.empty()},
-                                                  {"--mode", a.mode != Args().mode}};
+                                                  {"--mode", a.session.changed("mode")}};
   for (const auto& [name, given] : refused)
     if (given)
       return invalid_argument(std::string(name) + " is not supported with --model (" +

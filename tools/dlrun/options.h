@@ -1,6 +1,7 @@
 // dlrun's command line: every option in one struct, added to the parser by
 // group (inputs, detection, outputs, device, plan and reports). A new option
-// goes into Args and into the add_* function of its group.
+// goes into Args and into the add_* function of its group; a session option's flag that
+// dlbench has too is a row of tools/common/session_flags.cpp, its text in Args::session.
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/core/status.h"
+#include "tools/common/session_flags.h"
 
 namespace dlr::tools {
 
@@ -22,7 +24,6 @@ struct Args {
   bool recursive = false;
   int camera = -1;                  // --camera N; -1: none
   long long max_frames = 0;         // --frames N; 0: all
-  int batch = 1;
   // ---- detection ----
   std::string names_file;
   float thresh = 0.25f;
@@ -41,31 +42,11 @@ struct Args {
   std::string labels_dir;
   std::string progress = "auto";
   std::string summary = "auto";
-  // ---- device ----
-  std::string device = "cpu";
-  int threads = 0;  // --threads: CPU threads per session (0: auto)
-  std::string precision = "fp32";
-  std::string mode = "preload";
-  std::string weight_budget = "min";
-  std::string max_slowdown = "5%";
+  // ---- device and weights from storage ----
+  // The flags dlbench shares (--batch, --threads, --device, ... --prepared; session_flags.h).
+  SessionFlagTexts session{FlagTool::kDlrun};
   double latency_target_ms = 0;
-  std::string copy_profile = "auto";
-  std::string weight_pool = "auto";
-  std::string units = "search";
-  std::string residency = "greedy";
   bool no_arena_staging = false;
-  bool no_graph = false;
-  bool no_kernel_cache = false;
-  bool no_calibrate = false;
-  // ---- weights from storage ----
-  std::string weights_from = "host";
-  std::string host_budget = "min";
-  std::string zero_copy = "auto";
-  int read_depth = 8;
-  std::string read_block = "1MiB";
-  std::string reader = "auto";
-  std::string prefetch_reads = "on";
-  std::string prepared;
   // ---- plan and reports ----
   bool print_plan = false;
   std::string save_plan;

@@ -19,6 +19,7 @@
 #include "tools/common/inputs.h"
 #include "tools/common/progress.h"
 #include "tools/common/report.h"
+#include "tools/common/session_flags.h"
 #include "tools/common/tool_support.h"
 #include "tools/common/video.h"
 #include "tools/dlrun/models.h"
@@ -33,47 +34,17 @@ extern "C" void on_sigint(int) { g_stop = 1; }
 constexpr const char* kTool = "dlrun";
 
 // Typed options from the command line, checked before any file or device work
-// (errors are usage errors). Stream-mode options are refused where they mean nothing.
+// (errors are usage errors): the shared flags through session_flags.h, which refuses the
+// ones given where they mean nothing, then dlrun's own.
 Expected<SessionOptions> session_options(const Args& a) {
   SessionOptions opt;
-  opt.device = a.device == "cuda" ? DeviceKind::kCUDA : DeviceKind::kCPU;
-  if (!parse_precision(a.precision, &opt.precision)) return invalid_argument("--precision " + a.precision);
-  if (!parse_weight_mode(a.mode, &opt.mode)) return invalid_argument("--mode " + a.mode);
-  opt.batch = a.batch;
-  opt.threads = a.threads;
-  const Expected<WeightBudget> budget = WeightBudget::parse(a.weight_budget);
-  if (!budget.ok()) return invalid_argument("--weight-budget: " + budget.status().message());
-  opt.weight_budget = *budget;
-  DLR_ASSIGN_OR_RETURN(opt.max_slowdown, parse_percentage(a.max_slowdown, "--max-slowdown"));
-  opt.latency_target_ms = a.latency_target_ms;
-  opt.copy_profile = a.copy_profile;
-  if (!parse_pool_layout(a.weight_pool, &opt.weight_pool))
-    return invalid_argument("--weight-pool " + a.weight_pool + ": expected auto, ring or slots");
-  const Args defaults;
-  const bool stream = opt.device == DeviceKind::kCUDA && opt.mode == WeightMode::kStream;
-  const std::pair<const char*, bool> stream_only[] = {
-      {"--weight-budget", a.weight_budget != defaults.weight_budget},
-      {"--max-slowdown", a.max_slowdown != defaults.max_slowdown},
-      {"--latency-target", a.latency_target_ms != defaults.latency_target_ms},
-      {"--weight-pool", a.weight_pool != defaults.weight_pool},
-      {"--units", a.units != defaults.units},
-      {"--residency", a.residency != defaults.residency},
-      {"--no-arena-staging", a.no_arena_staging},
-      {"--copy-profile", a.copy_profile != defaults.copy_profile},
-      {"--no-calibrate", a.no_calibrate}};
+  DLR_RETURN_IF_ERROR(apply_session_flags(a.session, &opt));
+  const std::pair<const char*, bool> stream_only[] = {{"--latency-target", a.latency_target_ms != 0},
+                                                      {"--no-arena-staging", a.no_arena_staging}};
   for (const auto& [name, given] : stream_only)
-    if (given && !stream)
-      return invalid_argument(std::string(name) + " applies to --device cuda --mode stream only");
-  if (opt.device == DeviceKind::kCPU && a.no_graph) return invalid_argument("--no-graph applies to --device cuda only");
-  opt.unit_search = a.units == "search";
-  if (!parse_residency(a.residency, &opt.residency))
-    return invalid_argument("--residency " + a.residency + ": expected greedy, largest-late or none");
+    if (given && !flag_applies(FlagApplies::kCudaStream, opt)) return flag_refused(name, FlagApplies::kCudaStream);
+  opt.latency_target_ms = a.latency_target_ms;
   opt.arena_staging = !a.no_arena_staging;
-  opt.cuda_graph = !a.no_graph;
-  opt.cache_kernel_times = !a.no_kernel_cache;
-  opt.calibrate_copies = !a.no_calibrate;
-  DLR_RETURN_IF_ERROR(storage_options(a.weights_from, a.host_budget, a.zero_copy, a.read_depth, a.read_block, a.reader,
-                                      a.prepared, a.prefetch_reads, &opt));
   opt.profile_layers = !a.report.empty() || !a.trace.empty();
   opt.thresh = a.thresh;
   opt.nms = a.nms;
@@ -204,8 +175,9 @@ Status show_plans(const Args& a, const DlrunModels& models) {
 // The frames of the inputs, a batch at a time, through every model to the outputs.
 struct FrameLoop {
   FrameLoop(const Args& args, const DlrunModels& m, FrameReader& r, ResultWriter& w, ReportSink& rep)
-      : a(args), models(m), reader(r), writer(w), report(rep), batch(size_t(args.batch)), views(size_t(args.batch)),
-        dets(m.sessions.size()), frame_dets(m.sessions.size()), ms(m.sessions.size()) {}
+      : a(args), models(m), reader(r), writer(w), report(rep), batch_size(m.sessions.front()->options().batch),
+        batch(size_t(batch_size)), views(size_t(batch_size)), dets(m.sessions.size()), frame_dets(m.sessions.size()),
+        ms(m.sessions.size()) {}
 
   // Until the inputs end, --max-frames, an error or SIGINT; each batch's time into *latency_ms.
   Status run(ProgressBar& progress, std::vector<double>* latency_ms);
@@ -215,6 +187,7 @@ struct FrameLoop {
   FrameReader& reader;
   ResultWriter& writer;
   ReportSink& report;
+  const int batch_size;  // --batch: every session's
   std::vector<Frame> batch;
   std::vector<ImageView> views;
   std::vector<std::vector<std::vector<Detection>>> dets;  // [model][frame of the batch]
@@ -234,7 +207,7 @@ struct FrameLoop {
 
 Expected<int> FrameLoop::read_batch(bool* end) {
   int n = 0;
-  while (n < a.batch && !(a.max_frames > 0 && done + n >= a.max_frames)) {
+  while (n < batch_size && !(a.max_frames > 0 && done + n >= a.max_frames)) {
     DLR_ASSIGN_OR_RETURN(const bool got, reader.next(&batch[size_t(n)]));
     if (!got) {
       *end = true;
@@ -329,9 +302,9 @@ Status run_frames(const Args& a, const DlrunModels& models, const std::vector<st
 }
 
 // The memory the models hold, and the process's peak RSS.
-void memory_summary(const Args& a, const DlrunModels& models, RunSummary* summary) {
+void memory_summary(const SessionOptions& opt, const DlrunModels& models, RunSummary* summary) {
   summary->peak_rss_bytes = peak_host_rss_bytes();
-  summary->device = a.device;
+  summary->device = device_name(opt.device);
   if (models.runtime) {
     const RuntimeMemory m = models.runtime->memory();
     summary->device_bytes = m.total() + m.other;
@@ -366,9 +339,9 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   if (plan_only) return Status();
   DLR_RETURN_IF_ERROR(run_frames(a, *models, names, tags, reader, summary));
   summary->inputs = int(items.size());
-  summary->batch = a.batch;
+  summary->batch = opt.batch;
   summary->models = int(models->sessions.size());
-  memory_summary(a, *models, summary);
+  memory_summary(opt, *models, summary);
   *show_summary = a.summary == "always" || (a.summary == "auto" && (summary->frames > 1 || streams));
   return Status();
 }
