@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
+#include <vector>
 
 #include "runtime/core/log.h"
 
@@ -78,7 +79,38 @@ std::string required_shared_file(const std::string& rel) {
   return p;
 }
 
-std::string source_file(const std::string& rel) { return std::string(DLR_SOURCE_DIR) + "/" + rel; }
+bool is_source_root(const std::string& dir) {
+  return is_file(dir + "/CMakeLists.txt") && is_dir(dir + "/runtime") && is_dir(dir + "/docs") && is_dir(dir + "/tests");
+}
+
+std::string find_source_root(const std::vector<std::string>& starts) {
+  for (const std::string& start : starts) {
+    if (start.empty()) continue;
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::absolute(start, ec);
+    if (ec) continue;
+    for (; !p.empty(); p = p.parent_path()) {
+      if (is_source_root(p.string())) return p.string();
+      if (p == p.parent_path()) break;
+    }
+  }
+  return "";
+}
+
+const std::string& source_dir() {
+  static const std::string dir = [] {
+    if (const char* env = std::getenv("DLR_SOURCE_DIR"); env && is_source_root(env)) return std::string(env);
+    if (is_source_root(DLR_SOURCE_DIR)) return std::string(DLR_SOURCE_DIR);
+    std::error_code ec;
+    const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
+    const std::string cwd = std::filesystem::current_path(ec).string();
+    const std::string found = find_source_root({exe, cwd});
+    return found.empty() ? std::string(DLR_SOURCE_DIR) : found;
+  }();
+  return dir;
+}
+
+std::string source_file(const std::string& rel) { return source_dir() + "/" + rel; }
 
 std::string temp_dir() {
   static const ScratchDir dir;

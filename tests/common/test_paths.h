@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace dlr::test {
 
@@ -20,7 +21,13 @@ std::string shared_file(const std::string& rel);
 // Like shared_file, but a file missing from a present shared folder also records a
 // test failure (ADD_FAILURE naming it). For tests that loop over several files.
 std::string required_shared_file(const std::string& rel);
-std::string source_file(const std::string& rel);  // <source>/rel
+// The project tree: $DLR_SOURCE_DIR, else the tree the tests were built from, else the
+// first folder holding CMakeLists.txt, runtime/, docs/ and tests/ above the test
+// binary or the working directory (a build carried to another machine).
+const std::string& source_dir();
+std::string source_file(const std::string& rel);  // source_dir() + "/" + rel
+// The first of `starts` or their ancestors that looks like the project tree; "" if none.
+std::string find_source_root(const std::vector<std::string>& starts);
 // A per-process scratch directory (mkdtemp under $TMPDIR or /tmp), removed with
 // everything in it when the process exits normally.
 std::string temp_dir();
