@@ -63,6 +63,26 @@ Expected<std::unique_ptr<Engine>> create_engine(const CompiledModel& model, Weig
 #endif
 }
 
+Status device_memory_info(DeviceKind device, int index, int64_t* free_bytes, int64_t* total_bytes) {
+  if (device == DeviceKind::kCPU) return unsupported("no device memory on the CPU");
+#ifdef DLR_HAVE_CUDA
+  return cuda_memory_info(index, free_bytes, total_bytes);
+#else
+  (void)index, (void)free_bytes, (void)total_bytes;
+  return no_cuda();
+#endif
+}
+
+std::string device_description(DeviceKind device, int index) {
+  if (device == DeviceKind::kCPU) return "cpu";
+#ifdef DLR_HAVE_CUDA
+  return cuda_device_description(index);
+#else
+  (void)index;
+  return "none";
+#endif
+}
+
 Expected<std::unique_ptr<SharedMemory>> make_shared_memory(DeviceKind device, int index) {
   if (device == DeviceKind::kCPU) return host_shared_memory();
 #ifdef DLR_HAVE_CUDA

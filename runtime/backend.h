@@ -49,6 +49,13 @@ Expected<Target> make_target(DeviceKind device, int index, const std::string& co
 Expected<std::unique_ptr<Engine>> create_engine(const CompiledModel& model, WeightSource& weights,
                                                 DeviceStart* start = nullptr);
 
+// Free and total memory of device `index` of `device`, for memory reports (the CPU, or
+// a build without CUDA: an error; callers report nothing then).
+Status device_memory_info(DeviceKind device, int index, int64_t* free_bytes, int64_t* total_bytes);
+// The device's one-line description for reports ("cpu"; a GPU's name, architecture,
+// driver and cuDNN; "none" where the build has no such backend).
+std::string device_description(DeviceKind device, int index);
+
 // The memory a Runtime's models share on `device` (runtime/multi/shared_memory.h).
 Expected<std::unique_ptr<SharedMemory>> make_shared_memory(DeviceKind device, int index);
 

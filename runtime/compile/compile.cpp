@@ -152,4 +152,14 @@ std::string CompiledModel::to_text() const {
 }
 
 
+Expected<ExecutionPlan> plan_for_prepare(const NetworkDesc& net, const SessionOptions& options) {
+  DLR_RETURN_IF_ERROR(validate_options(options));
+  // A prepared file is read by storage runs, whose blobs are whole 4 KiB pages
+  // (PlannerOptions::weight_align): plan as one, whatever --weights-from says.
+  SessionOptions storage = options;
+  storage.weights_from = WeightsFrom::kStorage;
+  storage.mode = options.device == DeviceKind::kCUDA ? WeightMode::kStream : options.mode;
+  return build_plan(net, planner_options(options.device, storage));
+}
+
 }  // namespace dlr

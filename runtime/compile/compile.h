@@ -45,6 +45,13 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
 // The planner options a target and options give (layout and dtypes per precision).
 PlannerOptions planner_options(DeviceKind device, const SessionOptions& options);
 
+// The plan whose weight blobs a storage run with `options` reads (layout and dtype from
+// planner_options for options.device, blobs in whole 4 KiB pages as storage plans
+// have them): compile()'s first step without a target or placement, so a CUDA plan can
+// be prepared on a machine without a GPU. Validates the options first. The prepared
+// file of a session is written from its compiled plan, which has the same blobs.
+Expected<ExecutionPlan> plan_for_prepare(const NetworkDesc& net, const SessionOptions& options);
+
 // The run settings of an engine for these options and inputs.
 EngineSettings engine_settings(const SessionOptions& options, const CompileInputs& inputs);
 

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -20,7 +19,6 @@
 #include "loaders/network_desc.h"
 #include "loaders/weights_file.h"
 #include "runtime/cache/cache_dir.h"
-#include "runtime/compile/compile.h"
 #include "runtime/core/log.h"
 #include "runtime/storage/crc32c.h"
 #include "runtime/storage/prepared_file_io.h"
@@ -132,16 +130,6 @@ Status hash_weights_content(PreparedIdentity* id) {
   id->weights_hash = XXH3_64bits_digest(&state);
   if (id->weights_hash == 0) id->weights_hash = 1;  // 0 means "not computed"
   return Status();
-}
-
-Expected<ExecutionPlan> plan_for_prepare(const NetworkDesc& net, const SessionOptions& options) {
-  DLR_RETURN_IF_ERROR(validate_options(options));
-  // A prepared file is read by storage runs, whose blobs are whole 4 KiB pages
-  // (PlannerOptions::weight_align): plan as one, whatever --weights-from says.
-  SessionOptions storage = options;
-  storage.weights_from = WeightsFrom::kStorage;
-  storage.mode = options.device == DeviceKind::kCUDA ? WeightMode::kStream : options.mode;
-  return build_plan(net, planner_options(options.device, storage));
 }
 
 // ---------------------------------------------------------------- writing
@@ -316,29 +304,5 @@ Expected<std::string> ensure_prepared(const PreparedIdentity& id, const Executio
 }
 
 // ---------------------------------------------------------------- dlrun --prepare
-
-Expected<PrepareReport> prepare_weights(const std::string& cfg_path, const std::string& weights_path,
-                                        const SessionOptions& options, const std::string& out) {
-  const auto t0 = std::chrono::steady_clock::now();
-  DLR_RETURN_IF_ERROR(validate_options(options));
-  CfgOptions cfg_opt;
-  cfg_opt.width = options.width;
-  cfg_opt.height = options.height;
-  DLR_ASSIGN_OR_RETURN(NetworkDesc net, parse_network_cfg(cfg_path, cfg_opt));
-  DLR_ASSIGN_OR_RETURN(WeightsFile wf, WeightsFile::open(weights_path, net));
-  DLR_ASSIGN_OR_RETURN(ExecutionPlan plan, plan_for_prepare(net, options));
-  DLR_ASSIGN_OR_RETURN(PreparedIdentity id, prepared_identity(cfg_path, weights_path, plan));
-  std::unique_ptr<WeightSource> source = weights_file_source(net, wf);
-  DLR_RETURN_IF_ERROR(write_prepared_file(out, plan, *source, id));
-  DLR_ASSIGN_OR_RETURN(PreparedFile f, PreparedFile::open(out, plan, nullptr));
-  PrepareReport r;
-  r.path = out;
-  r.file_bytes = f.file_bytes();
-  r.blobs = int(f.blobs().size());
-  r.dtype = f.identity().dtype;
-  r.layout = f.identity().layout;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
-}
 
 }  // namespace dlr

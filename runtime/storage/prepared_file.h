@@ -91,12 +91,6 @@ Expected<PreparedIdentity> prepared_identity(const std::string& cfg_path, const 
 // when its size differs from id->weights_size (the file changed).
 Status hash_weights_content(PreparedIdentity* id);
 
-// The plan whose weight blobs a storage run with `options` reads (layout and dtype from
-// planner_options for options.device, blobs in whole 4 KiB pages as storage plans
-// have them), built without a device: a CUDA plan can be prepared on a machine without
-// a GPU. Validates the options first.
-Expected<ExecutionPlan> plan_for_prepare(const NetworkDesc& net, const SessionOptions& options);
-
 // Writes the prepared file for `plan` to `path` atomically: a temporary file in the
 // same directory (mkstemp), blob by blob through one reusable 4096-aligned buffer of
 // the largest blob, fsync, rename over `path`, fsync of the directory. Computes the
@@ -174,18 +168,5 @@ enum class PreparedCheck {
 Expected<std::string> ensure_prepared(const PreparedIdentity& id, const ExecutionPlan& plan, WeightSource& source,
                                       bool* built, PreparedCheck check = PreparedCheck::kHeader,
                                       std::string* why_rebuilt = nullptr);
-
-// dlrun --prepare: parses the cfg, opens the .weights against it, builds the plan of
-// `options` (plan_for_prepare) and writes its prepared file to `out`.
-struct PrepareReport {
-  std::string path;
-  int64_t file_bytes = 0;
-  int blobs = 0;
-  DType dtype = DType::kF32;
-  Layout layout = Layout::kNCHW;
-  double seconds = 0;  // the whole call: parse, fold, write, fsync
-};
-Expected<PrepareReport> prepare_weights(const std::string& cfg_path, const std::string& weights_path,
-                                        const SessionOptions& options, const std::string& out);
 
 }  // namespace dlr

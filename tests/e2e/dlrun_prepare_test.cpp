@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "loaders/network_desc.h"
+#include "runtime/compile/compile.h"
 #include "runtime/storage/prepared_file.h"
 #include "tests/common/test_paths.h"
 #include "tests/e2e/tool_runner.h"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "loaders/network_desc.h"
+#include "runtime/compile/compile.h"
 #include "runtime/options.h"
 #include "runtime/storage/prepared_file.h"
 #include "tests/fuzz/fuzz_check.h"

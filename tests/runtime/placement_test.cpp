@@ -151,7 +151,9 @@ TEST(PlacementPasses, StagingOnlyWhereItPredictsFaster) {
   s.predicted_ms = before;
   ASSERT_TRUE(staging_pass(s).ok());
   EXPECT_LE(s.predicted_ms, before);
-  if (!s.so.arena_offset.empty()) EXPECT_GT(s.stream.staged_bytes, 0);
+  if (!s.so.arena_offset.empty()) {
+    EXPECT_GT(s.stream.staged_bytes, 0);
+  }
   // Off in the options, or weights from storage: the pass leaves the plan alone.
   SessionOptions off = o;
   off.arena_staging = false;

@@ -22,6 +22,7 @@
 
 #include "loaders/network_desc.h"
 #include "loaders/weights_file.h"
+#include "runtime/compile/compile.h"
 #include "runtime/storage/crc32c.h"
 #include "runtime/storage/prepared_file.h"
 #include "tests/common/test_paths.h"

@@ -8,12 +8,10 @@
 #include <iostream>
 
 #include "runtime/core/log.h"
-#ifdef DLR_HAVE_CUDA
-#include "runtime/cuda/cuda_engine.h"
-#endif
+#include "runtime/backend.h"
 #include "runtime/compile/compile.h"
 #include "runtime/session.h"
-#include "runtime/storage/prepared_file.h"
+#include "runtime/prepare.h"
 #include "tools/common/class_names.h"
 #include "tools/common/frames.h"
 #include "tools/common/inputs.h"
@@ -132,15 +130,11 @@ Expected<int> output_classes(const NetworkDesc& net, const std::vector<std::stri
 // summary->device_used_bytes.
 Expected<std::unique_ptr<DlrunModels>> open_measured(const Args& a, const SessionOptions& opt, RunSummary* summary) {
   int64_t free_before = -1, free_after = -1, total_bytes = 0;
-#ifdef DLR_HAVE_CUDA
-  if (opt.device == DeviceKind::kCUDA && !cuda_memory_info(opt.cuda_device, &free_before, &total_bytes).ok())
+  if (opt.device == DeviceKind::kCUDA && !device_memory_info(opt.device, opt.cuda_device, &free_before, &total_bytes).ok())
     free_before = -1;
-#endif
   DLR_ASSIGN_OR_RETURN(std::unique_ptr<DlrunModels> models, open_models(a, opt));
-#ifdef DLR_HAVE_CUDA
-  if (free_before >= 0 && !cuda_memory_info(opt.cuda_device, &free_after, &total_bytes).ok()) free_after = -1;
-#endif
-  (void)total_bytes;
+  if (free_before >= 0 && !device_memory_info(opt.device, opt.cuda_device, &free_after, &total_bytes).ok())
+    free_after = -1;
   if (free_before >= 0 && free_after >= 0) summary->device_used_bytes = free_before - free_after;
   return models;
 }
