@@ -46,7 +46,7 @@ enum class ReaderKind : uint8_t { kAuto, kUring, kThreads };
 const char* reader_kind_name(ReaderKind k);  // "auto", "uring", "threads"
 bool parse_reader_kind(const std::string& s, ReaderKind* out);
 
-// Darknet activations. All are elementwise; see kernels/cpu/activation.h for
+// Darknet activations. All are elementwise; see kernels/cpu/activation.cpp for
 // the exact formulas (Darknet src/activations.h).
 enum class Activation : uint8_t {
   kLinear,
