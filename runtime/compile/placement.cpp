@@ -137,6 +137,9 @@ void init_stream(PlacementState& s) {
   s.so.chunk_bytes = o.chunk_bytes;
   s.so.layout = o.weight_pool;
   s.so.ring_granularity = s.target->map_granularity;
+  // Budget auto searches in mapping units of the ring: with the layout left to the plan,
+  // the ring even where its minimum exceeds the slots' (a model small next to the unit).
+  if (auto_budget(s) && s.so.layout == PoolLayout::kAuto && s.so.ring_granularity > 0) s.so.layout = PoolLayout::kRing;
   // A Runtime's shared ring: the model streams through it even when it would hold every
   // blob (the runtime decided; the ring's bytes are shared, resident ones are not).
   s.so.never_resident = s.in_shared_ring() && s.target->map_granularity > 0;
@@ -149,13 +152,22 @@ Status budget_pass(PlacementState& s) {
   if (s.placement == nullptr && o.weight_budget.kind == WeightBudget::Kind::kFraction && s.so.budget_bytes < 1)
     return invalid_argument("weight budget \"" + o.weight_budget.to_string() + "\": rounds to zero bytes");
   DLR_ASSIGN_OR_RETURN(s.stream, plan_streaming(*s.plan, s.profile, s.so));
-  if (auto_budget(s) && !s.streamed_ring())
-    return invalid_argument("weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
-  return Status();
+  if (!auto_budget(s) || s.streamed_ring() || (s.stream.resident && s.so.layout == PoolLayout::kRing)) return Status();
+  if (s.so.ring_granularity > 0)
+    return invalid_argument("weight budget auto needs the ring pool: --weight-pool " + std::string(pool_layout_name(s.so.layout)) +
+                            " was asked for");
+  return invalid_argument("weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
 }
 
 Status auto_budget_pass(PlacementState& s) {
   if (!auto_budget(s)) return Status();
+  if (s.stream.resident) {  // the ring's minimum already holds every weight: nothing to search
+    s.budget_bytes = s.plan->weight_bytes();
+    s.notes.push_back(fmt_text("budget auto: every weight resident (%.2f MiB): the ring's minimum of %.2f MiB "
+                               "would hold them all",
+                               mib(s.plan->weight_bytes()), mib(s.stream.minimal_pool_bytes)));
+    return Status();
+  }
   if (!s.has_times()) {
     s.notes.push_back("budget auto: chosen once kernel times are measured at open (minimal pool meanwhile)");
     s.wants_times = true;

@@ -231,6 +231,42 @@ TEST(PlacementPasses, AutoBudgetIsTheSmallestWithinTheTarget) {
   }
 }
 
+// A model whose weights are small next to the mapping unit (yolo-fastest-1.1, about
+// 0.6 MiB in fp16, against 2 MiB units): budget auto on a VMM GPU plans a valid budget,
+// with and without kernel times, rather than refusing for want of a ring pool.
+TEST(PlacementPasses, AutoBudgetOnAModelSmallerThanTheRingsMinimum) {
+  Fixture f;
+  f.net = *parse_network_cfg(test::required_shared_file("weights/yolo-fastest-1.1.cfg"));
+  f.target = tiny_fixture().target;
+  const SessionOptions o = stream("auto");
+  f.plan = *build_plan(f.net, planner_options(DeviceKind::kCUDA, o));
+  f.ms = model_layer_ms(f.net, f.plan, 20000.0, 1500.0, 5.0);
+  std::vector<double> none;
+  for (std::vector<double>* ms : {&f.ms, &none}) {  // kernel times measured, then not yet
+    PlacementState s = placement_state(f.plan, f.target, o, *ms, nullptr);
+    const Status st = plan_placement(s);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_TRUE(s.streaming);
+    EXPECT_TRUE(s.stream.resident);  // the ring's minimum (one 2 MiB unit) holds every weight
+    EXPECT_EQ(s.budget_bytes, f.plan.weight_bytes());
+    EXPECT_FALSE(s.wants_times);
+    EXPECT_TRUE(has_note(s, "budget auto: every weight resident (0.65 MiB): the ring's minimum of 2.00 MiB"));
+    Expected<CompiledModel> m = compile(f.net, f.target, o, *ms);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+  }
+  // The slots pool asked for: the reason names the option.
+  SessionOptions slots = o;
+  slots.weight_pool = PoolLayout::kSlots;
+  PlacementState v = placement_state(f.plan, f.target, slots, f.ms, nullptr);
+  EXPECT_EQ(budget_pass(v).message(), "weight budget auto needs the ring pool: --weight-pool slots was asked for");
+  // Without VMM the reason stays the ring pool's.
+  Target no_vmm = f.target;
+  no_vmm.map_granularity = 0;
+  PlacementState u = placement_state(f.plan, no_vmm, o, f.ms, nullptr);
+  EXPECT_EQ(budget_pass(u).message(),
+            "weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
+}
+
 // compile() is the pipeline: its placement equals the passes run by hand.
 TEST(PlacementPasses, CompileIsThePipeline) {
   Fixture f = tiny_fixture();
