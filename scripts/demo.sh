@@ -8,13 +8,28 @@
 #     without a GPU, the CPU's memory/latency summary of the same 20 frames;
 #  3. models/yolov4-tiny.cfg with generated (synthetic, random) weights: the plan summary
 #     and timing only. Random weights find nothing real, so no detections are printed.
+# It builds only the tools it runs (dlrun, dlgen, dlimage, dlbench and their libraries),
+# not the tests. CUDA code is compiled only where a GPU is present (nvidia-smi -L lists
+# one, or /dev/nvidia0 exists) or when DLR_DEMO_CUDA=1 asks for it; DLR_DEMO_CUDA=0 builds
+# the CPU backend only even on a GPU machine. scripts/test.sh builds everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh >/dev/null
+has_gpu=no
+if { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; } || [ -e /dev/nvidia0 ]; then
+  has_gpu=yes
+fi
+cuda="${DLR_DEMO_CUDA:-}"
+if [ -z "$cuda" ]; then cuda=0; [ "$has_gpu" = yes ] && cuda=1; fi
+case "$cuda" in
+  1) cuda_flag=-DDLR_CUDA=AUTO ;;
+  0) cuda_flag=-DDLR_CUDA=OFF ;;
+  *) echo "demo.sh: DLR_DEMO_CUDA must be 0 or 1, not '$cuda'" >&2; exit 2 ;;
+esac
+DLR_BUILD_TARGETS="dlrun dlgen dlimage dlbench" bash scripts/build.sh "$cuda_flag" >/dev/null
 mkdir -p build/demo
 bin=build/tools
 gpu=no
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -d /usr/local/cuda ]; then gpu=yes; fi
+if [ "$has_gpu" = yes ] && [ "$cuda" = 1 ] && [ -d /usr/local/cuda ]; then gpu=yes; fi
 shared="${DLR_SHARED_DIR:-../shared}"
 cfg="$shared/weights/yolo-fastest-1.1.cfg"
 weights="$shared/weights/yolo-fastest-1.1.weights"
