@@ -11,10 +11,31 @@
 namespace dlr {
 namespace {
 
+// Zeroes the blob's padding: after the weights up to the bias, and after the bias.
+void zero_padding(const WeightBlob& blob, int64_t weight_bytes, char* out) {
+  const int64_t bias_end = blob.bias_offset + blob.bias_elems * 4;
+  if (blob.bias_offset > weight_bytes) std::memset(out + weight_bytes, 0, size_t(blob.bias_offset - weight_bytes));
+  if (blob.bytes > bias_end) std::memset(out + bias_end, 0, size_t(blob.bytes - bias_end));
+}
+
+template <typename Store>
+void convert_weights(const float* w, int64_t filters, int64_t cin, int64_t kk, Layout layout, char* out, Store store) {
+  const int64_t per_filter = cin * kk, n = filters * per_filter;
+  if (layout == Layout::kNCHW || kk == 1) {  // OIHW as folded (OHWI equals it for 1x1 filters)
+    for (int64_t i = 0; i < n; ++i) store(out, i, w[i]);
+    return;
+  }
+  for (int64_t o = 0; o < filters; ++o)  // OHWI: [o][ky][kx][ci] from [o][ci][ky][kx]
+    for (int64_t k = 0; k < kk; ++k)
+      for (int64_t ci = 0; ci < cin; ++ci) store(out, o * per_filter + k * cin + ci, w[o * per_filter + ci * kk + k]);
+}
+
 class FileSource final : public WeightSource {
  public:
   FileSource(const NetworkDesc& net, const WeightsFile& file) : m_net(net), m_file(file) {}
 
+  // fp32 OIHW (or 1x1) blobs are folded straight into dst; the others through a
+  // per-thread scratch of the folded fp32 weights, converted in one pass.
   Status prepare(const WeightBlob& blob, Layout layout, void* dst) override {
     if (blob.layer < 0 || blob.layer >= int(m_net.layers.size()))
       return internal_error(m_file.path() + ": plan blob names layer " + std::to_string(blob.layer) +
@@ -23,45 +44,37 @@ class FileSource final : public WeightSource {
     const PreparedSizes sizes = prepared_sizes(layer);
     if (sizes.weights != blob.weight_elems || sizes.bias != blob.bias_elems)
       return internal_error("layer " + std::to_string(layer.index) + ": plan blob does not match the layer");
-    m_tmp.resize(size_t(sizes.total()));
-    float* w = m_tmp.data();
-    float* b = w + sizes.weights;
-    DLR_RETURN_IF_ERROR(prepare_conv(layer, m_file, w, b));
-    if (blob.dtype == DType::kF16) DLR_RETURN_IF_ERROR(check_fp16_range(layer, m_file.path(), w));
-
-    char* out = static_cast<char*>(dst);
-    std::memset(out, 0, size_t(blob.bytes));
     const ConvParams& p = layer.conv();
     const int64_t cin = layer.in.c / p.groups;
     const int64_t kk = int64_t(p.size) * p.size;
-    auto src_index = [&](int64_t o, int64_t i) -> int64_t {  // destination element i of filter o -> OIHW index
-      if (layout == Layout::kNCHW) return o * cin * kk + i;
-      const int64_t ci = i % cin, k = i / cin;  // OHWI: [o][ky][kx][ci]
-      return o * cin * kk + ci * kk + k;
-    };
-    const int64_t per_filter = cin * kk;
-    for (int64_t o = 0; o < p.filters; ++o) {
-      for (int64_t i = 0; i < per_filter; ++i) {
-        const float v = w[src_index(o, i)];
-        const int64_t di = o * per_filter + i;
-        if (blob.dtype == DType::kF16) {
-          const uint16_t h = float_to_half(v);
-          std::memcpy(out + di * 2, &h, 2);
-        } else {
-          std::memcpy(out + di * 4, &v, 4);
-        }
-      }
+    char* out = static_cast<char*>(dst);
+    float* bias = reinterpret_cast<float*>(out + blob.bias_offset);
+    const bool f16 = blob.dtype == DType::kF16;
+    zero_padding(blob, sizes.weights * (f16 ? 2 : 4), out);
+    if (!f16 && (layout == Layout::kNCHW || kk == 1))
+      return prepare_conv(layer, m_file, reinterpret_cast<float*>(out), bias);
+    thread_local std::vector<float> tmp;
+    if (tmp.size() < size_t(sizes.weights)) tmp.resize(size_t(sizes.weights));
+    DLR_RETURN_IF_ERROR(prepare_conv(layer, m_file, tmp.data(), bias));
+    if (f16) {
+      DLR_RETURN_IF_ERROR(check_fp16_range(layer, m_file.path(), tmp.data()));
+      convert_weights(tmp.data(), p.filters, cin, kk, layout, out, [](char* o, int64_t i, float v) {
+        const uint16_t h = float_to_half(v);
+        std::memcpy(o + i * 2, &h, 2);
+      });
+    } else {
+      convert_weights(tmp.data(), p.filters, cin, kk, layout, out,
+                      [](char* o, int64_t i, float v) { std::memcpy(o + i * 4, &v, 4); });
     }
-    std::memcpy(out + blob.bias_offset, b, size_t(sizes.bias) * 4);
     return Status();
   }
 
   const std::string& name() const override { return m_file.path(); }
+  bool concurrent() const override { return true; }
 
  private:
   const NetworkDesc& m_net;
   const WeightsFile& m_file;
-  std::vector<float> m_tmp;
 };
 
 }  // namespace

@@ -28,8 +28,10 @@ class WeightSource {
  public:
   virtual ~WeightSource() = default;
   // Writes the prepared blob `blob` (blob.bytes bytes, padding zeroed) into dst.
-  // Not thread-safe (keeps scratch memory).
+  // Thread-safe for distinct blobs only where concurrent() says so.
   virtual Status prepare(const WeightBlob& blob, Layout layout, void* dst) = 0;
+  // True when prepare() may run on several threads at once (distinct blobs and dsts).
+  virtual bool concurrent() const { return false; }
   virtual const std::string& name() const = 0;  // for messages (the weights file path)
   // The prepared blobs as a file readable with direct I/O, or nullptr (a .weights
   // source, whose blobs need preparing).

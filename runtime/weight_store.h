@@ -31,7 +31,8 @@ class HostBuffer {
   void* data() const { return m_ptr; }
   size_t bytes() const { return m_bytes; }
 
-  // 4096-aligned pageable memory (fails with kOutOfMemory).
+  // 4096-aligned pageable memory; from 2 MiB on, 2 MiB-aligned and advised as huge
+  // pages (fails with kOutOfMemory).
   static Expected<HostBuffer> aligned(size_t bytes);
 
  private:
@@ -44,14 +45,16 @@ using HostAllocator = std::function<Expected<HostBuffer>(size_t bytes)>;
 
 class WeightStore {
  public:
-  // Prepares every blob of `plan` from `source`, blob by blob, into one host
-  // allocation from `alloc` (default: HostBuffer::aligned).
+  // Prepares every blob of `plan` from `source` into one host allocation from `alloc`
+  // (default: HostBuffer::aligned), blob by blob; on up to `threads` threads when the
+  // source is concurrent() (the bytes do not depend on the thread count).
   static Expected<WeightStore> create(const ExecutionPlan& plan, WeightSource& source,
-                                      const HostAllocator& alloc = {});
+                                      const HostAllocator& alloc = {}, int threads = 1);
   // Only the blobs `hold` marks (per plan.weights entry, non-zero = held), back to back
   // in plan order; blob_offset() of a blob not held is -1.
   static Expected<WeightStore> create_subset(const ExecutionPlan& plan, WeightSource& source,
-                                             const HostAllocator& alloc, const std::vector<char>& hold);
+                                             const HostAllocator& alloc, const std::vector<char>& hold,
+                                             int threads = 1);
 
   const void* blob(int index) const { return static_cast<const char*>(m_buffer.data()) + m_offsets[size_t(index)]; }
   int64_t blob_offset(int index) const { return m_offsets[size_t(index)]; }

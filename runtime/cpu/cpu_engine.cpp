@@ -54,7 +54,12 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
                                               model.engine.reader, {}, model.engine.prefetch_reads));
     }
   } else {
-    DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights));
+    // Blobs prepared on the session's threads (every CPU for auto), as the convolutions run.
+    const int threads = model.engine.threads > 0 ? model.engine.threads : available_cpus();
+    const auto t0 = std::chrono::steady_clock::now();
+    DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights, {}, threads));
+    e->m_open_timing.weights_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   // The convolutions' scratch holds a column tile per thread that may run at once:
   // the session's thread count, or every CPU for auto (cpu_threads.h).
@@ -66,6 +71,7 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
                                                              e->m_scratch_threads));
   e->m_scratch_need = std::max<int64_t>(scratch, 1);
   e->m_timings.resize(e->m_plan.steps.size());
+  const auto t_buffers = std::chrono::steady_clock::now();
   if (!e->m_shared) {
     DLR_ASSIGN_OR_RETURN(e->m_arena, HostBuffer::aligned(size_t(e->m_plan.arena_bytes)));
     std::memset(e->m_arena.data(), 0, e->m_arena.bytes());
@@ -74,6 +80,8 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
     e->m_scratch_ptr = e->m_scratch.data();
     e->resolve_views();
   }
+  e->m_open_timing.buffers_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_buffers).count();
   return e;
 }
 

@@ -34,6 +34,7 @@ class CpuEngine final : public Engine, public SharedMemoryClient {
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
   std::vector<ReadTiming> read_timings() const override;
   double last_run_ms() const override { return m_last_ms; }
+  EngineOpenTiming open_timing() const override { return m_open_timing; }  // weights and buffers only
   SharedMemoryClient* shared_memory() override { return this; }
   int64_t workspace_needed() const override { return m_scratch_need * 4; }
   Status bind_shared(void* arena, int64_t arena_bytes, void* workspace, int64_t workspace_bytes) override;
@@ -72,6 +73,7 @@ class CpuEngine final : public Engine, public SharedMemoryClient {
   bool m_shared = false;              // shared_memory: arena and scratch are a Runtime's
   std::vector<float> m_image_tmp;     // pre-processing staging, grows with image size
   std::vector<LayerTiming> m_timings;
+  EngineOpenTiming m_open_timing;
   double m_last_ms = 0;
 };
 
