@@ -182,6 +182,13 @@ void Session::log_open() const {
   const OpenTiming& timing = m_open_timing;
   DLR_LOG_INFO("opened {} ({} layers, {:.3f} GFLOPs @{}x{}) on {}", m_net.cfg_path, m_net.layers.size(),
                m_net.total_gflops(), m_net.net.width, m_net.net.height, device_name(m_options.device));
+  if (m_options.device == DeviceKind::kCPU) {  // no context, cuDNN, convolution set-up or graph on the CPU
+    DLR_LOG_DEBUG("open {:.1f} ms: parse {:.1f}, target {:.1f}, compile {:.1f}, prepared file {:.1f}, engine {:.1f} "
+                  "(weights {:.1f}, buffers {:.1f}), finalize {:.1f}",
+                  timing.open_ms, timing.parse_ms, timing.target_ms, timing.compile_ms, timing.prepared_ms,
+                  timing.engine_ms, timing.engine.weights_ms, timing.engine.buffers_ms, timing.finalize_ms);
+    return;
+  }
   DLR_LOG_DEBUG("open {:.1f} ms: parse {:.1f}, target {:.1f}, compile {:.1f}, prepared file {:.1f}, engine {:.1f} "
                 "(cuDNN handle {:.1f}, weights {:.1f}, convolutions {:.1f}: {} of {} cached, {} with their workspace "
                 "size, algorithm cache {}), kernel times {:.1f}, finalize {:.1f} (warm-up {:.1f}{}, graph {:.1f}); CUDA "

@@ -247,7 +247,7 @@ nlohmann::json row_json(const Args& a, const Config& c, const Opened& o, const T
   j["iters"] = a.iters;
   j["warmup"] = a.warmup;
   j["open_ms"] = o.open_ms;
-  j["startup"] = startup_json(session.open_timing(), t.first_inference_ms);
+  j["startup"] = startup_json(session.open_timing(), t.first_inference_ms, c.device == "cuda");
   j["startup"]["process_age_at_first_result_ms"] = t.age_at_first_result;  // meaningful for the first configuration
   j["network"] = stats_json(t.network);
   j["end_to_end"] = stats_json(t.end_to_end);

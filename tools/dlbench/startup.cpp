@@ -18,23 +18,25 @@
 namespace dlr::tools {
 namespace {
 
-nlohmann::json engine_open_json(const EngineOpenTiming& e) {
-  return {{"device_ms", e.device_ms},
-          {"cudnn_handle_ms", e.cudnn_handle_ms},
-          {"weights_ms", e.weights_ms},
-          {"buffers_ms", e.buffers_ms},
-          {"conv_setup_ms", e.conv_setup_ms},
-          {"conv_descriptors_ms", e.conv_descriptors_ms},
-          {"conv_query_ms", e.conv_query_ms},
-          {"conv_workspace_ms", e.conv_workspace_ms},
-          {"conv_first_ms", e.conv_first_ms},
-          {"algo_cache_ms", e.algo_cache_ms},
-          {"convs", e.convs},
-          {"convs_cached", e.convs_cached},
-          {"convs_workspace_cached", e.convs_workspace_cached},
-          {"convs_queried", e.convs_queried},
-          {"algo_cache", e.algo_cache},
-          {"algo_cache_path", e.algo_cache_path}};
+// The engine's parts: on the CPU only those it has (weights, buffers, warm-up).
+nlohmann::json engine_open_json(const EngineOpenTiming& e, bool cuda) {
+  nlohmann::json j = {{"weights_ms", e.weights_ms}, {"buffers_ms", e.buffers_ms}};
+  if (!cuda) return j;
+  j.update({{"device_ms", e.device_ms},
+            {"cudnn_handle_ms", e.cudnn_handle_ms},
+            {"conv_setup_ms", e.conv_setup_ms},
+            {"conv_descriptors_ms", e.conv_descriptors_ms},
+            {"conv_query_ms", e.conv_query_ms},
+            {"conv_workspace_ms", e.conv_workspace_ms},
+            {"conv_first_ms", e.conv_first_ms},
+            {"algo_cache_ms", e.algo_cache_ms},
+            {"convs", e.convs},
+            {"convs_cached", e.convs_cached},
+            {"convs_workspace_cached", e.convs_workspace_cached},
+            {"convs_queried", e.convs_queried},
+            {"algo_cache", e.algo_cache},
+            {"algo_cache_path", e.algo_cache_path}});
+  return j;
 }
 
 #ifdef DLR_HAVE_CUDA
@@ -75,26 +77,28 @@ double process_age_ms() {
   return 1000.0 * double(now.tv_sec) + double(now.tv_nsec) / 1e6 - start_ms;
 }
 
-nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms) {
-  return {{"open_ms", t.open_ms},
-          {"context_ms", t.context_ms},
-          {"context_cudnn_ms", t.context_cudnn_ms},
-          {"context_prime_ms", t.context_prime_ms},
-          {"context_wait_ms", t.context_wait_ms},
-          {"parse_ms", t.parse_ms},
-          {"target_ms", t.target_ms},
-          {"compile_ms", t.compile_ms},
-          {"prepared_ms", t.prepared_ms},
-          {"engine_ms", t.engine_ms},
-          {"engine", engine_open_json(t.engine)},
-          {"kernel_times_ms", t.kernel_times_ms},
-          {"warmup_ms", t.engine.warmup_ms},
-          {"warmup_run", t.engine.warmup_run},
-          {"warmup_eager", t.engine.warmup_eager},
-          {"graph_ms", t.engine.graph_ms},
-          {"finalize_ms", t.finalize_ms},
-          {"first_inference_ms", first_inference_ms},
-          {"open_to_first_result_ms", t.open_ms + first_inference_ms}};
+nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms, bool cuda) {
+  nlohmann::json j = {{"open_ms", t.open_ms},
+                      {"parse_ms", t.parse_ms},
+                      {"target_ms", t.target_ms},
+                      {"compile_ms", t.compile_ms},
+                      {"prepared_ms", t.prepared_ms},
+                      {"engine_ms", t.engine_ms},
+                      {"engine", engine_open_json(t.engine, cuda)},
+                      {"kernel_times_ms", t.kernel_times_ms},
+                      {"warmup_ms", t.engine.warmup_ms},
+                      {"warmup_run", t.engine.warmup_run},
+                      {"warmup_eager", t.engine.warmup_eager},
+                      {"finalize_ms", t.finalize_ms},
+                      {"first_inference_ms", first_inference_ms},
+                      {"open_to_first_result_ms", t.open_ms + first_inference_ms}};
+  if (cuda)
+    j.update({{"context_ms", t.context_ms},
+              {"context_cudnn_ms", t.context_cudnn_ms},
+              {"context_prime_ms", t.context_prime_ms},
+              {"context_wait_ms", t.context_wait_ms},
+              {"graph_ms", t.engine.graph_ms}});
+  return j;
 }
 
 int startup_floor(const Args& a) {

@@ -14,8 +14,9 @@ namespace dlr::tools {
 double process_age_ms();
 
 // The parts of an open (Session::open_timing) as JSON; first_inference_ms: the first
-// set_input + run after open.
-nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms);
+// set_input + run after open. The CUDA-only parts (context, cuDNN handle, device,
+// convolutions, algorithm cache, graph) only when `cuda`: a CPU open has none of them.
+nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms, bool cuda);
 
 // --startup-floor: the smallest CUDA open on this GPU (measure_startup_floor), as this
 // process's first CUDA work; printed and written to --json. Returns the exit code.

@@ -44,27 +44,39 @@ const char* warmup_kind(const nlohmann::json& su) {
   return su.value("warmup_eager", false) ? " (eager)" : " (graph replay)";
 }
 
+// The engine's CUDA parts: device, cuDNN handle, convolutions and the algorithm cache.
+void print_engine_cuda(const nlohmann::json& en) {
+  std::printf("device %.1f, cuDNN handle %.1f, ", en["device_ms"].get<double>(), en["cudnn_handle_ms"].get<double>());
+  std::printf("weights %.1f, buffers %.1f, convolutions %.1f: %d convs, first %.1f, descriptors %.1f, query %.1f (%d "
+              "queried), cached workspace %.1f (%d cached, %d with their size), algorithm cache %s",
+              en["weights_ms"].get<double>(), en["buffers_ms"].get<double>(), en["conv_setup_ms"].get<double>(),
+              en["convs"].get<int>(), en["conv_first_ms"].get<double>(), en["conv_descriptors_ms"].get<double>(),
+              en["conv_query_ms"].get<double>(), en["convs_queried"].get<int>(),
+              en["conv_workspace_ms"].get<double>(), en["convs_cached"].get<int>(),
+              en["convs_workspace_cached"].get<int>(),
+              en["algo_cache"].get<std::string>().empty() ? "-" : en["algo_cache"].get<std::string>().c_str());
+}
+
+// The startup line; the CUDA phases only where the JSON has them (startup_json: not on the CPU).
 void print_startup(const nlohmann::json& su) {
   const auto& en = su["engine"];
+  const bool cuda = su.contains("context_ms");
   std::printf("\n  startup: open %.1f ms + first inference %.1f ms = %.1f ms (process age at the first result "
-              "%.0f ms); parse %.1f, target %.1f, compile %.1f, prepared file %.1f, engine %.1f [device %.1f, "
-              "cuDNN handle %.1f, weights %.1f, buffers %.1f, convolutions %.1f: %d convs, first %.1f, descriptors "
-              "%.1f, query %.1f (%d queried), cached workspace %.1f (%d cached, %d with their size), algorithm cache "
-              "%s], kernel times %.1f, warm-up %.1f%s, graph %.1f; CUDA context %.1f + cuDNN handle %.1f + priming "
-              "%.1f on the helper thread, waited %.1f",
+              "%.0f ms); parse %.1f, target %.1f, compile %.1f, prepared file %.1f, engine %.1f [",
               su["open_ms"].get<double>(), su["first_inference_ms"].get<double>(),
               su["open_to_first_result_ms"].get<double>(), su["process_age_at_first_result_ms"].get<double>(),
               su["parse_ms"].get<double>(), su["target_ms"].get<double>(), su["compile_ms"].get<double>(),
-              su["prepared_ms"].get<double>(), su["engine_ms"].get<double>(), en["device_ms"].get<double>(),
-              en["cudnn_handle_ms"].get<double>(), en["weights_ms"].get<double>(), en["buffers_ms"].get<double>(),
-              en["conv_setup_ms"].get<double>(), en["convs"].get<int>(), en["conv_first_ms"].get<double>(),
-              en["conv_descriptors_ms"].get<double>(), en["conv_query_ms"].get<double>(),
-              en["convs_queried"].get<int>(), en["conv_workspace_ms"].get<double>(), en["convs_cached"].get<int>(),
-              en["convs_workspace_cached"].get<int>(),
-              en["algo_cache"].get<std::string>().empty() ? "-" : en["algo_cache"].get<std::string>().c_str(),
-              su["kernel_times_ms"].get<double>(), su["warmup_ms"].get<double>(), warmup_kind(su),
-              su["graph_ms"].get<double>(), su["context_ms"].get<double>(), su["context_cudnn_ms"].get<double>(),
-              su["context_prime_ms"].get<double>(), su["context_wait_ms"].get<double>());
+              su["prepared_ms"].get<double>(), su["engine_ms"].get<double>());
+  if (cuda)
+    print_engine_cuda(en);
+  else
+    std::printf("weights %.1f, buffers %.1f", en["weights_ms"].get<double>(), en["buffers_ms"].get<double>());
+  std::printf("], kernel times %.1f, warm-up %.1f%s", su["kernel_times_ms"].get<double>(),
+              su["warmup_ms"].get<double>(), warmup_kind(su));
+  if (cuda)
+    std::printf(", graph %.1f; CUDA context %.1f + cuDNN handle %.1f + priming %.1f on the helper thread, waited %.1f",
+                su["graph_ms"].get<double>(), su["context_ms"].get<double>(), su["context_cudnn_ms"].get<double>(),
+                su["context_prime_ms"].get<double>(), su["context_wait_ms"].get<double>());
 }
 
 }  // namespace
