@@ -1,6 +1,7 @@
 #include "tools/dlrun/options.h"
 
 #include "runtime/options.h"
+#include "tools/common/class_names.h"
 #include "tools/common/model_specs.h"
 #include "tools/common/version_info.h"
 
@@ -176,11 +177,20 @@ bool ends_with(const std::string& s, const std::string& end) {
   return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
 }
 
+// Darknet's `detector test coco.data yolov4.cfg yolov4.weights` habit: a .data file where
+// the cfg goes. The error names the --names that would take its class names.
+Status data_file_as_cfg(const std::string& data) {
+  const Expected<std::string> names = data_file_names_path(data);
+  return invalid_argument(data + ": a Darknet .data file where the CFG goes: dlrun takes CFG WEIGHTS, and the class "
+                          "names from --names (--names " + (names.ok() ? *names : data) + ")");
+}
+
 // --model: the options a runtime of several models does not support, and the
 // positional CFG WEIGHTS (inputs ending in .cfg or .weights).
 Status check_model_args(const Args& a) {
   if (a.models.empty()) {
     if (a.runtime_budget != Args().runtime_budget) return invalid_argument("--runtime-budget needs --model");
+    if (ends_with(a.cfg, ".data")) return data_file_as_cfg(a.cfg);
     if (a.cfg.empty() || a.weights.empty())
       return invalid_argument("give CFG WEIGHTS (or --model CFG:WEIGHTS, repeated)");
     return Status();
