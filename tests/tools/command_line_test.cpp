@@ -1,6 +1,7 @@
 // The tools' command-line errors (tools/common/command_line.h): one line "<tool>: ..." on
 // stderr and exit 2 for every parse error of every tool, a hint for Darknet's spellings,
-// and dlrun's hint for a Darknet .data file where the cfg goes.
+// dlrun's hint for a Darknet .data file where the cfg goes, and dlbench's default device
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -70,6 +71,18 @@ TEST(CommandLine, DlrunNamesTheNamesOfADataFileWhereTheCfgGoes) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "dlrun: " + dir + "/obj.data: a Darknet .data file where the CFG goes: dlrun takes CFG WEIGHTS, "
                    "and the class names from --names (--names " + dir + "/obj.names)\n");
+}
+
+// dlbench's default device is cuda; without a usable GPU it says so and names --device cpu.
+TEST(CommandLine, DlbenchWithoutAGpuNamesDeviceCpu) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const test::ToolResult r = test::run_tool("dlbench " + cfg + " --synthetic --size 160 --iters 1 --warmup 0");
+  if (r.code == 0) GTEST_SKIP() << "a usable GPU is present";
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("dlbench: no usable GPU for the default --device cuda (", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("): give --device cpu to benchmark the CPU\n"), std::string::npos) << r.err;
+  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 TEST(CommandLine, EveryToolReportsParseErrorsOnOneLine) {

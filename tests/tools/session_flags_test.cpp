@@ -120,10 +120,10 @@ TEST(SessionFlags, RefusalsAndBadTextsAreOneLine) {
   // each tool's weight budget message (as their tests expect)
   SessionOptions s;
   EXPECT_EQ(set_session_flag(FlagTool::kDlrun, "weight_budget", "lots", &s).message(),
-            "--weight-budget: weight budget \"lots\": expected min, all, a percentage (25%) or a size (64MiB, "
+            "--weight-budget: weight budget \"lots\": expected min, all, auto, a percentage (25%) or a size (64MiB, "
             "1.5GB, bytes)");
   EXPECT_EQ(set_session_flag(FlagTool::kDlbench, "weight_budget", "lots", &s).message(),
-            "weight budget \"lots\": expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+            "weight budget \"lots\": expected min, all, auto, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
   EXPECT_EQ(set_session_flag(FlagTool::kDlbench, "zero_copy", "maybe", &s).message(),
             "--zero-copy maybe: expected auto, on or off");
   EXPECT_EQ(set_session_flag(FlagTool::kDlbench, "device", "gpu", &s).message(), "--device gpu: expected cuda or cpu");
