@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "tools/common/help_format.h"
 #include "tools/common/tool_support.h"
 
 namespace dlr::tools {
@@ -63,6 +64,7 @@ std::string parse_error_line(const CLI::App& app, const std::vector<std::string>
 }
 
 int parse_command_line(CLI::App& app, int argc, char** argv, const char* tool) {
+  app.formatter(help_formatter());
   try {
     app.parse(argc, argv);
     return -1;

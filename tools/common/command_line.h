@@ -1,5 +1,5 @@
-// Parsing a tool's command line (CLI11) the way every tool reports its errors: --help and
-// --version on stdout, exit 0; a parse error as one line "<tool>: <what>" on stderr, exit 2
+// Parsing a tool's command line (CLI11) the way every tool reports its errors: --help (100
+// columns wide at most) and --version on stdout, exit 0; a parse error as one line "<tool>: <what>" on stderr, exit 2
 // (tool_support.h's kExitUsage). A Darknet spelling (-thresh, -ext_output, -dont_show, -i 0)
 // gets a hint naming the tool's own flag instead of CLI11's message.
 #pragma once
@@ -11,7 +11,7 @@
 
 namespace dlr::tools {
 
-// Parses argv into `app`. Returns -1 when the tool goes on; otherwise the exit code (0 after
+// Parses argv into `app`, whose --help then fits 100 columns (help_format.h). Returns -1 when the tool goes on; otherwise the exit code (0 after
 // --help or --version, kExitUsage after the one-line error).
 int parse_command_line(CLI::App& app, int argc, char** argv, const char* tool);
 
