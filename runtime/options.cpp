@@ -74,7 +74,7 @@ Expected<WeightBudget> WeightBudget::parse(const std::string& text) {
   while (a < e && std::isspace(static_cast<unsigned char>(text[a]))) ++a;
   while (e > a && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
   const std::string t = lower(text.substr(a, e - a));
-  if (t.empty()) return bad("empty; expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+  if (t.empty()) return bad("empty; expected min, all, auto, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
   if (t == "min") return WeightBudget::min();
   if (t == "all") return WeightBudget::all();
   if (t == "auto") return WeightBudget::automatic();
@@ -93,7 +93,7 @@ Expected<WeightBudget> WeightBudget::parse(const std::string& text) {
     if (!has_fraction) return bad("expected digits after '.'");
   }
   if (int_digits == 0 && !has_fraction)
-    return bad("expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+    return bad("expected min, all, auto, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
   const std::string number = t.substr(0, i);
   size_t j = i;
   while (j < t.size() && t[j] == ' ') ++j;
@@ -213,13 +213,13 @@ Status check_each_option(const SessionOptions& o) {
 // Weights from storage: what needs it, and what it needs.
 Status check_storage(const SessionOptions& o) {
   if (o.weights_from == WeightsFrom::kHost && (o.zero_copy == 1 || o.host_budget > 0 || !o.prepared_path.empty()))
-    return invalid_argument("zero copy, a host budget and a prepared file need --weights-from storage");
+    return invalid_argument("zero_copy, host_budget and prepared_path need weights_from storage");
   if (o.weights_from == WeightsFrom::kStorage && o.device == DeviceKind::kCUDA && o.mode != WeightMode::kStream)
-    return invalid_argument("--weights-from storage on the GPU streams weights: it needs --mode stream");
+    return invalid_argument("weights_from storage on the GPU streams weights: it needs mode stream");
   if (o.weights_from == WeightsFrom::kStorage && o.device == DeviceKind::kCPU && o.zero_copy == 0)
     return invalid_argument("the CPU backend reads weights where it computes from them: zero copy cannot be off");
   if (o.prefetch_next && o.weights_from == WeightsFrom::kStorage)
-    return invalid_argument("prefetch of the next inference copies from the host store: it needs --weights-from host");
+    return invalid_argument("prefetch of the next inference copies from the host store: it needs weights_from host");
   return Status();
 }
 
@@ -232,7 +232,7 @@ Status validate_options(const SessionOptions& o) {
   DLR_RETURN_IF_ERROR(check_storage(o));
   if (o.device == DeviceKind::kCPU) {
     if (o.mode != WeightMode::kPreload)
-      return invalid_argument("the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");
+      return invalid_argument("the CPU backend keeps every weight in host memory (mode stream needs device cuda)");
     if (o.precision != Precision::kFP32)
       return invalid_argument(std::string("the CPU backend runs fp32 only (asked for ") + precision_name(o.precision) +
                               ")");

@@ -38,7 +38,7 @@ Status Session::read_inputs(const std::string& cfg_path, const std::string& weig
   const bool storage = m_options.weights_from == WeightsFrom::kStorage;
   if (has_prepared_magic(weights_path)) {
     if (!storage)
-      return invalid_argument(weights_path + ": a prepared weight file is read with --weights-from storage (or give "
+      return invalid_argument(weights_path + ": a prepared weight file is read with weights_from storage (or give "
                                              "the .weights file)");
     return Status();
   }

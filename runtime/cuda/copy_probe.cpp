@@ -196,7 +196,9 @@ Expected<ProbeSizes> probe_sizes(const ProbeOptions& o) {
   auto too_big = [&](int64_t s) { return s > o.max_bytes; };
   for (std::vector<int64_t>* v : {&p.sizes, &p.queue_pinned, &p.queue_pageable})
     v->erase(std::remove_if(v->begin(), v->end(), too_big), v->end());
-  if (p.sizes.empty()) return invalid_argument("--max-mb leaves no copy size to measure (the smallest is 4 KiB)");
+  if (p.sizes.empty())
+    return invalid_argument("max_bytes " + std::to_string(o.max_bytes) +
+                            " leaves no copy size to measure (the smallest is 4 KiB)");
   p.max_bytes = p.sizes.back();
   for (int64_t s : p.queue_pinned) p.max_bytes = std::max(p.max_bytes, s);
   for (int64_t s : p.queue_pageable) p.max_bytes = std::max(p.max_bytes, s);
@@ -212,7 +214,7 @@ Status select_device(const ProbeOptions& o) {
                                               cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
   if (count == 0) return Status(StatusCode::kCudaError, "no CUDA device found");
   if (o.device < 0 || o.device >= count)
-    return invalid_argument("--device " + std::to_string(o.device) + ": this machine has " + std::to_string(count) +
+    return invalid_argument("CUDA device " + std::to_string(o.device) + ": this machine has " + std::to_string(count) +
                             " CUDA device(s) (0.." + std::to_string(count - 1) + ")");
   DLR_CUDA_CHECK(cudaSetDevice(o.device));
   return Status();

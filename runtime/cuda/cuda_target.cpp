@@ -15,8 +15,11 @@ namespace dlr {
 
 Status check_cuda_device(int device) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-    return Status(StatusCode::kCudaError, "--device cuda: no CUDA device is available");
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess)
+    return Status(StatusCode::kCudaError, std::string("device cuda: no usable CUDA device (") + cudaGetErrorName(e) +
+                                              ": " + cudaGetErrorString(e) + ")");
+  if (count == 0) return Status(StatusCode::kCudaError, "device cuda: no CUDA device is available");
   if (device < 0 || device >= count)
     return invalid_argument("CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(count) +
                             " found)");
@@ -24,6 +27,7 @@ Status check_cuda_device(int device) {
 }
 
 Status cuda_memory_info(int device, int64_t* free_bytes, int64_t* total_bytes) {
+  DLR_RETURN_IF_ERROR(check_cuda_device(device));  // no device, no driver: one line, not cudaSetDevice's failure
   DLR_CUDA_CHECK(cudaSetDevice(device));
   size_t f = 0, t = 0;
   DLR_CUDA_CHECK(cudaMemGetInfo(&f, &t));
@@ -57,7 +61,7 @@ Expected<Target> cuda_target(int device, const std::string& copy_profile) {
   if (copy_profile.empty()) return t;  // no copies planned (preload): no profile
   if (copy_profile != "auto") {
     DLR_ASSIGN_OR_RETURN(t.copy_profile, CopyProfile::resolve(copy_profile));
-    t.copy_profile_source = "given (--copy-profile " + copy_profile + ")";
+    t.copy_profile_source = "given (copy_profile " + copy_profile + ")";
     DLR_LOG_INFO("copy profile {}: {}", t.copy_profile.name, t.copy_profile_source);
     return t;
   }

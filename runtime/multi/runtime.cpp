@@ -57,7 +57,7 @@ Status hosted_options(const RuntimeOptions& rt, DeviceKind device, SessionOption
   // wait for reads, which no captured graph holds).
   if (options.weights_from == WeightsFrom::kStorage && options.zero_copy == 1)
     return unsupported("runtime: weights from storage with zero copy are not supported on a runtime "
-                       "(use --zero-copy off: read -> copy -> kernel)");
+                       "(zero_copy off: read -> copy -> kernel)");
   if (options.weights_from == WeightsFrom::kStorage) options.zero_copy = 0;
   options.mode = WeightMode::kStream;
   options.weight_budget = WeightBudget::min();  // until the joint plan gives the model its share

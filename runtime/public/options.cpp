@@ -19,4 +19,6 @@ Status set_option(Options& options, const std::string& name, const std::string& 
 
 const std::vector<std::string>& option_names() { return detail::public_option_names(); }
 
+bool option_is_text(const std::string& name) { return detail::public_option_is_text(name); }
+
 }  // namespace dlrun

@@ -4,6 +4,8 @@
 // to the internal ones; text fields parsed into their typed values).
 #include "runtime/public/options_map.h"
 
+#include <type_traits>
+
 #include "runtime/options_text.h"
 
 namespace dlrun::detail {
@@ -114,6 +116,20 @@ dlr::Status set_public_option(Options* o, const std::string& key, const std::str
   DLR_SESSION_OPTIONS(DLR_SET_ROW_)
 #undef DLR_SET_ROW_
   return dlr::invalid_argument("unknown option '" + key + "'");
+}
+
+bool public_option_is_text(const std::string& key) {
+#define DLR_TEXT_ROW_(name, Type, def, scope, valid, message) DLR_IS_TEXT_##scope(DLR_PUBLIC_FIELD_(scope, name))
+#define DLR_IS_TEXT_PUBLIC(field) \
+  if (key == DLR_TEXT_(field)) return std::is_same_v<decltype(Options::field), std::string>;
+#define DLR_IS_TEXT_PUBLIC_STORAGE(field) DLR_IS_TEXT_PUBLIC(field)
+#define DLR_IS_TEXT_INTERNAL(field)
+  DLR_SESSION_OPTIONS(DLR_TEXT_ROW_)
+#undef DLR_TEXT_ROW_
+#undef DLR_IS_TEXT_PUBLIC
+#undef DLR_IS_TEXT_PUBLIC_STORAGE
+#undef DLR_IS_TEXT_INTERNAL
+  return false;
 }
 
 const std::vector<std::string>& public_option_names() {

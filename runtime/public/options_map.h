@@ -17,5 +17,7 @@ dlr::Expected<dlr::SessionOptions> to_session_options(const Options& o);
 dlr::Status set_public_option(Options* o, const std::string& key, const std::string& text);
 // The public fields' names, in the table's order.
 const std::vector<std::string>& public_option_names();
+// Whether the public field `key` is a std::string (false for an unknown key).
+bool public_option_is_text(const std::string& key);
 
 }  // namespace dlrun::detail

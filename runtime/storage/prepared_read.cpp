@@ -126,7 +126,7 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
   const std::string made = path + ": prepared weight file made for ";
   if (id.layout != plan.options.layout)
     return invalid_argument(made + "layout " + layout_code_name(h[65]) + ", the run uses " +
-                            layout_name(plan.options.layout) + " (prepare it again with this run's --device/--precision)");
+                            layout_name(plan.options.layout) + " (prepare it again with this run's device and precision)");
   if (blobs.size() != plan.weights.size())
     return invalid_argument(made + "another model: " + std::to_string(blobs.size()) + " weight blobs, the plan has " +
                             std::to_string(plan.weights.size()));
@@ -135,7 +135,7 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
     const PreparedBlob& b = blobs[i];
     if (w.dtype != id.dtype)
       return invalid_argument(made + "dtype " + dtype_code_name(h[64]) + ", the run uses " + dtype_name(w.dtype) +
-                              " (prepare it again with this run's --precision)");
+                              " (prepare it again with this run's precision)");
     if (b.layer != w.layer || b.bytes != w.bytes)
       return invalid_argument(made + "another model: blob " + std::to_string(i) + " is layer " +
                               std::to_string(b.layer) + ", " + std::to_string(b.bytes) + " bytes; the plan has layer " +

@@ -110,7 +110,7 @@ TEST(DlbenchCli, BadOptionValuesFailBeforeTheCfgIsRead) {
   const std::string cfg = "/nonexistent/x.cfg";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--mode stream --weight-budget lots",
-       "weight budget \"lots\": expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)"},
+       "weight budget \"lots\": expected min, all, auto, a percentage (25%) or a size (64MiB, 1.5GB, bytes)"},
       {"--mode stream --weight-pool rung", "--weight-pool rung: expected auto, ring or slots"},
       {"--mode streem", "--mode streem: expected preload or stream"},
       {"--device gpu", "--device gpu: expected cuda or cpu"},

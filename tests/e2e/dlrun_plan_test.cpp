@@ -42,7 +42,7 @@ TEST(DlrunPlan, BadOptionValuesAreUsageErrorsBeforeAnyFile) {
       {"--weights-from storage --read-block 1000",
        "dlrun: read block 1000 bytes: expected a multiple of 4096 from 4 KiB to 64 MiB"},
       {"--device cuda --weights-from storage",
-       "dlrun: --weights-from storage on the GPU streams weights: it needs --mode stream"},
+       "dlrun: weights_from storage on the GPU streams weights: it needs mode stream"},
       {"--weights-from storage --zero-copy off",
        "dlrun: the CPU backend reads weights where it computes from them: zero copy cannot be off"},
   };

@@ -142,6 +142,17 @@ TEST(OptionsTable, TheJsonRecordHoldsEveryOption) {
   for (const std::string& name : option_names()) EXPECT_EQ(*option_text(*back->options, name), *option_text(o, name));
 }
 
+// option_is_text: the text fields (which bindings must not fill from a number), no other.
+TEST(OptionsTable, TextFieldsAreKnownByName) {
+  EXPECT_TRUE(dlrun::option_is_text("weight_budget"));
+  EXPECT_TRUE(dlrun::option_is_text("copy_profile"));
+  EXPECT_TRUE(dlrun::option_is_text("prepared_path"));
+  EXPECT_FALSE(dlrun::option_is_text("threads"));
+  EXPECT_FALSE(dlrun::option_is_text("device"));
+  EXPECT_FALSE(dlrun::option_is_text("weights_from_storage"));
+  EXPECT_FALSE(dlrun::option_is_text("no_such_option"));
+}
+
 TEST(OptionsTable, PublicSetterReadsEveryPublicField) {
   dlrun::Options o;
   for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "runtime/cpu/cpu_threads.h"
@@ -294,6 +295,21 @@ TEST(PublicHeaders, IncludeOnlyTheStandardLibraryAndDlrun) {
     }
   }
   EXPECT_EQ(files, 8);
+}
+
+// The names result.h's comment quotes are error_code_name()'s, one per code.
+TEST(PublicHeaders, ResultNamesTheErrorCodesAsTheyArePrinted) {
+  std::ifstream f(dlr::test::source_file("runtime/include/dlrun/result.h"));
+  std::string comment, line;
+  while (std::getline(f, line) && line.find("const char* error_code_name(") == std::string::npos) comment = line;
+  std::set<std::string> names;
+  for (int c = int(dlrun::ErrorCode::kInvalidArgument); c <= int(dlrun::ErrorCode::kInternal); ++c)
+    names.insert(dlrun::error_code_name(dlrun::ErrorCode(c)));
+  const std::regex quoted("\"([^\"]+)\"");
+  int n = 0;
+  for (auto it = std::sregex_iterator(comment.begin(), comment.end(), quoted); it != std::sregex_iterator(); ++it, ++n)
+    EXPECT_EQ(names.count((*it)[1]), 1u) << (*it)[1] << " is not an error_code_name()";
+  EXPECT_GE(n, 2) << comment;
 }
 
 TEST(PublicVersion, MatchesTheProject) {

@@ -175,5 +175,26 @@ TEST(Dependencies, SessionAndRuntimeSeeNoConcreteEngine) {
   }
 }
 
+// The library speaks of its options by their names (weight_budget, weights_from): no string
+// literal under runtime/ names a command-line flag ("--weight-budget"); the tools add their
+// flags. Naming the dlrun tool's own command (dlrun --prepare) is allowed.
+TEST(Dependencies, LibraryMessagesNameOptionsNotFlags) {
+  static const std::regex literal(R"re("((?:[^"\\\n]|\\.)*)")re"), flag(R"re((^|[^-\w])--[a-z])re");
+  for (const std::string& rel : files_under("runtime")) {
+    const std::string ext = fs::path(rel).extension().string();
+    if (ext != ".cpp" && ext != ".h" && ext != ".cu" && ext != ".cuh") continue;
+    std::istringstream lines(read_text(test::source_file(rel)));
+    std::string line;
+    for (int n = 1; std::getline(lines, line); ++n) {
+      const size_t code = line.find_first_not_of(" \t");
+      if (code == std::string::npos || line.compare(code, 2, "//") == 0) continue;
+      for (auto it = std::sregex_iterator(line.begin(), line.end(), literal); it != std::sregex_iterator(); ++it) {
+        const std::string text = std::regex_replace((*it)[1].str(), std::regex("dlrun --prepare"), "");
+        EXPECT_FALSE(std::regex_search(text, flag)) << rel << ":" << n << ": " << line;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dlr

@@ -307,7 +307,7 @@ TEST(SessionOptions, TypedBudgetParsesAndPrints) {
   EXPECT_EQ(WeightBudget::parse("min")->resolve(1000, 7), 7);
   EXPECT_EQ(WeightBudget::parse("all")->resolve(1000, 7), 1000);
   EXPECT_EQ(WeightBudget::parse("foo").status().message(),
-            "weight budget \"foo\": expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+            "weight budget \"foo\": expected min, all, auto, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
 }
 
 TEST(SessionOptions, BadValuesFailBeforeAnyFileWork) {
@@ -331,7 +331,7 @@ TEST(SessionOptions, BadValuesFailBeforeAnyFileWork) {
       {[](SessionOptions* o) { o->weight_budget = WeightBudget::percent(150); },
        "weight budget: a percentage must be in (0, 100]"},
       {[](SessionOptions* o) { o->mode = WeightMode::kStream; },
-       "the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)"},
+       "the CPU backend keeps every weight in host memory (mode stream needs device cuda)"},
       {[](SessionOptions* o) { o->precision = Precision::kFP16; }, "the CPU backend runs fp32 only (asked for fp16)"},
       {[](SessionOptions* o) {
          o->device = DeviceKind::kCUDA;
@@ -348,12 +348,12 @@ TEST(SessionOptions, BadValuesFailBeforeAnyFileWork) {
       {[](SessionOptions* o) { o->read_block_bytes = 1000; },
        "read block 1000 bytes: expected a multiple of 4096 from 4 KiB to 64 MiB"},
       {[](SessionOptions* o) { o->zero_copy = 1; },
-       "zero copy, a host budget and a prepared file need --weights-from storage"},
+       "zero_copy, host_budget and prepared_path need weights_from storage"},
       {[](SessionOptions* o) {
          o->device = DeviceKind::kCUDA;
          o->weights_from = WeightsFrom::kStorage;
        },
-       "--weights-from storage on the GPU streams weights: it needs --mode stream"},
+       "weights_from storage on the GPU streams weights: it needs mode stream"},
       {[](SessionOptions* o) {
          o->weights_from = WeightsFrom::kStorage;
          o->zero_copy = 0;

@@ -57,7 +57,7 @@ TEST_F(SessionErrors, OptionsOutOfRange) {
   o = SessionOptions();
   o.mode = WeightMode::kStream;
   EXPECT_EQ(open_error(o),
-            "the CPU backend keeps every weight in host memory (--mode stream needs --device cuda)");
+            "the CPU backend keeps every weight in host memory (mode stream needs device cuda)");
 }
 
 TEST_F(SessionErrors, ImagesAreChecked) {

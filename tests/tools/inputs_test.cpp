@@ -1,7 +1,7 @@
 // Input enumeration (tools/common/inputs.h): directories (sorted, recursive or
 // not, non-image files skipped), globs, list files, "-", video extensions, and
-// the one-line errors for an empty folder, a glob without match, a missing or
-// empty list.
+// the one-line errors for an empty folder, a glob without match or in a missing
+// folder, a missing or empty list.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -85,6 +85,14 @@ TEST(Inputs, GlobsExpandSortedAndNoMatchIsAnError) {
   auto bad = expand_inputs({d + "/*.bmp"}, {}, none);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), d + "/*.bmp: no file matches");
+}
+
+TEST(Inputs, GlobInAMissingDirectoryNamesTheDirectory) {
+  const std::string d = fresh_dir("glob_missing");
+  std::istringstream none;
+  auto r = expand_inputs({d + "/nodir/*.jpg"}, {}, none);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), d + "/nodir/*.jpg: no such directory " + d + "/nodir");
 }
 
 TEST(Inputs, ListFileAndStdinFollowDarknetLists) {

@@ -26,13 +26,13 @@ Expected<SessionOptions> options_of(FlagTool tool, const std::string& command_li
 }
 
 // The lines of `flag` in a CLI11 --help text ("  --flag TYPE  help", the help on the
-// next line where the flag's part is long); "" when absent.
+// next line where the flag's part is long, wrapped over the lines indented by 30); "" when absent.
 std::string option_help(const std::string& help, const std::string& flag) {
   size_t at = help.find("\n  " + flag + " ");
   if (at == std::string::npos) return "";
   size_t end = help.find('\n', at + 1);
   const std::string indent = "\n" + std::string(30, ' ');
-  if (help.compare(end, indent.size(), indent) == 0) end = help.find('\n', end + 1);
+  while (end != std::string::npos && help.compare(end, indent.size(), indent) == 0) end = help.find('\n', end + 1);
   return help.substr(at + 1, end - at - 1);
 }
 
@@ -120,10 +120,10 @@ TEST(SessionFlags, RefusalsAndBadTextsAreOneLine) {
   // each tool's weight budget message (as their tests expect)
   SessionOptions s;
   EXPECT_EQ(set_session_flag(FlagTool::kDlrun, "weight_budget", "lots", &s).message(),
-            "--weight-budget: weight budget \"lots\": expected min, all, a percentage (25%) or a size (64MiB, "
+            "--weight-budget: weight budget \"lots\": expected min, all, auto, a percentage (25%) or a size (64MiB, "
             "1.5GB, bytes)");
   EXPECT_EQ(set_session_flag(FlagTool::kDlbench, "weight_budget", "lots", &s).message(),
-            "weight budget \"lots\": expected min, all, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
+            "weight budget \"lots\": expected min, all, auto, a percentage (25%) or a size (64MiB, 1.5GB, bytes)");
   EXPECT_EQ(set_session_flag(FlagTool::kDlbench, "zero_copy", "maybe", &s).message(),
             "--zero-copy maybe: expected auto, on or off");
   EXPECT_EQ(set_session_flag(FlagTool::kDlbench, "device", "gpu", &s).message(), "--device gpu: expected cuda or cpu");

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -69,15 +71,30 @@ Status add_directory(const std::string& dir, bool recursive, std::vector<InputIt
   return Status();
 }
 
+// The directory glob() could not open and why (glob's error callback takes no context).
+thread_local std::string t_glob_dir;
+thread_local int t_glob_errno = 0;
+
+int note_glob_error(const char* path, int err) {
+  t_glob_dir = path;
+  t_glob_errno = err;
+  return 1;  // stop: the pattern's directory is missing or unreadable
+}
+
 Status add_glob(const std::string& pattern, std::vector<InputItem>* out) {
   glob_t g{};
-  const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+  t_glob_dir.clear(), t_glob_errno = 0;
+  const int rc = ::glob(pattern.c_str(), GLOB_ERR, note_glob_error, &g);
   std::vector<std::string> matches;
   if (rc == 0)
     for (size_t i = 0; i < g.gl_pathc; ++i) matches.emplace_back(g.gl_pathv[i]);  // glob sorts them
   globfree(&g);
   if (rc == GLOB_NOMATCH || (rc == 0 && matches.empty())) return invalid_argument(pattern + ": no file matches");
-  if (rc != 0) return io_error(pattern + ": glob failed (unreadable directory)");
+  if (rc == GLOB_ABORTED && (t_glob_errno == ENOENT || t_glob_errno == ENOTDIR))
+    return invalid_argument(pattern + ": no such directory " + t_glob_dir);
+  if (rc == GLOB_ABORTED)
+    return io_error(pattern + ": cannot read the directory " + t_glob_dir + " (" + std::strerror(t_glob_errno) + ")");
+  if (rc != 0) return io_error(pattern + ": glob failed");
   for (const std::string& m : matches) {
     std::error_code ec;
     if (fs::is_directory(m, ec)) continue;  // a pattern names files; directories it happens to match are skipped

@@ -78,8 +78,7 @@ constexpr const char* kListHelp = "comma-separated to compare in one run";
 std::vector<SessionFlag> device_rows() {
   return {
       Row("--threads", "threads", A::kEveryRun,
-          "CPU threads (OpenMP) for kernels and pre/post-processing; 0: auto (the CPUs this process may use shared "
-          "among sessions running at once, or one thread when that measures faster; docs/library.md)")
+          "CPU threads (OpenMP) for kernels and pre/post-processing; 0: auto (docs/library.md, \"CPU threads\")")
           .dflt("0").ints(0, 1024),
       Row("--device", "device", A::kEveryRun, "cpu (the reference backend) or cuda")
           .dflt("cpu").one_of("cpu,cuda").expected("cuda or cpu").sweep().bench_default("cuda"),
@@ -88,31 +87,26 @@ std::vector<SessionFlag> device_rows() {
       Row("--mode", "mode", A::kEveryRun, "cuda: preload (all weights resident) or stream (demand layering)")
           .dflt("preload").one_of("preload,stream").sweep(),
       Row("--weight-budget", "weight_budget", A::kCudaStream,
-          "stream mode: device memory for weights (resident ones and the pool): min (about two of the largest layer), "
-          "all, auto (the smallest predicted within --max-slowdown of preload, or --latency-target), NN%, NNMiB, NNMB "
-          "or bytes")
+          "stream mode: device memory for weights: min (about two of the largest layer), all, auto (the smallest "
+          "within --max-slowdown of preload), NN%, NNMiB, NNMB or bytes")
           .dflt("min").convert(C::kBudget).sweep(),
       Row("--max-slowdown", "max_slowdown", A::kCudaStream,
           "--weight-budget auto: predicted latency at most this much above preload's, NN% (default 5%)")
           .dflt("5%").convert(C::kPercent),
       Row("--weight-pool", "weight_pool", A::kCudaStream,
-          "stream mode: auto (ring where the GPU can map it), ring (one buffer mapped twice: exact byte lookahead), "
-          "slots (K slots of the largest layer)")
+          "stream mode: auto (ring where the GPU can map it), ring or slots (K slots of the largest layer)")
           .dflt("auto").one_of("auto,ring,slots").sweep(),
       Row("--units", "unit_search", A::kCudaStream,
-          "stream mode, ring pool: search (copy units chosen by simulating the plan with kernel times measured at "
-          "open) or chunks (equal chunks of the copy profile's size)")
+          "stream mode, ring pool: search (copy units chosen by simulation) or chunks (the profile's chunk size)")
           .dflt("search").one_of("search,chunks").convert(C::kUnits).expected("search, chunks or chunks:SIZE")
           .sweep("also chunks:SIZE (equal chunks of SIZE, e.g. chunks:16MiB); comma-separated to compare in one run"),
       Row("--residency", "residency", A::kCudaStream,
-          "stream mode, ring pool: which weights stay resident within the budget: greedy (chosen by simulating the "
-          "plan with kernel times measured at open), largest-late (the largest layers) or none (every weight "
-          "streamed through a pool of the whole budget)")
+          "stream mode, ring pool: the weights kept resident: greedy (chosen by simulation), largest-late (the "
+          "largest layers) or none (all streamed)")
           .dflt("greedy").one_of("greedy,largest-late,none").sweep(),
       Row("--copy-profile", "copy_profile", A::kCudaStream,
-          "stream mode: copy-engine profile: auto (default: measured on this GPU on first use, ~0.4 s, and cached by "
-          "GPU UUID in the user's cache directory; the nearest built-in where probing fails), a dlprobe JSON file, "
-          "or h100, discrete, jetson-xavier")
+          "stream mode: copy-engine profile: auto (measured on this GPU once, then cached), a dlprobe JSON file, "
+          "h100, discrete or jetson-xavier")
           .dflt("auto"),
       Row("--no-graph", "cuda_graph", A::kCuda, "cuda: do not capture the inference in a CUDA graph")
           .switches_to("false"),
@@ -126,8 +120,8 @@ std::vector<SessionFlag> device_rows() {
                  "keep kernel times (stream mode) and cuDNN algorithm choices per GPU and model in the user's cache "
                  "and reuse them, as dlrun does (run twice: the second run's startup line is a warm start)"),
       Row("--no-calibrate", "calibrate_copies", A::kCudaStream,
-          "stream mode: plan with the copy profile as probed (default: after the kernel times, time the copies of 5 "
-          "streamed inferences at open, fit their cost and plan again with it; kept with the kernel times)")
+          "stream mode: plan with the copy profile as probed (default: time 5 inferences' copies at open and plan "
+          "again)")
           .switches_to("false"),
   };
 }
@@ -136,17 +130,16 @@ std::vector<SessionFlag> device_rows() {
 std::vector<SessionFlag> storage_and_batch_rows() {
   return {
       Row("--weights-from", "weights_from", A::kEveryRun,
-          "host (prepared once into host memory) or storage (each inference reads the weights it streams from a "
-          "prepared weight file with direct I/O through a small staging area: --device cpu, or --device cuda "
-          "--mode stream)")
+          "host (in memory) or storage (each inference reads its weights from a prepared weight file with direct "
+          "I/O: --device cpu, or --device cuda --mode stream)")
           .dflt("host").one_of("host,storage").sweep(),
       Row("--host-budget", "host_budget", A::kStorage,
-          "storage: host memory for weights: min (2 x the largest read), NNMiB, NNMB or bytes; on a GPU the staging "
-          "for reads in flight, on the CPU also the largest blobs kept in memory (read once at open)")
+          "storage: host memory for weights (staging; on the CPU also blobs kept): min (2 x the largest read) or a "
+          "size")
           .dflt("min").convert(C::kMinOrSize),
       Row("--zero-copy", "zero_copy", A::kStorage,
-          "storage, cuda: on (reads land in mapped pinned memory the kernels read: two stages, no device pool; for "
-          "integrated GPUs such as Jetson), off (read -> copy -> kernel) or auto (on for integrated GPUs)")
+          "storage, cuda: on (reads land in mapped memory the kernels read; Jetson), off (read -> copy -> kernel) "
+          "or auto (on for integrated GPUs)")
           .dflt("auto").words("auto,on,off", "-1,1,0").sweep(),
       Row("--read-depth", "read_depth", A::kStorage, "storage: reads in flight (1..64)").dflt("8").ints(1, 64),
       Row("--read-block", "read_block_bytes", A::kStorage,
@@ -156,12 +149,10 @@ std::vector<SessionFlag> storage_and_batch_rows() {
           "storage: auto (io_uring where the kernel allows it), uring or threads (pread)")
           .dflt("auto").one_of("auto,uring,threads"),
       Row("--prefetch-reads", "prefetch_reads", A::kStorage,
-          "storage, cpu: on (default: once an inference's reads are done, read the next inference's first weights "
-          "while it still computes, in the same staging) or off")
+          "storage, cpu: on (read the next inference's first weights while this one computes) or off")
           .dflt("on").one_of("on,off"),
       Row("--prepared", "prepared_path", A::kStorage,
-          "storage: the prepared weight file to read (made there on first use when missing; default: the user's "
-          "cache directory, $DLR_CACHE_DIR or ~/.cache/dlrun)"),
+          "storage: the prepared weight file (made on first use; default: in $DLR_CACHE_DIR or ~/.cache/dlrun)"),
       // ---- inputs ----
       Row("--batch", "batch", A::kEveryRun, "images per inference (frames are grouped in input order)")
           .dflt("1").ints(1, 64).sweep(),

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "runtime/core/log.h"
+#include "tools/common/command_line.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlbench/cli.h"
 #include "tools/dlbench/models.h"
@@ -20,12 +21,7 @@ int tool_main(int argc, char** argv) {
   CLI::App app{"dlbench: latency, throughput and memory of dlrun configurations", "dlbench"};
   dlr::tools::add_options(app, &a, &mb, &no_isolate_baselines);
   a.argv.assign(argv, argv + argc);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? dlr::tools::kExitOk : dlr::tools::kExitUsage;
-  }
+  if (const int rc = dlr::tools::parse_command_line(app, argc, argv, "dlbench"); rc >= 0) return rc;
   if (!mb.models.empty()) return dlr::tools::run_models_bench(dlr::tools::models_args(app, a, mb, no_isolate_baselines));
   if (a.cfg.empty() && !a.startup_floor) {
     std::fprintf(stderr, "dlbench: give a cfg (or --models, or --startup-floor)\n");

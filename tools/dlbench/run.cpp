@@ -14,6 +14,7 @@
 
 #include "loaders/network_desc.h"
 #include "loaders/synthetic_weights.h"
+#include "runtime/backend.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlbench/budget_curve.h"
 #include "tools/dlbench/config.h"
@@ -62,15 +63,26 @@ Status check_cuda_only(const Args& a) {
   return Status();
 }
 
+// dlbench's default device is cuda: without --device, a machine (or a build) with no usable
+// GPU is told so up front, with the flag that benchmarks the CPU instead.
+Status check_default_device(const Args& a) {
+  if (a.session.changed("device")) return Status();
+  int64_t free_bytes = 0, total_bytes = 0;
+  const Status st = device_memory_info(DeviceKind::kCUDA, 0, &free_bytes, &total_bytes);
+  if (st.ok()) return st;
+  return Status(st.code(), "no usable GPU for the default --device cuda (" + st.message() +
+                               "): give --device cpu to benchmark the CPU");
+}
+
 // Every option checked before any work: bad --units whatever the modes, the CUDA-only
-// options, every configuration's session options.
+// options, every configuration's session options, then a default device without a GPU.
 Status check_before_work(const Args& a) {
   SessionOptions scratch;
   for (const std::string& u : split(a.session.text("unit_search")))
     DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "unit_search", u, &scratch));
   DLR_RETURN_IF_ERROR(check_cuda_only(a));
   for (const Config& c : configs(a)) DLR_RETURN_IF_ERROR(config_options(a, c).status());
-  return Status();
+  return check_default_device(a);
 }
 
 // --weights, or with --synthetic seeded weights written to a file removed at the end.

@@ -16,6 +16,7 @@
 #include "loaders/synthetic_weights.h"
 #include "loaders/weights_file.h"
 #include "runtime/core/log.h"
+#include "tools/common/command_line.h"
 #include "tools/common/tool_support.h"
 
 namespace {
@@ -51,11 +52,7 @@ int tool_main(int argc, char** argv) {
   app.add_option("--objectness-bias", objectness_bias,
                  "added to the objectness bias of every [yolo] head (higher: more detections)")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const int rc = dlr::tools::parse_command_line(app, argc, argv, "dlgen"); rc >= 0) return rc;
 
   dlr::SyntheticOptions options;
   options.seed = seed;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/core/log.h"
+#include "tools/common/command_line.h"
 #include "tools/common/tool_support.h"
 
 namespace {
@@ -72,12 +73,7 @@ int tool_main(int argc, char** argv) {
   syn->add_option("--width", width, "width (default 640)")->check(CLI::Range(16, 8192));
   syn->add_option("--height", height, "height (default 480)")->check(CLI::Range(16, 8192));
   syn->add_option("--seed", seed, "seed (default 1)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
-  }
+  if (const int rc = dlr::tools::parse_command_line(app, argc, argv, "dlimage"); rc >= 0) return rc;
   LoadedImage img;
   if (conv->parsed()) {
     auto r = load_image(in);

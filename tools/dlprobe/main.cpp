@@ -18,6 +18,7 @@
 
 #include "runtime/core/log.h"
 #include "runtime/streaming/copy_profile.h"
+#include "tools/common/command_line.h"
 #include "tools/common/tool_support.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/copy_probe.h"
@@ -310,12 +311,7 @@ int tool_main(int argc, char** argv) {
   app.add_option("--base", a.base, "--storage-only: built-in name or profile file for the copy part");
   app.add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
-  }
+  if (const int rc = dlr::tools::parse_command_line(app, argc, argv, "dlprobe"); rc >= 0) return rc;
   dlr::set_log_level(a.log_level);
   if (!a.show.empty()) return show(a.show);
   if (a.storage_only && a.no_storage) {

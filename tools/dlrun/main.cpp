@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/core/log.h"
+#include "tools/common/command_line.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlrun/options.h"
 #include "tools/dlrun/run.h"
@@ -24,12 +25,15 @@ int dlrun_main(int argc, char** argv) {
       "summary and reports on stderr.",
       "dlrun"};
   dlr::tools::add_dlrun_options(app, &a);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? dlr::tools::kExitOk : dlr::tools::kExitUsage;
-  }
+  app.footer(
+      "Examples:\n"
+      "  dlrun yolov4.cfg yolov4.weights dog.jpg --ext-output\n"
+      "  dlrun yolov4.cfg yolov4.weights 'shots/*.jpg' --json > detections.jsonl\n"
+      "  dlrun obj.cfg obj.weights video.mp4 --names obj.data --out-video annotated.mp4\n"
+      "  dlrun yolov4.cfg yolov4.weights --camera 0 --device cuda --mode stream --weight-budget 64MiB\n"
+      "\n"
+      "Every option in detail, the inputs and the output formats: docs/dlrun-io.md");
+  if (const int rc = dlr::tools::parse_command_line(app, argc, argv, "dlrun"); rc >= 0) return rc;
   dlr::tools::resolve_model_args(&a);
   dlr::set_log_level(a.log_level);
   return dlr::tools::run_dlrun(a);

@@ -1,6 +1,7 @@
 #include "tools/dlrun/options.h"
 
 #include "runtime/options.h"
+#include "tools/common/class_names.h"
 #include "tools/common/model_specs.h"
 #include "tools/common/version_info.h"
 
@@ -12,24 +13,18 @@ void add_inputs(CLI::App& app, Args* a) {
   app.add_option("cfg", a->cfg, "Darknet .cfg file (not with --model)")->group(g);
   app.add_option("weights", a->weights, "Darknet .weights file (not with --model)")->group(g);
   app.add_option("--model", a->models,
-                 "instead of CFG WEIGHTS, repeatable: CFG:WEIGHTS[@SIZE] (@SIZE: that model's network width and "
-                 "height, over --width/--height). Every model runs on every input, all on one runtime (one "
-                 "device-memory budget, shared activations and workspace; docs/streaming.md section 8); the other "
-                 "options apply to every model. Output is tagged by model name (the cfg's base name, then @SIZE "
-                 "when given and #2 for a repeated one): text lines start with [NAME], --json frames hold a \"models\" array, and "
-                 "--out, --out-video, --darknet-json, --coco-json, --save-plan and --trace files get _NAME before "
-                 "the extension; not with --save-labels, --report, --prepare, --prepared or --mode")
+                 "instead of CFG WEIGHTS, repeatable (@SIZE: that model's network size): every model runs on every "
+                 "input, all on one runtime; output tagged [NAME], files get _NAME (docs/dlrun-io.md, \"Several "
+                 "models\")")
       ->type_name("CFG:WEIGHTS[@SIZE]")
       ->allow_extra_args(false)  // each --model takes one spec; the next words are inputs
       ->group(g);
   app.add_option("--runtime-budget", a->runtime_budget,
-                 "--model: device memory for all the models (weights, shared activations and workspace; on the CPU the "
-                 "host memory they hold): all (no limit), NN% of the device's memory, or a size (NNMiB, NNMB, bytes); a model that does not fit is "
-                 "an error")
+                 "--model: device memory for all the models (CPU: the host memory they hold): all, NN% or a size")
       ->group(g);
   app.add_option("inputs", a->inputs,
-                 "image files, video files (.mp4 .avi .mkv .mov ...), directories (their image files, sorted), "
-                 "quoted globs ('shots/*.jpg'), @LIST (a file of paths, one per line) or - (paths on stdin)")
+                 "images, videos (.mp4 .avi .mkv ...), directories, quoted globs ('shots/*.jpg'), @LIST (a file of "
+                 "paths) or - (paths on stdin)")
       ->group(g);
   app.add_option("--list", a->lists, "a file of image/video paths, one per line (same as @FILE)")->group(g);
   app.add_flag("--recursive,-r", a->recursive, "directories: also the image files in their sub-directories")->group(g);
@@ -89,8 +84,7 @@ void add_outputs(CLI::App& app, Args* a) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->group(g);
   app.add_option("--summary", a->summary,
-                 "closing summary on stderr (frames, FPS, latency p50/p90/p99, memory): auto (more than one frame "
-                 "or a video/camera), always, never")
+                 "closing summary on stderr (frames, FPS, latency, memory): auto (several frames), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->group(g);
 }
@@ -107,8 +101,7 @@ void add_device(CLI::App& app, Args* a) {
       ->group(g);
   add_session_flags(app, &a->session, {"--weight-pool", "--units", "--residency"}, g);
   app.add_flag("--no-arena-staging", a->no_arena_staging,
-               "stream mode, ring pool: never copy streamed weights into activation bytes idle at that point of the "
-               "network (by default some are, where the plan predicts it faster: the ring keeps the rest)")
+               "stream mode, ring pool: never stage streamed weights in idle activation bytes")
       ->group(g);
   add_session_flags(app, &a->session, {"--copy-profile", "--no-graph", "--no-kernel-cache", "--no-calibrate"}, g);
 }
@@ -122,13 +115,11 @@ void add_storage(CLI::App& app, Args* a) {
 void add_plan_and_reports(CLI::App& app, Args* a) {
   const char* g = "Plan and reports";
   app.add_flag("--print-plan", a->print_plan,
-               "print the compiled model (steps with op parameters, activation buffers, weight placement, "
-               "predictions) to stdout before running")
+               "print the compiled model (steps, buffers, weight placement, predictions) before running")
       ->group(g);
   app.add_option("--save-plan", a->save_plan, "write the compiled model as JSON to FILE (after open)")->group(g);
   app.add_option("--report", a->report,
-                 "per-layer timing after each inference (copy/kernel start and end, stall, bytes; totals): table, "
-                 "csv or json; to --report-file, else stderr")
+                 "per-layer timing after each inference: table, csv or json; to --report-file, else stderr")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->group(g);
   app.add_option("--report-file", a->report_file, "write the --report output to FILE instead of stderr")->group(g);
@@ -137,9 +128,8 @@ void add_plan_and_reports(CLI::App& app, Args* a) {
                  "before the extension)")
       ->group(g);
   app.add_option("--prepare", a->prepare,
-                 "write the prepared weight file of CFG WEIGHTS (BN folded, in the dtype and layout that --device and "
-                 "--precision run, every blob 4096-aligned, CRC32C-checked) to OUT and exit; takes no inputs; stdout: "
-                 "one line (path, MiB, blobs, seconds). docs/streaming.md, \"Prepared weight file\"")
+                 "write the prepared weight file of CFG WEIGHTS for --device and --precision to OUT and exit "
+                 "(no inputs)")
       ->type_name("OUT")
       ->group(g);
   app.add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off (stderr)")
@@ -176,11 +166,20 @@ bool ends_with(const std::string& s, const std::string& end) {
   return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
 }
 
+// Darknet's `detector test coco.data yolov4.cfg yolov4.weights` habit: a .data file where
+// the cfg goes. The error names the --names that would take its class names.
+Status data_file_as_cfg(const std::string& data) {
+  const Expected<std::string> names = data_file_names_path(data);
+  return invalid_argument(data + ": a Darknet .data file where the CFG goes: dlrun takes CFG WEIGHTS, and the class "
+                          "names from --names (--names " + (names.ok() ? *names : data) + ")");
+}
+
 // --model: the options a runtime of several models does not support, and the
 // positional CFG WEIGHTS (inputs ending in .cfg or .weights).
 Status check_model_args(const Args& a) {
   if (a.models.empty()) {
     if (a.runtime_budget != Args().runtime_budget) return invalid_argument("--runtime-budget needs --model");
+    if (ends_with(a.cfg, ".data")) return data_file_as_cfg(a.cfg);
     if (a.cfg.empty() || a.weights.empty())
       return invalid_argument("give CFG WEIGHTS (or --model CFG:WEIGHTS, repeated)");
     return Status();

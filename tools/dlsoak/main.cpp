@@ -32,6 +32,7 @@
 #include "runtime/core/log.h"
 #include "runtime/session.h"
 #include "tools/common/progress.h"
+#include "tools/common/command_line.h"
 #include "tools/common/tool_support.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
@@ -310,12 +311,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 100000000));
     app.add_option("--max-growth-mib", a.max_growth_mib, "fail when RSS or device memory grows more (default 1)");
     app.add_option("--json", a.json, "write the results here");
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      const int rc = app.exit(e);
-      return rc == 0 ? kExitOk : kExitUsage;
-    }
+    if (const int rc = dlr::tools::parse_command_line(app, argc, argv, "dlsoak"); rc >= 0) return rc;
     if (a.weights.empty() && !a.synthetic) return fail("dlsoak", "give --weights FILE or --synthetic"), kExitUsage;
     std::string weights = a.weights;
     if (a.synthetic) {

@@ -95,5 +95,9 @@ Status set_option(Options& options, const std::string& name, const std::string& 
 
 // The names set_option() knows (every field of Options), in a fixed order.
 const std::vector<std::string>& option_names();
+// Whether the field `name` is a text (std::string: weight_budget, copy_profile, ...), which
+// a binding must not fill from a number: a budget of 64 is no size (64MiB? 64 bytes?).
+// False for an unknown name.
+bool option_is_text(const std::string& name);
 
 }  // namespace dlrun

@@ -21,7 +21,7 @@ enum class ErrorCode {
   kInternal,             // anything else
 };
 
-// "invalid_argument", "parse_error", ... (the same names dlrun's tools print).
+// "invalid argument", "parse error", "i/o error", ... (the names the runtime's Status::to_string() prints).
 const char* error_code_name(ErrorCode code);
 
 // One line naming the file, option or call and what was expected.
