@@ -154,7 +154,7 @@ Status budget_pass(PlacementState& s) {
   DLR_ASSIGN_OR_RETURN(s.stream, plan_streaming(*s.plan, s.profile, s.so));
   if (!auto_budget(s) || s.streamed_ring() || (s.stream.resident && s.so.layout == PoolLayout::kRing)) return Status();
   if (s.so.ring_granularity > 0)
-    return invalid_argument("weight budget auto needs the ring pool: --weight-pool " + std::string(pool_layout_name(s.so.layout)) +
+    return invalid_argument("weight budget auto needs the ring pool: weight_pool " + std::string(pool_layout_name(s.so.layout)) +
                             " was asked for");
   return invalid_argument("weight budget auto needs the ring pool (a GPU with CUDA virtual memory management)");
 }

@@ -258,7 +258,7 @@ TEST(PlacementPasses, AutoBudgetOnAModelSmallerThanTheRingsMinimum) {
   SessionOptions slots = o;
   slots.weight_pool = PoolLayout::kSlots;
   PlacementState v = placement_state(f.plan, f.target, slots, f.ms, nullptr);
-  EXPECT_EQ(budget_pass(v).message(), "weight budget auto needs the ring pool: --weight-pool slots was asked for");
+  EXPECT_EQ(budget_pass(v).message(), "weight budget auto needs the ring pool: weight_pool slots was asked for");
   // Without VMM the reason stays the ring pool's.
   Target no_vmm = f.target;
   no_vmm.map_granularity = 0;
