@@ -51,16 +51,19 @@ E parse_enum(const std::string& what, const std::string& text, const std::map<st
 }
 
 // A keyword's value as the text dlrun::set_option reads: str as it is, bool as
-// true/false, int and float in decimal (repr) except for a text option (dlrun::option_is_text:
+// true/false, an integer (int, numpy's) and float in decimal except for a text option (dlrun::option_is_text:
 // a budget of 64 is no size); anything else is an error naming the keyword.
 std::string option_text(const std::string& key, const py::handle v) {
   const std::string type = py::str(v.get_type().attr("__name__"));
   if (py::isinstance<py::str>(v)) return py::str(v);
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
-  if ((py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) && dlrun::option_is_text(key))
+  // An integer: int, or any type with __index__ (numpy's integers).
+  const bool integer = py::isinstance<py::int_>(v) || (!py::isinstance<py::float_>(v) && PyIndex_Check(v.ptr()));
+  if ((integer || py::isinstance<py::float_>(v)) && dlrun::option_is_text(key))
     throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
                                       key + ": expected a str, got " + type + " (a size needs its unit: '64MiB')"}};
-  if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) return py::repr(v);
+  if (integer) return py::repr(py::int_(py::reinterpret_borrow<py::object>(v)));
+  if (py::isinstance<py::float_>(v)) return py::repr(py::float_(py::reinterpret_borrow<py::object>(v)));
   throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
                                     key + ": expected a str, int, float or bool, got " + type}};
 }

@@ -122,6 +122,7 @@ for bad, text in (({"threads": -1}, "threads -1 is out of range (0 = auto, 1..10
                   ({"weight_budget": "lots"}, "weight_budget: "),
                   ({"weight_budget": 64}, "weight_budget: expected a str, got int (a size needs its unit: '64MiB')"),
                   ({"threads": [2]}, "threads: expected a str, int, float or bool, got list"),
+                  ({"threads": np.int64(-1)}, "threads -1 is out of range (0 = auto, 1..1024)"),
                   ({"device": "tpu"}, "device 'tpu': expected one of cpu, cuda"),
                   ({"frobnicate": 1}, "unknown option 'frobnicate'")):
     try:
