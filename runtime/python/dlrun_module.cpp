@@ -22,6 +22,7 @@
 
 #include <map>
 #include <string>
+#include <type_traits>
 
 namespace py = pybind11;
 
@@ -50,16 +51,19 @@ E parse_enum(const std::string& what, const std::string& text, const std::map<st
 }
 
 // A keyword's value as the text dlrun::set_option reads: str as it is, bool as
-// true/false, int and float in decimal (repr) except for a text option (dlrun::option_is_text:
+// true/false, an integer (int, numpy's) and float in decimal except for a text option (dlrun::option_is_text:
 // a budget of 64 is no size); anything else is an error naming the keyword.
 std::string option_text(const std::string& key, const py::handle v) {
   const std::string type = py::str(v.get_type().attr("__name__"));
   if (py::isinstance<py::str>(v)) return py::str(v);
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
-  if ((py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) && dlrun::option_is_text(key))
+  // An integer: int, or any type with __index__ (numpy's integers).
+  const bool integer = py::isinstance<py::int_>(v) || (!py::isinstance<py::float_>(v) && PyIndex_Check(v.ptr()));
+  if ((integer || py::isinstance<py::float_>(v)) && dlrun::option_is_text(key))
     throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
                                       key + ": expected a str, got " + type + " (a size needs its unit: '64MiB')"}};
-  if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) return py::repr(v);
+  if (integer) return py::repr(py::int_(py::reinterpret_borrow<py::object>(v)));
+  if (py::isinstance<py::float_>(v)) return py::repr(py::float_(py::reinterpret_borrow<py::object>(v)));
   throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
                                     key + ": expected a str, int, float or bool, got " + type}};
 }
@@ -221,27 +225,49 @@ py::dict memory_dict(const dlrun::RuntimeMemory& m) {
   return d;
 }
 
+// A keyword's value as T; another type raises dlrun.Error naming the keyword and T's name.
+template <class T>
+T keyword_value(const std::string& key, const py::handle v, const char* expected) {
+  const bool exact = std::is_same_v<T, bool>  ? py::isinstance<py::bool_>(v)
+                     : std::is_same_v<T, int> ? py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v)
+                                              : py::isinstance<py::str>(v);
+  if (!exact)
+    throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
+                                      key + ": expected " + expected + ", got " +
+                                          std::string(py::str(v.get_type().attr("__name__")))}};
+  return v.cast<T>();
+}
+
+// RuntimeOptions from Runtime()'s keywords (device defaults to "cuda"); an unknown
+// keyword or a value of another type raises dlrun.Error naming it.
+dlrun::RuntimeOptions runtime_options(const py::kwargs& kw) {
+  dlrun::RuntimeOptions o;
+  std::string device = "cuda", objective = "sum";
+  for (const auto& item : kw) {
+    const std::string k = py::str(item.first);
+    const py::handle v = item.second;
+    if (k == "device") device = keyword_value<std::string>(k, v, "a str");
+    else if (k == "cuda_device") o.cuda_device = keyword_value<int>(k, v, "an int");
+    else if (k == "budget") o.budget = keyword_value<std::string>(k, v, "a str such as 'all', '40%' or '2GiB'");
+    else if (k == "copy_profile") o.copy_profile = keyword_value<std::string>(k, v, "a str");
+    else if (k == "prefetch_next") o.prefetch_next = keyword_value<bool>(k, v, "a bool");
+    else if (k == "objective") objective = keyword_value<std::string>(k, v, "a str");
+    else if (k == "shared_ring") o.shared_ring = keyword_value<bool>(k, v, "a bool");
+    else if (k == "prefetch_depth") o.prefetch_depth = keyword_value<int>(k, v, "an int");
+    else
+      throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument, "unknown Runtime keyword '" + k + "'"}};
+  }
+  o.device = parse_enum<dlrun::Device>("device", device, {{"cpu", dlrun::Device::kCPU}, {"cuda", dlrun::Device::kCUDA}});
+  o.objective = parse_enum<dlrun::SplitObjective>("objective", objective,
+      {{"sum", dlrun::SplitObjective::kSum}, {"max-slowdown", dlrun::SplitObjective::kMaxSlowdown}});
+  return o;
+}
+
 void bind_runtime(py::module_& m) {
   py::class_<dlrun::Runtime>(m, "Runtime")
-      .def(py::init([](const std::string& device, int cuda_device, const std::string& budget,
-                       const std::string& copy_profile, bool prefetch_next, const std::string& objective,
-                       bool shared_ring, int prefetch_depth) {
-             dlrun::RuntimeOptions o;
-             o.device = parse_enum<dlrun::Device>("device", device, {{"cpu", dlrun::Device::kCPU}, {"cuda", dlrun::Device::kCUDA}});
-             o.cuda_device = cuda_device;
-             o.budget = budget;
-             o.copy_profile = copy_profile;
-             o.prefetch_next = prefetch_next;
-             o.prefetch_depth = prefetch_depth;
-             o.shared_ring = shared_ring;
-             o.objective = parse_enum<dlrun::SplitObjective>("objective", objective,
-                 {{"sum", dlrun::SplitObjective::kSum}, {"max-slowdown", dlrun::SplitObjective::kMaxSlowdown}});
-             return unwrap(dlrun::Runtime::create(o));
-           }),
-           py::arg("device") = "cuda", py::arg("cuda_device") = 0, py::arg("budget") = "all",
-           py::arg("copy_profile") = "auto", py::arg("prefetch_next") = true, py::arg("objective") = "sum",
-           py::arg("shared_ring") = true, py::arg("prefetch_depth") = 1,
-           "Several networks on one device under one memory budget (dlrun::RuntimeOptions fields)")
+      .def(py::init([](const py::kwargs& kw) { return unwrap(dlrun::Runtime::create(runtime_options(kw))); }),
+           "Several networks on one device under one memory budget: keywords device (\"cuda\"), cuda_device, "
+           "budget, copy_profile, prefetch_next, objective, shared_ring, prefetch_depth (dlrun::RuntimeOptions)")
       .def("open",
            [](dlrun::Runtime& rt, const std::string& cfg, const std::string& weights, double weight,
               const py::kwargs& kw) {

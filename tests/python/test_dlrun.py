@@ -122,6 +122,7 @@ for bad, text in (({"threads": -1}, "threads -1 is out of range (0 = auto, 1..10
                   ({"weight_budget": "lots"}, "weight_budget: "),
                   ({"weight_budget": 64}, "weight_budget: expected a str, got int (a size needs its unit: '64MiB')"),
                   ({"threads": [2]}, "threads: expected a str, int, float or bool, got list"),
+                  ({"threads": np.int64(-1)}, "threads -1 is out of range (0 = auto, 1..1024)"),
                   ({"device": "tpu"}, "device 'tpu': expected one of cpu, cuda"),
                   ({"frobnicate": 1}, "unknown option 'frobnicate'")):
     try:
@@ -193,6 +194,10 @@ check(mem["total"] == mem["activations"] + mem["workspace"] + mem["weights"], "t
 for kwargs, args, text in (({"device": "tpu"}, None, "device 'tpu': expected one of cpu, cuda"),
                            ({"device": "cpu", "budget": "lots"}, None, "lots"),
                            ({"device": "cpu", "prefetch_depth": 3}, None, "prefetch depth 3: expected 1"),
+                           ({"device": "cpu", "budget": 64}, None,
+                            "budget: expected a str such as 'all', '40%' or '2GiB', got int"),
+                           ({"device": "cpu", "shared_ring": 1}, None, "shared_ring: expected a bool, got int"),
+                           ({"device": "cpu", "frobnicate": 1}, None, "unknown Runtime keyword 'frobnicate'"),
                            ({"device": "cpu"}, {"weight": 0.0}, "weight must be > 0"),
                            ({"device": "cpu"}, {"device": "cuda"}, "runtime on cpu")):
     try:
