@@ -36,17 +36,32 @@ int AutoThreadChooser::pick() {
   return best;
 }
 
+namespace {
+
+// Calls to wait before trying a loser that is at least 4x slower again, so that its
+// tries cost at most ~1% of the time: a try costs about loser/best calls' time (a team
+// spinning on a loaded CPU: 10-40). 0 for closer results (the 16, 32, ... schedule).
+int64_t probe_budget_calls(const double ms[2]) {
+  const double best = std::min(ms[0], ms[1]), loser = std::max(ms[0], ms[1]);
+  if (best <= 0 || loser < 4 * best) return 0;
+  return int64_t(std::min(100.0 * loser / best, 100000.0));
+}
+
+}  // namespace
+
 void AutoThreadChooser::record(int picked, double ms) {
   const int i = picked == 1 ? 1 : 0;
+  const bool first_pair = (m_ms[0] < 0) != (m_ms[1] < 0) && m_ms[i] < 0;  // this call measures the second choice
   const bool probe = m_ms[0] >= 0 && m_ms[1] >= 0 && m_calls >= m_next_probe;
   const int best_before = m_ms[1] >= 0 && m_ms[1] < m_ms[0] ? 1 : 0;
   m_ms[i] = m_ms[i] < 0 || probe ? ms : 0.8 * m_ms[i] + 0.2 * ms;
   ++m_calls;
+  if (first_pair) m_next_probe = std::max(m_next_probe, m_calls + probe_budget_calls(m_ms));
   if (probe) {
     const int best_after = m_ms[1] < m_ms[0] ? 1 : 0;
     // The other choice lost again: wait twice as long before the next try.
     m_interval = best_after == best_before ? std::min<int64_t>(m_interval * 2, 1024) : 16;
-    m_next_probe = m_calls + m_interval;
+    m_next_probe = m_calls + std::max(m_interval, probe_budget_calls(m_ms));
   }
 }
 

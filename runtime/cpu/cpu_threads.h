@@ -26,7 +26,9 @@ namespace dlr {
 // processes a team can be 10-40x slower than one thread (measured: docs/library.md).
 // The first two calls try both; then the faster (exponential moving average) is
 // used, and the other is tried again after 16 calls, then 32, 64, ... up to 1024
-// while it keeps losing. One per session; not thread-safe (a session is used by one
+// while it keeps losing; a loser at least 4x slower (a team spinning on a loaded CPU:
+// 10-40x) is tried again no sooner than 100 x (loser / best) calls, so that its tries
+// cost at most ~1% of the time. One per session; not thread-safe (a session is used by one
 // thread at a time).
 class AutoThreadChooser {
  public:

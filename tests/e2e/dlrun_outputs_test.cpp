@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <utility>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include "tests/common/test_paths.h"
 #include "tests/e2e/tool_runner.h"
 #include "tools/common/tool_support.h"
+#include "tools/common/video.h"
 
 namespace dlr {
 namespace {
@@ -139,6 +142,52 @@ TEST(DlrunOutputs, NamesFromADataFile) {
   EXPECT_NE(r.err.find("bad.data: no names= line"), std::string::npos) << r.err;
 }
 
+// A model whose cfg has classes != 80, run without --names: no COCO name, the class
+// index instead ("class 2: 40%" in text, "2" in JSON), and one warning on stderr.
+TEST(DlrunOutputs, ClassesWithoutNamesAreLabelledByIndex) {
+  const std::string d = fresh_dir("three_classes");
+  std::ifstream in(test::source_file("models/yolov4-tiny.cfg"));
+  std::string cfg_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  using Edit = std::pair<std::string, std::string>;
+  for (const auto& [from, to] : {Edit{"classes=80", "classes=3"}, Edit{"filters=255", "filters=24"}})
+    for (size_t p = cfg_text.find(from); p != std::string::npos; p = cfg_text.find(from, p))
+      cfg_text.replace(p, from.size(), to);
+  const std::string cfg = d + "/three.cfg";
+  std::ofstream(cfg) << cfg_text;
+  const std::string w = test::synthetic_weights(cfg);
+  ASSERT_FALSE(w.empty());
+  tools::LoadedImage img;
+  img.width = 96;
+  img.height = 80;
+  img.pixels = test::noise_pixels(96, 80, 5);
+  ASSERT_TRUE(tools::save_ppm(d + "/noise.ppm", img).ok());
+  const std::string run =
+      "dlrun " + cfg + " " + w + " " + d + "/noise.ppm " + d + "/noise.ppm --width 160 --height 160 --thresh 0.02 ";
+  auto r = run_tool(run);
+  ASSERT_EQ(r.code, 0) << r.err;
+  int labelled = 0;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);) {
+    if (l.find("Predicted in") != std::string::npos) continue;
+    EXPECT_EQ(l.rfind("class ", 0), 0u) << l;
+    ++labelled;
+  }
+  EXPECT_GT(labelled, 0) << "the check needs detections: " << r.out;
+  EXPECT_EQ(test::count_of(r.err, "classes are labelled by index"), 1) << r.err;
+  EXPECT_NE(r.err.find("has 3 classes and no names were given"), std::string::npos) << r.err;
+
+  r = run_tool(run + "--json --darknet-json " + d + "/dn.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  ASSERT_FALSE(j["detections"].empty()) << j;
+  for (const auto& det : j["detections"]) {
+    const std::string c = det["class"].get<std::string>();
+    EXPECT_TRUE(c == "0" || c == "1" || c == "2") << det;
+  }
+  for (const auto& o : nlohmann::json::parse(std::ifstream(d + "/dn.json"))[0]["objects"])
+    EXPECT_EQ(o["name"].get<std::string>(), std::to_string(o["class_id"].get<int>())) << o;
+}
+
 TEST(DlrunOutputs, OutWithoutExtensionIsAOneLineError) {
   const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
   const std::string w = test::synthetic_weights(cfg);
@@ -157,6 +206,58 @@ TEST(DlrunOutputs, OutWithoutExtensionIsAOneLineError) {
   if (tools::have_opencv()) {
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_TRUE(fs::exists(d + "/a.png"));
+  }
+}
+
+// Every output flag creates the folders it needs before any work; --out FOLDER/ keeps
+// the source file names; --out and --save-labels refuse a video input up front.
+TEST(DlrunOutputs, OutputFoldersAndSourceNames) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const std::string w = test::synthetic_weights(cfg);
+  const std::string d = fresh_dir("folders");
+  fs::create_directories(d + "/src");
+  tools::LoadedImage img;
+  img.width = 64;
+  img.height = 48;
+  img.pixels.assign(size_t(64) * 48 * 3, 90);
+  ASSERT_TRUE(tools::save_ppm(d + "/src/a.ppm", img).ok());
+  ASSERT_TRUE(tools::save_ppm(d + "/src/b.ppm", img).ok());
+  const std::string run =
+      "dlrun " + cfg + " " + w + " --width 128 --height 128 " + d + "/src/a.ppm " + d + "/src/b.ppm ";
+  auto r = run_tool(run + "--darknet-json " + d + "/j/x.json --save-labels --labels-dir " + d + "/labels/new --out " +
+                    d + "/nodir/deep/ann.png");
+  if (!tools::have_opencv()) GTEST_SKIP() << "--out needs OpenCV";
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* f :
+       {"/j/x.json", "/labels/new/a.txt", "/labels/new/b.txt", "/nodir/deep/ann.png", "/nodir/deep/ann_1.png"})
+    EXPECT_TRUE(fs::is_regular_file(d + f)) << f;
+
+  r = run_tool(run + d + "/src/a.ppm --out " + d + "/o/");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* f : {"/o/a.ppm", "/o/b.ppm", "/o/a_1.ppm"}) EXPECT_TRUE(fs::is_regular_file(d + f)) << f;
+  EXPECT_EQ(std::distance(fs::directory_iterator(d + "/o"), fs::directory_iterator()), 3);
+
+  std::ofstream(d + "/plain") << "a file";
+  r = run_tool(run + "--out-video " + d + "/plain/v.avi");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.find("dlrun: --out-video " + d + "/plain/v.avi: cannot create the folder " + d + "/plain"), 0u)
+      << r.err;
+  EXPECT_EQ(r.out, "") << "refused before any work";
+
+  const std::string clip = d + "/clip.avi";
+  {
+    auto v = tools::VideoWriter::open(clip, 64, 48, 5);
+    ASSERT_TRUE(v.ok()) << v.status().to_string();
+    ASSERT_TRUE((*v)->write(img).ok());
+    ASSERT_TRUE((*v)->close().ok());
+  }
+  for (const std::string& flag : {std::string("--out ") + d + "/x.jpg", std::string("--save-labels")}) {
+    r = run_tool("dlrun " + cfg + " " + w + " --width 128 --height 128 " + d + "/src/a.ppm " + clip + " " + flag);
+    EXPECT_EQ(r.code, 1) << flag;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("image inputs only, and " + clip + " is a video"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "") << "refused before any work";
   }
 }
 

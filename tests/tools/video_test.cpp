@@ -92,7 +92,32 @@ TEST(Video, BadInputsAreOneLineErrors) {
   auto w = VideoWriter::open(test::temp_dir() + "/sizes.avi", 16, 16, 5);
   ASSERT_TRUE(w.ok()) << w.status().to_string();
   ASSERT_TRUE((*w)->write(solid(16, 16, 0, 0, 0)).ok());
-  expect_one_line((*w)->write(solid(32, 16, 0, 0, 0)), "a frame is 32x16 but the video is 16x16");
+}
+
+// A frame of another size is letterboxed into the video's: a 32x16 white frame in a
+// 16x16 video is white in its middle rows, black above and below.
+TEST(Video, FramesOfAnotherSizeAreLetterboxed) {
+  if (!have_opencv()) GTEST_SKIP() << "needs OpenCV";
+  const std::string path = test::temp_dir() + "/letterbox.avi";
+  {
+    auto w = VideoWriter::open(path, 16, 16, 5);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    ASSERT_TRUE((*w)->write(solid(16, 16, 0, 0, 0)).ok());
+    ASSERT_TRUE((*w)->write(solid(32, 16, 255, 255, 255)).ok());
+    EXPECT_EQ((*w)->frames_written(), 2);
+    ASSERT_TRUE((*w)->close().ok());
+  }
+  auto r = VideoReader::open_file(path);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  LoadedImage f;
+  ASSERT_TRUE(*(*r)->read(&f));
+  ASSERT_TRUE(*(*r)->read(&f));
+  ASSERT_EQ(f.width, 16);
+  ASSERT_EQ(f.height, 16);
+  auto at = [&](int x, int y) { return int(f.pixels[(size_t(y) * 16 + x) * 3 + 1]); };
+  EXPECT_LT(at(8, 0), 40);
+  EXPECT_LT(at(8, 15), 40);
+  EXPECT_GT(at(8, 8), 215);
 }
 
 }  // namespace

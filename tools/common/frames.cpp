@@ -28,6 +28,16 @@ Status FrameReader::probe() {
 }
 
 Expected<bool> FrameReader::next(Frame* f) {
+  Expected<bool> r = next_frame(f);
+  if (!r.ok()) {
+    // The failing input is done with: the next call goes on with the one after it.
+    m_failed_path = m_items[size_t(m_current)].path;
+    m_video.reset();
+  }
+  return r;
+}
+
+Expected<bool> FrameReader::next_frame(Frame* f) {
   for (;;) {
     if (m_video) {
       DLR_ASSIGN_OR_RETURN(bool got, m_video->read(&f->image));
@@ -46,6 +56,7 @@ Expected<bool> FrameReader::next(Frame* f) {
     }
     if (m_next_item >= m_items.size()) return false;
     const int item = int(m_next_item++);
+    m_current = item;
     const InputItem& it = m_items[size_t(item)];
     if (it.kind == InputKind::kImage) {
       DLR_ASSIGN_OR_RETURN(f->image, load_image(it.path));

@@ -32,8 +32,11 @@ class FrameReader {
   // camera that does not open is an error before any work) and to learn video
   // lengths for total().
   Status probe();
-  // The next frame into *f; false when every input is done. Errors name the input.
+  // The next frame into *f; false when every input is done. An error names the
+  // input and ends it (an image that does not decode, a video that stops decoding):
+  // failed_path() is its path, and the next call goes on with the next input.
   Expected<bool> next(Frame* f);
+  const std::string& failed_path() const { return m_failed_path; }
   // Frames expected: images + known video lengths; -1 when a camera or a video of
   // unknown length is among the inputs. Valid after probe().
   int64_t total() const { return m_total; }
@@ -42,8 +45,12 @@ class FrameReader {
   const std::vector<InputItem>& items() const { return m_items; }
 
  private:
+  Expected<bool> next_frame(Frame* f);
+
   std::vector<InputItem> m_items;
   size_t m_next_item = 0;
+  int m_current = 0;  // the input of the last frame or error
+  std::string m_failed_path;
   std::unique_ptr<VideoReader> m_video;  // the open video/camera, if any
   int64_t m_video_frame = 0;
   int m_video_item = -1;

@@ -46,14 +46,22 @@ void ProgressBar::draw() {
   std::fprintf(m_out, "\r%s", line.c_str());
   std::fflush(m_out);
   m_drawn = true;
+  m_hidden = false;
   m_last = Clock::now();
 }
 
 void ProgressBar::update(int64_t done) {
   m_done = done;
   if (!m_enabled) return;
-  if (m_drawn && Clock::now() - m_last < std::chrono::milliseconds(100)) return;
+  if (m_drawn && !m_hidden && Clock::now() - m_last < std::chrono::milliseconds(100)) return;
   draw();
+}
+
+void ProgressBar::hide() {
+  if (!m_enabled || !m_drawn || m_hidden) return;
+  std::fprintf(m_out, "\r%s\r", std::string(m_last_len, ' ').c_str());
+  std::fflush(m_out);
+  m_hidden = true;
 }
 
 void ProgressBar::finish() {
@@ -98,6 +106,11 @@ std::string summary_text(const RunSummary& s) {
                 (long long)s.inferences, s.inferences == 1 ? "" : "s", s.batch, s.wall_s,
                 s.wall_s > 0 ? double(s.frames) / s.wall_s : 0.0);
   out += buf;
+  if (s.failed > 0) {
+    std::snprintf(buf, sizeof(buf), "summary: %d input%s failed to read (reported above, skipped)\n", s.failed,
+                  s.failed == 1 ? "" : "s");
+    out += buf;
+  }
   const std::string of_models = s.models > 1 ? " of all " + std::to_string(s.models) + " models" : "";
   std::snprintf(buf, sizeof(buf), "summary: latency per inference%s p50 %.2f ms, p90 %.2f ms, p99 %.2f ms (%zu runs)\n",
                 of_models.c_str(), percentile(s.latency_ms, 50), percentile(s.latency_ms, 90), percentile(s.latency_ms, 99),

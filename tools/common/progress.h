@@ -1,6 +1,9 @@
 // Progress bar and closing summary of a dlrun run, both for stderr. The bar is
 // drawn only when asked (dlrun: when stderr is a terminal, or --progress always)
 // and redrawn at most every 100 ms; lines end in '\r', and finish() ends the line.
+// Other lines on the same terminal (detections on stdout, error lines) go between
+// hide(), which erases the bar, and the next update(), which draws it again, so the
+// bar stays on the last line and never runs into them.
 #pragma once
 
 #include <chrono>
@@ -19,7 +22,8 @@ class ProgressBar {
  public:
   ProgressBar(std::FILE* out, bool enabled, int64_t total);
   void set_total(int64_t total) { m_total = total; }
-  void update(int64_t done);  // draws when enabled and 100 ms passed since the last draw
+  void update(int64_t done);  // draws when enabled and 100 ms passed since the last draw, or when hidden
+  void hide();                // erases the drawn bar (cursor back at column 0) until the next update()
   void finish();              // last draw and a newline (if anything was drawn)
 
  private:
@@ -31,6 +35,7 @@ class ProgressBar {
   Clock::time_point m_start = Clock::now();
   Clock::time_point m_last{};
   bool m_drawn = false;
+  bool m_hidden = false;
   size_t m_last_len = 0;
   void draw();
 };
@@ -57,6 +62,7 @@ struct RunSummary {
   std::string device;        // "cpu" or the GPU
   int64_t device_bytes = 0;  // device memory the engine holds (weights/pool, activations, workspace, staging)
   int64_t weight_bytes = 0;  // of which weights (the stream pool in stream mode)
+  int failed = 0;            // inputs that failed to read (each reported, the run went on)
   int models = 1;            // dlrun --model: models run on every frame (latency: all of them)
   std::string runtime_memory;  // dlrun --model: the runtime's RuntimeMemory::to_text(); "" otherwise
   int64_t device_used_bytes = -1;  // GPU: drop of cudaMemGetInfo's free memory across open (CUDA context

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -179,15 +180,30 @@ Status VideoWriter::check_name(const std::string& path) {
 #endif
 }
 
+#ifdef DLR_HAVE_OPENCV
+namespace {
+
+// `frame` scaled to fit w x h with its aspect ratio kept, centred on black.
+cv::Mat letterboxed(const cv::Mat& frame, int w, int h) {
+  const double s = std::min(double(w) / frame.cols, double(h) / frame.rows);
+  const int sw = std::clamp(int(std::lround(frame.cols * s)), 1, w);
+  const int sh = std::clamp(int(std::lround(frame.rows * s)), 1, h);
+  cv::Mat out(h, w, CV_8UC3, cv::Scalar(0, 0, 0));
+  cv::Mat scaled;
+  cv::resize(frame, scaled, cv::Size(sw, sh), 0, 0, cv::INTER_AREA);
+  scaled.copyTo(out(cv::Rect((w - sw) / 2, (h - sh) / 2, sw, sh)));
+  return out;
+}
+
+}  // namespace
+#endif
+
 Status VideoWriter::write(const LoadedImage& frame) {
 #ifdef DLR_HAVE_OPENCV
   if (!m_impl) return internal_error(m_path + ": video already closed");
-  if (frame.width != m_width || frame.height != m_height)
-    return invalid_argument(m_path + ": a frame is " + std::to_string(frame.width) + "x" +
-                            std::to_string(frame.height) + " but the video is " + std::to_string(m_width) + "x" +
-                            std::to_string(m_height) + " (one --out-video takes frames of one size)");
   cv::Mat m(frame.height, frame.width, CV_8UC3, const_cast<uint8_t*>(frame.pixels.data()));
   try {
+    if (frame.width != m_width || frame.height != m_height) m = letterboxed(m, m_width, m_height);
     m_impl->writer.write(m);
   } catch (const cv::Exception& e) {
     return io_error(m_path + ": write failed (" + e.msg + ")");

@@ -46,7 +46,8 @@ class VideoWriter {
   // The extension check of open(), without creating anything (to fail before any work).
   static Status check_name(const std::string& path);
   ~VideoWriter();
-  // Every frame must have the size given to open(); the error says which differs.
+  // A frame of another size than open()'s is letterboxed into it: scaled with its
+  // aspect ratio kept and centred on black.
   Status write(const LoadedImage& frame);
   Status close();  // finishes the file (also done by the destructor, unchecked)
   int64_t frames_written() const { return m_written; }

@@ -1,7 +1,8 @@
 // dlrun: run a Darknet YOLO detector on images, videos and cameras and print
 // detections the way Darknet does. Detections on stdout; progress, summary,
 // reports, logs and errors on stderr.
-// Exit: 0 ok, 1 error (one line on stderr), 2 usage error. No exception escapes.
+// Exit: 0 ok, 1 error (one line on stderr) or an input that failed to read (the
+// others still ran), 2 usage error. No exception escapes.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -22,7 +23,8 @@ int dlrun_main(int argc, char** argv) {
   CLI::App app{
       "dlrun: Darknet YOLO detection on the CPU (the default, the reference backend) or a CUDA GPU, on images, "
       "videos, cameras, directories and lists. Detections on stdout (Darknet's text, or --json); progress, "
-      "summary and reports on stderr.",
+      "summary and reports on stderr. Exit code: 0 ok; 1 an error, or an input that failed to read (the run "
+      "goes on with the next); 2 a usage error.",
       "dlrun"};
   dlr::tools::add_dlrun_options(app, &a);
   app.footer(

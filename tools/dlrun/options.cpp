@@ -41,7 +41,7 @@ void add_detection(CLI::App& app, Args* a) {
   const char* g = "Detection";
   app.add_option("--names", a->names_file,
                  "class names: a names file (one per line) or a Darknet .data file (its names= key); "
-                 "empty: the 80 COCO names")
+                 "empty: the 80 COCO names for an 80-class model, else class indexes")
       ->group(g);
   app.add_option("--thresh", a->thresh, "detection threshold (strict >)")->check(CLI::Range(0.0, 0.9999))->group(g);
   app.add_option("--nms", a->nms, "NMS threshold")->check(CLI::Range(0.01, 1.0))->group(g);
@@ -63,11 +63,12 @@ void add_outputs(CLI::App& app, Args* a) {
   app.add_flag("--ext-output", a->ext_output, "print box coordinates (Darknet -ext_output)")->group(g);
   app.add_flag("--json", a->json, "one JSON object per frame on stdout instead of text")->group(g);
   app.add_option("--out", a->out,
-                 "write annotated images here (.jpg, .png, ...; image i>0 gets _i before the extension)")
+                 "write annotated images here (.jpg, .png, ...; image i>0 gets _i before the extension), or into "
+                 "a folder DIR/ under their source names; image inputs only")
       ->group(g);
   app.add_option("--out-video", a->out_video,
-                 "write every annotated frame into one video (.avi/.mkv: MJPG, .mp4/.m4v/.mov: mp4v; all frames "
-                 "of one size)")
+                 "write every annotated frame into one video (.avi/.mkv: MJPG, .mp4/.m4v/.mov: mp4v) at the first "
+                 "frame's size, frames of other sizes letterboxed")
       ->group(g);
   app.add_option("--darknet-json", a->darknet_json,
                  "write Darknet's -out JSON (frame_id, filename, objects with relative_coordinates) to FILE")

@@ -1,5 +1,6 @@
 #include "tools/dlrun/result_writer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -17,7 +18,47 @@ std::string with_suffix(const std::string& base, const std::string& suffix) {
   return base.substr(0, dot) + suffix + base.substr(dot);
 }
 
+// Creates `dir` and its parents; the error names `flag value`.
+Status create_folder(const std::string& flag, const std::string& value, const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (dir.empty() || std::filesystem::is_directory(dir, ec)) return Status();
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    return io_error(flag + " " + value + ": cannot create the folder " + dir.string() +
+                    (ec ? " (" + ec.message() + ")" : std::string(" (a file has its name)")));
+  return Status();
+}
+
 }  // namespace
+
+bool out_is_folder(const std::string& out) {
+  std::error_code ec;
+  return !out.empty() && (out.back() == '/' || std::filesystem::is_directory(out, ec));
+}
+
+Status create_output_folders(const Args& a) {
+  const std::pair<const char*, const std::string*> files[] = {
+      {"--out-video", &a.out_video},     {"--darknet-json", &a.darknet_json}, {"--coco-json", &a.coco_json},
+      {"--report-file", &a.report_file}, {"--trace", &a.trace},               {"--save-plan", &a.save_plan}};
+  for (const auto& [flag, value] : files)
+    if (!value->empty()) DLR_RETURN_IF_ERROR(create_folder(flag, *value, std::filesystem::path(*value).parent_path()));
+  if (!a.out.empty()) {
+    const std::filesystem::path out(a.out);
+    DLR_RETURN_IF_ERROR(create_folder("--out", a.out, out_is_folder(a.out) ? out : out.parent_path()));
+  }
+  if (!a.labels_dir.empty()) DLR_RETURN_IF_ERROR(create_folder("--labels-dir", a.labels_dir, a.labels_dir));
+  return Status();
+}
+
+Status check_image_only_outputs(const Args& a, const std::vector<InputItem>& inputs) {
+  for (const InputItem& it : inputs) {
+    if (it.kind == InputKind::kImage) continue;
+    const std::string what = it.path + " is a " + (it.kind == InputKind::kCamera ? "camera" : "video");
+    if (!a.out.empty()) return invalid_argument("--out writes image inputs only, and " + what + " (use --out-video)");
+    if (a.save_labels) return invalid_argument("--save-labels writes the labels of image inputs only, and " + what);
+  }
+  return Status();
+}
 
 std::string indexed_name(const std::string& base, int64_t index) {
   return index == 0 ? base : with_suffix(base, "_" + std::to_string(index));
@@ -34,21 +75,21 @@ struct ResultWriter::ModelFiles {
 
 ResultWriter::ResultWriter(const Args& args, const std::vector<std::string>& names, std::vector<ModelTag> models,
                            double video_fps)
-    : m_args(args), m_names(names), m_models(std::move(models)), m_video_fps(video_fps) {}
+    : m_args(args), m_names(names), m_labels(names), m_models(std::move(models)), m_video_fps(video_fps) {
+  if (!m_names.empty()) return;
+  int classes = 0;
+  for (const ModelTag& m : m_models) classes = std::max(classes, m.classes);
+  for (int c = 0; c < classes; ++c) m_labels.push_back("class " + std::to_string(c));
+}
 
 ResultWriter::~ResultWriter() = default;
 
 Status ResultWriter::open() {
-  if (!m_args.out.empty() && !can_write_image(m_args.out))
+  if (!m_args.out.empty() && !out_is_folder(m_args.out) && !can_write_image(m_args.out))
     return invalid_argument("--out " + m_args.out +
                             ": cannot write an image with this name (use an extension OpenCV writes: .jpg, .png, "
-                            ".bmp, .ppm, ...)");
+                            ".bmp, .ppm, ..., or a folder: o/)");
   if (!m_args.out_video.empty()) DLR_RETURN_IF_ERROR(VideoWriter::check_name(m_args.out_video));
-  if (!m_args.labels_dir.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(m_args.labels_dir, ec))
-      return io_error("--labels-dir " + m_args.labels_dir + ": not a directory");
-  }
   m_files.clear();
   for (const ModelTag& m : m_models) {
     m_files.push_back(std::make_unique<ModelFiles>());
@@ -65,7 +106,7 @@ void ResultWriter::print_text(const Frame& frame, const std::vector<std::vector<
   for (size_t m = 0; m < m_models.size(); ++m) {
     const std::string tag = m_models[m].name.empty() ? std::string() : "[" + m_models[m].name + "] ";
     std::printf("%s%s: Predicted in %f milli-seconds.\n", tag.c_str(), frame.name.c_str(), infer_ms[m]);
-    std::istringstream lines(format_darknet(dets[m], m_names, img.width, img.height, m_args.ext_output));
+    std::istringstream lines(format_darknet(dets[m], m_labels, img.width, img.height, m_args.ext_output));
     for (std::string line; std::getline(lines, line);) std::printf("%s%s\n", tag.c_str(), line.c_str());
   }
 }
@@ -109,6 +150,22 @@ Status ResultWriter::write(const Frame& frame, const std::vector<std::vector<Det
   return Status();
 }
 
+Status ResultWriter::write_failure(const std::string& path, const std::string& message) {
+  if (!m_args.json) return Status();
+  const nlohmann::json j = {{"image", path}, {"error", message}};
+  std::printf("%s\n", j.dump().c_str());
+  if (std::fflush(stdout) != 0) return io_error("standard output: write failed");
+  return Status();
+}
+
+std::string ResultWriter::image_out_path(size_t m, const Frame& frame) {
+  const std::string& model = m_models[m].name;
+  if (!out_is_folder(m_args.out)) return indexed_name(model_file_name(m_args.out, model), m_images);
+  const std::filesystem::path source = std::filesystem::path(frame.path).filename();
+  const std::string name = model_file_name((std::filesystem::path(m_args.out) / source).string(), model);
+  return indexed_name(name, m_out_names[name]++);
+}
+
 Status ResultWriter::write_files(size_t m, const Frame& frame, const std::vector<Detection>& dets) {
   ModelFiles& f = *m_files[m];
   const std::string& model = m_models[m].name;
@@ -119,14 +176,13 @@ Status ResultWriter::write_files(size_t m, const Frame& frame, const std::vector
     DLR_RETURN_IF_ERROR(f.coco.append(coco_results(id, dets, m_models[m].classes, img.width, img.height)));
   }
   if (frame.kind == InputKind::kImage && !m_args.out.empty())
-    DLR_RETURN_IF_ERROR(
-        save_annotated(indexed_name(model_file_name(m_args.out, model), m_images), img, dets, m_names));
+    DLR_RETURN_IF_ERROR(save_annotated(image_out_path(m, frame), img, dets, m_labels));
   if (!m_args.out_video.empty()) {
     if (!f.video) {
       DLR_ASSIGN_OR_RETURN(f.video, VideoWriter::open(model_file_name(m_args.out_video, model), img.width, img.height,
                                                       m_video_fps));
     }
-    DLR_ASSIGN_OR_RETURN(LoadedImage annotated, annotate_image(img, dets, m_names));
+    DLR_ASSIGN_OR_RETURN(LoadedImage annotated, annotate_image(img, dets, m_labels));
     DLR_RETURN_IF_ERROR(f.video->write(annotated));
   }
   return Status();

@@ -108,7 +108,8 @@ Status write_trace(const std::string& path, Session& s) {
   return write_text_file(path, text);
 }
 
-// The most classes of a network's output layers; an error when `names` has fewer.
+// The most classes of a network's output layers; an error when `names` (read from
+// `names_file`, or none: classes labelled by index) has fewer.
 Expected<int> output_classes(const NetworkDesc& net, const std::vector<std::string>& names,
                              const std::string& names_file) {
   int classes = 0;
@@ -118,7 +119,7 @@ Expected<int> output_classes(const NetworkDesc& net, const std::vector<std::stri
                   : out_layer.kind == LayerKind::kGaussianYolo ? out_layer.gaussian_yolo().yolo.classes
                                                                : out_layer.yolo().classes;
     classes = std::max(classes, c);
-    if (c > int(names.size()))
+    if (!names.empty() && c > int(names.size()))
       return invalid_argument((names_file.empty() ? std::string("default COCO names") : names_file) + " has " +
                               std::to_string(names.size()) + " names but the cfg's output layer " +
                               std::to_string(y) + " has classes=" + std::to_string(c) + " (use --names)");
@@ -150,6 +151,19 @@ Expected<std::vector<ModelTag>> model_tags(const DlrunModels& models, const std:
   return tags;
 }
 
+// Without --names: the COCO names when every model has 80 classes (Darknet's default
+// model), else none (classes labelled by index) and one warning.
+std::vector<std::string> default_names(const std::vector<ModelTag>& tags) {
+  for (const ModelTag& t : tags) {
+    if (t.classes == 80) continue;
+    DLR_LOG_WARN("{} has {} classes and no names were given: classes are labelled by index (give --names FILE, a "
+                 "names file or a Darknet .data file)",
+                 t.name.empty() ? std::string("the model") : t.name, t.classes);
+    return {};
+  }
+  return coco_names();
+}
+
 // --print-plan and --save-plan.
 Status show_plans(const Args& a, const DlrunModels& models) {
   for (size_t m = 0; m < models.sessions.size(); ++m) {
@@ -168,19 +182,22 @@ Status show_plans(const Args& a, const DlrunModels& models) {
 
 // The frames of the inputs, a batch at a time, through every model to the outputs.
 struct FrameLoop {
-  FrameLoop(const Args& args, const DlrunModels& m, FrameReader& r, ResultWriter& w, ReportSink& rep)
-      : a(args), models(m), reader(r), writer(w), report(rep), batch_size(m.sessions.front()->options().batch),
+  FrameLoop(const Args& args, const DlrunModels& m, FrameReader& r, ResultWriter& w, ReportSink& rep, ProgressBar& p)
+      : a(args), models(m), reader(r), writer(w), report(rep), progress(p),
+        batch_size(m.sessions.front()->options().batch),
         batch(size_t(batch_size)), views(size_t(batch_size)), dets(m.sessions.size()), frame_dets(m.sessions.size()),
         ms(m.sessions.size()) {}
 
   // Until the inputs end, --max-frames, an error or SIGINT; each batch's time into *latency_ms.
-  Status run(ProgressBar& progress, std::vector<double>* latency_ms);
+  // An input that fails to read is reported and skipped (failed_input), not an error.
+  Status run(std::vector<double>* latency_ms);
 
   const Args& a;
   const DlrunModels& models;
   FrameReader& reader;
   ResultWriter& writer;
   ReportSink& report;
+  ProgressBar& progress;
   const int batch_size;  // --batch: every session's
   std::vector<Frame> batch;
   std::vector<ImageView> views;
@@ -188,6 +205,8 @@ struct FrameLoop {
   std::vector<std::vector<Detection>> frame_dets;         // [model] of one frame
   std::vector<double> ms;                                 // [model] inference time
   int64_t done = 0, inferences = 0;
+  int failed = 0;  // inputs that failed to read
+  bool stdout_on_terminal = false;
 
  private:
   // Up to --batch frames into `batch` (fewer at the end or at --max-frames); *end once
@@ -197,13 +216,19 @@ struct FrameLoop {
   Expected<double> detect(int n);
   // The batch's frames to the outputs, then each model's --report and --trace.
   Status write(int n);
+  // An input that failed to read: its error line on stderr, and in the --json output.
+  Status failed_input(const Status& error);
 };
 
 Expected<int> FrameLoop::read_batch(bool* end) {
   int n = 0;
   while (n < batch_size && !(a.max_frames > 0 && done + n >= a.max_frames)) {
-    DLR_ASSIGN_OR_RETURN(const bool got, reader.next(&batch[size_t(n)]));
-    if (!got) {
+    const Expected<bool> got = reader.next(&batch[size_t(n)]);
+    if (!got.ok()) {
+      DLR_RETURN_IF_ERROR(failed_input(got.status()));
+      continue;
+    }
+    if (!*got) {
       *end = true;
       break;
     }
@@ -211,6 +236,16 @@ Expected<int> FrameLoop::read_batch(bool* end) {
   }
   if (a.max_frames > 0 && done + n >= a.max_frames) *end = true;
   return n;
+}
+
+Status FrameLoop::failed_input(const Status& error) {
+  ++failed;
+  progress.hide();
+  std::fprintf(stderr, "%s: %s\n", kTool, error.message().c_str());
+  std::fflush(stderr);
+  DLR_RETURN_IF_ERROR(writer.write_failure(reader.failed_path(), error.message()));
+  progress.update(done + failed);
+  return Status();
 }
 
 Expected<double> FrameLoop::detect(int n) {
@@ -243,7 +278,7 @@ Status FrameLoop::write(int n) {
   return Status();
 }
 
-Status FrameLoop::run(ProgressBar& progress, std::vector<double>* latency_ms) {
+Status FrameLoop::run(std::vector<double>* latency_ms) {
   Status st;
   bool end = false;
   while (!end && st.ok() && !g_stop) {
@@ -253,10 +288,11 @@ Status FrameLoop::run(ProgressBar& progress, std::vector<double>* latency_ms) {
     const Expected<double> batch_ms = detect(*n);
     if (!batch_ms.ok()) return batch_ms.status();
     latency_ms->push_back(*batch_ms);
+    if (stdout_on_terminal) progress.hide();  // the detection lines go above the bar
     st = write(*n);
     ++inferences;
     done += *n;
-    progress.update(done);
+    progress.update(done + failed);
   }
   return st;
 }
@@ -279,8 +315,9 @@ Status run_frames(const Args& a, const DlrunModels& models, const std::vector<st
 
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  FrameLoop loop(a, models, reader, writer, report);
-  const Status st = loop.run(progress, &summary->latency_ms);
+  FrameLoop loop(a, models, reader, writer, report, progress);
+  loop.stdout_on_terminal = bar && ::isatty(STDOUT_FILENO);
+  const Status st = loop.run(&summary->latency_ms);
   std::signal(SIGINT, old_handler);
   progress.finish();
   if (g_stop) std::fprintf(stderr, "dlrun: interrupted after %lld frames; outputs closed\n", (long long)loop.done);
@@ -291,6 +328,7 @@ Status run_frames(const Args& a, const DlrunModels& models, const std::vector<st
   DLR_RETURN_IF_ERROR(rclosed);
   summary->frames = loop.done;
   summary->inferences = loop.inferences;
+  summary->failed = loop.failed;
   summary->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return Status();
 }
@@ -313,7 +351,7 @@ void memory_summary(const SessionOptions& opt, const DlrunModels& models, RunSum
 
 // The whole run; errors are values, the exit code is chosen by the caller.
 Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bool* show_summary) {
-  std::vector<std::string> names = coco_names();
+  std::vector<std::string> names;  // empty until the models' classes are known, without --names
   if (!a.names_file.empty()) {
     DLR_ASSIGN_OR_RETURN(names, read_class_names(a.names_file));
   }
@@ -322,6 +360,8 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   if (!plan_only) {
     DLR_ASSIGN_OR_RETURN(items, all_inputs(a));
   }
+  DLR_RETURN_IF_ERROR(check_image_only_outputs(a, items));
+  DLR_RETURN_IF_ERROR(create_output_folders(a));
   FrameReader reader(items);
   if (!plan_only) DLR_RETURN_IF_ERROR(reader.probe());
   bool streams = false;
@@ -329,6 +369,7 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
 
   DLR_ASSIGN_OR_RETURN(std::unique_ptr<DlrunModels> models, open_measured(a, opt, summary));
   DLR_ASSIGN_OR_RETURN(const std::vector<ModelTag> tags, model_tags(*models, names, a.names_file));
+  if (a.names_file.empty() && !plan_only) names = default_names(tags);
   DLR_RETURN_IF_ERROR(show_plans(a, *models));
   if (plan_only) return Status();
   DLR_RETURN_IF_ERROR(run_frames(a, *models, names, tags, reader, summary));
@@ -364,7 +405,10 @@ int run_dlrun(const Args& a) {
   Status st = run_all(a, *opt, &summary, &show);
   if (!st.ok()) return fail(kTool, st);
   if (show) std::fputs(summary_text(summary).c_str(), stderr);
-  return kExitOk;
+  if (summary.failed > 0 && summary.inputs > 1)
+    std::fprintf(stderr, "%s: %d of %d inputs failed (their errors above); exit code 1\n", kTool, summary.failed,
+                 summary.inputs);
+  return summary.failed > 0 ? kExitError : kExitOk;
 }
 
 }  // namespace dlr::tools
