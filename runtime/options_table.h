@@ -120,6 +120,11 @@
     "read block " + std::to_string(v) + " bytes: expected a multiple of 4096 from 4 KiB to 64 MiB")                   \
   /* storage: the prepared weight file ("": the user's cache, made on first use) */                                   \
   X(prepared_path, std::string, "", PUBLIC, true, "")                                                                 \
+  /* storage, the user's cache: its bound in bytes over the prepared files, least recently used evicted first;     \
+     -1: $DLR_CACHE_MAX_BYTES, else the smaller of 4 GiB and a tenth of its file system; 0: no bound              \
+     (runtime/storage/prepared_cache.h) */                                                                          \
+  X(cache_max_bytes, int64_t, -1, PUBLIC, v >= -1,                                                                  \
+    "cache bound " + std::to_string(v) + " bytes: expected -1 (DLR_CACHE_MAX_BYTES or the default), 0 (no bound) or a size") \
   /* storage: io_uring or a pool of pread threads (auto: io_uring where the kernel allows it) */                      \
   X(reader, ReaderKind, ReaderKind::kAuto, PUBLIC, true, "")                                                          \
   /* storage, CPU: once an inference's reads are done, read the next inference's first units while it computes */    \

@@ -95,11 +95,13 @@ Status Session::open_prepared(const std::string& cfg_path, const std::string& we
   if (plan.weights.empty()) return invalid_argument(cfg_path + ": the network has no weights to read from storage");
   std::string path = weights_path;
   DLR_ASSIGN_OR_RETURN(PreparedIdentity id, given_prepared ? PreparedIdentity() : prepared_identity(cfg_path, weights_path, plan));
+  PreparedUse in_use;  // the cached file's read lock until the source below holds its own
   if (!given_prepared) {
     bool built = false;
     const auto t0 = std::chrono::steady_clock::now();
     if (m_options.prepared_path.empty()) {
-      DLR_ASSIGN_OR_RETURN(path, ensure_prepared(id, plan, *m_source, &built));
+      DLR_ASSIGN_OR_RETURN(path, ensure_prepared(id, plan, *m_source, &built, PreparedCheck::kHeader, nullptr,
+                                                 {m_options.cache_max_bytes, &in_use}));
     } else {
       path = m_options.prepared_path;
       const Expected<PreparedFile> have = PreparedFile::open(path, plan, &id);

@@ -21,6 +21,7 @@
 #include "runtime/cache/cache_dir.h"
 #include "runtime/core/log.h"
 #include "runtime/storage/crc32c.h"
+#include "runtime/storage/prepared_cache.h"
 #include "runtime/storage/prepared_file_io.h"
 #include "runtime/weight_store.h"
 
@@ -80,6 +81,32 @@ struct TempFile {
   }
 };
 
+// Creates `path`.tmp.XXXXXX write-locked (prepared_cache.h): a cleaner that locked the
+// name first removes it, so once locked the name must still be ours, else try another.
+Status create_locked_temp(const std::string& path, TempFile* tmp) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    std::string templ = path + ".tmp.XXXXXX";
+    std::vector<char> name(templ.begin(), templ.end());
+    name.push_back('\0');
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) return io_error("cannot create a file in " + dirname_of(path) + " (for " + path + "): " + errno_text());
+    Fd owned(fd);
+    const int err = lock_whole_file(fd, true, false);
+    if (err == EAGAIN) continue;  // a cleaner holds it and will unlink it
+    struct stat by_name {}, by_fd {};
+    if (::stat(name.data(), &by_name) != 0 || ::fstat(fd, &by_fd) != 0 || by_name.st_ino != by_fd.st_ino)
+      continue;  // a cleaner removed it before our lock
+    if (err != 0) DLR_LOG_DEBUG("{}: no write lock ({}): a dead writer's file cannot be told from it", name.data(),
+                                std::strerror(err));
+    tmp->path = name.data();
+    tmp->fd = std::move(owned);
+    ::fchmod(fd, 0644);
+    return Status();
+  }
+  return io_error("cannot create a temporary file in " + dirname_of(path) + " (for " + path +
+                  "): every name was taken by another process's cleanup");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- identity
@@ -138,8 +165,9 @@ namespace {
 
 // write_prepared_file; *dest_failed: the failure was creating, writing or renaming the
 // file (the destination's fault: read-only media, no space), not reading the source.
+// *hold, when given: the written file's read lock (prepared_cache.h).
 Status write_prepared(const std::string& path, const ExecutionPlan& plan, WeightSource& source,
-                      const PreparedIdentity& id_in, bool* dest_failed) {
+                      const PreparedIdentity& id_in, bool* dest_failed, PreparedUse* hold = nullptr) {
   *dest_failed = false;
   const size_t n = plan.weights.size();
   if (n == 0 || n > kPreparedMaxBlobs)
@@ -167,18 +195,10 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
   const int64_t file_bytes = at;
 
   TempFile tmp;
-  {
-    std::string templ = path + ".tmp.XXXXXX";
-    std::vector<char> name(templ.begin(), templ.end());
-    name.push_back('\0');
-    const int fd = ::mkstemp(name.data());
-    *dest_failed = fd < 0;
-    if (fd < 0)
-      return io_error("cannot create a file in " + dirname_of(path) + " (for " + path + "): " + errno_text());
-    tmp.path = name.data();
-    tmp.fd = Fd(fd);
-    ::fchmod(fd, 0644);
-  }
+  remove_stale_temporaries(dirname_of(path), path.substr(path.rfind('/') + 1));
+  *dest_failed = true;
+  DLR_RETURN_IF_ERROR(create_locked_temp(path, &tmp));
+  *dest_failed = false;
 
   std::vector<unsigned char> header(size_t(header_bytes), 0);
   *dest_failed = true;
@@ -222,10 +242,15 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
   if (::pwrite(tmp.fd.get(), h, header.size(), 0) != ssize_t(header.size()))
     return io_error(tmp.path + ": writing the header failed: " + errno_text());
   if (::fsync(tmp.fd.get()) != 0) return io_error(tmp.path + ": fsync failed: " + errno_text());
-  tmp.fd.reset();
+  // The write lock is held through the rename (a cleaner would otherwise take the
+  // finished temporary for a dead writer's), then becomes the caller's read lock.
   if (::rename(tmp.path.c_str(), path.c_str()) != 0)
     return io_error("cannot rename " + tmp.path + " to " + path + ": " + errno_text());
   tmp.keep = true;
+  if (hold && lock_whole_file(tmp.fd.get(), false, false) == 0) {
+    *hold = PreparedUse(tmp.fd.release());
+  }
+  tmp.fd.reset();
   Fd dir(::open(dirname_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() >= 0) ::fsync(dir.get());  // the rename durable; best effort (some file systems refuse)
   *dest_failed = false;
@@ -243,15 +268,7 @@ Status write_prepared_file(const std::string& path, const ExecutionPlan& plan, W
 // ---------------------------------------------------------------- cache
 
 Expected<std::string> prepared_cache_path(const PreparedIdentity& id) {
-  Expected<std::string> base = user_cache_dir();
-  if (!base.ok())
-    return Status(base.status().code(), "prepared weight cache: " + base.status().message() +
-                                            ", or write one with dlrun --prepare OUT to writable storage");
-  const std::string dir = *base + "/prepared";
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return io_error("prepared weight cache: cannot create " + dir + ": " + errno_text() +
-                    " (set DLR_CACHE_DIR to a writable directory, or write the file with dlrun --prepare OUT to "
-                    "writable storage)");
+  DLR_ASSIGN_OR_RETURN(const std::string dir, prepared_cache_dir());
   // The key: everything of the cheap identity, nothing that needs the .weights bytes.
   std::vector<unsigned char> key(8 * 5 + 2);
   put_u64(key.data(), id.cfg_hash);
@@ -270,36 +287,56 @@ Expected<std::string> prepared_cache_path(const PreparedIdentity& id) {
   return dir + "/" + stem_of(id.cfg_path) + "-" + hex(XXH3_64bits(key.data(), key.size()), 16) + ".dlrw";
 }
 
+namespace {
+
+// Whether the cached file at `path` is valid for (id, plan): true with it read-locked
+// in *use; false (with *why when it exists) when it must be (re)built.
+Expected<bool> use_cached(const std::string& path, const PreparedIdentity& id, const ExecutionPlan& plan,
+                          PreparedCheck check, PreparedUse* use, std::string* why) {
+  DLR_ASSIGN_OR_RETURN(const bool present, PreparedUse::acquire(path, use));
+  if (!present) return false;
+  Expected<PreparedFile> f = PreparedFile::open(path, plan, &id);
+  Status valid = f.ok() ? Status() : f.status();
+  if (valid.ok() && check == PreparedCheck::kFull) valid = f->verify_all();
+  if (valid.ok()) return true;
+  use->release();
+  *why = valid.message();
+  DLR_LOG_WARN("rebuilding the prepared weight file: {}", *why);
+  return false;
+}
+
+}  // namespace
+
 Expected<std::string> ensure_prepared(const PreparedIdentity& id, const ExecutionPlan& plan, WeightSource& source,
-                                      bool* built, PreparedCheck check, std::string* why_rebuilt) {
+                                      bool* built, PreparedCheck check, std::string* why_rebuilt,
+                                      const PreparedCacheUse& cache) {
   if (built) *built = false;
   if (why_rebuilt) why_rebuilt->clear();
   DLR_ASSIGN_OR_RETURN(std::string path, prepared_cache_path(id));
+  const std::string dir = dirname_of(path), name = path.substr(dir.size() + 1);
+  DLR_ASSIGN_OR_RETURN(const int64_t bound, cache_bound_bytes(cache.max_bytes, dir));
+  remove_stale_temporaries(dir);
+  PreparedUse use;
   std::string why;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    Expected<PreparedFile> f = PreparedFile::open(path, plan, &id);
-    Status valid = f.ok() ? Status() : f.status();
-    if (valid.ok() && check == PreparedCheck::kFull) valid = f->verify_all();
-    if (valid.ok()) return path;
-    why = valid.message();
-    DLR_LOG_WARN("rebuilding the prepared weight file: {}", why);
-    if (why_rebuilt) *why_rebuilt = why;
-  } else if (errno != ENOENT) {
-    return io_error(path + ": cannot stat the prepared weight file: " + errno_text());
+  DLR_ASSIGN_OR_RETURN(const bool cached, use_cached(path, id, plan, check, &use, &why));
+  if (why_rebuilt) *why_rebuilt = why;
+  if (!cached) {
+    bool dest_failed = false;
+    Status w = write_prepared(path, plan, source, id, &dest_failed, &use);
+    if (!w.ok()) {
+      if (!dest_failed) return w;
+      return io_error("prepared weight cache " + dir + ": " + w.message() +
+                      (why.empty() ? std::string() : " (while replacing a stale entry: " + why + ")") +
+                      " (set DLR_CACHE_DIR to a writable directory, or write the file with dlrun --prepare OUT to "
+                      "writable storage)");
+    }
+    if (built) *built = true;
+    DLR_ASSIGN_OR_RETURN(PreparedFile check_again, PreparedFile::open(path, plan, &id));
+    (void)check_again;
   }
-  bool dest_failed = false;
-  Status w = write_prepared(path, plan, source, id, &dest_failed);
-  if (!w.ok()) {
-    if (!dest_failed) return w;
-    return io_error("prepared weight cache " + dirname_of(path) + ": " + w.message() +
-                    (why.empty() ? std::string() : " (while replacing a stale entry: " + why + ")") +
-                    " (set DLR_CACHE_DIR to a writable directory, or write the file with dlrun --prepare OUT to "
-                    "writable storage)");
-  }
-  if (built) *built = true;
-  DLR_ASSIGN_OR_RETURN(PreparedFile check_again, PreparedFile::open(path, plan, &id));
-  (void)check_again;
+  touch_used(path);
+  evict_prepared(dir, bound, name);
+  if (cache.hold) *cache.hold = std::move(use);
   return path;
 }
 

@@ -53,6 +53,7 @@
 #include "runtime/core/types.h"
 #include "runtime/options.h"
 #include "runtime/compile/plan.h"
+#include "runtime/storage/prepared_cache.h"
 #include "runtime/weight_source.h"
 
 namespace dlr {
@@ -97,6 +98,8 @@ Status hash_weights_content(PreparedIdentity* id);
 // weights content hash first when id.weights_hash is 0. `source` prepares the blobs
 // (weights_file_source: BN fold from the .weights). On failure nothing is left at
 // `path` (an existing file there is untouched) and the temporary file is removed.
+// The temporary is write-locked while it exists (prepared_cache.h); temporaries of
+// dead writers for the same `path` are removed first.
 Status write_prepared_file(const std::string& path, const ExecutionPlan& plan, WeightSource& source,
                            const PreparedIdentity& id);
 
@@ -156,6 +159,12 @@ enum class PreparedCheck {
   kFull,    // also verify_all() before reuse (reads the whole file)
 };
 
+// The cache's side of ensure_prepared (prepared_cache.h).
+struct PreparedCacheUse {
+  int64_t max_bytes = -1;        // the bound: SessionOptions::cache_max_bytes (cache_bound_bytes)
+  PreparedUse* hold = nullptr;   // when given: receives the returned file's read lock
+};
+
 // First use of storage mode: the path of a valid prepared file for (id, plan),
 // building it through `source` when it is absent, stale (another format version or
 // identity) or corrupt (a failed check); a rebuilt one is reported by a one-line
@@ -165,8 +174,12 @@ enum class PreparedCheck {
 // cannot be created): an error naming the directory and both fixes (DLR_CACHE_DIR
 // to a writable directory; dlrun --prepare OUT on writable storage). The caller
 // refuses storage mode then; it does not fall back to folding from the .weights.
+// Cache hygiene, every call: temporaries of dead writers in the cache are removed
+// first; the file used is marked used (access time) and, after it, the least recently
+// used files not in use are evicted until the cache is within its bound (the returned
+// file is never evicted). A bad DLR_CACHE_MAX_BYTES is an error naming it.
 Expected<std::string> ensure_prepared(const PreparedIdentity& id, const ExecutionPlan& plan, WeightSource& source,
                                       bool* built, PreparedCheck check = PreparedCheck::kHeader,
-                                      std::string* why_rebuilt = nullptr);
+                                      std::string* why_rebuilt = nullptr, const PreparedCacheUse& cache = {});
 
 }  // namespace dlr

@@ -75,6 +75,12 @@ class Fd {
     if (m_fd >= 0) ::close(m_fd);
     m_fd = -1;
   }
+  // Gives up ownership: returns the descriptor, which the caller closes.
+  int release() {
+    const int fd = m_fd;
+    m_fd = -1;
+    return fd;
+  }
 
  private:
   int m_fd;

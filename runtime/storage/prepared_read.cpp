@@ -282,6 +282,7 @@ class PreparedSource final : public WeightSource {
 Expected<std::unique_ptr<WeightSource>> prepared_file_source(const PreparedFile& file) {
   Fd fd(::open(file.path().c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return io_error(file.path() + ": cannot open the prepared weight file: " + errno_text());
+  lock_whole_file(fd.get(), false, true);  // in use while the source lives: never evicted (prepared_cache.h)
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || int64_t(st.st_size) != file.file_bytes())
     return io_error(file.path() + ": the prepared weight file changed since it was opened (size)");

@@ -133,6 +133,12 @@ void add_plan_and_reports(CLI::App& app, Args* a) {
                  "(no inputs)")
       ->type_name("OUT")
       ->group(g);
+  app.add_option("--cache", a->cache,
+                 "the prepared weight cache (--weights-from storage), then exit: list (each file, size, last use, "
+                 "model and precision) or clear (every file not in use, and temporaries of writers that died). "
+                 "Bound: DLR_CACHE_MAX_BYTES (docs/dlrun-io.md)")
+      ->type_name("list|clear")
+      ->group(g);
   app.add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->group(g);

@@ -56,6 +56,7 @@ struct Args {
   std::string log_level = "warn";
   // ---- prepare ----
   std::string prepare;  // --prepare OUT: write the prepared weight file and exit
+  std::string cache;    // --cache list|clear: the prepared weight cache, then exit (cache_command.h)
 };
 
 // Adds every option of dlrun to `app`, writing into *a (which must outlive app).

@@ -20,6 +20,7 @@
 #include "tools/common/session_flags.h"
 #include "tools/common/tool_support.h"
 #include "tools/common/video.h"
+#include "tools/dlrun/cache_command.h"
 #include "tools/dlrun/models.h"
 #include "tools/dlrun/result_writer.h"
 
@@ -384,6 +385,7 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
 }  // namespace
 
 int run_dlrun(const Args& a) {
+  if (const int rc = run_cache_command(a); rc >= 0) return rc;  // dlrun --cache list|clear
   Status usage = check_args(a);
   Expected<SessionOptions> opt = usage.ok() ? session_options(a) : Expected<SessionOptions>(usage);
   if (opt.ok()) usage = validate_options(*opt);

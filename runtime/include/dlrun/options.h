@@ -83,6 +83,9 @@ struct Options {
   int64_t read_block_bytes = int64_t(1) << 20;  // bytes per read request, a multiple of 4096
   std::string reader = "auto";        // "auto" (io_uring if available), "uring" or "threads"
   std::string prepared_path;          // the prepared weight file ("": the user's cache, made on first use)
+  int64_t cache_max_bytes = -1;       // the user's cache of prepared files: bound in bytes, least recently used
+                                      // evicted first; -1: $DLR_CACHE_MAX_BYTES, else min(4 GiB, 1/10 of its
+                                      // file system); 0: no bound
 };
 
 // Sets the field `name` of `options` from its text form, as the tools and the Python
