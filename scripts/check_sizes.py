@@ -61,7 +61,9 @@ def functions(path):
         if c == "\n":
             line += 1
         elif c == "{":
-            head = text[start:i].strip()
+            # Whitespace runs collapsed (blanked strings are long runs of spaces): HEAD's
+            # adjacent \s* would otherwise backtrack polynomially on them.
+            head = re.sub(r"\s+", " ", text[start:i]).strip()
             in_function = any(kind == "fn" for kind, _, _ in stack)
             kind = "block"
             if not in_function:
@@ -69,7 +71,7 @@ def functions(path):
                     kind = "scope"
                 elif HEAD.search(head) or INIT_LIST.search(head):
                     kind = "fn"
-            stack.append((kind, line, re.sub(r"\s+", " ", head[-100:])))
+            stack.append((kind, line, head[-100:]))
             start = i + 1
         elif c == "}":
             if stack:
