@@ -219,7 +219,7 @@ TEST(StorageCpu, PreparedFileMadeOnFirstUseAndReused) {
   SessionOptions host;
   auto d = Session::open(f.cfg, prepared, host);
   ASSERT_FALSE(d.ok());
-  EXPECT_NE(d.status().message().find("--weights-from storage"), std::string::npos) << d.status().message();
+  EXPECT_NE(d.status().message().find("weights_from storage"), std::string::npos) << d.status().message();
 }
 
 TEST(StorageCpu, TruncatedFileFailsOneInferenceThenTheSessionRecovers) {
