@@ -237,7 +237,7 @@ TEST(RuntimeGpu, ModelFromStorageMatchesPreloadBesideOthers) {
   zc.prepared_path = test::temp_dir() + "/yolov4-320-runtime.dlrw";
   auto refused = (*rt)->open(models[1].cfg, models[1].weights, zc);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("--zero-copy off"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("zero_copy off"), std::string::npos) << refused.status().message();
 }
 
 TEST(RuntimeGpu, FourThreadsGiveSingleRunDetectionsWithoutMemoryGrowth) {
