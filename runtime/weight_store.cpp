@@ -32,8 +32,8 @@ void HostBuffer::reset() {
 
 Expected<HostBuffer> HostBuffer::aligned(size_t bytes) {
   // From 2 MiB on: aligned to 2 MiB and advised as transparent huge pages, so that the
-  // first touch costs one page fault per 2 MiB instead of one per 4 KiB (in a VM, the
-  // faults of 4 KiB pages took most of a CPU open's weight preparation).
+  // first touch costs one page fault per 2 MiB instead of one per 4 KiB (why:
+  // docs/results/journal.md, 2026-11-28, CPU weight preparation).
   constexpr size_t kHuge = size_t(2) << 20;
   const size_t align = bytes >= kHuge ? kHuge : 4096;
   const size_t rounded = size_t(align_up(int64_t(bytes == 0 ? 1 : bytes), int64_t(align)));
