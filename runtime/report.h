@@ -18,6 +18,8 @@ struct LayerTiming {
   double end_ms = 0;
   double ready_ms = 0;
   int64_t weight_bytes = 0;  // bytes copied for this layer's weights in this run (stream mode)
+  int step = 0;              // the plan step (== layer unless a conv before it is sliced)
+  int slice = -1;            // >= 0: this row is one slice of a sliced conv (Step::slice)
   double ms() const { return end_ms - ready_ms; }
   double stall_ms() const { return ready_ms - start_ms; }
 };
@@ -25,7 +27,7 @@ struct LayerTiming {
 // One host-to-device weight copy of the last run() (stream mode).
 struct CopyTiming {
   int unit = 0;
-  int first_layer = 0;
+  int first_layer = 0;  // the first step that needs it (a layer unless the plan is sliced)
   int64_t bytes = 0;
   double start_ms = 0;  // ms from the start of the network
   double end_ms = 0;
@@ -35,7 +37,7 @@ struct CopyTiming {
 // ReadPlan, host clock, ms from the start of run().
 struct ReadTiming {
   int unit = 0;
-  int first_layer = 0;  // the first layer that needs it
+  int first_layer = 0;  // the first step that needs it (a layer unless the plan is sliced)
   int64_t bytes = 0;
   double start_ms = 0;  // first request submitted
   double end_ms = 0;    // last request landed

@@ -1,5 +1,6 @@
 #include "runtime/weight_source.h"
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -30,9 +31,19 @@ void convert_weights(const float* w, int64_t filters, int64_t cin, int64_t kk, L
       for (int64_t ci = 0; ci < cin; ++ci) store(out, o * per_filter + k * cin + ci, w[o * per_filter + ci * kk + k]);
 }
 
+// The folded fp32 weights and bias of the layer a thread prepared last, so that the
+// slices of a sliced layer (WeightBlob::filters) fold it once per thread, not per slice.
+struct FoldedLayer {
+  uint64_t source = 0;  // FileSource::m_id (0: none)
+  int layer = -1;
+  std::vector<float> weights, bias;
+};
+
+std::atomic<uint64_t> g_next_source_id{1};
+
 class FileSource final : public WeightSource {
  public:
-  FileSource(const NetworkDesc& net, const WeightsFile& file) : m_net(net), m_file(file) {}
+  FileSource(const NetworkDesc& net, const WeightsFile& file) : m_net(net), m_file(file), m_id(g_next_source_id++) {}
 
   // fp32 OIHW (or 1x1) blobs are folded straight into dst; the others through a
   // per-thread scratch of the folded fp32 weights, converted in one pass.
@@ -41,6 +52,7 @@ class FileSource final : public WeightSource {
       return internal_error(m_file.path() + ": plan blob names layer " + std::to_string(blob.layer) +
                             ", which the network does not have");
     const LayerDesc& layer = m_net.layers[size_t(blob.layer)];
+    if (blob.filters > 0) return prepare_slice(layer, blob, layout, static_cast<char*>(dst));
     const PreparedSizes sizes = prepared_sizes(layer);
     if (sizes.weights != blob.weight_elems || sizes.bias != blob.bias_elems)
       return internal_error("layer " + std::to_string(layer.index) + ": plan blob does not match the layer");
@@ -73,8 +85,45 @@ class FileSource final : public WeightSource {
   bool concurrent() const override { return true; }
 
  private:
+  // Filters [filter_begin, filter_begin + filters) of the layer, from its folded fp32
+  // weights (folded at most once per thread and layer).
+  Status prepare_slice(const LayerDesc& layer, const WeightBlob& blob, Layout layout, char* out) {
+    const PreparedSizes sizes = prepared_sizes(layer);
+    const ConvParams& p = layer.conv();
+    const int64_t per_filter = sizes.weights / p.filters;
+    if (blob.filter_begin < 0 || blob.filter_begin + blob.filters > p.filters ||
+        blob.weight_elems != int64_t(blob.filters) * per_filter || blob.bias_elems != blob.filters)
+      return internal_error("layer " + std::to_string(layer.index) + ": plan slice does not match the layer");
+    thread_local FoldedLayer folded;
+    if (folded.source != m_id || folded.layer != layer.index) {
+      folded.source = 0;
+      folded.weights.resize(size_t(sizes.weights));
+      folded.bias.resize(size_t(sizes.bias));
+      DLR_RETURN_IF_ERROR(prepare_conv(layer, m_file, folded.weights.data(), folded.bias.data()));
+      if (blob.dtype == DType::kF16) DLR_RETURN_IF_ERROR(check_fp16_range(layer, m_file.path(), folded.weights.data()));
+      folded.source = m_id;
+      folded.layer = layer.index;
+    }
+    const bool f16 = blob.dtype == DType::kF16;
+    zero_padding(blob, blob.weight_elems * (f16 ? 2 : 4), out);
+    std::memcpy(out + blob.bias_offset, folded.bias.data() + blob.filter_begin, size_t(blob.filters) * 4);
+    const float* w = folded.weights.data() + int64_t(blob.filter_begin) * per_filter;
+    const int64_t cin = layer.in.c / p.groups, kk = int64_t(p.size) * p.size;
+    if (f16) {
+      convert_weights(w, blob.filters, cin, kk, layout, out, [](char* o, int64_t i, float v) {
+        const uint16_t h = float_to_half(v);
+        std::memcpy(o + i * 2, &h, 2);
+      });
+    } else {
+      convert_weights(w, blob.filters, cin, kk, layout, out,
+                      [](char* o, int64_t i, float v) { std::memcpy(o + i * 4, &v, 4); });
+    }
+    return Status();
+  }
+
   const NetworkDesc& m_net;
   const WeightsFile& m_file;
+  const uint64_t m_id;  // tells this source's folded layers from another's (FoldedLayer)
 };
 
 }  // namespace

@@ -317,6 +317,8 @@ void conv2d(const ConvParams& p, const TensorView& in, const float* weights, con
 // Entry point of [convolutional] (cpu_ops.h OpCall).
 void run_conv(const OpCall& call) {
   conv2d(call.p<ConvParams>(), call.in[0], call.weights, call.bias, call.out, call.scratch, call.scratch_threads);
+  // A slice of a conv that wrote a packed scratch: into its channels of the layer's output.
+  for (int i = 0; i < call.n_copies; ++i) copy_channels(call.copies[i].first, call.copies[i].second);
 }
 
 }  // namespace dlr::cpu

@@ -573,10 +573,15 @@ Status run_conv(const OpCall& call) {
   if (call.n_in > 1) {
     if (call.concat == nullptr || call.cublas == nullptr)
       return internal_error("conv over " + std::to_string(call.n_in) + " inputs without its GEMMs");
-    return call.concat->run(call.cublas, call.in, call.n_in, call.weights, call.bias, call.out, call.stream);
+    DLR_RETURN_IF_ERROR(call.concat->run(call.cublas, call.in, call.n_in, call.weights, call.bias, call.out, call.stream));
+  } else {
+    DLR_RETURN_IF_ERROR(call.conv->run(call.cudnn, call.in[0], call.weights, call.bias, call.out, call.workspace,
+                                       call.workspace_bytes, call.stream));
   }
-  return call.conv->run(call.cudnn, call.in[0], call.weights, call.bias, call.out, call.workspace,
-                        call.workspace_bytes, call.stream);
+  // A slice of a conv that wrote a packed scratch: into its channels of the layer's output.
+  for (int i = 0; i < call.n_copies; ++i)
+    DLR_RETURN_IF_ERROR(copy_channels(call.copies[i].first, call.copies[i].second, call.stream));
+  return Status();
 }
 
 }  // namespace dlr::cuda

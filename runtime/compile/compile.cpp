@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "loaders/network_desc.h"
+#include "runtime/compile/slicing.h"
+#include "runtime/compile/slot_choice.h"
 
 namespace dlr {
 namespace {
@@ -45,6 +47,12 @@ void take_placement(PlacementState& s, CompiledModel* m) {
   m->auto_preload_ms = s.auto_preload_ms;
   m->wants_layer_times = s.wants_times;
   for (std::string& n : s.notes) m->notes.push_back(std::move(n));
+}
+
+SliceOptions slice_options(const SessionOptions& options) {
+  SliceOptions s;
+  s.max_blob_bytes = options.slot_bytes;
+  return s;
 }
 
 }  // namespace
@@ -114,6 +122,11 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   m.engine = engine_settings(options, inputs);
   m.letterbox = options.letterbox < 0 ? net.net.letter_box : options.letterbox != 0;
   DLR_ASSIGN_OR_RETURN(m.plan, build_plan(net, planner_options(options.device, options)));
+  DLR_ASSIGN_OR_RETURN(const int64_t slot, choose_slot_bytes(m.plan, target, options, inputs.placement != nullptr));
+  DLR_RETURN_IF_ERROR(slice_plan(&m.plan, SliceOptions{slot, 8}, net.cfg_path));
+  if (slot > 0 && options.slot_bytes == 0)
+    m.notes.push_back(fmt("slices: the budget is below the smallest pool of whole layers; layers above %.2f MiB run "
+                          "in slices", mib(slot)));
   if (!inputs.layer_ms.empty() && inputs.layer_ms.size() != m.plan.steps.size())
     return invalid_argument("compile: " + std::to_string(inputs.layer_ms.size()) + " kernel times for " +
                             std::to_string(m.plan.steps.size()) + " steps");
@@ -159,7 +172,9 @@ Expected<ExecutionPlan> plan_for_prepare(const NetworkDesc& net, const SessionOp
   SessionOptions storage = options;
   storage.weights_from = WeightsFrom::kStorage;
   storage.mode = options.device == DeviceKind::kCUDA ? WeightMode::kStream : options.mode;
-  return build_plan(net, planner_options(options.device, storage));
+  DLR_ASSIGN_OR_RETURN(ExecutionPlan plan, build_plan(net, planner_options(options.device, storage)));
+  DLR_RETURN_IF_ERROR(slice_plan(&plan, slice_options(options), net.cfg_path));
+  return plan;
 }
 
 }  // namespace dlr

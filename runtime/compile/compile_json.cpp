@@ -96,7 +96,7 @@ void from_json(const nlohmann::json& j, P& p) {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Buffer, id, offset, bytes, dtype, layout, c, h, w, first_step, last_step,
                                    owner_layer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ViewRef, buffer, c_offset, c)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBlob, layer, weight_elems, bias_elems, dtype, bias_offset, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WeightBlob, layer, step, filter_begin, filters, weight_elems, bias_elems, dtype, bias_offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlannerOptions, batch, layout, activation_dtype, weight_dtype, concat_in_place,
                                    alignment, weight_align, keep_all_outputs, conv_strided_io, in_place,
                                    conv_over_concat)
@@ -136,6 +136,11 @@ void to_json(nlohmann::json& j, const Step& s) {
   j = {{"layer", s.layer}, {"kind", s.kind},     {"cfg_line", s.cfg_line}, {"in", s.in},
        {"out", s.out},     {"inputs", s.inputs}, {"output", s.output},     {"copies", s.copies},
        {"no_op", s.no_op}, {"weight", s.weight}};
+  if (s.slice >= 0) {
+    j["slice"] = s.slice;
+    j["slices"] = s.slices;
+    j["filter_begin"] = s.filter_begin;
+  }
   std::visit([&](const auto& p) { j["params"] = p; }, s.params);
 }
 
@@ -150,6 +155,9 @@ void from_json(const nlohmann::json& j, Step& s) {
   j.at("copies").get_to(s.copies);
   j.at("no_op").get_to(s.no_op);
   j.at("weight").get_to(s.weight);
+  s.slice = j.value("slice", -1);
+  s.slices = j.value("slices", 0);
+  s.filter_begin = j.value("filter_begin", 0);
   const nlohmann::json& p = j.at("params");
   // The params struct of the step's kind (DLR_OPS).
   switch (s.kind) {
@@ -180,6 +188,16 @@ void from_json(const nlohmann::json& j, ExecutionPlan& p) {
   j.at("weights").get_to(p.weights);
   j.at("arena_bytes").get_to(p.arena_bytes);
   j.at("naive_bytes").get_to(p.naive_bytes);
+  // Derived: step positions, each layer's first step; a record from before slicing
+  // has no blob "step" (its steps are its layers).
+  p.layer_step.assign(p.layer_out.size(), 0);
+  for (size_t i = p.steps.size(); i-- > 0;) {
+    p.steps[i].index = int(i);
+    if (p.steps[i].layer >= 0 && size_t(p.steps[i].layer) < p.layer_step.size()) p.layer_step[size_t(p.steps[i].layer)] = int(i);
+  }
+  const nlohmann::json& w = j.at("weights");
+  for (size_t b = 0; b < p.weights.size(); ++b)
+    if (!w[b].contains("step")) p.weights[b].step = p.weights[b].layer;
 }
 
 namespace {

@@ -1,7 +1,9 @@
 // ExecutionPlan: everything an executor needs, computed before the first
 // inference and printable/testable without a GPU.
 //
-//  - order: one Step per layer, in layer order;
+//  - order: one Step per layer, in layer order, except that a sliced conv layer
+//    (runtime/compile/slicing.h) runs as several consecutive steps, one per slice
+//    of its output channels;
 //  - activations: every layer output lives in a Buffer (a byte range of one
 //    arena) or is a channel-slice view of one; buffers get offsets from a
 //    liveness analysis so memory is reused;
@@ -40,7 +42,8 @@ struct ViewRef {
 };
 
 struct Step {
-  int layer = 0;
+  int index = 0;          // position in ExecutionPlan::steps (== layer unless a layer before it is sliced)
+  int layer = 0;          // the network layer it runs (or a slice of)
   LayerKind kind = LayerKind::kConv;
   int cfg_line = 0;       // of the layer's [section] header, for messages
   Shape3 in;              // per-image shape of inputs[0] (route/shortcut: the previous layer, as Darknet prints)
@@ -52,12 +55,22 @@ struct Step {
   std::vector<std::pair<ViewRef, ViewRef>> copies;
   bool no_op = false;  // nothing to run (dropout, route that is a pure view or fully in place)
   int weight = -1;     // index into ExecutionPlan::weights, -1 for none
+  // A slice of a conv layer (slice >= 0): it computes output channels [filter_begin,
+  // filter_begin + out.c) of the layer; params hold the slice's filter count. Where the
+  // output's layout cannot take a channel slice (NHWC), `output` is a packed scratch
+  // buffer and `copies` moves it into the layer's output after the conv.
+  int slice = -1;
+  int slices = 0;         // slices of the layer (0: not sliced)
+  int filter_begin = 0;
 };
 
 // Prepared weights of one conv layer as one contiguous blob:
 // [weights (weight_elems x dtype)] [pad] [bias (bias_elems x f32) at bias_offset] [pad to 256].
 struct WeightBlob {
-  int layer = 0;
+  int layer = 0;              // the network layer
+  int step = 0;               // the step reading it (== layer unless the plan is sliced)
+  int filter_begin = 0;       // a slice: output channels [filter_begin, filter_begin + filters)
+  int filters = 0;            // of the layer; 0: the whole layer
   int64_t weight_elems = 0;  // prepared conv weights (layout chosen by the backend)
   int64_t bias_elems = 0;
   DType dtype = DType::kF32;  // of the weights; bias is always f32
@@ -95,7 +108,8 @@ struct ExecutionPlan {
   Shape3 input_shape;
   int input_buffer = -1;
   std::vector<Buffer> buffers;
-  std::vector<Step> steps;        // steps[i].layer == i
+  std::vector<Step> steps;        // steps[i].index == i; in layer order
+  std::vector<int> layer_step;    // per layer: its first step
   std::vector<ViewRef> layer_out; // output view of every layer (== steps[i].output)
   // Layers whose outputs are the network outputs (is_output_kind: [yolo], [region],
   // [Gaussian_yolo]), in layer order: whole f32 NCHW buffers live to the end.
@@ -109,7 +123,8 @@ struct ExecutionPlan {
   const Buffer& buffer(const ViewRef& v) const { return buffers[size_t(v.buffer)]; }
   std::string to_text() const;  // human-readable, one line per step
   // Parameters of a [yolo] output layer.
-  const YoloParams& yolo(int layer) const { return std::get<YoloParams>(steps[size_t(layer)].params); }
+  const YoloParams& yolo(int layer) const { return std::get<YoloParams>(step_of(layer).params); }
+  const Step& step_of(int layer) const { return steps[size_t(layer_step[size_t(layer)])]; }
 };
 
 struct NetworkDesc;

@@ -40,6 +40,9 @@ std::string ExecutionPlan::to_text() const {
     for (const auto& cp : st.copies) reads += (reads.empty() ? "copy " : ",copy ") + view_text(cp.first, *this);
     std::string w = "-";
     if (st.weight >= 0) w = "w" + std::to_string(st.weight) + " " + mib(weights[size_t(st.weight)].bytes);
+    if (st.slice >= 0)
+      w += " slice " + std::to_string(st.slice + 1) + "/" + std::to_string(st.slices) + " of filters [" +
+           std::to_string(st.filter_begin) + "," + std::to_string(st.filter_begin + st.out.c) + ")";
     std::string out = view_text(st.output, *this);
     if (st.no_op) out += " (view)";
     std::snprintf(line, sizeof(line), "%4d %-9s %-22s %-16s %-27s %s\n", st.layer, layer_kind_name(st.kind),

@@ -95,10 +95,13 @@ class Planner {
     make_buffers(&plan);
     plan.steps.resize(size_t(n_layers));
     plan.layer_out.resize(size_t(n_layers));
+    plan.layer_step.resize(size_t(n_layers));
     for (const LayerDesc& l : m_net.layers) {
       const size_t i = size_t(l.index);
       Step& s = plan.steps[i];
+      s.index = l.index;
       s.layer = l.index;
+      plan.layer_step[i] = l.index;
       s.kind = l.kind;
       s.cfg_line = l.cfg_line;
       s.in = l.in;
@@ -384,6 +387,7 @@ class Planner {
       if (l.kind != LayerKind::kConv) continue;
       WeightBlob w;
       w.layer = l.index;
+      w.step = l.index;
       w.weight_elems = l.weight_count();
       w.bias_elems = l.bias_count();
       w.dtype = m_opt.weight_dtype;

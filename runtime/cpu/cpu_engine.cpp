@@ -150,7 +150,7 @@ Status CpuEngine::set_input(const float* nchw, int n) {
 }
 
 void CpuEngine::run_step(const Step& s) {
-  const StepViews& v = m_views[size_t(s.layer)];
+  const StepViews& v = m_views[size_t(s.index)];
   cpu::OpCall call;
   call.layer = s.layer;
   call.params = &s.params;
@@ -188,7 +188,7 @@ Status CpuEngine::run_storage() {
   m_pipeline->start();
   for (const Step& s : m_plan.steps) {
     const auto start = Clock::now();
-    const int unit = m_reads.layer_read_unit[size_t(s.layer)];
+    const int unit = m_reads.layer_read_unit[size_t(s.index)];
     if (unit >= 0) {
       Status st = m_pipeline->wait_unit(unit);
       if (!st.ok()) {
@@ -199,9 +199,9 @@ Status CpuEngine::run_storage() {
     }
     const auto ready = Clock::now();
     if (!s.no_op || !s.copies.empty()) run_step(s);
-    if (m_reads.layer_releases[size_t(s.layer)]) m_pipeline->progress(s.layer);
-    LayerTiming& t = m_timings[size_t(s.layer)];
-    t = LayerTiming{s.layer, ms_since(start), ms_since(Clock::now()), ms_since(ready), 0};
+    if (m_reads.layer_releases[size_t(s.index)]) m_pipeline->progress(s.index);
+    LayerTiming& t = m_timings[size_t(s.index)];
+    t = LayerTiming{s.layer, ms_since(start), ms_since(Clock::now()), ms_since(ready), 0, s.index, s.slice};
     t.weight_bytes = s.weight >= 0 ? m_plan.weights[size_t(s.weight)].bytes : 0;
   }
   DLR_RETURN_IF_ERROR(m_pipeline->finish());
@@ -222,7 +222,7 @@ Status CpuEngine::run() {
     const auto start = Clock::now();
     if (!s.no_op || !s.copies.empty()) run_step(s);
     const double begin = ms_since(start);
-    m_timings[size_t(s.layer)] = LayerTiming{s.layer, begin, ms_since(Clock::now()), begin, 0};
+    m_timings[size_t(s.index)] = LayerTiming{s.layer, begin, ms_since(Clock::now()), begin, 0, s.index, s.slice};
   }
   m_last_ms = ms_since(Clock::now());
   return Status();
@@ -234,7 +234,7 @@ const float* CpuEngine::output(int layer, int image) const {
 }
 
 Status CpuEngine::read_layer(int layer, int image, std::vector<float>* out) const {
-  if (layer < 0 || layer >= int(m_plan.steps.size()) || image < 0 || image >= m_plan.options.batch)
+  if (layer < 0 || layer >= int(m_plan.layer_out.size()) || image < 0 || image >= m_plan.options.batch)
     return invalid_argument("read_layer: layer or image out of range");
   const TensorView v = view(m_plan.layer_out[size_t(layer)]);
   const Buffer& b = m_plan.buffer(m_plan.layer_out[size_t(layer)]);

@@ -130,11 +130,11 @@ Status CudaEngine::alloc_workspace_and_outputs() {
     m_workspace_bytes = m_workspace.bytes();
   }
   // Outputs: every yolo layer, f32, pinned for the final download.
-  m_output_offsets.assign(m_plan.steps.size(), -1);
+  m_output_offsets.assign(m_plan.layer_out.size(), -1);
   int64_t out_floats = 0;
   for (int y : m_plan.output_layers) {
     m_output_offsets[size_t(y)] = out_floats;
-    out_floats += int64_t(m_plan.options.batch) * m_plan.steps[size_t(y)].out.count();
+    out_floats += int64_t(m_plan.options.batch) * m_plan.step_of(y).out.count();
   }
   DLR_ASSIGN_OR_RETURN(m_outputs, PinnedBuffer::alloc(size_t(out_floats) * 4));
   DLR_RETURN_IF_ERROR(reserve_images(m_options.max_image_width, m_options.max_image_height));
@@ -159,11 +159,11 @@ Status CudaEngine::reserve_images(int max_width, int max_height) {
 const float* CudaEngine::output(int layer, int image) const {
   const int64_t off = m_output_offsets[size_t(layer)];
   DLR_ASSERT(off >= 0);
-  return static_cast<const float*>(m_outputs.data()) + off + int64_t(image) * m_plan.steps[size_t(layer)].out.count();
+  return static_cast<const float*>(m_outputs.data()) + off + int64_t(image) * m_plan.step_of(layer).out.count();
 }
 
 Status CudaEngine::read_layer(int layer, int image, std::vector<float>* out) const {
-  if (layer < 0 || layer >= int(m_plan.steps.size()) || image < 0 || image >= m_plan.options.batch)
+  if (layer < 0 || layer >= int(m_plan.layer_out.size()) || image < 0 || image >= m_plan.options.batch)
     return invalid_argument("read_layer: layer or image out of range");
   const ViewRef ref = m_plan.layer_out[size_t(layer)];
   if (ref.buffer < 0 || m_plan.buffer(ref).last_step < int(m_plan.steps.size()))

@@ -129,7 +129,7 @@ Status CudaEngine::make_concat_conv(const Step& st, const std::string& cfg_path)
   auto cc = cuda::ConcatConv::create(std::get<ConvParams>(st.params), m_options.precision, parts.data(),
                                      int(parts.size()), view(st.output));
   if (!cc.ok()) return layer_error(cfg_path, st, cc.status());
-  m_concat_convs[size_t(st.layer)] = std::move(cc).value();
+  m_concat_convs[size_t(st.index)] = std::move(cc).value();
   if (!m_cublas) {
     DLR_ASSIGN_OR_RETURN(m_cublas, cuda::make_cublas());
   }
@@ -168,7 +168,7 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
   timing.conv_workspace_ms += ci.workspace_ms;
   (*chosen)[conv_key] = ConvAlgoChoice{int((*conv)->algo()), int64_t((*conv)->workspace_bytes())};
   m_workspace_need = std::max(m_workspace_need, (*conv)->workspace_bytes());
-  m_convs[size_t(st.layer)] = std::move(conv).value();
+  m_convs[size_t(st.index)] = std::move(conv).value();
   return Status();
 }
 

@@ -93,9 +93,9 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
   if (st.weight >= 0) {
     const WeightBlob& wb = m_plan.weights[size_t(st.weight)];
     const char* blob = blob_ptr(st.weight);
-    call.conv = m_convs[size_t(st.layer)].get();
+    call.conv = m_convs[size_t(st.index)].get();
     call.cudnn = m_cudnn.get();
-    call.concat = m_concat_convs[size_t(st.layer)].get();
+    call.concat = m_concat_convs[size_t(st.index)].get();
     call.cublas = m_cublas.get();
     call.weights = blob;
     call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);

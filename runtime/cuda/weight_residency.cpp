@@ -184,7 +184,7 @@ Status CudaEngine::make_ring_events() {
       if (m_stream_plan.blob_host_offset[b] + m_plan.weights[b].bytes >= t) break;
     }
     if (b == m_plan.weights.size()) break;
-    const int layer = m_plan.weights[b].layer;
+    const int layer = m_plan.weights[b].step;
     if (!m_release_layer.empty() && m_release_layer.back() == layer) continue;
     m_release_layer.push_back(layer);
     m_release_end.push_back(m_stream_plan.blob_host_offset[b] + m_plan.weights[b].bytes);
@@ -315,7 +315,7 @@ Status CudaEngine::enqueue_network(bool profile) {
     DLR_CUDA_CHECK(cudaEventRecord(m_join.get(), ps));
     DLR_CUDA_CHECK(cudaStreamWaitEvent(cs, m_join.get(), 0));
   } else {
-    for (const Step& st : m_plan.steps) DLR_RETURN_IF_ERROR(enqueue_layer(st.layer));
+    for (const Step& st : m_plan.steps) DLR_RETURN_IF_ERROR(enqueue_layer(st.index));
   }
   return enqueue_outputs(cs);
 }
@@ -408,11 +408,13 @@ Status CudaEngine::read_profile(bool prefetched) {
   };
   const bool copies = m_streaming && !m_stream_plan.resident;
   for (const Step& st : m_plan.steps) {
-    LayerTiming& t = m_timings[size_t(st.layer)];
+    LayerTiming& t = m_timings[size_t(st.index)];
     t.layer = st.layer;
-    DLR_RETURN_IF_ERROR(since_start(m_ev_layer_start[size_t(st.layer)], &t.start_ms));
-    DLR_RETURN_IF_ERROR(since_start(m_ev_layer_ready[size_t(st.layer)], &t.ready_ms));
-    DLR_RETURN_IF_ERROR(since_start(m_ev_layer_end[size_t(st.layer)], &t.end_ms));
+    t.step = st.index;
+    t.slice = st.slice;
+    DLR_RETURN_IF_ERROR(since_start(m_ev_layer_start[size_t(st.index)], &t.start_ms));
+    DLR_RETURN_IF_ERROR(since_start(m_ev_layer_ready[size_t(st.index)], &t.ready_ms));
+    DLR_RETURN_IF_ERROR(since_start(m_ev_layer_end[size_t(st.index)], &t.end_ms));
     t.weight_bytes = copies && st.weight >= 0 ? m_plan.weights[size_t(st.weight)].bytes : 0;
   }
   m_copy_timings.clear();

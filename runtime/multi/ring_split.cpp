@@ -41,7 +41,7 @@ void note_releases(const ExecutionPlan& plan, const StreamPlan& stream, const Si
   p->releases.clear();
   for (size_t b = 0; b < plan.weights.size(); ++b) {
     if (!stream.in_ring(int(b))) continue;
-    const int layer = plan.weights[b].layer;
+    const int layer = plan.weights[b].step;
     p->releases.push_back({stream.blob_host_offset[b] + plan.weights[b].bytes, sim.layer_end_ms[size_t(layer)]});
   }
 }

@@ -68,10 +68,14 @@ Report Session::last_report() const {
     const char* type = (l.layer >= 0 && size_t(l.layer) < net.layers.size())
                            ? dlr::layer_row(net.layers[size_t(l.layer)].kind).sections[0]
                            : "";
-    r.layers.push_back(LayerTiming{l.layer, type, l.start_ms, l.ready_ms, l.end_ms, l.weight_bytes});
+    r.layers.push_back(LayerTiming{l.layer, type, l.start_ms, l.ready_ms, l.end_ms, l.weight_bytes, l.slice});
   }
-  for (const dlr::CopyTiming& c : e.copy_timings())
-    r.copies.push_back(CopyTiming{c.unit, c.first_layer, c.bytes, c.start_ms, c.end_ms});
+  const dlr::ExecutionPlan& plan = m_impl->s->plan();
+  for (const dlr::CopyTiming& c : e.copy_timings()) {  // the engine names a copy's first step
+    const int layer = c.first_layer >= 0 && size_t(c.first_layer) < plan.steps.size()
+                          ? plan.steps[size_t(c.first_layer)].layer : c.first_layer;
+    r.copies.push_back(CopyTiming{c.unit, layer, c.bytes, c.start_ms, c.end_ms});
+  }
   const dlr::MemoryReport m = e.memory();
   r.memory = MemoryReport{m.weights, m.activations, m.workspace, m.other, m.host_weights};
   return r;

@@ -105,6 +105,7 @@ py::dict report_dict(const dlrun::Report& r) {
     d["layer"] = l.layer; d["type"] = l.type; d["start_ms"] = l.start_ms; d["ready_ms"] = l.ready_ms;
     d["end_ms"] = l.end_ms; d["kernel_ms"] = l.kernel_ms(); d["stall_ms"] = l.stall_ms();
     d["weight_bytes"] = l.weight_bytes;
+    if (l.slice >= 0) d["slice"] = l.slice;
     layers.append(d);
   }
   for (const auto& c : r.copies) {

@@ -78,7 +78,7 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     if (r.simulations >= staging.max_simulations) break;
     const WeightBlob& w = plan.weights[size_t(b)];
     int free_after = 0;
-    const int64_t o = place(taken, plan.arena_bytes, w.bytes, w.layer, &free_after);
+    const int64_t o = place(taken, plan.arena_bytes, w.bytes, w.step, &free_after);
     if (o < 0) continue;
     StreamOptions t = so;
     t.arena_offset = r.offset;
@@ -94,7 +94,7 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     r.wait = std::move(t.arena_wait);
     r.plan = std::move(p).value();
     r.predicted_ms = ms;
-    taken.push_back({o, w.bytes, free_after + 1, w.layer});
+    taken.push_back({o, w.bytes, free_after + 1, w.step});
   }
   for (size_t b = 0; b < n; ++b)
     if (r.offset[b] >= 0) {

@@ -161,7 +161,7 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
     if (!open) {
       open = true;
       cur.first_blob = int(b);
-      cur.first_layer = plan.weights[b].layer;
+      cur.first_layer = plan.weights[b].step;
     }
     cur.last_blob = int(b);
     blob_in_unit[b] = cur.bytes;
@@ -173,7 +173,7 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
   DLR_RETURN_IF_ERROR(resolve_staging(&r, options));
   const std::vector<int> latest = place_fifo(&r.units, r.staging_bytes);
   // The last layer reading a unit's blobs (blobs are read by their own layer only).
-  auto last_layer = [&](const ReadUnit& u) { return plan.weights[size_t(u.last_blob)].layer; };
+  auto last_layer = [&](const ReadUnit& u) { return plan.weights[size_t(u.last_blob)].step; };
   r.layer_read_unit.assign(plan.steps.size(), -1);
   r.layer_releases.assign(plan.steps.size(), 0);
   for (size_t i = 0; i < r.units.size(); ++i) {
@@ -189,7 +189,7 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
     for (int b = u.first_blob; b <= u.last_blob; ++b)
       if (r.blob_read_unit[size_t(b)] == int(i)) {
         r.blob_staging_offset[size_t(b)] = u.staging_offset + blob_in_unit[size_t(b)];
-        r.layer_read_unit[size_t(plan.weights[size_t(b)].layer)] = int(i);
+        r.layer_read_unit[size_t(plan.weights[size_t(b)].step)] = int(i);
       }
   }
   plan_read_ahead(plan, &r);
@@ -254,7 +254,7 @@ void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r) {
   const int n = int(r->units.size());
   for (const ReadUnit& u : r->units) {  // a plan read from JSON is checked before it is trusted
     if (u.last_blob < 0 || size_t(u.last_blob) >= plan.weights.size()) return;
-    const int layer = plan.weights[size_t(u.last_blob)].layer;
+    const int layer = plan.weights[size_t(u.last_blob)].step;
     if (layer < 0 || size_t(layer) >= plan.steps.size()) return;
   }
   // The leading units that overlap nothing earlier in their inference wait, when read for
@@ -267,7 +267,7 @@ void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r) {
     for (int v = n; v-- > 0;) {
       const ReadUnit& o = r->units[size_t(v)];
       if (o.staging_offset < u.staging_offset + u.bytes && u.staging_offset < o.staging_offset + o.bytes) {
-        u.wait_layer_prev = plan.weights[size_t(o.last_blob)].layer;
+        u.wait_layer_prev = plan.weights[size_t(o.last_blob)].step;
         r->layer_releases[size_t(u.wait_layer_prev)] = 1;
         break;
       }

@@ -82,7 +82,7 @@ std::vector<double> stall_per_byte(const ExecutionPlan& plan, const SimResult& s
   const size_t n = plan.weights.size();
   std::vector<double> stall(n, 0.0);
   for (size_t b = 0; b < n; ++b) {
-    const int l = plan.weights[b].layer;
+    const int l = plan.weights[b].step;
     double prev_end = 0;
     for (int k = l - 1; k >= 0; --k)
       if (sim.layer_end_ms[size_t(k)] > 0) {

@@ -81,7 +81,7 @@ class Simulation {
   void check_war_geometry();
   void check_staged();
   void check_war_slots();
-  double blob_reader_end(int b) const { return m_r.layer_end_ms[size_t(m_plan.weights[size_t(b)].layer)]; }
+  double blob_reader_end(int b) const { return m_r.layer_end_ms[size_t(m_plan.weights[size_t(b)].step)]; }
 
   const ExecutionPlan& m_plan;
   const StreamPlan& m_stream;
@@ -382,7 +382,7 @@ void Simulation::check_staged() {
   for (const TransferUnit& tu : m_stream.units) {
     if (!tu.in_arena || !m_issued[size_t(tu.index)]) continue;
     const int b = tu.first_blob;
-    const int reader = m_plan.weights[size_t(b)].layer;
+    const int reader = m_plan.weights[size_t(b)].step;
     const double start = m_r.copy_start_ms[size_t(tu.index)];
     auto space = [&](int64_t off, int64_t bytes) { return off < tu.pool_offset + tu.bytes && tu.pool_offset < off + bytes; };
     for (const Buffer& buf : m_plan.buffers) {
@@ -448,7 +448,9 @@ std::vector<double> model_layer_ms(const NetworkDesc& net, const ExecutionPlan& 
     if (st.no_op && st.copies.empty()) continue;
     double t = kernel_us * 1e-3;
     if (st.kind == LayerKind::kConv) {
-      t += net.layers[size_t(st.layer)].gflops() * batch / gflops_per_s * 1e3;
+      // A slice does its share of the layer's work.
+      const double share = st.slice >= 0 ? double(st.out.c) / net.layers[size_t(st.layer)].out.c : 1.0;
+      t += net.layers[size_t(st.layer)].gflops() * share * batch / gflops_per_s * 1e3;
     } else {
       double bytes = 0;
       if (st.kind == LayerKind::kRoute) {
@@ -459,7 +461,7 @@ std::vector<double> model_layer_ms(const NetworkDesc& net, const ExecutionPlan& 
       }
       t += bytes / (mem_gbps * 1e9) * 1e3;
     }
-    ms[size_t(st.layer)] = t;
+    ms[size_t(st.index)] = t;
   }
   return ms;
 }

@@ -144,7 +144,7 @@ void TwoStageSimulation::read_up_to(int g, int u) {
 // Every weighted layer reads its blob from a unit that brings it.
 void TwoStageSimulation::check_blob_reads() {
   for (size_t b = 0; b < m_plan.weights.size(); ++b) {
-    const int layer = m_plan.weights[b].layer;
+    const int layer = m_plan.weights[b].step;
     const int u = b < m_reads.blob_read_unit.size() ? m_reads.blob_read_unit[b] : -1;
     if (u < 0) continue;  // resident
     if (layer < 0 || layer >= m_steps || m_reads.layer_read_unit[size_t(layer)] != u)
@@ -162,7 +162,7 @@ void TwoStageSimulation::check_staging(int g, int u) {
       if (a.staging_offset >= o.staging_offset + o.bytes || o.staging_offset >= a.staging_offset + a.bytes) continue;
       for (int b = o.first_blob; b <= o.last_blob; ++b) {
         if (size_t(b) >= m_reads.blob_read_unit.size() || m_reads.blob_read_unit[size_t(b)] != v) continue;
-        const int layer = m_plan.weights[size_t(b)].layer;
+        const int layer = m_plan.weights[size_t(b)].step;
         if (layer < 0 || layer >= m_steps) continue;  // reported by check_blob_reads
         const double start = m_rd_start[size_t(g)][size_t(u)], until = m_l_end[size_t(pg)][size_t(layer)];
         if (start + kEps < until)

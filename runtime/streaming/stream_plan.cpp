@@ -40,8 +40,8 @@ Status check_blobs(const ExecutionPlan& plan) {
     if (w.bytes <= 0 || w.bytes % kAlign != 0)
       return invalid_argument("weight blob " + std::to_string(b) + " (layer " + std::to_string(w.layer) + ") has " +
                               std::to_string(w.bytes) + " bytes; expected a positive multiple of 256");
-    if (w.layer < 0 || w.layer >= int(plan.steps.size()) || plan.steps[size_t(w.layer)].weight != b ||
-        (b > 0 && w.layer <= plan.weights[size_t(b) - 1].layer))
+    if (w.step < 0 || w.step >= int(plan.steps.size()) || plan.steps[size_t(w.step)].weight != b ||
+        (b > 0 && w.step <= plan.weights[size_t(b) - 1].step))
       return invalid_argument("weight blob " + std::to_string(b) + " (layer " + std::to_string(w.layer) +
                               ") is not in execution order or not referenced by its step");
   }
@@ -169,7 +169,8 @@ Expected<PoolChoice> choose_pool(const ExecutionPlan& plan, const StreamOptions&
     if (mib_text(p.budget) == mib_text(need)) decimals = 7;
     return out_of_memory("weight budget " + mib_text(p.budget, decimals) + " MiB is below the minimum of " +
                          mib_text(need, decimals) + " MiB (" + what + ", " + mib_text(slot_bytes) + " MiB, layer " +
-                         std::to_string(plan.weights[size_t(largest)].layer) + ")");
+                         std::to_string(plan.weights[size_t(largest)].layer) +
+                         "); a smaller slot_bytes runs the largest layers in slices");
   }
   p.minimal = (p.streams ? p.use_ring : ring_for_min) ? p.ring_min : p.slots_min;
   return p;
@@ -195,7 +196,7 @@ void plan_resident(const ExecutionPlan& plan, const HostLayout& h, int64_t chunk
   if (n_blobs > 0) stream_detail::cut_units(h, 0, n_blobs - 1, 0, chunk, chunk, min_unit, &s->units);
   for (TransferUnit& u : s->units) {
     u.pool_offset = u.host_offset;
-    u.first_layer = plan.weights[size_t(u.first_blob)].layer;
+    u.first_layer = plan.weights[size_t(u.first_blob)].step;
   }
   s->blob_pool_offset = h.offset;
   s->blob_last_unit.assign(size_t(n_blobs), 0);
@@ -242,7 +243,7 @@ void plan_slots(const ExecutionPlan& plan, const HostLayout& h, int64_t budget, 
     while (last + 1 < n_blobs && h.end[size_t(last) + 1] - g.host_offset <= s->slot_bytes) ++last;
     g.last_blob = last;
     g.bytes = h.end[size_t(last)] - g.host_offset;
-    g.last_layer = plan.weights[size_t(last)].layer;  // blobs are in execution order
+    g.last_layer = plan.weights[size_t(last)].step;  // blobs are in execution order
     s->groups.push_back(g);
     b = last + 1;
   }
@@ -266,7 +267,7 @@ void plan_slots(const ExecutionPlan& plan, const HostLayout& h, int64_t budget, 
       TransferUnit& tu = s->units[u];
       tu.index = int(u);
       tu.pool_offset = slot_base + (tu.host_offset - g.host_offset);
-      tu.first_layer = plan.weights[size_t(tu.first_blob)].layer;
+      tu.first_layer = plan.weights[size_t(tu.first_blob)].step;
       // The previous occupant of this slot is group gi - K. Waiting for its LAST reader
       // is enough: layers run in order on one compute stream, so when that layer has
       // finished every earlier reader of the slot has too.

@@ -22,6 +22,7 @@ StreamedSubplan streamed_subplan(const ExecutionPlan& plan, const std::vector<ch
     const Step& st = plan.steps[l];
     Step& t = sp.plan.steps[l];
     t.layer = st.layer;
+    t.index = st.index;
     t.kind = st.kind;
     t.no_op = st.no_op;
     if (!st.copies.empty()) t.copies.push_back(st.copies.front());  // simulate() asks only whether there are any
@@ -102,7 +103,7 @@ void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamP
   for (size_t b = 0; b < n; ++b) {
     if (options.arena_offset[b] < 0) continue;
     const WeightBlob& w = plan.weights[b];
-    const int reader = w.layer, free_after = options.arena_wait[b];
+    const int reader = w.step, free_after = options.arena_wait[b];
     size_t consume = next_ring, avail = next_ring;
     while (consume < ring.size() && ring[consume].first_layer <= reader) ++consume;
     while (avail < ring.size() && wait_of(avail) < free_after) ++avail;
@@ -155,9 +156,9 @@ Status check_staged(const ExecutionPlan& plan, const StreamOptions& options, int
     if (off % kAlign != 0 || off + w.bytes > plan.arena_bytes)
       return invalid_argument(what + " at arena offset " + std::to_string(off) + ": expected a multiple of 256 within " +
                               std::to_string(plan.arena_bytes) + " arena bytes");
-    if (options.arena_wait[b] < 0 || options.arena_wait[b] >= w.layer)
+    if (options.arena_wait[b] < 0 || options.arena_wait[b] >= w.step)
       return invalid_argument(what + " waits for step " + std::to_string(options.arena_wait[b]) +
-                              ": expected a step in [0, " + std::to_string(w.layer) + ")");
+                              ": expected a step in [0, " + std::to_string(w.step) + ")");
     if (!options.resident.empty() && options.resident[b])
       return invalid_argument(what + " is both resident and staged");
     ++*n_staged;

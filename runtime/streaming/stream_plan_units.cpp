@@ -120,11 +120,11 @@ void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int
   int reader_blob = 0;  // the blob holding byte (unit end - 1 - ring); monotone over units
   for (TransferUnit& u : s->units) {
     u.pool_offset = u.host_offset % ring;
-    u.first_layer = plan.weights[size_t(u.first_blob)].layer;
+    u.first_layer = plan.weights[size_t(u.first_blob)].step;
     const int64_t overwritten_end = u.host_offset + u.bytes - ring;  // bytes [.., overwritten_end) held before
     if (overwritten_end > 0) {
       while (h.end[size_t(reader_blob)] < overwritten_end) ++reader_blob;
-      s->unit_waits.push_back({plan.weights[size_t(reader_blob)].layer});
+      s->unit_waits.push_back({plan.weights[size_t(reader_blob)].step});
     } else {
       s->unit_waits.push_back({});
     }

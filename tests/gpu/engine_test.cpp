@@ -588,7 +588,7 @@ TEST(CudaEngine, BadOptionsAreErrors) {
   if (!resolve(kModels[1], &r)) GTEST_SKIP() << "shared data not found";
   SessionOptions o = cuda(Precision::kFP16);
   o.mode = WeightMode::kStream;
-  o.weight_budget = WeightBudget::of_bytes(int64_t(1) << 20);
+  o.weight_budget = WeightBudget::of_bytes(1024);
   auto s = Session::open(r.cfg, r.weights, o);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("below the minimum"), std::string::npos) << s.status().message();

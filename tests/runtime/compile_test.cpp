@@ -259,6 +259,40 @@ TEST(Compile, Errors) {
   EXPECT_NE(tinybudget.status().message().find("below the minimum"), std::string::npos) << tinybudget.status().message();
 }
 
+// A budget below the smallest pool of whole layers slices the largest layers to fit
+// (runtime/compile/slot_choice.h), says so in a note, and compiles the same plan again
+// with kernel times; an explicit slot slices whatever the budget; a sliced model
+// round-trips through JSON.
+TEST(Compile, BudgetBelowTheWholeLayersMinimumSlices) {
+  auto net = tiny();
+  ASSERT_TRUE(net.ok());
+  auto whole = compile(*net, gpu_target(), stream_options("min"));
+  ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+  const int64_t whole_min = whole->stream.minimal_pool_bytes;
+  for (const char* budget : {"2MiB", "3MiB", "2%"}) {
+    auto m = compile(*net, gpu_target(), stream_options(budget));
+    ASSERT_TRUE(m.ok()) << budget << ": " << m.status().to_string();
+    EXPECT_GT(m->plan.steps.size(), whole->plan.steps.size()) << budget;
+    EXPECT_LT(m->stream.pool_bytes, whole_min) << budget;
+    const int64_t cap = WeightBudget::parse(budget)->resolve(m->plan.weight_bytes(), 0);
+    EXPECT_LE(m->stream.device_bytes(), cap) << budget;
+    bool noted = false;
+    for (const std::string& n : m->notes) noted = noted || n.rfind("slices: ", 0) == 0;
+    EXPECT_TRUE(noted) << budget;
+    const std::vector<double> ms(m->plan.steps.size(), 0.01);
+    auto again = compile(*net, gpu_target(), stream_options(budget), ms);
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    EXPECT_EQ(again->plan.to_text(), m->plan.to_text());
+    expect_round_trip(*m);
+  }
+  SessionOptions o = stream_options("50%");
+  o.slot_bytes = 256 << 10;
+  auto sliced = compile(*net, gpu_target(), o);
+  ASSERT_TRUE(sliced.ok()) << sliced.status().to_string();
+  for (const WeightBlob& w : sliced->plan.weights) EXPECT_LE(w.bytes, o.slot_bytes);
+  EXPECT_LE(sliced->stream.slot_bytes, o.slot_bytes);
+}
+
 TEST(CompiledModelJson, BadInputsGiveOneLineErrors) {
   auto net = tiny();
   ASSERT_TRUE(net.ok());

@@ -20,7 +20,7 @@ ExecutionPlan fake_plan(const std::vector<int64_t>& blob_bytes, std::mt19937_64*
   std::uniform_int_distribution<int> extra(0, 2), coin(0, 2);
   auto add_step = [&](LayerKind kind, bool no_op, int weight) {
     Step s;
-    s.layer = int(p.steps.size());
+    s.index = s.layer = int(p.steps.size());
     s.kind = kind;
     s.no_op = no_op;
     s.weight = weight;
@@ -33,7 +33,7 @@ ExecutionPlan fake_plan(const std::vector<int64_t>& blob_bytes, std::mt19937_64*
       add_step(c == 0 ? LayerKind::kRoute : c == 1 ? LayerKind::kShortcut : LayerKind::kUpsample, c == 0, -1);
     }
     WeightBlob w;
-    w.layer = int(p.steps.size());
+    w.step = w.layer = int(p.steps.size());
     w.bytes = bytes;
     add_step(LayerKind::kConv, false, int(p.weights.size()));
     p.weights.push_back(w);

@@ -109,13 +109,13 @@ TEST(StreamPlan, BudgetBelowMinimalGivesExactError) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().message(),
             "weight budget 5.9999990 MiB is below the minimum of 6.0000000 MiB (two slots of the largest layer, "
-            "3.00 MiB, layer 1)");
+            "3.00 MiB, layer 1); a smaller slot_bytes runs the largest layers in slices");
   o.budget_bytes = 5 * kMiB;
   s = plan_streaming(plan, h100_like(), o);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().message(),
             "weight budget 5.00 MiB is below the minimum of 6.00 MiB (two slots of the largest layer, 3.00 MiB, "
-            "layer 1)");
+            "layer 1); a smaller slot_bytes runs the largest layers in slices");
 }
 
 TEST(StreamPlan, RingPlacesByteXAtXModuloTheRing) {
@@ -215,7 +215,7 @@ TEST(StreamPlan, RingLayoutErrorsAndFallback) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().message(),
             "weight budget 5.00 MiB is below the minimum of 6.00 MiB (a ring of two of the largest layer in 2.00 MiB "
-            "mapping units, 3.00 MiB, layer 1)");
+            "mapping units, 3.00 MiB, layer 1); a smaller slot_bytes runs the largest layers in slices");
   // 6.5 MiB: the ring rounds down to 6 MiB (auto and ring), slots take 2 x 3 MiB.
   o.budget_bytes = 13 * kMiB / 2;
   for (PoolLayout l : {PoolLayout::kAuto, PoolLayout::kRing, PoolLayout::kSlots}) {
@@ -244,13 +244,13 @@ TEST(StreamPlan, RingLayoutErrorsAndFallback) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().message(),
             "weight budget 5.00 MiB is below the minimum of 6.00 MiB (a ring of two of the largest layer in 2.00 MiB "
-            "mapping units, 3.00 MiB, layer 1)");
+            "mapping units, 3.00 MiB, layer 1); a smaller slot_bytes runs the largest layers in slices");
   o.layout = PoolLayout::kSlots;
   s = plan_streaming(odd, h100_like(), o);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().message(),
             "weight budget 5.00 MiB is below the minimum of 6.01 MiB (two slots of the largest layer, 3.00 MiB, "
-            "layer 1)");
+            "layer 1); a smaller slot_bytes runs the largest layers in slices");
   o.layout = PoolLayout::kAuto;
   o.ring_granularity = 1000;
   s = plan_streaming(odd, h100_like(), o);

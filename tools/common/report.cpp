@@ -66,19 +66,22 @@ ReportTotals report_totals(const Engine& e) {
 }
 
 nlohmann::json layer_report_json(const NetworkDesc& net, const Engine& e) {
-  // Copies per layer: the units whose first_layer is this layer.
-  std::vector<std::pair<double, double>> copy_span(net.layers.size(), {-1, -1});
+  // Copies per step: the units whose first_layer (a step) is this step.
+  const size_t n_steps = e.layer_timings().size();
+  std::vector<std::pair<double, double>> copy_span(n_steps, {-1, -1});
   for (const CopyTiming& c : e.copy_timings()) {
+    if (c.first_layer < 0 || size_t(c.first_layer) >= n_steps) continue;
     auto& s = copy_span[size_t(c.first_layer)];
     s.first = s.first < 0 ? c.start_ms : std::min(s.first, c.start_ms);
     s.second = std::max(s.second, c.end_ms);
   }
-  // Reads per layer: the read units whose first_layer is this layer.
+  // Reads per step: the read units whose first_layer (a step) is this step.
   // (Reads made ahead, during the previous inference, have negative times: no -1 marker.)
-  std::vector<std::pair<double, double>> read_span(net.layers.size(), {0, 0});
-  std::vector<int64_t> read_bytes(net.layers.size(), 0);
-  std::vector<char> has_read(net.layers.size(), 0);
+  std::vector<std::pair<double, double>> read_span(n_steps, {0, 0});
+  std::vector<int64_t> read_bytes(n_steps, 0);
+  std::vector<char> has_read(n_steps, 0);
   for (const ReadTiming& r : e.read_timings()) {
+    if (r.first_layer < 0 || size_t(r.first_layer) >= n_steps) continue;
     auto& s = read_span[size_t(r.first_layer)];
     s.first = has_read[size_t(r.first_layer)] ? std::min(s.first, r.start_ms) : r.start_ms;
     s.second = has_read[size_t(r.first_layer)] ? std::max(s.second, r.end_ms) : r.end_ms;
@@ -94,16 +97,17 @@ nlohmann::json layer_report_json(const NetworkDesc& net, const Engine& e) {
                         {"kernel_ms", l.ms()},
                         {"stall_ms", l.stall_ms()},
                         {"bytes", l.weight_bytes}};
-    const auto& cs = copy_span[size_t(l.layer)];
+    if (l.slice >= 0) j["slice"] = l.slice;
+    const auto& cs = copy_span[size_t(l.step)];
     if (cs.first >= 0) {
       j["copy_start_ms"] = cs.first;
       j["copy_end_ms"] = cs.second;
     }
-    const auto& rs = read_span[size_t(l.layer)];
-    if (has_read[size_t(l.layer)]) {
+    const auto& rs = read_span[size_t(l.step)];
+    if (has_read[size_t(l.step)]) {
       j["read_start_ms"] = rs.first;
       j["read_end_ms"] = rs.second;
-      j["read_bytes"] = read_bytes[size_t(l.layer)];
+      j["read_bytes"] = read_bytes[size_t(l.step)];
     }
     layers.push_back(j);
   }
@@ -189,7 +193,8 @@ nlohmann::json chrome_trace(const NetworkDesc& net, const Engine& e) {
   ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "compute"}}}});
   ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 2}, {"args", {{"name", "copy (H2D)"}}}});
   for (const LayerTiming& l : e.layer_timings()) {
-    const std::string name = "L" + std::to_string(l.layer) + " " + layer_kind_name(net.layers[size_t(l.layer)].kind);
+    const std::string name = "L" + std::to_string(l.layer) + (l.slice >= 0 ? "/" + std::to_string(l.slice) : "") + " " +
+                             layer_kind_name(net.layers[size_t(l.layer)].kind);
     if (l.stall_ms() > 0.0005)
       ev.push_back({{"name", "stall L" + std::to_string(l.layer)},
                     {"ph", "X"},

@@ -16,6 +16,7 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
   for (const std::string& precision : device == "cpu" ? split("fp32") : list("precision"))
     for (const std::string& layout : split(device == "cpu" ? std::string("auto") : a.layouts))
       for (const std::string& b : list("batch"))
+        for (const std::string& slot : list("slot_bytes"))
         for (const std::string& budget : stream ? list("weight_budget") : split(none))
           for (const std::string& pool : stream ? list("weight_pool") : split(none))
             for (const std::string& units : stream ? list("unit_search") : split(none))
@@ -31,7 +32,7 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
                     if (from == "storage" && mode == "preload") continue;
                     if (from == "storage" && device == "cpu" && zero != list("zero_copy").front()) continue;
                     out->push_back(Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool,
-                                          units, res, from, zero});
+                                          units, res, from, zero, slot});
                   }
 }
 
@@ -55,7 +56,8 @@ SessionFlagTexts config_texts(const Args& a, const Config& c) {
   const std::pair<const char*, std::string> items[] = {
       {"device", c.device}, {"precision", c.precision}, {"mode", c.mode == "cpu" ? "preload" : c.mode},
       {"batch", std::to_string(c.batch)}, {"weight_budget", c.budget}, {"weight_pool", c.pool},
-      {"unit_search", c.units}, {"residency", c.residency}, {"weights_from", c.from}, {"zero_copy", c.zero}};
+      {"unit_search", c.units}, {"residency", c.residency}, {"weights_from", c.from}, {"zero_copy", c.zero},
+      {"slot_bytes", c.slot}};
   for (const auto& [option, text] : items) t.set(option, text);
   reset_inapplicable(&t);
   if (c.device != "cuda") t.reset("zero_copy");
@@ -71,7 +73,7 @@ std::string Config::name() const {
              (residency == "greedy" ? "" : "~" + residency);
   if (from == "storage") stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy");
   return device + "/" + mode + stream + "/" + precision + (layout == "auto" ? "" : "/" + layout) + "/b" +
-         std::to_string(batch);
+         std::to_string(batch) + (slot == "0" ? "" : "/slot" + slot);
 }
 
 std::vector<Config> configs(const Args& a) {

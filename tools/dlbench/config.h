@@ -21,6 +21,7 @@ struct Config {
   std::string residency;  // stream mode: greedy, largest-late, none
   std::string from = "host";   // host or storage
   std::string zero = "auto";   // storage: zero copy auto, on, off
+  std::string slot = "0";      // --slot-size: 0 (no slices) or a size
   // The row's name, e.g. "cuda/stream@50%:ring~none<storage:zc/fp16/b1".
   std::string name() const;
 };

@@ -165,6 +165,10 @@ nlohmann::json stream_plan_json(const CompiledModel& cm, const StreamPlan& sp, c
           {"profile_gbps_at_4mib", double(4 << 20) / (profile.copy_ms(4 << 20) * 1e6)},
           {"probed_gbps_at_4mib", double(4 << 20) / (probed.copy_ms(4 << 20) * 1e6)},
           {"copy_floor_ms", copy_floor_ms},
+          // The copy floor at the slot's size: streamed bytes at the probed bandwidth of one slot-sized copy.
+          {"copy_floor_slot_ms", sp.slot_bytes > 0 ? double(sp.streamed_bytes()) * probed.copy_ms(sp.slot_bytes) /
+                                                         double(sp.slot_bytes)
+                                                   : 0.0},
           {"units", sp.units_searched ? "search" : "chunks"},
           {"residency", residency_name(opt.residency)},
           {"resident_bytes", sp.resident_bytes},
@@ -176,7 +180,7 @@ nlohmann::json stream_plan_json(const CompiledModel& cm, const StreamPlan& sp, c
 }
 
 std::string kernel_times_key(const Config& c) {
-  return c.precision + "/" + c.layout + "/" + std::to_string(c.batch);
+  return c.precision + "/" + c.layout + "/" + std::to_string(c.batch) + "/" + c.slot;
 }
 
 // Stream mode: the plan, the budget auto picked, the unit search, and with --simulate

@@ -68,7 +68,7 @@ using Outputs = std::vector<std::vector<float>>;
 Outputs outputs_of(Session& s) {
   Outputs out;
   for (int y : s.plan().output_layers) {
-    const int64_t n = s.plan().steps[size_t(y)].out.count();
+    const int64_t n = s.plan().step_of(y).out.count();
     const float* p = s.engine().output(y, 0);
     out.emplace_back(p, p + n);
   }

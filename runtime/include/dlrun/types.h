@@ -53,6 +53,7 @@ struct LayerTiming {
   double ready_ms = 0;
   double end_ms = 0;
   int64_t weight_bytes = 0;  // weight bytes copied for this layer in this run (stream mode)
+  int slice = -1;            // >= 0: one slice of a layer run in slices (Options::slot_bytes), a row each
   double kernel_ms() const { return end_ms - ready_ms; }
   double stall_ms() const { return ready_ms - start_ms; }
 };

@@ -1,0 +1,42 @@
+#include "runtime/compile/slot_choice.h"
+
+#include "runtime/compile/slicing.h"
+#include "runtime/streaming/stream_plan.h"
+
+namespace dlr {
+namespace {
+
+// The smallest pool the plan streams through in the options' layout (0: none fits).
+int64_t minimal_pool(const ExecutionPlan& plan, const Target& target, const SessionOptions& options) {
+  StreamOptions so;
+  so.layout = options.weight_pool;
+  so.ring_granularity = target.map_granularity;
+  auto sp = plan_streaming(plan, target.copy_profile, so);
+  return sp.ok() ? sp->minimal_pool_bytes : 0;
+}
+
+}  // namespace
+
+Expected<int64_t> choose_slot_bytes(const ExecutionPlan& plan, const Target& target, const SessionOptions& options,
+                                    bool placed) {
+  if (options.slot_bytes > 0) return options.slot_bytes;
+  const WeightBudget& b = options.weight_budget;
+  const bool sized = b.kind == WeightBudget::Kind::kBytes || b.kind == WeightBudget::Kind::kFraction;
+  if (placed || !sized || options.device != DeviceKind::kCUDA || options.mode != WeightMode::kStream ||
+      options.weights_from != WeightsFrom::kHost || plan.weights.empty())
+    return int64_t(0);
+  const int64_t whole_min = minimal_pool(plan, target, options);
+  const int64_t budget = b.resolve(plan.weight_bytes(), whole_min);
+  if (whole_min == 0 || budget >= whole_min) return int64_t(0);
+  for (int parts = 2; parts <= 16; ++parts) {
+    const int64_t slot = budget / parts / 256 * 256;
+    if (slot < 256) break;
+    ExecutionPlan sliced = plan;
+    if (!slice_plan(&sliced, SliceOptions{slot, 8}, "").ok()) continue;
+    const int64_t need = minimal_pool(sliced, target, options);
+    if (need > 0 && need <= budget) return slot;
+  }
+  return int64_t(0);
+}
+
+}  // namespace dlr

@@ -1,0 +1,119 @@
+// Sliced layers on the GPU (runtime/compile/slicing.h): a sliced network matches the
+// unsliced one within the precision's tolerance (cuDNN may pick other algorithms for a
+// slice's shape), in NCHW fp32 (slices write their channels of the output) and NHWC
+// fp16 (slices write a scratch that a copy moves into place); streamed with slots
+// smaller than the largest layer it is bit-identical to the same sliced plan preloaded
+// (the same kernels on weights that arrive later), down to a pool of a few MiB.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace dlr {
+namespace {
+
+struct Heads {
+  std::vector<std::vector<float>> out;
+  int64_t pool_bytes = 0;
+  int64_t largest_blob = 0;
+  size_t steps = 0;
+  bool ok = false;
+};
+
+Heads run(const std::string& cfg, const std::string& weights, const SessionOptions& o,
+          const std::vector<float>& input) {
+  Heads h;
+  auto s = Session::open(cfg, weights, o);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return h;
+  Engine& e = (*s)->engine();
+  EXPECT_TRUE(e.set_input(input.data(), 1).ok());
+  const Status st = e.run();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  if (!st.ok()) return h;
+  for (int y : (*s)->network().output_layers()) {
+    const int64_t n = (*s)->plan().step_of(y).out.count();
+    h.out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
+  }
+  const CompiledModel& m = (*s)->model();
+  h.pool_bytes = m.streaming ? m.stream.pool_bytes : 0;
+  for (const WeightBlob& w : m.plan.weights) h.largest_blob = std::max(h.largest_blob, w.bytes);
+  h.steps = m.plan.steps.size();
+  h.ok = true;
+  return h;
+}
+
+// Largest |a - b| over a head, relative to the head's largest |b|.
+double worst_relative(const Heads& a, const Heads& b) {
+  double worst = 0;
+  for (size_t k = 0; k < b.out.size(); ++k) {
+    double peak = 1e-6, diff = 0;
+    for (size_t i = 0; i < b.out[k].size(); ++i) {
+      peak = std::max(peak, double(std::fabs(b.out[k][i])));
+      diff = std::max(diff, double(std::fabs(a.out[k][i] - b.out[k][i])));
+    }
+    worst = std::max(worst, diff / peak);
+  }
+  return worst;
+}
+
+SessionOptions cuda(Precision p, int size) {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = p;
+  o.width = o.height = size;
+  return o;
+}
+
+TEST(SlicedGpu, MatchesUnslicedAndStreamsBitIdenticalToItsPreload) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  int ran = 0;
+  for (const char* rel : {"models/yolov4-tiny.cfg", "models/yolov4.cfg"}) {
+    const std::string cfg = test::required_shared_file(rel);
+    if (cfg.empty()) continue;
+    const std::string weights = test::synthetic_weights(cfg);
+    ASSERT_FALSE(weights.empty());
+    const bool big = std::string(rel).find("yolov4.cfg") != std::string::npos;
+    const int size = big ? 416 : 320;
+    const std::vector<float> input = test::random_input(1, 3, size, size, 3);
+    for (Precision p : {Precision::kFP32, Precision::kFP16}) {
+      const Heads whole = run(cfg, weights, cuda(p, size), input);
+      ASSERT_TRUE(whole.ok);
+      for (int64_t slot : {int64_t(1) << 20, int64_t(256) << 10}) {
+        SessionOptions o = cuda(p, size);
+        o.slot_bytes = slot;
+        const Heads pre = run(cfg, weights, o, input);
+        ASSERT_TRUE(pre.ok);
+        EXPECT_GT(pre.steps, whole.steps);
+        EXPECT_LE(pre.largest_blob, slot);
+        const double tol = p == Precision::kFP32 ? 1e-4 : 2e-2;
+        EXPECT_LE(worst_relative(pre, whole), tol) << rel << " " << precision_name(p) << " slot " << slot;
+        for (const char* pool : {"ring", "slots"}) {
+          o.mode = WeightMode::kStream;
+          o.weight_budget = WeightBudget::min();
+          EXPECT_TRUE(parse_pool_layout(pool, &o.weight_pool));
+          const Heads st = run(cfg, weights, o, input);
+          ASSERT_TRUE(st.ok);
+          EXPECT_GT(st.pool_bytes, 0);
+          EXPECT_LE(st.pool_bytes, std::max<int64_t>(4 * slot, int64_t(4) << 20)) << rel << " " << pool;
+          for (size_t k = 0; k < pre.out.size(); ++k)
+            ASSERT_EQ(st.out[k], pre.out[k]) << rel << " " << precision_name(p) << " slot " << slot << " " << pool
+                                             << " head " << k;
+        }
+        ++ran;
+      }
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "shared models not found";
+}
+
+}  // namespace
+}  // namespace dlr

@@ -1,0 +1,292 @@
+// Sliced layers (runtime/compile/slicing.h): slice sizes, the structure of sliced plans
+// (steps, blobs, scratch buffers, live ranges) on every shared cfg in both layouts,
+// stream plans of sliced networks checked by the simulator, and CPU outputs of a sliced
+// network bit-identical to the unsliced run (the same sums in the same order).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "loaders/network_desc.h"
+#include "runtime/compile/compile.h"
+#include "runtime/compile/slicing.h"
+#include "runtime/session.h"
+#include "runtime/streaming/simulator.h"
+#include "runtime/streaming/stream_plan.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+
+namespace dlr {
+namespace {
+
+TEST(SliceSizes, FewestSlicesEachFittingAndCoveringEveryFilter) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int filters = 1 + int(rng() % 2048);
+    const int64_t elems = 1 + int64_t(rng() % 20000);
+    const DType dt = rng() % 2 ? DType::kF16 : DType::kF32;
+    const int64_t align = rng() % 2 ? 256 : 4096;
+    const int64_t cap = 256 * (1 + int64_t(rng() % 40000));
+    const std::vector<int> s = slice_sizes(filters, elems, dt, align, cap, 8);
+    if (conv_blob_bytes(1, elems, dt, align) > cap) {
+      EXPECT_TRUE(s.empty());
+      continue;
+    }
+    ASSERT_FALSE(s.empty());
+    int sum = 0;
+    for (int n : s) {
+      EXPECT_GT(n, 0);
+      EXPECT_LE(conv_blob_bytes(n, elems, dt, align), cap) << filters << " " << elems << " " << cap;
+      sum += n;
+    }
+    EXPECT_EQ(sum, filters);
+    if (conv_blob_bytes(filters, elems, dt, align) <= cap) {
+      EXPECT_EQ(s.size(), 1u);
+      continue;
+    }
+    // Fewest: slices of the largest multiple of 8 filters that fits (of the largest
+    // that fits when 8 do not).
+    int largest = 0;
+    for (int n = 1; n <= filters && conv_blob_bytes(n, elems, dt, align) <= cap; ++n) largest = n;
+    const int unit = largest >= 8 ? largest - largest % 8 : largest;
+    EXPECT_EQ(int(s.size()), (filters + unit - 1) / unit);
+    // All but the last the same size; multiples of 8 where a slice of 8 fits.
+    for (size_t k = 0; k + 1 < s.size(); ++k) {
+      EXPECT_EQ(s[k], s[0]);
+      if (largest >= 8) { EXPECT_EQ(s[k] % 8, 0); }
+    }
+  }
+}
+
+// The slice-specific invariants of a sliced plan, and memory safety of its arena.
+void check_sliced(const NetworkDesc& net, const ExecutionPlan& plan, int64_t cap, const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(plan.layer_step.size(), net.layers.size());
+  int prev_layer = -1;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& s = plan.steps[i];
+    EXPECT_EQ(s.index, int(i));
+    EXPECT_GE(s.layer, prev_layer);
+    if (s.layer != prev_layer) { EXPECT_EQ(plan.layer_step[size_t(s.layer)], int(i)); }
+    prev_layer = s.layer;
+    if (s.weight < 0) continue;
+    const WeightBlob& w = plan.weights[size_t(s.weight)];
+    EXPECT_EQ(w.step, int(i));
+    EXPECT_EQ(w.layer, s.layer);
+    EXPECT_LE(w.bytes, cap) << "step " << i << " (layer " << s.layer << ")";
+    const ConvParams& p = std::get<ConvParams>(s.params);
+    const LayerDesc& l = net.layers[size_t(s.layer)];
+    if (s.slice < 0) {
+      EXPECT_EQ(p.filters, l.conv().filters);
+      continue;
+    }
+    EXPECT_EQ(w.filters, p.filters);
+    EXPECT_EQ(w.filter_begin, s.filter_begin);
+    EXPECT_EQ(s.out.c, p.filters);
+    // Slices of one layer: consecutive steps covering [0, filters) in order.
+    const Step& first = plan.steps[size_t(plan.layer_step[size_t(s.layer)])];
+    EXPECT_EQ(int(i) - first.index, s.slice);
+    if (s.slice > 0) {
+      const Step& before = plan.steps[i - 1];
+      EXPECT_EQ(before.filter_begin + before.out.c, s.filter_begin);
+    } else {
+      EXPECT_EQ(s.filter_begin, 0);
+    }
+    if (s.slice + 1 == s.slices) { EXPECT_EQ(s.filter_begin + s.out.c, l.conv().filters); }
+    const ViewRef& out = plan.layer_out[size_t(s.layer)];
+    const ViewRef dst = s.copies.empty() ? s.output : s.copies[0].second;
+    EXPECT_EQ(dst.buffer, out.buffer);
+    EXPECT_EQ(dst.c_offset, out.c_offset + s.filter_begin);
+    EXPECT_EQ(dst.c, s.out.c);
+    if (!s.copies.empty()) {
+      const Buffer& b = plan.buffer(s.output);
+      EXPECT_EQ(s.output.c, b.c) << "a scratch is the slice, packed";
+      EXPECT_EQ(b.first_step, int(i));
+      EXPECT_EQ(b.last_step, int(i));
+    }
+    for (const ViewRef& in : s.inputs) {
+      const Buffer& b = plan.buffer(in);
+      EXPECT_LE(b.first_step, int(i));
+      EXPECT_GE(b.last_step, int(i)) << "the input of slice " << s.slice << " of layer " << s.layer << " died early";
+    }
+    const Buffer& ob = plan.buffer(out);
+    EXPECT_LE(ob.first_step, first.index) << "layer " << s.layer << " output not live at its first slice";
+  }
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const Buffer& a = plan.buffers[i];
+    EXPECT_EQ(a.id, int(i));
+    EXPECT_LE(a.offset + a.bytes, plan.arena_bytes);
+    for (size_t j = i + 1; j < plan.buffers.size(); ++j) {
+      const Buffer& b = plan.buffers[j];
+      const bool live_together = a.first_step <= b.last_step && b.first_step <= a.last_step;
+      const bool overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+      EXPECT_FALSE(live_together && overlap) << "b" << a.id << " and b" << b.id << " overlap while both live";
+    }
+  }
+}
+
+PlannerOptions nhwc_fp16() {
+  PlannerOptions p;
+  p.layout = Layout::kNHWC;
+  p.activation_dtype = p.weight_dtype = DType::kF16;
+  p.conv_strided_io = false;
+  p.conv_over_concat = true;
+  return p;
+}
+
+TEST(SlicePlan, EverySharedCfgInBothLayouts) {
+  DLR_REQUIRE_SHARED_DIR();
+  for (const char* rel : {"models/yolov4.cfg", "models/yolov4-tiny.cfg", "models/yolov3.cfg", "models/yolov4-csp.cfg",
+                          "models/yolov7-tiny.cfg"}) {
+    const std::string path = test::required_shared_file(rel);
+    if (path.empty()) continue;
+    auto net = parse_network_cfg(path);
+    ASSERT_TRUE(net.ok()) << net.status().to_string();
+    for (const PlannerOptions& o : {PlannerOptions{}, nhwc_fp16()}) {
+      for (int64_t cap : {int64_t(1) << 20, int64_t(256) << 10}) {
+        auto plan = build_plan(*net, o);
+        ASSERT_TRUE(plan.ok());
+        const int64_t total = plan->weight_bytes();
+        ASSERT_TRUE(slice_plan(&*plan, SliceOptions{cap, 8}, path).ok());
+        EXPECT_GT(plan->steps.size(), net->layers.size()) << rel;
+        EXPECT_GE(plan->weight_bytes(), total);
+        check_sliced(*net, *plan, cap, std::string(rel) + (o.layout == Layout::kNHWC ? " nhwc " : " nchw ") +
+                                           std::to_string(cap));
+      }
+    }
+  }
+}
+
+TEST(SlicePlan, NothingAboveTheSlotLeavesThePlanAlone) {
+  const std::string path = test::source_file("models/yolov4-tiny.cfg");
+  auto net = parse_network_cfg(path);
+  ASSERT_TRUE(net.ok());
+  auto a = build_plan(*net, PlannerOptions{});
+  auto b = build_plan(*net, PlannerOptions{});
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(slice_plan(&*b, SliceOptions{int64_t(1) << 30, 8}, path).ok());
+  EXPECT_EQ(a->to_text(), b->to_text());
+  ASSERT_TRUE(slice_plan(&*b, SliceOptions{0, 8}, path).ok());
+  EXPECT_EQ(a->to_text(), b->to_text());
+}
+
+TEST(SlicePlan, AFilterLargerThanTheSlotIsRefusedNamingTheLayer) {
+  const std::string path = test::source_file("models/yolov4-tiny.cfg");
+  auto net = parse_network_cfg(path);
+  ASSERT_TRUE(net.ok());
+  auto plan = build_plan(*net, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  const Status s = slice_plan(&*plan, SliceOptions{1024, 8}, path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("yolov4-tiny.cfg: layer "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("expected a larger slot_size"), std::string::npos) << s.message();
+}
+
+// Stream plans of sliced networks, at random slots and budgets: the simulator's checks
+// (no unit overwrites a blob before its reader ends, every blob lands before its reader)
+// hold, and the pool is as small as two of the largest slice allows.
+TEST(SlicePlan, StreamPlansOfSlicedNetworksPassTheSimulatorsChecks) {
+  DLR_REQUIRE_SHARED_DIR();
+  const std::string path = test::required_shared_file("models/yolov4.cfg");
+  ASSERT_FALSE(path.empty());
+  auto net = parse_network_cfg(path);
+  ASSERT_TRUE(net.ok());
+  std::mt19937 rng(11);
+  auto h100 = CopyProfile::builtin("h100");
+  ASSERT_TRUE(h100.ok());
+  const CopyProfile& profile = *h100;
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t cap = (int64_t(1) << 20) * (1 + int64_t(rng() % 8));
+    auto plan = build_plan(*net, nhwc_fp16());
+    ASSERT_TRUE(plan.ok());
+    ASSERT_TRUE(slice_plan(&*plan, SliceOptions{cap, 8}, path).ok());
+    const std::vector<double> ms = model_layer_ms(*net, *plan, 200e3, 2000, 3);
+    StreamOptions so;
+    so.budget_bytes = 0;  // the minimal pool
+    if (trial % 3 == 1)
+      so.budget_bytes = std::max(plan->weight_bytes() * int64_t(5 + rng() % 40) / 100,
+                                 align_up(2 * cap, int64_t(2) << 20) + (int64_t(2) << 20));
+    if (trial % 3 == 2) so.layout = PoolLayout::kSlots;
+    auto sp = plan_streaming(*plan, profile, so);
+    ASSERT_TRUE(sp.ok()) << sp.status().to_string() << " cap " << cap;
+    EXPECT_LE(sp->slot_bytes, cap);
+    if (so.budget_bytes == 0) { EXPECT_LE(sp->pool_bytes, std::max<int64_t>(4 * cap, int64_t(4) << 20)); }
+    const SimResult r = simulate(*plan, *sp, profile, ms);
+    EXPECT_TRUE(r.violations.empty()) << (r.violations.empty() ? "" : r.violations[0]) << " cap " << cap;
+    EXPECT_GT(r.latency_ms, 0);
+  }
+}
+
+// Every network output of one inference on `input`.
+std::vector<std::vector<float>> heads(Session& s, const std::vector<float>& input) {
+  Engine& e = s.engine();
+  EXPECT_TRUE(e.set_input(input.data(), 1).ok());
+  const Status st = e.run();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  std::vector<std::vector<float>> out;
+  for (int y : s.network().output_layers()) {
+    const int64_t n = s.plan().step_of(y).out.count();
+    out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
+  }
+  return out;
+}
+
+// Output-channel slices compute every output element from the same products; whether
+// the sums run in the same order is the BLAS's choice (its blocking of k may depend on
+// the number of filters), so outputs stay within 1e-6 of each head's largest value of
+// the unsliced run, and are bit-identical where no layer needs slicing.
+TEST(SlicedCpu, OutputsWithinAMillionthOfTheUnslicedRun) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const std::string weights = test::synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  SessionOptions o;
+  o.width = o.height = 128;
+  auto ref = Session::open(cfg, weights, o);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  const std::vector<float> input = test::random_input(1, 3, 128, 128, 5);
+  const auto want = heads(**ref, input);
+  for (int64_t slot : {int64_t(64) << 20, int64_t(1) << 20, int64_t(128) << 10}) {
+    o.slot_bytes = slot;
+    auto s = Session::open(cfg, weights, o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    const ExecutionPlan& p = (*s)->plan();
+    for (const WeightBlob& w : p.weights) EXPECT_LE(w.bytes, slot);
+    const bool sliced = p.steps.size() > (*ref)->plan().steps.size();
+    EXPECT_EQ(sliced, slot < (int64_t(64) << 20));
+    const auto got = heads(**s, input);
+    ASSERT_EQ(got.size(), want.size());
+    double worst = 0;
+    for (size_t h = 0; h < got.size(); ++h) {
+      ASSERT_EQ(got[h].size(), want[h].size());
+      double peak = 1e-30, diff = 0;
+      for (size_t i = 0; i < got[h].size(); ++i) {
+        peak = std::max(peak, double(std::fabs(want[h][i])));
+        diff = std::max(diff, double(std::fabs(got[h][i] - want[h][i])));
+      }
+      worst = std::max(worst, diff / peak);
+      if (!sliced) EXPECT_EQ(got[h], want[h]) << "head " << h;
+    }
+    std::printf("slot %lld: %zu steps, worst difference %.3g of the head's largest value\n", (long long)slot,
+                p.steps.size(), worst);
+    EXPECT_LE(worst, 1e-6) << "slot " << slot;
+    int slice_rows = 0;
+    for (const LayerTiming& t : (*s)->engine().layer_timings()) slice_rows += t.slice >= 0 ? 1 : 0;
+    EXPECT_EQ(slice_rows > 0, sliced);
+  }
+}
+
+TEST(SlicedCpu, SlotWithWeightsFromStorageIsRefusedNamingTheOption) {
+  SessionOptions o;
+  o.slot_bytes = 1 << 20;
+  o.weights_from = WeightsFrom::kStorage;
+  const Status s = validate_options(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("slot_bytes"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace dlr
