@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream regress residency curve calib soak storage ttfd models ring upload
+#   info tests sanitize probe bench stream slices regress residency curve calib soak storage ttfd models ring upload
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -80,6 +80,22 @@ for phase in "$@"; do
         --precision fp16 --mode stream --weight-pool ring --weight-budget min --print-plan --report table \
         --trace "$OUT/trace_tiny_ring.json" >"$OUT/dlrun_tiny_ring.txt" 2>&1
       note "dlrun yolov4-tiny ring rc=$?"; head -5 "$OUT/dlrun_tiny_ring.txt" | tee -a "$summary"
+      ;;
+    slices)
+      # Slots smaller than a layer (docs/streaming.md, "Slices smaller than a layer"): each
+      # slot size preloaded (the kernels' cost of slicing) and streamed through its
+      # minimal pool, every row in its own process, unsliced preload in the same run.
+      for p in ${SLICE_PRECISIONS:-fp16 fp32}; do
+        slots="256KiB,512KiB,1MiB,2MiB,4MiB,8MiB"; [ "$p" = fp32 ] && slots="1MiB,2MiB,4MiB,8MiB,16MiB"
+        timeout 60 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+          --weight-budget min --isolate --iters 30 --warmup 5 \
+          --json "$OUT/slices_whole_yolov4_608_$p.json" >"$OUT/slices_whole_yolov4_608_$p.txt" 2>&1
+        note "whole layers yolov4@608 $p rc=$?"; grep -v '^  layer' "$OUT/slices_whole_yolov4_608_$p.txt" | tee -a "$summary"
+        timeout 420 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+          --slot-size "$slots" --weight-budget min --isolate --iters 30 --warmup 5 \
+          --json "$OUT/slices_yolov4_608_$p.json" >"$OUT/slices_yolov4_608_$p.txt" 2>&1
+        note "slices yolov4@608 $p rc=$?"; grep -v '^  layer' "$OUT/slices_yolov4_608_$p.txt" | tee -a "$summary"
+      done
       ;;
     regress)
       # docs/benchmarks.md's yolov4 @608 rows (issue 9's must-not-regress set), plus the

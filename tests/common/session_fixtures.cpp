@@ -14,7 +14,7 @@ std::vector<std::vector<float>> network_heads(Session& s, const std::vector<floa
   EXPECT_TRUE(st.ok()) << st.to_string();
   std::vector<std::vector<float>> out;
   for (int y : s.plan().output_layers) {
-    const int64_t n = s.plan().steps[size_t(y)].out.count();
+    const int64_t n = s.plan().step_of(y).out.count();
     out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
   }
   return out;

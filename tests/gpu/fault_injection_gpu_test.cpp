@@ -170,7 +170,7 @@ ImageU8 test_image(std::vector<uint8_t>* pixels) {
 std::vector<std::vector<float>> outputs(Session& s) {
   std::vector<std::vector<float>> out;
   for (int layer : s.plan().output_layers) {
-    const int64_t n = s.plan().steps[size_t(layer)].out.count();
+    const int64_t n = s.plan().step_of(layer).out.count();
     const float* p = s.engine().output(layer, 0);
     out.emplace_back(p, p + n);
   }

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "runtime/compile/compile.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"
@@ -84,9 +86,15 @@ TEST(SlicedGpu, MatchesUnslicedAndStreamsBitIdenticalToItsPreload) {
     const bool big = std::string(rel).find("yolov4.cfg") != std::string::npos;
     const int size = big ? 416 : 320;
     const std::vector<float> input = test::random_input(1, 3, size, size, 3);
+    // The reference: the unsliced fp32 run. A sliced fp32 run may differ from it by the
+    // algorithm cuDNN picks per slice shape (Winograd vs implicit GEMM: ~1e-4 measured);
+    // a sliced fp16 run's error against it stays within 2.5 x the unsliced fp16 run's.
+    const Heads ref = run(cfg, weights, cuda(Precision::kFP32, size), input);
+    ASSERT_TRUE(ref.ok);
     for (Precision p : {Precision::kFP32, Precision::kFP16}) {
-      const Heads whole = run(cfg, weights, cuda(p, size), input);
+      const Heads whole = p == Precision::kFP32 ? ref : run(cfg, weights, cuda(p, size), input);
       ASSERT_TRUE(whole.ok);
+      const double whole_err = worst_relative(whole, ref);
       for (int64_t slot : {int64_t(1) << 20, int64_t(256) << 10}) {
         SessionOptions o = cuda(p, size);
         o.slot_bytes = slot;
@@ -94,8 +102,14 @@ TEST(SlicedGpu, MatchesUnslicedAndStreamsBitIdenticalToItsPreload) {
         ASSERT_TRUE(pre.ok);
         EXPECT_GT(pre.steps, whole.steps);
         EXPECT_LE(pre.largest_blob, slot);
-        const double tol = p == Precision::kFP32 ? 1e-4 : 2e-2;
-        EXPECT_LE(worst_relative(pre, whole), tol) << rel << " " << precision_name(p) << " slot " << slot;
+        const double err = worst_relative(pre, ref);
+        std::printf("%s %s slot %lld KiB: %zu steps, error vs unsliced fp32 %.3g (unsliced %s %.3g)\n", rel,
+                    precision_name(p), (long long)(slot >> 10), pre.steps, err, precision_name(p), whole_err);
+        if (p == Precision::kFP32) {
+          EXPECT_LE(err, 5e-4) << rel << " slot " << slot;
+        } else {
+          EXPECT_LE(err, 2.5 * whole_err + 1e-3) << rel << " " << precision_name(p) << " slot " << slot;
+        }
         for (const char* pool : {"ring", "slots"}) {
           o.mode = WeightMode::kStream;
           o.weight_budget = WeightBudget::min();

@@ -18,6 +18,7 @@
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/stream_plan.h"
 #include "tests/common/model_fixtures.h"
+#include "tests/common/session_fixtures.h"
 #include "tests/common/test_paths.h"
 
 namespace dlr {
@@ -221,20 +222,6 @@ TEST(SlicePlan, StreamPlansOfSlicedNetworksPassTheSimulatorsChecks) {
   }
 }
 
-// Every network output of one inference on `input`.
-std::vector<std::vector<float>> heads(Session& s, const std::vector<float>& input) {
-  Engine& e = s.engine();
-  EXPECT_TRUE(e.set_input(input.data(), 1).ok());
-  const Status st = e.run();
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  std::vector<std::vector<float>> out;
-  for (int y : s.network().output_layers()) {
-    const int64_t n = s.plan().step_of(y).out.count();
-    out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
-  }
-  return out;
-}
-
 // Output-channel slices compute every output element from the same products; whether
 // the sums run in the same order is the BLAS's choice (its blocking of k may depend on
 // the number of filters), so outputs stay within 1e-6 of each head's largest value of
@@ -248,7 +235,7 @@ TEST(SlicedCpu, OutputsWithinAMillionthOfTheUnslicedRun) {
   auto ref = Session::open(cfg, weights, o);
   ASSERT_TRUE(ref.ok()) << ref.status().to_string();
   const std::vector<float> input = test::random_input(1, 3, 128, 128, 5);
-  const auto want = heads(**ref, input);
+  const auto want = test::network_heads(**ref, input);
   for (int64_t slot : {int64_t(64) << 20, int64_t(1) << 20, int64_t(128) << 10}) {
     o.slot_bytes = slot;
     auto s = Session::open(cfg, weights, o);
@@ -257,7 +244,7 @@ TEST(SlicedCpu, OutputsWithinAMillionthOfTheUnslicedRun) {
     for (const WeightBlob& w : p.weights) EXPECT_LE(w.bytes, slot);
     const bool sliced = p.steps.size() > (*ref)->plan().steps.size();
     EXPECT_EQ(sliced, slot < (int64_t(64) << 20));
-    const auto got = heads(**s, input);
+    const auto got = test::network_heads(**s, input);
     ASSERT_EQ(got.size(), want.size());
     double worst = 0;
     for (size_t h = 0; h < got.size(); ++h) {

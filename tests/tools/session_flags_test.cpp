@@ -92,6 +92,25 @@ TEST(SessionFlags, FlagTextsBecomeOptionValues) {
   EXPECT_EQ(s.chunk_bytes, int64_t(16) << 20);
 }
 
+// Every row's default text is a value its own conversion accepts, in both tools (a
+// default that did not convert would fail every run that leaves the flag out).
+TEST(SessionFlags, EveryDefaultConverts) {
+  for (const FlagTool tool : {FlagTool::kDlrun, FlagTool::kDlbench}) {
+    for (const SessionFlag& r : session_flags()) {
+      if (r.convert == FlagConvert::kSwitch) continue;
+      const char* text = tool == FlagTool::kDlbench && r.bench_default ? r.bench_default : r.default_text;
+      SessionOptions o;
+      const Status s = set_session_flag(tool, r.option, text, &o);
+      EXPECT_TRUE(s.ok()) << r.flag << " " << text << ": " << s.to_string();
+    }
+  }
+  SessionOptions o;
+  ASSERT_TRUE(set_session_flag(FlagTool::kDlbench, "slot_bytes", "1MiB", &o).ok());
+  EXPECT_EQ(o.slot_bytes, int64_t(1) << 20);
+  ASSERT_TRUE(set_session_flag(FlagTool::kDlrun, "slot_bytes", "0", &o).ok());
+  EXPECT_EQ(o.slot_bytes, 0);
+}
+
 TEST(SessionFlags, EachToolsKernelCacheSpellingAndDefault) {
   EXPECT_TRUE(options_of(FlagTool::kDlrun, "")->cache_kernel_times);
   EXPECT_FALSE(options_of(FlagTool::kDlrun, "--no-kernel-cache")->cache_kernel_times);

@@ -253,6 +253,7 @@ Expected<std::string> option_text_of(const SessionFlag& r, FlagTool tool, const 
     }
     case C::kSize:
     case C::kMinOrSize: {
+      if (text == "0") return text;  // "none" where the option allows it (--slot-size); its check decides
       DLR_ASSIGN_OR_RETURN(const int64_t bytes, parse_size(flag, text, r.convert == C::kMinOrSize));
       return value_text(bytes);
     }

@@ -28,7 +28,7 @@ enum class FlagConvert {
   kWords,      // each of `choices` to the word at its position in `option_words`
   kSwitch,     // no value: given, the option's text is `option_words`; not given, its negation
   kPercent,    // NN% -> a fraction (dlr::parse_percentage)
-  kSize,       // a size as WeightBudget::parse reads it (64MiB, 8MB, bytes) -> bytes
+  kSize,       // a size as WeightBudget::parse reads it (64MiB, 8MB, bytes) -> bytes; "0" passes to the option's check
   kMinOrSize,  // min (0) or a size -> bytes
   kBudget,     // a weight budget (WeightBudget::parse)
   kUnits,      // search (true), chunks (false) or, dlbench's, chunks:SIZE (false; chunk_bytes SIZE)
