@@ -218,9 +218,6 @@ Status check_storage(const SessionOptions& o) {
     return invalid_argument("weights_from storage on the GPU streams weights: it needs mode stream");
   if (o.weights_from == WeightsFrom::kStorage && o.device == DeviceKind::kCPU && o.zero_copy == 0)
     return invalid_argument("the CPU backend reads weights where it computes from them: zero copy cannot be off");
-  if (o.slot_bytes > 0 && o.weights_from == WeightsFrom::kStorage)
-    return invalid_argument("slot_bytes (sliced layers) needs weights_from host: prepared weight files hold whole "
-                            "layers");
   if (o.prefetch_next && o.weights_from == WeightsFrom::kStorage)
     return invalid_argument("prefetch of the next inference copies from the host store: it needs weights_from host");
   return Status();

@@ -189,6 +189,8 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
     table[i].offset = at;
     table[i].bytes = b.bytes;
     table[i].layer = b.layer;
+    table[i].filter_begin = b.filter_begin;
+    table[i].filters = b.filters;
     at = align_up(at + b.bytes, kPreparedAlign);
     largest = std::max(largest, align_up(b.bytes, kPreparedAlign));
   }
@@ -237,6 +239,8 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
     put_u64(e + 8, uint64_t(table[i].bytes));
     put_u32(e + 16, table[i].crc32c);
     put_u32(e + 20, uint32_t(table[i].layer));
+    put_u32(e + 24, uint32_t(table[i].filter_begin));
+    put_u32(e + 28, uint32_t(table[i].filters));
   }
   put_u32(h + kCrcField, crc32c(h, header.size()));
   if (::pwrite(tmp.fd.get(), h, header.size(), 0) != ssize_t(header.size()))

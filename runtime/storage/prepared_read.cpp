@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/storage/crc32c.h"
@@ -22,6 +23,11 @@ namespace {
 
 const char* dtype_code_name(uint8_t v) { return v == 0 ? "f32" : v == 1 ? "f16" : "unknown"; }
 const char* layout_code_name(uint8_t v) { return v == 0 ? "NCHW" : v == 1 ? "NHWC" : "unknown"; }
+
+// "[first, first + n)", or "all" for a whole layer (n == 0).
+std::string filter_range(int first, int n) {
+  return n == 0 ? std::string("all") : "[" + std::to_string(first) + ", " + std::to_string(first + n) + ")";
+}
 
 // The header region of the open file `fd` of `size` bytes, checked in this order:
 // size, magic, version, blob count, header size, CRC32C, the file's size (as the
@@ -110,6 +116,12 @@ Status read_blob_table(const std::string& path, const unsigned char* h, uint32_t
     b.bytes = int64_t(bytes);
     b.crc32c = get_u32(e + 16);
     b.layer = int(int32_t(get_u32(e + 20)));
+    const uint32_t first = get_u32(e + 24), filters = get_u32(e + 28);
+    if (first > uint32_t(INT32_MAX) || filters > uint32_t(INT32_MAX) - first)
+      return parse_error(where + ": filter range " + std::to_string(first) + " + " + std::to_string(filters) +
+                         " is out of range");
+    b.filter_begin = int(first);
+    b.filters = int(filters);
     id->blob_bytes.push_back(b.bytes);
     at = align_up(b.offset + b.bytes, kPreparedAlign);
   }
@@ -127,9 +139,15 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
   if (id.layout != plan.options.layout)
     return invalid_argument(made + "layout " + layout_code_name(h[65]) + ", the run uses " +
                             layout_name(plan.options.layout) + " (prepare it again with this run's device and precision)");
-  if (blobs.size() != plan.weights.size())
-    return invalid_argument(made + "another model: " + std::to_string(blobs.size()) + " weight blobs, the plan has " +
-                            std::to_string(plan.weights.size()));
+  if (blobs.size() != plan.weights.size()) {
+    bool sliced = false;  // either side runs layers in slices: the slot may be what differs
+    for (const PreparedBlob& b : blobs) sliced = sliced || b.filters > 0;
+    for (const WeightBlob& w : plan.weights) sliced = sliced || w.filters > 0;
+    return invalid_argument(made + (sliced ? "other slices or another model: " : "another model: ") +
+                            std::to_string(blobs.size()) + " weight blobs, the plan has " +
+                            std::to_string(plan.weights.size()) +
+                            (sliced ? " (prepare it again with this run's slot_bytes)" : ""));
+  }
   for (size_t i = 0; i < blobs.size(); ++i) {
     const WeightBlob& w = plan.weights[i];
     const PreparedBlob& b = blobs[i];
@@ -140,6 +158,10 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
       return invalid_argument(made + "another model: blob " + std::to_string(i) + " is layer " +
                               std::to_string(b.layer) + ", " + std::to_string(b.bytes) + " bytes; the plan has layer " +
                               std::to_string(w.layer) + ", " + std::to_string(w.bytes) + " bytes");
+    if (b.filter_begin != w.filter_begin || b.filters != w.filters)
+      return invalid_argument(made + "other slices: blob " + std::to_string(i) + " (layer " + std::to_string(b.layer) +
+                              ") holds filters " + filter_range(b.filter_begin, b.filters) + ", the plan " +
+                              filter_range(w.filter_begin, w.filters) + " (prepare it again with this run's slot_bytes)");
   }
   return Status();
 }
@@ -235,7 +257,7 @@ class PreparedSource final : public WeightSource {
   PreparedSource(const PreparedFile& f, Fd fd) : m_path(f.path()), m_blobs(f.blobs()), m_id(f.identity()), m_fd(std::move(fd)) {
     m_file.path = m_path;
     for (size_t i = 0; i < m_blobs.size(); ++i) {
-      m_by_layer.emplace_back(m_blobs[i].layer, int(i));
+      m_by_slice.push_back({m_blobs[i].layer, m_blobs[i].filter_begin, m_blobs[i].filters, int(i)});
       m_file.offsets.push_back(m_blobs[i].offset);
       m_file.crc32c.push_back(m_blobs[i].crc32c);
     }
@@ -244,13 +266,14 @@ class PreparedSource final : public WeightSource {
 
   Status prepare(const WeightBlob& blob, Layout layout, void* dst) override {
     int index = -1;
-    for (const auto& [layer, i] : m_by_layer)  // plan order: the next blob is usually the one asked for
-      if (layer == blob.layer) {
-        index = i;
+    for (const Slice& s : m_by_slice)
+      if (s.layer == blob.layer && s.filter_begin == blob.filter_begin && s.filters == blob.filters) {
+        index = s.index;
         break;
       }
     if (index < 0)
-      return invalid_argument(m_path + ": no prepared blob for layer " + std::to_string(blob.layer));
+      return invalid_argument(m_path + ": no prepared blob for layer " + std::to_string(blob.layer) +
+                              (blob.filters > 0 ? " filters " + filter_range(blob.filter_begin, blob.filters) : ""));
     const PreparedBlob& b = m_blobs[size_t(index)];
     if (b.bytes != blob.bytes || blob.dtype != m_id.dtype || layout != m_id.layout)
       return invalid_argument(m_path + ": blob " + std::to_string(index) + " (layer " + std::to_string(b.layer) +
@@ -273,7 +296,10 @@ class PreparedSource final : public WeightSource {
   std::vector<PreparedBlob> m_blobs;
   PreparedIdentity m_id;
   Fd m_fd;
-  std::vector<std::pair<int, int>> m_by_layer;
+  struct Slice {
+    int layer, filter_begin, filters, index;
+  };
+  std::vector<Slice> m_by_slice;  // per blob of the file: what it holds
   BlobFile m_file;
 };
 

@@ -266,13 +266,44 @@ TEST(SlicedCpu, OutputsWithinAMillionthOfTheUnslicedRun) {
   }
 }
 
-TEST(SlicedCpu, SlotWithWeightsFromStorageIsRefusedNamingTheOption) {
-  SessionOptions o;
-  o.slot_bytes = 1 << 20;
+// From storage the prepared file holds the slices (format version 2), each read into a
+// staging area sized by the largest slice: outputs bit-identical to the same sliced
+// plan from host memory, in less host memory than whole layers need; a file prepared
+// for other slices is refused naming slot_bytes.
+TEST(SlicedCpu, FromStorageBitIdenticalToHostInLessStaging) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const std::string weights = test::synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  const std::vector<float> input = test::random_input(1, 3, 128, 128, 8);
+  SessionOptions host;
+  host.width = host.height = 128;
+  host.slot_bytes = 256 << 10;
+  auto ref = Session::open(cfg, weights, host);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  const auto want = test::network_heads(**ref, input);
+  SessionOptions o = host;
   o.weights_from = WeightsFrom::kStorage;
-  const Status s = validate_options(o);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("slot_bytes"), std::string::npos) << s.message();
+  o.prepared_path = test::temp_dir() + "/tiny-sliced.dlrw";
+  std::remove(o.prepared_path.c_str());
+  SessionOptions whole = o;
+  whole.slot_bytes = 0;
+  whole.prepared_path = test::temp_dir() + "/tiny-whole.dlrw";
+  auto w = Session::open(cfg, weights, whole);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  auto s = Session::open(cfg, weights, o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const int64_t staging = (*s)->model().reads.staging_bytes, whole_staging = (*w)->model().reads.staging_bytes;
+  std::printf("staging: %lld bytes sliced (256 KiB slots), %lld whole layers\n", (long long)staging,
+              (long long)whole_staging);
+  EXPECT_LT(staging, whole_staging);
+  EXPECT_LE(staging, 4 * host.slot_bytes);
+  for (int run = 0; run < 2; ++run) EXPECT_TRUE(test::same_bits(test::network_heads(**s, input), want)) << run;
+  SessionOptions other = o;
+  other.slot_bytes = 512 << 10;
+  other.prepared_path.clear();
+  auto refused = Session::open(cfg, o.prepared_path, other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("slot_bytes"), std::string::npos) << refused.status().message();
 }
 
 }  // namespace
