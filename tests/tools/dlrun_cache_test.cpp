@@ -13,17 +13,18 @@
 #include <string>
 
 #include "runtime/storage/prepared_cache.h"
+#include "runtime/storage/prepared_file.h"
 #include "tests/e2e/tool_runner.h"
 
 namespace dlr {
 namespace {
 namespace fs = std::filesystem;
 
-// A file that starts like a prepared one: magic, version 1, dtype and layout bytes.
+// A file that starts like a prepared one: magic, this dlrun's format version, dtype and layout bytes.
 void write_fake_prepared(const std::string& path, bool fp16_nhwc, int64_t bytes) {
   std::string h(72, '\0');
   h.replace(0, 8, "DLRWPREP");
-  h[8] = 1;
+  h[8] = char(kPreparedFormatVersion);
   h[64] = fp16_nhwc ? 1 : 0;
   h[65] = fp16_nhwc ? 1 : 0;
   std::ofstream(path, std::ios::binary) << h;
