@@ -118,12 +118,12 @@ Status slice_plan(ExecutionPlan* plan, const SliceOptions& options, const std::s
       if (p.groups != 1)
         return invalid_argument(where + ": a grouped convolution (groups=" + std::to_string(p.groups) + ") of " +
                                 std::to_string(w.bytes) + " weight bytes cannot be sliced to the slot of " +
-                                std::to_string(options.max_blob_bytes) + " bytes; expected a larger slot_size");
+                                std::to_string(options.max_blob_bytes) + " bytes; expected a larger slot_bytes");
       sizes = slice_sizes(p.filters, w.weight_elems / p.filters, w.dtype, plan->options.weight_align,
                           options.max_blob_bytes, options.filter_multiple);
       if (sizes.empty())
         return invalid_argument(where + ": one filter's weights do not fit the slot of " +
-                                std::to_string(options.max_blob_bytes) + " bytes; expected a larger slot_size");
+                                std::to_string(options.max_blob_bytes) + " bytes; expected a larger slot_bytes");
     }
     if (sizes.size() > 1) {
       expand_conv(*plan, st, plan->weights[size_t(st.weight)], sizes, &scratch, &x);

@@ -184,7 +184,7 @@ TEST(SlicePlan, AFilterLargerThanTheSlotIsRefusedNamingTheLayer) {
   const Status s = slice_plan(&*plan, SliceOptions{1024, 8}, path);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("yolov4-tiny.cfg: layer "), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("expected a larger slot_size"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("expected a larger slot_bytes"), std::string::npos) << s.message();
 }
 
 // Stream plans of sliced networks, at random slots and budgets: the simulator's checks
