@@ -19,6 +19,11 @@ struct OpStep {
   TensorView out;
   const std::pair<TensorView, TensorView>* copies = nullptr;  // route: (src, dst) channel copies
   int n_copies = 0;
+  // conv, an input-channel slice (runtime/compile/slicing.h): (src, dst) channel copies
+  // before the op, and whether it adds into `out` instead of overwriting it.
+  const std::pair<TensorView, TensorView>* packs = nullptr;
+  int n_packs = 0;
+  bool accumulate = false;
 
   template <class P>
   const P& p() const { return std::get<P>(*params); }

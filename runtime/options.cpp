@@ -27,6 +27,15 @@ bool parse_residency(const std::string& s, Residency* out) {
   return false;
 }
 
+const char* slice_by_name(SliceBy s) {
+  switch (s) {
+    case SliceBy::kAuto: return "auto";
+    case SliceBy::kFilters: return "filters";
+    case SliceBy::kChannels: return "channels";
+  }
+  return "auto";
+}
+
 const char* weights_from_name(WeightsFrom w) { return w == WeightsFrom::kStorage ? "storage" : "host"; }
 
 bool parse_weights_from(const std::string& s, WeightsFrom* out) {

@@ -27,6 +27,12 @@ enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
 const char* residency_name(Residency r);
 bool parse_residency(const std::string& s, Residency* out);  // "none", "largest-late", "greedy"
 
+// How a conv whose weights exceed slot_bytes is cut (runtime/compile/slicing.h): auto
+// (input channels on CUDA, whose slices then keep the layer's output parallelism;
+// filters on the CPU, whose sums then stay bit-identical), filters or channels.
+enum class SliceBy : uint8_t { kAuto, kFilters, kChannels };
+const char* slice_by_name(SliceBy s);
+
 // Where streamed weights come from each inference ("--weights-from"): host (every
 // streamed blob prepared once in a pinned host store) or storage (read from a prepared
 // weight file with direct I/O into a bounded staging ring, runtime/streaming/read_plan.h).

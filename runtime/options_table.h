@@ -57,9 +57,12 @@
   X(copy_profile, std::string, "auto", PUBLIC, copy_profile_name_valid(v), copy_profile_name_error(v))                \
   /* stream mode: copy chunk size (0: the profile's) */                                                               \
   X(chunk_bytes, int64_t, 0, PUBLIC, v >= 0, "chunk size must be >= 0 bytes (0: the copy profile's)")                 \
-  /* > 0: a conv whose weight blob is larger runs as slices of its output channels, each blob at most this many    \
-     bytes, so the weight pool can be smaller than the largest layer (runtime/compile/slicing.h); 0: no slices */     \
+  /* > 0: a conv whose weight blob is larger runs as slices, each blob at most this many bytes, so the weight pool  \
+     can be smaller than the largest layer (runtime/compile/slicing.h); 0: no slices */                               \
   X(slot_bytes, int64_t, 0, PUBLIC, v >= 0, "slot size must be >= 0 bytes (0: no layer is sliced)")                   \
+  /* how a sliced conv is cut: auto (channels on CUDA, filters on the CPU), filters (output channels) or channels    \
+     (input channels, partial sums added into the output) */                                                          \
+  X(slice_by, SliceBy, SliceBy::kAuto, PUBLIC, true, "")                                                              \
   /* stream mode: ring (mapped twice) or slots; auto: the ring where the GPU can map it */                            \
   X(weight_pool, PoolLayout, PoolLayout::kAuto, PUBLIC, true, "")                                                     \
   /* stream mode, ring, no chunk size: transfer units chosen by simulation (unit_search.h); false: equal chunks */    \

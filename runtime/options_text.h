@@ -24,6 +24,7 @@ Status parse_value(const std::string& text, Precision* out);    // fp32, tf32, f
 Status parse_value(const std::string& text, WeightMode* out);   // preload, stream
 Status parse_value(const std::string& text, PoolLayout* out);   // auto, slots, ring
 Status parse_value(const std::string& text, Residency* out);    // none, largest-late, greedy
+Status parse_value(const std::string& text, SliceBy* out);      // auto, filters, channels
 Status parse_value(const std::string& text, WeightsFrom* out);  // host, storage
 Status parse_value(const std::string& text, ReaderKind* out);   // auto, uring, threads
 Status parse_value(const std::string& text, WeightBudget* out); // WeightBudget::parse
@@ -40,6 +41,7 @@ std::string value_text(Precision v);
 std::string value_text(WeightMode v);
 std::string value_text(PoolLayout v);
 std::string value_text(Residency v);
+std::string value_text(SliceBy v);
 std::string value_text(WeightsFrom v);
 std::string value_text(ReaderKind v);
 std::string value_text(const WeightBudget& v);

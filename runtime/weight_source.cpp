@@ -32,7 +32,7 @@ void convert_weights(const float* w, int64_t filters, int64_t cin, int64_t kk, L
 }
 
 // The folded fp32 weights and bias of the layer a thread prepared last, so that the
-// slices of a sliced layer (WeightBlob::filters) fold it once per thread, not per slice.
+// slices of a sliced layer (WeightBlob::filters or ::channels) fold it once per thread, not per slice.
 struct FoldedLayer {
   uint64_t source = 0;  // FileSource::m_id (0: none)
   int layer = -1;
@@ -52,7 +52,7 @@ class FileSource final : public WeightSource {
       return internal_error(m_file.path() + ": plan blob names layer " + std::to_string(blob.layer) +
                             ", which the network does not have");
     const LayerDesc& layer = m_net.layers[size_t(blob.layer)];
-    if (blob.filters > 0) return prepare_slice(layer, blob, layout, static_cast<char*>(dst));
+    if (blob.filters > 0 || blob.channels > 0) return prepare_slice(layer, blob, layout, static_cast<char*>(dst));
     const PreparedSizes sizes = prepared_sizes(layer);
     if (sizes.weights != blob.weight_elems || sizes.bias != blob.bias_elems)
       return internal_error("layer " + std::to_string(layer.index) + ": plan blob does not match the layer");
@@ -85,14 +85,22 @@ class FileSource final : public WeightSource {
   bool concurrent() const override { return true; }
 
  private:
-  // Filters [filter_begin, filter_begin + filters) of the layer, from its folded fp32
-  // weights (folded at most once per thread and layer).
+  // A slice of the layer from its folded fp32 weights (folded at most once per thread
+  // and layer): filters [filter_begin, filter_begin + filters) with their bias, or input
+  // channels [channel_begin, channel_begin + channels) of every filter (the bias only
+  // when the blob has room for it: the last slice).
   Status prepare_slice(const LayerDesc& layer, const WeightBlob& blob, Layout layout, char* out) {
     const PreparedSizes sizes = prepared_sizes(layer);
     const ConvParams& p = layer.conv();
-    const int64_t per_filter = sizes.weights / p.filters;
-    if (blob.filter_begin < 0 || blob.filter_begin + blob.filters > p.filters ||
-        blob.weight_elems != int64_t(blob.filters) * per_filter || blob.bias_elems != blob.filters)
+    const int64_t cin = layer.in.c / p.groups, kk = int64_t(p.size) * p.size;
+    const bool by_filters = blob.filters > 0;
+    const int filters = by_filters ? blob.filters : p.filters;
+    const int channels = by_filters ? int(cin) : blob.channels;
+    const bool fits = by_filters ? blob.filter_begin >= 0 && blob.filter_begin + blob.filters <= p.filters &&
+                                       blob.bias_elems == blob.filters && blob.channels == 0
+                                 : p.groups == 1 && blob.channel_begin >= 0 && blob.channel_begin + channels <= cin &&
+                                       (blob.bias_elems == 0 || blob.bias_elems == p.filters);
+    if (!fits || blob.weight_elems != int64_t(filters) * channels * kk)
       return internal_error("layer " + std::to_string(layer.index) + ": plan slice does not match the layer");
     thread_local FoldedLayer folded;
     if (folded.source != m_id || folded.layer != layer.index) {
@@ -106,16 +114,24 @@ class FileSource final : public WeightSource {
     }
     const bool f16 = blob.dtype == DType::kF16;
     zero_padding(blob, blob.weight_elems * (f16 ? 2 : 4), out);
-    std::memcpy(out + blob.bias_offset, folded.bias.data() + blob.filter_begin, size_t(blob.filters) * 4);
-    const float* w = folded.weights.data() + int64_t(blob.filter_begin) * per_filter;
-    const int64_t cin = layer.in.c / p.groups, kk = int64_t(p.size) * p.size;
+    if (blob.bias_elems > 0)
+      std::memcpy(out + blob.bias_offset, folded.bias.data() + blob.filter_begin, size_t(blob.bias_elems) * 4);
+    const float* w = folded.weights.data() + int64_t(blob.filter_begin) * cin * kk;
+    thread_local std::vector<float> part;  // a channel slice's weights, OIHW [filters][channels][k][k]
+    if (!by_filters) {
+      part.resize(size_t(blob.weight_elems));
+      for (int64_t o = 0; o < filters; ++o)
+        std::memcpy(part.data() + o * channels * kk, w + (o * cin + blob.channel_begin) * kk,
+                    size_t(channels * kk) * 4);
+      w = part.data();
+    }
     if (f16) {
-      convert_weights(w, blob.filters, cin, kk, layout, out, [](char* o, int64_t i, float v) {
+      convert_weights(w, filters, channels, kk, layout, out, [](char* o, int64_t i, float v) {
         const uint16_t h = float_to_half(v);
         std::memcpy(o + i * 2, &h, 2);
       });
     } else {
-      convert_weights(w, blob.filters, cin, kk, layout, out,
+      convert_weights(w, filters, channels, kk, layout, out,
                       [](char* o, int64_t i, float v) { std::memcpy(o + i * 4, &v, 4); });
     }
     return Status();

@@ -181,11 +181,12 @@ void bias_activation(float* y, int f0, int f1, int64_t n, int64_t n0, int64_t n1
   }
 }
 
-// One group: y[fg][n] = act(w[fg][kdim] * im2col(x)[kdim][n] + bias). `scratch`
+// One group: y[fg][n] = act(w[fg][kdim] * im2col(x)[kdim][n] + bias), plus y's own
+// values first when `accumulate`. `scratch`
 // holds the im2col of column tile [n0, n1) as a [kdim][n1-n0] block at kdim*n0.
 // One OpenMP region; each task runs a single-threaded GEMM on its tile.
 void conv2d_gemm_group(const ConvGeom& g, bool pointwise, const float* x, const float* w, const float* bias,
-                       Activation act, float* y, float* scratch, int scratch_threads) {
+                       Activation act, float* y, float* scratch, int scratch_threads, bool accumulate) {
   const int threads = std::max(1, std::min(omp_get_max_threads(), scratch_threads));
   const Tiling t = plan_tiles(g.n, g.fg, tile_parallelism());
   const int64_t ntasks = t.ntn * t.ntm;
@@ -219,7 +220,7 @@ void conv2d_gemm_group(const ConvGeom& g, bool pointwise, const float* x, const 
         cols = block;
       }
       sgemm(m1 - m0, int(n1 - n0), int(kdim), w + int64_t(m0) * kdim, int(kdim), cols, int(ldb),
-            y + int64_t(m0) * g.n + n0, int(g.n), false);
+            y + int64_t(m0) * g.n + n0, int(g.n), accumulate);
       if (act != Activation::kLinear || bias != nullptr) bias_activation(y, m0, m1, g.n, n0, n1, bias, act);
     }
   }
@@ -289,7 +290,7 @@ int64_t conv2d_scratch_floats(const ConvParams& p, Shape3 in, Shape3 out, int th
 }
 
 void conv2d(const ConvParams& p, const TensorView& in, const float* weights, const float* bias, const TensorView& out,
-            float* scratch, int scratch_threads) {
+            float* scratch, int scratch_threads, bool accumulate) {
   check_view(in);
   check_view(out);
   DLR_ASSERT(in.n == out.n && weights != nullptr);
@@ -297,6 +298,7 @@ void conv2d(const ConvParams& p, const TensorView& in, const float* weights, con
   const bool depthwise = is_depthwise(p, in.shape());
   const bool pointwise = is_pointwise(g);
   DLR_ASSERT(depthwise || pointwise || scratch != nullptr);
+  DLR_ASSERT(!(depthwise && accumulate));
   const int64_t in_group = int64_t(g.cg) * g.h * g.w;  // floats of one group's input planes
   const int64_t w_group = int64_t(g.fg) * g.kdim;       // floats of one group's weights
   for (int b = 0; b < in.n; ++b) {
@@ -309,14 +311,17 @@ void conv2d(const ConvParams& p, const TensorView& in, const float* weights, con
     for (int grp = 0; grp < p.groups; ++grp) {
       conv2d_gemm_group(g, pointwise, x + grp * in_group, weights + grp * w_group,
                         bias != nullptr ? bias + int64_t(grp) * g.fg : nullptr, p.activation,
-                        y + int64_t(grp) * g.fg * g.n, scratch, std::max(1, scratch_threads));
+                        y + int64_t(grp) * g.fg * g.n, scratch, std::max(1, scratch_threads), accumulate);
     }
   }
 }
 
 // Entry point of [convolutional] (cpu_ops.h OpCall).
 void run_conv(const OpCall& call) {
-  conv2d(call.p<ConvParams>(), call.in[0], call.weights, call.bias, call.out, call.scratch, call.scratch_threads);
+  // An input-channel slice that reads a packed copy of its channels: that copy first.
+  for (int i = 0; i < call.n_packs; ++i) copy_channels(call.packs[i].first, call.packs[i].second);
+  conv2d(call.p<ConvParams>(), call.in[0], call.weights, call.bias, call.out, call.scratch, call.scratch_threads,
+         call.accumulate);
   // A slice of a conv that wrote a packed scratch: into its channels of the layer's output.
   for (int i = 0; i < call.n_copies; ++i) copy_channels(call.copies[i].first, call.copies[i].second);
 }

@@ -69,8 +69,10 @@ int64_t conv2d_scratch_floats(const ConvParams& p, Shape3 in, Shape3 out, int th
 // Output size per Darknet: (H + 2*padding - size)/stride + 1 (dilation d uses padding*d... see conv2d.cpp).
 // scratch: conv2d_scratch_floats(p, ..., scratch_threads) floats; the OpenMP team is
 // capped at scratch_threads. Results do not depend on the team size.
+// accumulate: out = act(out + conv(in, weights) + bias) (an input-channel slice adding
+// its partial sums, runtime/compile/slicing.h); not for depthwise convs.
 void conv2d(const ConvParams& p, const TensorView& in, const float* weights, const float* bias, const TensorView& out,
-            float* scratch, int scratch_threads);
+            float* scratch, int scratch_threads, bool accumulate = false);
 
 // ---- maxpool.cpp ----
 // Darknet maxpool: window of `size` starting at -padding/2 with `padding` TOTAL; out-of-range taps ignored.

@@ -26,6 +26,7 @@
 //    everything else is cudnnConvolutionForward then cuda::bias_activation. If
 //    cuDNN answers NOT_SUPPORTED to the fused call at run time, this conv falls
 //    back to the unfused pair for good (logged once; fused() then says false).
+//    An accumulating conv (config.accumulate: beta = 1) is never fused.
 //  - Every descriptor is built in create() and never modified afterwards, so a
 //    CudnnConv may be run from several threads, each with its own cuDNN handle.
 //  - run() sets `stream` on the handle and enqueues; it never allocates,
@@ -228,7 +229,8 @@ std::string config_string(const ConvConfig& c, const TensorView& in, const Tenso
          std::to_string(effective_dilation(p)) + " pad" + std::to_string(p.padding) + " groups" +
          std::to_string(p.groups) + " act " + activation_name(p.activation) + " prec " + precision_name(c.precision) +
          " policy " + policy_name(c.policy) + " ws_limit " + std::to_string(c.workspace_limit) + " fusion" +
-         std::to_string(int(c.allow_fusion)) + " force" + std::to_string(c.force_algo);
+         std::to_string(int(c.allow_fusion)) + " force" + std::to_string(c.force_algo) +
+         (c.accumulate ? " accumulate" : "");
 }
 
 Status check_view(const char* what, const TensorView& v) {
@@ -475,7 +477,7 @@ Status CudnnConv::Impl::choose_algo(cudnnHandle_t handle, const std::string& key
 
 Status CudnnConv::Impl::setup_fusion() {
   const Activation act = config.params.activation;
-  fused = config.allow_fusion && in.dtype == DType::kF32 &&
+  fused = config.allow_fusion && !config.accumulate && in.dtype == DType::kF32 &&
           (act == Activation::kRelu ||
            (act == Activation::kLinear && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM));
   if (!fused) return Status();
@@ -534,8 +536,9 @@ Status CudnnConv::Impl::run_unfused(cudnnHandle_t handle, const TensorView& in_v
                                     const float* bias, const TensorView& out_v, void* ws, size_t ws_bytes,
                                     cudaStream_t stream) const {
   const float one = 1.0f, zero = 0.0f;  // float scaling for both f32 and f16 data
+  const float* beta = config.accumulate ? &one : &zero;
   DLR_CUDNN_CHECK(cudnnConvolutionForward(handle, &one, x_desc.get(), in_v.data, w_desc.get(), weights, conv_desc.get(),
-                                          algo, ws, ws_bytes, &zero, y_desc.get(), out_v.data));
+                                          algo, ws, ws_bytes, beta, y_desc.get(), out_v.data));
   if (bias == nullptr && config.params.activation == Activation::kLinear) return Status();
   return bias_activation(out_v, bias, config.params.activation, stream);
 }
@@ -570,6 +573,9 @@ Status CudnnConv::run(cudnnHandle_t handle, const TensorView& in, const void* we
 
 // Entry point of [convolutional] (cuda_ops.h OpCall): the layer's prepared CudnnConv.
 Status run_conv(const OpCall& call) {
+  // An input-channel slice that reads a packed copy of its channels: that copy first.
+  for (int i = 0; i < call.n_packs; ++i)
+    DLR_RETURN_IF_ERROR(copy_channels(call.packs[i].first, call.packs[i].second, call.stream));
   if (call.n_in > 1) {
     if (call.concat == nullptr || call.cublas == nullptr)
       return internal_error("conv over " + std::to_string(call.n_in) + " inputs without its GEMMs");

@@ -59,6 +59,7 @@ struct ConvConfig {
   size_t workspace_limit = size_t(256) << 20;  // bytes
   bool allow_fusion = true;  // false: never cudnnConvolutionBiasActivationForward (tests compare both paths)
   int force_algo = -1;       // >= 0: use this cudnnConvolutionFwdAlgo_t, bypassing policy and cache (tests, debugging)
+  bool accumulate = false;   // out = act(out + conv(in) + bias): cuDNN's beta = 1 (never fused)
 };
 
 // "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED".
@@ -100,7 +101,8 @@ class CudnnConv {
   static std::string config_key(const ConvConfig& config, const TensorView& in, const TensorView& out);
   const ConvCreateInfo& create_info() const;
 
-  // out = act(conv(in, weights) + bias). Enqueued on `stream` (set on the handle by this call).
+  // out = act(conv(in, weights) + bias), or act(out + conv + bias) with config.accumulate.
+  // Enqueued on `stream` (set on the handle by this call).
   Status run(cudnnHandle_t handle, const TensorView& in, const void* weights, const float* bias, const TensorView& out,
              void* workspace, size_t workspace_bytes, cudaStream_t stream) const;
 

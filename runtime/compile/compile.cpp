@@ -49,12 +49,6 @@ void take_placement(PlacementState& s, CompiledModel* m) {
   for (std::string& n : s.notes) m->notes.push_back(std::move(n));
 }
 
-SliceOptions slice_options(const SessionOptions& options) {
-  SliceOptions s;
-  s.max_blob_bytes = options.slot_bytes;
-  return s;
-}
-
 }  // namespace
 
 PlannerOptions planner_options(DeviceKind device, const SessionOptions& options) {
@@ -123,7 +117,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   m.letterbox = options.letterbox < 0 ? net.net.letter_box : options.letterbox != 0;
   DLR_ASSIGN_OR_RETURN(m.plan, build_plan(net, planner_options(options.device, options)));
   DLR_ASSIGN_OR_RETURN(const int64_t slot, choose_slot_bytes(m.plan, target, options, inputs.placement != nullptr));
-  DLR_RETURN_IF_ERROR(slice_plan(&m.plan, SliceOptions{slot, 8}, net.cfg_path));
+  DLR_RETURN_IF_ERROR(slice_plan(&m.plan, slice_options(options, slot), net.cfg_path));
   if (slot > 0 && options.slot_bytes == 0)
     m.notes.push_back(fmt("slices: the budget is below the smallest pool of whole layers; layers above %.2f MiB run "
                           "in slices", mib(slot)));
@@ -173,7 +167,7 @@ Expected<ExecutionPlan> plan_for_prepare(const NetworkDesc& net, const SessionOp
   storage.weights_from = WeightsFrom::kStorage;
   storage.mode = options.device == DeviceKind::kCUDA ? WeightMode::kStream : options.mode;
   DLR_ASSIGN_OR_RETURN(ExecutionPlan plan, build_plan(net, planner_options(options.device, storage)));
-  DLR_RETURN_IF_ERROR(slice_plan(&plan, slice_options(options), net.cfg_path));
+  DLR_RETURN_IF_ERROR(slice_plan(&plan, slice_options(options, options.slot_bytes), net.cfg_path));
   return plan;
 }
 

@@ -58,6 +58,8 @@ DLR_JSON_ENUM(PoolLayout, {{PoolLayout::kAuto, "auto"}, {PoolLayout::kSlots, "sl
                                           {PoolLayout::kRing, "ring"}})
 DLR_JSON_ENUM(Residency, {{Residency::kNone, "none"}, {Residency::kLargestLate, "largest-late"},
                           {Residency::kGreedy, "greedy"}})
+DLR_JSON_ENUM(SliceBy, {{SliceBy::kAuto, "auto"}, {SliceBy::kFilters, "filters"}, {SliceBy::kChannels, "channels"}})
+DLR_JSON_ENUM(SliceAxis, {{SliceAxis::kFilters, "filters"}, {SliceAxis::kChannels, "channels"}})
 DLR_JSON_ENUM(WeightsFrom, {{WeightsFrom::kHost, "host"}, {WeightsFrom::kStorage, "storage"}})
 DLR_JSON_ENUM(ReaderKind, {{ReaderKind::kAuto, "auto"}, {ReaderKind::kUring, "uring"}, {ReaderKind::kThreads, "threads"}})
 DLR_JSON_ENUM(NmsKind, {{NmsKind::kDefault, "default"}, {NmsKind::kGreedy, "greedynms"},
@@ -96,7 +98,7 @@ void from_json(const nlohmann::json& j, P& p) {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Buffer, id, offset, bytes, dtype, layout, c, h, w, first_step, last_step,
                                    owner_layer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ViewRef, buffer, c_offset, c)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WeightBlob, layer, step, filter_begin, filters, weight_elems, bias_elems, dtype, bias_offset, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WeightBlob, layer, step, filter_begin, filters, channel_begin, channels, weight_elems, bias_elems, dtype, bias_offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlannerOptions, batch, layout, activation_dtype, weight_dtype, concat_in_place,
                                    alignment, weight_align, keep_all_outputs, conv_strided_io, in_place,
                                    conv_over_concat)
@@ -139,7 +141,11 @@ void to_json(nlohmann::json& j, const Step& s) {
   if (s.slice >= 0) {
     j["slice"] = s.slice;
     j["slices"] = s.slices;
+    j["axis"] = s.axis;
     j["filter_begin"] = s.filter_begin;
+    j["channel_begin"] = s.channel_begin;
+    j["accumulate"] = s.accumulate;
+    j["packs"] = s.packs;
   }
   std::visit([&](const auto& p) { j["params"] = p; }, s.params);
 }
@@ -157,7 +163,11 @@ void from_json(const nlohmann::json& j, Step& s) {
   j.at("weight").get_to(s.weight);
   s.slice = j.value("slice", -1);
   s.slices = j.value("slices", 0);
+  s.axis = j.value("axis", SliceAxis::kFilters);
   s.filter_begin = j.value("filter_begin", 0);
+  s.channel_begin = j.value("channel_begin", 0);
+  s.accumulate = j.value("accumulate", false);
+  s.packs = j.value("packs", std::vector<std::pair<ViewRef, ViewRef>>{});
   const nlohmann::json& p = j.at("params");
   // The params struct of the step's kind (DLR_OPS).
   switch (s.kind) {

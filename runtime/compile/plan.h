@@ -3,7 +3,7 @@
 //
 //  - order: one Step per layer, in layer order, except that a sliced conv layer
 //    (runtime/compile/slicing.h) runs as several consecutive steps, one per slice
-//    of its output channels;
+//    of its output channels (filters) or of its input channels;
 //  - activations: every layer output lives in a Buffer (a byte range of one
 //    arena) or is a channel-slice view of one; buffers get offsets from a
 //    liveness analysis so memory is reused;
@@ -41,6 +41,12 @@ struct ViewRef {
   int c = 0;
 };
 
+// Which way a sliced conv is cut (runtime/compile/slicing.h).
+enum class SliceAxis : uint8_t {
+  kFilters,   // slices of its output channels: each writes its channels of the output
+  kChannels,  // slices of its input channels: each adds its partial sums into the whole output
+};
+
 struct Step {
   int index = 0;          // position in ExecutionPlan::steps (== layer unless a layer before it is sliced)
   int layer = 0;          // the network layer it runs (or a slice of)
@@ -55,13 +61,24 @@ struct Step {
   std::vector<std::pair<ViewRef, ViewRef>> copies;
   bool no_op = false;  // nothing to run (dropout, route that is a pure view or fully in place)
   int weight = -1;     // index into ExecutionPlan::weights, -1 for none
-  // A slice of a conv layer (slice >= 0): it computes output channels [filter_begin,
-  // filter_begin + out.c) of the layer; params hold the slice's filter count. Where the
-  // output's layout cannot take a channel slice (NHWC), `output` is a packed scratch
-  // buffer and `copies` moves it into the layer's output after the conv.
+  // A slice of a conv layer (slice >= 0), cut along `axis`:
+  //  - kFilters: it computes output channels [filter_begin, filter_begin + out.c) of the
+  //    layer; params hold the slice's filter count. Where the output's layout cannot take
+  //    a channel slice (NHWC), `output` is a packed scratch buffer and `copies` moves it
+  //    into the layer's output after the conv.
+  //  - kChannels: it reads input channels [channel_begin, channel_begin + in.c) and
+  //    computes the whole output from them. The first slice writes the output, the others
+  //    add into it (`accumulate`); only the last adds the bias and applies the activation
+  //    (the others' params say linear and their blobs hold no bias). Where the input's
+  //    layout cannot give a channel slice (NHWC), `packs` copies it into a packed scratch
+  //    buffer before the conv and inputs[0] is that buffer.
   int slice = -1;
   int slices = 0;         // slices of the layer (0: not sliced)
+  SliceAxis axis = SliceAxis::kFilters;
   int filter_begin = 0;
+  int channel_begin = 0;
+  bool accumulate = false;  // the op adds into its output instead of overwriting it
+  std::vector<std::pair<ViewRef, ViewRef>> packs;  // (source, destination) copies before the op
 };
 
 // Prepared weights of one conv layer as one contiguous blob:
@@ -70,9 +87,11 @@ struct WeightBlob {
   int layer = 0;              // the network layer
   int step = 0;               // the step reading it (== layer unless the plan is sliced)
   int filter_begin = 0;       // a slice: output channels [filter_begin, filter_begin + filters)
-  int filters = 0;            // of the layer; 0: the whole layer
+  int filters = 0;            // of the layer; 0: every filter
+  int channel_begin = 0;      // a slice: input channels [channel_begin, channel_begin + channels)
+  int channels = 0;           // of the layer; 0: every input channel
   int64_t weight_elems = 0;  // prepared conv weights (layout chosen by the backend)
-  int64_t bias_elems = 0;
+  int64_t bias_elems = 0;     // 0: no bias (an input-channel slice before the last)
   DType dtype = DType::kF32;  // of the weights; bias is always f32
   int64_t bias_offset = 0;    // bytes from the blob start, 256-aligned
   int64_t bytes = 0;          // whole blob, a multiple of PlannerOptions::weight_align (>= 256)

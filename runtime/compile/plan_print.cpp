@@ -38,11 +38,16 @@ std::string ExecutionPlan::to_text() const {
     std::string reads;
     for (const ViewRef& v : st.inputs) reads += (reads.empty() ? "" : ",") + view_text(v, *this);
     for (const auto& cp : st.copies) reads += (reads.empty() ? "copy " : ",copy ") + view_text(cp.first, *this);
+    for (const auto& cp : st.packs) reads += (reads.empty() ? "pack " : ",pack ") + view_text(cp.first, *this);
     std::string w = "-";
     if (st.weight >= 0) w = "w" + std::to_string(st.weight) + " " + mib(weights[size_t(st.weight)].bytes);
-    if (st.slice >= 0)
+    if (st.slice >= 0 && st.axis == SliceAxis::kFilters)
       w += " slice " + std::to_string(st.slice + 1) + "/" + std::to_string(st.slices) + " of filters [" +
            std::to_string(st.filter_begin) + "," + std::to_string(st.filter_begin + st.out.c) + ")";
+    if (st.slice >= 0 && st.axis == SliceAxis::kChannels)
+      w += " slice " + std::to_string(st.slice + 1) + "/" + std::to_string(st.slices) + " of channels [" +
+           std::to_string(st.channel_begin) + "," + std::to_string(st.channel_begin + st.in.c) + ")" +
+           (st.accumulate ? " +=" : "");
     std::string out = view_text(st.output, *this);
     if (st.no_op) out += " (view)";
     std::snprintf(line, sizeof(line), "%4d %-9s %-22s %-16s %-27s %s\n", st.layer, layer_kind_name(st.kind),

@@ -8,36 +8,59 @@
 namespace dlr {
 
 int64_t conv_blob_bytes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align) {
-  const int64_t bias_offset = align_up(int64_t(filters) * filter_elems * int64_t(dtype_size(dtype)), 256);
-  return align_up(bias_offset + int64_t(filters) * 4, std::max<int64_t>(256, weight_align));
+  return blob_bytes(int64_t(filters) * filter_elems, filters, dtype, weight_align);
 }
 
-std::vector<int> slice_sizes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align,
-                             int64_t max_blob_bytes, int filter_multiple) {
-  auto fits = [&](int n) { return conv_blob_bytes(n, filter_elems, dtype, weight_align) <= max_blob_bytes; };
-  if (max_blob_bytes <= 0 || fits(filters)) return {filters};
-  if (!fits(1)) return {};
-  int largest = 1;  // the most filters a slice can hold (blob bytes grow with n)
-  for (int lo = 1, hi = filters; lo <= hi;) {
-    const int mid = lo + (hi - lo) / 2;
-    if (fits(mid)) largest = mid, lo = mid + 1;
-    else hi = mid - 1;
-  }
-  const int m = std::max(1, filter_multiple);
-  if (largest >= m) largest -= largest % m;
-  const int slices = (filters + largest - 1) / largest;
-  int n = (filters + slices - 1) / slices;
-  if (largest >= m) n = std::min(largest, (n + m - 1) / m * m);
-  std::vector<int> sizes;
-  for (int begin = 0; begin < filters; begin += n) sizes.push_back(std::min(n, filters - begin));
-  return sizes;
+int64_t blob_bytes(int64_t weight_elems, int64_t bias_elems, DType dtype, int64_t weight_align) {
+  const int64_t bias_offset = align_up(weight_elems * int64_t(dtype_size(dtype)), 256);
+  return align_up(bias_offset + bias_elems * 4, std::max<int64_t>(256, weight_align));
 }
 
 namespace {
 
-// Where the slices of one layer write: straight into the output's channels when the
-// plan's convs take channel-slice views, else a packed scratch buffer per slice.
-bool writes_in_place(const ExecutionPlan& plan) {
+// Sizes of the fewest slices of `units` units whose blob (`bytes(n)` for n units, growing
+// with n) fits max_blob_bytes, then as even as multiples of `multiple` allow.
+template <class Bytes>
+std::vector<int> even_slices(int units, Bytes bytes, int64_t max_blob_bytes, int multiple) {
+  auto fits = [&](int n) { return bytes(n) <= max_blob_bytes; };
+  if (max_blob_bytes <= 0 || fits(units)) return {units};
+  if (!fits(1)) return {};
+  int largest = 1;  // the most units a slice can hold
+  for (int lo = 1, hi = units; lo <= hi;) {
+    const int mid = lo + (hi - lo) / 2;
+    if (fits(mid)) largest = mid, lo = mid + 1;
+    else hi = mid - 1;
+  }
+  const int m = std::max(1, multiple);
+  if (largest >= m) largest -= largest % m;
+  const int slices = (units + largest - 1) / largest;
+  int n = (units + slices - 1) / slices;
+  if (largest >= m) n = std::min(largest, (n + m - 1) / m * m);
+  std::vector<int> sizes;
+  for (int begin = 0; begin < units; begin += n) sizes.push_back(std::min(n, units - begin));
+  return sizes;
+}
+
+}  // namespace
+
+std::vector<int> slice_sizes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align,
+                             int64_t max_blob_bytes, int filter_multiple) {
+  auto bytes = [&](int n) { return conv_blob_bytes(n, filter_elems, dtype, weight_align); };
+  return even_slices(filters, bytes, max_blob_bytes, filter_multiple);
+}
+
+std::vector<int> channel_slice_sizes(int channels, int filters, int64_t kernel_elems, DType dtype,
+                                     int64_t weight_align, int64_t max_blob_bytes, int channel_multiple) {
+  // Every slice is sized as if it held the bias (the last one does).
+  auto bytes = [&](int n) { return blob_bytes(int64_t(n) * filters * kernel_elems, filters, dtype, weight_align); };
+  return even_slices(channels, bytes, max_blob_bytes, channel_multiple);
+}
+
+namespace {
+
+// Whether the plan's convs take channel-slice views of their buffers (else a slice
+// writes, or reads, a packed scratch buffer).
+bool views_in_place(const ExecutionPlan& plan) {
   return plan.options.conv_strided_io || (plan.options.layout == Layout::kNCHW && plan.options.batch == 1);
 }
 
@@ -47,54 +70,145 @@ struct Expansion {
   std::vector<int> first, last;  // per old step: its first and last new step
 };
 
-// The steps of one sliced conv `st` (blob `w`), appended to *x; scratch buffers appended
-// to *scratch, numbered after the plan's buffers.
-void expand_conv(const ExecutionPlan& plan, const Step& st, const WeightBlob& w, const std::vector<int>& sizes,
-                 std::vector<Buffer>* scratch, Expansion* x) {
+// A packed scratch buffer of `like`'s dtype, layout and plane, `c` channels, live for
+// step `step` only; appended to *scratch (ids after the plan's buffers). Returns its view.
+ViewRef add_scratch(const ExecutionPlan& plan, const Buffer& like, int c, int step, int layer,
+                    std::vector<Buffer>* scratch) {
+  Buffer b;
+  b.id = int(plan.buffers.size() + scratch->size());
+  b.dtype = like.dtype;
+  b.layout = like.layout;
+  b.c = c;
+  b.h = like.h;
+  b.w = like.w;
+  b.bytes = int64_t(plan.options.batch) * c * like.h * like.w * int64_t(dtype_size(like.dtype));
+  b.first_step = b.last_step = step;
+  b.owner_layer = layer;
+  scratch->push_back(b);
+  return ViewRef{b.id, 0, c};
+}
+
+Step slice_step(const Step& st, SliceAxis axis, size_t k, size_t count, int index) {
+  Step s = st;
+  s.index = index;
+  s.slice = int(k);
+  s.slices = int(count);
+  s.axis = axis;
+  return s;
+}
+
+void add_slice_blob(const ExecutionPlan& plan, WeightBlob sw, Step* s, Expansion* x) {
+  sw.step = s->index;
+  sw.bias_offset = align_up(sw.weight_elems * int64_t(dtype_size(sw.dtype)), 256);
+  sw.bytes = blob_bytes(sw.weight_elems, sw.bias_elems, sw.dtype, plan.options.weight_align);
+  s->weight = int(x->weights.size());
+  x->weights.push_back(sw);
+}
+
+// The steps of conv `st` (blob `w`) cut into slices of its filters, appended to *x.
+void expand_filters(const ExecutionPlan& plan, const Step& st, const WeightBlob& w, const std::vector<int>& sizes,
+                    std::vector<Buffer>* scratch, Expansion* x) {
   const ConvParams& p = std::get<ConvParams>(st.params);
   const int64_t per_filter = w.weight_elems / p.filters;
-  const Buffer& ob = plan.buffer(st.output);
   int begin = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
     const int n = sizes[k];
-    Step s = st;
-    s.index = int(x->steps.size());
-    s.slice = int(k);
-    s.slices = int(sizes.size());
+    Step s = slice_step(st, SliceAxis::kFilters, k, sizes.size(), int(x->steps.size()));
     s.filter_begin = begin;
     std::get<ConvParams>(s.params).filters = n;
     s.out.c = n;
     const ViewRef dst{st.output.buffer, st.output.c_offset + begin, n};
-    if (writes_in_place(plan)) {
+    if (views_in_place(plan)) {
       s.output = dst;
     } else {
-      Buffer b;
-      b.id = int(plan.buffers.size() + scratch->size());
-      b.dtype = ob.dtype;
-      b.layout = ob.layout;
-      b.c = n;
-      b.h = ob.h;
-      b.w = ob.w;
-      b.bytes = int64_t(plan.options.batch) * n * ob.h * ob.w * int64_t(dtype_size(ob.dtype));
-      b.first_step = b.last_step = s.index;
-      b.owner_layer = st.layer;
-      scratch->push_back(b);
-      s.output = ViewRef{b.id, 0, n};
+      s.output = add_scratch(plan, plan.buffer(st.output), n, s.index, st.layer, scratch);
       s.copies = {{s.output, dst}};
     }
     WeightBlob sw = w;
-    sw.step = s.index;
     sw.filter_begin = begin;
     sw.filters = n;
     sw.weight_elems = int64_t(n) * per_filter;
     sw.bias_elems = n;
-    sw.bias_offset = align_up(sw.weight_elems * int64_t(dtype_size(sw.dtype)), 256);
-    sw.bytes = conv_blob_bytes(n, per_filter, sw.dtype, plan.options.weight_align);
-    s.weight = int(x->weights.size());
-    x->weights.push_back(sw);
+    add_slice_blob(plan, sw, &s, x);
     x->steps.push_back(std::move(s));
     begin += n;
   }
+}
+
+// The steps of conv `st` (blob `w`) cut into slices of its input channels, appended to *x.
+void expand_channels(const ExecutionPlan& plan, const Step& st, const WeightBlob& w, const std::vector<int>& sizes,
+                     std::vector<Buffer>* scratch, Expansion* x) {
+  const ConvParams& p = std::get<ConvParams>(st.params);
+  const int64_t per_channel = w.weight_elems / st.in.c;  // filters x k x k
+  int begin = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const int n = sizes[k];
+    const bool last = k + 1 == sizes.size();
+    Step s = slice_step(st, SliceAxis::kChannels, k, sizes.size(), int(x->steps.size()));
+    s.channel_begin = begin;
+    s.in.c = n;
+    s.accumulate = k > 0;
+    if (!last) std::get<ConvParams>(s.params).activation = Activation::kLinear;
+    const ViewRef src{st.inputs[0].buffer, st.inputs[0].c_offset + begin, n};
+    if (views_in_place(plan)) {
+      s.inputs = {src};
+    } else {
+      s.inputs = {add_scratch(plan, plan.buffer(st.inputs[0]), n, s.index, st.layer, scratch)};
+      s.packs = {{src, s.inputs[0]}};
+    }
+    WeightBlob sw = w;
+    sw.channel_begin = begin;
+    sw.channels = n;
+    sw.weight_elems = int64_t(n) * per_channel;
+    sw.bias_elems = last ? p.filters : 0;
+    add_slice_blob(plan, sw, &s, x);
+    x->steps.push_back(std::move(s));
+    begin += n;
+  }
+}
+
+// The axis conv `st` is cut along: the options' choice, except that a conv reading
+// several buffers (a concatenation's parts) is cut by filters.
+SliceAxis axis_for(const Step& st, const SliceOptions& options) {
+  if (st.inputs.size() != 1 || st.inputs[0].buffer < 0) return SliceAxis::kFilters;
+  return options.axis;
+}
+
+// The slice sizes of conv `st` (blob `w`) along `axis`, or an error naming the layer.
+Expected<std::vector<int>> sizes_for(const ExecutionPlan& plan, const Step& st, const WeightBlob& w, SliceAxis axis,
+                                     const SliceOptions& options, const std::string& cfg_path) {
+  const ConvParams& p = std::get<ConvParams>(st.params);
+  const std::string where =
+      cfg_path + ": layer " + std::to_string(st.layer) + " (cfg line " + std::to_string(st.cfg_line) + ")";
+  if (p.groups != 1)
+    return invalid_argument(where + ": a grouped convolution (groups=" + std::to_string(p.groups) + ") of " +
+                            std::to_string(w.bytes) + " weight bytes cannot be sliced to the slot of " +
+                            std::to_string(options.max_blob_bytes) + " bytes; expected a larger slot_bytes");
+  const int64_t kk = int64_t(p.size) * p.size;
+  std::vector<int> sizes =
+      axis == SliceAxis::kChannels
+          ? channel_slice_sizes(st.in.c, p.filters, kk, w.dtype, plan.options.weight_align, options.max_blob_bytes,
+                                options.unit_multiple)
+          : slice_sizes(p.filters, w.weight_elems / p.filters, w.dtype, plan.options.weight_align,
+                        options.max_blob_bytes, options.unit_multiple);
+  if (sizes.empty())
+    return invalid_argument(where + ": one " + (axis == SliceAxis::kChannels ? "input channel" : "filter") +
+                            "'s weights do not fit the slot of " + std::to_string(options.max_blob_bytes) +
+                            " bytes; expected a larger slot_bytes");
+  return sizes;
+}
+
+// Step `st` unchanged but for its index (and its blob's), appended to *x.
+void keep_step(const ExecutionPlan& plan, const Step& st, Expansion* x) {
+  Step s = st;
+  s.index = int(x->steps.size());
+  if (s.weight >= 0) {
+    WeightBlob w = plan.weights[size_t(st.weight)];
+    w.step = s.index;
+    s.weight = int(x->weights.size());
+    x->weights.push_back(w);
+  }
+  x->steps.push_back(std::move(s));
 }
 
 }  // namespace
@@ -109,35 +223,19 @@ Status slice_plan(ExecutionPlan* plan, const SliceOptions& options, const std::s
   bool sliced = false;
   for (const Step& st : plan->steps) {
     x.first[size_t(st.index)] = int(x.steps.size());
+    const bool over = st.weight >= 0 && plan->weights[size_t(st.weight)].bytes > options.max_blob_bytes;
     std::vector<int> sizes;
-    if (st.weight >= 0 && plan->weights[size_t(st.weight)].bytes > options.max_blob_bytes) {
-      const WeightBlob& w = plan->weights[size_t(st.weight)];
-      const ConvParams& p = std::get<ConvParams>(st.params);
-      const std::string where = cfg_path + ": layer " + std::to_string(st.layer) + " (cfg line " +
-                                std::to_string(st.cfg_line) + ")";
-      if (p.groups != 1)
-        return invalid_argument(where + ": a grouped convolution (groups=" + std::to_string(p.groups) + ") of " +
-                                std::to_string(w.bytes) + " weight bytes cannot be sliced to the slot of " +
-                                std::to_string(options.max_blob_bytes) + " bytes; expected a larger slot_bytes");
-      sizes = slice_sizes(p.filters, w.weight_elems / p.filters, w.dtype, plan->options.weight_align,
-                          options.max_blob_bytes, options.filter_multiple);
-      if (sizes.empty())
-        return invalid_argument(where + ": one filter's weights do not fit the slot of " +
-                                std::to_string(options.max_blob_bytes) + " bytes; expected a larger slot_bytes");
+    const SliceAxis axis = axis_for(st, options);
+    if (over) {
+      DLR_ASSIGN_OR_RETURN(sizes, sizes_for(*plan, st, plan->weights[size_t(st.weight)], axis, options, cfg_path));
     }
     if (sizes.size() > 1) {
-      expand_conv(*plan, st, plan->weights[size_t(st.weight)], sizes, &scratch, &x);
+      const WeightBlob& w = plan->weights[size_t(st.weight)];
+      if (axis == SliceAxis::kChannels) expand_channels(*plan, st, w, sizes, &scratch, &x);
+      else expand_filters(*plan, st, w, sizes, &scratch, &x);
       sliced = true;
     } else {
-      Step s = st;
-      s.index = int(x.steps.size());
-      if (s.weight >= 0) {
-        WeightBlob w = plan->weights[size_t(st.weight)];
-        w.step = s.index;
-        s.weight = int(x.weights.size());
-        x.weights.push_back(w);
-      }
-      x.steps.push_back(std::move(s));
+      keep_step(*plan, st, &x);
     }
     x.last[size_t(st.index)] = int(x.steps.size()) - 1;
   }

@@ -1,15 +1,23 @@
-// Slicing: a conv layer whose weight blob is larger than a slot runs as slices of its
-// output channels, each a step of its own with a blob of its own, so the weight pool
-// can be smaller than the largest layer (docs/streaming.md, "Slices smaller than a
-// layer"). A pass over a built ExecutionPlan; plain data in, plain data out.
+// Slicing: a conv layer whose weight blob is larger than a slot runs as slices, each a
+// step of its own with a blob of its own, so the weight pool can be smaller than the
+// largest layer (docs/streaming.md, "Slices smaller than a layer"). A pass over a built
+// ExecutionPlan; plain data in, plain data out. Two ways to cut (Step::axis):
 //
-// A slice of filters [f0, f0 + n) reads the layer's whole input and computes n output
-// channels: its blob holds the prepared weights of those filters (contiguous in both
-// OIHW and OHWI) and their bias, so each slice is one contiguous transfer. Every output
-// element is the same sum as unsliced, in the same order, on the CPU.
-// Where the plan's convolutions cannot write a channel slice of a buffer (NHWC: cuDNN
-// refuses pixel strides above the channel count), the slice writes a packed scratch
-// buffer live for its own step and the step's `copies` move it into the layer's output.
+//  - filters: a slice of filters [f0, f0 + n) reads the layer's whole input and computes
+//    n output channels. Its blob holds those filters' weights (contiguous in both OIHW
+//    and OHWI) and their bias. Every output element is the same sum as unsliced, in the
+//    same order, on the CPU. Where the plan's convs cannot write a channel slice of a
+//    buffer (NHWC: cuDNN refuses pixel strides above the channel count), the slice
+//    writes a packed scratch buffer live for its own step and `copies` moves it into place.
+//  - channels: a slice of input channels [c0, c0 + n) computes every output channel's
+//    partial sum over those channels; the first slice writes the output, the others add
+//    into it, the last adds the bias and applies the activation. Its blob holds every
+//    filter's weights for those channels (the last also the bias). Each kernel does 1/k
+//    of the layer's work with the layer's full output parallelism, so on a large GPU the
+//    slices cost about the whole layer plus a launch each, where filter slices each cost
+//    nearly a whole layer. The sums are split (rounded once per slice): on the CPU within
+//    1e-6 relative of unsliced, not bit-identical. Where the input cannot be read as a
+//    channel slice (NHWC), `packs` copies it into a packed scratch buffer first.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +30,8 @@ namespace dlr {
 
 struct SliceOptions {
   int64_t max_blob_bytes = 0;  // every conv blob above this is sliced; 0: slice nothing
-  int filter_multiple = 8;     // slices hold a multiple of this many filters where that fits
+  int unit_multiple = 8;       // slices hold a multiple of this many filters (channels) where that fits
+  SliceAxis axis = SliceAxis::kFilters;  // how single-input convs are cut (a conv over a concatenation: filters)
 };
 
 // The slice sizes (filters per slice, in order) of a conv of `filters` filters whose
@@ -32,13 +41,21 @@ struct SliceOptions {
 std::vector<int> slice_sizes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align,
                              int64_t max_blob_bytes, int filter_multiple);
 
+// The slice sizes (input channels per slice, in order) of a conv of `channels` input
+// channels and `filters` filters of k x k = kernel_elems, alike (each blob sized with the bias).
+std::vector<int> channel_slice_sizes(int channels, int filters, int64_t kernel_elems, DType dtype,
+                                     int64_t weight_align, int64_t max_blob_bytes, int channel_multiple);
+
 // Bytes of the blob of `filters` filters of `filter_elems` weights each (WeightBlob layout).
 int64_t conv_blob_bytes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align);
+// Bytes of a blob of weight_elems weights of `dtype` and bias_elems f32 (WeightBlob layout).
+int64_t blob_bytes(int64_t weight_elems, int64_t bias_elems, DType dtype, int64_t weight_align);
 
 // Slices every conv of `plan` whose blob exceeds options.max_blob_bytes: its step
 // becomes one step per slice (renumbering the steps after it, the buffers' live steps
 // and the blobs), then the arena is placed again. A grouped conv (groups > 1) that
-// would need slicing is an error naming the layer, as is a filter larger than the slot.
+// would need slicing is an error naming the layer, as is a filter (input channel)
+// larger than the slot.
 Status slice_plan(ExecutionPlan* plan, const SliceOptions& options, const std::string& cfg_path);
 
 }  // namespace dlr

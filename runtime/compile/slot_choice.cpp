@@ -4,6 +4,16 @@
 #include "runtime/streaming/stream_plan.h"
 
 namespace dlr {
+
+SliceOptions slice_options(const SessionOptions& options, int64_t slot_bytes) {
+  SliceOptions s;
+  s.max_blob_bytes = slot_bytes;
+  const bool channels = options.slice_by == SliceBy::kChannels ||
+                        (options.slice_by == SliceBy::kAuto && options.device == DeviceKind::kCUDA);
+  s.axis = channels ? SliceAxis::kChannels : SliceAxis::kFilters;
+  return s;
+}
+
 namespace {
 
 // The smallest pool the plan streams through in the options' layout (0: none fits).
@@ -32,7 +42,7 @@ Expected<int64_t> choose_slot_bytes(const ExecutionPlan& plan, const Target& tar
     const int64_t slot = budget / parts / 256 * 256;
     if (slot < 256) break;
     ExecutionPlan sliced = plan;
-    if (!slice_plan(&sliced, SliceOptions{slot, 8}, "").ok()) continue;
+    if (!slice_plan(&sliced, slice_options(options, slot), "").ok()) continue;
     const int64_t need = minimal_pool(sliced, target, options);
     if (need > 0 && need <= budget) return slot;
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/compile/plan.h"
+#include "runtime/compile/slicing.h"
 #include "runtime/compile/target.h"
 #include "runtime/core/status.h"
 #include "runtime/options.h"
@@ -20,6 +21,10 @@ namespace dlr {
 // the budget (a pool of two slots, or the ring over them). 0 (no slices) otherwise; a
 // budget too small for every candidate keeps 0, and the placement's error names the
 // minimum. `placed`: a Runtime gave the placement (its joint plan sizes the pool).
+// The slicing pass's options for a slot of slot_bytes: the axis from options.slice_by
+// (auto: input channels on CUDA, filters on the CPU).
+SliceOptions slice_options(const SessionOptions& options, int64_t slot_bytes);
+
 Expected<int64_t> choose_slot_bytes(const ExecutionPlan& plan, const Target& target, const SessionOptions& options,
                                     bool placed);
 

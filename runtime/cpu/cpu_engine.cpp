@@ -92,6 +92,7 @@ void CpuEngine::resolve_views() {
     for (const ViewRef& r : s.inputs) v.in.push_back(view(r));
     v.out = view(s.output);
     for (const auto& cp : s.copies) v.copies.emplace_back(view(cp.first), view(cp.second));
+    for (const auto& cp : s.packs) v.packs.emplace_back(view(cp.first), view(cp.second));
     m_views.push_back(std::move(v));
   }
 }
@@ -159,11 +160,14 @@ void CpuEngine::run_step(const Step& s) {
   call.out = v.out;
   call.copies = v.copies.data();
   call.n_copies = int(v.copies.size());
+  call.packs = v.packs.data();
+  call.n_packs = int(v.packs.size());
+  call.accumulate = s.accumulate;
   if (s.weight >= 0) {
     const WeightBlob& wb = m_plan.weights[size_t(s.weight)];
     const char* blob = this->blob(s.weight);
     call.weights = reinterpret_cast<const float*>(blob);
-    call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);
+    call.bias = wb.bias_elems > 0 ? reinterpret_cast<const float*>(blob + wb.bias_offset) : nullptr;
     call.scratch = m_scratch_ptr;
     call.scratch_threads = m_scratch_threads;
   }

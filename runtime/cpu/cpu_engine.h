@@ -55,6 +55,7 @@ class CpuEngine final : public Engine, public SharedMemoryClient {
     std::vector<TensorView> in;
     TensorView out;
     std::vector<std::pair<TensorView, TensorView>> copies;
+    std::vector<std::pair<TensorView, TensorView>> packs;
   };
 
   ExecutionPlan m_plan;

@@ -144,6 +144,7 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
   cfg.precision = m_options.precision;
   cfg.policy = m_options.find_algorithms ? cuda::AlgoPolicy::kFind : cuda::AlgoPolicy::kHeuristic;
   cfg.workspace_limit = size_t(m_options.workspace_limit);
+  cfg.accumulate = st.accumulate;
   const TensorView in = view(st.inputs[0]), out = view(st.output);
   const auto t_one = Clock::now();
   const std::string conv_key = cuda::CudnnConv::config_key(cfg, in, out);

@@ -77,10 +77,13 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
   std::vector<Copy> copies_heap;
   TensorView* in = in_inline;
   Copy* copies = copies_inline;
+  Copy packs[1];  // an input-channel slice packs one view (runtime/compile/slicing.cpp)
   if (st.inputs.size() > kInline) in = (in_heap.resize(st.inputs.size()), in_heap.data());
   if (st.copies.size() > kInline) copies = (copies_heap.resize(st.copies.size()), copies_heap.data());
+  if (st.packs.size() > 1) return internal_error("a step with more than one pack");
   for (size_t i = 0; i < st.inputs.size(); ++i) in[i] = view(st.inputs[i]);
   for (size_t i = 0; i < st.copies.size(); ++i) copies[i] = Copy(view(st.copies[i].first), view(st.copies[i].second));
+  for (size_t i = 0; i < st.packs.size(); ++i) packs[i] = Copy(view(st.packs[i].first), view(st.packs[i].second));
   cuda::OpCall call;
   call.layer = st.layer;
   call.params = &st.params;
@@ -89,6 +92,9 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
   call.out = view(st.output);
   call.copies = copies;
   call.n_copies = int(st.copies.size());
+  call.packs = packs;
+  call.n_packs = int(st.packs.size());
+  call.accumulate = st.accumulate;
   call.stream = s;
   if (st.weight >= 0) {
     const WeightBlob& wb = m_plan.weights[size_t(st.weight)];
@@ -98,7 +104,7 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
     call.concat = m_concat_convs[size_t(st.index)].get();
     call.cublas = m_cublas.get();
     call.weights = blob;
-    call.bias = reinterpret_cast<const float*>(blob + wb.bias_offset);
+    call.bias = wb.bias_elems > 0 ? reinterpret_cast<const float*>(blob + wb.bias_offset) : nullptr;
     call.workspace = workspace_ptr();
     call.workspace_bytes = workspace_bytes();
   }

@@ -38,6 +38,8 @@ static_assert(uint8_t(PoolLayout::kSlots) == uint8_t(dlr::PoolLayout::kSlots) &&
                   uint8_t(PoolLayout::kRing) == uint8_t(dlr::PoolLayout::kRing), "PoolLayout");
 static_assert(uint8_t(Residency::kLargestLate) == uint8_t(dlr::Residency::kLargestLate) &&
                   uint8_t(Residency::kGreedy) == uint8_t(dlr::Residency::kGreedy), "Residency");
+static_assert(uint8_t(SliceBy::kFilters) == uint8_t(dlr::SliceBy::kFilters) &&
+                  uint8_t(SliceBy::kChannels) == uint8_t(dlr::SliceBy::kChannels), "SliceBy");
 template <class P, class I>
 dlr::Status as_internal(P p, I* s) {
   *s = static_cast<I>(static_cast<uint8_t>(p));
@@ -48,6 +50,7 @@ dlr::Status convert(Precision p, dlr::Precision* s) { return as_internal(p, s); 
 dlr::Status convert(Mode p, dlr::WeightMode* s) { return as_internal(p, s); }
 dlr::Status convert(PoolLayout p, dlr::PoolLayout* s) { return as_internal(p, s); }
 dlr::Status convert(Residency p, dlr::Residency* s) { return as_internal(p, s); }
+dlr::Status convert(SliceBy p, dlr::SliceBy* s) { return as_internal(p, s); }
 
 // A parsed value into its public field: a public enum from the internal one, or as it is.
 template <class I, class P>

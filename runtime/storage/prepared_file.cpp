@@ -191,6 +191,8 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
     table[i].layer = b.layer;
     table[i].filter_begin = b.filter_begin;
     table[i].filters = b.filters;
+    table[i].channel_begin = b.channel_begin;
+    table[i].channels = b.channels;
     at = align_up(at + b.bytes, kPreparedAlign);
     largest = std::max(largest, align_up(b.bytes, kPreparedAlign));
   }
@@ -241,6 +243,8 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
     put_u32(e + 20, uint32_t(table[i].layer));
     put_u32(e + 24, uint32_t(table[i].filter_begin));
     put_u32(e + 28, uint32_t(table[i].filters));
+    put_u32(e + 32, uint32_t(table[i].channel_begin));
+    put_u32(e + 36, uint32_t(table[i].channels));
   }
   put_u32(h + kCrcField, crc32c(h, header.size()));
   if (::pwrite(tmp.fd.get(), h, header.size(), 0) != ssize_t(header.size()))

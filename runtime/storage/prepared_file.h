@@ -4,9 +4,10 @@
 // 4096-aligned range of one, with O_DIRECT straight into a staging buffer.
 // docs/streaming.md, "Prepared weight file", says how it is used and cached.
 //
-// Format, version 2 (version 1 had no slices: 24-byte entries without the filter range). Every integer little-endian, fixed width.
+// Format, version 3 (version 1 had no slices: 24-byte entries; version 2 only filter slices:
+// 32-byte entries without the channel range). Every integer little-endian, fixed width.
 //
-//   header region, [0, header_bytes), header_bytes = align_up(72 + 32 * blob_count, 4096):
+//   header region, [0, header_bytes), header_bytes = align_up(72 + 40 * blob_count, 4096):
 //     0   char[8]  magic "DLRWPREP"
 //     8   u32      format version (kPreparedFormatVersion)
 //     12  u32      CRC32C of the whole header region, computed with these 4 bytes zero
@@ -20,10 +21,12 @@
 //     65  u8       layout (0 NCHW: filters OIHW; 1 NHWC: filters OHWI)
 //     66  u16      zero
 //     68  u32      blob_count (1 .. kPreparedMaxBlobs)
-//     72  blob_count x 32 bytes, in ExecutionPlan::weights order:
+//     72  blob_count x 40 bytes, in ExecutionPlan::weights order:
 //           u64 offset, u64 bytes, u32 CRC32C of the blob's `bytes` bytes, i32 layer index,
-//           u32 first filter, u32 filters (0: the whole layer; else a slice of its
-//           output channels, WeightBlob::filter_begin/filters)
+//           u32 first filter, u32 filters (0: every filter; else a slice of its output
+//           channels, WeightBlob::filter_begin/filters), u32 first input channel,
+//           u32 input channels (0: every one; else a slice of its input channels,
+//           WeightBlob::channel_begin/channels)
 //     then zeros up to header_bytes
 //   blobs: blob 0 at header_bytes, blob i+1 at align_up(end of blob i, 4096); zeros
 //   between blobs and after the last one up to file_bytes = align_up(end of last, 4096).
@@ -32,7 +35,7 @@
 // Everything read from a file is checked before it is trusted: magic, version (before
 // anything else), header CRC, blob count bound, header size, the file's size (exact, and a multiple of 4096), each
 // offset (exactly where the rule above puts it: aligned, in order, no overlap, inside
-// the file), and each blob's size, dtype, layer and filter range against the plan.
+// the file), and each blob's size, dtype, layer, filter and channel range against the plan.
 //
 // Identity: the cfg's bytes (hash), the .weights file (content hash, size, mtime),
 // dtype, layout and the plan's blob sizes. A cache lookup compares the cheap identity
@@ -62,7 +65,7 @@ namespace dlr {
 
 struct NetworkDesc;
 
-constexpr uint32_t kPreparedFormatVersion = 2;
+constexpr uint32_t kPreparedFormatVersion = 3;
 constexpr int64_t kPreparedAlign = 4096;      // of the header region, every blob offset, the file size
 constexpr uint32_t kPreparedMaxBlobs = 65536;  // more than any network the cfg parser accepts has convs
 
@@ -71,8 +74,10 @@ struct PreparedBlob {
   int64_t bytes = 0;    // == the plan's WeightBlob::bytes
   uint32_t crc32c = 0;  // of the `bytes` bytes at offset
   int layer = 0;        // the plan's WeightBlob::layer
-  int filter_begin = 0;  // and filter range (filters 0: the whole layer)
+  int filter_begin = 0;  // and filter range (filters 0: every filter)
   int filters = 0;
+  int channel_begin = 0;  // and input-channel range (channels 0: every one)
+  int channels = 0;
 };
 
 struct PreparedIdentity {

@@ -18,7 +18,7 @@ namespace dlr::prepared_detail {
 
 constexpr char kMagic[8] = {'D', 'L', 'R', 'W', 'P', 'R', 'E', 'P'};
 constexpr int64_t kFixedHeader = 72;  // bytes before the blob table
-constexpr int64_t kEntryBytes = 32;   // one blob's table entry
+constexpr int64_t kEntryBytes = 40;   // one blob's table entry
 constexpr int64_t kCrcField = 12;     // offset of the header CRC32C
 constexpr size_t kIoChunk = size_t(8) << 20;  // hashing and verification read this much at a time
 

@@ -29,6 +29,14 @@ std::string filter_range(int first, int n) {
   return n == 0 ? std::string("all") : "[" + std::to_string(first) + ", " + std::to_string(first + n) + ")";
 }
 
+// What a blob of filters [f, f + nf) and input channels [c, c + nc) holds, in words.
+std::string slice_text(int f, int nf, int c, int nc) {
+  return "filters " + filter_range(f, nf) + ", channels " + filter_range(c, nc);
+}
+
+// A (first, count) pair of an entry: both fit an int and their sum does too.
+bool range_ok(uint32_t first, uint32_t n) { return first <= uint32_t(INT32_MAX) && n <= uint32_t(INT32_MAX) - first; }
+
 // The header region of the open file `fd` of `size` bytes, checked in this order:
 // size, magic, version, blob count, header size, CRC32C, the file's size (as the
 // header says, and a multiple of 4096). The CRC field reads as zero in the result.
@@ -117,11 +125,17 @@ Status read_blob_table(const std::string& path, const unsigned char* h, uint32_t
     b.crc32c = get_u32(e + 16);
     b.layer = int(int32_t(get_u32(e + 20)));
     const uint32_t first = get_u32(e + 24), filters = get_u32(e + 28);
-    if (first > uint32_t(INT32_MAX) || filters > uint32_t(INT32_MAX) - first)
+    if (!range_ok(first, filters))
       return parse_error(where + ": filter range " + std::to_string(first) + " + " + std::to_string(filters) +
+                         " is out of range");
+    const uint32_t channel = get_u32(e + 32), channels = get_u32(e + 36);
+    if (!range_ok(channel, channels))
+      return parse_error(where + ": channel range " + std::to_string(channel) + " + " + std::to_string(channels) +
                          " is out of range");
     b.filter_begin = int(first);
     b.filters = int(filters);
+    b.channel_begin = int(channel);
+    b.channels = int(channels);
     id->blob_bytes.push_back(b.bytes);
     at = align_up(b.offset + b.bytes, kPreparedAlign);
   }
@@ -141,8 +155,8 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
                             layout_name(plan.options.layout) + " (prepare it again with this run's device and precision)");
   if (blobs.size() != plan.weights.size()) {
     bool sliced = false;  // either side runs layers in slices: the slot may be what differs
-    for (const PreparedBlob& b : blobs) sliced = sliced || b.filters > 0;
-    for (const WeightBlob& w : plan.weights) sliced = sliced || w.filters > 0;
+    for (const PreparedBlob& b : blobs) sliced = sliced || b.filters > 0 || b.channels > 0;
+    for (const WeightBlob& w : plan.weights) sliced = sliced || w.filters > 0 || w.channels > 0;
     return invalid_argument(made + (sliced ? "other slices or another model: " : "another model: ") +
                             std::to_string(blobs.size()) + " weight blobs, the plan has " +
                             std::to_string(plan.weights.size()) +
@@ -158,10 +172,12 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
       return invalid_argument(made + "another model: blob " + std::to_string(i) + " is layer " +
                               std::to_string(b.layer) + ", " + std::to_string(b.bytes) + " bytes; the plan has layer " +
                               std::to_string(w.layer) + ", " + std::to_string(w.bytes) + " bytes");
-    if (b.filter_begin != w.filter_begin || b.filters != w.filters)
+    if (b.filter_begin != w.filter_begin || b.filters != w.filters || b.channel_begin != w.channel_begin ||
+        b.channels != w.channels)
       return invalid_argument(made + "other slices: blob " + std::to_string(i) + " (layer " + std::to_string(b.layer) +
-                              ") holds filters " + filter_range(b.filter_begin, b.filters) + ", the plan " +
-                              filter_range(w.filter_begin, w.filters) + " (prepare it again with this run's slot_bytes)");
+                              ") holds " + slice_text(b.filter_begin, b.filters, b.channel_begin, b.channels) +
+                              ", the plan " + slice_text(w.filter_begin, w.filters, w.channel_begin, w.channels) +
+                              " (prepare it again with this run's slot_bytes and slice_by)");
   }
   return Status();
 }
@@ -257,7 +273,8 @@ class PreparedSource final : public WeightSource {
   PreparedSource(const PreparedFile& f, Fd fd) : m_path(f.path()), m_blobs(f.blobs()), m_id(f.identity()), m_fd(std::move(fd)) {
     m_file.path = m_path;
     for (size_t i = 0; i < m_blobs.size(); ++i) {
-      m_by_slice.push_back({m_blobs[i].layer, m_blobs[i].filter_begin, m_blobs[i].filters, int(i)});
+      m_by_slice.push_back({m_blobs[i].layer, m_blobs[i].filter_begin, m_blobs[i].filters, m_blobs[i].channel_begin,
+                            m_blobs[i].channels, int(i)});
       m_file.offsets.push_back(m_blobs[i].offset);
       m_file.crc32c.push_back(m_blobs[i].crc32c);
     }
@@ -267,13 +284,16 @@ class PreparedSource final : public WeightSource {
   Status prepare(const WeightBlob& blob, Layout layout, void* dst) override {
     int index = -1;
     for (const Slice& s : m_by_slice)
-      if (s.layer == blob.layer && s.filter_begin == blob.filter_begin && s.filters == blob.filters) {
+      if (s.layer == blob.layer && s.filter_begin == blob.filter_begin && s.filters == blob.filters &&
+          s.channel_begin == blob.channel_begin && s.channels == blob.channels) {
         index = s.index;
         break;
       }
     if (index < 0)
       return invalid_argument(m_path + ": no prepared blob for layer " + std::to_string(blob.layer) +
-                              (blob.filters > 0 ? " filters " + filter_range(blob.filter_begin, blob.filters) : ""));
+                              (blob.filters > 0 || blob.channels > 0
+                                   ? " " + slice_text(blob.filter_begin, blob.filters, blob.channel_begin, blob.channels)
+                                   : ""));
     const PreparedBlob& b = m_blobs[size_t(index)];
     if (b.bytes != blob.bytes || blob.dtype != m_id.dtype || layout != m_id.layout)
       return invalid_argument(m_path + ": blob " + std::to_string(index) + " (layer " + std::to_string(b.layer) +
@@ -297,7 +317,7 @@ class PreparedSource final : public WeightSource {
   PreparedIdentity m_id;
   Fd m_fd;
   struct Slice {
-    int layer, filter_begin, filters, index;
+    int layer, filter_begin, filters, channel_begin, channels, index;
   };
   std::vector<Slice> m_by_slice;  // per blob of the file: what it holds
   BlobFile m_file;

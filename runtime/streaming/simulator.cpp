@@ -448,8 +448,11 @@ std::vector<double> model_layer_ms(const NetworkDesc& net, const ExecutionPlan& 
     if (st.no_op && st.copies.empty()) continue;
     double t = kernel_us * 1e-3;
     if (st.kind == LayerKind::kConv) {
-      // A slice does its share of the layer's work.
-      const double share = st.slice >= 0 ? double(st.out.c) / net.layers[size_t(st.layer)].out.c : 1.0;
+      // A slice does its share of the layer's work (its filters', or its input channels').
+      const LayerDesc& whole = net.layers[size_t(st.layer)];
+      const double share = st.slice < 0 ? 1.0
+                           : st.axis == SliceAxis::kChannels ? double(st.in.c) / whole.in.c
+                                                             : double(st.out.c) / whole.out.c;
       t += net.layers[size_t(st.layer)].gflops() * share * batch / gflops_per_s * 1e3;
     } else {
       double bytes = 0;

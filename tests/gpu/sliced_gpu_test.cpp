@@ -1,9 +1,11 @@
-// Sliced layers on the GPU (runtime/compile/slicing.h): a sliced network matches the
-// unsliced one within the precision's tolerance (cuDNN may pick other algorithms for a
-// slice's shape), in NCHW fp32 (slices write their channels of the output) and NHWC
-// fp16 (slices write a scratch that a copy moves into place); streamed with slots
-// smaller than the largest layer it is bit-identical to the same sliced plan preloaded
-// (the same kernels on weights that arrive later), down to a pool of a few MiB.
+// Sliced layers on the GPU (runtime/compile/slicing.h), cut by filters and by input
+// channels: a sliced network matches the unsliced one within the precision's tolerance
+// (cuDNN may pick other algorithms for a slice's shape; channel slices round each
+// partial sum), in NCHW fp32 (slices write, or read, channel views of the buffers) and
+// NHWC fp16 (filter slices write a scratch that a copy moves into place; channel slices
+// read a packed copy of their channels); streamed with slots smaller than the largest
+// layer it is bit-identical to the same sliced plan preloaded (the same kernels on
+// weights that arrive later), down to a pool of a few MiB.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,7 +76,12 @@ SessionOptions cuda(Precision p, int size) {
   return o;
 }
 
-TEST(SlicedGpu, MatchesUnslicedAndStreamsBitIdenticalToItsPreload) {
+class SlicedGpu : public ::testing::TestWithParam<SliceBy> {};
+
+INSTANTIATE_TEST_SUITE_P(Axes, SlicedGpu, ::testing::Values(SliceBy::kFilters, SliceBy::kChannels),
+                         [](const ::testing::TestParamInfo<SliceBy>& i) { return std::string(slice_by_name(i.param)); });
+
+TEST_P(SlicedGpu, MatchesUnslicedAndStreamsBitIdenticalToItsPreload) {
   DLR_REQUIRE_GPU();
   DLR_REQUIRE_SHARED_DIR();
   int ran = 0;
@@ -98,13 +105,15 @@ TEST(SlicedGpu, MatchesUnslicedAndStreamsBitIdenticalToItsPreload) {
       for (int64_t slot : {int64_t(1) << 20, int64_t(256) << 10}) {
         SessionOptions o = cuda(p, size);
         o.slot_bytes = slot;
+        o.slice_by = GetParam();
         const Heads pre = run(cfg, weights, o, input);
         ASSERT_TRUE(pre.ok);
         EXPECT_GT(pre.steps, whole.steps);
         EXPECT_LE(pre.largest_blob, slot);
         const double err = worst_relative(pre, ref);
-        std::printf("%s %s slot %lld KiB: %zu steps, error vs unsliced fp32 %.3g (unsliced %s %.3g)\n", rel,
-                    precision_name(p), (long long)(slot >> 10), pre.steps, err, precision_name(p), whole_err);
+        std::printf("%s %s by %s, slot %lld KiB: %zu steps, error vs unsliced fp32 %.3g (unsliced %s %.3g)\n", rel,
+                    precision_name(p), slice_by_name(o.slice_by), (long long)(slot >> 10), pre.steps, err,
+                    precision_name(p), whole_err);
         if (p == Precision::kFP32) {
           EXPECT_LE(err, 5e-4) << rel << " slot " << slot;
         } else {

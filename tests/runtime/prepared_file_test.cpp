@@ -344,7 +344,7 @@ TEST_F(PreparedFileTest, FlippedBlobByteIsCaughtByVerifyAndBySource) {
 TEST_F(PreparedFileTest, FlippedHeaderByteIsRefused) {
   const ExecutionPlan p = plan(false);
   const std::string path = write(p);
-  for (int64_t at : {40, 72 + 32 * 2 + 16, 2000}) {  // weights hash, a blob CRC, the zero tail of the header
+  for (int64_t at : {40, 72 + 40 * 2 + 16, 2000}) {  // weights hash, a blob CRC, the zero tail of the header
     const std::string copy = path + ".h" + std::to_string(at);
     fs::copy_file(path, copy);
     flip_byte(copy, at);
@@ -395,8 +395,10 @@ TEST_F(PreparedFileTest, BadTableIsRefusedEvenWithAValidHeaderCrc) {
   };
   expect_refused(edited(68, 0), p, nullptr, "blob count 0");
   expect_refused(edited(68, 1u << 30), p, nullptr, "blob count");
-  expect_refused(edited(72 + 32, get_u32(orig, 72 + 32) + 256), p, nullptr, "blob 1");   // misaligned offset
-  expect_refused(edited(72 + 32 + 8, 1u << 30), p, nullptr, "do not fit in the file");  // huge size
+  expect_refused(edited(72 + 40, get_u32(orig, 72 + 40) + 256), p, nullptr, "blob 1");   // misaligned offset
+  expect_refused(edited(72 + 40 + 8, 1u << 30), p, nullptr, "do not fit in the file");  // huge size
+  expect_refused(edited(72 + 24, 1u << 31), p, nullptr, "filter range");               // first filter > INT32_MAX
+  expect_refused(edited(72 + 32, 1u << 31), p, nullptr, "channel range");              // first channel > INT32_MAX
   expect_refused(edited(72 + 8, get_u32(orig, 72 + 8) + 4096), p, nullptr, "blob 1");   // overlaps the next
 }
 

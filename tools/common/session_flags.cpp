@@ -97,9 +97,13 @@ std::vector<SessionFlag> device_rows() {
           "stream mode: auto (ring where the GPU can map it), ring or slots (K slots of the largest layer)")
           .dflt("auto").one_of("auto,ring,slots").sweep(),
       Row("--slot-size", "slot_bytes", A::kEveryRun,
-          "run every layer whose weights exceed SIZE as slices of its output channels that fit (e.g. 1MiB), so the "
-          "stream pool can be smaller than the largest layer; 0: no slices")
+          "run every layer whose weights exceed SIZE as slices that fit (e.g. 1MiB), so the stream pool can be "
+          "smaller than the largest layer; 0: no slices")
           .dflt("0").convert(C::kSize).sweep(),
+      Row("--slice-by", "slice_by", A::kEveryRun,
+          "how --slot-size cuts a layer: auto (channels on cuda, filters on cpu), filters (slices of its output "
+          "channels) or channels (of its input channels, adding partial sums)")
+          .dflt("auto").one_of("auto,filters,channels"),
       Row("--units", "unit_search", A::kCudaStream,
           "stream mode, ring pool: search (copy units chosen by simulation) or chunks (the profile's chunk size)")
           .dflt("search").one_of("search,chunks").convert(C::kUnits).expected("search, chunks or chunks:SIZE")

@@ -21,6 +21,9 @@ enum class Precision : uint8_t { kFP32, kTF32, kFP16 };  // CPU: fp32 only
 enum class Mode : uint8_t { kPreload, kStream };
 enum class PoolLayout : uint8_t { kAuto, kSlots, kRing };
 enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
+// How a conv larger than slot_bytes is cut: auto (channels on CUDA, filters on the CPU),
+// filters (slices of its output channels) or channels (of its input channels).
+enum class SliceBy : uint8_t { kAuto, kFilters, kChannels };
 
 struct Options {
   // ---- general ----
@@ -52,6 +55,7 @@ struct Options {
   // > 0: every layer whose weights exceed this many bytes runs as slices of its output
   // channels that fit, so the weight pool can be smaller than the largest layer; 0: none.
   int64_t slot_bytes = 0;
+  SliceBy slice_by = SliceBy::kAuto;
   PoolLayout weight_pool = PoolLayout::kAuto;
   bool unit_search = true;            // transfer units chosen by simulation (false: equal chunks)
   Residency residency = Residency::kGreedy;
