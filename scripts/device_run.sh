@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream slices regress residency curve calib soak storage ttfd models ring upload
+#   info tests sanitize probe bench stream slices axes axes_more regress residency curve calib soak storage ttfd models ring upload
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -96,6 +96,42 @@ for phase in "$@"; do
           --json "$OUT/slices_yolov4_608_$p.json" >"$OUT/slices_yolov4_608_$p.txt" 2>&1
         note "slices yolov4@608 $p rc=$?"; grep -v '^  layer' "$OUT/slices_yolov4_608_$p.txt" | tee -a "$summary"
       done
+      ;;
+    axes)
+      # Slices cut by input channels against slices cut by filters (docs/streaming.md,
+      # "Slices smaller than a layer"), each slot preloaded and streamed through its minimal
+      # pool, every row in its own process, whole layers in the same call. AXES_PRECISIONS.
+      for p in ${AXES_PRECISIONS:-fp16 fp32}; do
+        slots="1MiB,2MiB,4MiB"; [ "$p" = fp32 ] && slots="2MiB,4MiB,8MiB"
+        timeout 60 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+          --weight-budget min --isolate --iters 30 --warmup 5 \
+          --json "$OUT/axes_whole_yolov4_608_$p.json" >"$OUT/axes_whole_yolov4_608_$p.txt" 2>&1
+        note "whole layers yolov4@608 $p rc=$?"; grep -v '^  layer' "$OUT/axes_whole_yolov4_608_$p.txt" | tee -a "$summary"
+        for axis in channels filters; do
+          timeout 240 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+            --slot-size "$slots" --slice-by $axis --weight-budget min --isolate --iters 30 --warmup 5 \
+            --json "$OUT/axes_${axis}_yolov4_608_$p.json" >"$OUT/axes_${axis}_yolov4_608_$p.txt" 2>&1
+          note "slices by $axis yolov4@608 $p rc=$?"; grep -v '^  layer' "$OUT/axes_${axis}_yolov4_608_$p.txt" | tee -a "$summary"
+        done
+      done
+      ;;
+    axes_more)
+      # Channel slices from storage (fp16, 2 MiB slots, against whole layers) and four
+      # models in one runtime with 1 MiB channel slots.
+      export DLR_CACHE_DIR=/tmp/dlrcache
+      W=/tmp/y4.weights
+      "$B/dlgen" "$M/yolov4.cfg" $W >/dev/null
+      for slot in 0 2MiB; do
+        timeout 150 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --precision fp16 --mode stream \
+          --weight-budget min --weights-from storage --slot-size $slot --slice-by channels --cold --iters 20 \
+          --warmup 2 --json "$OUT/axes_storage_$slot.json" >"$OUT/axes_storage_$slot.txt" 2>&1
+        note "storage fp16 slot $slot rc=$?"; grep -v '^  layer' "$OUT/axes_storage_$slot.txt" | tail -12 | tee -a "$summary"
+      done
+      SW="$DLR_SHARED_DIR/weights"
+      MODELS="$M/yolov4.cfg@608,$M/yolov3.cfg@608,$M/yolov4-tiny.cfg@416,$SW/yolo-fastest-1.1.cfg:$SW/yolo-fastest-1.1.weights@416"
+      timeout 200 "$B/dlbench" --models "$MODELS" --runtime-budget 20%,30% --slot-size 1MiB --slice-by channels \
+        --concurrent 200 --json "$OUT/axes_models.json" >"$OUT/axes_models.txt" 2>&1
+      note "models, 1 MiB channel slots rc=$?"; cat "$OUT/axes_models.txt" | tee -a "$summary"
       ;;
     regress)
       # docs/benchmarks.md's yolov4 @608 rows (issue 9's must-not-regress set), plus the

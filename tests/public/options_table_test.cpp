@@ -159,7 +159,7 @@ TEST(OptionsTable, PublicSetterReadsEveryPublicField) {
            {"device", "cuda"}, {"precision", "fp16"}, {"mode", "stream"}, {"weight_pool", "ring"},
            {"residency", "largest-late"}, {"batch", "4"}, {"thresh", "0.5"}, {"weight_budget", "40%"},
            {"weights_from_storage", "true"}, {"reader", "threads"}, {"read_block_bytes", "65536"},
-           {"arena_staging", "false"}}) {
+           {"arena_staging", "false"}, {"slice_by", "channels"}}) {
     const dlrun::Status st = dlrun::set_option(o, name, text);
     EXPECT_TRUE(st.ok()) << name << ": " << st.error().message;
   }
@@ -168,6 +168,7 @@ TEST(OptionsTable, PublicSetterReadsEveryPublicField) {
   EXPECT_EQ(o.mode, dlrun::Mode::kStream);
   EXPECT_EQ(o.weight_pool, dlrun::PoolLayout::kRing);
   EXPECT_EQ(o.residency, dlrun::Residency::kLargestLate);
+  EXPECT_EQ(o.slice_by, dlrun::SliceBy::kChannels);
   EXPECT_EQ(o.batch, 4);
   EXPECT_FLOAT_EQ(o.thresh, 0.5f);
   EXPECT_EQ(o.weight_budget, "40%");
