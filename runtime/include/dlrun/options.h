@@ -52,8 +52,8 @@ struct Options {
   // a dlprobe JSON file or a built-in profile name.
   std::string copy_profile = "auto";
   int64_t chunk_bytes = 0;            // stream mode: copy chunk override (0: the profile's)
-  // > 0: every layer whose weights exceed this many bytes runs as slices of its output
-  // channels that fit, so the weight pool can be smaller than the largest layer; 0: none.
+  // > 0: every layer whose weights exceed this many bytes runs as slices that fit (cut
+  // as slice_by says), so the weight pool can be smaller than the largest layer; 0: none.
   int64_t slot_bytes = 0;
   SliceBy slice_by = SliceBy::kAuto;
   PoolLayout weight_pool = PoolLayout::kAuto;
