@@ -321,7 +321,8 @@ TEST_F(DlrunInputs, ABadImageDoesNotStopTheRun) {
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
 }
 
-// Ctrl-C (SIGINT) stops a long run cleanly: exit 0, a note on stderr, and the
+// Ctrl-C (SIGINT) stops a long run cleanly: exit 130 (as a shell reports an
+// interrupted command; a finished run exits 0), a note on stderr, and the
 // --darknet-json array closed so it parses. The signal is repeated until dlrun exits,
 // since it is only handled once the frame loop has started.
 TEST_F(DlrunInputs, InterruptClosesTheOutputs) {
@@ -332,7 +333,7 @@ TEST_F(DlrunInputs, InterruptClosesTheOutputs) {
   const std::string json = dir_ + "/partial.json";
   auto r = test::run_shell(std::string(DLR_TOOLS_DIR) + "/" + dlrun("@" + dir_ + "/long.txt --darknet-json " + json) +
                            " >/dev/null & pid=$!; sleep 1; while kill -INT $pid 2>/dev/null; do sleep 1; done; wait $pid");
-  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.code, 130) << r.err;
   EXPECT_NE(r.err.find("dlrun: interrupted after "), std::string::npos) << r.err;
   const auto j = nlohmann::json::parse(std::ifstream(json));
   ASSERT_TRUE(j.is_array());

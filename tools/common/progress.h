@@ -63,6 +63,7 @@ struct RunSummary {
   int64_t device_bytes = 0;  // device memory the engine holds (weights/pool, activations, workspace, staging)
   int64_t weight_bytes = 0;  // of which weights (the stream pool in stream mode)
   int failed = 0;            // inputs that failed to read (each reported, the run went on)
+  bool interrupted = false;  // SIGINT ended the frame loop early
   int models = 1;            // dlrun --model: models run on every frame (latency: all of them)
   std::string runtime_memory;  // dlrun --model: the runtime's RuntimeMemory::to_text(); "" otherwise
   int64_t device_used_bytes = -1;  // GPU: drop of cudaMemGetInfo's free memory across open (CUDA context

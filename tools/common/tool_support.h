@@ -18,6 +18,7 @@ namespace dlr::tools {
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitInterrupted = 130;  // stopped by SIGINT (128 + 2, as a shell reports it); outputs closed
 
 // Reads an image: any format OpenCV's imread knows (EXIF orientation applied, as
 // Darknet's OpenCV build does) when built with OpenCV; otherwise binary PPM (P6) only.

@@ -24,7 +24,7 @@ int dlrun_main(int argc, char** argv) {
       "dlrun: Darknet YOLO detection on the CPU (the default, the reference backend) or a CUDA GPU, on images, "
       "videos, cameras, directories and lists. Detections on stdout (Darknet's text, or --json); progress, "
       "summary and reports on stderr. Exit code: 0 ok; 1 an error, or an input that failed to read (the run "
-      "goes on with the next); 2 a usage error.",
+      "goes on with the next); 2 a usage error; 130 interrupted (Ctrl-C; outputs closed).",
       "dlrun"};
   dlr::tools::add_dlrun_options(app, &a);
   app.footer(

@@ -330,6 +330,7 @@ Status run_frames(const Args& a, const DlrunModels& models, const std::vector<st
   summary->frames = loop.done;
   summary->inferences = loop.inferences;
   summary->failed = loop.failed;
+  summary->interrupted = g_stop != 0;
   summary->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return Status();
 }
@@ -410,6 +411,7 @@ int run_dlrun(const Args& a) {
   if (summary.failed > 0 && summary.inputs > 1)
     std::fprintf(stderr, "%s: %d of %d inputs failed (their errors above); exit code 1\n", kTool, summary.failed,
                  summary.inputs);
+  if (summary.interrupted) return kExitInterrupted;
   return summary.failed > 0 ? kExitError : kExitOk;
 }
 
