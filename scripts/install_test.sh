@@ -60,6 +60,13 @@ if [ ${#net[@]} -gt 0 ]; then
   # The same with both detectors on one runtime (dlrun::Runtime, one budget).
   head -c $((160 * 120 * 3 * 4)) /dev/urandom | "$tmp/robot/robot_loop" --a "${net[@]}" --b "${net[@]}" \
     --b-every 2 --raw - --size 160x120 --threads 1 --quiet --runtime all
+  # A stream that ends inside a frame: the whole frames run, then exit 1 naming the bytes.
+  if head -c $((160 * 120 * 3 * 2 + 100)) /dev/urandom | "$tmp/robot/robot_loop" --a "${net[@]}" --b "${net[@]}" \
+    --raw - --size 160x120 --threads 1 --quiet >"$tmp/partial.out" 2>"$tmp/partial.err"; then
+    echo "install_test: robot_loop accepted a truncated raw stream"; exit 1
+  fi
+  grep -q "robot_loop: 2 frames" "$tmp/partial.out" || { echo "install_test: robot_loop ran no whole frame"; exit 1; }
+  grep -q "the input ended 100 bytes into frame 2" "$tmp/partial.err" || { cat "$tmp/partial.err"; exit 1; }
 fi
 "$tmp/robot/robot_loop" >/dev/null 2>&1 && { echo "install_test: robot_loop without arguments should fail"; exit 1; }
 step "ok"

@@ -112,10 +112,15 @@ class FrameSource {
     return false;
 #endif
   }
-  // The next frame, or false at the end of the input.
+  // The next frame, or false at the end of the input (a raw input that ends inside a
+  // frame: partial_bytes() says how much of it came).
   bool next(dlrun::ImageView* v) {
     if (m_file != nullptr) {
-      if (std::fread(m_buffer.data(), 1, m_buffer.size(), m_file) != m_buffer.size()) return false;
+      const size_t got = std::fread(m_buffer.data(), 1, m_buffer.size(), m_file);
+      if (got != m_buffer.size()) {
+        m_partial = got;
+        return false;
+      }
       *v = dlrun::ImageView{m_buffer.data(), m_args.raw_w, m_args.raw_h, 0, dlrun::ImageView::Order::kBGR};
       return true;
     }
@@ -128,10 +133,13 @@ class FrameSource {
     return false;
 #endif
   }
+  size_t partial_bytes() const { return m_partial; }
+  size_t frame_bytes() const { return m_buffer.size(); }
 
  private:
   const Args& m_args;
   std::FILE* m_file = nullptr;
+  size_t m_partial = 0;  // bytes of a last, incomplete raw frame
   std::vector<uint8_t> m_buffer;
 #ifdef ROBOT_LOOP_OPENCV
   cv::VideoCapture m_cap;
@@ -216,5 +224,10 @@ int main(int argc, char** argv) {
   }
   std::printf("robot_loop: %ld frames, %ld + %ld detections, mean %.1f ms, worst %.1f ms, A threads %d\n", frames,
               dets_a, dets_b, frames > 0 ? total_ms / double(frames) : 0.0, worst_ms, a->last_report().threads);
+  if (source.partial_bytes() > 0) {  // a truncated stream is an error, not an end
+    std::fprintf(stderr, "robot_loop: %s: the input ended %zu bytes into frame %ld (a %dx%d BGR frame is %zu bytes)\n",
+                 args.raw.c_str(), source.partial_bytes(), frames, args.raw_w, args.raw_h, source.frame_bytes());
+    return 1;
+  }
   return 0;
 }
