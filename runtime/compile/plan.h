@@ -81,8 +81,9 @@ struct Step {
   std::vector<std::pair<ViewRef, ViewRef>> packs;  // (source, destination) copies before the op
 };
 
-// Prepared weights of one conv layer as one contiguous blob:
-// [weights (weight_elems x dtype)] [pad] [bias (bias_elems x f32) at bias_offset] [pad to 256].
+// Prepared weights of one conv layer (or slice) as one contiguous blob:
+// [weights (weight_elems x dtype)] [pad] [bias (bias_elems x f32) at bias_offset] [pad to 256];
+// runtime/compile/blob_layout.h computes bias_offset and bytes.
 struct WeightBlob {
   int layer = 0;              // the network layer
   int step = 0;               // the step reading it (== layer unless the plan is sliced)

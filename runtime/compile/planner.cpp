@@ -22,6 +22,7 @@
 
 #include "loaders/network_desc.h"
 #include "runtime/compile/arena_placement.h"
+#include "runtime/compile/blob_layout.h"
 #include "runtime/compile/plan.h"
 
 namespace dlr {
@@ -391,8 +392,7 @@ class Planner {
       w.weight_elems = l.weight_count();
       w.bias_elems = l.bias_count();
       w.dtype = m_opt.weight_dtype;
-      w.bias_offset = align_up(w.weight_elems * int64_t(dtype_size(w.dtype)), 256);
-      w.bytes = align_up(w.bias_offset + w.bias_elems * 4, std::max<int64_t>(256, m_opt.weight_align));
+      lay_out_blob(&w, m_opt.weight_align);
       plan->steps[size_t(l.index)].weight = int(plan->weights.size());
       plan->weights.push_back(w);
     }

@@ -11,11 +11,6 @@ int64_t conv_blob_bytes(int filters, int64_t filter_elems, DType dtype, int64_t 
   return blob_bytes(int64_t(filters) * filter_elems, filters, dtype, weight_align);
 }
 
-int64_t blob_bytes(int64_t weight_elems, int64_t bias_elems, DType dtype, int64_t weight_align) {
-  const int64_t bias_offset = align_up(weight_elems * int64_t(dtype_size(dtype)), 256);
-  return align_up(bias_offset + bias_elems * 4, std::max<int64_t>(256, weight_align));
-}
-
 namespace {
 
 // Sizes of the fewest slices of `units` units whose blob (`bytes(n)` for n units, growing
@@ -99,8 +94,7 @@ Step slice_step(const Step& st, SliceAxis axis, size_t k, size_t count, int inde
 
 void add_slice_blob(const ExecutionPlan& plan, WeightBlob sw, Step* s, Expansion* x) {
   sw.step = s->index;
-  sw.bias_offset = align_up(sw.weight_elems * int64_t(dtype_size(sw.dtype)), 256);
-  sw.bytes = blob_bytes(sw.weight_elems, sw.bias_elems, sw.dtype, plan.options.weight_align);
+  lay_out_blob(&sw, plan.options.weight_align);
   s->weight = int(x->weights.size());
   x->weights.push_back(sw);
 }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/compile/blob_layout.h"
 #include "runtime/compile/plan.h"
 #include "runtime/core/status.h"
 
@@ -46,10 +47,8 @@ std::vector<int> slice_sizes(int filters, int64_t filter_elems, DType dtype, int
 std::vector<int> channel_slice_sizes(int channels, int filters, int64_t kernel_elems, DType dtype,
                                      int64_t weight_align, int64_t max_blob_bytes, int channel_multiple);
 
-// Bytes of the blob of `filters` filters of `filter_elems` weights each (WeightBlob layout).
+// Bytes of the blob of `filters` filters of `filter_elems` weights each (blob_layout.h).
 int64_t conv_blob_bytes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align);
-// Bytes of a blob of weight_elems weights of `dtype` and bias_elems f32 (WeightBlob layout).
-int64_t blob_bytes(int64_t weight_elems, int64_t bias_elems, DType dtype, int64_t weight_align);
 
 // Slices every conv of `plan` whose blob exceeds options.max_blob_bytes: its step
 // becomes one step per slice (renumbering the steps after it, the buffers' live steps

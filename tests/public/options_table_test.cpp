@@ -116,6 +116,8 @@ TEST(OptionsTable, EveryOptionReadsBackFromItsText) {
   EXPECT_EQ(set_option_text(&o, "threads", "two").message(), "threads 'two': expected an integer");
   EXPECT_EQ(set_option_text(&o, "residency", "most").message(),
             "residency 'most': expected one of none, largest-late, greedy");
+  EXPECT_EQ(set_option_text(&o, "slice_by", "rows").message(),
+            "slice_by 'rows': expected one of auto, filters, channels");
   EXPECT_EQ(set_option_text(&o, "no_such", "1").message(), "unknown option 'no_such'");
 }
 
