@@ -15,6 +15,7 @@
 // CPU threads: options.threads, applied around open() and detect() (runtime/cpu/cpu_threads.h).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -93,7 +94,8 @@ struct OpenTiming {
   double target_ms = 0;        // the compile target (CUDA: device properties, copy profile)
   double compile_ms = 0;       // the first compile
   double prepared_ms = 0;      // weights from storage: find / check (or build) the prepared file
-  double engine_ms = 0;        // engine creation in all (split in `engine`)
+  double engine_ms = 0;        // engine creation in all (split in `engine`; slice_axes_ms included)
+  double slice_axes_ms = 0;    // CUDA, auto slicing axis: both variants timed (or the choice read from the cache)
   double kernel_times_ms = 0;  // stream mode: kernel times (cache or measured), compile again, replan
   double finalize_ms = 0;      // warm-up (+ graph capture)
   double open_ms = 0;          // the whole open
@@ -153,6 +155,11 @@ class Session {
   // Compiles again with `target` and the current inputs, and sets the engine up for it.
   Status recompile(const Target& target);
   Expected<std::vector<double>> kernel_times();
+  // session_slices.cpp: the slicing axis per layer from the kernel times of both variants.
+  struct SliceVariants;
+  Status choose_slice_axes(DeviceStart* start);
+  Expected<SliceVariants> time_slice_variants(DeviceStart* start);
+  Expected<std::vector<double>> variant_times(const CompiledModel& variant, DeviceStart* start);
   // The copy cost inside an inference replaces the probed profile of `probed_target`
   // and the model is compiled again.
   Status calibrate_copies(const Target& probed_target);
@@ -170,6 +177,7 @@ class Session {
   AutoThreadChooser m_threads;  // options.threads == 0: the auto team or one thread, by measured latency
   SessionHost* m_host = nullptr;  // a Runtime's session: its runtime
   std::vector<double> m_layer_ms;  // kernel times measured at open (stream mode), for compiling again
+  std::map<int, SliceAxis> m_slice_axes;  // the axis per sliced layer chosen at open (empty: the options')
   std::optional<Placement> m_placement;  // a Runtime's placement of the weights (stream mode, after open)
   std::mutex m_detect_mutex;       // one detect at a time per session
 };

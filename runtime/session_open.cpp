@@ -65,6 +65,9 @@ Status Session::make_engine(DeviceStart* start) {
                   t.context_ms, t.cudnn_ms, t.prime_ms, t.waited_ms,
                   ready.ok() ? std::string() : " (failed: " + ready.message() + ")");
   }
+  const auto t0 = Clock::now();
+  DLR_RETURN_IF_ERROR(choose_slice_axes(start));
+  timing.slice_axes_ms = ms_since(t0);
   DLR_ASSIGN_OR_RETURN(m_engine, create_engine(*m_model, *m_source, start));
   if (m_host == nullptr) return Status();
   DLR_RETURN_IF_ERROR(m_host->attach(*m_engine));
@@ -76,8 +79,10 @@ Status Session::make_engine(DeviceStart* start) {
   return Status();
 }
 
-// Kernel times: kept per GPU and model (kernel_times_cache.h), else measured and kept.
+// Kernel times: those the slicing choice put together, else kept per GPU and model
+// (kernel_times_cache.h), else measured and kept.
 Expected<std::vector<double>> Session::kernel_times() {
+  if (!m_layer_ms.empty() && m_layer_ms.size() == m_model->plan.steps.size()) return m_layer_ms;
   std::vector<double> ms = m_options.cache_kernel_times ? load_kernel_times(*m_model) : std::vector<double>();
   if (!ms.empty()) {
     DLR_LOG_DEBUG("kernel times of {} from the cache", m_model->cfg_path);
@@ -96,6 +101,7 @@ Status Session::recompile(const Target& target) {
   inputs.layer_ms = m_layer_ms;
   inputs.shared_memory = m_host != nullptr;
   inputs.placement = m_placement ? &*m_placement : nullptr;
+  inputs.slice_axes = m_slice_axes;
   DLR_ASSIGN_OR_RETURN(CompiledModel again, compile(m_net, target, m_options, inputs));
   DLR_RETURN_IF_ERROR(m_engine->replan(again, *m_source));
   *m_model = std::move(again);

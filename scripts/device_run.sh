@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream slices axes axes_more regress residency curve calib soak storage ttfd models ring upload
+#   info tests sanitize probe bench stream slices axes axes_more axes_auto regress residency curve calib soak storage ttfd models ring upload
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -132,6 +132,42 @@ for phase in "$@"; do
       timeout 200 "$B/dlbench" --models "$MODELS" --runtime-budget 20%,30% --slot-size 1MiB --slice-by channels \
         --concurrent 200 --json "$OUT/axes_models.json" >"$OUT/axes_models.txt" 2>&1
       note "models, 1 MiB channel slots rc=$?"; cat "$OUT/axes_models.txt" | tee -a "$summary"
+      ;;
+    axes_auto)
+      # The axis per layer chosen at open (slice_by auto) against every layer cut by input
+      # channels and every one by filters, each slot preloaded and streamed through its
+      # minimal pool, every row in its own process, whole layers in the same call; then the
+      # fp32 8 MiB budget and four models in one runtime with auto. The kernel-times cache
+      # starts empty, so the first row of each setting times both variants.
+      export DLR_CACHE_DIR=/tmp/dlrcache-auto
+      rm -rf "$DLR_CACHE_DIR"
+      for p in ${AXES_PRECISIONS:-fp16 fp32}; do
+        slots="1MiB,2MiB"; [ "$p" = fp32 ] && slots="2MiB,4MiB,8MiB"
+        timeout 60 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p --mode preload,stream \
+          --weight-budget min --isolate --iters 30 --warmup 5 \
+          --json "$OUT/auto_whole_yolov4_608_$p.json" >"$OUT/auto_whole_yolov4_608_$p.txt" 2>&1
+        note "whole layers yolov4@608 $p rc=$?"; grep -v '^  layer' "$OUT/auto_whole_yolov4_608_$p.txt" | tee -a "$summary"
+        for axis in auto channels filters; do
+          DLR_LOG_LEVEL=info timeout 240 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision $p \
+            --mode preload,stream --slot-size "$slots" --slice-by $axis --weight-budget min --isolate --iters 30 \
+            --warmup 5 --json "$OUT/auto_${axis}_yolov4_608_$p.json" >"$OUT/auto_${axis}_yolov4_608_$p.txt" 2>&1
+          note "slices by $axis yolov4@608 $p rc=$?"
+          grep -E '^cuda|axis of each layer' "$OUT/auto_${axis}_yolov4_608_$p.txt" | tee -a "$summary"
+        done
+      done
+      for axis in auto channels; do
+        DLR_LOG_LEVEL=info timeout 120 "$B/dlbench" "$M/yolov4.cfg" --synthetic --size 608 --precision fp32 \
+          --mode preload,stream --weight-budget 8MiB --slice-by $axis --isolate --iters 30 --warmup 5 \
+          --json "$OUT/auto_fp32_8mib_$axis.json" >"$OUT/auto_fp32_8mib_$axis.txt" 2>&1
+        note "fp32 8 MiB budget by $axis rc=$?"
+        grep -E '^cuda|axis of each layer' "$OUT/auto_fp32_8mib_$axis.txt" | tee -a "$summary"
+      done
+      SW="$DLR_SHARED_DIR/weights"
+      MODELS="$M/yolov4.cfg@608,$M/yolov3.cfg@608,$M/yolov4-tiny.cfg@416,$SW/yolo-fastest-1.1.cfg:$SW/yolo-fastest-1.1.weights@416"
+      timeout 200 "$B/dlbench" --models "$MODELS" --runtime-budget 30% --slot-size 1MiB --slice-by auto \
+        --split max-slowdown --concurrent 200 --json "$OUT/auto_models.json" >"$OUT/auto_models.txt" 2>&1
+      note "models, 1 MiB auto slots rc=$?"; cat "$OUT/auto_models.txt" | tee -a "$summary"
+      unset DLR_CACHE_DIR
       ;;
     regress)
       # docs/benchmarks.md's yolov4 @608 rows (issue 9's must-not-regress set), plus the

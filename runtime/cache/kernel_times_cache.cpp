@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/cache/cache_dir.h"
+#include "runtime/compile/slice_choice.h"
 #include "runtime/streaming/copy_profile_json.h"
 
 namespace dlr {
@@ -131,6 +132,24 @@ Status save_calibrated_profile(const CompiledModel& model, const CopyProfile& pr
   if (!j.is_object() || !j.contains("layer_ms"))
     return invalid_argument(path + ": no kernel times of this model to keep the calibrated copy profile beside");
   j["copy_calibration"] = {{"probed", probed.to_json_text()}, {"profile", copy_profile_to_json(calibrated)}};
+  return write_doc(path, j);
+}
+
+bool load_slice_axes(const CompiledModel& model, std::map<int, SliceAxis>* axes) {
+  const nlohmann::json j = read_doc(model);
+  if (!j.is_object() || !j.contains("slice_axes") || !j.at("slice_axes").is_string()) return false;
+  Expected<std::map<int, SliceAxis>> a = slice_axes_from_text(j.at("slice_axes").get<std::string>());
+  if (!a.ok()) return false;
+  *axes = std::move(*a);
+  return true;
+}
+
+Status save_slice_axes(const CompiledModel& model, const std::map<int, SliceAxis>& axes) {
+  DLR_ASSIGN_OR_RETURN(const std::string path, kernel_times_path(model));
+  nlohmann::json j = read_doc(model);
+  if (!j.is_object() || !j.contains("layer_ms"))
+    return invalid_argument(path + ": no kernel times of this model to keep the slicing axes beside");
+  j["slice_axes"] = slice_axes_to_text(axes);
   return write_doc(path, j);
 }
 

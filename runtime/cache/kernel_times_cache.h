@@ -12,8 +12,13 @@
 // model too. It is tied to the probed profile it was calibrated from (a profile probed
 // again, or another --copy-profile, misses) and is dropped when the kernel times are
 // measured and saved again.
+//
+// The file of the plan cut by input channels (SliceBy::kAuto's first plan on a GPU)
+// also keeps the slicing axis chosen per layer from the times of both variants
+// (runtime/compile/slice_choice.h), so a later open compiles the chosen plan at once.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,5 +40,11 @@ bool load_calibrated_profile(const CompiledModel& model, const CopyProfile& prob
 // Adds `calibrated` (from `probed`) to the file of `model`, which must hold its kernel
 // times (save_kernel_times first); atomically, like save_kernel_times.
 Status save_calibrated_profile(const CompiledModel& model, const CopyProfile& probed, const CopyProfile& calibrated);
+
+// The slicing axes kept beside the kernel times of `model`; false when there are none
+// that fit (no file, other key, a value that does not parse).
+bool load_slice_axes(const CompiledModel& model, std::map<int, SliceAxis>* axes);
+// Adds `axes` to the file of `model`, which must hold its kernel times (save_kernel_times first).
+Status save_slice_axes(const CompiledModel& model, const std::map<int, SliceAxis>& axes);
 
 }  // namespace dlr

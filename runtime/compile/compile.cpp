@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "loaders/network_desc.h"
+#include "runtime/compile/slice_choice.h"
 #include "runtime/compile/slicing.h"
 #include "runtime/compile/slot_choice.h"
 
@@ -117,10 +118,13 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   m.letterbox = options.letterbox < 0 ? net.net.letter_box : options.letterbox != 0;
   DLR_ASSIGN_OR_RETURN(m.plan, build_plan(net, planner_options(options.device, options)));
   DLR_ASSIGN_OR_RETURN(const int64_t slot, choose_slot_bytes(m.plan, target, options, inputs.placement != nullptr));
-  DLR_RETURN_IF_ERROR(slice_plan(&m.plan, slice_options(options, slot), net.cfg_path));
+  SliceOptions slicing = slice_options(options, slot);
+  slicing.layer_axis = inputs.slice_axes;
+  DLR_RETURN_IF_ERROR(slice_plan(&m.plan, slicing, net.cfg_path));
   if (slot > 0 && options.slot_bytes == 0)
     m.notes.push_back(fmt("slices: the budget is below the smallest pool of whole layers; layers above %.2f MiB run "
                           "in slices", mib(slot)));
+  if (!inputs.slice_axes.empty()) m.notes.push_back(slice_axes_note(m.plan));
   if (!inputs.layer_ms.empty() && inputs.layer_ms.size() != m.plan.steps.size())
     return invalid_argument("compile: " + std::to_string(inputs.layer_ms.size()) + " kernel times for " +
                             std::to_string(m.plan.steps.size()) + " steps");

@@ -13,6 +13,7 @@
 // a plan can be compiled, printed, saved and diffed without a GPU.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct CompileInputs {
   std::vector<double> layer_ms;     // kernel time of every step (ms; empty: not measured yet)
   bool shared_memory = false;       // the activation arena and the workspace are a Runtime's
   const Placement* placement = nullptr;  // a Runtime's placement of the weights (not owned), or null
+  // The slicing axis per sliced layer (network layer index), chosen from kernel times
+  // measured at open (slice_choice.h); empty: the options' axis for every layer.
+  std::map<int, SliceAxis> slice_axes;
 };
 
 // Validates the options (validate_options) and the target against them, builds the

@@ -161,11 +161,12 @@ void expand_channels(const ExecutionPlan& plan, const Step& st, const WeightBlob
   }
 }
 
-// The axis conv `st` is cut along: the options' choice, except that a conv reading
-// several buffers (a concatenation's parts) is cut by filters.
+// The axis conv `st` is cut along: the options' choice for its layer, except that a
+// conv reading several buffers (a concatenation's parts) is cut by filters.
 SliceAxis axis_for(const Step& st, const SliceOptions& options) {
   if (st.inputs.size() != 1 || st.inputs[0].buffer < 0) return SliceAxis::kFilters;
-  return options.axis;
+  const auto it = options.layer_axis.find(st.layer);
+  return it != options.layer_axis.end() ? it->second : options.axis;
 }
 
 // The slice sizes of conv `st` (blob `w`) along `axis`, or an error naming the layer.

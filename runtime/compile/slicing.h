@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "runtime/compile/blob_layout.h"
@@ -33,6 +34,7 @@ struct SliceOptions {
   int64_t max_blob_bytes = 0;  // every conv blob above this is sliced; 0: slice nothing
   int unit_multiple = 8;       // slices hold a multiple of this many filters (channels) where that fits
   SliceAxis axis = SliceAxis::kFilters;  // how single-input convs are cut (a conv over a concatenation: filters)
+  std::map<int, SliceAxis> layer_axis;   // per network layer index: overrides `axis` for that layer's conv
 };
 
 // The slice sizes (filters per slice, in order) of a conv of `filters` filters whose

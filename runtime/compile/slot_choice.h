@@ -22,7 +22,8 @@ namespace dlr {
 // budget too small for every candidate keeps 0, and the placement's error names the
 // minimum. `placed`: a Runtime gave the placement (its joint plan sizes the pool).
 // The slicing pass's options for a slot of slot_bytes: the axis from options.slice_by
-// (auto: input channels on CUDA, filters on the CPU).
+// (auto: input channels on CUDA, filters on the CPU; on CUDA a session then chooses per
+// layer from measured times, runtime/session_slices.cpp, through CompileInputs::slice_axes).
 SliceOptions slice_options(const SessionOptions& options, int64_t slot_bytes);
 
 Expected<int64_t> choose_slot_bytes(const ExecutionPlan& plan, const Target& target, const SessionOptions& options,

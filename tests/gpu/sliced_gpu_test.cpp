@@ -6,11 +6,16 @@
 // read a packed copy of their channels); streamed with slots smaller than the largest
 // layer it is bit-identical to the same sliced plan preloaded (the same kernels on
 // weights that arrive later), down to a pool of a few MiB.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +33,9 @@ struct Heads {
   int64_t pool_bytes = 0;
   int64_t largest_blob = 0;
   size_t steps = 0;
+  std::map<int, SliceAxis> axes;  // per sliced layer
+  std::vector<std::string> notes;
+  double slice_axes_ms = 0;
   bool ok = false;
 };
 
@@ -50,6 +58,10 @@ Heads run(const std::string& cfg, const std::string& weights, const SessionOptio
   h.pool_bytes = m.streaming ? m.stream.pool_bytes : 0;
   for (const WeightBlob& w : m.plan.weights) h.largest_blob = std::max(h.largest_blob, w.bytes);
   h.steps = m.plan.steps.size();
+  for (const Step& st : m.plan.steps)
+    if (st.slice == 0) h.axes[st.layer] = st.axis;
+  h.notes = m.notes;
+  h.slice_axes_ms = (*s)->open_timing().slice_axes_ms;
   h.ok = true;
   return h;
 }
@@ -136,6 +148,61 @@ TEST_P(SlicedGpu, MatchesUnslicedAndStreamsBitIdenticalToItsPreload) {
     }
   }
   if (ran == 0) GTEST_SKIP() << "shared models not found";
+}
+
+// Whether a file under `dir`/kernel-times holds `text`.
+bool cache_holds(const std::string& dir, const std::string& text) {
+  DIR* d = opendir((dir + "/kernel-times").c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (const dirent* e = readdir(d)) {
+    std::ifstream f(dir + "/kernel-times/" + e->d_name);
+    const std::string body((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    found = found || body.find(text) != std::string::npos;
+  }
+  closedir(d);
+  return found;
+}
+
+// slice_by auto on a GPU: each sliced layer cut along the axis chosen from times
+// measured at open; the outputs stay within the fp16 tolerance, and the choice is kept
+// with the kernel times: a later open of the same model and options reads it back, cuts
+// alike and computes bit-identical outputs.
+TEST(SlicedGpuAuto, AxisPerLayerChosenAtOpenAndKept) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  const std::string cfg = test::required_shared_file("models/yolov4.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "shared models not found";
+  const std::string weights = test::synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  const std::string cache = test::temp_dir() + "/cache-auto-axes";
+  ASSERT_EQ(setenv("DLR_CACHE_DIR", cache.c_str(), 1), 0);
+  const int size = 416;
+  const std::vector<float> input = test::random_input(1, 3, size, size, 5);
+  const Heads ref = run(cfg, weights, cuda(Precision::kFP32, size), input);
+  const Heads whole = run(cfg, weights, cuda(Precision::kFP16, size), input);
+  SessionOptions o = cuda(Precision::kFP16, size);
+  o.slot_bytes = int64_t(1) << 20;
+  o.mode = WeightMode::kStream;
+  o.weight_budget = WeightBudget::min();
+  const Heads first = run(cfg, weights, o, input);
+  const bool kept = cache_holds(cache, "\"slice_axes\"");
+  const Heads again = run(cfg, weights, o, input);
+  unsetenv("DLR_CACHE_DIR");
+  ASSERT_TRUE(ref.ok && whole.ok && first.ok && again.ok);
+  bool noted = false;
+  for (const std::string& n : first.notes) noted = noted || n.find("the axis of each layer") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_TRUE(kept) << "the choice is kept in the kernel-times cache";
+  int by[2] = {0, 0};
+  for (const auto& [layer, axis] : first.axes) ++by[int(axis)];
+  std::printf("yolov4 fp16 @%d, 1 MiB slots, auto: %d layers by filters, %d by channels; choice %.0f ms at the first "
+              "open, %.0f ms at the second\n",
+              size, by[0], by[1], first.slice_axes_ms, again.slice_axes_ms);
+  EXPECT_GT(by[0] + by[1], 10);
+  EXPECT_EQ(again.axes, first.axes) << "the second open reads the choice back";
+  EXPECT_LE(worst_relative(first, ref), 2.5 * worst_relative(whole, ref) + 1e-3);
+  for (size_t k = 0; k < first.out.size(); ++k) ASSERT_EQ(again.out[k], first.out[k]) << "head " << k;
 }
 
 }  // namespace

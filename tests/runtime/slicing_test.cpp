@@ -246,6 +246,38 @@ TEST(SlicePlan, EverySharedCfgInBothLayouts) {
   }
 }
 
+// Per-layer axes (SliceOptions::layer_axis, chosen at open from kernel times): random
+// mixes keep every slice invariant and the arena safe, and each layer is cut its way.
+TEST(SlicePlan, MixedAxesPerLayer) {
+  const std::string path = test::required_shared_file("models/yolov4.cfg");
+  if (path.empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
+  auto net = parse_network_cfg(path);
+  ASSERT_TRUE(net.ok());
+  std::mt19937 rng(31);
+  for (const PlannerOptions& o : {PlannerOptions{}, nhwc_fp16()}) {
+    for (int trial = 0; trial < 4; ++trial) {
+      SliceOptions so{int64_t(1) << 20, 8, rng() % 2 ? SliceAxis::kFilters : SliceAxis::kChannels};
+      for (size_t l = 0; l < net->layers.size(); ++l)
+        if (rng() % 2) so.layer_axis[int(l)] = rng() % 2 ? SliceAxis::kFilters : SliceAxis::kChannels;
+      auto plan = build_plan(*net, o);
+      ASSERT_TRUE(plan.ok());
+      ASSERT_TRUE(slice_plan(&*plan, so, path).ok());
+      check_sliced(*net, *plan, so.max_blob_bytes, "mixed trial " + std::to_string(trial));
+      int by[2] = {0, 0};
+      for (const Step& st : plan->steps) {
+        if (st.slice != 0) continue;
+        const auto it = so.layer_axis.find(st.layer);
+        const bool concat = st.inputs.size() != 1;
+        const SliceAxis want = concat ? SliceAxis::kFilters : it != so.layer_axis.end() ? it->second : so.axis;
+        EXPECT_EQ(st.axis, want) << "layer " << st.layer;
+        ++by[int(st.axis)];
+      }
+      EXPECT_GT(by[0], 0);
+      EXPECT_GT(by[1], 0);
+    }
+  }
+}
+
 TEST(SlicePlan, NothingAboveTheSlotLeavesThePlanAlone) {
   const std::string path = test::source_file("models/yolov4-tiny.cfg");
   auto net = parse_network_cfg(path);

@@ -101,8 +101,9 @@ std::vector<SessionFlag> device_rows() {
           "smaller than the largest layer; 0: no slices")
           .dflt("0").convert(C::kSize).sweep(),
       Row("--slice-by", "slice_by", A::kEveryRun,
-          "how --slot-size cuts a layer: auto (channels on cuda, filters on cpu), filters (slices of its output "
-          "channels) or channels (of its input channels, adding partial sums)")
+          "how --slot-size cuts a layer: auto (cuda: the faster of the two per layer, timed at the first open; cpu: "
+          "filters), filters (slices of its output channels) or channels (of its input channels, adding partial "
+          "sums)")
           .dflt("auto").one_of("auto,filters,channels"),
       Row("--units", "unit_search", A::kCudaStream,
           "stream mode, ring pool: search (copy units chosen by simulation) or chunks (the profile's chunk size)")

@@ -21,8 +21,10 @@ enum class Precision : uint8_t { kFP32, kTF32, kFP16 };  // CPU: fp32 only
 enum class Mode : uint8_t { kPreload, kStream };
 enum class PoolLayout : uint8_t { kAuto, kSlots, kRing };
 enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
-// How a conv larger than slot_bytes is cut: auto (channels on CUDA, filters on the CPU),
-// filters (slices of its output channels) or channels (of its input channels).
+// How a conv larger than slot_bytes is cut: filters (slices of its output channels),
+// channels (of its input channels) or auto: on CUDA with weights from host memory the
+// faster of the two for each layer, both timed at the first open of the model on the GPU
+// and kept with its kernel times (channels from storage); filters on the CPU.
 enum class SliceBy : uint8_t { kAuto, kFilters, kChannels };
 
 struct Options {
