@@ -137,8 +137,8 @@ for phase in "$@"; do
       # The axis per layer chosen at open (slice_by auto) against every layer cut by input
       # channels and every one by filters, each slot preloaded and streamed through its
       # minimal pool, every row in its own process, whole layers in the same call; then the
-      # fp32 8 MiB budget and four models in one runtime with auto. The kernel-times cache
-      # starts empty, so the first row of each setting times both variants.
+      # fp32 8 MiB budget and four models in one runtime with auto. dlbench keeps nothing
+      # between rows (no --cache): every auto row times both variants at its open.
       export DLR_CACHE_DIR=/tmp/dlrcache-auto
       rm -rf "$DLR_CACHE_DIR"
       for p in ${AXES_PRECISIONS:-fp16 fp32}; do

@@ -212,7 +212,14 @@ Status bound_pass(PlacementState& s) {
   const CopyProfile& physical = t.copy_calibrated() ? t.probed_copy_profile : t.copy_profile;
   DLR_ASSIGN_OR_RETURN(LatencyBound lb, latency_lower_bound(*s.plan, *s.layer_ms, physical, budget, t.map_granularity));
   s.lower_bound_ms = lb.ms;
-  s.notes.push_back(lb.to_text() + fmt_text("; this plan: %.3f ms predicted", s.predicted_ms));
+  // Blobs staged in idle activation bytes use memory outside the budget: the bound does
+  // not cover such a plan (it may be predicted below it), and the note says so.
+  const std::string staged =
+      s.stream.staged_bytes > 0
+          ? fmt_text(" (%.2f MiB staged in idle activation bytes, outside the bound's model)",
+                     double(s.stream.staged_bytes) / (1 << 20))
+          : std::string();
+  s.notes.push_back(lb.to_text() + fmt_text("; this plan: %.3f ms predicted", s.predicted_ms) + staged);
   if (!t.copy_calibrated()) return Status();
   DLR_ASSIGN_OR_RETURN(LatencyBound lc, latency_lower_bound(*s.plan, *s.layer_ms, t.copy_profile, budget,
                                                             t.map_granularity));

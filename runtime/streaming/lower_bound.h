@@ -20,6 +20,16 @@
 // differently for every k (each choice only helps the adversary), which gives a
 // closed form per (P, k). The bound is max over k, min over P, and never below the
 // kernels' sum (preload). Plain C++; O(B / granularity x steps).
+//
+// A second, pool-aware bound sees the pool at every layer, not one cut: every blob is
+// streamed in execution order through a fluid pool of the whole budget B (a byte takes
+// its space when copied and gives it back when its reader ends; copies at peak,
+// back to back; each step starts when its blob has landed and the step before ended),
+// as early as possible: fluid(B). Any plan of dlrun's model is such a schedule once its
+// r resident bytes and the p bytes prefetched before the inference (r + p <= B) are
+// copied first, in (r + p) / bw, and copying in execution order is never later than any
+// other order in a fluid pool, so T >= fluid(B) - B / bw. The larger of the two is
+// reported (`pool_aware` says which); it binds where many layers are copy-bound in a row.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +51,7 @@ struct LatencyBound {
   int64_t pool_bytes = 0;        // the ring size P at which the minimum over P is attained (0: everything resident)
   int64_t min_streamed_bytes = 0;  // total - (B - P) at that P: bytes at least copied per inference
   int binding_layer = -1;        // the k whose constraint gives ms at that P (-1: the kernels' sum)
+  bool pool_aware = false;       // ms is the pool-aware bound (fluid(B) - B / bw), above the single cut
   std::string to_text() const;   // one line for --print-plan
 };
 

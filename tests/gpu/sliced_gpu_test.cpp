@@ -156,7 +156,9 @@ bool cache_holds(const std::string& dir, const std::string& text) {
   if (d == nullptr) return false;
   bool found = false;
   while (const dirent* e = readdir(d)) {
-    std::ifstream f(dir + "/kernel-times/" + e->d_name);
+    const std::string name = e->d_name;
+    if (name.size() < 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
+    std::ifstream f(dir + "/kernel-times/" + name);
     const std::string body((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     found = found || body.find(text) != std::string::npos;
   }
@@ -185,6 +187,7 @@ TEST(SlicedGpuAuto, AxisPerLayerChosenAtOpenAndKept) {
   o.slot_bytes = int64_t(1) << 20;
   o.mode = WeightMode::kStream;
   o.weight_budget = WeightBudget::min();
+  o.cache_kernel_times = true;  // off by default in the internal options (dlrun turns it on)
   const Heads first = run(cfg, weights, o, input);
   const bool kept = cache_holds(cache, "\"slice_axes\"");
   const Heads again = run(cfg, weights, o, input);

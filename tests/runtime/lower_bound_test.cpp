@@ -103,6 +103,33 @@ TEST(LowerBound, ClosedFormComputeAfterTheLastCopy) {
   EXPECT_NEAR(two->ms, 2 * copy + 1.0, 1e-12);
 }
 
+TEST(LowerBound, PoolAwareBoundSeesEveryCopyBoundRegion) {
+  // Two regions of ten 4 MiB blobs, each region's first layer 10 ms, the others no time,
+  // an 8 MiB budget. A single cut sees one region's copies; the pool sees both: per region
+  // the first blob lands (c), its layer runs 10 ms with one more blob prefetched, then
+  // eight blobs are copied back to back: fluid = 2 x (c + 10 + 8c), and the bound is
+  // fluid - B / bw = 20 + 16c.
+  std::vector<int64_t> sizes(20, 4 * kMiB);
+  const ExecutionPlan plan = fake_plan(sizes, nullptr);
+  std::vector<double> ms(plan.steps.size(), 0.0);
+  ms[0] = ms[10] = 10.0;
+  const CopyProfile prof = h100_like();
+  Expected<LatencyBound> lb = latency_lower_bound(plan, ms, prof, 8 * kMiB, kGran);
+  ASSERT_TRUE(lb.ok()) << lb.status().to_string();
+  const double c = double(4 * kMiB) / (prof.peak_gbps() * 1e6);
+  EXPECT_TRUE(lb->pool_aware) << lb->to_text();
+  EXPECT_NEAR(lb->ms, 20.0 + 16.0 * c, 1e-9) << lb->to_text();
+  EXPECT_NE(lb->to_text().find("pool-aware"), std::string::npos);
+  // Still below what the planner predicts for that budget.
+  StreamOptions o;
+  o.budget_bytes = 8 * kMiB;
+  o.layout = PoolLayout::kRing;
+  o.ring_granularity = kGran;
+  Expected<UnitSearchResult> u = search_ring_units(plan, prof, o, ms);
+  ASSERT_TRUE(u.ok()) << u.status().to_string();
+  EXPECT_LE(lb->ms, u->predicted_ms + 1e-9);
+}
+
 TEST(LowerBound, KernelsAloneWhenEverythingFitsAndNeverGrowsWithTheBudget) {
   std::mt19937_64 rng(3);
   const ExecutionPlan plan = fake_plan(random_sizes(&rng, 40), &rng);

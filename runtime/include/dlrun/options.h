@@ -24,7 +24,8 @@ enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
 // How a conv larger than slot_bytes is cut: filters (slices of its output channels),
 // channels (of its input channels) or auto: on CUDA with weights from host memory the
 // faster of the two for each layer, both timed at the first open of the model on the GPU
-// and kept with its kernel times (channels from storage); filters on the CPU.
+// (and kept with its kernel times when cache_kernel_times is on; channels from storage);
+// filters on the CPU.
 enum class SliceBy : uint8_t { kAuto, kFilters, kChannels };
 
 struct Options {
