@@ -11,15 +11,19 @@
 
 namespace dlr {
 
+// Byte offset of the bias in a blob of weight_elems weights of `dtype`.
+inline int64_t blob_bias_offset(int64_t weight_elems, DType dtype) {
+  return align_up(weight_elems * int64_t(dtype_size(dtype)), 256);
+}
+
 // Bytes of a blob of weight_elems weights of `dtype` and bias_elems f32.
 inline int64_t blob_bytes(int64_t weight_elems, int64_t bias_elems, DType dtype, int64_t weight_align) {
-  const int64_t bias_offset = align_up(weight_elems * int64_t(dtype_size(dtype)), 256);
-  return align_up(bias_offset + bias_elems * 4, std::max<int64_t>(256, weight_align));
+  return align_up(blob_bias_offset(weight_elems, dtype) + bias_elems * 4, std::max<int64_t>(256, weight_align));
 }
 
 // Sets w->bias_offset and w->bytes from its weight_elems, bias_elems and dtype.
 inline void lay_out_blob(WeightBlob* w, int64_t weight_align) {
-  w->bias_offset = align_up(w->weight_elems * int64_t(dtype_size(w->dtype)), 256);
+  w->bias_offset = blob_bias_offset(w->weight_elems, w->dtype);
   w->bytes = blob_bytes(w->weight_elems, w->bias_elems, w->dtype, weight_align);
 }
 

@@ -70,19 +70,19 @@ Expected<std::vector<double>> mixed_step_ms(const ExecutionPlan& mixed, const Ti
   DLR_RETURN_IF_ERROR(check_times(filters, "filters"));
   std::vector<double> ms(mixed.steps.size(), 0.0);
   for (const Step& st : mixed.steps) {
-    const TimedPlan& from = st.slices > 0 && st.axis == SliceAxis::kFilters ? filters : channels;
-    int i = find_step(*from.plan, st.layer, st.slice, st.axis);
-    if (i < 0 && st.slices > 0) {  // a layer cut by filters in both (a conv over a concatenation)
-      const TimedPlan& other = &from == &filters ? channels : filters;
-      i = find_step(*other.plan, st.layer, st.slice, st.axis);
-      if (i >= 0) ms[size_t(st.index)] = (*other.step_ms)[size_t(i)];
-    } else if (i >= 0) {
-      ms[size_t(st.index)] = (*from.step_ms)[size_t(i)];
+    // The variant cut this step's way; a conv over a concatenation is cut by filters in both.
+    const bool by_filters = st.slices > 0 && st.axis == SliceAxis::kFilters;
+    const TimedPlan* from = by_filters ? &filters : &channels;
+    int i = find_step(*from->plan, st.layer, st.slice, st.axis);
+    if (i < 0) {
+      from = by_filters ? &channels : &filters;
+      i = find_step(*from->plan, st.layer, st.slice, st.axis);
     }
     if (i < 0)
       return invalid_argument("slice axes: step " + std::to_string(st.index) + " (layer " + std::to_string(st.layer) +
                               ", slice " + std::to_string(st.slice) + " of " + axis_word(st.axis) +
                               ") has no measured counterpart");
+    ms[size_t(st.index)] = (*from->step_ms)[size_t(i)];
   }
   return ms;
 }

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "loaders/network_desc.h"
 #include "runtime/cache/kernel_times_cache.h"
@@ -220,6 +223,18 @@ TEST(SliceChoice, KeptBesideTheKernelTimes) {
   EXPECT_EQ(loaded, axes);
   EXPECT_EQ(load_kernel_times(v.channels), v.channels_ms) << "the times stay";
   EXPECT_FALSE(load_slice_axes(v.filters, &loaded)) << "another plan, another file";
+  // A damaged choice is not trusted.
+  Expected<std::string> path = kernel_times_path(v.channels);
+  ASSERT_TRUE(path.ok());
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(*path));
+  for (const char* bad : {"3:rows", "3:filters 3:channels", "x"}) {
+    doc["slice_axes"] = bad;
+    std::ofstream(*path) << doc.dump();
+    EXPECT_FALSE(load_slice_axes(v.channels, &loaded)) << bad;
+  }
+  doc["slice_axes"] = 7;
+  std::ofstream(*path) << doc.dump();
+  EXPECT_FALSE(load_slice_axes(v.channels, &loaded)) << "not a string";
   ASSERT_TRUE(save_kernel_times(v.channels, v.channels_ms).ok());
   EXPECT_FALSE(load_slice_axes(v.channels, &loaded)) << "times measured again drop the choice";
   unsetenv("DLR_CACHE_DIR");
