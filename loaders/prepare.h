@@ -40,6 +40,40 @@ constexpr float kMaxHalf = 65504.0f;
 Status prepare_conv(const LayerDesc& layer, const WeightsFile& file, float* weights_out, float* bias_out,
                     std::vector<std::string>* warnings = nullptr);
 
+// A part of a conv layer's prepared weights, what one thread prepares at a time:
+// filters [first, first + count), each restricted to its input channels
+// [channel, channel + channels) (of c/groups; a whole filter: 0 and c/groups).
+struct FilterRange {
+  int64_t first = 0;
+  int64_t count = 0;
+  int64_t channel = 0;
+  int64_t channels = 0;
+};
+
+// What a fold saw that is warned, not refused (fold_warnings() words it).
+struct FoldCheck {
+  float max_abs = 0.0f;             // largest prepared magnitude, weights or biases
+  const char* max_role = "weights";  // which of the two holds it
+  float max_weight = 0.0f;          // largest prepared weight magnitude (the fp16 range check)
+  int64_t negative_variance = -1;   // first filter with a variance in (-0.00001, 0), or -1
+  float negative_value = 0.0f;      // its variance
+};
+
+// Folds `range` of `layer` exactly as prepare_conv does: row after row of channels*k*k
+// floats (OIHW within a row) to weights_out, the range's biases to bias_out (null: the
+// biases are neither written nor checked). The same refusals as prepare_conv, naming
+// elements by their index in the layer; what is only warned goes to *check. Reads the
+// mapped file only: distinct ranges may be folded on several threads at once.
+Status fold_conv_range(const LayerDesc& layer, const WeightsFile& file, const FilterRange& range, float* weights_out,
+                       float* bias_out, FoldCheck* check);
+
+// The warnings a fold's check calls for, worded as prepare_conv words them.
+std::vector<std::string> fold_warnings(const LayerDesc& layer, const std::string& file, const FoldCheck& check);
+
+// check_fp16_range over rows that fold_conv_range wrote for `range`: the first weight
+// above kMaxHalf named by its index in the layer's OIHW weights.
+Status check_fp16_rows(const LayerDesc& layer, const std::string& file, const FilterRange& range, const float* rows);
+
 // For fp16 runs: an error naming the layer and the first prepared weight whose
 // magnitude exceeds kMaxHalf (it would become Inf). `weights` are the prepared
 // fp32 weights (PreparedSizes::weights floats); `file` names the weights file.

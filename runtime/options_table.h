@@ -40,7 +40,8 @@
   X(concat_in_place, bool, true, INTERNAL, true, "")                                                                  \
   X(keep_all_outputs, bool, false, INTERNAL, true, "")                                                                \
   /* CPU threads (OpenMP team) of the session's kernels, pre- and post-processing; 0 (auto): the CPUs this process   \
-     may run on divided by the sessions inside open/detect at that moment, at least 1 (runtime/cpu/cpu_threads.h) */  \
+     may run on divided by the sessions inside open/detect at that moment, at least 1 (runtime/cpu/cpu_threads.h).   \
+     Weight preparation at open runs on this many threads too (auto: every CPU the process may run on) */            \
   X(threads, int, 0, PUBLIC, v >= 0 && v <= 1024,                                                                     \
     "threads " + std::to_string(v) + " is out of range (0 = auto, 1..1024)")                                          \
   /* image staging sized at open (grows when a larger image comes) */                                                 \

@@ -6,6 +6,7 @@
 #include "loaders/network_desc.h"
 #include "loaders/weights_file.h"
 #include "runtime/compile/compile.h"
+#include "runtime/cpu/cpu_threads.h"
 #include "runtime/storage/prepared_file.h"
 #include "runtime/weight_source.h"
 
@@ -23,7 +24,8 @@ Expected<PrepareReport> prepare_weights(const std::string& cfg_path, const std::
   DLR_ASSIGN_OR_RETURN(ExecutionPlan plan, plan_for_prepare(net, options));
   DLR_ASSIGN_OR_RETURN(PreparedIdentity id, prepared_identity(cfg_path, weights_path, plan));
   std::unique_ptr<WeightSource> source = weights_file_source(net, wf);
-  DLR_RETURN_IF_ERROR(write_prepared_file(out, plan, *source, id));
+  const int threads = options.threads > 0 ? options.threads : available_cpus();
+  DLR_RETURN_IF_ERROR(write_prepared_file(out, plan, *source, id, threads));
   DLR_ASSIGN_OR_RETURN(PreparedFile f, PreparedFile::open(out, plan, nullptr));
   PrepareReport r;
   r.path = out;

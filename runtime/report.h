@@ -76,6 +76,8 @@ struct EngineOpenTiming {
   double device_ms = 0;        // cudaSetDevice, stream and events (waits for the context if it is not ready)
   double cudnn_handle_ms = 0;  // cudnnCreate on the opening thread (0 when the context helper made the handle)
   double weights_ms = 0;       // weight placement: upload (preload), pinned store or read pipeline (stream)
+  double weights_prepare_ms = 0;  // of weights_ms: the host threads preparing blobs (BN fold, dtype, layout), wall time
+  int weights_threads = 0;        // the threads preparing them
   double buffers_ms = 0;       // activation arena, input, workspace, outputs, image staging
   double conv_setup_ms = 0;    // every CudnnConv::create, with the algorithm cache's load and save
   double conv_descriptors_ms = 0;  // of which: descriptors (sum over convs)

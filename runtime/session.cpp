@@ -22,6 +22,9 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// Threads preparing a prepared file's blobs: the session's threads option, else every CPU.
+int prepare_threads(const SessionOptions& o) { return o.threads > 0 ? o.threads : available_cpus(); }
+
 }  // namespace
 
 Session::~Session() = default;
@@ -101,13 +104,13 @@ Status Session::open_prepared(const std::string& cfg_path, const std::string& we
     const auto t0 = std::chrono::steady_clock::now();
     if (m_options.prepared_path.empty()) {
       DLR_ASSIGN_OR_RETURN(path, ensure_prepared(id, plan, *m_source, &built, PreparedCheck::kHeader, nullptr,
-                                                 {m_options.cache_max_bytes, &in_use}));
+                                                 {m_options.cache_max_bytes, &in_use, prepare_threads(m_options)}));
     } else {
       path = m_options.prepared_path;
       const Expected<PreparedFile> have = PreparedFile::open(path, plan, &id);
       if (!have.ok()) {
         if (access(path.c_str(), F_OK) == 0) DLR_LOG_WARN("{}; writing it again", have.status().message());
-        DLR_RETURN_IF_ERROR(write_prepared_file(path, plan, *m_source, id));
+        DLR_RETURN_IF_ERROR(write_prepared_file(path, plan, *m_source, id, prepare_threads(m_options)));
         built = true;
       }
     }

@@ -163,6 +163,7 @@ class Session {
   // The copy cost inside an inference replaces the probed profile of `probed_target`
   // and the model is compiled again.
   Status calibrate_copies(const Target& probed_target);
+  Target kept_calibration(const Target& target) const;  // with the cached calibrated copy profile, if kept
   void log_open() const;
   NetworkDesc m_net;
   std::unique_ptr<WeightsFile> m_weights;

@@ -108,6 +108,19 @@ Status Session::recompile(const Target& target) {
   return Status();
 }
 
+namespace {
+
+// `probed` with `calibrated` as its copy profile, the probed one kept beside it.
+Target calibrated_target(const Target& probed, const CopyProfile& calibrated) {
+  Target t = probed;
+  t.probed_copy_profile = probed.copy_profile;
+  t.copy_profile = calibrated;
+  t.copy_profile_source = "calibrated in an inference from " + probed.copy_profile.name;
+  return t;
+}
+
+}  // namespace
+
 // The measure -> compile -> replan loop. Each round adds what the placement still lacks
 // to the compile inputs, compiles again and sets the engine up for the new placement:
 //   1. kernel times (the passes that choose by simulation need them);
@@ -123,10 +136,16 @@ Status Session::settle_placement(const Target& target) {
     DLR_ASSIGN_OR_RETURN(const Placement p, m_host->placement(*m_model, m_layer_ms));
     m_placement = p;
   }
-  DLR_RETURN_IF_ERROR(recompile(target));
+  // A calibrated copy profile kept beside the kernel times is used from the first
+  // compile on: one compile and one weight set-up instead of two.
+  const Target kept = kept_calibration(target);
+  DLR_RETURN_IF_ERROR(recompile(kept));
   DLR_LOG_DEBUG("compiled again with kernel times measured at open: {}", m_model->notes.back());
   if (hosted_stream) DLR_RETURN_IF_ERROR(m_host->bind_ring(*m_engine));
-  if (m_options.calibrate_copies) DLR_RETURN_IF_ERROR(calibrate_copies(target));
+  if (kept.copy_calibrated() && !target.copy_calibrated())
+    DLR_LOG_INFO("copy profile calibrated in an inference (from the kernel-times cache, used from the first compile)");
+  else if (m_options.calibrate_copies)
+    DLR_RETURN_IF_ERROR(calibrate_copies(target));
   DLR_LOG_INFO("stream mode: {}", m_model->notes.back());
   return Status();
 }
@@ -209,6 +228,18 @@ void Session::log_open() const {
                 timing.engine.graph_ms, timing.context_ms, timing.context_wait_ms);
 }
 
+// `target` with the calibrated copy profile kept for this model and its probed profile
+// (calibrate_copies wrote it at an earlier open), or `target` itself when there is none,
+// when calibration or the cache is off, or for a model that copies no weights.
+Target Session::kept_calibration(const Target& target) const {
+  const CompiledModel& m = *m_model;
+  CopyProfile calibrated;
+  if (!m_options.calibrate_copies || !m_options.cache_kernel_times || !m.streaming || m.from_storage ||
+      target.copy_calibrated() || !load_calibrated_profile(m, target.copy_profile, &calibrated))
+    return target;
+  return calibrated_target(target, calibrated);
+}
+
 // Copy calibration (SessionOptions::calibrate_copies): when the plan copies weights from
 // host memory every inference, the copy cost inside an inference replaces the probed
 // profile (the calibrated one kept with the kernel times, else timed now over
@@ -242,12 +273,8 @@ Status Session::calibrate_copies(const Target& probed_target) {
       if (!saved.ok()) DLR_LOG_WARN("calibrated copy profile not kept: {}", saved.message());
     }
   }
-  Target target = probed_target;
-  target.probed_copy_profile = probed;
-  target.copy_profile = calibrated;
-  target.copy_profile_source = "calibrated in an inference from " + probed.name;
   const double before_ms = m.predicted_ms;
-  DLR_RETURN_IF_ERROR(recompile(target));
+  DLR_RETURN_IF_ERROR(recompile(calibrated_target(probed_target, calibrated)));
   DLR_LOG_INFO("copy profile calibrated in an inference ({}): peak {:.1f} -> {:.1f} GB/s, at 4 MiB {:.1f} -> {:.1f} GB/s; "
                "predicted {:.3f} -> {:.3f} ms",
                how, probed.peak_gbps(), calibrated.peak_gbps(), double(4 << 20) / (probed.copy_ms(4 << 20) * 1e6),

@@ -30,7 +30,7 @@ void HostBuffer::reset() {
   m_bytes = 0;
 }
 
-Expected<HostBuffer> HostBuffer::aligned(size_t bytes) {
+Expected<HostBuffer> HostBuffer::aligned(size_t bytes, Free before_free) {
   // From 2 MiB on: aligned to 2 MiB and advised as transparent huge pages, so that the
   // first touch costs one page fault per 2 MiB instead of one per 4 KiB (why:
   // docs/results/journal.md, 2026-11-28, CPU weight preparation).
@@ -44,7 +44,10 @@ Expected<HostBuffer> HostBuffer::aligned(size_t bytes) {
     return out_of_memory("cannot allocate " + std::to_string(bytes) + " bytes of host memory" + fault::tag("host_alloc"));
   }
   if (!p) return out_of_memory("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
-  return HostBuffer(p, bytes, [](void* q) { std::free(q); });
+  return HostBuffer(p, bytes, [before_free](void* q) {
+    if (before_free) before_free(q);
+    std::free(q);
+  });
 }
 
 Expected<WeightStore> WeightStore::create(const ExecutionPlan& plan, WeightSource& source,
@@ -54,30 +57,66 @@ Expected<WeightStore> WeightStore::create(const ExecutionPlan& plan, WeightSourc
 
 namespace {
 
-// Prepares the held blobs into `base`, on up to `threads` threads where the source
-// allows it; the error of the first failing blob in plan order.
-Status prepare_blobs(const ExecutionPlan& plan, WeightSource& source, const std::vector<int64_t>& offsets,
-                     char* base, int threads) {
-  std::vector<int> todo;
-  for (size_t i = 0; i < offsets.size(); ++i)
-    if (offsets[i] >= 0) todo.push_back(int(i));
-  auto one = [&](int i) { return source.prepare(plan.weights[size_t(i)], plan.options.layout, base + offsets[size_t(i)]); };
-  const int n_threads = source.concurrent() ? std::min<int>(std::max(threads, 1), int(todo.size())) : 1;
-  if (n_threads <= 1) {
-    for (int i : todo) DLR_RETURN_IF_ERROR(one(i));
+// One piece of preparation work: filters [begin, end) of a blob (the whole blob where
+// the source does not split).
+struct PrepTask {
+  int blob = 0;
+  int begin = 0;
+  int end = 0;
+  bool whole = true;
+};
+
+// The held blobs cut into tasks of about kTaskBytes each, in plan order: a large blob
+// is shared by several threads, so that the slowest thread ends with the others.
+constexpr int64_t kTaskBytes = int64_t(256) << 10;
+
+std::vector<PrepTask> prep_tasks(const ExecutionPlan& plan, const WeightSource& source,
+                                 const std::vector<int64_t>& offsets, int threads) {
+  std::vector<PrepTask> tasks;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    if (offsets[i] < 0) continue;
+    const WeightBlob& b = plan.weights[i];
+    const Step& st = plan.steps[size_t(b.step)];
+    const int filters = st.kind == LayerKind::kConv ? std::get<ConvParams>(st.params).filters : 0;
+    if (!source.splits() || threads <= 1 || filters <= 1 || b.bytes <= kTaskBytes) {
+      tasks.push_back({int(i), 0, filters, true});
+      continue;
+    }
+    const int parts = int(std::min<int64_t>(filters, (b.bytes + kTaskBytes - 1) / kTaskBytes));
+    for (int k = 0; k < parts; ++k)
+      tasks.push_back({int(i), int(int64_t(filters) * k / parts), int(int64_t(filters) * (k + 1) / parts), false});
+  }
+  return tasks;
+}
+
+}  // namespace
+
+Status prepare_blobs(const ExecutionPlan& plan, WeightSource& source, const std::vector<int64_t>& offsets, char* base,
+                     int threads) {
+  const int n_threads = source.concurrent() ? std::max(threads, 1) : 1;
+  const std::vector<PrepTask> tasks = prep_tasks(plan, source, offsets, n_threads);
+  auto one = [&](const PrepTask& t) {
+    const WeightBlob& b = plan.weights[size_t(t.blob)];
+    char* dst = base + offsets[size_t(t.blob)];
+    return t.whole ? source.prepare(b, plan.options.layout, dst)
+                   : source.prepare_filters(b, plan.options.layout, dst, t.begin, t.end);
+  };
+  const int team_size = std::min<int>(n_threads, int(tasks.size()));
+  if (team_size <= 1) {
+    for (const PrepTask& t : tasks) DLR_RETURN_IF_ERROR(one(t));
     return Status();
   }
-  std::vector<Status> status(todo.size());
+  std::vector<Status> status(tasks.size());
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   auto work = [&] {
-    for (size_t k = next++; k < todo.size() && !failed; k = next++) {
-      status[k] = one(todo[k]);
+    for (size_t k = next++; k < tasks.size() && !failed; k = next++) {
+      status[k] = one(tasks[k]);
       if (!status[k].ok()) failed = true;
     }
   };
   std::vector<std::thread> team;
-  for (int t = 1; t < n_threads; ++t) team.emplace_back(work);
+  for (int t = 1; t < team_size; ++t) team.emplace_back(work);
   work();
   for (std::thread& t : team) t.join();
   for (const Status& st : status)
@@ -85,7 +124,23 @@ Status prepare_blobs(const ExecutionPlan& plan, WeightSource& source, const std:
   return Status();
 }
 
-}  // namespace
+std::vector<UploadChunk> upload_chunks(const ExecutionPlan& plan, const std::vector<int64_t>& offsets,
+                                       int64_t chunk_bytes) {
+  std::vector<UploadChunk> chunks;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    if (offsets[i] < 0) continue;
+    const int64_t bytes = plan.weights[i].bytes;
+    const bool joins = !chunks.empty() && chunks.back().bytes + bytes <= chunk_bytes &&
+                       chunks.back().offset + chunks.back().bytes == offsets[i];
+    if (joins) {
+      chunks.back().bytes += bytes;
+    } else {
+      chunks.push_back({int(i), int(i) + 1, offsets[i], bytes});
+    }
+    chunks.back().end = int(i) + 1;
+  }
+  return chunks;
+}
 
 Expected<WeightStore> WeightStore::create_subset(const ExecutionPlan& plan, WeightSource& source,
                                                  const HostAllocator& alloc, const std::vector<char>& hold,

@@ -32,8 +32,9 @@ class HostBuffer {
   size_t bytes() const { return m_bytes; }
 
   // 4096-aligned pageable memory; from 2 MiB on, 2 MiB-aligned and advised as huge
-  // pages (fails with kOutOfMemory).
-  static Expected<HostBuffer> aligned(size_t bytes);
+  // pages (fails with kOutOfMemory). `before_free`, when given, runs on the memory
+  // before it is freed (e.g. unpinning it).
+  static Expected<HostBuffer> aligned(size_t bytes, Free before_free = {});
 
  private:
   void* m_ptr = nullptr;
@@ -42,6 +43,27 @@ class HostBuffer {
 };
 
 using HostAllocator = std::function<Expected<HostBuffer>(size_t bytes)>;
+
+// Prepares the blobs of `plan` whose offsets[b] >= 0 into base + offsets[b], on up to
+// `threads` threads where the source is concurrent() (large blobs in parts where it
+// splits()); the bytes do not depend on the thread count. The first failing task's error,
+// in plan order, after every started task ended.
+Status prepare_blobs(const ExecutionPlan& plan, WeightSource& source, const std::vector<int64_t>& offsets, char* base,
+                     int threads);
+
+// A run of blobs uploaded together: blobs [first, end) of the plan, those held
+// (offsets >= 0) lying back to back at [offset, offset + bytes).
+struct UploadChunk {
+  int first = 0;
+  int end = 0;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+// The held blobs (offsets[b] >= 0, each blob's bytes after the one before it) grouped
+// in plan order into chunks of at most `chunk_bytes`; a larger blob is a chunk alone.
+std::vector<UploadChunk> upload_chunks(const ExecutionPlan& plan, const std::vector<int64_t>& offsets,
+                                       int64_t chunk_bytes);
 
 class WeightStore {
  public:

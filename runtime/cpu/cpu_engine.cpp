@@ -60,6 +60,8 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
     DLR_ASSIGN_OR_RETURN(e->m_weights, WeightStore::create(e->m_plan, weights, {}, threads));
     e->m_open_timing.weights_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    e->m_open_timing.weights_prepare_ms = e->m_open_timing.weights_ms;
+    e->m_open_timing.weights_threads = threads;
   }
   // The convolutions' scratch holds a column tile per thread that may run at once:
   // the session's thread count, or every CPU for auto (cpu_threads.h).

@@ -128,6 +128,9 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // weight_residency.cpp
   Status setup_weights(WeightSource& weights);
   Status setup_stream_weights(WeightSource& weights);  // pool, resident region, pinned store of m_stream_plan
+  // The blobs with offsets[b] >= 0 prepared and copied to device + offsets[b] (weight_upload.h).
+  Status upload(WeightSource& weights, const std::vector<int64_t>& offsets, char* device);
+  int prepare_threads() const;  // host threads preparing weights: EngineSettings::threads, else every CPU
   Status make_stream_events();  // per-unit and per-layer ordering events of m_stream_plan
   Status setup_storage_reads(WeightSource& weights);  // staging area and read pipeline of m_reads
   Status enqueue_network_storage(bool profile);  // one inference driven by the reads (no graph)

@@ -5,22 +5,41 @@
 #include "kernels/cuda/cuda_check.h"
 #include "runtime/core/fault_injection.h"
 #include "runtime/core/log.h"
+#include "runtime/cpu/cpu_threads.h"
 #include "runtime/cuda/cuda_engine_impl.h"
+#include "runtime/cuda/weight_upload.h"
 
 namespace dlr {
 namespace {
 
-// Pinned host memory as a HostBuffer (the weight store's allocator in stream mode).
-Expected<HostBuffer> pinned_host(size_t bytes) {
-  void* p = nullptr;
-  if (fault::hit("pinned_alloc"))  // before the call: nothing to free
-    return out_of_memory("cudaHostAlloc of " + std::to_string(bytes) + " bytes of pinned memory failed" +
+// Host memory for a pinned store: pageable and 2 MiB-aligned (HostBuffer::aligned), so
+// that the threads preparing the store fault its pages in, in parallel; pin_store()
+// pins it in place afterwards. Unpinned before it is freed.
+Expected<HostBuffer> pinnable_host(size_t bytes) {
+  return HostBuffer::aligned(bytes, [](void* q) {
+    const cudaError_t e = cudaHostUnregister(q);
+    if (e == cudaErrorHostMemoryNotRegistered || e == cudaErrorInvalidValue) {
+      (void)cudaGetLastError();  // never pinned (an open that failed first): nothing to undo
+    } else if (e != cudaSuccess) {
+      DLR_LOG_ERROR("cudaHostUnregister failed: {}", cudaGetErrorString(e));
+    }
+  });
+}
+
+// Pins a store made with pinnable_host (cudaHostRegister: several times faster than
+// cudaHostAlloc of the same bytes, which faults every page in on one thread).
+Status pin_store(const WeightStore& store) {
+  if (store.bytes() == 0) return Status();
+  if (fault::hit("pinned_alloc"))
+    return out_of_memory("pinning " + std::to_string(store.bytes()) + " bytes of host memory failed" +
                          fault::tag("pinned_alloc"));
-  const cudaError_t e = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocDefault);
-  if (e != cudaSuccess)
-    return out_of_memory("cudaHostAlloc of " + std::to_string(bytes) + " bytes of pinned memory failed: " +
+  const cudaError_t e = cudaHostRegister(const_cast<void*>(store.data()), size_t(store.bytes()), cudaHostRegisterDefault);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return out_of_memory("pinning " + std::to_string(store.bytes()) + " bytes of host memory (cudaHostRegister) failed: " +
                          cudaGetErrorString(e));
-  return HostBuffer(p, bytes, [](void* q) { DLR_CUDA_CHECK_LOG(cudaFreeHost(q)); });
+  }
+  return Status();
 }
 
 double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
@@ -30,16 +49,33 @@ double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
 Status CudaEngine::setup_weights(WeightSource& source) {
   if (zero_copy()) return setup_storage_reads(source);
   if (!m_streaming) {
-    // Preload: prepared on the host in the plan's layout/dtype, uploaded once.
-    DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create(m_plan, source));
-    DLR_ASSIGN_OR_RETURN(m_weights, cuda::DeviceBuffer::alloc(size_t(store.bytes())));
-    if (store.bytes() > 0)
-      DLR_CUDA_CHECK(cudaMemcpy(m_weights.data(), store.data(), size_t(store.bytes()), cudaMemcpyHostToDevice));
-    for (size_t i = 0; i < m_plan.weights.size(); ++i) m_blob_offsets.push_back(store.blob_offset(int(i)));
-    return Status();
+    // Preload: every blob back to back in one device buffer, prepared and uploaded chunk by chunk.
+    m_blob_offsets.clear();
+    int64_t total = 0;
+    for (const WeightBlob& b : m_plan.weights) {
+      m_blob_offsets.push_back(total);
+      total += b.bytes;
+    }
+    DLR_ASSIGN_OR_RETURN(m_weights, cuda::DeviceBuffer::alloc(size_t(total)));
+    return upload(source, m_blob_offsets, static_cast<char*>(m_weights.data()));
   }
 
   return setup_stream_weights(source);
+}
+
+int CudaEngine::prepare_threads() const {
+  return m_options.threads > 0 ? m_options.threads : available_cpus();
+}
+
+Status CudaEngine::upload(WeightSource& source, const std::vector<int64_t>& offsets, char* device) {
+  UploadTiming t;
+  DLR_RETURN_IF_ERROR(upload_blobs(m_plan, source, offsets, device, m_stream.get(), prepare_threads(), &t));
+  m_open_timing.weights_prepare_ms += t.prepare_ms;
+  m_open_timing.weights_threads = t.threads;
+  DLR_LOG_DEBUG("weights uploaded: {} chunks through {:.1f} MiB of pinned buffers, prepared in {:.1f} ms on {} threads, "
+                "{:.1f} ms waiting for copies",
+                t.chunks, mib(t.pinned_bytes), t.prepare_ms, t.threads, t.wait_ms);
+  return Status();
 }
 
 Status CudaEngine::setup_stream_weights(WeightSource& source) {
@@ -83,21 +119,28 @@ Status CudaEngine::setup_stream_weights(WeightSource& source) {
   if (m_stream_plan.staged_bytes > 0) {
     // Blobs staged in the arena: a pinned store of their own (blobs back to back), copied
     // into the arena every inference.
-    DLR_ASSIGN_OR_RETURN(WeightStore store, WeightStore::create_subset(m_plan, source, pinned_host, staged));
+    DLR_ASSIGN_OR_RETURN(WeightStore store,
+                         WeightStore::create_subset(m_plan, source, pinnable_host, staged, prepare_threads()));
+    DLR_RETURN_IF_ERROR(pin_store(store));
     DLR_ASSERT(store.bytes() == m_stream_plan.staged_bytes);
     for (size_t b = 0; b < n; ++b)
       if (staged[b]) DLR_ASSERT(store.blob_offset(int(b)) == m_stream_plan.blob_host_offset[b]);
     m_staged_host = std::make_unique<WeightStore>(std::move(store));
   }
   if (m_stream_plan.resident_bytes > 0) {
-    // Resident blobs: prepared in ordinary host memory in the region's order (blobs
-    // back to back), uploaded once, the host copy freed.
-    DLR_ASSIGN_OR_RETURN(WeightStore staged, WeightStore::create_subset(m_plan, source, {}, resident));
-    DLR_ASSERT(staged.bytes() == m_stream_plan.resident_bytes);
+    // Resident blobs: prepared and uploaded chunk by chunk into the region (blobs back
+    // to back in plan order, at their pool offsets).
+    std::vector<int64_t> at(n, -1);
+    int64_t total = 0;
     for (size_t b = 0; b < n; ++b)
-      if (resident[b]) DLR_ASSERT(staged.blob_offset(int(b)) == m_stream_plan.blob_pool_offset[b]);
-    DLR_ASSIGN_OR_RETURN(m_resident, cuda::DeviceBuffer::alloc(size_t(staged.bytes())));
-    DLR_CUDA_CHECK(cudaMemcpy(m_resident.data(), staged.data(), size_t(staged.bytes()), cudaMemcpyHostToDevice));
+      if (resident[b]) {
+        DLR_ASSERT(m_stream_plan.blob_pool_offset[b] == total);
+        at[b] = total;
+        total += m_plan.weights[b].bytes;
+      }
+    DLR_ASSERT(total == m_stream_plan.resident_bytes);
+    DLR_ASSIGN_OR_RETURN(m_resident, cuda::DeviceBuffer::alloc(size_t(total)));
+    DLR_RETURN_IF_ERROR(upload(source, at, static_cast<char*>(m_resident.data())));
   }
   if (m_from_storage && !m_stream_plan.resident) {
     DLR_RETURN_IF_ERROR(setup_storage_reads(source));
@@ -115,7 +158,9 @@ Status CudaEngine::setup_stream_weights(WeightSource& source) {
   // when weights come from storage and every blob fits the budget.
   const bool once = m_from_storage;
   DLR_ASSIGN_OR_RETURN(WeightStore store,
-                       WeightStore::create_subset(m_plan, source, once ? HostAllocator() : pinned_host, streamed));
+                       WeightStore::create_subset(m_plan, source, once ? HostAllocator() : pinnable_host, streamed,
+                                                  prepare_threads()));
+  if (!once) DLR_RETURN_IF_ERROR(pin_store(store));
   m_host = std::make_unique<WeightStore>(std::move(store));
   for (size_t b = 0; b < n; ++b)
     if (streamed[b]) DLR_ASSERT(m_host->blob_offset(int(b)) == m_stream_plan.blob_host_offset[b]);

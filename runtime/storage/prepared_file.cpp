@@ -167,7 +167,7 @@ namespace {
 // file (the destination's fault: read-only media, no space), not reading the source.
 // *hold, when given: the written file's read lock (prepared_cache.h).
 Status write_prepared(const std::string& path, const ExecutionPlan& plan, WeightSource& source,
-                      const PreparedIdentity& id_in, bool* dest_failed, PreparedUse* hold = nullptr) {
+                      const PreparedIdentity& id_in, bool* dest_failed, int threads, PreparedUse* hold = nullptr) {
   *dest_failed = false;
   const size_t n = plan.weights.size();
   if (n == 0 || n > kPreparedMaxBlobs)
@@ -210,10 +210,13 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
   *dest_failed = false;
   DLR_ASSIGN_OR_RETURN(HostBuffer buf, HostBuffer::aligned(size_t(largest)));
   char* p = static_cast<char*>(buf.data());
+  std::vector<int64_t> only(n, -1);  // prepare_blobs' offsets: blob i at the buffer's start
   for (size_t i = 0; i < n; ++i) {
     const WeightBlob& b = plan.weights[i];
     const int64_t padded = align_up(b.bytes, kPreparedAlign);
-    DLR_RETURN_IF_ERROR(source.prepare(b, plan.options.layout, p));
+    only[i] = 0;
+    DLR_RETURN_IF_ERROR(prepare_blobs(plan, source, only, p, threads));
+    only[i] = -1;
     std::memset(p + b.bytes, 0, size_t(padded - b.bytes));
     table[i].crc32c = crc32c(p, size_t(b.bytes));
     *dest_failed = true;
@@ -268,9 +271,9 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
 }  // namespace
 
 Status write_prepared_file(const std::string& path, const ExecutionPlan& plan, WeightSource& source,
-                           const PreparedIdentity& id) {
+                           const PreparedIdentity& id, int threads) {
   bool dest_failed = false;
-  return write_prepared(path, plan, source, id, &dest_failed);
+  return write_prepared(path, plan, source, id, &dest_failed, threads);
 }
 
 // ---------------------------------------------------------------- cache
@@ -330,7 +333,7 @@ Expected<std::string> ensure_prepared(const PreparedIdentity& id, const Executio
   if (why_rebuilt) *why_rebuilt = why;
   if (!cached) {
     bool dest_failed = false;
-    Status w = write_prepared(path, plan, source, id, &dest_failed, &use);
+    Status w = write_prepared(path, plan, source, id, &dest_failed, cache.threads, &use);
     if (!w.ok()) {
       if (!dest_failed) return w;
       return io_error("prepared weight cache " + dir + ": " + w.message() +

@@ -109,8 +109,10 @@ Status hash_weights_content(PreparedIdentity* id);
 // `path` (an existing file there is untouched) and the temporary file is removed.
 // The temporary is write-locked while it exists (prepared_cache.h); temporaries of
 // dead writers for the same `path` are removed first.
+// Each blob is prepared on up to `threads` threads (prepare_blobs, where the source
+// splits blobs); the bytes do not depend on it.
 Status write_prepared_file(const std::string& path, const ExecutionPlan& plan, WeightSource& source,
-                           const PreparedIdentity& id);
+                           const PreparedIdentity& id, int threads = 1);
 
 // An opened, validated prepared file: its path and blob table (no file descriptor is
 // kept). Copyable plain data.
@@ -172,6 +174,7 @@ enum class PreparedCheck {
 struct PreparedCacheUse {
   int64_t max_bytes = -1;        // the bound: SessionOptions::cache_max_bytes (cache_bound_bytes)
   PreparedUse* hold = nullptr;   // when given: receives the returned file's read lock
+  int threads = 1;               // threads preparing each blob when the file is written
 };
 
 // First use of storage mode: the path of a valid prepared file for (id, plan),

@@ -38,7 +38,7 @@ struct Options {
   int letterbox = -1;        // -1: as the cfg's [net] letter_box; 0: stretch; 1: letterbox
   float thresh = 0.25f;      // detection threshold (strict >), [0, 1)
   float nms = 0.45f;         // NMS IoU threshold, (0, 1]
-  // CPU threads for this session's kernels and pre/post-processing, 0..1024.
+  // CPU threads for this session's kernels, pre/post-processing and weight preparation at open, 0..1024.
   // 0 (auto): the CPUs the process may use, divided among the sessions inside
   // open()/detect() at the same moment (docs/library.md, "CPU threads").
   int threads = 0;
