@@ -2,6 +2,7 @@
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
 #   info tests sanitize probe bench stream slices axes axes_more axes_auto regress residency curve calib soak storage ttfd models ring upload
+#   startup
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -435,6 +436,60 @@ for phase in "$@"; do
         grep -E "helper thread|convolutions in|warm-up done|open [0-9.]+ ms|first detect" "$OUT/ttfd_dlrun_$run.txt" \
           | tee -a "$summary"
       done
+      unset DLR_CACHE_DIR
+      ;;
+    startup)
+      # Issue 31: time from exec to exit of `dlrun cfg weights image` (yolov4 @608, one
+      # detection, caches and page cache warm), ROUNDS rounds alternating the modes and,
+      # when device-carry/bin-base/ holds an earlier build, its binaries; then
+      # dlbench --startup (the phases, beside the floor) with this build.
+      export DLR_CACHE_DIR=/tmp/dlrcache-startup
+      rm -rf "$DLR_CACHE_DIR"
+      W=/tmp/y4.weights; IMG="$DLR_SHARED_DIR/images/dog.ppm"
+      [ -f $W ] || "$B/dlgen" "$M/yolov4.cfg" $W >/dev/null
+      builds="new"; [ -x "$PWD/device-carry/bin-base/dlrun" ] && builds="base new"
+      modes="preload stream-min storage"
+      : > "$OUT/startup_runs.txt"
+      for round in 0 $(seq 1 ${ROUNDS:-5}); do  # round 0 fills the caches, not counted
+        for prec in fp16 fp32; do
+          for mode in $modes; do
+            for build in $builds; do
+              bin="$B"; [ $build = base ] && bin="$PWD/device-carry/bin-base"
+              case $mode in
+                preload) flags="" ;;
+                stream-min) flags="--mode stream --weight-budget min" ;;
+                storage) flags="--mode stream --weights-from storage" ;;
+              esac
+              t0=$(date +%s%N)
+              "$bin/dlrun" "$M/yolov4.cfg" $W "$IMG" --device cuda --precision $prec $flags >/dev/null 2>"$OUT/startup_err.txt"
+              rc=$?; t1=$(date +%s%N)
+              echo "$round $build $prec $mode $rc $(( (t1 - t0) / 1000000 ))" >> "$OUT/startup_runs.txt"
+              [ $rc = 0 ] || { note "startup: $build $prec $mode rc=$rc"; head -3 "$OUT/startup_err.txt" | tee -a "$summary"; }
+            done
+          done
+        done
+        [ $round = 0 ] || timeout 60 "$B/dlbench" --startup-floor --json "$OUT/startup_floor_$round.json" >/dev/null 2>&1
+      done
+      python3 - "$OUT" <<'PY' | tee -a "$summary"
+import json, os, statistics as st, sys
+out = sys.argv[1]
+rows = {}
+for line in open(f"{out}/startup_runs.txt"):
+    r, build, prec, mode, rc, ms = line.split()
+    if r != "0" and rc == "0": rows.setdefault((prec, mode, build), []).append(int(ms))
+floor = [json.load(open(f"{out}/{f}"))["startup_floor"]["process_age_after_ms"] for f in sorted(os.listdir(out)) if f.startswith("startup_floor_")]
+if floor: print("floor (dlbench --startup-floor, process age after): median %.0f ms of %d" % (st.median(floor), len(floor)))
+for (prec, mode, build), v in sorted(rows.items()):
+    print("dlrun exec to exit %-4s %-10s %-4s median %5.0f ms  min %5d  max %5d  (%d runs)" % (prec, mode, build, st.median(v), min(v), max(v), len(v)))
+PY
+      timeout 400 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --device cuda --precision fp16,fp32 \
+        --mode preload,stream --weight-budget min --cache --startup ${ROUNDS:-5} --json "$OUT/startup_report.json" \
+        >"$OUT/startup_report.txt" 2>&1
+      note "dlbench --startup rc=$?"; cat "$OUT/startup_report.txt" | tee -a "$summary"
+      timeout 200 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --device cuda --precision fp16,fp32 \
+        --mode stream --weights-from storage --cache --startup ${ROUNDS:-5} --json "$OUT/startup_report_storage.json" \
+        >"$OUT/startup_report_storage.txt" 2>&1
+      note "dlbench --startup (storage) rc=$?"; cat "$OUT/startup_report_storage.txt" | tee -a "$summary"
       unset DLR_CACHE_DIR
       ;;
     *) note "unknown phase $phase" ;;

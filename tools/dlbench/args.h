@@ -32,6 +32,7 @@ struct Args {
   bool simulate = false;
   bool cold = false;  // drop the prepared file from the page cache before each configuration
   bool startup_floor = false;  // --startup-floor: time the smallest CUDA open, alone in this process
+  int startup = 0;             // --startup N: every configuration in N fresh processes (startup_report.h)
   // --budget-curve N: N budgets from the minimal pool to all the weights (preload in the same run).
   int budget_curve = 0;
   // --isolate: every configuration in a process of its own (tools/dlbench/isolate.h);

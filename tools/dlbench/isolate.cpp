@@ -16,20 +16,29 @@ namespace dlr::tools {
 namespace {
 
 // The parent's arguments less the ones the child gets its own way.
+// `s` is --NAME or --NAME=VALUE for one of `names`.
+bool is_flag(const std::string& s, const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (s == n || s.rfind(n + "=", 0) == 0) return true;
+  return false;
+}
+
 std::vector<std::string> child_args(const std::vector<std::string>& argv, int index,
-                                    const std::string& synthetic_weights) {
+                                    const std::string& synthetic_weights, const ChildArgs& more) {
+  std::vector<std::string> with_value = {"--json", "--config-index"};
+  with_value.insert(with_value.end(), more.strip.begin(), more.strip.end());
   std::vector<std::string> out;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& s = argv[i];
     if (i > 0 && (s == "--isolate" || s == "--no-isolate")) continue;
     if (i > 0 && !synthetic_weights.empty() && s == "--synthetic") continue;
-    if (i > 0 && (s == "--json" || s == "--config-index")) {
-      ++i;  // and its value
+    if (i > 0 && is_flag(s, with_value)) {
+      if (s.find('=') == std::string::npos) ++i;  // and its value
       continue;
     }
-    if (i > 0 && (s.rfind("--json=", 0) == 0 || s.rfind("--config-index=", 0) == 0)) continue;
     out.push_back(s);
   }
+  out.insert(out.end(), more.add.begin(), more.add.end());
   if (!synthetic_weights.empty()) {
     out.push_back("--weights");
     out.push_back(synthetic_weights);
@@ -47,6 +56,7 @@ Expected<nlohmann::json> child_result(int status, const std::string& json, const
   std::ifstream f(json);
   if (!f) return internal_error("its process exited with code " + std::to_string(code) + " and wrote no result");
   nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  if (!j.is_discarded() && j.contains(key) && j[key].is_object()) return j[key];
   if (j.is_discarded() || !j.contains(key) || !j[key].is_array() || j[key].size() != 1) {
     return internal_error("failed in its own process (exit code " + std::to_string(code) +
                           ", no result row; its message is above)");
@@ -85,8 +95,8 @@ Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args_
 }
 
 Expected<nlohmann::json> run_config_in_child(const std::vector<std::string>& argv, int index,
-                                             const std::string& synthetic_weights) {
-  return run_self_in_child(child_args(argv, index, synthetic_weights), "results");
+                                             const std::string& synthetic_weights, const ChildArgs& more) {
+  return run_self_in_child(child_args(argv, index, synthetic_weights, more), "results");
 }
 
 }  // namespace dlr::tools

@@ -16,10 +16,16 @@
 
 namespace dlr::tools {
 
+// What a child's command line drops (flags with a value, e.g. "--iters") and adds.
+struct ChildArgs {
+  std::vector<std::string> strip;
+  std::vector<std::string> add;
+};
+
 // Runs this executable again (/proc/self/exe) with `args` (argv[0] first; argv[0] is
 // only a name) plus --json FILE (a file of its own, removed after) and waits for it. The
-// child's stdout is discarded, its stderr is this process's. Returns the only element of
-// the array `key` of the child's JSON; an error says how the child ended (killed by a
+// child's stdout is discarded, its stderr is this process's. Returns the object `key`
+// of the child's JSON, or the only element of the array `key`; an error says how the child ended (killed by a
 // signal, its exit code; the caller names what the child measured). One child at a time
 // (not thread-safe).
 Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args, const std::string& key);
@@ -29,9 +35,9 @@ Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args,
 // `index` and a JSON file of its own; `synthetic_weights`, when not empty, replaces
 // --synthetic with --weights FILE (the parent's seeded file: no second write). The
 // child's stdout is discarded (the parent prints its row), its stderr is this
-// process's. Returns the child's only result row; an error says how the child
-// ended (the caller names the configuration).
+// process's; `more` drops and adds flags. Returns the child's only result row; an
+// error says how the child ended (the caller names the configuration).
 Expected<nlohmann::json> run_config_in_child(const std::vector<std::string>& argv, int index,
-                                             const std::string& synthetic_weights);
+                                             const std::string& synthetic_weights, const ChildArgs& more = {});
 
 }  // namespace dlr::tools

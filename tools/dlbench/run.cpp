@@ -22,6 +22,7 @@
 #include "tools/dlbench/measure.h"
 #include "tools/dlbench/simulate_only.h"
 #include "tools/dlbench/startup.h"
+#include "tools/dlbench/startup_report.h"
 #include "tools/common/session_flags.h"
 #include "tools/dlbench/stats.h"
 #include "tools/dlbench/table.h"
@@ -206,6 +207,11 @@ int measure_network(const Args& a, const NetworkDesc& net, const std::string& we
   nlohmann::json all = run_json(a, net);
   const Status profile = resolve_copy_profile_once(a, all_configs);
   if (!profile.ok()) return fail("dlbench", profile);
+  if (a.startup > 0 && a.config_index < 0) {
+    const int rc = startup_report(a, all_configs, weights, &all);
+    if (!a.json.empty() && !write_json(a.json, all)) return fail("dlbench", a.json + ": cannot write");
+    return rc;
+  }
   print_table_header();
   int rc = measure_configs(a, weights, all_configs, input, &all["results"]);
   if (measure_opencv_row(a, weights, net.net.width, input, &all["results"]) != kExitOk) rc = kExitError;

@@ -20,7 +20,10 @@ namespace {
 
 // The engine's parts: on the CPU only those it has (weights, buffers, warm-up).
 nlohmann::json engine_open_json(const EngineOpenTiming& e, bool cuda) {
-  nlohmann::json j = {{"weights_ms", e.weights_ms}, {"buffers_ms", e.buffers_ms}};
+  nlohmann::json j = {{"weights_ms", e.weights_ms},
+                      {"weights_prepare_ms", e.weights_prepare_ms},
+                      {"weights_threads", e.weights_threads},
+                      {"buffers_ms", e.buffers_ms}};
   if (!cuda) return j;
   j.update({{"device_ms", e.device_ms},
             {"cudnn_handle_ms", e.cudnn_handle_ms},

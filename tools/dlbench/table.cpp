@@ -47,9 +47,11 @@ const char* warmup_kind(const nlohmann::json& su) {
 // The engine's CUDA parts: device, cuDNN handle, convolutions and the algorithm cache.
 void print_engine_cuda(const nlohmann::json& en) {
   std::printf("device %.1f, cuDNN handle %.1f, ", en["device_ms"].get<double>(), en["cudnn_handle_ms"].get<double>());
-  std::printf("weights %.1f, buffers %.1f, convolutions %.1f: %d convs, first %.1f, descriptors %.1f, query %.1f (%d "
-              "queried), cached workspace %.1f (%d cached, %d with their size), algorithm cache %s",
-              en["weights_ms"].get<double>(), en["buffers_ms"].get<double>(), en["conv_setup_ms"].get<double>(),
+  std::printf("weights %.1f (preparing %.1f on %d threads), buffers %.1f, convolutions %.1f: %d convs, first %.1f, "
+              "descriptors %.1f, query %.1f (%d queried), cached workspace %.1f (%d cached, %d with their size), "
+              "algorithm cache %s",
+              en["weights_ms"].get<double>(), en.value("weights_prepare_ms", 0.0), en.value("weights_threads", 0),
+              en["buffers_ms"].get<double>(), en["conv_setup_ms"].get<double>(),
               en["convs"].get<int>(), en["conv_first_ms"].get<double>(), en["conv_descriptors_ms"].get<double>(),
               en["conv_query_ms"].get<double>(), en["convs_queried"].get<int>(),
               en["conv_workspace_ms"].get<double>(), en["convs_cached"].get<int>(),
@@ -70,7 +72,8 @@ void print_startup(const nlohmann::json& su) {
   if (cuda)
     print_engine_cuda(en);
   else
-    std::printf("weights %.1f, buffers %.1f", en["weights_ms"].get<double>(), en["buffers_ms"].get<double>());
+    std::printf("weights %.1f on %d threads, buffers %.1f", en["weights_ms"].get<double>(), en.value("weights_threads", 0),
+                en["buffers_ms"].get<double>());
   std::printf("], kernel times %.1f, warm-up %.1f%s", su["kernel_times_ms"].get<double>(),
               su["warmup_ms"].get<double>(), warmup_kind(su));
   if (cuda)
