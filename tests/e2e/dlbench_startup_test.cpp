@@ -1,6 +1,8 @@
 // dlbench's startup report on the CPU (tools/dlbench/startup.h): the phases a CPU open
 // has (parse, compile, engine: weights and buffers) and none of the CUDA ones (context,
-// cuDNN handle, convolution set-up, graph), neither in the startup line nor in the JSON.
+// cuDNN handle, convolution set-up, graph), neither in the startup line nor in the JSON;
+// and --startup N (tools/dlbench/startup_report.h): N fresh processes, each timed, with
+// the medians of their parts, and no floor on the CPU.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -38,6 +40,35 @@ TEST(DlbenchStartup, ACpuRunReportsNoCudaPhases) {
     EXPECT_FALSE(su.contains(key)) << key;
   for (const char* key : {"device_ms", "cudnn_handle_ms", "conv_setup_ms", "convs", "algo_cache"})
     EXPECT_FALSE(su["engine"].contains(key)) << key;
+}
+
+TEST(DlbenchStartup, ReportOverFreshProcesses) {
+  const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  const std::string w = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  if (cfg.empty() || w.empty()) GTEST_SKIP() << "../shared is not available";
+  const std::string json = test::temp_dir() + "/startup_report.json";
+  const auto r = test::run_tool("dlbench " + cfg + " --weights " + w +
+                                " --device cpu --size 160 --iters 7 --threads 1 --startup 2 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("startup over 2 fresh processes each"), std::string::npos) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  const nlohmann::json& rep = j["startup_report"];
+  EXPECT_EQ(rep["rounds"].get<int>(), 2);
+  EXPECT_FALSE(rep.contains("floor")) << "no floor on the CPU";
+  ASSERT_EQ(rep["configs"].size(), 1u) << rep.dump();
+  const nlohmann::json& c = rep["configs"][0];
+  ASSERT_EQ(c["runs"].size(), 2u);
+  for (const nlohmann::json& run : c["runs"]) {
+    EXPECT_GT(run["exec_to_exit_ms"].get<double>(), 0.0);
+    EXPECT_GE(run["startup"]["process_age_at_first_result_ms"].get<double>(), 0.0);
+    EXPECT_LE(run["startup"]["first_inference_ms"].get<double>(), run["exec_to_exit_ms"].get<double>());
+  }
+  EXPECT_GE(c["exec_to_exit"]["max_ms"].get<double>(), c["exec_to_exit"]["median_ms"].get<double>());
+  EXPECT_GE(c["exec_to_exit"]["median_ms"].get<double>(), c["exec_to_exit"]["min_ms"].get<double>());
+  for (const char* part : {"open_ms", "engine.weights_ms", "first_inference_ms", "process_age_at_first_result_ms"})
+    EXPECT_TRUE(c["median_parts"].contains(part)) << part << " in " << c["median_parts"].dump();
 }
 
 }  // namespace
