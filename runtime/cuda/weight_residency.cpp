@@ -33,11 +33,12 @@ Status pin_store(const WeightStore& store) {
   if (fault::hit("pinned_alloc"))
     return out_of_memory("pinning " + std::to_string(store.bytes()) + " bytes of host memory failed" +
                          fault::tag("pinned_alloc"));
-  const cudaError_t e = cudaHostRegister(const_cast<void*>(store.data()), size_t(store.bytes()), cudaHostRegisterDefault);
+  void* p = const_cast<void*>(store.data());
+  const cudaError_t e = cudaHostRegister(p, size_t(store.bytes()), cudaHostRegisterDefault);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return out_of_memory("pinning " + std::to_string(store.bytes()) + " bytes of host memory (cudaHostRegister) failed: " +
-                         cudaGetErrorString(e));
+    return out_of_memory("pinning " + std::to_string(store.bytes()) +
+                         " bytes of host memory (cudaHostRegister) failed: " + cudaGetErrorString(e));
   }
   return Status();
 }
@@ -49,7 +50,7 @@ double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
 Status CudaEngine::setup_weights(WeightSource& source) {
   if (zero_copy()) return setup_storage_reads(source);
   if (!m_streaming) {
-    // Preload: every blob back to back in one device buffer, prepared and uploaded chunk by chunk.
+    // Preload: every blob back to back in one device buffer, prepared and uploaded in chunks.
     m_blob_offsets.clear();
     int64_t total = 0;
     for (const WeightBlob& b : m_plan.weights) {
@@ -72,8 +73,8 @@ Status CudaEngine::upload(WeightSource& source, const std::vector<int64_t>& offs
   DLR_RETURN_IF_ERROR(upload_blobs(m_plan, source, offsets, device, m_stream.get(), prepare_threads(), &t));
   m_open_timing.weights_prepare_ms += t.prepare_ms;
   m_open_timing.weights_threads = t.threads;
-  DLR_LOG_DEBUG("weights uploaded: {} chunks through {:.1f} MiB of pinned buffers, prepared in {:.1f} ms on {} threads, "
-                "{:.1f} ms waiting for copies",
+  DLR_LOG_DEBUG("weights uploaded: {} chunks through {:.1f} MiB of pinned buffers, prepared in {:.1f} ms on {} "
+                "threads, {:.1f} ms waiting for copies",
                 t.chunks, mib(t.pinned_bytes), t.prepare_ms, t.threads, t.wait_ms);
   return Status();
 }
