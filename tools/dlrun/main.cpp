@@ -38,7 +38,9 @@ int dlrun_main(int argc, char** argv) {
   if (const int rc = dlr::tools::parse_command_line(app, argc, argv, "dlrun"); rc >= 0) return rc;
   dlr::tools::resolve_model_args(&a);
   dlr::set_log_level(a.log_level);
-  return dlr::tools::run_dlrun(a);
+  const int rc = dlr::tools::run_dlrun(a);
+  DLR_LOG_DEBUG("exit code {}", rc);
+  return rc;
 }
 
 // An exception's text on one line (OpenCV's span several).
