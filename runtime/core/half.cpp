@@ -1,6 +1,7 @@
 #include "runtime/core/half.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define DLR_HALF_F16C 1
 #endif
@@ -53,8 +54,13 @@ __attribute__((target("avx,f16c"))) void floats_to_halves_f16c(const float* src,
   floats_to_halves_scalar(src + i, dst + i, n - i);
 }
 
+// AVX (with the OS saving its registers, which __builtin_cpu_supports checks) and F16C
+// (CPUID leaf 1, ECX bit 29: not every compiler's __builtin_cpu_supports names it).
 bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+  }();
   return yes;
 }
 #endif
