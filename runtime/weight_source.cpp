@@ -27,19 +27,16 @@ void store_rows(const float* rows, int64_t n, int64_t cin, int64_t kk, Layout la
                 std::vector<float>* scratch) {
   const int64_t count = n * cin * kk;
   const float* src = rows;
-  if (layout == Layout::kNHWC && kk > 1) {
-    if (!f16) {  // transpose straight into the blob
-      float* dst = reinterpret_cast<float*>(out);
-      for (int64_t o = 0; o < n; ++o)
-        for (int64_t k = 0; k < kk; ++k)
-          for (int64_t c = 0; c < cin; ++c) dst[(o * kk + k) * cin + c] = rows[(o * cin + c) * kk + k];
-      return;
+  if (layout == Layout::kNHWC && kk > 1) {  // fp32: transposed straight into the blob
+    float* t = reinterpret_cast<float*>(out);
+    if (f16) {
+      scratch->resize(size_t(count));
+      t = scratch->data();
     }
-    scratch->resize(size_t(count));
-    float* t = scratch->data();
     for (int64_t o = 0; o < n; ++o)
       for (int64_t k = 0; k < kk; ++k)
         for (int64_t c = 0; c < cin; ++c) t[(o * kk + k) * cin + c] = rows[(o * cin + c) * kk + k];
+    if (!f16) return;
     src = t;
   }
   if (f16)
@@ -145,12 +142,7 @@ class FileSource final : public WeightSource {
 
 }  // namespace
 
-Status WeightSource::prepare_filters(const WeightBlob& blob, Layout layout, void* dst, int begin, int end) {
-  (void)begin;
-  (void)end;
-  (void)blob;
-  (void)layout;
-  (void)dst;
+Status WeightSource::prepare_filters(const WeightBlob&, Layout, void*, int, int) {
   return internal_error(name() + ": this weight source prepares whole blobs only (prepare_filters without splits())");
 }
 
