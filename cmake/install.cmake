@@ -1,5 +1,6 @@
 # Install and export: `cmake --install build --prefix P` puts the public headers in
-# P/include/dlrun, libdlrun.so + libdlrun.a in P/<libdir>, the CMake package
+# P/include/dlrun, libdlrun.so + libdlrun.a (+ libdlrun-cuda.so.X.Y, the CUDA backend
+# libdlrun.so and dlrun load on first use) in P/<libdir>, the CMake package
 # (find_package(dlrun): dlrun::dlrun, dlrun::dlrun_shared, dlrun::dlrun_static) in
 # P/<libdir>/cmake/dlrun, dlrun.pc and dlrun-static.pc in P/<libdir>/pkgconfig and
 # the tools in P/bin. Everything relocatable (paths relative to the package files).
@@ -12,6 +13,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/dlrun/dlrun.h ${PROJECT_SOUR
               ${PROJECT_BINARY_DIR}/include/dlrun/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dlrun COMPONENT dev)
 install(TARGETS dlrun_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib)
+if(TARGET dlr_cuda_plugin)  # the CUDA backend, loaded on first use from beside libdlrun.so
+  install(TARGETS dlr_cuda_plugin LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib)
+endif()
 install(FILES ${PROJECT_BINARY_DIR}/lib/libdlrun.a DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 foreach(tool dlrun dlbench dlgen dlimage dlprobe dlsoak)
   if(TARGET ${tool})

@@ -1,6 +1,7 @@
 // The backends of this build (the CPU always; CUDA when built with it) behind one set
 // of factories: a Session and a Runtime create their target, engine, shared memory and
-// the device's early start-up here, and include no backend's own header.
+// the device's early start-up here, and include no backend's own header. CUDA calls go
+// through its table (device_backend.h): the first one loads it where it is a plugin.
 #pragma once
 
 #include <memory>
@@ -58,5 +59,9 @@ std::string device_description(DeviceKind device, int index);
 
 // The memory a Runtime's models share on `device` (runtime/multi/shared_memory.h).
 Expected<std::unique_ptr<SharedMemory>> make_shared_memory(DeviceKind device, int index);
+
+// Lines for --version: the device's libraries as built and as loaded, and its first
+// GPU ("" for the CPU; one line saying why where the backend is absent).
+std::string device_versions(DeviceKind device);
 
 }  // namespace dlr

@@ -8,11 +8,17 @@ cd "$(dirname "$0")/.."
 shared="${1:-../shared}"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DDLR_CUDA=ON -DDLR_OPENCV=OFF -DDLR_BLAS=EIGEN \
   -DDLR_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build build-device -j"$(nproc)" --target dlr_gpu_tests dlr_public_tests dlrun dlgen dlbench dlprobe dlsoak
+cmake --build build-device -j"$(nproc)" --target dlr_gpu_tests dlr_public_tests dlrun dlgen dlbench dlprobe dlsoak dlr_cuda_plugin dlrun_shared
 rm -rf device-carry && mkdir -p device-carry/bin device-carry/shared/models device-carry/shared/weights device-carry/shared/images
 for b in tests/dlr_gpu_tests tests/dlr_public_tests tools/dlrun tools/dlgen tools/dlbench tools/dlprobe tools/dlsoak; do
   cp "build-device/$b" device-carry/bin/ && strip device-carry/bin/"$(basename "$b")"
 done
+# dlrun and libdlrun.so load the CUDA backend from beside themselves
+# (runtime/backend_loader.cpp); the install test's consumer uses libdlrun.so (phase plugin).
+cp build-device/runtime/libdlrun-cuda.so.* device-carry/bin/ && strip device-carry/bin/libdlrun-cuda.so.*
+cp -L build-device/runtime/libdlrun.so.?.? device-carry/bin/ && strip device-carry/bin/libdlrun.so.?.?
+c++ -std=c++17 -O1 tests/install/consumer/main.cpp -Iruntime/include -Ibuild-device/include -Lbuild-device/runtime \
+  -ldlrun -Wl,-rpath,'$ORIGIN' -o device-carry/bin/consumer_shared
 cp "$shared"/models/*.cfg device-carry/shared/models/
 cp -r "$shared"/models/darknet-cfg device-carry/shared/models/  # the cfg-table walk (CfgWalkGpu)
 cp "$shared"/weights/yolo-fastest-1.1.cfg "$shared"/weights/yolo-fastest-1.1.weights device-carry/shared/weights/

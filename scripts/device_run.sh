@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
 #   info tests sanitize probe bench stream slices axes axes_more axes_auto regress residency curve calib soak storage ttfd models ring upload
-#   startup
+#   startup plugin
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
 set -u
@@ -491,6 +491,29 @@ PY
         >"$OUT/startup_report_storage.txt" 2>&1
       note "dlbench --startup (storage) rc=$?"; cat "$OUT/startup_report_storage.txt" | tee -a "$summary"
       unset DLR_CACHE_DIR
+      ;;
+    plugin)
+      # Issue 34 item 5: the CUDA backend loaded when used. dlrun (plugin) on the GPU
+      # against the CPU; the library's consumer on the GPU through libdlrun.so; peak RSS
+      # of a GPU run from the summary and from the kernel (ru_maxrss after exit).
+      IMG="$DLR_SHARED_DIR/images/dog.ppm"; FW="$DLR_SHARED_DIR/weights"
+      F="$FW/yolo-fastest-1.1.cfg $FW/yolo-fastest-1.1.weights"
+      "$B/dlrun" --version 2>&1 | tee -a "$summary"
+      for d in cpu cuda; do
+        "$B/dlrun" $F "$IMG" --device $d --precision fp32 --thresh 0.2 --log-level debug >"$OUT/plugin_$d.txt" 2>&1
+        note "dlrun --device $d rc=$?"; grep -E '%|loaded the CUDA backend' "$OUT/plugin_$d.txt" | tee -a "$summary"
+      done
+      LD_LIBRARY_PATH="$B" "$B/consumer_shared" $F cuda 2>&1 | tee -a "$summary"
+      note "consumer_shared cuda rc=${PIPESTATUS[0]}"
+      W=/tmp/y4.weights; [ -f $W ] || "$B/dlgen" "$M/yolov4.cfg" $W >/dev/null
+      for flags in "--device cpu --size 320 --threads 4" "--device cuda --precision fp16" \
+                   "--device cuda --precision fp16 --mode stream --weight-budget min"; do
+        python3 - "$B/dlrun" "$M/yolov4.cfg" $W "$IMG" $flags --summary always <<'PY' 2>&1 | grep -E 'peak|maxrss' | tee -a "$summary"
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
+print("ru_maxrss after exit %.1f MiB: %s" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, " ".join(sys.argv[5:])))
+PY
+      done
       ;;
     *) note "unknown phase $phase" ;;
   esac

@@ -39,6 +39,15 @@ cmake --build "$tmp/consumer" -j2 >/dev/null
 "$tmp/consumer/consumer_shared" "${net[@]}"
 "$tmp/consumer/consumer_static" "${net[@]}"
 if ldd "$tmp/consumer/consumer_static" | grep -q libdlrun; then echo "install_test: the static consumer needs libdlrun.so"; exit 1; fi
+# A CUDA build's shared library loads its CUDA backend on first use: the plugin is
+# installed beside it, and the consumer (which ran on the CPU) needs no CUDA library.
+if ls "$build"/runtime/libdlrun-cuda.so.* >/dev/null 2>&1; then
+  ls "$(dirname "$(find "$prefix" -name 'libdlrun.so' | head -1)")"/libdlrun-cuda.so.* >/dev/null ||
+    { echo "install_test: libdlrun-cuda.so is not installed beside libdlrun.so"; exit 1; }
+  if ldd "$tmp/consumer/consumer_shared" | grep -E 'lib(cudart|cublas|cudnn)'; then
+    echo "install_test: the shared consumer needs a CUDA library"; exit 1
+  fi
+fi
 
 step "pkg-config consumer (dlrun, dlrun-static)"
 export PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name dlrun.pc)")"

@@ -1,10 +1,12 @@
 // The smallest dlrun application: built by scripts/install_test.sh against an
 // installed dlrun with find_package and with pkg-config, shared and static.
-// consumer [CFG WEIGHTS]: prints the version, checks that a bad open is an error
-// value, and with a network given detects on a grey image.
+// consumer [CFG WEIGHTS [cuda]]: prints the version, checks that a bad open is an error
+// value, and with a network given detects on a grey image (on the GPU with "cuda": the
+// shared library then loads its CUDA backend).
 #include <dlrun/dlrun.h>
 
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 int main(int argc, char** argv) {
@@ -14,6 +16,7 @@ int main(int argc, char** argv) {
   if (argc < 3) return 0;
   dlrun::Options o;
   o.threads = 1;
+  if (argc > 3 && std::strcmp(argv[3], "cuda") == 0) o.device = dlrun::Device::kCUDA;
   auto s = dlrun::Session::open(argv[1], argv[2], o);
   if (!s) return std::fprintf(stderr, "%s\n", s.error().message.c_str()), 1;
   std::vector<uint8_t> grey(64 * 48 * 3, 128);

@@ -1,0 +1,65 @@
+// The CUDA backend's table (runtime/device_backend.h): cuda_backend() where the backend
+// is linked in, and the table the plugin's entry point returns (cuda_plugin.cpp).
+#include "runtime/cuda/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "runtime/core/log.h"
+#include "runtime/cuda/context_init.h"
+#include "runtime/cuda/cuda_engine.h"
+
+namespace dlr {
+namespace {
+
+// The CUDA context and a cuDNN handle made on a helper thread (runtime/cuda/context_init.h).
+class CudaStart final : public DeviceStart {
+ public:
+  explicit CudaStart(int index) : m_init(index) {}
+  Status wait() override { return m_init.wait(); }
+  DeviceStartTiming timing() const override {
+    return {m_init.context_ms(), m_init.cudnn_ms(), m_init.prime_ms(), m_init.waited_ms()};
+  }
+  CudaContextInit* init() { return &m_init; }
+
+ private:
+  CudaContextInit m_init;
+};
+
+std::unique_ptr<DeviceStart> start(int index) { return std::make_unique<CudaStart>(index); }
+
+Expected<std::unique_ptr<Engine>> engine(const CompiledModel& model, WeightSource& weights, DeviceStart* start) {
+  auto* cuda = dynamic_cast<CudaStart*>(start);
+  return create_cuda_engine(model, weights, cuda ? cuda->init() : nullptr);
+}
+
+std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+std::string cudnn_version(size_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100);
+}
+
+std::string versions() {
+  int runtime = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+  std::string out = "CUDA: built with " + cuda_version(CUDART_VERSION) + ", runtime " +
+                    (runtime ? cuda_version(runtime) : std::string("unavailable")) + "\n";
+  out += "cuDNN: built with " + cudnn_version(CUDNN_VERSION) + ", loaded " + cudnn_version(cudnnGetVersion()) + "\n";
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  return out + "GPU: " + (count > 0 ? cuda_device_description(0) : std::string("none found")) + "\n";
+}
+
+void attach_log(int level, void (*forward)(int level, const char* text)) {
+  set_log_level(spdlog::level::level_enum(level));
+  if (forward == nullptr) return set_log_callback(nullptr);
+  set_log_callback([forward](spdlog::level::level_enum l, const std::string& text) { forward(int(l), text.c_str()); });
+}
+
+const DeviceBackend kTable = {start,      cuda_target,        engine,   cuda_memory_info, cuda_device_description,
+                              cuda_shared_memory, versions, attach_log};
+
+}  // namespace
+
+const DeviceBackend* cuda_backend_table() { return &kTable; }
+
+}  // namespace dlr
