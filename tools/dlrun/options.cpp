@@ -23,13 +23,23 @@ void add_inputs(CLI::App& app, Args* a) {
                  "--model: device memory for all the models (CPU: the host memory they hold): all, NN% or a size")
       ->group(g);
   app.add_option("inputs", a->inputs,
-                 "images, videos (.mp4 .avi .mkv ...), directories, quoted globs ('shots/*.jpg'), @LIST (a file of "
-                 "paths) or - (paths on stdin)")
+                 "images, videos (.mp4 .avi .mkv ...), streams (a URL: rtsp://, http://, udp://, ...; or a quoted "
+                 "GStreamer pipeline ending in appsink: 'videotestsrc ! videoconvert ! appsink'), directories, "
+                 "quoted globs ('shots/*.jpg'), @LIST (a file of paths) or - (paths on stdin)")
       ->group(g);
   app.add_option("--list", a->lists, "a file of image/video paths, one per line (same as @FILE)")->group(g);
   app.add_flag("--recursive,-r", a->recursive, "directories: also the image files in their sub-directories")->group(g);
   app.add_option("--camera", a->camera, "read camera N (OpenCV VideoCapture, /dev/videoN) after the other inputs (-1: none)")
       ->check(CLI::Range(0, 255))
+      ->group(g);
+  app.add_option("--reconnect", a->reconnect,
+                 "a live stream (a URL of unknown length) that stops delivering frames is opened again up to N "
+                 "times per outage, one stderr line each, before its input ends; a URL of known length (a video "
+                 "file over http) and a pipeline end at their end")
+      ->check(CLI::Range(0, 1000000))
+      ->group(g);
+  app.add_option("--reconnect-delay", a->reconnect_delay_s, "seconds to wait before each --reconnect attempt")
+      ->check(CLI::Range(0.0, 3600.0))
       ->group(g);
   app.add_option("--frames", a->max_frames, "stop after N frames in all (0: every frame; Ctrl-C also stops cleanly)")
       ->check(CLI::NonNegativeNumber)

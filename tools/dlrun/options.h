@@ -24,6 +24,8 @@ struct Args {
   bool recursive = false;
   int camera = -1;                  // --camera N; -1: none
   long long max_frames = 0;         // --frames N; 0: all
+  int reconnect = 3;                // --reconnect N: attempts when a live stream stops (streams.h)
+  double reconnect_delay_s = 2.0;   // --reconnect-delay S: seconds before each attempt
   // ---- detection ----
   std::string names_file;
   float thresh = 0.25f;

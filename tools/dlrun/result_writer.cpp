@@ -53,7 +53,10 @@ Status create_output_folders(const Args& a) {
 Status check_image_only_outputs(const Args& a, const std::vector<InputItem>& inputs) {
   for (const InputItem& it : inputs) {
     if (it.kind == InputKind::kImage) continue;
-    const std::string what = it.path + " is a " + (it.kind == InputKind::kCamera ? "camera" : "video");
+    const std::string what = it.path + " is a " +
+                             (it.kind == InputKind::kCamera   ? "camera"
+                              : it.kind == InputKind::kStream ? "stream"
+                                                              : "video");
     if (!a.out.empty()) return invalid_argument("--out writes image inputs only, and " + what + " (use --out-video)");
     if (a.save_labels) return invalid_argument("--save-labels writes the labels of image inputs only, and " + what);
   }

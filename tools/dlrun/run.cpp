@@ -282,7 +282,7 @@ Status FrameLoop::write(int n) {
 Status FrameLoop::run(std::vector<double>* latency_ms) {
   Status st;
   bool end = false;
-  while (!end && st.ok() && !g_stop) {
+  while (!end && st.ok() && !g_stop && !writer.stop_requested()) {
     const Expected<int> n = read_batch(&end);
     if (!n.ok()) return n.status();
     if (*n == 0) break;
@@ -313,6 +313,15 @@ Status run_frames(const Args& a, const DlrunModels& models, const std::vector<st
   ProgressBar progress(stderr, bar, total);
   g_stop = 0;
   auto* old_handler = std::signal(SIGINT, on_sigint);
+  ReconnectOptions reconnect;
+  reconnect.reconnect = a.reconnect;
+  reconnect.delay_s = a.reconnect_delay_s;
+  reconnect.stop = &g_stop;
+  reader.set_reconnect(reconnect, [&progress](const std::string& line) {
+    progress.hide();
+    std::fprintf(stderr, "%s: %s\n", kTool, line.c_str());
+    std::fflush(stderr);
+  });
 
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
