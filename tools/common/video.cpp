@@ -97,6 +97,8 @@ void set_opencv_logs_quiet(bool quiet) {
   set_glib_logs_quiet(quiet);
   cv::utils::logging::setLogLevel(quiet ? cv::utils::logging::LOG_LEVEL_SILENT : cv::utils::logging::LOG_LEVEL_INFO);
   if (quiet) ::setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0);
+  // highgui's Qt (dlrun --show) warns on stderr, e.g. when XDG_RUNTIME_DIR is not set; unless the user set rules.
+  if (quiet) ::setenv("QT_LOGGING_RULES", "*.debug=false;*.info=false;*.warning=false", 0);
 #else
   (void)quiet;
 #endif

@@ -13,9 +13,9 @@
 
 namespace dlr::tools {
 
-// Turns OpenCV's own log lines (imread/VideoCapture warnings on stderr; FFmpeg's through
-// its environment variable, unless the user set it; GLib's, which GStreamer uses, through
-// GLib's default log handler) off, so a
+// Turns OpenCV's own log lines (imread/VideoCapture warnings on stderr; FFmpeg's and
+// highgui's Qt's through their environment variables, unless the user set them; GLib's,
+// which GStreamer uses, through GLib's default log handler) off, so a
 // tool's error is its one line; `quiet` false restores OpenCV's default level.
 void set_opencv_logs_quiet(bool quiet);
 

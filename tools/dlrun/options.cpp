@@ -91,6 +91,14 @@ void add_outputs(CLI::App& app, Args* a) {
       ->group(g);
   app.add_option("--labels-dir", a->labels_dir, "with --save-labels: write the label files into DIR instead")
       ->group(g);
+  app.add_flag("--show", a->show,
+               "show each annotated frame in a window (one per model), as Darknet's detector demo; Esc or q (or "
+               "closing it) ends the run; needs a display (DISPLAY)")
+      ->group(g);
+  app.add_option("--show-wait", a->show_wait_ms,
+                 "--show: milliseconds to wait for a key after each frame; 0: until a key is pressed")
+      ->check(CLI::Range(0, 3600000))
+      ->group(g);
   app.add_option("--progress", a->progress, "progress bar on stderr: auto (when stderr is a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->group(g);
@@ -246,6 +254,7 @@ Status check_args(const Args& a) {
                             "(or --print-plan / --save-plan alone)");
   if (!a.labels_dir.empty() && !a.save_labels) return invalid_argument("--labels-dir needs --save-labels");
   if (!a.report_file.empty() && a.report.empty()) return invalid_argument("--report-file needs --report FORMAT");
+  if (a.show_wait_ms != Args().show_wait_ms && !a.show) return invalid_argument("--show-wait needs --show");
   if ((a.width % 32) != 0 || (a.height % 32) != 0)
     return invalid_argument("--width and --height must be multiples of 32 (or 0 for the cfg's)");
   return Status();

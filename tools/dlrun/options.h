@@ -44,6 +44,8 @@ struct Args {
   std::string labels_dir;
   std::string progress = "auto";
   std::string summary = "auto";
+  bool show = false;      // --show: annotated frames in a window (show_window.h)
+  int show_wait_ms = 1;   // --show-wait MS: the wait for a key after each frame; 0: until a key
   // ---- device and weights from storage ----
   // The flags dlbench shares (--batch, --threads, --device, ... --prepared; session_flags.h).
   SessionFlagTexts session{FlagTool::kDlrun};

@@ -23,6 +23,7 @@
 #include "tools/dlrun/cache_command.h"
 #include "tools/dlrun/models.h"
 #include "tools/dlrun/result_writer.h"
+#include "tools/dlrun/show_window.h"
 
 namespace dlr::tools {
 namespace {
@@ -331,6 +332,9 @@ Status run_frames(const Args& a, const DlrunModels& models, const std::vector<st
   std::signal(SIGINT, old_handler);
   progress.finish();
   if (g_stop) std::fprintf(stderr, "dlrun: interrupted after %lld frames; outputs closed\n", (long long)loop.done);
+  if (writer.stop_requested() && !g_stop)
+    std::fprintf(stderr, "dlrun: stopped from the --show window after %lld frames; outputs closed\n",
+                 (long long)loop.done);
   Status closed = writer.close();
   Status rclosed = report.close();
   DLR_RETURN_IF_ERROR(st);
@@ -373,6 +377,7 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   }
   DLR_RETURN_IF_ERROR(check_image_only_outputs(a, items));
   DLR_RETURN_IF_ERROR(create_output_folders(a));
+  if (a.show && !plan_only) DLR_RETURN_IF_ERROR(ShowWindows::check_display());
   FrameReader reader(items);
   if (!plan_only) DLR_RETURN_IF_ERROR(reader.probe());
   bool streams = false;
