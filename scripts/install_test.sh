@@ -58,6 +58,43 @@ c++ -std=c++17 -O1 "$src/tests/install/consumer/main.cpp" -o "$tmp/pc_static" $(
 "$tmp/pc_shared" "${net[@]}"
 "$tmp/pc_static" "${net[@]}"
 
+# robot_loop with OpenCV on streams: a GStreamer pipeline (when OpenCV has the backend
+# and gstreamer1.0-plugins-base is installed), a live MJPEG stream over http on
+# 127.0.0.1 (JPEGs one after another: no known length) that reconnects per
+# --reconnect, and a URL that does not open, whose password is not printed.
+robot_streams() {
+  step "robot_loop on streams"
+  local robot=("$tmp/robot/robot_loop" --a "${net[@]}" --b "${net[@]}" --threads 1 --quiet)
+  if "${robot[@]}" --video 'videotestsrc num-buffers=3 ! video/x-raw,width=160,height=120 ! videoconvert ! appsink' \
+      >"$tmp/gst.out" 2>"$tmp/gst.err"; then
+    grep -q "robot_loop: 3 frames" "$tmp/gst.out" || { cat "$tmp/gst.out" "$tmp/gst.err"; exit 1; }
+  else
+    step "no GStreamer pipeline (OpenCV without GStreamer, or no base plugins): $(tail -1 "$tmp/gst.err")"
+  fi
+  mkdir -p "$tmp/www"
+  cat "$shared/images/dog.jpg" "$shared/images/dog.jpg" "$shared/images/dog.jpg" >"$tmp/www/live.mjpeg"
+  python3 -u -m http.server --bind 127.0.0.1 0 --directory "$tmp/www" >"$tmp/http.log" 2>&1 &
+  local server=$! port=""
+  for _ in $(seq 100); do
+    port="$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$tmp/http.log" | head -1)"
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { kill "$server"; echo "install_test: the local http server did not start"; exit 1; }
+  "${robot[@]}" --video "http://127.0.0.1:$port/live.mjpeg" --reconnect 1 --reconnect-delay 0 --frames 5 \
+    >"$tmp/http.out" 2>"$tmp/http.err" || { kill "$server"; cat "$tmp/http.err"; exit 1; }
+  kill "$server"
+  grep -q "robot_loop: 5 frames" "$tmp/http.out" || { cat "$tmp/http.out" "$tmp/http.err"; exit 1; }
+  grep -q "live.mjpeg: the stream stopped after 3 frames; reconnecting in 0 s (attempt 1 of 1)" "$tmp/http.err" ||
+    { cat "$tmp/http.err"; exit 1; }
+  if "${robot[@]}" --video "rtsp://admin:hunter2@127.0.0.1:1/live" >/dev/null 2>"$tmp/refused.err"; then
+    echo "install_test: robot_loop opened a stream where nothing listens"; exit 1
+  fi
+  grep -q "rtsp://\*\*\*@127.0.0.1:1/live: OpenCV cannot open this stream (FFmpeg backend)" "$tmp/refused.err" ||
+    { cat "$tmp/refused.err"; exit 1; }
+  if grep -q hunter2 "$tmp/refused.err"; then echo "install_test: robot_loop printed a password"; exit 1; fi
+}
+
 step "robot_loop example against the installed package"
 cmake -S "$src/tools/examples/robot_loop" -B "$tmp/robot" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
@@ -76,6 +113,8 @@ if [ ${#net[@]} -gt 0 ]; then
   fi
   grep -q "robot_loop: 2 frames" "$tmp/partial.out" || { echo "install_test: robot_loop ran no whole frame"; exit 1; }
   grep -q "the input ended 100 bytes into frame 2" "$tmp/partial.err" || { cat "$tmp/partial.err"; exit 1; }
+  # Built with OpenCV: its define is in the build files (build.ninja or flags.make).
+  if grep -rqs --include=build.ninja --include=flags.make ROBOT_LOOP_OPENCV "$tmp/robot"; then robot_streams; fi
 fi
 "$tmp/robot/robot_loop" >/dev/null 2>&1 && { echo "install_test: robot_loop without arguments should fail"; exit 1; }
 step "ok"

@@ -12,6 +12,8 @@ packages=(
   libxxhash-dev                           # XXH3 identity hashes of prepared weight files (header-only)
   liburing-dev                            # io_uring reads of streamed weights (linked statically)
   libgtest-dev                            # tests
+  gstreamer1.0-plugins-base               # tests: videotestsrc/videoconvert/appsink for the GStreamer stream test
+  xvfb                                    # tests: a headless X server for the dlrun --show window test
   python3-matplotlib                      # docs/ plots from benchmark JSON
   pybind11-dev python3-dev python3-numpy  # the Python module dlrun and its test
   ccache                                  # scripts/build.sh compiles through it when present

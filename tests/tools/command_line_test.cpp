@@ -29,7 +29,7 @@ TEST(CommandLine, DarknetSpellingsNameTheFlag) {
   EXPECT_EQ(darknet_option_hint(app, "-ext_output", "dlrun"),
             "unknown option -ext_output (Darknet spelling; dlrun takes --ext-output)");
   EXPECT_EQ(darknet_option_hint(app, "-dont_show", "dlrun"),
-            "unknown option -dont_show (Darknet spelling; dlrun opens no window: leave it out)");
+            "unknown option -dont_show (Darknet spelling; dlrun opens a window only with --show: leave it out)");
   EXPECT_EQ(darknet_option_hint(app, "-r", "dlrun"), "");        // the app's own short flag
   EXPECT_EQ(darknet_option_hint(app, "-0.5", "dlrun"), "");      // a negative number
   EXPECT_EQ(darknet_option_hint(app, "-i", "dlrun"), "");        // no --device here: no hint
@@ -51,7 +51,8 @@ TEST(CommandLine, DlrunHintsDarknetHabits) {
   const std::pair<const char*, const char*> cases[] = {
       {"-ext_output", "dlrun: unknown option -ext_output (Darknet spelling; dlrun takes --ext-output)\n"},
       {"-thresh 0.3", "dlrun: unknown option -thresh (Darknet spelling; dlrun takes --thresh)\n"},
-      {"-dont_show", "dlrun: unknown option -dont_show (Darknet spelling; dlrun opens no window: leave it out)\n"},
+      {"-dont_show",
+       "dlrun: unknown option -dont_show (Darknet spelling; dlrun opens a window only with --show: leave it out)\n"},
       {"-i 0", "dlrun: unknown option -i (Darknet spelling; dlrun takes --device cuda; CUDA_VISIBLE_DEVICES=N "
                "picks GPU N)\n"},
   };

@@ -62,7 +62,7 @@ TEST(Video, WriteThenReadBackFrames) {
   // FrameReader: image, video, image -> 5 frames, names PATH#K for the video's frames.
   const std::string ppm = test::temp_dir() + "/frame.ppm";
   ASSERT_TRUE(save_ppm(ppm, solid(8, 8, 1, 2, 3)).ok());
-  InputItem img{InputKind::kImage, ppm, -1}, vid{InputKind::kVideo, path, -1};
+  InputItem img{InputKind::kImage, ppm, -1, ""}, vid{InputKind::kVideo, path, -1, ""};
   FrameReader reader({img, vid, img});
   ASSERT_TRUE(reader.probe().ok());
   EXPECT_EQ(reader.total(), 5);
@@ -86,7 +86,7 @@ TEST(Video, BadInputsAreOneLineErrors) {
   expect_one_line(VideoReader::open_file("/nonexistent/clip.avi").status(),
                   "/nonexistent/clip.avi: no such video file");
   expect_one_line(VideoReader::open_camera(63).status(), "camera 63: cannot open the camera");
-  FrameReader reader({InputItem{InputKind::kVideo, garbage, -1}});
+  FrameReader reader({InputItem{InputKind::kVideo, garbage, -1, ""}});
   expect_one_line(reader.probe(), garbage);
   expect_one_line(VideoWriter::open(test::temp_dir() + "/out.gif", 8, 8, 5).status(), "--out-video needs a .avi");
   auto w = VideoWriter::open(test::temp_dir() + "/sizes.avi", 16, 16, 5);

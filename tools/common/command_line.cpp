@@ -18,7 +18,7 @@ struct DarknetOption {
   const char* hint;
 };
 constexpr DarknetOption kDarknetOptions[] = {
-    {"-dont_show", "", "opens no window: leave it out"},
+    {"-dont_show", "", "opens a window only with --show: leave it out"},
     {"-i", "--device", "takes --device cuda; CUDA_VISIBLE_DEVICES=N picks GPU N"},
     {"-c", "--camera", "takes --camera N"},
     {"-out", "--darknet-json", "takes --darknet-json FILE"},

@@ -42,6 +42,12 @@ bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std
 
 InputItem file_item(const std::string& path) {
   InputItem it;
+  if (is_stream_input(path)) {
+    it.kind = InputKind::kStream;
+    it.path = hide_credentials(path);
+    it.source = path;
+    return it;
+  }
   it.kind = is_video_path(path) ? InputKind::kVideo : InputKind::kImage;
   it.path = path;
   return it;
@@ -148,6 +154,10 @@ Expected<std::vector<InputItem>> expand_inputs(const std::vector<std::string>& a
       DLR_RETURN_IF_ERROR(add_list(paths, &out));
       continue;
     }
+    if (is_stream_input(a)) {  // a URL may hold '?', a pipeline '[': neither is a glob
+      out.push_back(file_item(a));
+      continue;
+    }
     std::error_code ec;
     if (fs::is_directory(a, ec)) {
       DLR_RETURN_IF_ERROR(add_directory(a, options.recursive, &out));
@@ -159,7 +169,9 @@ Expected<std::vector<InputItem>> expand_inputs(const std::vector<std::string>& a
     }
     out.push_back(file_item(a));
   }
-  if (out.empty()) return invalid_argument("no input: give images, videos, directories, @LIST, - or --camera N");
+  if (out.empty())
+    return invalid_argument("no input: give images, videos, streams (URL or pipeline), directories, @LIST, - or "
+                            "--camera N");
   return out;
 }
 

@@ -5,6 +5,8 @@
 // Argument forms (docs: README.md, dlrun --help):
 //   photo.jpg          an image file (existence is checked when it is read)
 //   clip.mp4           a video file (by extension, is_video_path)
+//   rtsp://cam/live    a stream: a URL or a GStreamer pipeline (streams.h); never
+//                      taken for a file, a directory or a glob, in a list too
 //   DIR                the image files in DIR, sorted by name (--recursive: and below)
 //   'shots/*.jpg'      a quoted glob, expanded with glob(3), sorted
 //   @list.txt          a list file: one path per line (Darknet's train.txt/test.txt
@@ -21,15 +23,17 @@
 #include <vector>
 
 #include "runtime/core/status.h"
+#include "tools/common/streams.h"
 
 namespace dlr::tools {
 
-enum class InputKind { kImage, kVideo, kCamera };
+enum class InputKind { kImage, kVideo, kCamera, kStream };
 
 struct InputItem {
   InputKind kind = InputKind::kImage;
-  std::string path;  // image or video path; "camera N" for a camera
+  std::string path;  // image or video path; "camera N" for a camera; a stream's name (credentials hidden)
   int camera = -1;   // camera index (kCamera)
+  std::string source;  // kStream: the URL or pipeline as given (credentials kept): what is opened
 };
 
 struct InputOptions {

@@ -1,15 +1,19 @@
 #include "tools/common/video.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #ifdef DLR_HAVE_OPENCV
 #include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
+#include <opencv2/videoio/registry.hpp>
 #endif
 
 namespace dlr::tools {
@@ -64,10 +68,37 @@ struct VideoReader::Impl {};
 struct VideoWriter::Impl {};
 #endif
 
+#ifdef DLR_HAVE_OPENCV
+namespace {
+
+// GLib's messages (GStreamer's criticals when a pipeline does not parse) go to stderr
+// through GLib's default log handler: while quiet, one that drops them. GLib is asked
+// through dlsym only when already loaded (by OpenCV's GStreamer backend).
+extern "C" void drop_glib_message(const char*, int, const char*, void*) {}
+
+void set_glib_logs_quiet(bool quiet) {
+  using Handler = void (*)(const char*, int, const char*, void*);
+  using SetDefault = Handler (*)(Handler, void*);
+  static Handler saved = nullptr;
+  static bool quieted = false;
+  void* glib = ::dlopen("libglib-2.0.so.0", RTLD_NOW | RTLD_NOLOAD);
+  if (!glib) return;
+  auto set_default = reinterpret_cast<SetDefault>(::dlsym(glib, "g_log_set_default_handler"));
+  if (set_default && quiet && !quieted) saved = set_default(drop_glib_message, nullptr), quieted = true;
+  if (set_default && !quiet && quieted) set_default(saved, nullptr), quieted = false;
+  ::dlclose(glib);  // drops the reference NOLOAD took; the library stays loaded
+}
+
+}  // namespace
+#endif
+
 void set_opencv_logs_quiet(bool quiet) {
 #ifdef DLR_HAVE_OPENCV
+  set_glib_logs_quiet(quiet);
   cv::utils::logging::setLogLevel(quiet ? cv::utils::logging::LOG_LEVEL_SILENT : cv::utils::logging::LOG_LEVEL_INFO);
   if (quiet) ::setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0);
+  // highgui's Qt (dlrun --show) warns on stderr, e.g. when XDG_RUNTIME_DIR is not set; unless the user set rules.
+  if (quiet) ::setenv("QT_LOGGING_RULES", "*.debug=false;*.info=false;*.warning=false", 0);
 #else
   (void)quiet;
 #endif
@@ -123,6 +154,54 @@ Expected<std::unique_ptr<VideoReader>> VideoReader::open_camera(int index) {
 #endif
 }
 
+#ifdef DLR_HAVE_OPENCV
+namespace {
+
+constexpr int kStreamTimeoutMs = 10000;  // FFmpeg: opening, and each read
+
+// Opens `cap` on `source` with `backend`; false when it does not open.
+bool open_capture(cv::VideoCapture& cap, const std::string& source, StreamBackend backend) {
+  if (backend == StreamBackend::kGStreamer) return cap.open(source, cv::CAP_GSTREAMER) && cap.isOpened();
+  const std::vector<int> params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, kStreamTimeoutMs, cv::CAP_PROP_READ_TIMEOUT_MSEC,
+                                   kStreamTimeoutMs};
+  return cap.open(source, cv::CAP_FFMPEG, params) && cap.isOpened();
+}
+
+}  // namespace
+#endif
+
+Expected<std::unique_ptr<VideoReader>> VideoReader::open_stream(const std::string& source, const std::string& name) {
+#ifdef DLR_HAVE_OPENCV
+  const StreamBackend backend = stream_backend(source);
+  const std::string tried = std::string(" (OpenCV's ") + backend_name(backend) + " backend)";
+  const cv::VideoCaptureAPIs api = backend == StreamBackend::kGStreamer ? cv::CAP_GSTREAMER : cv::CAP_FFMPEG;
+  if (!cv::videoio_registry::hasBackend(api))
+    return unsupported(name + ": this OpenCV has no " + backend_name(backend) +
+                       " backend to open it (cv::getBuildInformation() lists the video backends)");
+  std::unique_ptr<VideoReader> r(new VideoReader());
+  r->m_impl = std::make_unique<Impl>();
+  r->m_name = name;
+  try {
+    QuietOpenCv quiet;
+    if (!open_capture(r->m_impl->cap, source, backend))
+      return io_error(name + ": cannot open the stream" + tried +
+                      (backend == StreamBackend::kGStreamer
+                           ? ": a bad pipeline, a missing GStreamer plugin, or no appsink at its end"
+                           : ": unreachable, refused, not found, or a format FFmpeg lacks"));
+    const double n = r->m_impl->cap.get(cv::CAP_PROP_FRAME_COUNT);
+    r->m_frames = n >= 1 && n < 1e12 ? int64_t(n) : -1;
+    const double fps = r->m_impl->cap.get(cv::CAP_PROP_FPS);
+    r->m_fps = fps > 0 && fps < 1000 ? fps : 0;
+  } catch (const cv::Exception& e) {
+    return io_error(name + ": cannot open the stream" + tried + ": " + hide_credentials(e.msg));
+  }
+  return r;
+#else
+  (void)source;
+  return unsupported(name + ": streams need OpenCV, and this dlrun was built without it");
+#endif
+}
+
 Expected<bool> VideoReader::read(LoadedImage* frame) {
 #ifdef DLR_HAVE_OPENCV
   cv::Mat m;
@@ -130,7 +209,7 @@ Expected<bool> VideoReader::read(LoadedImage* frame) {
     QuietOpenCv quiet;
     if (!m_impl->cap.read(m) || m.empty()) return false;
   } catch (const cv::Exception& e) {
-    return io_error(m_name + ": cannot decode a frame (" + e.msg + ")");
+    return io_error(m_name + ": cannot decode a frame (" + hide_credentials(e.msg) + ")");
   }
   DLR_RETURN_IF_ERROR(to_bgr(m, m_name, frame));
   return true;

@@ -8,11 +8,14 @@
 #include <string>
 
 #include "runtime/core/status.h"
+#include "tools/common/streams.h"
 #include "tools/common/tool_support.h"
 
 namespace dlr::tools {
 
-// Turns OpenCV's own log lines (imread/VideoCapture warnings on stderr) off, so a
+// Turns OpenCV's own log lines (imread/VideoCapture warnings on stderr; FFmpeg's and
+// highgui's Qt's through their environment variables, unless the user set them; GLib's,
+// which GStreamer uses, through GLib's default log handler) off, so a
 // tool's error is its one line; `quiet` false restores OpenCV's default level.
 void set_opencv_logs_quiet(bool quiet);
 
@@ -22,11 +25,15 @@ class VideoReader {
   static Expected<std::unique_ptr<VideoReader>> open_file(const std::string& path);
   // A camera by index (/dev/videoN on Linux); the error names the camera.
   static Expected<std::unique_ptr<VideoReader>> open_camera(int index);
+  // A URL (FFmpeg backend; opening and each read time out after 10 s) or a GStreamer
+  // pipeline (GStreamer backend), by streams.h's rules. `name` is what the reader and
+  // its errors call it (hide_credentials(source)); the error names the backend tried.
+  static Expected<std::unique_ptr<VideoReader>> open_stream(const std::string& source, const std::string& name);
   ~VideoReader();
 
   // The next frame as 8-bit BGR; false at the end of the stream.
   Expected<bool> read(LoadedImage* frame);
-  int64_t frame_count() const { return m_frames; }  // -1 when unknown (cameras, some containers)
+  int64_t frame_count() const { return m_frames; }  // -1 when unknown (cameras, live streams, some containers)
   double fps() const { return m_fps; }              // 0 when unknown
   const std::string& name() const { return m_name; }
 

@@ -23,13 +23,23 @@ void add_inputs(CLI::App& app, Args* a) {
                  "--model: device memory for all the models (CPU: the host memory they hold): all, NN% or a size")
       ->group(g);
   app.add_option("inputs", a->inputs,
-                 "images, videos (.mp4 .avi .mkv ...), directories, quoted globs ('shots/*.jpg'), @LIST (a file of "
-                 "paths) or - (paths on stdin)")
+                 "images, videos (.mp4 .avi .mkv ...), streams (a URL: rtsp://, http://, udp://, ...; or a quoted "
+                 "GStreamer pipeline ending in appsink: 'videotestsrc ! videoconvert ! appsink'), directories, "
+                 "quoted globs ('shots/*.jpg'), @LIST (a file of paths) or - (paths on stdin)")
       ->group(g);
   app.add_option("--list", a->lists, "a file of image/video paths, one per line (same as @FILE)")->group(g);
   app.add_flag("--recursive,-r", a->recursive, "directories: also the image files in their sub-directories")->group(g);
   app.add_option("--camera", a->camera, "read camera N (OpenCV VideoCapture, /dev/videoN) after the other inputs (-1: none)")
       ->check(CLI::Range(0, 255))
+      ->group(g);
+  app.add_option("--reconnect", a->reconnect,
+                 "a live stream (a URL of unknown length) that stops delivering frames is opened again up to N "
+                 "times per outage, one stderr line each, before its input ends; a URL of known length (a video "
+                 "file over http) and a pipeline end at their end")
+      ->check(CLI::Range(0, 1000000))
+      ->group(g);
+  app.add_option("--reconnect-delay", a->reconnect_delay_s, "seconds to wait before each --reconnect attempt")
+      ->check(CLI::Range(0.0, 3600.0))
       ->group(g);
   app.add_option("--frames", a->max_frames, "stop after N frames in all (0: every frame; Ctrl-C also stops cleanly)")
       ->check(CLI::NonNegativeNumber)
@@ -80,6 +90,14 @@ void add_outputs(CLI::App& app, Args* a) {
                "write YOLO labels 'class cx cy w h' for each image beside it (name.txt), image inputs only")
       ->group(g);
   app.add_option("--labels-dir", a->labels_dir, "with --save-labels: write the label files into DIR instead")
+      ->group(g);
+  app.add_flag("--show", a->show,
+               "show each annotated frame in a window (one per model), as Darknet's detector demo; Esc or q (or "
+               "closing it) ends the run; needs a display (DISPLAY)")
+      ->group(g);
+  app.add_option("--show-wait", a->show_wait_ms,
+                 "--show: milliseconds to wait for a key after each frame; 0: until a key is pressed")
+      ->check(CLI::Range(0, 3600000))
       ->group(g);
   app.add_option("--progress", a->progress, "progress bar on stderr: auto (when stderr is a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -236,6 +254,7 @@ Status check_args(const Args& a) {
                             "(or --print-plan / --save-plan alone)");
   if (!a.labels_dir.empty() && !a.save_labels) return invalid_argument("--labels-dir needs --save-labels");
   if (!a.report_file.empty() && a.report.empty()) return invalid_argument("--report-file needs --report FORMAT");
+  if (a.show_wait_ms != Args().show_wait_ms && !a.show) return invalid_argument("--show-wait needs --show");
   if ((a.width % 32) != 0 || (a.height % 32) != 0)
     return invalid_argument("--width and --height must be multiples of 32 (or 0 for the cfg's)");
   return Status();

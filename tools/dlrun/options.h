@@ -24,6 +24,8 @@ struct Args {
   bool recursive = false;
   int camera = -1;                  // --camera N; -1: none
   long long max_frames = 0;         // --frames N; 0: all
+  int reconnect = 3;                // --reconnect N: attempts when a live stream stops (streams.h)
+  double reconnect_delay_s = 2.0;   // --reconnect-delay S: seconds before each attempt
   // ---- detection ----
   std::string names_file;
   float thresh = 0.25f;
@@ -42,6 +44,8 @@ struct Args {
   std::string labels_dir;
   std::string progress = "auto";
   std::string summary = "auto";
+  bool show = false;      // --show: annotated frames in a window (show_window.h)
+  int show_wait_ms = 1;   // --show-wait MS: the wait for a key after each frame; 0: until a key
   // ---- device and weights from storage ----
   // The flags dlbench shares (--batch, --threads, --device, ... --prepared; session_flags.h).
   SessionFlagTexts session{FlagTool::kDlrun};

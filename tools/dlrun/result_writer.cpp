@@ -53,7 +53,10 @@ Status create_output_folders(const Args& a) {
 Status check_image_only_outputs(const Args& a, const std::vector<InputItem>& inputs) {
   for (const InputItem& it : inputs) {
     if (it.kind == InputKind::kImage) continue;
-    const std::string what = it.path + " is a " + (it.kind == InputKind::kCamera ? "camera" : "video");
+    const std::string what = it.path + " is a " +
+                             (it.kind == InputKind::kCamera   ? "camera"
+                              : it.kind == InputKind::kStream ? "stream"
+                                                              : "video");
     if (!a.out.empty()) return invalid_argument("--out writes image inputs only, and " + what + " (use --out-video)");
     if (a.save_labels) return invalid_argument("--save-labels writes the labels of image inputs only, and " + what);
   }
@@ -96,6 +99,11 @@ Status ResultWriter::open() {
     ModelFiles& f = *m_files.back();
     if (!m_args.darknet_json.empty()) DLR_RETURN_IF_ERROR(f.darknet.open(model_file_name(m_args.darknet_json, m.name)));
     if (!m_args.coco_json.empty()) DLR_RETURN_IF_ERROR(f.coco.open(model_file_name(m_args.coco_json, m.name)));
+  }
+  if (m_args.show) {
+    std::vector<std::string> titles;
+    for (const ModelTag& m : m_models) titles.push_back(m.name.empty() ? "dlrun" : "dlrun [" + m.name + "]");
+    m_show = std::make_unique<ShowWindows>(titles, m_args.show_wait_ms);
   }
   return Status();
 }
@@ -141,6 +149,10 @@ Status ResultWriter::write(const Frame& frame, const std::vector<std::vector<Det
   }
   if (std::fflush(stdout) != 0) return io_error("standard output: write failed");
   for (size_t m = 0; m < m_models.size(); ++m) DLR_RETURN_IF_ERROR(write_files(m, frame, dets[m]));
+  if (m_show && !m_stop_requested) {  // once asked to stop, the rest of the batch is not shown
+    DLR_ASSIGN_OR_RETURN(const bool go_on, m_show->wait());
+    m_stop_requested = m_stop_requested || !go_on;
+  }
   if (frame.kind == InputKind::kImage) {
     // --save-labels is one file per image: dlrun refuses it with --model.
     if (m_args.save_labels)
@@ -177,18 +189,22 @@ Status ResultWriter::write_files(size_t m, const Frame& frame, const std::vector
   }
   if (frame.kind == InputKind::kImage && !m_args.out.empty())
     DLR_RETURN_IF_ERROR(save_annotated(image_out_path(m, frame), img, dets, m_labels));
+  const bool show = m_show && !m_stop_requested;
+  if (m_args.out_video.empty() && !show) return Status();
+  DLR_ASSIGN_OR_RETURN(const LoadedImage annotated, annotate_image(img, dets, m_labels));
   if (!m_args.out_video.empty()) {
     if (!f.video) {
       DLR_ASSIGN_OR_RETURN(f.video, VideoWriter::open(model_file_name(m_args.out_video, model), img.width, img.height,
                                                       m_video_fps));
     }
-    DLR_ASSIGN_OR_RETURN(LoadedImage annotated, annotate_image(img, dets, m_labels));
     DLR_RETURN_IF_ERROR(f.video->write(annotated));
   }
+  if (show) DLR_RETURN_IF_ERROR(m_show->show(m, annotated));
   return Status();
 }
 
 Status ResultWriter::close() {
+  if (m_show) m_show->close();
   Status first;
   for (auto& f : m_files) {
     Status st = f->darknet.close();

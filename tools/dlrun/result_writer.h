@@ -1,6 +1,6 @@
 // Everything dlrun writes for a frame's detections: stdout (Darknet text or
-// --json lines), --darknet-json, --coco-json, --save-labels, --out images and
-// --out-video. open() checks and creates the output files before any work;
+// --json lines), --darknet-json, --coco-json, --save-labels, --out images,
+// --out-video and the --show windows. open() checks and creates the output files before any work;
 // close() finishes them. Errors name the file.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include "tools/common/result_formats.h"
 #include "tools/common/video.h"
 #include "tools/dlrun/options.h"
+#include "tools/dlrun/show_window.h"
 
 namespace dlr::tools {
 
@@ -42,6 +43,8 @@ class ResultWriter {
   Status write_failure(const std::string& path, const std::string& message);
   Status close();
   int64_t frames() const { return m_frames; }
+  // --show: the user asked to stop (Esc, q, or a window closed).
+  bool stop_requested() const { return m_stop_requested; }
 
  private:
   struct ModelFiles;  // one model's --darknet-json, --coco-json and --out-video
@@ -63,6 +66,8 @@ class ResultWriter {
   int64_t m_frames = 0;   // frames written so far (the Darknet frame_id of the last one)
   int64_t m_images = 0;   // image inputs written so far (the --out index)
   std::map<std::string, int> m_out_names;  // --out folder: times each file name was written
+  std::unique_ptr<ShowWindows> m_show;     // --show
+  bool m_stop_requested = false;
 };
 
 // Creates, before any work, the folders the output files need: the parent folder of

@@ -23,6 +23,7 @@
 #include "tools/dlrun/cache_command.h"
 #include "tools/dlrun/models.h"
 #include "tools/dlrun/result_writer.h"
+#include "tools/dlrun/show_window.h"
 
 namespace dlr::tools {
 namespace {
@@ -282,7 +283,7 @@ Status FrameLoop::write(int n) {
 Status FrameLoop::run(std::vector<double>* latency_ms) {
   Status st;
   bool end = false;
-  while (!end && st.ok() && !g_stop) {
+  while (!end && st.ok() && !g_stop && !writer.stop_requested()) {
     const Expected<int> n = read_batch(&end);
     if (!n.ok()) return n.status();
     if (*n == 0) break;
@@ -313,6 +314,15 @@ Status run_frames(const Args& a, const DlrunModels& models, const std::vector<st
   ProgressBar progress(stderr, bar, total);
   g_stop = 0;
   auto* old_handler = std::signal(SIGINT, on_sigint);
+  ReconnectOptions reconnect;
+  reconnect.reconnect = a.reconnect;
+  reconnect.delay_s = a.reconnect_delay_s;
+  reconnect.stop = &g_stop;
+  reader.set_reconnect(reconnect, [&progress](const std::string& line) {
+    progress.hide();
+    std::fprintf(stderr, "%s: %s\n", kTool, line.c_str());
+    std::fflush(stderr);
+  });
 
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -322,6 +332,9 @@ Status run_frames(const Args& a, const DlrunModels& models, const std::vector<st
   std::signal(SIGINT, old_handler);
   progress.finish();
   if (g_stop) std::fprintf(stderr, "dlrun: interrupted after %lld frames; outputs closed\n", (long long)loop.done);
+  if (writer.stop_requested() && !g_stop)
+    std::fprintf(stderr, "dlrun: stopped from the --show window after %lld frames; outputs closed\n",
+                 (long long)loop.done);
   Status closed = writer.close();
   Status rclosed = report.close();
   DLR_RETURN_IF_ERROR(st);
@@ -364,6 +377,7 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   }
   DLR_RETURN_IF_ERROR(check_image_only_outputs(a, items));
   DLR_RETURN_IF_ERROR(create_output_folders(a));
+  if (a.show && !plan_only) DLR_RETURN_IF_ERROR(ShowWindows::check_display());
   FrameReader reader(items);
   if (!plan_only) DLR_RETURN_IF_ERROR(reader.probe());
   bool streams = false;

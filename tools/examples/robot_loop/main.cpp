@@ -2,7 +2,12 @@
 // written against dlrun's public API only (<dlrun/dlrun.h>). README.md here.
 //
 // Frames come from raw BGR24 (a file or "-" for stdin: pipe a camera or video
-// through ffmpeg / GStreamer), or with OpenCV from a camera index or video file.
+// through ffmpeg / GStreamer), or with OpenCV from a camera index, a video file, a
+// URL (rtsp://, http://, ...: OpenCV's FFmpeg backend) or a GStreamer pipeline (an
+// argument holding " ! ", ending in appsink: OpenCV's GStreamer backend). A live URL
+// (no known length) that stops delivering frames is opened again up to --reconnect
+// times, --reconnect-delay seconds apart, one stderr line each, before the input
+// ends. Messages show a URL's user:password as ***.
 // Detector A (e.g. a small obstacle detector) runs on every frame; detector B
 // (e.g. a larger object detector) every --b-every frames. With --runtime BUDGET both
 // detectors are opened on one dlrun::Runtime: one device-memory budget for the two,
@@ -21,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #ifdef ROBOT_LOOP_OPENCV
@@ -37,7 +43,9 @@ struct Args {
   std::string a_cfg, a_weights, b_cfg, b_weights;
   std::string raw;     // raw BGR24 file or "-"
   int raw_w = 0, raw_h = 0;
-  std::string video;   // OpenCV: camera index or video path
+  std::string video;   // OpenCV: camera index, video path, URL or GStreamer pipeline
+  int reconnect = 3;   // live URLs: attempts when the stream stops
+  double reconnect_delay_s = 2.0;
   int b_every = 1;
   int frames = 0;      // 0: until the input ends (or Ctrl-C)
   int threads = 0;
@@ -50,7 +58,8 @@ struct Args {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: robot_loop --a CFG WEIGHTS --b CFG WEIGHTS (--raw FILE|- --size WxH | --video CAMERA|PATH)\n"
+               "usage: robot_loop --a CFG WEIGHTS --b CFG WEIGHTS (--raw FILE|- --size WxH |\n"
+               "                  --video CAMERA|PATH|URL|'PIPELINE ! appsink' [--reconnect N] [--reconnect-delay S])\n"
                "                  [--b-every N] [--frames N] [--threads N] [--device cpu|cuda]\n"
                "                  [--runtime BUDGET | --stream --budget-a B --budget-b B] [--quiet]\n");
   return 2;
@@ -67,6 +76,8 @@ bool parse(int argc, char** argv, Args* a) {
       if (std::sscanf(argv[++i], "%dx%d", &a->raw_w, &a->raw_h) != 2) return false;
     }
     else if (k == "--video" && need(1)) a->video = argv[++i];
+    else if (k == "--reconnect" && need(1)) a->reconnect = std::max(0, std::atoi(argv[++i]));
+    else if (k == "--reconnect-delay" && need(1)) a->reconnect_delay_s = std::max(0.0, std::atof(argv[++i]));
     else if (k == "--b-every" && need(1)) a->b_every = std::max(1, std::atoi(argv[++i]));
     else if (k == "--frames" && need(1)) a->frames = std::atoi(argv[++i]);
     else if (k == "--threads" && need(1)) a->threads = std::atoi(argv[++i]);
@@ -101,11 +112,11 @@ class FrameSource {
       return true;
     }
 #ifdef ROBOT_LOOP_OPENCV
-    const bool index = !m_args.video.empty() && m_args.video.find_first_not_of("0123456789") == std::string::npos;
-    if (index ? !m_cap.open(std::atoi(m_args.video.c_str())) : !m_cap.open(m_args.video)) {
-      *error = m_args.video + ": OpenCV cannot open this camera or video";
+    if (!open_video()) {
+      *error = shown_name(m_args.video) + ": OpenCV cannot open this " + what_video() + " (" + backend() + " backend)";
       return false;
     }
+    m_live = is_url(m_args.video) && !(m_cap.get(cv::CAP_PROP_FRAME_COUNT) >= 1);
     return true;
 #else
     *error = "--video needs robot_loop built with OpenCV";
@@ -125,7 +136,12 @@ class FrameSource {
       return true;
     }
 #ifdef ROBOT_LOOP_OPENCV
-    if (!m_cap.read(m_frame) || m_frame.empty() || m_frame.type() != CV_8UC3) return false;
+    while (!m_cap.read(m_frame) || m_frame.empty()) {
+      if (!m_live || !reconnect()) return false;
+    }
+    if (m_frame.type() != CV_8UC3) return false;
+    m_attempts = 0;  // frames flow: the next outage gets every attempt again
+    ++m_frames;
     *v = dlrun::ImageView{m_frame.data, m_frame.cols, m_frame.rows, int64_t(m_frame.step),
                           dlrun::ImageView::Order::kBGR};
     return true;
@@ -137,6 +153,56 @@ class FrameSource {
   size_t frame_bytes() const { return m_buffer.size(); }
 
  private:
+  static bool is_pipeline(const std::string& s) { return s.find(" ! ") != std::string::npos; }
+  static bool is_url(const std::string& s) {
+    const size_t p = s.find("://");
+    return p != std::string::npos && p > 0 && s.find_first_of(" /") > p;
+  }
+  // `s` with a URL's user:password shown as ***.
+  static std::string shown_name(std::string s) {
+    for (size_t p = s.find("://"); p != std::string::npos; p = s.find("://", p + 3)) {
+      const size_t end = s.find_first_of("/ ?#", p + 3), at = s.rfind('@', end == std::string::npos ? s.size() : end);
+      if (at != std::string::npos && at > p + 3 && (end == std::string::npos || at < end))
+        s.replace(p + 3, at - (p + 3), "***");
+    }
+    return s;
+  }
+#ifdef ROBOT_LOOP_OPENCV
+  const char* backend() const {
+    return is_pipeline(m_args.video) ? "GStreamer" : is_url(m_args.video) ? "FFmpeg" : "OpenCV's default";
+  }
+  std::string what_video() const {
+    if (is_pipeline(m_args.video)) return "pipeline";
+    if (is_url(m_args.video)) return "stream";
+    return m_args.video.find_first_not_of("0123456789") == std::string::npos ? "camera" : "video";
+  }
+  bool open_video() {
+    const std::string& v = m_args.video;
+    if (v.find_first_not_of("0123456789") == std::string::npos) return m_cap.open(std::atoi(v.c_str()));
+    if (is_pipeline(v)) return m_cap.open(v, cv::CAP_GSTREAMER);
+    if (is_url(v))  // give up opening, and each read, after 10 s
+      return m_cap.open(v, cv::CAP_FFMPEG,
+                        {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 10000, cv::CAP_PROP_READ_TIMEOUT_MSEC, 10000});
+    return m_cap.open(v);
+  }
+  // The live stream stopped: true once it is open again; false when the attempts are spent.
+  bool reconnect() {
+    const std::string name = shown_name(m_args.video);
+    while (m_attempts < m_args.reconnect && !g_stop) {
+      ++m_attempts;
+      std::fprintf(stderr,
+                   "robot_loop: %s: the stream stopped after %ld frames; reconnecting in %g s (attempt %d of %d)\n",
+                   name.c_str(), m_frames, m_args.reconnect_delay_s, m_attempts, m_args.reconnect);
+      std::this_thread::sleep_for(std::chrono::duration<double>(m_args.reconnect_delay_s));
+      m_cap.release();
+      if (!g_stop && open_video()) return true;
+    }
+    std::fprintf(stderr, "robot_loop: %s: the stream ended after %ld frames (%d reconnect attempts made)\n",
+                 name.c_str(), m_frames, m_attempts);
+    return false;
+  }
+#endif
+
   const Args& m_args;
   std::FILE* m_file = nullptr;
   size_t m_partial = 0;  // bytes of a last, incomplete raw frame
@@ -144,6 +210,9 @@ class FrameSource {
 #ifdef ROBOT_LOOP_OPENCV
   cv::VideoCapture m_cap;
   cv::Mat m_frame;
+  bool m_live = false;  // a URL of unknown length: reconnects when it stops
+  int m_attempts = 0;   // reconnect attempts since the last frame
+  long m_frames = 0;
 #endif
 };
 
