@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs dlrun's build dependencies from Debian packages (Debian 12).
 # Why each one is needed: docs/dependencies.md. Safe to run more than once.
+#   --arm64: also what the aarch64 cross build and its qemu test run need
+#            (scripts/arm64_test.sh): adds dpkg's arm64 architecture, then Debian's
+#            cross compiler, qemu-user and the :arm64 libraries the CPU build links.
 set -euo pipefail
+arm64=0
+if [ "${1:-}" = "--arm64" ]; then arm64=1; fi
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -18,6 +23,14 @@ packages=(
   pybind11-dev python3-dev python3-numpy  # the Python module dlrun and its test
   ccache                                  # scripts/build.sh compiles through it when present
 )
+if [ "$arm64" = 1 ]; then
+  packages+=(
+    g++-aarch64-linux-gnu qemu-user         # cross compiler; runs the aarch64 tests on x86-64
+    libspdlog-dev:arm64 libfmt-dev:arm64    # the target's own copies of the libraries with
+    libgtest-dev:arm64 libxxhash-dev:arm64  # per-architecture files (Eigen, CLI11 and
+    liburing-dev:arm64                      # nlohmann-json are the host's, architecture-free)
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,6 +44,9 @@ echo "setup: installing ${missing[*]}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+if [ "$arm64" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64   # multiarch: :arm64 packages beside the amd64 ones
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "setup: done"

@@ -3,7 +3,9 @@
 # GPU tests skip themselves without a CUDA device; tests needing ../shared data
 # (cfgs, real weights, images) skip with a message when it is absent
 # (set DLR_SHARED_DIR to point at it). Then a short fuzz run of every libFuzzer
-# harness (scripts/fuzz.sh, about 60 s each; DLR_SKIP_FUZZ=1 skips it).
+# harness (scripts/fuzz.sh, about 60 s each; DLR_SKIP_FUZZ=1 skips it), then the
+# aarch64 cross build and its CPU tests under qemu (scripts/arm64_test.sh;
+# DLR_SKIP_ARM64=1 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh "$@"
@@ -21,4 +23,7 @@ if [ -f build/kernels/libdlr_kernels_cuda.a ] && [ "${DLR_SKIP_CPU_INSTALL:-0}" 
 fi
 if [ "${DLR_SKIP_FUZZ:-0}" != "1" ]; then
   bash scripts/fuzz.sh 60
+fi
+if [ "${DLR_SKIP_ARM64:-0}" != "1" ]; then
+  bash scripts/arm64_test.sh
 fi

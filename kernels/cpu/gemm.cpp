@@ -32,7 +32,7 @@ namespace dlr::cpu {
 
 namespace {
 
-#if defined(DLR_USE_OPENBLAS)
+#if defined(DLR_USE_OPENBLAS) && defined(__x86_64__)
 // OpenBLAS builds with DYNAMIC_ARCH pick their kernels from the CPU model at load
 // time; a version older than the CPU falls back to generic SSE3 kernels (Debian's
 // 0.3.21 runs "Prescott" on model 207 Xeons: ~3x slower GEMM than its AVX-512
@@ -54,6 +54,10 @@ void check_openblas_core() {
                  core, avx512 ? "AVX-512" : "AVX2", avx512 ? "SkylakeX" : "Haswell");
   }
 }
+#elif defined(DLR_USE_OPENBLAS)
+// The check above is x86-64's (its core names, __builtin_cpu_supports, which GCC has
+// on x86 only); elsewhere (aarch64) OpenBLAS's own choice of kernels stands.
+void check_openblas_core() {}
 #endif
 
 void zero_rows(int m, int n, float* c, int ldc) {

@@ -4,6 +4,9 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #define DLR_HALF_F16C 1
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#include <arm_neon.h>
+#define DLR_HALF_NEON 1
 #endif
 
 namespace dlr {
@@ -65,11 +68,38 @@ bool has_f16c() {
 }
 #endif
 
+#ifdef DLR_HALF_NEON
+// FCVTN (every aarch64 CPU has it) rounds as FPCR says and, with FPCR's defaults (round
+// to nearest even, no flush to zero of fp32 inputs or fp16 results, NaNs propagated
+// rather than the default NaN), makes subnormals, infinities and NaNs (sign and top
+// payload bits kept, quiet bit set) as float_to_half does (tests/runtime/half_test.cpp
+// compares them, under qemu in CI: docs/jetson.md). Those defaults are Linux's; a
+// program that changed them (fesetround, flush to zero) gets the scalar path.
+void floats_to_halves_neon(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const float16x8_t h = vcvt_high_f16_f32(vcvt_f16_f32(vld1q_f32(src + i)), vld1q_f32(src + i + 4));
+    vst1q_u16(dst + i, vreinterpretq_u16_f16(h));
+  }
+  floats_to_halves_scalar(src + i, dst + i, n - i);
+}
+
+// FPCR.RMode (bits 23:22) round to nearest, FZ (24), DN (25) and FZ16 (19) clear.
+bool fpcr_is_default() {
+  uint64_t fpcr;
+  asm volatile("mrs %0, fpcr" : "=r"(fpcr));
+  return (fpcr & (uint64_t(3) << 22 | uint64_t(1) << 24 | uint64_t(1) << 25 | uint64_t(1) << 19)) == 0;
+}
+#endif
+
 }  // namespace
 
 void floats_to_halves(const float* src, uint16_t* dst, int64_t n) {
 #ifdef DLR_HALF_F16C
   if (has_f16c()) return floats_to_halves_f16c(src, dst, n);
+#endif
+#ifdef DLR_HALF_NEON
+  if (fpcr_is_default()) return floats_to_halves_neon(src, dst, n);
 #endif
   floats_to_halves_scalar(src, dst, n);
 }

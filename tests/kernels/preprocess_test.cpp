@@ -1,6 +1,17 @@
 // Pre-processing vs Darknet (shared docs DARKNET.md 4.3): image_to_planar,
 // resize_darknet (bit-exact against a direct transcription of resize_image),
 // letterbox_size / letterbox_darknet geometry and fill.
+//
+// The reference, like the kernel (kernels/cpu/preprocess.cpp), must not contract a*b+c
+// into an FMA: on aarch64, where FMA is part of the base instruction set, GCC's default
+// -ffp-contract=fast did so and the reference was 1 ulp off the kernel (the arm64 run,
+// docs/jetson.md); on x86-64 this file is built without -mfma and never could.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include <gtest/gtest.h>
 
 #include <cmath>
