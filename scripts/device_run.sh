@@ -442,7 +442,7 @@ for phase in "$@"; do
       # Issue 31: time from exec to exit of `dlrun cfg weights image` (yolov4 @608, one
       # detection, caches and page cache warm), ROUNDS rounds alternating the modes and,
       # when device-carry/bin-base/ holds an earlier build, its binaries; then
-      # dlbench --startup (the phases, beside the floor) with this build.
+      # dlbench --startup (the phases, beside the floor) with this build (STARTUP_DLBENCH=0: not).
       export DLR_CACHE_DIR=/tmp/dlrcache-startup
       rm -rf "$DLR_CACHE_DIR"
       W=/tmp/y4.weights; IMG="$DLR_SHARED_DIR/images/dog.ppm"
@@ -482,6 +482,7 @@ if floor: print("floor (dlbench --startup-floor, process age after): median %.0f
 for (prec, mode, build), v in sorted(rows.items()):
     print("dlrun exec to exit %-4s %-10s %-4s median %5.0f ms  min %5d  max %5d  (%d runs)" % (prec, mode, build, st.median(v), min(v), max(v), len(v)))
 PY
+      [ "${STARTUP_DLBENCH:-1}" = 1 ] || { unset DLR_CACHE_DIR; continue; }  # dlrun's timings only
       timeout 400 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --device cuda --precision fp16,fp32 \
         --mode preload,stream --weight-budget min --cache --startup ${ROUNDS:-5} --json "$OUT/startup_report.json" \
         >"$OUT/startup_report.txt" 2>&1
