@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Latency under interference (issue 35, deliverable 1): per-inference latency of dlrun
+# (its "Predicted in X milli-seconds" per frame: the network, not decoding) over a list of
+# N copies of one image, per mode, alone and beside one kind of interference at a time:
+#   cpu   one busy loop per host core at normal priority
+#   gpu   a second process running yolov4 @608 fp16 on the same GPU (dlbench, preload)
+#   disk  a second process reading a 2 GiB file from the same disk with direct I/O
+# Writes OUT/interference.json ({condition: {mode: {n, p50, p90, p99, p99_9, max}}} in ms)
+# and prints a table. Runs on the GPU machine from the repository root with
+# device-carry/ (scripts/device_prepare.sh). Usage: scripts/interference.sh [OUT]
+# N_FAST (2000): inferences of the GPU-resident and host-streamed modes; N_SLOW (500): of
+# storage and zero copy (each ~0.1 s); MODES and CONDITIONS: subsets, space-separated.
+set -u
+B="$PWD/device-carry/bin"
+S="$PWD/device-carry/shared"
+OUT="${1:-${OUT:-/tmp/interference}}"
+mkdir -p "$OUT"
+W=/tmp/y4.weights
+[ -f $W ] || "$B/dlgen" "$S/models/yolov4.cfg" $W >/dev/null
+IMG="$S/images/dog.ppm"
+list() { local f="$OUT/list_$1.txt"; [ -f "$f" ] || for _ in $(seq "$1"); do echo "$IMG"; done > "$f"; echo "$f"; }
+
+flags_of() {
+  case $1 in
+    preload) echo "" ;;
+    stream-min) echo "--mode stream --weight-budget min" ;;
+    stream-50) echo "--mode stream --weight-budget 50%" ;;
+    storage) echo "--mode stream --weights-from storage --zero-copy off" ;;
+    zero-copy) echo "--mode stream --weights-from storage --zero-copy on" ;;
+  esac
+}
+count_of() { case $1 in storage|zero-copy) echo "${N_SLOW:-500}" ;; *) echo "${N_FAST:-2000}" ;; esac; }
+
+hogs=()
+start_interference() {
+  case $1 in
+    alone) ;;
+    cpu) for _ in $(seq "$(nproc)"); do (while :; do :; done) & hogs+=($!); done ;;
+    gpu) (while :; do "$B/dlbench" "$S/models/yolov4.cfg" --synthetic --size 608 --precision fp16 --iters 100000 \
+           --warmup 0 || exit; done) >"$OUT/hog_gpu.txt" 2>&1 & hogs+=($!); sleep 8
+         kill -0 "${hogs[-1]}" 2>/dev/null || { echo "the GPU hog stopped: $(tail -1 "$OUT/hog_gpu.txt")"; exit 1; }
+         # The second process on the GPU, seen by the driver (kept with the results).
+         nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv >"$OUT/hog_gpu_smi.txt" 2>&1
+         nvidia-smi --query-gpu=utilization.gpu --format=csv -l 1 >>"$OUT/hog_gpu_smi.txt" 2>&1 & hogs+=($!) ;;
+    disk) [ -f /tmp/disk_hog.bin ] || dd if=/dev/urandom of=/tmp/disk_hog.bin bs=1M count=2048 status=none
+          (while :; do dd if=/tmp/disk_hog.bin of=/dev/null bs=1M iflag=direct status=none; done) & hogs+=($!) ;;
+  esac
+}
+stop_interference() {
+  for p in "${hogs[@]}"; do kill "$p" 2>/dev/null; pkill -P "$p" 2>/dev/null; done
+  wait 2>/dev/null; hogs=()
+}
+
+export DLR_CACHE_DIR=/tmp/dlrcache-interference
+for cond in ${CONDITIONS:-alone cpu gpu disk}; do
+  start_interference "$cond"
+  for mode in ${MODES:-preload stream-min stream-50 storage zero-copy}; do
+    "$B/dlrun" "$S/models/yolov4.cfg" $W --list "$(list "$(count_of "$mode")")" --device cuda --precision fp16 \
+      $(flags_of "$mode") >"$OUT/lat_${cond}_$mode.txt" 2>"$OUT/err_${cond}_$mode.txt"
+    echo "$cond $mode rc=$?"
+  done
+  stop_interference
+done
+python3 - "$OUT" <<'PY'
+import glob, json, os, re, sys
+out = sys.argv[1]
+res = {}
+for f in sorted(glob.glob(f"{out}/lat_*.txt")):
+    cond, mode = os.path.basename(f)[4:-4].split("_", 1)
+    v = [float(m) for m in re.findall(r"Predicted in ([0-9.]+) milli-seconds", open(f).read())]
+    if len(v) < 20: continue
+    v = sorted(v[5:])  # the first five frames fill caches and capture graphs
+    q = lambda p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+    res.setdefault(cond, {})[mode] = {"n": len(v), "p50": q(50), "p90": q(90), "p99": q(99), "p99_9": q(99.9), "max": v[-1]}
+json.dump(res, open(f"{out}/interference.json", "w"), indent=1)
+print("%-6s %-10s %5s %8s %8s %8s %8s %8s %7s" % ("cond", "mode", "n", "p50", "p90", "p99", "p99.9", "max", "p99/p50"))
+for cond in ("alone", "cpu", "gpu", "disk"):
+    for mode, r in res.get(cond, {}).items():
+        print("%-6s %-10s %5d %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f" % (cond, mode, r["n"], r["p50"], r["p90"], r["p99"],
+              r["p99_9"], r["max"], r["p99"] / r["p50"]))
+PY
