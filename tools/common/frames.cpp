@@ -112,8 +112,9 @@ Expected<bool> FrameReader::next_frame(Frame* f) {
       }
       if (m_video_frame > 0 && is_live(it, *m_video)) {
         m_video.reset();
-        if (reconnect(got.ok() ? std::string() : " (" + without_name(got.status(), it.path) + ")")) continue;
-        continue;  // its input ends: on with the next
+        // Reconnected: read on; not: its input ends, on with the next.
+        reconnect(got.ok() ? std::string() : " (" + without_name(got.status(), it.path) + ")");
+        continue;
       }
       if (!got.ok()) return got.status();
       m_video.reset();
