@@ -3,7 +3,8 @@
 # libdlrun.so and dlrun load on first use) in P/<libdir>, the CMake package
 # (find_package(dlrun): dlrun::dlrun, dlrun::dlrun_shared, dlrun::dlrun_static) in
 # P/<libdir>/cmake/dlrun, dlrun.pc and dlrun-static.pc in P/<libdir>/pkgconfig and
-# the tools in P/bin. Everything relocatable (paths relative to the package files).
+# the tools in P/bin (with libdlrun-opencv.so.X.Y in P/<libdir>, the OpenCV that dlrun
+# and dlimage load on first use). Everything relocatable (paths relative to the package files).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -17,6 +18,9 @@ if(TARGET dlr_cuda_plugin)  # the CUDA backend, loaded on first use from beside 
   install(TARGETS dlr_cuda_plugin LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib)
 endif()
 install(FILES ${PROJECT_BINARY_DIR}/lib/libdlrun.a DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+if(TARGET dlr_opencv_plugin)  # OpenCV for dlrun and dlimage, loaded on first use from ../<libdir>
+  install(TARGETS dlr_opencv_plugin LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tools)
+endif()
 foreach(tool dlrun dlbench dlgen dlimage dlprobe dlsoak)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)

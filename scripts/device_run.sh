@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize probe bench stream slices axes axes_more axes_auto regress residency curve calib soak storage ttfd models ring upload
+#   info tests sanitize sanitize_modes probe bench stream slices axes axes_more axes_auto regress residency curve calib soak storage ttfd models ring upload
 #   startup plugin
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
@@ -42,6 +42,44 @@ for phase in "$@"; do
         note "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED|^\[  FAILED' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"
       done
       unset DLR_TEST_SMALL_MODELS
+      ;;
+    sanitize_modes)
+      # compute-sanitizer memcheck, synccheck and racecheck over one dlrun process per
+      # streaming mode (yolo-fastest @320 fp16 on dog.ppm; several models: yolo-fastest
+      # and yolov4-tiny @160 on one runtime's shared ring). Each run's ERROR SUMMARY and
+      # whether it finished in SANITIZE_LIMIT seconds (default 150) go to the summary.
+      fw="$DLR_SHARED_DIR/weights/yolo-fastest-1.1"
+      "$B/dlgen" "$M/yolov4-tiny.cfg" /tmp/tiny.weights >/dev/null
+      base=(--device cuda --precision fp16 --summary never)
+      # The smallest of these runtime budgets that holds both models (so they stream).
+      rb=""
+      for b in 6MiB 8MiB 12MiB 16MiB 24MiB 32MiB; do
+        if "$B/dlrun" --model "$fw.cfg:$fw.weights@160" --model "$M/yolov4-tiny.cfg:/tmp/tiny.weights@160" \
+            --runtime-budget $b "$DLR_SHARED_DIR/images/dog.ppm" "${base[@]}" >"$OUT/sanmode_budget.log" 2>&1; then
+          rb=$b; break
+        fi
+      done
+      note "sanitize: several models at --runtime-budget ${rb:-none}: $(tail -1 "$OUT/sanmode_budget.log")"
+      declare -A smode=(
+        [host_min]="$fw.cfg $fw.weights --mode stream --weight-budget min"
+        [host_50]="$fw.cfg $fw.weights --mode stream --weight-budget 50%"
+        [slices]="$fw.cfg $fw.weights --mode stream --weight-budget min --slot-size 64KiB"
+        [storage]="$fw.cfg $fw.weights --mode stream --weights-from storage --zero-copy off"
+        [zero_copy]="$fw.cfg $fw.weights --mode stream --weights-from storage --zero-copy on"
+        [models]="--model $fw.cfg:$fw.weights@160 --model $M/yolov4-tiny.cfg:/tmp/tiny.weights@160 --runtime-budget ${rb:-16MiB}"
+      )
+      for tool in ${SANITIZE_TOOLS:-memcheck synccheck racecheck}; do
+        for mode in ${SANITIZE_MODES:-host_min host_50 slices storage zero_copy models}; do
+          log="$OUT/sanmode_${tool}_$mode.log"
+          start=$(date +%s)
+          # shellcheck disable=SC2086
+          timeout "${SANITIZE_LIMIT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+            "$B/dlrun" ${smode[$mode]} "$DLR_SHARED_DIR/images/dog.ppm" "${base[@]}" >"$log" 2>&1
+          rc=$?
+          note "sanitize $tool $mode rc=$rc $(( $(date +%s) - start )) s: $(grep -E 'ERROR SUMMARY' "$log" | tail -1)" \
+            "$([ $rc = 124 ] && echo 'DID NOT FINISH')" "$(grep -c '%' "$log") detection lines"
+        done
+      done
       ;;
     probe)
       timeout 180 "$B/dlprobe" --out "$PROFILE" >"$OUT/probe.txt" 2>&1

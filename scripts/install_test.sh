@@ -49,6 +49,17 @@ if ls "$build"/runtime/libdlrun-cuda.so.* >/dev/null 2>&1; then
   fi
 fi
 
+# The installed tools: dlrun finds the OpenCV it loads on first use in ../<libdir>.
+step "installed dlrun"
+cmake --install "$build" --prefix "$prefix" --component tools >/dev/null
+"$prefix/bin/dlrun" --help >/dev/null
+if [ ${#net[@]} -gt 0 ] && ls "$build"/tools/libdlrun-opencv.so.* >/dev/null 2>&1; then
+  (cd "$tmp" && "$prefix/bin/dlrun" "${net[@]}" "$shared/images/dog.jpg" --threads 1 --out "$tmp/dog_out.jpg" \
+    >"$tmp/dlrun.out" 2>"$tmp/dlrun.err") || { cat "$tmp/dlrun.err"; exit 1; }
+  grep -q "^dog: " "$tmp/dlrun.out" || { echo "install_test: the installed dlrun found no dog"; cat "$tmp/dlrun.out"; exit 1; }
+  test -s "$tmp/dog_out.jpg" || { echo "install_test: the installed dlrun wrote no --out image"; exit 1; }
+fi
+
 step "pkg-config consumer (dlrun, dlrun-static)"
 export PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name dlrun.pc)")"
 libdir="$(pkg-config --variable=libdir dlrun)"

@@ -1,7 +1,7 @@
 // Image decoding from bytes in memory, with the size an image claims checked
 // against limits before any pixel memory is allocated (docs/reliability.md).
 // Used by load_image() (image_io.cpp) and by the image fuzz harness; needs no
-// runtime library, only dlr_core (and OpenCV for decode_with_opencv).
+// runtime library, only dlr_core (and dlr_tools_opencv for decode_with_opencv).
 #pragma once
 
 #include <cstddef>
@@ -54,6 +54,9 @@ Expected<LoadedImage> decode_ppm(const uint8_t* data, size_t size, const std::st
                                  const ImageLimits& limits = {});
 
 #ifdef DLR_HAVE_OPENCV
+// Defined in tools/common/opencv/image_opencv.cpp (dlr_tools_opencv): tools that load
+// OpenCV on use reach them through media() (media.h) only.
+//
 // Any format OpenCV decodes (cv::imdecode, 3-channel BGR): the header is checked
 // first where read_image_header knows the format (others rely on OpenCV's own
 // limits); cv::Exception and std::bad_alloc become one-line errors.

@@ -10,8 +10,7 @@
 #include "loaders/cfg_lexer.h"
 
 #ifdef DLR_HAVE_OPENCV
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
+#include "tools/common/media.h"
 #endif
 
 namespace dlr::tools {
@@ -51,7 +50,8 @@ Expected<LoadedImage> load_image(const std::string& path) {
     const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
     if (ends_with(path, ".ppm")) return decode_ppm(data, bytes.size(), path);
 #ifdef DLR_HAVE_OPENCV
-    return imread_checked(path, data, bytes.size());
+    DLR_ASSIGN_OR_RETURN(const MediaOps* m, media());
+    return m->imread_checked(path, data, bytes.size(), ImageLimits{});
 #else
     return unsupported(path + ": this dlrun was built without OpenCV and reads only .ppm (P6) images");
 #endif

@@ -1,7 +1,7 @@
 #include "tools/common/version_info.h"
 
 #ifdef DLR_HAVE_OPENCV
-#include <opencv2/core/version.hpp>
+#include "tools/common/media.h"
 #endif
 #include "runtime/backend.h"
 
@@ -21,7 +21,8 @@ std::string version_text(const std::string& tool) {
   out += "CUDA: not built (CPU backend only)\n";
 #endif
 #ifdef DLR_HAVE_OPENCV
-  out += std::string("OpenCV: ") + CV_VERSION + "\n";
+  Expected<const MediaOps*> media_ops = media();  // loads OpenCV where it is a plugin
+  out += "OpenCV: " + (media_ops.ok() ? std::string((*media_ops)->opencv_version) : media_ops.status().message()) + "\n";
 #else
   out += "OpenCV: not built (images: binary .ppm only; no videos or cameras)\n";
 #endif

@@ -4,12 +4,12 @@
 
 #include <cstdlib>
 
-#ifdef DLR_HAVE_HIGHGUI
-#include <opencv2/core.hpp>
-#include <opencv2/highgui.hpp>
+#ifdef DLR_HAVE_OPENCV
+#include "tools/common/media.h"
 #endif
 
 namespace dlr::tools {
+#ifdef DLR_HAVE_OPENCV
 namespace {
 
 constexpr const char* kNoDisplay = "--show: no display: ";
@@ -40,12 +40,21 @@ int x_display_accepts(const std::string& name) {
   return accepts;
 }
 
+// highgui's functions of the media table, or the error that there are none.
+Expected<const GuiOps*> gui() {
+  DLR_ASSIGN_OR_RETURN(const MediaOps* m, media());
+  if (m->gui == nullptr) return unsupported("--show needs OpenCV's highgui, and this dlrun was built without it");
+  return m->gui;
+}
+
 }  // namespace
+#endif
 
 Status ShowWindows::check_display() {
-#ifndef DLR_HAVE_HIGHGUI
+#ifndef DLR_HAVE_OPENCV
   return unsupported("--show needs OpenCV's highgui, and this dlrun was built without it");
 #else
+  DLR_RETURN_IF_ERROR(gui().status());
   const std::string display = env("DISPLAY");
   if (display.empty())
     return unsupported(std::string(kNoDisplay) + "DISPLAY is not set" +
@@ -64,18 +73,10 @@ ShowWindows::ShowWindows(std::vector<std::string> titles, int wait_ms)
 ShowWindows::~ShowWindows() { close(); }
 
 Status ShowWindows::show(size_t m, const LoadedImage& annotated) {
-#ifdef DLR_HAVE_HIGHGUI
-  try {
-    if (!m_opened[m]) {
-      cv::namedWindow(m_titles[m], cv::WINDOW_AUTOSIZE | cv::WINDOW_KEEPRATIO | cv::WINDOW_GUI_NORMAL);
-      m_opened[m] = true;
-    }
-    const cv::Mat img(annotated.height, annotated.width, CV_8UC3, const_cast<uint8_t*>(annotated.pixels.data()));
-    cv::imshow(m_titles[m], img);
-  } catch (const cv::Exception& e) {
-    return unsupported("--show: cannot show the window " + m_titles[m] + " (" + e.msg + ")");
-  }
-  return Status();
+#ifdef DLR_HAVE_OPENCV
+  DLR_ASSIGN_OR_RETURN(const GuiOps* g, gui());
+  m_opened[m] = true;
+  return g->show(m_titles[m], annotated);
 #else
   (void)m;
   (void)annotated;
@@ -84,14 +85,14 @@ Status ShowWindows::show(size_t m, const LoadedImage& annotated) {
 }
 
 Expected<bool> ShowWindows::wait() {
-#ifdef DLR_HAVE_HIGHGUI
-  try {
-    const int key = cv::waitKey(m_wait_ms);
-    if (key == 27 || key == 'q' || key == 'Q') return false;
-    for (size_t m = 0; m < m_titles.size(); ++m)
-      if (m_opened[m] && cv::getWindowProperty(m_titles[m], cv::WND_PROP_VISIBLE) < 1) return false;
-  } catch (const cv::Exception& e) {
-    return unsupported("--show: the window failed (" + e.msg + ")");
+#ifdef DLR_HAVE_OPENCV
+  DLR_ASSIGN_OR_RETURN(const GuiOps* g, gui());
+  DLR_ASSIGN_OR_RETURN(const int key, g->wait_key(m_wait_ms));
+  if (key == 27 || key == 'q' || key == 'Q') return false;
+  for (size_t m = 0; m < m_titles.size(); ++m) {
+    if (!m_opened[m]) continue;
+    DLR_ASSIGN_OR_RETURN(const bool visible, g->visible(m_titles[m]));
+    if (!visible) return false;
   }
   return true;
 #else
@@ -100,24 +101,17 @@ Expected<bool> ShowWindows::wait() {
 }
 
 void ShowWindows::close() {
-#ifdef DLR_HAVE_HIGHGUI
+#ifdef DLR_HAVE_OPENCV
+  const MediaOps* m = media_if_loaded();
+  if (m == nullptr || m->gui == nullptr) return;
   bool any = false;
-  for (size_t m = 0; m < m_titles.size(); ++m) {
-    if (!m_opened[m]) continue;
+  for (size_t i = 0; i < m_titles.size(); ++i) {
+    if (!m_opened[i]) continue;
     any = true;
-    m_opened[m] = false;
-    try {
-      cv::destroyWindow(m_titles[m]);
-    } catch (const cv::Exception&) {
-      // the window is gone already (closed by the user)
-    }
+    m_opened[i] = false;
+    m->gui->destroy(m_titles[i]);
   }
-  if (any) {
-    try {
-      cv::waitKey(1);  // lets highgui process the close
-    } catch (const cv::Exception&) {
-    }
-  }
+  if (any) (void)m->gui->wait_key(1);  // lets highgui process the close
 #endif
 }
 
