@@ -54,7 +54,7 @@ Expected<LoadedImage> decode_ppm(const uint8_t* data, size_t size, const std::st
                                  const ImageLimits& limits = {});
 
 #ifdef DLR_HAVE_OPENCV
-// Defined in tools/common/opencv/image_opencv.cpp (dlr_tools_opencv): tools that load
+// Defined in tools/common/opencv/image_decode_opencv.cpp (dlr_tools_opencv): tools that load
 // OpenCV on use reach them through media() (media.h) only.
 //
 // Any format OpenCV decodes (cv::imdecode, 3-channel BGR): the header is checked

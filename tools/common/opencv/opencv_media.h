@@ -12,7 +12,8 @@
 
 namespace dlr::tools::opencv {
 
-// images (image_opencv.cpp; decode_with_opencv and imread_checked: image_decode.h)
+// images (image_opencv.cpp; decode_with_opencv and imread_checked: image_decode.h,
+// image_decode_opencv.cpp)
 bool can_write_image(const std::string& path);
 Status write_image(const std::string& path, const LoadedImage& image);
 
