@@ -50,7 +50,7 @@ for phase in "$@"; do
       # whether it finished in SANITIZE_LIMIT seconds (default 150) go to the summary.
       fw="$DLR_SHARED_DIR/weights/yolo-fastest-1.1"
       "$B/dlgen" "$M/yolov4-tiny.cfg" /tmp/tiny.weights >/dev/null
-      base=(--device cuda --precision fp16 --summary never)
+      base=(--device cuda --precision fp16 --summary always)
       # The smallest of these runtime budgets that holds both models (so they stream).
       rb=""
       for b in 6MiB 8MiB 12MiB 16MiB 24MiB 32MiB; do
@@ -76,7 +76,7 @@ for phase in "$@"; do
           timeout "${SANITIZE_LIMIT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
             "$B/dlrun" ${smode[$mode]} "$DLR_SHARED_DIR/images/dog.ppm" "${base[@]}" >"$log" 2>&1
           rc=$?
-          note "sanitize $tool $mode rc=$rc $(( $(date +%s) - start )) s: $(grep -E 'ERROR SUMMARY' "$log" | tail -1)" \
+          note "sanitize $tool $mode rc=$rc $(( $(date +%s) - start )) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)" \
             "$([ $rc = 124 ] && echo 'DID NOT FINISH')" "$(grep -c '%' "$log") detection lines"
         done
       done
