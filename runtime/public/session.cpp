@@ -107,6 +107,18 @@ const Options& Session::options() const {
 
 std::string Session::plan_text() const { return m_impl ? m_impl->s->plan_text() : std::string(); }
 
+Status apply_thread_options(const Options& options) {
+  const Result<bool> r = detail::guarded<bool>("dlrun::apply_thread_options", [&]() -> Result<bool> {
+    auto so = detail::to_session_options(options);
+    if (!so.ok()) return detail::to_error(so.status());
+    const dlr::Status st = dlr::apply_thread_options(*so);
+    if (!st.ok()) return detail::to_error(st);
+    return true;
+  });
+  if (!r.ok()) return r.error();
+  return Status();
+}
+
 Result<std::vector<std::string>> read_names(const std::string& path) {
   using Out = std::vector<std::string>;
   return detail::guarded<Out>("dlrun::read_names", [&]() -> Result<Out> {
