@@ -24,12 +24,7 @@ namespace {
 
 std::atomic<bool> g_warned[3];  // per ThreadPriority: its refusal was logged
 
-std::string trimmed(const std::string& s) {
-  size_t a = 0, e = s.size();
-  while (a < e && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (e > a && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(a, e - a);
-}
+bool blank(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
 // A CPU number of `item` from `at` (digits only, at most kMaxCpu); -1 if none.
 int cpu_number(const std::string& item, size_t* at) {
@@ -40,12 +35,14 @@ int cpu_number(const std::string& item, size_t* at) {
   return *at == begin || v > CpuList::kMaxCpu ? -1 : int(v);
 }
 
-// One item, "N" or "LO-HI", into `seen`; false when malformed.
+// One item, "N" or "LO-HI" with blanks around, into `seen`; false when malformed.
 bool add_item(const std::string& item, std::vector<char>* seen) {
   size_t at = 0;
+  while (at < item.size() && blank(item[at])) ++at;
   const int lo = cpu_number(item, &at);
   int hi = lo;
   if (lo >= 0 && at < item.size() && item[at] == '-') hi = cpu_number(item, &++at);
+  while (at < item.size() && blank(item[at])) ++at;
   if (lo < 0 || hi < lo || at != item.size()) return false;
   for (int c = lo; c <= hi; ++c) (*seen)[size_t(c)] = 1;
   return true;
@@ -130,12 +127,11 @@ const char* thread_priority_name(ThreadPriority p) {
 
 Expected<CpuList> CpuList::parse(const std::string& text) {
   CpuList out;
-  const std::string t = trimmed(text);
-  if (t.empty()) return out;
+  if (std::all_of(text.begin(), text.end(), blank)) return out;
   std::vector<char> seen(size_t(kMaxCpu) + 1, 0);
-  for (size_t a = 0; a <= t.size();) {
-    const size_t e = std::min(t.find(',', a), t.size());
-    if (!add_item(trimmed(t.substr(a, e - a)), &seen))
+  for (size_t a = 0; a <= text.size();) {
+    const size_t e = std::min(text.find(',', a), text.size());
+    if (!add_item(text.substr(a, e - a), &seen))
       return invalid_argument("expected a CPU list such as 2,3 or 4-7 (CPU numbers 0.." + std::to_string(kMaxCpu) +
                               ")");
     a = e + 1;

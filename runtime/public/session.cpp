@@ -108,15 +108,10 @@ const Options& Session::options() const {
 std::string Session::plan_text() const { return m_impl ? m_impl->s->plan_text() : std::string(); }
 
 Status apply_thread_options(const Options& options) {
-  const Result<bool> r = detail::guarded<bool>("dlrun::apply_thread_options", [&]() -> Result<bool> {
-    auto so = detail::to_session_options(options);
-    if (!so.ok()) return detail::to_error(so.status());
-    const dlr::Status st = dlr::apply_thread_options(*so);
-    if (!st.ok()) return detail::to_error(st);
-    return true;
+  return detail::guarded_status("dlrun::apply_thread_options", [&]() -> dlr::Status {
+    DLR_ASSIGN_OR_RETURN(const dlr::SessionOptions so, detail::to_session_options(options));
+    return dlr::apply_thread_options(so);
   });
-  if (!r.ok()) return r.error();
-  return Status();
 }
 
 Result<std::vector<std::string>> read_names(const std::string& path) {
