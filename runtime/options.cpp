@@ -169,6 +169,8 @@ std::string WeightBudget::to_string() const {
   return "min";
 }
 
+ThreadPlacement thread_placement(const SessionOptions& o) { return {o.thread_priority, o.cpu_affinity}; }
+
 Expected<double> parse_percentage(const std::string& text, const std::string& what) {
   std::string t = text;
   if (!t.empty() && t.back() == '%') t.pop_back();

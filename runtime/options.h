@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/core/status.h"
+#include "runtime/core/thread_placement.h"
 #include "runtime/core/types.h"
 #include "runtime/options_table.h"
 
@@ -75,6 +76,9 @@ struct SessionOptions {
   DLR_SESSION_OPTIONS(DLR_OPTION_MEMBER_)
 #undef DLR_OPTION_MEMBER_
 };
+
+// The placement thread_priority and cpu_affinity ask for.
+ThreadPlacement thread_placement(const SessionOptions& options);
 
 // "5%" or "5" (percent, decimals allowed, >= 0) -> 0.05; errors name `what`.
 Expected<double> parse_percentage(const std::string& text, const std::string& what);

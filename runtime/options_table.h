@@ -47,6 +47,13 @@
   /* image staging sized at open (grows when a larger image comes) */                                                 \
   X(max_image_width, int, 1920, PUBLIC, v >= 1, "image staging size must be at least 1x1")                            \
   X(max_image_height, int, 1080, PUBLIC, v >= 1, "image staging size must be at least 1x1")                           \
+  /* the priority of the runtime's threads (the storage reader thread, the pread workers) and, through             \
+     apply_thread_options() (runtime/session.h), of the caller's inference thread: normal (nothing changed), high     \
+     (nice -10) or realtime (SCHED_FIFO 10); where not permitted one warning line, and the threads keep their own     \
+     (runtime/core/thread_placement.h) */                                                                            \
+  X(thread_priority, ThreadPriority, ThreadPriority::kNormal, PUBLIC, true, "")                                      \
+  /* the CPUs of the same threads, "2,3" or "4-7" (empty: unchanged); a CPU the process may not use fails open */   \
+  X(cpu_affinity, CpuList, CpuList{}, PUBLIC, true, "")                                                              \
   /* ---- CUDA ---- */                                                                                                \
   X(cuda_device, int, 0, PUBLIC, true, "")                                                                            \
   /* preload: every weight resident; stream: demand layering */                                                       \

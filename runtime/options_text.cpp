@@ -118,6 +118,15 @@ Status parse_value(const std::string& text, ReaderKind* out) {
   return parse_name(text, all, reader_kind_name, out);
 }
 
+Status parse_value(const std::string& text, ThreadPriority* out) {
+  static const ThreadPriority all[] = {ThreadPriority::kNormal, ThreadPriority::kHigh, ThreadPriority::kRealtime};
+  return parse_name(text, all, thread_priority_name, out);
+}
+Status parse_value(const std::string& text, CpuList* out) {
+  DLR_ASSIGN_OR_RETURN(*out, CpuList::parse(text));
+  return Status();
+}
+
 Status parse_value(const std::string& text, WeightBudget* out) {
   Expected<WeightBudget> b = WeightBudget::parse(text);
   if (!b.ok()) {  // without parse's own 'weight budget "TEXT": ' (the caller names the option)
@@ -143,6 +152,8 @@ std::string value_text(SliceBy v) { return slice_by_name(v); }
 std::string value_text(WeightsFrom v) { return weights_from_name(v); }
 std::string value_text(ReaderKind v) { return reader_kind_name(v); }
 std::string value_text(const WeightBudget& v) { return v.to_string(); }
+std::string value_text(ThreadPriority v) { return thread_priority_name(v); }
+std::string value_text(const CpuList& v) { return v.to_string(); }
 
 const std::vector<std::string>& option_names() {
   static const std::vector<std::string> names = {

@@ -28,6 +28,8 @@ Status parse_value(const std::string& text, SliceBy* out);      // auto, filters
 Status parse_value(const std::string& text, WeightsFrom* out);  // host, storage
 Status parse_value(const std::string& text, ReaderKind* out);   // auto, uring, threads
 Status parse_value(const std::string& text, WeightBudget* out); // WeightBudget::parse
+Status parse_value(const std::string& text, ThreadPriority* out);  // normal, high, realtime
+Status parse_value(const std::string& text, CpuList* out);      // CpuList::parse ("2,3", "4-7", "")
 
 // The text a value reads back from (parse_value(value_text(v)) == v).
 std::string value_text(int v);
@@ -45,6 +47,8 @@ std::string value_text(SliceBy v);
 std::string value_text(WeightsFrom v);
 std::string value_text(ReaderKind v);
 std::string value_text(const WeightBudget& v);
+std::string value_text(ThreadPriority v);
+std::string value_text(const CpuList& v);
 
 // Every option's name, in the table's order.
 const std::vector<std::string>& option_names();

@@ -185,6 +185,10 @@ Expected<std::vector<Detection>> Session::detect(const ImageView& image) {
   return std::move(all[0]);
 }
 
+Status apply_thread_options(const SessionOptions& options) {
+  return place_calling_thread(thread_placement(options));
+}
+
 Expected<std::vector<std::string>> read_names(const std::string& path) {
   std::ifstream f(path);
   if (!f) return io_error(path + ": cannot open names file");

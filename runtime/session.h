@@ -13,6 +13,10 @@
 // else kInternal. Parser warnings and suspicious weight values are logged
 // (DLR_LOG_WARN: stderr or the application's callback) once at open.
 // CPU threads: options.threads, applied around open() and detect() (runtime/cpu/cpu_threads.h).
+// Thread priority and CPUs (options.thread_priority, cpu_affinity): open() checks them
+// (a CPU the process may not use is its error, a priority not permitted a warning) and
+// the threads the engine starts are placed so; the caller's thread only through
+// apply_thread_options() below.
 #pragma once
 
 #include <map>
@@ -182,6 +186,13 @@ class Session {
   std::optional<Placement> m_placement;  // a Runtime's placement of the weights (stream mode, after open)
   std::mutex m_detect_mutex;       // one detect at a time per session
 };
+
+// Places the calling thread as options.thread_priority and cpu_affinity ask
+// (runtime/core/thread_placement.h: a CPU the process may not use is an error and
+// changes nothing; a priority not permitted is one warning line). Call it on the thread
+// that will run detect(), before open(): the threads open() starts (the CUDA driver's,
+// the OpenMP team) inherit it. `normal` and an empty list change nothing.
+Status apply_thread_options(const SessionOptions& options);
 
 // Reads a names file (one class name per line); error names the file.
 Expected<std::vector<std::string>> read_names(const std::string& path);

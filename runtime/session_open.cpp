@@ -154,6 +154,7 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
                                                       const SessionOptions& options, SessionHost* host) {
   const auto t_open = Clock::now();
   DLR_RETURN_IF_ERROR(validate_options(options));  // every value checked before any file or device work
+  DLR_RETURN_IF_ERROR(check_thread_placement(thread_placement(options)));
   std::unique_ptr<Session> s(new Session());
   s->m_options = options;
   s->m_host = host;

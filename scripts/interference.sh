@@ -10,6 +10,10 @@
 # device-carry/ (scripts/device_prepare.sh). Usage: scripts/interference.sh [OUT]
 # N_FAST (2000): inferences of the GPU-resident and host-streamed modes; N_SLOW (500): of
 # storage and zero copy (each ~0.1 s); MODES and CONDITIONS: subsets, space-separated.
+# A mode may carry thread placements after '+' (docs/library.md, "Thread priority and CPU
+# placement"): +high (--thread-priority high), +rt (realtime), +pin (--cpu-affinity
+# $PIN_CPUS, default the last CPU), e.g. MODES="preload preload+rt storage storage+rt+pin"
+# compares them under the same hog in one run. EXTRA_FLAGS: more dlrun flags for every run.
 set -u
 B="$PWD/device-carry/bin"
 S="$PWD/device-carry/shared"
@@ -20,16 +24,33 @@ W=/tmp/y4.weights
 IMG="$S/images/dog.ppm"
 list() { local f="$OUT/list_$1.txt"; [ -f "$f" ] || for _ in $(seq "$1"); do echo "$IMG"; done > "$f"; echo "$f"; }
 
+# A mode's dlrun flags: its base's, then its placements'.
 flags_of() {
+  local base="${1%%+*}" extra="" v extras
+  IFS=+ read -ra extras <<<"${1#"$base"}"
+  for v in "${extras[@]}"; do
+    case $v in
+      "") ;;
+      high) extra+=" --thread-priority high" ;;
+      rt) extra+=" --thread-priority realtime" ;;
+      pin) extra+=" --cpu-affinity ${PIN_CPUS:-$(($(nproc) - 1))}" ;;
+      *) echo "unknown placement +$v in mode $1" >&2; return 2 ;;
+    esac
+  done
+  base_flags_of "$base" >/dev/null || return 2
+  echo "$(base_flags_of "$base")$extra ${EXTRA_FLAGS:-}"
+}
+base_flags_of() {
   case $1 in
     preload) echo "" ;;
     stream-min) echo "--mode stream --weight-budget min" ;;
     stream-50) echo "--mode stream --weight-budget 50%" ;;
     storage) echo "--mode stream --weights-from storage --zero-copy off" ;;
     zero-copy) echo "--mode stream --weights-from storage --zero-copy on" ;;
+    *) echo "unknown mode $1" >&2; return 2 ;;
   esac
 }
-count_of() { case $1 in storage|zero-copy) echo "${N_SLOW:-500}" ;; *) echo "${N_FAST:-2000}" ;; esac; }
+count_of() { case ${1%%+*} in storage|zero-copy) echo "${N_SLOW:-500}" ;; *) echo "${N_FAST:-2000}" ;; esac; }
 
 hogs=()
 start_interference() {
@@ -51,6 +72,7 @@ stop_interference() {
   wait 2>/dev/null; hogs=()
 }
 
+for mode in ${MODES:-preload stream-min stream-50 storage zero-copy}; do flags_of "$mode" >/dev/null || exit 2; done
 export DLR_CACHE_DIR=/tmp/dlrcache-interference
 for cond in ${CONDITIONS:-alone cpu gpu disk}; do
   start_interference "$cond"
@@ -73,9 +95,9 @@ for f in sorted(glob.glob(f"{out}/lat_*.txt")):
     q = lambda p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
     res.setdefault(cond, {})[mode] = {"n": len(v), "p50": q(50), "p90": q(90), "p99": q(99), "p99_9": q(99.9), "max": v[-1]}
 json.dump(res, open(f"{out}/interference.json", "w"), indent=1)
-print("%-6s %-10s %5s %8s %8s %8s %8s %8s %7s" % ("cond", "mode", "n", "p50", "p90", "p99", "p99.9", "max", "p99/p50"))
+print("%-6s %-16s %5s %8s %8s %8s %8s %8s %7s" % ("cond", "mode", "n", "p50", "p90", "p99", "p99.9", "max", "p99/p50"))
 for cond in ("alone", "cpu", "gpu", "disk"):
     for mode, r in res.get(cond, {}).items():
-        print("%-6s %-10s %5d %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f" % (cond, mode, r["n"], r["p50"], r["p90"], r["p99"],
+        print("%-6s %-16s %5d %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f" % (cond, mode, r["n"], r["p50"], r["p90"], r["p99"],
               r["p99_9"], r["max"], r["p99"] / r["p50"]))
 PY

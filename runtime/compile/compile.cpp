@@ -91,6 +91,7 @@ EngineSettings engine_settings(const SessionOptions& o, const CompileInputs& inp
   e.max_image_width = o.max_image_width;
   e.max_image_height = o.max_image_height;
   e.reader = o.reader;
+  e.thread_placement = thread_placement(o);
   e.prefetch_next = o.prefetch_next && o.mode == WeightMode::kStream && o.weights_from == WeightsFrom::kHost;
   e.shared_memory = inputs.shared_memory;
   e.shared_ring = inputs.placement && inputs.placement->shared_ring_bytes > 0 && o.mode == WeightMode::kStream;

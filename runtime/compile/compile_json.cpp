@@ -62,6 +62,15 @@ DLR_JSON_ENUM(SliceBy, {{SliceBy::kAuto, "auto"}, {SliceBy::kFilters, "filters"}
 DLR_JSON_ENUM(SliceAxis, {{SliceAxis::kFilters, "filters"}, {SliceAxis::kChannels, "channels"}})
 DLR_JSON_ENUM(WeightsFrom, {{WeightsFrom::kHost, "host"}, {WeightsFrom::kStorage, "storage"}})
 DLR_JSON_ENUM(ReaderKind, {{ReaderKind::kAuto, "auto"}, {ReaderKind::kUring, "uring"}, {ReaderKind::kThreads, "threads"}})
+DLR_JSON_ENUM(ThreadPriority, {{ThreadPriority::kNormal, "normal"}, {ThreadPriority::kHigh, "high"},
+                               {ThreadPriority::kRealtime, "realtime"}})
+// A CPU list by its text ("0,2-3").
+void to_json(nlohmann::json& j, const CpuList& l) { j = l.to_string(); }
+void from_json(const nlohmann::json& j, CpuList& l) {
+  const Expected<CpuList> parsed = CpuList::parse(j.is_string() ? j.get<std::string>() : std::string("?"));
+  if (!parsed.ok()) throw nlohmann::json::other_error::create(501, "bad CPU list " + j.dump(), &j);
+  l = *parsed;
+}
 DLR_JSON_ENUM(NmsKind, {{NmsKind::kDefault, "default"}, {NmsKind::kGreedy, "greedynms"},
                                        {NmsKind::kDiou, "diounms"}})
 DLR_JSON_ENUM(StreamAction::Kind, {{StreamAction::Kind::kCopy, "copy"},

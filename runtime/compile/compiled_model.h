@@ -11,6 +11,7 @@
 
 #include "runtime/compile/plan.h"
 #include "runtime/compile/target.h"
+#include "runtime/core/thread_placement.h"
 #include "runtime/core/types.h"
 #include "runtime/streaming/read_plan.h"
 #include "runtime/streaming/stream_plan.h"
@@ -34,6 +35,7 @@ struct EngineSettings {
   int max_image_width = 0;        // image staging allocated at open
   int max_image_height = 0;
   ReaderKind reader = ReaderKind::kAuto;  // weights from storage: the block reader's backend
+  ThreadPlacement thread_placement;        // of the threads the engine starts (storage reader, pread workers)
   bool prefetch_next = false;     // stream mode, weights from host: Engine::prefetch() copies the next
                                   // inference's leading units (StreamPlan::prefetch_units) ahead of run()
   bool shared_memory = false;     // the activation arena and the workspace belong to a Runtime (bind_shared)

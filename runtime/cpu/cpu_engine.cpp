@@ -51,7 +51,8 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
       DLR_ASSIGN_OR_RETURN(e->m_staging, HostBuffer::aligned(size_t(e->m_reads.staging_bytes)));
       DLR_ASSIGN_OR_RETURN(e->m_pipeline,
                            ReadPipeline::open(e->m_reads, *file, static_cast<char*>(e->m_staging.data()),
-                                              model.engine.reader, {}, model.engine.prefetch_reads));
+                                              model.engine.reader, {}, model.engine.prefetch_reads,
+                                              model.engine.thread_placement));
     }
   } else {
     // Blobs prepared on the session's threads (every CPU for auto), as the convolutions run.

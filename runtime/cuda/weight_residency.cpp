@@ -421,8 +421,8 @@ Status CudaEngine::setup_storage_reads(WeightSource& source) {
     DLR_CUDA_CHECK(cudaEventSynchronize(event(u)));
     return Status();
   };
-  DLR_ASSIGN_OR_RETURN(m_pipeline, ReadPipeline::open(m_reads, *file, m_staging_host,
-                                                      m_options.reader, std::move(wait)));
+  DLR_ASSIGN_OR_RETURN(m_pipeline, ReadPipeline::open(m_reads, *file, m_staging_host, m_options.reader,
+                                                      std::move(wait), false, m_options.thread_placement));
   if (two)
     DLR_LOG_INFO("weights from storage, zero copy: {:.2f} MiB read from {} each inference into {:.2f} MiB of mapped "
                  "pinned staging that the kernels read ({} reads, {} in flight, {} reader)",

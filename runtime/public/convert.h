@@ -33,4 +33,15 @@ Result<T> guarded(const char* call, F&& body) noexcept {
   }
 }
 
+// guarded() of a body that returns the runtime's Status: its Error, or ok.
+template <class F>
+Status guarded_status(const char* call, F&& body) noexcept {
+  const Result<bool> r = guarded<bool>(call, [&]() -> Result<bool> {
+    const dlr::Status st = body();
+    if (!st.ok()) return to_error(st);
+    return true;
+  });
+  return r.ok() ? Status() : Status(r.error());
+}
+
 }  // namespace dlrun::detail

@@ -8,13 +8,8 @@
 namespace dlrun {
 
 Status set_option(Options& options, const std::string& name, const std::string& value) {
-  const Result<bool> r = detail::guarded<bool>("dlrun::set_option", [&]() -> Result<bool> {
-    const dlr::Status st = detail::set_public_option(&options, name, value);
-    if (!st.ok()) return detail::to_error(st);
-    return true;
-  });
-  if (!r.ok()) return r.error();
-  return Status();
+  return detail::guarded_status("dlrun::set_option",
+                                [&] { return detail::set_public_option(&options, name, value); });
 }
 
 const std::vector<std::string>& option_names() { return detail::public_option_names(); }

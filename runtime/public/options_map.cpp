@@ -25,6 +25,10 @@ dlr::Status convert(const std::string& p, std::string* s) { return same(p, s); }
 // Text fields of the public options: their typed value.
 dlr::Status convert(const std::string& p, dlr::WeightBudget* s) { return dlr::parse_value(p, s); }
 dlr::Status convert(const std::string& p, dlr::ReaderKind* s) { return dlr::parse_value(p, s); }
+dlr::Status convert(const std::string& p, dlr::CpuList* s) {
+  const dlr::Status st = dlr::parse_value(p, s);  // its message does not repeat the text
+  return st.ok() ? st : dlr::invalid_argument("'" + p + "': " + st.message());
+}
 dlr::Status convert(bool storage, dlr::WeightsFrom* s) {
   *s = storage ? dlr::WeightsFrom::kStorage : dlr::WeightsFrom::kHost;
   return dlr::Status();
@@ -40,6 +44,8 @@ static_assert(uint8_t(Residency::kLargestLate) == uint8_t(dlr::Residency::kLarge
                   uint8_t(Residency::kGreedy) == uint8_t(dlr::Residency::kGreedy), "Residency");
 static_assert(uint8_t(SliceBy::kFilters) == uint8_t(dlr::SliceBy::kFilters) &&
                   uint8_t(SliceBy::kChannels) == uint8_t(dlr::SliceBy::kChannels), "SliceBy");
+static_assert(uint8_t(ThreadPriority::kHigh) == uint8_t(dlr::ThreadPriority::kHigh) &&
+                  uint8_t(ThreadPriority::kRealtime) == uint8_t(dlr::ThreadPriority::kRealtime), "ThreadPriority");
 template <class P, class I>
 dlr::Status as_internal(P p, I* s) {
   *s = static_cast<I>(static_cast<uint8_t>(p));
@@ -51,6 +57,7 @@ dlr::Status convert(Mode p, dlr::WeightMode* s) { return as_internal(p, s); }
 dlr::Status convert(PoolLayout p, dlr::PoolLayout* s) { return as_internal(p, s); }
 dlr::Status convert(Residency p, dlr::Residency* s) { return as_internal(p, s); }
 dlr::Status convert(SliceBy p, dlr::SliceBy* s) { return as_internal(p, s); }
+dlr::Status convert(ThreadPriority p, dlr::ThreadPriority* s) { return as_internal(p, s); }
 
 // A parsed value into its public field: a public enum from the internal one, or as it is.
 template <class I, class P>

@@ -107,6 +107,13 @@ const Options& Session::options() const {
 
 std::string Session::plan_text() const { return m_impl ? m_impl->s->plan_text() : std::string(); }
 
+Status apply_thread_options(const Options& options) {
+  return detail::guarded_status("dlrun::apply_thread_options", [&]() -> dlr::Status {
+    DLR_ASSIGN_OR_RETURN(const dlr::SessionOptions so, detail::to_session_options(options));
+    return dlr::apply_thread_options(so);
+  });
+}
+
 Result<std::vector<std::string>> read_names(const std::string& path) {
   using Out = std::vector<std::string>;
   return detail::guarded<Out>("dlrun::read_names", [&]() -> Result<Out> {

@@ -52,7 +52,7 @@ E parse_enum(const std::string& what, const std::string& text, const std::map<st
 
 // A keyword's value as the text dlrun::set_option reads: str as it is, bool as
 // true/false, an integer (int, numpy's) and float in decimal except for a text option (dlrun::option_is_text:
-// a budget of 64 is no size); anything else is an error naming the keyword.
+// a budget of 64 is no size, and a CPU list is written as text); anything else is an error naming the keyword.
 std::string option_text(const std::string& key, const py::handle v) {
   const std::string type = py::str(v.get_type().attr("__name__"));
   if (py::isinstance<py::str>(v)) return py::str(v);
@@ -61,7 +61,7 @@ std::string option_text(const std::string& key, const py::handle v) {
   const bool integer = py::isinstance<py::int_>(v) || (!py::isinstance<py::float_>(v) && PyIndex_Check(v.ptr()));
   if ((integer || py::isinstance<py::float_>(v)) && dlrun::option_is_text(key))
     throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
-                                      key + ": expected a str, got " + type + " (a size needs its unit: '64MiB')"}};
+                                      key + ": expected a str, got " + type + " (a size needs its unit: '64MiB'; a CPU list is text: '2,3')"}};
   if (integer) return py::repr(py::int_(py::reinterpret_borrow<py::object>(v)));
   if (py::isinstance<py::float_>(v)) return py::repr(py::float_(py::reinterpret_borrow<py::object>(v)));
   throw ErrorException{dlrun::Error{dlrun::ErrorCode::kInvalidArgument,
@@ -318,6 +318,12 @@ void bind_names_and_logs(py::module_& m) {
 PYBIND11_MODULE(dlrun, m) {
   m.doc() = "dlrun: Darknet YOLO inference with demand layering (docs/library.md)";
   m.attr("__version__") = dlrun::version();
+  m.def("apply_thread_options",
+        [](const py::kwargs& kw) {
+          const dlrun::Status st = dlrun::apply_thread_options(options_from(kw));
+          if (!st.ok()) throw ErrorException{st.error()};
+        },
+        "places the calling thread as the keywords thread_priority and cpu_affinity ask (docs/library.md)");
   m.def("has_cuda", &dlrun::has_cuda, "whether this dlrun has the CUDA backend");
   m.def("option_names", &dlrun::option_names, "the keywords of Session() and Runtime.open() (dlrun::Options fields)");
   bind_error(m);

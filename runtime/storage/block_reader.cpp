@@ -55,7 +55,7 @@ BlockReader::~BlockReader() {
 }
 
 Expected<std::unique_ptr<BlockReader>> BlockReader::open(const std::string& path, ReaderKind kind, int queue_depth,
-                                                         bool direct) {
+                                                         bool direct, const ThreadPlacement& threads) {
   if (queue_depth < 1 || queue_depth > kMaxQueueDepth)
     return invalid_argument("block reader for '" + path + "': queue depth " + std::to_string(queue_depth) +
                             " is outside 1.." + std::to_string(kMaxQueueDepth));
@@ -87,7 +87,7 @@ Expected<std::unique_ptr<BlockReader>> BlockReader::open(const std::string& path
   const bool uring = kind == ReaderKind::kUring || (kind == ReaderKind::kAuto && uring_available());
   const int owned = fd.release();  // the backend owns it from here, on success and on failure
   return uring ? storage_detail::open_uring_reader(path, owned, direct, queue_depth, size)
-               : storage_detail::open_thread_reader(path, owned, direct, queue_depth, size);
+               : storage_detail::open_thread_reader(path, owned, direct, queue_depth, size, threads);
 }
 
 Status BlockReader::check_request(const ReadRequest& r) const {

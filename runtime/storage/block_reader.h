@@ -11,6 +11,7 @@
 #include <string>
 
 #include "runtime/core/status.h"
+#include "runtime/core/thread_placement.h"
 #include "runtime/core/types.h"  // ReaderKind
 
 namespace dlr {
@@ -48,8 +49,9 @@ class BlockReader {
   // kind: kUring fails when uring_available() is false; kThreads always works; kAuto
   // takes io_uring when available, else threads (why: docs/streaming.md section 7,
   // "Reading from storage").
+  // threads: the placement of the threads backend's workers (io_uring starts none).
   static Expected<std::unique_ptr<BlockReader>> open(const std::string& path, ReaderKind kind, int queue_depth,
-                                                     bool direct);
+                                                     bool direct, const ThreadPlacement& threads = {});
   virtual ~BlockReader();  // waits for (or cancels) reads in flight, then releases everything
   BlockReader(const BlockReader&) = delete;
   BlockReader& operator=(const BlockReader&) = delete;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <system_error>
 
 #include "runtime/storage/crc32c.h"
 
@@ -12,7 +13,7 @@ Status aborted() { return internal_error("read pipeline: inference aborted"); }
 
 Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan, const BlobFile& file, char* staging,
                                                            ReaderKind kind, DeviceWait device_wait,
-                                                           bool read_ahead) {
+                                                           bool read_ahead, const ThreadPlacement& threads) {
   if (read_ahead && (!plan.two_stage || device_wait.ready || device_wait.wait))
     return invalid_argument("read pipeline: read ahead needs a two-stage plan without device waits (the CPU backend)");
   if (staging == nullptr || reinterpret_cast<uintptr_t>(staging) % kReadAlign != 0)
@@ -41,7 +42,8 @@ Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan,
   p->m_crc_done.assign(file.offsets.size(), 0);
   p->m_path = file.path;
   p->m_kind = kind;
-  DLR_ASSIGN_OR_RETURN(p->m_reader, BlockReader::open(file.path, kind, plan.queue_depth, /*direct=*/true));
+  p->m_threads = threads;
+  DLR_ASSIGN_OR_RETURN(p->m_reader, BlockReader::open(file.path, kind, plan.queue_depth, /*direct=*/true, threads));
   p->m_reader_kind = p->m_reader->kind();
   for (const ReadUnit& u : plan.units)
     if (read_ahead && u.index < plan.read_ahead_units && u.wait_layer_prev >= int(plan.layer_releases.size()))
@@ -53,7 +55,11 @@ Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan,
   p->m_landed.resize(plan.units.size());
   p->m_tickets.resize(plan.units.size());
   for (size_t u = 0; u < plan.units.size(); ++u) p->m_tickets[u].assign(plan.units[u].segments.size(), -1);
-  p->m_thread = std::thread([q = p.get()] { q->thread_main(); });
+  try {
+    p->m_thread = start_placed_thread("dlr-reader", threads, [q = p.get()] { q->thread_main(); });
+  } catch (const std::system_error& e) {
+    return internal_error(std::string("read pipeline: cannot start the reader thread: ") + e.what());
+  }
   return p;
 }
 
@@ -137,7 +143,7 @@ void ReadPipeline::thread_main() {
     bool cancelled = false;
     if (!m_reader) {
       Expected<std::unique_ptr<BlockReader>> again =
-          BlockReader::open(m_path, m_kind, m_plan->queue_depth, /*direct=*/true);
+          BlockReader::open(m_path, m_kind, m_plan->queue_depth, /*direct=*/true, m_threads);
       if (again.ok()) m_reader = std::move(again).value();
       else st = again.status();
     }

@@ -53,10 +53,11 @@ class ReadPipeline {
 
   // `staging` holds plan.staging_bytes (4096-aligned). `file` gives every blob's offset.
   // `read_ahead`: read the next inference's first units early (above); refused for a
-  // three-stage plan or with a DeviceWait.
+  // three-stage plan or with a DeviceWait. `threads`: the placement of the reader thread
+  // ("dlr-reader") and of the block reader's workers (thread_placement.h).
   static Expected<std::unique_ptr<ReadPipeline>> open(const ReadPlan& plan, const BlobFile& file, char* staging,
                                                       ReaderKind kind, DeviceWait device_wait,
-                                                      bool read_ahead = false);
+                                                      bool read_ahead = false, const ThreadPlacement& threads = {});
   ~ReadPipeline();
   ReadPipeline(const ReadPipeline&) = delete;
   ReadPipeline& operator=(const ReadPipeline&) = delete;
@@ -106,6 +107,7 @@ class ReadPipeline {
   std::string m_path;
   ReaderKind m_kind = ReaderKind::kAuto;
   ReaderKind m_reader_kind = ReaderKind::kAuto;  // the backend in use
+  ThreadPlacement m_threads;
   DeviceWait m_device;
   bool m_read_ahead = false;
 

@@ -65,8 +65,10 @@ class SlotTable {
 // unsupported error (one line, with the reason).
 Expected<std::unique_ptr<BlockReader>> open_uring_reader(const std::string& path, int fd, bool direct,
                                                          int queue_depth, int64_t file_bytes);
+// Its queue_depth workers are started placed as `threads` says, named "dlr-pread".
 Expected<std::unique_ptr<BlockReader>> open_thread_reader(const std::string& path, int fd, bool direct,
-                                                          int queue_depth, int64_t file_bytes);
+                                                          int queue_depth, int64_t file_bytes,
+                                                          const ThreadPlacement& threads);
 bool uring_compiled_in();
 // Creates and destroys a ring of 1 entry; 0 or the negative errno of io_uring_queue_init.
 int uring_probe();

@@ -1,6 +1,6 @@
-// The threads backend: queue_depth worker threads, each taking one read at a time from
-// a bounded FIFO and calling pread until the read is complete. All tables are sized at
-// open; a read allocates nothing.
+// The threads backend: queue_depth worker threads ("dlr-pread", placed as the session
+// asks), each taking one read at a time from a bounded FIFO and calling pread until the
+// read is complete. All tables are sized at open; a read allocates nothing.
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -29,8 +29,10 @@ struct ThreadSlot : Slot {
 
 class ThreadReader final : public BlockReader {
  public:
-  ThreadReader(const std::string& path, int fd, bool direct, int queue_depth, int64_t file_bytes)
+  ThreadReader(const std::string& path, int fd, bool direct, int queue_depth, int64_t file_bytes,
+               const ThreadPlacement& threads)
       : BlockReader(path, fd, direct, queue_depth, file_bytes),
+        m_threads(threads),
         m_slots(queue_depth),
         m_fifo(size_t(queue_depth)) {}
 
@@ -38,7 +40,8 @@ class ThreadReader final : public BlockReader {
   Status start() {
     try {
       m_workers.reserve(size_t(m_queue_depth));
-      for (int i = 0; i < m_queue_depth; ++i) m_workers.emplace_back([this] { worker(); });
+      for (int i = 0; i < m_queue_depth; ++i)
+        m_workers.push_back(start_placed_thread("dlr-pread", m_threads, [this] { worker(); }));
     } catch (const std::system_error& e) {
       stop();
       return internal_error("block reader for '" + m_path + "': cannot start reader threads: " + e.what());
@@ -191,6 +194,7 @@ class ThreadReader final : public BlockReader {
     }
   }
 
+  const ThreadPlacement m_threads;  // the workers'
   // Shared with the workers, under m_mutex: slot states and results, the FIFO, m_stop.
   std::mutex m_mutex;
   std::condition_variable m_work_cv;  // a read was queued, or stop
@@ -209,8 +213,9 @@ class ThreadReader final : public BlockReader {
 }  // namespace
 
 Expected<std::unique_ptr<BlockReader>> open_thread_reader(const std::string& path, int fd, bool direct,
-                                                          int queue_depth, int64_t file_bytes) {
-  auto r = std::make_unique<ThreadReader>(path, fd, direct, queue_depth, file_bytes);
+                                                          int queue_depth, int64_t file_bytes,
+                                                          const ThreadPlacement& threads) {
+  auto r = std::make_unique<ThreadReader>(path, fd, direct, queue_depth, file_bytes, threads);
   const Status st = r->start();
   if (!st.ok()) return st;  // ~ThreadReader closes fd
   return std::unique_ptr<BlockReader>(std::move(r));

@@ -149,6 +149,8 @@ TEST(OptionsTable, TextFieldsAreKnownByName) {
   EXPECT_TRUE(dlrun::option_is_text("weight_budget"));
   EXPECT_TRUE(dlrun::option_is_text("copy_profile"));
   EXPECT_TRUE(dlrun::option_is_text("prepared_path"));
+  EXPECT_TRUE(dlrun::option_is_text("cpu_affinity"));
+  EXPECT_FALSE(dlrun::option_is_text("thread_priority"));
   EXPECT_FALSE(dlrun::option_is_text("threads"));
   EXPECT_FALSE(dlrun::option_is_text("device"));
   EXPECT_FALSE(dlrun::option_is_text("weights_from_storage"));
@@ -161,7 +163,8 @@ TEST(OptionsTable, PublicSetterReadsEveryPublicField) {
            {"device", "cuda"}, {"precision", "fp16"}, {"mode", "stream"}, {"weight_pool", "ring"},
            {"residency", "largest-late"}, {"batch", "4"}, {"thresh", "0.5"}, {"weight_budget", "40%"},
            {"weights_from_storage", "true"}, {"reader", "threads"}, {"read_block_bytes", "65536"},
-           {"arena_staging", "false"}, {"slice_by", "channels"}}) {
+           {"arena_staging", "false"}, {"slice_by", "channels"}, {"thread_priority", "realtime"},
+           {"cpu_affinity", "0-1"}}) {
     const dlrun::Status st = dlrun::set_option(o, name, text);
     EXPECT_TRUE(st.ok()) << name << ": " << st.error().message;
   }
@@ -178,6 +181,8 @@ TEST(OptionsTable, PublicSetterReadsEveryPublicField) {
   EXPECT_EQ(o.reader, "threads");
   EXPECT_EQ(o.read_block_bytes, 65536);
   EXPECT_FALSE(o.arena_staging);
+  EXPECT_EQ(o.thread_priority, dlrun::ThreadPriority::kRealtime);
+  EXPECT_EQ(o.cpu_affinity, "0-1");
   EXPECT_EQ(dlrun::set_option(o, "device", "tpu").error().message, "device 'tpu': expected one of cpu, cuda");
   EXPECT_EQ(dlrun::set_option(o, "prefetch_next", "true").error().message, "unknown option 'prefetch_next'");
 }

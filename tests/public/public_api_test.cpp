@@ -5,6 +5,8 @@
 
 #include <dlrun/dlrun.h>
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -140,6 +142,37 @@ TEST_F(PublicApi, ErrorsAreValuesNamingTheOption) {
   ASSERT_FALSE(gone.ok());
   EXPECT_NE(gone.error().message.find("moved from"), std::string::npos);
   EXPECT_TRUE(moved.detect(m_image).ok());
+}
+
+// thread_priority and cpu_affinity: the caller's thread through apply_thread_options(),
+// a session's threads by open(); a bad list names the field.
+TEST_F(PublicApi, ThreadOptionsPlaceTheCallingThreadAndOpen) {
+  dlrun::Options o = m_opt;
+  o.cpu_affinity = "0-";
+  auto s = dlrun::Session::open(m_cfg, m_weights, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "cpu_affinity: '0-': expected a CPU list such as 2,3 or 4-7 (CPU numbers 0..1023)");
+  EXPECT_FALSE(dlrun::apply_thread_options(o).ok());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &set)) ++first;
+  o.cpu_affinity = std::to_string(first);
+  o.thread_priority = dlrun::ThreadPriority::kNormal;
+  std::thread t([&] {
+    const dlrun::Status st = dlrun::apply_thread_options(o);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+    EXPECT_EQ(CPU_COUNT(&mine), 1);
+    EXPECT_TRUE(CPU_ISSET(first, &mine));
+    auto placed = dlrun::Session::open(m_cfg, m_weights, o);
+    ASSERT_TRUE(placed.ok()) << placed.error().message;
+    EXPECT_TRUE(placed->detect(m_image).ok());
+  });
+  t.join();
 }
 
 TEST_F(PublicApi, LogsGoToTheCallbackNeverToStdout) {

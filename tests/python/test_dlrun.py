@@ -120,7 +120,11 @@ except dlrun.Error as e:
     check(isinstance(e, RuntimeError), "dlrun.Error is not a RuntimeError")
 for bad, text in (({"threads": -1}, "threads -1 is out of range (0 = auto, 1..1024)"),
                   ({"weight_budget": "lots"}, "weight_budget: "),
-                  ({"weight_budget": 64}, "weight_budget: expected a str, got int (a size needs its unit: '64MiB')"),
+                  ({"weight_budget": 64},
+                   "weight_budget: expected a str, got int (a size needs its unit: '64MiB'; a CPU list is text: '2,3')"),
+                  ({"cpu_affinity": 1}, "cpu_affinity: expected a str, got int"),
+                  ({"cpu_affinity": "1-"}, "cpu_affinity: '1-': expected a CPU list such as 2,3 or 4-7"),
+                  ({"thread_priority": "max"}, "thread_priority 'max': expected one of normal, high, realtime"),
                   ({"threads": [2]}, "threads: expected a str, int, float or bool, got list"),
                   ({"threads": np.int64(-1)}, "threads -1 is out of range (0 = auto, 1..1024)"),
                   ({"device": "tpu"}, "device 'tpu': expected one of cpu, cuda"),
@@ -146,7 +150,7 @@ every = dict(device="cpu", precision="fp32", mode="preload", weight_pool="auto",
              profile_layers=False, find_algorithms=False, workspace_limit=256 << 20, cache_kernel_times=False,
              calibrate_copies=True,
              weights_from_storage=False, host_budget=0, zero_copy=-1, read_depth=8, read_block_bytes=1 << 20,
-             reader="auto", prepared_path="")
+             reader="auto", prepared_path="", thread_priority="normal", cpu_affinity="")
 s2 = dlrun.Session(cfg, weights, **every)
 check(s2.info()["classes"] == 80, "info: %s" % s2.info())
 if not dlrun.has_cuda():
@@ -209,6 +213,29 @@ for kwargs, args, text in (({"device": "tpu"}, None, "device 'tpu': expected one
 del rt  # the sessions keep the runtime alive
 check(len(a.detect(rgb, order="rgb")) == len(dets), "a runtime session after the runtime object is gone")
 del a, b
+
+# 7. The calling thread placed as the options ask (a thread of its own: the main one stays as it is).
+import threading  # noqa: E402
+placed = {}
+
+
+def place():
+    cpu = min(os.sched_getaffinity(0))
+    dlrun.apply_thread_options(cpu_affinity=str(cpu), thread_priority="normal")
+    placed["cpus"], placed["want"] = os.sched_getaffinity(0), {cpu}
+    try:
+        dlrun.apply_thread_options(cpu_affinity="4096")
+    except dlrun.Error as e:
+        placed["error"] = str(e)
+
+
+main_cpus = os.sched_getaffinity(0)
+t = threading.Thread(target=place)
+t.start()
+t.join()
+check(placed.get("cpus") == placed.get("want"), "apply_thread_options: %s" % placed)
+check(placed.get("error", "").startswith("cpu_affinity: '4096': expected a CPU list"), "bad list: %s" % placed)
+check(os.sched_getaffinity(0) == main_cpus, "the main thread was placed too: %s" % os.sched_getaffinity(0))
 
 print("version", dlrun.__version__, "-", "%d failure(s)" % len(failures) if failures else "all checks passed")
 sys.exit(1 if failures else 0)

@@ -3,6 +3,8 @@
 // inference's waits allow, before its start(); an error found while reading ahead fails
 // the next inference, not the current one, and the pipeline recovers once the file is
 // whole; a pipeline destroyed in the middle of an inference or of a read ahead stops.
+// Its threads (the reader, the pread workers) run at the priority and on the CPUs asked
+// (read back from the kernel); with nothing asked they keep what they inherited.
 #include "runtime/storage/read_pipeline.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +21,7 @@
 #include "runtime/weight_store.h"
 #include "tests/common/test_paths.h"
 #include "tests/runtime/stream_fixtures.h"
+#include "tests/runtime/thread_probe.h"
 
 namespace dlr {
 namespace {
@@ -179,6 +182,59 @@ TEST(ReadPipelineAhead, RefusedWhereItCannotBeSafe) {
       f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, device, /*read_ahead=*/true);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("read ahead"), std::string::npos) << p.status().message();
+}
+
+// The reader thread and the pread workers of a pipeline placed as `p`, each read back.
+std::vector<test::ThreadSched> pipeline_threads(const Fixture& f, const ThreadPlacement& p) {
+  Expected<std::unique_ptr<ReadPipeline>> pipe = ReadPipeline::open(
+      f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kThreads, {}, false, p);
+  EXPECT_TRUE(pipe.ok()) << pipe.status().to_string();
+  if (!pipe.ok()) return {};
+  EXPECT_TRUE(run(**pipe, f).ok());
+  std::vector<test::ThreadSched> all = test::threads_named("dlr-reader");
+  EXPECT_EQ(all.size(), 1u);
+  const std::vector<test::ThreadSched> workers = test::threads_named("dlr-pread");
+  EXPECT_EQ(int(workers.size()), f.reads.queue_depth);
+  all.insert(all.end(), workers.begin(), workers.end());
+  return all;
+}
+
+TEST(ReadPipelineThreads, GetThePriorityAndCpusAsked) {
+  Fixture f;
+  make(&f, 3, "threads_placed");
+  const CpuList allowed = allowed_cpus();
+  ASSERT_FALSE(allowed.empty());
+  const CpuList one{{allowed.cpus.back()}};
+  for (ThreadPriority priority : {ThreadPriority::kHigh, ThreadPriority::kRealtime}) {
+    const bool permitted = test::priority_permitted(priority);  // else: the threads keep normal priority
+    const std::vector<test::ThreadSched> threads = pipeline_threads(f, {priority, one});
+    for (const test::ThreadSched& t : threads) {
+      EXPECT_EQ(t.cpus, one) << t.tid << " on " << t.cpus.to_string();
+      const bool high = permitted && priority == ThreadPriority::kHigh;
+      const bool realtime = permitted && priority == ThreadPriority::kRealtime;
+      EXPECT_EQ(t.nice, high ? kHighNice : 0) << t.tid;
+      EXPECT_EQ(t.policy, realtime ? SCHED_FIFO : SCHED_OTHER) << t.tid;
+      EXPECT_EQ(t.rt_level, realtime ? kRealtimeLevel : 0) << t.tid;
+    }
+  }
+  EXPECT_TRUE(test::threads_named("dlr-reader").empty());  // the pipelines are gone
+}
+
+TEST(ReadPipelineThreads, NormalChangesNothing) {
+  Fixture f;
+  make(&f, 3, "threads_normal");
+  const CpuList first{{allowed_cpus().cpus.front()}};
+  // A creating thread of nice 3 on one CPU: the threads inherit both, as without the option.
+  std::thread creator([&] {
+    ASSERT_EQ(setpriority(PRIO_PROCESS, id_t(test::this_tid()), 3), 0);
+    ASSERT_TRUE(set_thread_cpus(first).ok());
+    for (const test::ThreadSched& t : pipeline_threads(f, ThreadPlacement{})) {
+      EXPECT_EQ(t.nice, 3) << t.tid;
+      EXPECT_EQ(t.policy, SCHED_OTHER) << t.tid;
+      EXPECT_EQ(t.cpus, first) << t.tid << " on " << t.cpus.to_string();
+    }
+  });
+  creator.join();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "runtime/options_text.h"
+#include "runtime/session.h"
 
 namespace dlr::tools {
 namespace {
@@ -80,6 +81,12 @@ std::vector<SessionFlag> device_rows() {
       Row("--threads", "threads", A::kEveryRun,
           "CPU threads (OpenMP) for kernels and pre/post-processing; 0: auto (docs/library.md, \"CPU threads\")")
           .dflt("0").ints(0, 1024),
+      Row("--thread-priority", "thread_priority", A::kEveryRun,
+          "priority of the inference thread and the runtime's (storage readers): normal, high (nice -10) or "
+          "realtime (SCHED_FIFO 10); where not permitted a warning, and normal")
+          .dflt("normal").one_of("normal,high,realtime"),
+      Row("--cpu-affinity", "cpu_affinity", A::kEveryRun,
+          "the CPUs of the same threads, e.g. 2,3 or 4-7 (default: unchanged)"),
       Row("--device", "device", A::kEveryRun, "cpu (the reference backend) or cuda")
           .dflt("cpu").one_of("cpu,cuda").expected("cuda or cpu").sweep().bench_default("cuda"),
       Row("--precision", "precision", A::kEveryRun, "fp32, tf32 or fp16 (cuda only; cpu runs fp32)")
@@ -379,6 +386,13 @@ Status set_session_flag(FlagTool tool, const std::string& option, const std::str
   for (const SessionFlag& r : session_flags())
     if (option == r.option) return set_row(r, tool, text, o);
   throw std::out_of_range("no session flag sets option '" + option + "'");
+}
+
+Status apply_thread_flags(const SessionFlagTexts& t) {
+  SessionOptions o;
+  for (const char* option : {"thread_priority", "cpu_affinity"})
+    DLR_RETURN_IF_ERROR(set_session_flag(t.tool(), option, t.text(option), &o));
+  return apply_thread_options(o);
 }
 
 bool flag_applies(FlagApplies applies, const SessionOptions& o) {

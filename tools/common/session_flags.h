@@ -102,6 +102,10 @@ Status apply_session_flags(const SessionFlagTexts& t, SessionOptions* o);
 // single items (a list's, checked before any work; a simulation's precision).
 Status set_session_flag(FlagTool tool, const std::string& option, const std::string& text, SessionOptions* o);
 
+// Places the calling thread as t's --thread-priority and --cpu-affinity ask
+// (dlr::apply_thread_options): the tool's inference thread, before any session opens.
+Status apply_thread_flags(const SessionFlagTexts& t);
+
 // Whether a row of `applies` means something for the run of `o`.
 bool flag_applies(FlagApplies applies, const SessionOptions& o);
 // The refusal of flag `flag` (its row's or a tool's own) given where it does not apply.

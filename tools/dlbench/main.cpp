@@ -22,6 +22,11 @@ int tool_main(int argc, char** argv) {
   dlr::tools::add_options(app, &a, &mb, &no_isolate_baselines);
   a.argv.assign(argv, argv + argc);
   if (const int rc = dlr::tools::parse_command_line(app, argc, argv, "dlbench"); rc >= 0) return rc;
+  // This thread runs the inferences; the threads the sessions start inherit its placement.
+  if (const dlr::Status placed = dlr::tools::apply_thread_flags(a.session); !placed.ok()) {
+    std::fprintf(stderr, "dlbench: %s\n", placed.message().c_str());
+    return dlr::tools::kExitUsage;
+  }
   if (!mb.models.empty()) return dlr::tools::run_models_bench(dlr::tools::models_args(app, a, mb, no_isolate_baselines));
   if (a.cfg.empty() && !a.startup_floor) {
     std::fprintf(stderr, "dlbench: give a cfg (or --models, or --startup-floor)\n");

@@ -111,8 +111,8 @@ void add_outputs(CLI::App& app, Args* a) {
 // The device and its plan: the shared flags (session_flags.h) and dlrun's own.
 void add_device(CLI::App& app, Args* a) {
   const char* g = "Device";
-  add_session_flags(app, &a->session, {"--threads", "--device", "--precision", "--mode", "--weight-budget",
-                                       "--max-slowdown"}, g);
+  add_session_flags(app, &a->session, {"--threads", "--thread-priority", "--cpu-affinity", "--device", "--precision",
+                                       "--mode", "--weight-budget", "--max-slowdown"}, g);
   app.add_option("--latency-target", a->latency_target_ms,
                  "--weight-budget auto: the smallest budget predicted within this latency, ms (instead of "
                  "--max-slowdown)")

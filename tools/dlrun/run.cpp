@@ -419,6 +419,11 @@ int run_dlrun(const Args& a) {
                 r->blobs, dtype_name(r->dtype), layout_name(r->layout), r->seconds);
     return kExitOk;
   }
+  // This thread runs the inferences; the threads the sessions start inherit its placement.
+  if (const Status placed = apply_thread_options(*opt); !placed.ok()) {
+    std::fprintf(stderr, "%s: %s\n", kTool, placed.message().c_str());
+    return kExitUsage;
+  }
   // OpenCV's warnings would add lines to our one-line errors; --log-level debug/trace keeps them.
   set_opencv_logs_quiet(a.log_level != "debug" && a.log_level != "trace");
   RunSummary summary;

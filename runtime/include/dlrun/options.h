@@ -27,6 +27,11 @@ enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
 // (and kept with its kernel times when cache_kernel_times is on; channels from storage);
 // filters on the CPU.
 enum class SliceBy : uint8_t { kAuto, kFilters, kChannels };
+// The priority of the runtime's threads (and, through apply_thread_options(), of the
+// caller's): normal (nothing changed), high (nice -10), realtime (SCHED_FIFO 10). Raising
+// needs CAP_SYS_NICE or RLIMIT_NICE / RLIMIT_RTPRIO; where not permitted, one warning
+// line and the threads keep their own (docs/library.md, "Thread priority and CPU placement").
+enum class ThreadPriority : uint8_t { kNormal, kHigh, kRealtime };
 
 struct Options {
   // ---- general ----
@@ -44,6 +49,9 @@ struct Options {
   int threads = 0;
   int max_image_width = 1920;  // image staging sized at open (grows if a larger image comes)
   int max_image_height = 1080;
+  // The runtime's threads (storage reader, pread workers); the caller's through apply_thread_options().
+  ThreadPriority thread_priority = ThreadPriority::kNormal;
+  std::string cpu_affinity;  // their CPUs, "2,3" or "4-7" ("": unchanged); one the process may not use fails open()
 
   // ---- CUDA ----
   int cuda_device = 0;
@@ -99,7 +107,7 @@ struct Options {
 };
 
 // Sets the field `name` of `options` from its text form, as the tools and the Python
-// keywords give it: enums by name ("cuda", "fp16", "stream", "ring", "greedy"), integers
+// keywords give it: enums by name ("cuda", "fp16", "stream", "ring", "greedy", "realtime"), integers
 // and numbers in decimal, booleans as true/false (on/off, yes/no, 1/0), weight_budget as
 // "min", "auto", "50%" or a size, reader as "auto", "uring" or "threads". An unknown name
 // or a value of the wrong form is an error naming the field and what was expected; the

@@ -51,6 +51,14 @@ class Session {
   std::unique_ptr<Impl> m_impl;
 };
 
+// Places the calling thread as options.thread_priority and options.cpu_affinity ask (the
+// session places its own threads itself). Call it on the thread that runs detect(),
+// before Session::open(): the threads open() starts (the CUDA driver's, the CPU
+// backend's OpenMP team) inherit the placement. A CPU the process may not use is an
+// error and changes nothing; a priority not permitted is one warning line (the log), not
+// an error. normal and "" change nothing.
+Status apply_thread_options(const Options& options);
+
 // Class names, one a line (a Darknet .names file); the error names the file.
 Result<std::vector<std::string>> read_names(const std::string& path);
 
