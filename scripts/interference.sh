@@ -9,7 +9,8 @@
 # and prints a table. Runs on the GPU machine from the repository root with
 # device-carry/ (scripts/device_prepare.sh). Usage: scripts/interference.sh [OUT]
 # N_FAST (2000): inferences of the GPU-resident and host-streamed modes; N_SLOW (500): of
-# storage and zero copy (each ~0.1 s); MODES and CONDITIONS: subsets, space-separated.
+# storage and zero copy (each ~0.1 s); MODES and CONDITIONS: subsets, space-separated
+# (modes: preload stream-min stream-50 storage zero-copy models models-ring).
 # A mode may carry thread placements after '+' (docs/library.md, "Thread priority and CPU
 # placement"): +high (--thread-priority high), +rt (realtime), +pin (--cpu-affinity
 # $PIN_CPUS, default the last CPU), e.g. MODES="preload preload+rt storage storage+rt+pin"
@@ -20,7 +21,9 @@ S="$PWD/device-carry/shared"
 OUT="${1:-${OUT:-/tmp/interference}}"
 mkdir -p "$OUT"
 W=/tmp/y4.weights
+W2=/tmp/y4tiny.weights  # the second model of the models modes
 [ -f $W ] || "$B/dlgen" "$S/models/yolov4.cfg" $W >/dev/null
+[ -f $W2 ] || "$B/dlgen" "$S/models/yolov4-tiny.cfg" $W2 >/dev/null
 IMG="$S/images/dog.ppm"
 list() { local f="$OUT/list_$1.txt"; [ -f "$f" ] || for _ in $(seq "$1"); do echo "$IMG"; done > "$f"; echo "$f"; }
 
@@ -47,9 +50,16 @@ base_flags_of() {
     stream-50) echo "--mode stream --weight-budget 50%" ;;
     storage) echo "--mode stream --weights-from storage --zero-copy off" ;;
     zero-copy) echo "--mode stream --weights-from storage --zero-copy on" ;;
+    models) echo "$(two_models) --runtime-budget all" ;;
+    models-ring) echo "$(two_models) --runtime-budget ${RING_BUDGET:-200MiB}" ;;
     *) echo "unknown mode $1" >&2; return 2 ;;
   esac
 }
+# Several models on one runtime (dlrun --model): yolov4 @608 and yolov4-tiny @416, every
+# frame through both; the latency is reported per model ("models[yolov4@608]").
+# models: --runtime-budget all (resident); models-ring: RING_BUDGET (default 200MiB),
+# where the runtime streams through its shared ring.
+two_models() { echo "--model $S/models/yolov4.cfg:$W@608 --model $S/models/yolov4-tiny.cfg:$W2@416"; }
 count_of() { case ${1%%+*} in storage|zero-copy) echo "${N_SLOW:-500}" ;; *) echo "${N_FAST:-2000}" ;; esac; }
 
 hogs=()
@@ -77,7 +87,10 @@ export DLR_CACHE_DIR=/tmp/dlrcache-interference
 for cond in ${CONDITIONS:-alone cpu gpu disk}; do
   start_interference "$cond"
   for mode in ${MODES:-preload stream-min stream-50 storage zero-copy}; do
-    "$B/dlrun" "$S/models/yolov4.cfg" $W --list "$(list "$(count_of "$mode")")" --device cuda --precision fp16 \
+    net="$S/models/yolov4.cfg $W"
+    case $mode in models*) net="" ;; esac
+    # shellcheck disable=SC2086
+    "$B/dlrun" $net --list "$(list "$(count_of "$mode")")" --device cuda --precision fp16 \
       $(flags_of "$mode") >"$OUT/lat_${cond}_$mode.txt" 2>"$OUT/err_${cond}_$mode.txt"
     echo "$cond $mode rc=$?"
   done
@@ -89,15 +102,20 @@ out = sys.argv[1]
 res = {}
 for f in sorted(glob.glob(f"{out}/lat_*.txt")):
     cond, mode = os.path.basename(f)[4:-4].split("_", 1)
-    v = [float(m) for m in re.findall(r"Predicted in ([0-9.]+) milli-seconds", open(f).read())]
-    if len(v) < 20: continue
-    v = sorted(v[5:])  # the first five frames fill caches and capture graphs
-    q = lambda p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
-    res.setdefault(cond, {})[mode] = {"n": len(v), "p50": q(50), "p90": q(90), "p99": q(99), "p99_9": q(99.9), "max": v[-1]}
+    per_model = {}  # "" for one model, else the --model tag
+    for tag, ms in re.findall(r"^(?:\[([^\]]+)\] )?.*Predicted in ([0-9.]+) milli-seconds", open(f).read(), re.M):
+        per_model.setdefault(tag, []).append(float(ms))
+    for tag, v in per_model.items():
+        if len(v) < 20: continue
+        v = sorted(v[5:])  # the first five frames fill caches and capture graphs
+        q = lambda p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+        key = f"{mode}[{tag}]" if tag else mode
+        res.setdefault(cond, {})[key] = {"n": len(v), "p50": q(50), "p90": q(90), "p99": q(99), "p99_9": q(99.9),
+                                         "max": v[-1]}
 json.dump(res, open(f"{out}/interference.json", "w"), indent=1)
-print("%-6s %-16s %5s %8s %8s %8s %8s %8s %7s" % ("cond", "mode", "n", "p50", "p90", "p99", "p99.9", "max", "p99/p50"))
+print("%-6s %-28s %5s %8s %8s %8s %8s %8s %7s" % ("cond", "mode", "n", "p50", "p90", "p99", "p99.9", "max", "p99/p50"))
 for cond in ("alone", "cpu", "gpu", "disk"):
     for mode, r in res.get(cond, {}).items():
-        print("%-6s %-16s %5d %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f" % (cond, mode, r["n"], r["p50"], r["p90"], r["p99"],
+        print("%-6s %-28s %5d %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f" % (cond, mode, r["n"], r["p50"], r["p90"], r["p99"],
               r["p99_9"], r["max"], r["p99"] / r["p50"]))
 PY
