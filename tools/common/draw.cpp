@@ -35,9 +35,8 @@ Status save_annotated(const std::string& path, const LoadedImage& image, const s
                       const std::vector<std::string>& names) {
 #ifdef DLR_HAVE_OPENCV
   DLR_ASSIGN_OR_RETURN(const MediaOps* m, media());
-  if (!m->can_write_image(path)) return m->write_image(path, image);  // its error names the extension
   DLR_ASSIGN_OR_RETURN(LoadedImage out, m->annotate_image(image, dets, names));
-  return m->write_image(path, out);
+  return m->write_image(path, out);  // checks the name's extension first
 #else
   (void)image;
   (void)dets;
