@@ -109,6 +109,10 @@ Status parse_value(const std::string& text, SliceBy* out) {
   static const SliceBy all[] = {SliceBy::kAuto, SliceBy::kFilters, SliceBy::kChannels};
   return parse_name(text, all, slice_by_name, out);
 }
+Status parse_value(const std::string& text, WeightFormat* out) {
+  static const WeightFormat all[] = {WeightFormat::kFp, WeightFormat::kInt8};
+  return parse_name(text, all, weight_format_name, out);
+}
 Status parse_value(const std::string& text, WeightsFrom* out) {
   static const WeightsFrom all[] = {WeightsFrom::kHost, WeightsFrom::kStorage};
   return parse_name(text, all, weights_from_name, out);
@@ -149,6 +153,7 @@ std::string value_text(WeightMode v) { return weight_mode_name(v); }
 std::string value_text(PoolLayout v) { return pool_layout_name(v); }
 std::string value_text(Residency v) { return residency_name(v); }
 std::string value_text(SliceBy v) { return slice_by_name(v); }
+std::string value_text(WeightFormat v) { return weight_format_name(v); }
 std::string value_text(WeightsFrom v) { return weights_from_name(v); }
 std::string value_text(ReaderKind v) { return reader_kind_name(v); }
 std::string value_text(const WeightBudget& v) { return v.to_string(); }

@@ -22,6 +22,7 @@ Status parse_value(const std::string& text, std::string* out);  // any text
 Status parse_value(const std::string& text, DeviceKind* out);   // cpu, cuda
 Status parse_value(const std::string& text, Precision* out);    // fp32, tf32, fp16
 Status parse_value(const std::string& text, WeightMode* out);   // preload, stream
+Status parse_value(const std::string& text, WeightFormat* out);  // fp, int8
 Status parse_value(const std::string& text, PoolLayout* out);   // auto, slots, ring
 Status parse_value(const std::string& text, Residency* out);    // none, largest-late, greedy
 Status parse_value(const std::string& text, SliceBy* out);      // auto, filters, channels
@@ -41,6 +42,7 @@ std::string value_text(const std::string& v);
 std::string value_text(DeviceKind v);
 std::string value_text(Precision v);
 std::string value_text(WeightMode v);
+std::string value_text(WeightFormat v);
 std::string value_text(PoolLayout v);
 std::string value_text(Residency v);
 std::string value_text(SliceBy v);

@@ -1,6 +1,7 @@
 #include "runtime/weight_source.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -14,11 +15,43 @@
 namespace dlr {
 namespace {
 
-// Zeroes the blob's padding: after the weights up to the bias, and after the bias.
+// Zeroes the blob's padding: after the weights (int8: and after the scales) up to the
+// bias, and after the bias.
 void zero_padding(const WeightBlob& blob, int64_t weight_bytes, char* out) {
+  auto zero = [&](int64_t from, int64_t to) {
+    if (to > from) std::memset(out + from, 0, size_t(to - from));
+  };
   const int64_t bias_end = blob.bias_offset + blob.bias_elems * 4;
-  if (blob.bias_offset > weight_bytes) std::memset(out + weight_bytes, 0, size_t(blob.bias_offset - weight_bytes));
-  if (blob.bytes > bias_end) std::memset(out + bias_end, 0, size_t(blob.bytes - bias_end));
+  if (blob.format == WeightFormat::kInt8) {
+    zero(weight_bytes, blob.scale_offset);
+    zero(blob.scale_offset + blob.scale_elems * 4, blob.bias_offset);
+  } else {
+    zero(weight_bytes, blob.bias_offset);
+  }
+  zero(bias_end, blob.bytes);
+}
+
+// int8 weights: rows of folded fp32 weights of `n` whole filters (`cin` channels x `kk`
+// taps, OIHW within a row) -> per filter, scale = max |w| / 127 over the whole filter
+// (0 for a filter of zeros) to scales[o], and round-to-nearest-even(w / scale), in
+// [-127, 127], of channels [c0, c0 + channels) at `out` in the blob's layout (OHWI for
+// NHWC: [o][k][c]).
+void quantize_rows(const float* rows, int64_t n, int64_t cin, int64_t kk, int64_t c0, int64_t channels, Layout layout,
+                   int8_t* out, float* scales) {
+  const bool ohwi = layout == Layout::kNHWC && kk > 1;
+  for (int64_t o = 0; o < n; ++o) {
+    const float* row = rows + o * cin * kk;
+    float m = 0.0f;
+    for (int64_t i = 0; i < cin * kk; ++i) m = std::max(m, std::fabs(row[i]));
+    const float scale = m / 127.0f;
+    scales[o] = scale;
+    int8_t* dst = out + o * channels * kk;
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t k = 0; k < kk; ++k) {
+        const float q = scale > 0.0f ? std::nearbyint(row[(c0 + c) * kk + k] / scale) : 0.0f;
+        dst[ohwi ? k * channels + c : c * kk + k] = int8_t(std::clamp(q, -127.0f, 127.0f));
+      }
+  }
 }
 
 // Rows of folded fp32 weights (`n` filters of `cin` channels x `kk` taps, OIHW within a
@@ -79,6 +112,7 @@ class FileSource final : public WeightSource {
     if (begin < 0 || end > filters || begin > end)
       return internal_error("layer " + std::to_string(layer->index) + ": filters [" + std::to_string(begin) + ", " +
                             std::to_string(end) + ") of a blob of " + std::to_string(filters));
+    if (blob.format == WeightFormat::kInt8) return prepare_int8(*layer, blob, layout, dst, begin, end);
     const bool f16 = blob.dtype == DType::kF16;
     const int64_t row = channels * kk, es = f16 ? 2 : 4;
     char* out = static_cast<char*>(dst);
@@ -110,6 +144,41 @@ class FileSource final : public WeightSource {
 
   const std::string& name() const override { return m_file.path(); }
   bool concurrent() const override { return true; }
+
+  // prepare_filters of an int8 blob (checked against its layer there): whole filters
+  // folded block by block (every input channel, so a channel slice's scales are its
+  // filters'), quantized by quantize_rows.
+  Status prepare_int8(const LayerDesc& layer, const WeightBlob& blob, Layout layout, void* dst, int begin, int end) {
+    const ConvParams& p = layer.conv();
+    const int64_t cin = layer.in.c / p.groups, kk = int64_t(p.size) * p.size;
+    const int filters = blob_filters(blob, p.filters);
+    const int64_t channels = blob.channels > 0 ? blob.channels : cin, c0 = blob.channel_begin;
+    if (blob.scale_elems != filters)
+      return internal_error("layer " + std::to_string(layer.index) + ": int8 blob of " + std::to_string(filters) +
+                            " filters with " + std::to_string(blob.scale_elems) + " scales");
+    char* out = static_cast<char*>(dst);
+    float* bias = blob.bias_elems > 0 ? reinterpret_cast<float*>(out + blob.bias_offset) : nullptr;
+    float* scales = reinterpret_cast<float*>(out + blob.scale_offset);
+    const int64_t block = std::max<int64_t>(1, kBlockFloats / std::max<int64_t>(1, cin * kk));
+    thread_local std::vector<float> rows;
+    FoldCheck check;
+    for (int64_t f = begin; f < end; f += block) {
+      FilterRange r;
+      r.first = (blob.filters > 0 ? blob.filter_begin : 0) + f;
+      r.count = std::min<int64_t>(block, end - f);
+      r.channel = 0;
+      r.channels = cin;
+      rows.resize(size_t(r.count * cin * kk));
+      DLR_RETURN_IF_ERROR(fold_conv_range(layer, m_file, r, rows.data(), bias ? bias + f : nullptr, &check));
+      if (blob.dtype == DType::kF16 && check.max_weight > kMaxHalf)
+        DLR_RETURN_IF_ERROR(check_fp16_rows(layer, m_file.path(), r, rows.data()));
+      quantize_rows(rows.data(), r.count, cin, kk, c0, channels, layout,
+                    reinterpret_cast<int8_t*>(out) + f * channels * kk, scales + f);
+    }
+    if (end == filters) zero_padding(blob, blob.weight_elems, out);
+    warn_once(layer, check);
+    return Status();
+  }
   bool splits() const override { return true; }
 
  private:

@@ -74,6 +74,13 @@ int64_t conv2d_scratch_floats(const ConvParams& p, Shape3 in, Shape3 out, int th
 void conv2d(const ConvParams& p, const TensorView& in, const float* weights, const float* bias, const TensorView& out,
             float* scratch, int scratch_threads, bool accumulate = false);
 
+// ---- dequantize.cpp ----
+// Int8 weights (WeightFormat::kInt8) expanded: dst[f * row + i] = float(src[f * row + i]) * scales[f]
+// for f < filters, i < row (the float product, exact to the CUDA kernel's f32 output), on
+// up to `threads` OpenMP threads.
+void dequantize_weights(const int8_t* src, const float* scales, int64_t filters, int64_t row, float* dst,
+                        int threads);
+
 // ---- maxpool.cpp ----
 // Darknet maxpool: window of `size` starting at -padding/2 with `padding` TOTAL; out-of-range taps ignored.
 void maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& out);

@@ -66,6 +66,14 @@ inline Status run_op(LayerKind kind, const OpCall& call) {
 // In place: x = act(x + bias[c]) for every element of `t` (bias: f32, t.c values; may be null = no bias).
 Status bias_activation(const TensorView& t, const float* bias, Activation act, cudaStream_t stream);
 
+// ---- dequantize.cu ----
+// Int8 weights (WeightFormat::kInt8) expanded into `dst` of `dtype` (f32 or f16):
+// dst[f * row + i] = float(src[f * row + i]) * scales[f] for f < filters, i < row, the f32
+// product exactly as cpu::dequantize_weights computes it, rounded to nearest for f16.
+// src, scales and dst are device (or mapped host) memory; filters * row < 2^31.
+Status dequantize_weights(const int8_t* src, const float* scales, int64_t filters, int64_t row, DType dtype, void* dst,
+                          cudaStream_t stream);
+
 // ---- maxpool.cu ----
 Status maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
 

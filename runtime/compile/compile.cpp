@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "loaders/network_desc.h"
+#include "runtime/compile/dequant_buffers.h"
 #include "runtime/compile/slice_choice.h"
 #include "runtime/compile/slicing.h"
 #include "runtime/compile/slot_choice.h"
@@ -59,6 +60,7 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
   p.keep_all_outputs = options.keep_all_outputs;
   // Storage: blob sizes in 4096 multiples, so streamed ranges are O_DIRECT-readable (read_plan.h).
   if (options.weights_from == WeightsFrom::kStorage) p.weight_align = kReadAlign;
+  p.weight_format = options.weight_format;
   if (device == DeviceKind::kCPU) return p;  // fp32 NCHW, strided views everywhere
   const bool f16 = options.precision == Precision::kFP16;
   // Auto layout (measured on the H100, yolov4 @608): tensor-core precisions run faster
@@ -122,6 +124,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   SliceOptions slicing = slice_options(options, slot);
   slicing.layer_axis = inputs.slice_axes;
   DLR_RETURN_IF_ERROR(slice_plan(&m.plan, slicing, net.cfg_path));
+  DLR_RETURN_IF_ERROR(add_dequant_buffers(&m.plan));
   if (slot > 0 && options.slot_bytes == 0)
     m.notes.push_back(fmt("slices: the budget is below the smallest pool of whole layers; layers above %.2f MiB run "
                           "in slices", mib(slot)));

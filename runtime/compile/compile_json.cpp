@@ -58,6 +58,7 @@ DLR_JSON_ENUM(PoolLayout, {{PoolLayout::kAuto, "auto"}, {PoolLayout::kSlots, "sl
                                           {PoolLayout::kRing, "ring"}})
 DLR_JSON_ENUM(Residency, {{Residency::kNone, "none"}, {Residency::kLargestLate, "largest-late"},
                           {Residency::kGreedy, "greedy"}})
+DLR_JSON_ENUM(WeightFormat, {{WeightFormat::kFp, "fp"}, {WeightFormat::kInt8, "int8"}})
 DLR_JSON_ENUM(SliceBy, {{SliceBy::kAuto, "auto"}, {SliceBy::kFilters, "filters"}, {SliceBy::kChannels, "channels"}})
 DLR_JSON_ENUM(SliceAxis, {{SliceAxis::kFilters, "filters"}, {SliceAxis::kChannels, "channels"}})
 DLR_JSON_ENUM(WeightsFrom, {{WeightsFrom::kHost, "host"}, {WeightsFrom::kStorage, "storage"}})
@@ -107,10 +108,12 @@ void from_json(const nlohmann::json& j, P& p) {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Buffer, id, offset, bytes, dtype, layout, c, h, w, first_step, last_step,
                                    owner_layer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ViewRef, buffer, c_offset, c)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WeightBlob, layer, step, filter_begin, filters, channel_begin, channels, weight_elems, bias_elems, dtype, bias_offset, bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PlannerOptions, batch, layout, activation_dtype, weight_dtype, concat_in_place,
-                                   alignment, weight_align, keep_all_outputs, conv_strided_io, in_place,
-                                   conv_over_concat)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WeightBlob, layer, step, filter_begin, filters, channel_begin, channels,
+                                                weight_elems, bias_elems, dtype, format, scale_elems, scale_offset,
+                                                bias_offset, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlannerOptions, batch, layout, activation_dtype, weight_dtype,
+                                                weight_format, concat_in_place, alignment, weight_align,
+                                                keep_all_outputs, conv_strided_io, in_place, conv_over_concat)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TransferUnit, index, group, host_offset, bytes, pool_offset, first_blob,
                                    last_blob, first_layer, in_arena)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamAction, kind, index)
@@ -156,6 +159,7 @@ void to_json(nlohmann::json& j, const Step& s) {
     j["accumulate"] = s.accumulate;
     j["packs"] = s.packs;
   }
+  if (s.dequant >= 0) j["dequant"] = s.dequant;
   std::visit([&](const auto& p) { j["params"] = p; }, s.params);
 }
 
@@ -177,6 +181,7 @@ void from_json(const nlohmann::json& j, Step& s) {
   s.channel_begin = j.value("channel_begin", 0);
   s.accumulate = j.value("accumulate", false);
   s.packs = j.value("packs", std::vector<std::pair<ViewRef, ViewRef>>{});
+  s.dequant = j.value("dequant", -1);
   const nlohmann::json& p = j.at("params");
   // The params struct of the step's kind (DLR_OPS).
   switch (s.kind) {

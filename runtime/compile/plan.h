@@ -79,11 +79,15 @@ struct Step {
   int channel_begin = 0;
   bool accumulate = false;  // the op adds into its output instead of overwriting it
   std::vector<std::pair<ViewRef, ViewRef>> packs;  // (source, destination) copies before the op
+  // A blob stored int8 (WeightBlob::format): the buffer (live for this step only) its
+  // weights are expanded into, in the blob's dtype, before the op; -1: none.
+  int dequant = -1;
 };
 
 // Prepared weights of one conv layer (or slice) as one contiguous blob:
-// [weights (weight_elems x dtype)] [pad] [bias (bias_elems x f32) at bias_offset] [pad to 256];
-// runtime/compile/blob_layout.h computes bias_offset and bytes.
+// [weights (weight_elems x dtype)] [pad] [bias (bias_elems x f32) at bias_offset] [pad to 256]
+// (int8: scales between the weights and the bias); runtime/compile/blob_layout.h computes
+// the offsets and bytes.
 struct WeightBlob {
   int layer = 0;              // the network layer
   int step = 0;               // the step reading it (== layer unless the plan is sliced)
@@ -93,7 +97,12 @@ struct WeightBlob {
   int channels = 0;           // of the layer; 0: every input channel
   int64_t weight_elems = 0;  // prepared conv weights (layout chosen by the backend)
   int64_t bias_elems = 0;     // 0: no bias (an input-channel slice before the last)
-  DType dtype = DType::kF32;  // of the weights; bias is always f32
+  DType dtype = DType::kF32;  // the convolution computes with weights of this dtype; bias is always f32
+  // kInt8: the weights are stored int8 with one f32 scale per filter of the blob
+  // (weight = int8 x scale); the engine expands them into the step's dequant buffer
+  WeightFormat format = WeightFormat::kFp;
+  int64_t scale_elems = 0;    // int8: the blob's filters (a channel slice: every filter of the layer); fp: 0
+  int64_t scale_offset = 0;   // int8: bytes from the blob start, 256-aligned; fp: 0
   int64_t bias_offset = 0;    // bytes from the blob start, 256-aligned
   int64_t bytes = 0;          // whole blob, a multiple of PlannerOptions::weight_align (>= 256)
 };
@@ -103,6 +112,7 @@ struct PlannerOptions {
   Layout layout = Layout::kNCHW;
   DType activation_dtype = DType::kF32;  // yolo outputs are always f32
   DType weight_dtype = DType::kF32;
+  WeightFormat weight_format = WeightFormat::kFp;  // of every conv blob (kInt8: Step::dequant buffers)
   bool concat_in_place = true;  // producers write straight into their slice of a route's buffer
   int64_t alignment = 256;      // of every buffer offset, bytes
   int64_t weight_align = 256;   // every weight blob's size is a multiple of this (4096 when weights come from storage)

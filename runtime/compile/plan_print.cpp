@@ -41,6 +41,7 @@ std::string ExecutionPlan::to_text() const {
     for (const auto& cp : st.packs) reads += (reads.empty() ? "pack " : ",pack ") + view_text(cp.first, *this);
     std::string w = "-";
     if (st.weight >= 0) w = "w" + std::to_string(st.weight) + " " + mib(weights[size_t(st.weight)].bytes);
+    if (st.dequant >= 0) w += " int8 -> b" + std::to_string(st.dequant);
     if (st.slice >= 0 && st.axis == SliceAxis::kFilters)
       w += " slice " + std::to_string(st.slice + 1) + "/" + std::to_string(st.slices) + " of filters [" +
            std::to_string(st.filter_begin) + "," + std::to_string(st.filter_begin + st.out.c) + ")";
@@ -65,7 +66,9 @@ std::string ExecutionPlan::to_text() const {
                 mib(arena_bytes).c_str(), buffers.size(), mib(naive_bytes).c_str(),
                 naive_bytes > 0 ? 100.0 * double(arena_bytes) / double(naive_bytes) : 0.0);
   s += line;
-  std::snprintf(line, sizeof(line), "weights: %zu blobs, %s (%s)\n", weights.size(), mib(weight_bytes()).c_str(),
+  const bool int8 = options.weight_format == WeightFormat::kInt8;
+  std::snprintf(line, sizeof(line), "weights: %zu blobs, %s (%s%s)\n", weights.size(), mib(weight_bytes()).c_str(),
+                int8 ? "compressed: int8, one f32 scale per filter, computed in " : "",
                 dtype_name(options.weight_dtype));
   s += line;
   return s;

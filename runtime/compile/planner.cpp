@@ -392,6 +392,8 @@ class Planner {
       w.weight_elems = l.weight_count();
       w.bias_elems = l.bias_count();
       w.dtype = m_opt.weight_dtype;
+      w.format = m_opt.weight_format;
+      w.scale_elems = l.conv().filters;  // int8 only (lay_out_blob drops it for fp)
       lay_out_blob(&w, m_opt.weight_align);
       plan->steps[size_t(l.index)].weight = int(plan->weights.size());
       plan->weights.push_back(w);

@@ -7,8 +7,8 @@
 
 namespace dlr {
 
-int64_t conv_blob_bytes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align) {
-  return blob_bytes(int64_t(filters) * filter_elems, filters, dtype, weight_align);
+int64_t conv_blob_bytes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align, WeightFormat format) {
+  return blob_bytes(int64_t(filters) * filter_elems, filters, dtype, weight_align, format, filters);
 }
 
 namespace {
@@ -39,15 +39,18 @@ std::vector<int> even_slices(int units, Bytes bytes, int64_t max_blob_bytes, int
 }  // namespace
 
 std::vector<int> slice_sizes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align,
-                             int64_t max_blob_bytes, int filter_multiple) {
-  auto bytes = [&](int n) { return conv_blob_bytes(n, filter_elems, dtype, weight_align); };
+                             int64_t max_blob_bytes, int filter_multiple, WeightFormat format) {
+  auto bytes = [&](int n) { return conv_blob_bytes(n, filter_elems, dtype, weight_align, format); };
   return even_slices(filters, bytes, max_blob_bytes, filter_multiple);
 }
 
 std::vector<int> channel_slice_sizes(int channels, int filters, int64_t kernel_elems, DType dtype,
-                                     int64_t weight_align, int64_t max_blob_bytes, int channel_multiple) {
-  // Every slice is sized as if it held the bias (the last one does).
-  auto bytes = [&](int n) { return blob_bytes(int64_t(n) * filters * kernel_elems, filters, dtype, weight_align); };
+                                     int64_t weight_align, int64_t max_blob_bytes, int channel_multiple,
+                                     WeightFormat format) {
+  // Every slice is sized as if it held the bias (the last one does); int8: each holds every filter's scale.
+  auto bytes = [&](int n) {
+    return blob_bytes(int64_t(n) * filters * kernel_elems, filters, dtype, weight_align, format, filters);
+  };
   return even_slices(channels, bytes, max_blob_bytes, channel_multiple);
 }
 
@@ -123,6 +126,7 @@ void expand_filters(const ExecutionPlan& plan, const Step& st, const WeightBlob&
     sw.filters = n;
     sw.weight_elems = int64_t(n) * per_filter;
     sw.bias_elems = n;
+    sw.scale_elems = n;  // int8: the slice's filters' scales (lay_out_blob drops them for fp)
     add_slice_blob(plan, sw, &s, x);
     x->steps.push_back(std::move(s));
     begin += n;
@@ -183,9 +187,9 @@ Expected<std::vector<int>> sizes_for(const ExecutionPlan& plan, const Step& st, 
   std::vector<int> sizes =
       axis == SliceAxis::kChannels
           ? channel_slice_sizes(st.in.c, p.filters, kk, w.dtype, plan.options.weight_align, options.max_blob_bytes,
-                                options.unit_multiple)
+                                options.unit_multiple, w.format)
           : slice_sizes(p.filters, w.weight_elems / p.filters, w.dtype, plan.options.weight_align,
-                        options.max_blob_bytes, options.unit_multiple);
+                        options.max_blob_bytes, options.unit_multiple, w.format);
   if (sizes.empty())
     return invalid_argument(where + ": one " + (axis == SliceAxis::kChannels ? "input channel" : "filter") +
                             "'s weights do not fit the slot of " + std::to_string(options.max_blob_bytes) +

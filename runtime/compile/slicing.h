@@ -42,15 +42,17 @@ struct SliceOptions {
 // max_blob_bytes: the fewest slices, then as even as filter_multiple allows. One entry
 // (the whole layer) when the blob fits. Empty when not even one filter fits.
 std::vector<int> slice_sizes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align,
-                             int64_t max_blob_bytes, int filter_multiple);
+                             int64_t max_blob_bytes, int filter_multiple, WeightFormat format = WeightFormat::kFp);
 
 // The slice sizes (input channels per slice, in order) of a conv of `channels` input
 // channels and `filters` filters of k x k = kernel_elems, alike (each blob sized with the bias).
 std::vector<int> channel_slice_sizes(int channels, int filters, int64_t kernel_elems, DType dtype,
-                                     int64_t weight_align, int64_t max_blob_bytes, int channel_multiple);
+                                     int64_t weight_align, int64_t max_blob_bytes, int channel_multiple,
+                                     WeightFormat format = WeightFormat::kFp);
 
 // Bytes of the blob of `filters` filters of `filter_elems` weights each (blob_layout.h).
-int64_t conv_blob_bytes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align);
+int64_t conv_blob_bytes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align,
+                        WeightFormat format = WeightFormat::kFp);
 
 // Slices every conv of `plan` whose blob exceeds options.max_blob_bytes: its step
 // becomes one step per slice (renumbering the steps after it, the buffers' live steps

@@ -7,6 +7,7 @@ std::string Shape3::to_string() const {
 }
 
 const char* dtype_name(DType t) { return t == DType::kF16 ? "f16" : "f32"; }
+const char* weight_format_name(WeightFormat f) { return f == WeightFormat::kInt8 ? "int8" : "fp"; }
 const char* layout_name(Layout l) { return l == Layout::kNHWC ? "NHWC" : "NCHW"; }
 
 const char* precision_name(Precision p) {

@@ -22,6 +22,12 @@ enum class DType : uint8_t { kF32, kF16 };
 inline size_t dtype_size(DType t) { return t == DType::kF16 ? 2 : 4; }
 const char* dtype_name(DType t);
 
+// How conv weights are stored and streamed: fp (in the run's precision, DType) or int8
+// (symmetric, one f32 scale per output channel; computed in the run's precision after
+// the GPU or CPU expands them as each conv runs: docs/streaming.md, "Compressed weights").
+enum class WeightFormat : uint8_t { kFp, kInt8 };
+const char* weight_format_name(WeightFormat f);  // "fp", "int8"
+
 // Memory order of an activation tensor. NCHW: per image, channel planes.
 // NHWC: per image, pixels with channels innermost.
 enum class Layout : uint8_t { kNCHW, kNHWC };

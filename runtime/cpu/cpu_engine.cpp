@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "runtime/compile/dequant_buffers.h"
 
 namespace dlr {
 
@@ -33,6 +34,7 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
   if (plan.options.conv_over_concat)
     return invalid_argument("the CPU backend does not run convs over a concatenation's parts (a plan compiled for "
                             "CUDA NHWC)");
+  DLR_RETURN_IF_ERROR(check_dequant_buffers(plan));
   std::unique_ptr<CpuEngine> e(new CpuEngine(model));
   if (e->m_storage) {
     const BlobFile* file = weights.blob_file();
@@ -170,6 +172,12 @@ void CpuEngine::run_step(const Step& s) {
     const WeightBlob& wb = m_plan.weights[size_t(s.weight)];
     const char* blob = this->blob(s.weight);
     call.weights = reinterpret_cast<const float*>(blob);
+    if (s.dequant >= 0) {  // int8: expanded into the step's buffer first
+      float* w = reinterpret_cast<float*>(m_arena_ptr + m_plan.buffers[size_t(s.dequant)].offset);
+      cpu::dequantize_weights(reinterpret_cast<const int8_t*>(blob), reinterpret_cast<const float*>(blob + wb.scale_offset),
+                              wb.scale_elems, wb.weight_elems / wb.scale_elems, w, m_scratch_threads);
+      call.weights = w;
+    }
     call.bias = wb.bias_elems > 0 ? reinterpret_cast<const float*>(blob + wb.bias_offset) : nullptr;
     call.scratch = m_scratch_ptr;
     call.scratch_threads = m_scratch_threads;

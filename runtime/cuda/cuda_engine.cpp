@@ -4,6 +4,7 @@
 // the CUDA graphs), cuda_engine_sharing.cpp (the Runtime's facets: shared memory, shared
 // ring, prefetch), weight_residency.cpp (weights), unit_tuning.cpp (open-time timing,
 // replan()).
+#include "runtime/compile/dequant_buffers.h"
 #include "runtime/cuda/cuda_engine_impl.h"
 
 #include <chrono>
@@ -70,6 +71,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   if (options.device != DeviceKind::kCUDA || model.target.device != DeviceKind::kCUDA)
     return invalid_argument("the CUDA engine runs models compiled for a CUDA target");
   const auto t0 = Clock::now();
+  DLR_RETURN_IF_ERROR(check_dequant_buffers(model.plan));
   DLR_RETURN_IF_ERROR(check_cuda_device(options.cuda_device));
   DLR_CUDA_CHECK(cudaSetDevice(options.cuda_device));
   std::unique_ptr<CudaEngine> e(new CudaEngine(model));

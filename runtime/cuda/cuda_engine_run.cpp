@@ -104,6 +104,13 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
     call.concat = m_concat_convs[size_t(st.index)].get();
     call.cublas = m_cublas.get();
     call.weights = blob;
+    if (st.dequant >= 0) {  // int8: expanded into the step's buffer first, on the same stream
+      char* w = arena_base() + m_plan.buffers[size_t(st.dequant)].offset;
+      DLR_RETURN_IF_ERROR(cuda::dequantize_weights(reinterpret_cast<const int8_t*>(blob),
+                                                   reinterpret_cast<const float*>(blob + wb.scale_offset),
+                                                   wb.scale_elems, wb.weight_elems / wb.scale_elems, wb.dtype, w, s));
+      call.weights = w;
+    }
     call.bias = wb.bias_elems > 0 ? reinterpret_cast<const float*>(blob + wb.bias_offset) : nullptr;
     call.workspace = workspace_ptr();
     call.workspace_bytes = workspace_bytes();

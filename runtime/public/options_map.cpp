@@ -44,6 +44,7 @@ static_assert(uint8_t(Residency::kLargestLate) == uint8_t(dlr::Residency::kLarge
                   uint8_t(Residency::kGreedy) == uint8_t(dlr::Residency::kGreedy), "Residency");
 static_assert(uint8_t(SliceBy::kFilters) == uint8_t(dlr::SliceBy::kFilters) &&
                   uint8_t(SliceBy::kChannels) == uint8_t(dlr::SliceBy::kChannels), "SliceBy");
+static_assert(uint8_t(WeightFormat::kInt8) == uint8_t(dlr::WeightFormat::kInt8), "WeightFormat");
 static_assert(uint8_t(ThreadPriority::kHigh) == uint8_t(dlr::ThreadPriority::kHigh) &&
                   uint8_t(ThreadPriority::kRealtime) == uint8_t(dlr::ThreadPriority::kRealtime), "ThreadPriority");
 template <class P, class I>
@@ -57,6 +58,7 @@ dlr::Status convert(Mode p, dlr::WeightMode* s) { return as_internal(p, s); }
 dlr::Status convert(PoolLayout p, dlr::PoolLayout* s) { return as_internal(p, s); }
 dlr::Status convert(Residency p, dlr::Residency* s) { return as_internal(p, s); }
 dlr::Status convert(SliceBy p, dlr::SliceBy* s) { return as_internal(p, s); }
+dlr::Status convert(WeightFormat p, dlr::WeightFormat* s) { return as_internal(p, s); }
 dlr::Status convert(ThreadPriority p, dlr::ThreadPriority* s) { return as_internal(p, s); }
 
 // A parsed value into its public field: a public enum from the internal one, or as it is.

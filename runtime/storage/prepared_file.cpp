@@ -128,8 +128,10 @@ Expected<PreparedIdentity> prepared_identity(const std::string& cfg_path, const 
   id.weights_mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + int64_t(st.st_mtim.tv_nsec);
   id.dtype = plan.weights.front().dtype;
   id.layout = plan.options.layout;
+  id.format = plan.weights.front().format;
   for (const WeightBlob& b : plan.weights) {
-    if (b.dtype != id.dtype) return internal_error(cfg_path + ": plan weight blobs of mixed dtypes");
+    if (b.dtype != id.dtype || b.format != id.format)
+      return internal_error(cfg_path + ": plan weight blobs of mixed dtypes or formats");
     id.blob_bytes.push_back(b.bytes);
   }
   return id;
@@ -184,7 +186,7 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
   int64_t at = header_bytes, largest = 0;
   for (size_t i = 0; i < n; ++i) {
     const WeightBlob& b = plan.weights[i];
-    if (b.bytes <= 0 || b.bytes != id.blob_bytes[i] || b.dtype != id.dtype)
+    if (b.bytes <= 0 || b.bytes != id.blob_bytes[i] || b.dtype != id.dtype || b.format != id.format)
       return invalid_argument(path + ": plan blob " + std::to_string(i) + " does not match the identity");
     table[i].offset = at;
     table[i].bytes = b.bytes;
@@ -236,7 +238,8 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
   put_u64(h + 56, uint64_t(id.weights_mtime_ns));
   h[64] = id.dtype == DType::kF16 ? 1 : 0;
   h[65] = id.layout == Layout::kNHWC ? 1 : 0;
-  put_u16(h + 66, 0);
+  h[66] = id.format == WeightFormat::kInt8 ? 1 : 0;
+  h[67] = 0;
   put_u32(h + 68, uint32_t(n));
   for (size_t i = 0; i < n; ++i) {
     unsigned char* e = h + kFixedHeader + kEntryBytes * int64_t(i);
@@ -281,7 +284,7 @@ Status write_prepared_file(const std::string& path, const ExecutionPlan& plan, W
 Expected<std::string> prepared_cache_path(const PreparedIdentity& id) {
   DLR_ASSIGN_OR_RETURN(const std::string dir, prepared_cache_dir());
   // The key: everything of the cheap identity, nothing that needs the .weights bytes.
-  std::vector<unsigned char> key(8 * 5 + 2);
+  std::vector<unsigned char> key(8 * 5 + 3);
   put_u64(key.data(), id.cfg_hash);
   put_u64(key.data() + 8, uint64_t(id.weights_size));
   put_u64(key.data() + 16, uint64_t(id.weights_mtime_ns));
@@ -289,6 +292,7 @@ Expected<std::string> prepared_cache_path(const PreparedIdentity& id) {
   put_u64(key.data() + 32, 0);
   key[40] = id.dtype == DType::kF16 ? 1 : 0;
   key[41] = id.layout == Layout::kNHWC ? 1 : 0;
+  key[42] = id.format == WeightFormat::kInt8 ? 1 : 0;
   for (int64_t b : id.blob_bytes) {
     unsigned char v[8];
     put_u64(v, uint64_t(b));

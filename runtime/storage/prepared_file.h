@@ -19,7 +19,10 @@
 //     56  i64      .weights modification time, ns since the epoch (when prepared)
 //     64  u8       dtype of the weights (0 f32, 1 f16; biases are always f32)
 //     65  u8       layout (0 NCHW: filters OIHW; 1 NHWC: filters OHWI)
-//     66  u16      zero
+//     66  u8       weight format (0 fp: weights of the dtype; 1 int8: int8 weights and one f32
+//                   scale per filter, WeightBlob::scale_offset; a reader of this version
+//                   from before int8 refuses 1 as a non-zero reserved byte)
+//     67  u8       zero
 //     68  u32      blob_count (1 .. kPreparedMaxBlobs)
 //     72  blob_count x 40 bytes, in ExecutionPlan::weights order:
 //           u64 offset, u64 bytes, u32 CRC32C of the blob's `bytes` bytes, i32 layer index,
@@ -38,7 +41,7 @@
 // the file), and each blob's size, dtype, layer, filter and channel range against the plan.
 //
 // Identity: the cfg's bytes (hash), the .weights file (content hash, size, mtime),
-// dtype, layout and the plan's blob sizes. A cache lookup compares the cheap identity
+// dtype, layout, weight format and the plan's blob sizes. A cache lookup compares the cheap identity
 // (cfg hash, .weights size and mtime, dtype, layout, blob sizes: no read of the
 // .weights file); the content hash is computed when a file is written and compared
 // whenever the caller computed it too (hash_weights_content), e.g. for a file that was
@@ -89,6 +92,7 @@ struct PreparedIdentity {
   int64_t weights_mtime_ns = 0;
   DType dtype = DType::kF32;
   Layout layout = Layout::kNCHW;
+  WeightFormat format = WeightFormat::kFp;
   std::vector<int64_t> blob_bytes;  // the plan's, in plan order
 };
 

@@ -94,9 +94,10 @@ Status read_identity(const std::string& path, const unsigned char* h, PreparedId
   id->weights_hash = get_u64(h + 40);
   id->weights_size = int64_t(get_u64(h + 48));
   id->weights_mtime_ns = int64_t(get_u64(h + 56));
-  if (h[64] > 1 || h[65] > 1 || h[66] != 0 || h[67] != 0)
+  if (h[64] > 1 || h[65] > 1 || h[66] > 1 || h[67] != 0)
     return parse_error(path + ": offset 64: dtype " + std::to_string(h[64]) + " / layout " + std::to_string(h[65]) +
-                       " codes outside 0..1 (or non-zero reserved bytes)");
+                       " / weight format " + std::to_string(h[66]) + " codes outside 0..1 (or a non-zero reserved byte)");
+  id->format = h[66] == 1 ? WeightFormat::kInt8 : WeightFormat::kFp;
   id->dtype = h[64] == 1 ? DType::kF16 : DType::kF32;
   id->layout = h[65] == 1 ? Layout::kNHWC : Layout::kNCHW;
   return Status();
@@ -168,6 +169,9 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
     if (w.dtype != id.dtype)
       return invalid_argument(made + "dtype " + dtype_code_name(h[64]) + ", the run uses " + dtype_name(w.dtype) +
                               " (prepare it again with this run's precision)");
+    if (w.format != id.format)
+      return invalid_argument(made + "weight format " + weight_format_name(id.format) + ", the run uses " +
+                              weight_format_name(w.format) + " (prepare it again with this run's weight_format)");
     if (b.layer != w.layer || b.bytes != w.bytes)
       return invalid_argument(made + "another model: blob " + std::to_string(i) + " is layer " +
                               std::to_string(b.layer) + ", " + std::to_string(b.bytes) + " bytes; the plan has layer " +
@@ -185,8 +189,10 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
 // The stored identity `id` against the one the caller expects (PreparedFile::open).
 Status check_expected(const std::string& path, const PreparedIdentity& id, const PreparedIdentity& expect) {
   const std::string made = path + ": prepared weight file made for ";
-  if (expect.dtype != id.dtype || expect.layout != id.layout || expect.blob_bytes != id.blob_bytes)
-    return invalid_argument(made + "another plan (dtype, layout or blob sizes differ from the identity expected)");
+  if (expect.dtype != id.dtype || expect.layout != id.layout || expect.format != id.format ||
+      expect.blob_bytes != id.blob_bytes)
+    return invalid_argument(made +
+                            "another plan (dtype, layout, weight format or blob sizes differ from the identity expected)");
   if (expect.cfg_hash != id.cfg_hash)
     return invalid_argument(made + "another cfg (cfg hash " + hex(id.cfg_hash, 16) + ", " +
                             (expect.cfg_path.empty() ? std::string("expected ") : expect.cfg_path + " has ") +
@@ -295,7 +301,7 @@ class PreparedSource final : public WeightSource {
                                    ? " " + slice_text(blob.filter_begin, blob.filters, blob.channel_begin, blob.channels)
                                    : ""));
     const PreparedBlob& b = m_blobs[size_t(index)];
-    if (b.bytes != blob.bytes || blob.dtype != m_id.dtype || layout != m_id.layout)
+    if (b.bytes != blob.bytes || blob.dtype != m_id.dtype || blob.format != m_id.format || layout != m_id.layout)
       return invalid_argument(m_path + ": blob " + std::to_string(index) + " (layer " + std::to_string(b.layer) +
                               ") is " + std::to_string(b.bytes) + " bytes " + dtype_name(m_id.dtype) + " " +
                               layout_name(m_id.layout) + ", asked for " + std::to_string(blob.bytes) + " bytes " +

@@ -112,6 +112,10 @@ std::vector<SessionFlag> device_rows() {
           "filters), filters (slices of its output channels) or channels (of its input channels, adding partial "
           "sums)")
           .dflt("auto").one_of("auto,filters,channels"),
+      Row("--weight-format", "weight_format", A::kEveryRun,
+          "how conv weights are stored and streamed: fp (the run's precision) or int8 (one scale per output "
+          "channel, expanded as each conv runs: half the bytes of fp16; detections may differ slightly)")
+          .dflt("fp").one_of("fp,int8").sweep(),
       Row("--units", "unit_search", A::kCudaStream,
           "stream mode, ring pool: search (copy units chosen by simulation) or chunks (the profile's chunk size)")
           .dflt("search").one_of("search,chunks").convert(C::kUnits).expected("search, chunks or chunks:SIZE")

@@ -27,6 +27,10 @@ enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
 // (and kept with its kernel times when cache_kernel_times is on; channels from storage);
 // filters on the CPU.
 enum class SliceBy : uint8_t { kAuto, kFilters, kChannels };
+// How conv weights are stored and streamed: fp (in the run's precision) or int8 (one
+// scale per output channel, expanded to the run's precision as each conv runs: half the
+// bytes of fp16 to copy, read from storage and keep; docs/streaming.md, "Compressed weights").
+enum class WeightFormat : uint8_t { kFp, kInt8 };
 // The priority of the runtime's threads (and, through apply_thread_options(), of the
 // caller's): normal (nothing changed), high (nice -10), realtime (SCHED_FIFO 10). Raising
 // needs CAP_SYS_NICE or RLIMIT_NICE / RLIMIT_RTPRIO; where not permitted, one warning
@@ -67,6 +71,7 @@ struct Options {
   // as slice_by says), so the weight pool can be smaller than the largest layer; 0: none.
   int64_t slot_bytes = 0;
   SliceBy slice_by = SliceBy::kAuto;
+  WeightFormat weight_format = WeightFormat::kFp;
   PoolLayout weight_pool = PoolLayout::kAuto;
   bool unit_search = true;            // transfer units chosen by simulation (false: equal chunks)
   Residency residency = Residency::kGreedy;

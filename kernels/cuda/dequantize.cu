@@ -1,0 +1,63 @@
+// dequantize_weights (cuda_ops.h): int8 weights with one f32 scale per filter row expanded
+// to f32 or f16 as a conv's weights. Four weights per thread (one 32-bit load) where the
+// row length allows, else one.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace dlr::cuda {
+namespace {
+
+__device__ inline void put(float* dst, uint32_t i, float v) { dst[i] = v; }
+__device__ inline void put(__half* dst, uint32_t i, float v) { dst[i] = __float2half_rn(v); }
+
+// Row lengths that are multiples of 4: thread t expands weights [4t, 4t + 4) of one row.
+template <class T>
+__global__ void dequantize4_kernel(const char4* src, const float* scales, uint32_t quads, uint32_t row_quads, T* dst) {
+  for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < quads; t += gridDim.x * blockDim.x) {
+    const char4 q = src[t];
+    const float s = scales[t / row_quads];
+    put(dst, 4 * t, float(q.x) * s);
+    put(dst, 4 * t + 1, float(q.y) * s);
+    put(dst, 4 * t + 2, float(q.z) * s);
+    put(dst, 4 * t + 3, float(q.w) * s);
+  }
+}
+
+template <class T>
+__global__ void dequantize1_kernel(const int8_t* src, const float* scales, uint32_t count, uint32_t row, T* dst) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    put(dst, i, float(src[i]) * scales[i / row]);
+}
+
+template <class T>
+Status launch(const int8_t* src, const float* scales, int64_t filters, int64_t row, T* dst, cudaStream_t stream) {
+  const int64_t count = filters * row;
+  const bool quads = row % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 4 == 0;
+  const int64_t threads = quads ? count / 4 : count;
+  const unsigned blocks = unsigned(std::min<int64_t>((threads + kBlockThreads - 1) / kBlockThreads, 65535 * 8));
+  if (quads)
+    dequantize4_kernel<<<blocks, kBlockThreads, 0, stream>>>(reinterpret_cast<const char4*>(src), scales,
+                                                             uint32_t(threads), uint32_t(row / 4), dst);
+  else
+    dequantize1_kernel<<<blocks, kBlockThreads, 0, stream>>>(src, scales, uint32_t(count), uint32_t(row), dst);
+  DLR_CUDA_LAUNCH_CHECK("dequantize_kernel");
+  return Status();
+}
+
+}  // namespace
+
+Status dequantize_weights(const int8_t* src, const float* scales, int64_t filters, int64_t row, DType dtype, void* dst,
+                          cudaStream_t stream) {
+  if (filters <= 0 || row <= 0 || filters * row >= (int64_t(1) << 31))
+    return invalid_argument("dequantize_weights: " + std::to_string(filters) + " filters of " + std::to_string(row) +
+                            " weights (expected both > 0, fewer than 2^31 in all)");
+  if (dtype == DType::kF16) return launch(src, scales, filters, row, static_cast<__half*>(dst), stream);
+  return launch(src, scales, filters, row, static_cast<float*>(dst), stream);
+}
+
+}  // namespace dlr::cuda

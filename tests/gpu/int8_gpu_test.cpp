@@ -1,0 +1,141 @@
+// Int8 weights on the GPU (WeightFormat::kInt8): the expansion kernel gives the CPU's f32
+// products bit for bit (f16: those products rounded to nearest); an int8 network in fp32
+// matches the CPU's int8 run as fp32 matches fp32; in fp16, streamed through slots or the
+// ring, from storage or with zero copy, it is bit-identical to its own preload.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "runtime/core/half.h"
+#include "runtime/session.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/session_fixtures.h"
+#include "tests/common/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace dlr {
+namespace {
+
+TEST(Int8Gpu, DequantizeKernelGivesTheCpuProducts) {
+  DLR_REQUIRE_GPU();
+  std::mt19937 rng(3);
+  for (int64_t row : {int64_t(9), int64_t(64), int64_t(27), int64_t(4608)}) {
+    const int64_t filters = 37, n = filters * row;
+    std::vector<int8_t> q(size_t(n));
+    std::vector<float> scales(size_t(filters));
+    for (int8_t& v : q) v = int8_t(int(rng() % 255) - 127);
+    for (float& s : scales) s = std::uniform_real_distribution<float>(1e-5f, 0.5f)(rng);
+    std::vector<float> want(size_t(n));
+    cpu::dequantize_weights(q.data(), scales.data(), filters, row, want.data(), 1);
+    void *dq = nullptr, *ds = nullptr, *d32 = nullptr, *d16 = nullptr;
+    ASSERT_EQ(cudaMalloc(&dq, size_t(n)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&ds, size_t(filters) * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d32, size_t(n) * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d16, size_t(n) * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dq, q.data(), size_t(n), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(ds, scales.data(), size_t(filters) * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    const auto* src = static_cast<const int8_t*>(dq);
+    const auto* sc = static_cast<const float*>(ds);
+    ASSERT_TRUE(cuda::dequantize_weights(src, sc, filters, row, DType::kF32, d32, nullptr).ok());
+    ASSERT_TRUE(cuda::dequantize_weights(src, sc, filters, row, DType::kF16, d16, nullptr).ok());
+    std::vector<float> got32(size_t(n));
+    std::vector<uint16_t> got16(size_t(n));
+    ASSERT_EQ(cudaMemcpy(got32.data(), d32, size_t(n) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(got16.data(), d16, size_t(n) * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (void* p : {dq, ds, d32, d16}) cudaFree(p);
+    EXPECT_EQ(0, std::memcmp(got32.data(), want.data(), size_t(n) * 4)) << "row " << row;
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got16[size_t(i)], float_to_half(want[size_t(i)])) << "row " << row << " " << i;
+  }
+  EXPECT_FALSE(cuda::dequantize_weights(nullptr, nullptr, 0, 9, DType::kF16, nullptr, nullptr).ok());
+}
+
+SessionOptions cuda_int8(Precision p, int size) {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = p;
+  o.width = o.height = size;
+  o.weight_format = WeightFormat::kInt8;
+  return o;
+}
+
+std::vector<std::vector<float>> heads(const std::string& cfg, const std::string& weights, const SessionOptions& o,
+                                      const std::vector<float>& input) {
+  auto s = Session::open(cfg, weights, o);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return {};
+  auto first = test::network_heads(**s, input);
+  EXPECT_TRUE(test::same_bits(test::network_heads(**s, input), first)) << "a second inference differs";
+  return first;
+}
+
+// The real yolo-fastest-1.1 weights (grouped convs): CUDA fp32 int8 against the CPU's int8 run.
+TEST(Int8Gpu, Fp32MatchesTheCpusInt8Run) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_FILE(cfg, "weights/yolo-fastest-1.1.cfg");
+  DLR_REQUIRE_FILE(weights, "weights/yolo-fastest-1.1.weights");
+  const std::vector<float> input = test::random_input(1, 3, 320, 320, 4);
+  SessionOptions cpu;
+  cpu.width = cpu.height = 320;
+  cpu.weight_format = WeightFormat::kInt8;
+  const auto want = heads(cfg, weights, cpu, input);
+  const auto got = heads(cfg, weights, cuda_int8(Precision::kFP32, 320), input);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_FALSE(want.empty());
+  for (size_t h = 0; h < want.size(); ++h) {
+    const double e = test::rel_error(got[h], want[h]);
+    std::printf("yolo-fastest int8 @320 head %zu: CUDA fp32 against the CPU %.3g\n", h, e);
+    EXPECT_LE(e, 1e-4) << "head " << h;
+  }
+}
+
+// yolov4-tiny @320 fp16 (synthetic weights): streamed at the minimum pool through slots
+// and the ring, whole layers and 256 KiB slices, from storage and with zero copy, each
+// bit-identical to the int8 preload of the same plan.
+TEST(Int8Gpu, StreamedStorageAndZeroCopyBitIdenticalToPreload) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  const std::string cfg = test::required_shared_file("models/yolov4-tiny.cfg");
+  if (cfg.empty()) return;
+  const std::string weights = test::synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  const std::vector<float> input = test::random_input(1, 3, 320, 320, 6);
+  for (int64_t slot : {int64_t(0), int64_t(256) << 10}) {
+    SessionOptions o = cuda_int8(Precision::kFP16, 320);
+    o.slot_bytes = slot;
+    o.slice_by = SliceBy::kChannels;
+    const auto pre = heads(cfg, weights, o, input);
+    ASSERT_FALSE(pre.empty());
+    const std::string what = "slot " + std::to_string(slot);
+    for (PoolLayout pool : {PoolLayout::kSlots, PoolLayout::kRing}) {
+      SessionOptions st = o;
+      st.mode = WeightMode::kStream;
+      st.weight_pool = pool;
+      EXPECT_TRUE(test::same_bits(heads(cfg, weights, st, input), pre)) << what << " " << pool_layout_name(pool);
+    }
+    SessionOptions storage = o;
+    storage.mode = WeightMode::kStream;
+    storage.weights_from = WeightsFrom::kStorage;
+    storage.prepared_path = test::temp_dir() + "/tiny-int8-" + std::to_string(slot) + ".dlrw";
+    EXPECT_TRUE(test::same_bits(heads(cfg, weights, storage, input), pre)) << what << " storage";
+    storage.zero_copy = 1;
+    EXPECT_TRUE(test::same_bits(heads(cfg, weights, storage, input), pre)) << what << " zero copy";
+    // And the fp16 run of the same network is near (the int8 weights are not fp16's).
+    SessionOptions fp = o;
+    fp.weight_format = WeightFormat::kFp;
+    const auto ref = heads(cfg, weights, fp, input);
+    ASSERT_EQ(ref.size(), pre.size());
+    double worst = 0;
+    for (size_t h = 0; h < ref.size(); ++h) worst = std::max(worst, test::rel_error(pre[h], ref[h]));
+    std::printf("yolov4-tiny @320 fp16 %s: int8 heads against fp16 %.3g\n", what.c_str(), worst);
+    EXPECT_GT(worst, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace dlr
