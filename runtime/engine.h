@@ -87,6 +87,9 @@ class Engine {
   virtual std::vector<LayerTiming> layer_timings() const = 0;  // of the last run()
   virtual std::vector<CopyTiming> copy_timings() const { return {}; }
   virtual std::vector<ReadTiming> read_timings() const { return {}; }
+  // The host memory device work reads each inference (weights; not the image or output
+  // staging); empty where none (preload, the CPU).
+  virtual std::vector<HostRegion> streamed_host_regions() const { return {}; }
   virtual double last_run_ms() const = 0;  // network time of the last run()
   virtual RunTiming last_run_timing() const { return RunTiming{0, last_run_ms(), 0, last_run_ms()}; }
   virtual EngineOpenTiming open_timing() const { return {}; }

@@ -56,6 +56,15 @@ struct RunTiming {
   int64_t prefetch_ready_bytes = -1;
 };
 
+// Host memory that device work reads during every inference: a weight copy's source or
+// mapped memory a kernel reads. Each must be page-locked (pinned) so that the copy engine
+// reads it directly and it never pages out (tests/gpu/pinned_staging_test.cpp checks).
+struct HostRegion {
+  const char* what = "";  // "host store", "arena-staged store", "storage staging", "mapped storage staging"
+  const void* data = nullptr;
+  int64_t bytes = 0;
+};
+
 struct MemoryReport {
   int64_t weights = 0;      // resident/pool weight bytes on the device that runs the network
   int64_t activations = 0;  // planned activation arena

@@ -9,8 +9,18 @@
 # and prints a table. Runs on the GPU machine from the repository root with
 # device-carry/ (scripts/device_prepare.sh). Usage: scripts/interference.sh [OUT]
 # N_FAST (2000): inferences of the GPU-resident and host-streamed modes; N_SLOW (500): of
-# storage and zero copy (each ~0.1 s); MODES and CONDITIONS: subsets, space-separated
-# (modes: preload stream-min stream-50 storage zero-copy models models-ring).
+# storage and zero copy (each ~0.07-0.1 s; any count, e.g. 2000: ~2.5 min a row); MODES and
+# CONDITIONS: subsets, space-separated (modes: preload stream-min stream-50 storage
+# zero-copy models models-ring).
+# The disk's own spread: in each condition, right before its first storage or zero-copy
+# row, `dlprobe --storage-only --storage-passes DISK_PASSES` (default N_SLOW; 0: none)
+# reads the prepared weight file those rows read (whole, ~the bytes of one inference; the
+# read plan's MiB per inference is recorded beside it) with their reader, depth and block,
+# pass after pass: row "disk-spread" of the condition (the same statistics, the first 5
+# passes dropped like the first 5 frames), and a line setting the storage rows' p99/p50
+# beside the disk's. The prepared file is made first by a one-frame storage run whose
+# plan goes to OUT/plan_storage.txt. DISK_FLAGS: more dlprobe flags (e.g. --read-depth 4
+# when EXTRA_FLAGS changes dlrun's).
 # A mode may carry thread placements after '+' (docs/library.md, "Thread priority and CPU
 # placement"): +high (--thread-priority high), +rt (realtime), +pin (--cpu-affinity
 # $PIN_CPUS, default the last CPU), e.g. MODES="preload preload+rt storage storage+rt+pin"
@@ -82,11 +92,35 @@ stop_interference() {
   wait 2>/dev/null; hogs=()
 }
 
+# The prepared file the storage rows read: made (if absent) by one frame of the storage
+# mode, whose plan gives the bytes read per inference.
+prepared=""
+prepare_storage() {
+  [ -n "$prepared" ] && return 0
+  # shellcheck disable=SC2086,SC2046
+  "$B/dlrun" "$S/models/yolov4.cfg" $W "$IMG" --device cuda --precision fp16 $(base_flags_of storage) ${EXTRA_FLAGS:-} \
+    --print-plan >"$OUT/plan_storage.txt" 2>"$OUT/err_plan_storage.txt" || echo "storage plan run rc=$?"
+  # shellcheck disable=SC2012
+  prepared=$(ls -t "$DLR_CACHE_DIR"/prepared/yolov4-*.dlrw 2>/dev/null | head -1)
+  [ -n "$prepared" ] || echo "no prepared yolov4 file in $DLR_CACHE_DIR/prepared: no disk-spread rows"
+  [ -n "$prepared" ]
+}
+# The disk's own spread in condition $1, before its storage rows (once per condition).
+disk_spread() {
+  [ "${DISK_PASSES:-${N_SLOW:-500}}" -gt 0 ] && [ ! -f "$OUT/disk_$1.json" ] && prepare_storage || return 0
+  # shellcheck disable=SC2086
+  "$B/dlprobe" --storage-only --storage-file "$prepared" --storage-passes "${DISK_PASSES:-${N_SLOW:-500}}" \
+    --json "$OUT/disk_$1.json" ${DISK_FLAGS:-} >"$OUT/disk_$1.txt" 2>&1
+  echo "$1 disk-spread rc=$? $(grep -E '^p99/p50' "$OUT/disk_$1.txt")"
+}
+
 for mode in ${MODES:-preload stream-min stream-50 storage zero-copy}; do flags_of "$mode" >/dev/null || exit 2; done
 export DLR_CACHE_DIR=/tmp/dlrcache-interference
+rm -f "$OUT"/disk_*.json
 for cond in ${CONDITIONS:-alone cpu gpu disk}; do
   start_interference "$cond"
   for mode in ${MODES:-preload stream-min stream-50 storage zero-copy}; do
+    case ${mode%%+*} in storage|zero-copy) disk_spread "$cond" ;; esac
     net="$S/models/yolov4.cfg $W"
     case $mode in models*) net="" ;; esac
     # shellcheck disable=SC2086
@@ -112,10 +146,32 @@ for f in sorted(glob.glob(f"{out}/lat_*.txt")):
         key = f"{mode}[{tag}]" if tag else mode
         res.setdefault(cond, {})[key] = {"n": len(v), "p50": q(50), "p90": q(90), "p99": q(99), "p99_9": q(99.9),
                                          "max": v[-1]}
+def stats(v):  # the first five dropped, nearest rank as above
+    v = sorted(v[5:])
+    q = lambda p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+    return {"n": len(v), "p50": q(50), "p90": q(90), "p99": q(99), "p99_9": q(99.9), "max": v[-1]}
+# The disk's own spread (dlprobe --storage-passes on the storage rows' prepared file).
+plan = open(f"{out}/plan_storage.txt").read() if os.path.exists(f"{out}/plan_storage.txt") else ""
+m = re.search(r"^read plan: .* of ([0-9.]+) MiB per inference", plan, re.M)
+for f in sorted(glob.glob(f"{out}/disk_*.json")):
+    cond, d = os.path.basename(f)[5:-5], json.load(open(f))
+    if len(d["pass_ms"]) < 20: continue
+    res.setdefault(cond, {})["disk-spread"] = dict(
+        stats(d["pass_ms"]), file=d["file"], pass_mib=d["pass_bytes"] / 2**20,
+        read_plan_mib=float(m.group(1)) if m else None, reader=d["reader"], read_depth=d["read_depth"],
+        read_block_bytes=d["read_block_bytes"], mbps_at_p50=d["pass_bytes"] / (stats(d["pass_ms"])["p50"] * 1e3))
 json.dump(res, open(f"{out}/interference.json", "w"), indent=1)
 print("%-6s %-28s %5s %8s %8s %8s %8s %8s %7s" % ("cond", "mode", "n", "p50", "p90", "p99", "p99.9", "max", "p99/p50"))
 for cond in ("alone", "cpu", "gpu", "disk"):
     for mode, r in res.get(cond, {}).items():
         print("%-6s %-28s %5d %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f" % (cond, mode, r["n"], r["p50"], r["p90"], r["p99"],
               r["p99_9"], r["max"], r["p99"] / r["p50"]))
+for cond in ("alone", "cpu", "gpu", "disk"):
+    d = res.get(cond, {}).get("disk-spread")
+    if not d: continue
+    rows = ", ".join("%s %.2f" % (k, r["p99"] / r["p50"]) for k, r in res[cond].items()
+                     if k.split("+")[0] in ("storage", "zero-copy"))
+    print("%s: p99/p50 %s; the disk's own %.2f over the same %.2f MiB (read plan: %s MiB per inference), %d passes, "
+          "p50 %.2f ms (%.0f MB/s)" % (cond, rows or "(no storage rows)", d["p99"] / d["p50"], d["pass_mib"],
+          "%.2f" % d["read_plan_mib"] if d["read_plan_mib"] else "?", d["n"], d["p50"], d["mbps_at_p50"]))
 PY

@@ -200,6 +200,17 @@ MemoryReport CudaEngine::memory() const {
   return r;
 }
 
+std::vector<HostRegion> CudaEngine::streamed_host_regions() const {
+  std::vector<HostRegion> r;
+  if (m_pipeline)  // weights from storage: reads land in the staging, copied or read by kernels from there
+    r.push_back({m_reads.two_stage ? "mapped storage staging" : "storage staging", m_staging_host,
+                 m_reads.staging_bytes});
+  else if (m_host && m_streaming && !m_stream_plan.resident)
+    r.push_back({"host store", m_host->data(), m_host->bytes()});
+  if (m_staged_host) r.push_back({"arena-staged store", m_staged_host->data(), m_staged_host->bytes()});
+  return r;
+}
+
 Expected<std::unique_ptr<Engine>> create_cuda_engine(const CompiledModel& model, WeightSource& weights,
                                                      CudaContextInit* init) {
   DLR_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::create(model, weights, init));

@@ -54,6 +54,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
   std::vector<CopyTiming> copy_timings() const override { return m_copy_timings; }
   std::vector<ReadTiming> read_timings() const override;
+  std::vector<HostRegion> streamed_host_regions() const override;
   Expected<std::vector<double>> measure_layer_ms() override;
   Expected<std::vector<CopyTiming>> measure_copy_timings(int runs) override;
   Status replan(const CompiledModel& model, WeightSource& weights) override;

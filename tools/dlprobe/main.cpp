@@ -3,7 +3,9 @@
 // weights are read from (O_DIRECT bandwidth by block size and queue depth, buffered
 // reads), and write a copy profile for `dlrun --copy-profile`. `--storage-only`
 // measures the disk alone (no GPU needed, also in a CPU-only build). `dlprobe --show
-// NAME|FILE` prints a built-in or saved profile (no GPU needed). Tables on stdout,
+// NAME|FILE` prints a built-in or saved profile (no GPU needed). `--storage-only
+// --storage-passes N` reads one file N times with streaming's reader and prints the
+// spread of the pass times (tools/dlprobe/storage_spread.h). Tables on stdout,
 // progress and errors on stderr. Exit: 0 ok, 1 error (one line on stderr), 2 usage error.
 #include <CLI/CLI.hpp>
 
@@ -18,12 +20,16 @@
 
 #include "runtime/core/log.h"
 #include "runtime/streaming/copy_profile.h"
+#include "runtime/options_text.h"
 #include "tools/common/command_line.h"
+#include "tools/common/result_formats.h"  // write_text_file
+#include "tools/common/session_flags.h"
 #include "tools/common/tool_support.h"
 #ifdef DLR_HAVE_CUDA
 #include "runtime/cuda/copy_probe.h"
 #endif
 #include "tools/dlprobe/storage_probe.h"
+#include "tools/dlprobe/storage_spread.h"
 
 namespace {
 
@@ -47,8 +53,16 @@ struct Args {
   bool storage_only = false;
   std::string storage_file;
   int storage_mib = 512;
+  bool storage_mib_given = false;
   std::string base;  // --storage-only: the copy part of the profile written
+  // Disk spread (--storage-passes): passes, JSON file, and dlrun's read flags.
+  int storage_passes = 0;
+  std::string json;
+  SessionFlagTexts read_flags{FlagTool::kDlrun};
 };
+
+const std::vector<std::string> kReadFlags = {"--read-depth", "--read-block", "--reader"};
+const char* const kReadOptions[] = {"read_depth", "read_block_bytes", "reader"};
 
 std::string size_text(int64_t b) {
   if (b >= kMiB && b % kMiB == 0) return std::to_string(b / kMiB) + " MiB";
@@ -205,6 +219,34 @@ int storage_main(const Args& a) {
   return st.ok() ? kExitOk : fail("dlprobe", st);
 }
 
+// --storage-only --storage-passes N: the disk's own spread over N passes of the same bytes,
+// read as dlrun reads them (its read flags, their defaults and checks).
+int spread_main(const Args& a) {
+  SessionOptions so;
+  so.weights_from = WeightsFrom::kStorage;
+  for (const char* option : kReadOptions) {
+    const Status st = set_session_flag(FlagTool::kDlrun, option, a.read_flags.text(option), &so);
+    if (!st.ok()) return fail("dlprobe", st), kExitUsage;
+  }
+  if (Status st = validate_options(so); !st.ok()) return fail("dlprobe", st), kExitUsage;
+  probe::SpreadOptions o;
+  o.file = a.storage_file;
+  o.temp_bytes = int64_t(a.storage_mib) * kMiB;
+  o.pass_bytes = a.storage_file.empty() || !a.storage_mib_given ? 0 : int64_t(a.storage_mib) * kMiB;
+  o.passes = a.storage_passes;
+  o.depth = so.read_depth;
+  o.block = so.read_block_bytes;
+  o.reader = so.reader;
+  auto r = probe::run_spread_probe(o);
+  if (!r.ok()) return fail("dlprobe", r.status());
+  probe::print_spread(*r);
+  if (!a.json.empty()) {
+    if (Status st = write_text_file(a.json, probe::spread_json(*r)); !st.ok()) return fail("dlprobe", st);
+    std::printf("wrote %s\n", a.json.c_str());
+  }
+  return kExitOk;
+}
+
 int show(const std::string& what) {
   auto p = CopyProfile::resolve(what);
   if (!p.ok()) return fail("dlprobe", p.status());
@@ -306,12 +348,23 @@ int tool_main(int argc, char** argv) {
   app.add_option("--storage-file", a.storage_file,
                  "measure reads of this existing file (kept); default: a temporary file of --storage-mib MiB in "
                  "$TMPDIR or the current directory, removed afterwards");
-  app.add_option("--storage-mib", a.storage_mib, "size of the temporary storage test file in MiB (default 512)")
+  app.add_option("--storage-mib", a.storage_mib,
+                 "size of the temporary storage test file in MiB (default 512); with --storage-passes and "
+                 "--storage-file: the MiB read per pass from the file's start (default: the whole file)")
       ->check(CLI::Range(4, 1 << 20));
+  app.add_option("--storage-passes", a.storage_passes,
+                 "--storage-only: the disk's own spread instead of the bandwidth table: read the same bytes N times, "
+                 "pass after pass, with streaming's block reader (O_DIRECT, io_uring or pread threads) at dlrun's "
+                 "--read-depth, --read-block and --reader, and print the pass times' p50, p90, p99, p99.9, max and "
+                 "p99/p50 (no profile written)")
+      ->check(CLI::Range(1, 10000000));
+  app.add_option("--json", a.json, "--storage-passes: also write the results, every pass's ms and MB/s, as JSON here");
+  add_session_flags(app, &a.read_flags, kReadFlags, "Disk spread (--storage-passes), as dlrun reads");
   app.add_option("--base", a.base, "--storage-only: built-in name or profile file for the copy part");
   app.add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   if (const int rc = dlr::tools::parse_command_line(app, argc, argv, "dlprobe"); rc >= 0) return rc;
+  a.storage_mib_given = app.count("--storage-mib") > 0;
   dlr::set_log_level(a.log_level);
   if (!a.show.empty()) return show(a.show);
   if (a.storage_only && a.no_storage) {
@@ -322,6 +375,17 @@ int tool_main(int argc, char** argv) {
     std::fprintf(stderr, "dlprobe: --base is for --storage-only\n");
     return kExitUsage;
   }
+  bool read_flag_given = false;
+  for (const char* option : kReadOptions) read_flag_given = read_flag_given || a.read_flags.changed(option);
+  if (a.storage_passes > 0 && (!a.storage_only || !a.base.empty())) {
+    std::fprintf(stderr, "dlprobe: --storage-passes needs --storage-only and writes no profile (no --base)\n");
+    return kExitUsage;
+  }
+  if (a.storage_passes == 0 && (!a.json.empty() || read_flag_given)) {
+    std::fprintf(stderr, "dlprobe: --json, --read-depth, --read-block and --reader are for --storage-passes\n");
+    return kExitUsage;
+  }
+  if (a.storage_passes > 0) return spread_main(a);
   if (a.storage_only) return storage_main(a);
 #ifdef DLR_HAVE_CUDA
   return probe_main(a);

@@ -34,26 +34,6 @@ double process_cpu_seconds() {
   return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<char, FreeDeleter>;
-
-Expected<AlignedBuffer> aligned_buffer(int64_t bytes) {
-  void* p = nullptr;
-  if (::posix_memalign(&p, size_t(BlockReader::kDirectAlign), size_t(bytes)) != 0)
-    return out_of_memory("storage: cannot allocate " + std::to_string(bytes >> 20) + " MiB of read buffers");
-  return AlignedBuffer(static_cast<char*>(p));
-}
-
-// Removes the probe's own temporary file at scope exit.
-struct TempFile {
-  std::string path;
-  ~TempFile() {
-    if (!path.empty()) ::unlink(path.c_str());
-  }
-};
-
 std::string errno_text() { return std::strerror(errno); }
 
 // Creates `bytes` bytes of non-repeating content (not zeros: no filesystem can
@@ -165,37 +145,58 @@ std::string describe_storage(const std::string& path, const std::string& label) 
   return d + ", /dev/" + dev + (model.empty() ? "" : " (" + model + ")");
 }
 
-Expected<StorageResult> run_storage_probe(const StorageOptions& o) {
-  const Clock::time_point t0 = Clock::now();
-  StorageResult res;
-  TempFile temp;
-  if (o.file.empty()) {
-    std::string dir = o.dir;
+TempFile::~TempFile() {
+  if (!path.empty()) ::unlink(path.c_str());
+}
+
+Status open_probe_file(const std::string& file, const std::string& dir_option, int64_t bytes, ProbeFile* out) {
+  if (file.empty()) {
+    std::string dir = dir_option;
     if (dir.empty()) {
       const char* tmp = std::getenv("TMPDIR");
       dir = tmp && *tmp ? tmp : ".";
     }
-    std::fprintf(stderr, "dlprobe storage: writing a %lld MiB test file in %s\n", (long long)(o.file_bytes >> 20),
+    std::fprintf(stderr, "dlprobe storage: writing a %lld MiB test file in %s\n", (long long)(bytes >> 20),
                  dir.c_str());
-    DLR_RETURN_IF_ERROR(create_file(dir, o.file_bytes, &temp));
-    res.file = temp.path;
-    res.temporary = true;
+    DLR_RETURN_IF_ERROR(create_file(dir, bytes, &out->temp));
+    out->path = out->temp.path;
+    out->temporary = true;
   } else {
-    res.file = o.file;
+    out->path = file;
   }
   struct stat st {};
-  if (::stat(res.file.c_str(), &st) != 0)
-    return io_error("storage: cannot stat '" + res.file + "': " + errno_text());
-  res.file_bytes = int64_t(st.st_size);
+  if (::stat(out->path.c_str(), &st) != 0)
+    return io_error("storage: cannot stat '" + out->path + "': " + errno_text());
+  out->bytes = int64_t(st.st_size);
   std::string label;
-  if (res.temporary) {
-    const size_t slash = res.file.rfind('/');
-    label = "a temporary file in " + (slash == std::string::npos ? std::string(".") : res.file.substr(0, slash));
+  if (out->temporary) {
+    const size_t slash = out->path.rfind('/');
+    label = "a temporary file in " + (slash == std::string::npos ? std::string(".") : out->path.substr(0, slash));
   }
-  res.device = describe_storage(res.file, label);
-  if (res.file_bytes < 4 * kMiB)
-    return invalid_argument("storage: '" + res.file + "' has " + std::to_string(res.file_bytes) +
+  out->device = describe_storage(out->path, label);
+  if (out->bytes < 4 * kMiB)
+    return invalid_argument("storage: '" + out->path + "' has " + std::to_string(out->bytes) +
                             " bytes; at least 4 MiB are needed");
+  return Status();
+}
+
+Expected<AlignedBuffer> aligned_buffer(int64_t bytes) {
+  void* p = nullptr;
+  if (::posix_memalign(&p, size_t(BlockReader::kDirectAlign), size_t(bytes)) != 0)
+    return out_of_memory("storage: cannot allocate " + std::to_string(bytes >> 20) + " MiB of read buffers");
+  std::memset(p, 0, size_t(bytes));  // fault the pages in before timing
+  return AlignedBuffer(static_cast<char*>(p));
+}
+
+Expected<StorageResult> run_storage_probe(const StorageOptions& o) {
+  const Clock::time_point t0 = Clock::now();
+  StorageResult res;
+  ProbeFile pf;
+  DLR_RETURN_IF_ERROR(open_probe_file(o.file, o.dir, o.file_bytes, &pf));
+  res.file = pf.path;
+  res.file_bytes = pf.bytes;
+  res.temporary = pf.temporary;
+  res.device = pf.device;
 
   const std::vector<int64_t> blocks = o.quick ? std::vector<int64_t>{64 * kKiB, 1 * kMiB, 16 * kMiB}
                                               : std::vector<int64_t>{64 * kKiB, 256 * kKiB, 1 * kMiB, 4 * kMiB, 16 * kMiB};
@@ -214,7 +215,6 @@ Expected<StorageResult> run_storage_probe(const StorageOptions& o) {
     for (int d : depths)
       if (b <= res.file_bytes) buf_bytes = std::max(buf_bytes, b * d);
   DLR_ASSIGN_OR_RETURN(AlignedBuffer buf, aligned_buffer(std::max(buf_bytes, 1 * kMiB)));
-  std::memset(buf.get(), 0, size_t(std::max(buf_bytes, 1 * kMiB)));  // fault the pages in before timing
 
   for (ReaderKind kind : kinds)
     for (int d : depths)

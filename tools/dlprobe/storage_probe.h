@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,34 @@ struct StorageResult {
   ReaderKind best = ReaderKind::kThreads;  // geometric mean of the uring/threads GB/s ratios >= 1: uring
   double seconds = 0;               // wall time of the phase, file creation included
 };
+
+// Removes the probe's own temporary file (when `path` is set) at scope exit.
+struct TempFile {
+  std::string path;
+  TempFile() = default;
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile();
+};
+
+// The file a storage measurement reads: `file` (kept), or, when empty, a temporary file
+// of `bytes` non-repeating bytes written and synced in `dir` ("" = $TMPDIR, else the
+// current directory), removed with *out. At least 4 MiB; errors are one line.
+struct ProbeFile {
+  std::string path;
+  std::string device;  // describe_storage()
+  int64_t bytes = 0;   // its size
+  bool temporary = false;
+  TempFile temp;
+};
+Status open_probe_file(const std::string& file, const std::string& dir, int64_t bytes, ProbeFile* out);
+
+// A zeroed (pages faulted in) buffer aligned for O_DIRECT.
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<char, FreeDeleter>;
+Expected<AlignedBuffer> aligned_buffer(int64_t bytes);
 
 // Progress lines on stderr. Every failure is a one-line Status; the temporary file is
 // removed on every path.
