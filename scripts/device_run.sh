@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with device-carry/ carried
 # (made by scripts/device_prepare.sh). Phases, any subset, in order:
-#   info tests sanitize sanitize_modes probe bench stream slices axes axes_more axes_auto regress residency curve calib soak storage ttfd models ring upload
+#   info tests sanitize sanitize_modes probe bench int8 stream slices axes axes_more axes_auto regress residency curve calib soak storage ttfd models ring upload
 #   startup plugin
 # Logs and JSON go to $OUT; a short summary is printed last. STREAM_PRECISIONS
 # (default "fp16 fp32") limits the stream phase (each precision takes ~4-6 minutes).
@@ -342,6 +342,30 @@ for phase in "$@"; do
       "$B/dlsoak" "$M/yolov4.cfg" --synthetic --size 416 --precision fp16 --mode stream --weight-budget 50% \
         --iters 2000 --thread-iters 50 --json "$OUT/soak_yolov4_fp16_resident.json" >"$OUT/soak_resident.txt" 2>&1
       note "dlsoak stream 50% rc=$?"; cat "$OUT/soak_resident.txt" | tee -a "$summary"
+      ;;
+    int8)
+      # Issue 33: int8 weights against fp16 (yolov4 @608), every row in its own process:
+      # preload and stream (min, 50 %) from host memory, then from storage (prepared files
+      # made in a fresh cache, their sizes listed); then the detections of yolo-fastest-1.1
+      # (real weights) fp16 against int8 on the six shared images.
+      export DLR_CACHE_DIR=/tmp/dlrcache-int8
+      W=/tmp/y4.weights; [ -f $W ] || "$B/dlgen" "$M/yolov4.cfg" $W >/dev/null
+      timeout 240 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --precision fp16 --mode preload,stream \
+        --weight-budget min,50% --weight-format fp,int8 --isolate --iters 50 --warmup 5 \
+        --json "$OUT/int8_yolov4_608_fp16.json" >"$OUT/int8_yolov4_608_fp16.txt" 2>&1
+      note "int8 host yolov4@608 fp16 rc=$?"; grep -v '^  layer' "$OUT/int8_yolov4_608_fp16.txt" | tee -a "$summary"
+      timeout 150 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --precision fp16 --mode stream \
+        --weights-from storage --weight-format fp,int8 --isolate --iters 20 --warmup 2 \
+        --json "$OUT/int8_storage_yolov4_608_fp16.json" >"$OUT/int8_storage_yolov4_608_fp16.txt" 2>&1
+      note "int8 storage yolov4@608 fp16 rc=$?"; grep -v '^  layer' "$OUT/int8_storage_yolov4_608_fp16.txt" | tee -a "$summary"
+      ls -l "$DLR_CACHE_DIR"/prepared/ 2>&1 | tee -a "$summary"
+      timeout 120 python3 scripts/weight_format_fidelity.py --dlrun "$B/dlrun" --cfg "$DLR_SHARED_DIR/weights/yolo-fastest-1.1.cfg" \
+        --weights "$DLR_SHARED_DIR/weights/yolo-fastest-1.1.weights" --flags "--device cuda --precision fp16" \
+        --json "$OUT/int8_fidelity_gpu_fp16.json" "$DLR_SHARED_DIR"/images/*.ppm 2>&1 | tee -a "$summary"
+      # The same measure between two fp runs, for scale: fp16 against fp32.
+      timeout 60 python3 scripts/weight_format_fidelity.py --dlrun "$B/dlrun" --cfg "$DLR_SHARED_DIR/weights/yolo-fastest-1.1.cfg" \
+        --weights "$DLR_SHARED_DIR/weights/yolo-fastest-1.1.weights" --flags "--device cuda" --ref "--precision fp32" \
+        --test "--precision fp16" --json "$OUT/fp16_fidelity_gpu.json" "$DLR_SHARED_DIR"/images/*.ppm 2>&1 | tee -a "$summary"
       ;;
     storage)
       # Issue 15: weights read from the machine's disk each inference (yolov4 @608 fp16).

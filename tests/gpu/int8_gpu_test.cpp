@@ -27,11 +27,11 @@ TEST(Int8Gpu, DequantizeKernelGivesTheCpuProducts) {
   std::mt19937 rng(3);
   for (int64_t row : {int64_t(9), int64_t(64), int64_t(27), int64_t(4608)}) {
     const int64_t filters = 37, n = filters * row;
-    std::vector<int8_t> q(size_t(n));
-    std::vector<float> scales(size_t(filters));
+    std::vector<int8_t> q(static_cast<size_t>(n));
+    std::vector<float> scales(static_cast<size_t>(filters));
     for (int8_t& v : q) v = int8_t(int(rng() % 255) - 127);
     for (float& s : scales) s = std::uniform_real_distribution<float>(1e-5f, 0.5f)(rng);
-    std::vector<float> want(size_t(n));
+    std::vector<float> want(static_cast<size_t>(n));
     cpu::dequantize_weights(q.data(), scales.data(), filters, row, want.data(), 1);
     void *dq = nullptr, *ds = nullptr, *d32 = nullptr, *d16 = nullptr;
     ASSERT_EQ(cudaMalloc(&dq, size_t(n)), cudaSuccess);
@@ -44,8 +44,8 @@ TEST(Int8Gpu, DequantizeKernelGivesTheCpuProducts) {
     const auto* sc = static_cast<const float*>(ds);
     ASSERT_TRUE(cuda::dequantize_weights(src, sc, filters, row, DType::kF32, d32, nullptr).ok());
     ASSERT_TRUE(cuda::dequantize_weights(src, sc, filters, row, DType::kF16, d16, nullptr).ok());
-    std::vector<float> got32(size_t(n));
-    std::vector<uint16_t> got16(size_t(n));
+    std::vector<float> got32(static_cast<size_t>(n));
+    std::vector<uint16_t> got16(static_cast<size_t>(n));
     ASSERT_EQ(cudaMemcpy(got32.data(), d32, size_t(n) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(got16.data(), d16, size_t(n) * 2, cudaMemcpyDeviceToHost), cudaSuccess);
     for (void* p : {dq, ds, d32, d16}) cudaFree(p);

@@ -16,19 +16,12 @@
 #include "runtime/compile/compile.h"
 #include "runtime/compile/slice_choice.h"
 #include "tests/common/test_paths.h"
+#include "tests/common/weight_fixtures.h"
 
 namespace dlr {
 namespace {
 
-Target gpu_target() {
-  Target t;
-  t.device = DeviceKind::kCUDA;
-  t.name = "hand-made H100-like target";
-  t.memory_bytes = int64_t(80) << 30;
-  t.map_granularity = int64_t(2) << 20;
-  t.copy_profile = *CopyProfile::builtin("h100");
-  return t;
-}
+Target gpu_target() { return test::h100_like_target(); }
 
 SessionOptions sliced_options(SliceBy by) {
   SessionOptions o;

@@ -15,7 +15,6 @@
 
 #include "kernels/cpu/cpu_ops.h"
 #include "loaders/network_desc.h"
-#include "loaders/synthetic_weights.h"
 #include "loaders/weights_file.h"
 #include "runtime/compile/compile.h"
 #include "runtime/compile/dequant_buffers.h"
@@ -25,30 +24,14 @@
 #include "tests/common/model_fixtures.h"
 #include "tests/common/session_fixtures.h"
 #include "tests/common/test_paths.h"
+#include "tests/common/weight_fixtures.h"
 
 namespace dlr {
 namespace {
 
-struct Model {
-  NetworkDesc net;
-  Expected<WeightsFile> file = invalid_argument("not opened");
-};
+using Model = test::OpenedWeights;
 
-// yolov4-tiny @256 with synthetic weights written to the scratch folder.
-bool open_tiny(Model* m) {
-  const std::string cfg = test::shared_file("models/yolov4-tiny.cfg");
-  if (cfg.empty()) return false;
-  CfgOptions o;
-  o.width = o.height = 256;
-  Expected<NetworkDesc> net = parse_network_cfg(cfg, o);
-  EXPECT_TRUE(net.ok());
-  m->net = std::move(net).value();
-  const std::string path = test::temp_dir() + "/tiny-int8.weights";
-  EXPECT_TRUE(write_synthetic_weights(m->net, path, SyntheticOptions{}).ok());
-  m->file = WeightsFile::open(path, m->net);
-  EXPECT_TRUE(m->file.ok());
-  return m->file.ok();
-}
+bool open_tiny(Model* m) { return test::open_tiny_weights(m, "tiny-int8.weights"); }
 
 SessionOptions cuda_options(Precision precision, int layout, int64_t slot, SliceBy by, WeightFormat format) {
   SessionOptions o;
@@ -159,15 +142,6 @@ TEST(WeightInt8, BlobsHoldEachFiltersScaleAndNearestInt8InEveryLayoutAndSlice) {
   }
 }
 
-Target gpu_target() {
-  Target t;
-  t.device = DeviceKind::kCUDA;
-  t.name = "hand-made H100-like target";
-  t.memory_bytes = int64_t(80) << 30;
-  t.map_granularity = int64_t(2) << 20;
-  t.copy_profile = *CopyProfile::builtin("h100");
-  return t;
-}
 
 // yolov4 @608 fp16: the int8 plan holds at most 52 % of the fp16 plan's weight bytes;
 // every int8 step expands into a buffer of its fp16 weights live for that step alone.
@@ -177,9 +151,9 @@ TEST(WeightInt8, PlanHalvesTheFp16BytesAndExpandsEachBlobForItsStepOnly) {
   Expected<NetworkDesc> net = parse_network_cfg(cfg_path, CfgOptions{});
   ASSERT_TRUE(net.ok()) << net.status().to_string();
   SessionOptions o = cuda_options(Precision::kFP16, -1, 0, SliceBy::kAuto, WeightFormat::kFp);
-  Expected<CompiledModel> fp = compile(*net, gpu_target(), o);
+  Expected<CompiledModel> fp = compile(*net, test::h100_like_target(), o);
   o.weight_format = WeightFormat::kInt8;
-  Expected<CompiledModel> q = compile(*net, gpu_target(), o);
+  Expected<CompiledModel> q = compile(*net, test::h100_like_target(), o);
   ASSERT_TRUE(fp.ok() && q.ok()) << (fp.ok() ? q.status().to_string() : fp.status().to_string());
   const ExecutionPlan& a = fp->plan;
   const ExecutionPlan& b = q->plan;

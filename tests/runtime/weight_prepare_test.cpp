@@ -13,13 +13,13 @@
 
 #include "loaders/network_desc.h"
 #include "loaders/prepare.h"
-#include "loaders/synthetic_weights.h"
 #include "loaders/weights_file.h"
 #include "runtime/compile/compile.h"
 #include "runtime/core/half.h"
 #include "runtime/weight_source.h"
 #include "runtime/weight_store.h"
 #include "tests/common/test_paths.h"
+#include "tests/common/weight_fixtures.h"
 
 namespace dlr {
 namespace {
@@ -52,26 +52,9 @@ std::vector<char> reference_blob(const NetworkDesc& net, const WeightsFile& file
   return out;
 }
 
-struct Model {
-  NetworkDesc net;
-  Expected<WeightsFile> file = invalid_argument("not opened");
-};
+using Model = test::OpenedWeights;
 
-// yolov4-tiny @256 with synthetic weights written to the scratch folder.
-bool open_tiny(Model* m) {
-  const std::string cfg = test::shared_file("models/yolov4-tiny.cfg");
-  if (cfg.empty()) return false;
-  CfgOptions o;
-  o.width = o.height = 256;
-  Expected<NetworkDesc> net = parse_network_cfg(cfg, o);
-  EXPECT_TRUE(net.ok());
-  m->net = std::move(net).value();
-  const std::string path = test::temp_dir() + "/tiny.weights";
-  EXPECT_TRUE(write_synthetic_weights(m->net, path, SyntheticOptions{}).ok());
-  m->file = WeightsFile::open(path, m->net);
-  EXPECT_TRUE(m->file.ok());
-  return m->file.ok();
-}
+bool open_tiny(Model* m) { return test::open_tiny_weights(m, "tiny.weights"); }
 
 ExecutionPlan plan_for(const NetworkDesc& net, Precision precision, int layout, int64_t slot, SliceBy by) {
   SessionOptions o;

@@ -14,6 +14,7 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
   const bool stream = mode == "stream";
   const auto list = [&](const char* option) { return split(a.session.text(option)); };
   for (const std::string& precision : device == "cpu" ? split("fp32") : list("precision"))
+   for (const std::string& format : list("weight_format"))
     for (const std::string& layout : split(device == "cpu" ? std::string("auto") : a.layouts))
       for (const std::string& b : list("batch"))
         for (const std::string& slot : list("slot_bytes"))
@@ -32,7 +33,7 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
                     if (from == "storage" && mode == "preload") continue;
                     if (from == "storage" && device == "cpu" && zero != list("zero_copy").front()) continue;
                     out->push_back(Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool,
-                                          units, res, from, zero, slot});
+                                          units, res, from, zero, slot, format});
                   }
 }
 
@@ -57,7 +58,7 @@ SessionFlagTexts config_texts(const Args& a, const Config& c) {
       {"device", c.device}, {"precision", c.precision}, {"mode", c.mode == "cpu" ? "preload" : c.mode},
       {"batch", std::to_string(c.batch)}, {"weight_budget", c.budget}, {"weight_pool", c.pool},
       {"unit_search", c.units}, {"residency", c.residency}, {"weights_from", c.from}, {"zero_copy", c.zero},
-      {"slot_bytes", c.slot}};
+      {"slot_bytes", c.slot}, {"weight_format", c.format}};
   for (const auto& [option, text] : items) t.set(option, text);
   reset_inapplicable(&t);
   if (c.device != "cuda") t.reset("zero_copy");
@@ -72,7 +73,8 @@ std::string Config::name() const {
     stream = "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units) +
              (residency == "greedy" ? "" : "~" + residency);
   if (from == "storage") stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy");
-  return device + "/" + mode + stream + "/" + precision + (layout == "auto" ? "" : "/" + layout) + "/b" +
+  return device + "/" + mode + stream + "/" + precision + (format == "fp" ? "" : "/" + format) +
+         (layout == "auto" ? "" : "/" + layout) + "/b" +
          std::to_string(batch) + (slot == "0" ? "" : "/slot" + slot);
 }
 

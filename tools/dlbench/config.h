@@ -22,7 +22,9 @@ struct Config {
   std::string from = "host";   // host or storage
   std::string zero = "auto";   // storage: zero copy auto, on, off
   std::string slot = "0";      // --slot-size: 0 (no slices) or a size
-  // The row's name, e.g. "cuda/stream@50%:ring~none<storage:zc/fp16/b1".
+  std::string format = "fp";   // --weight-format: fp or int8
+  // The row's name, e.g. "cuda/stream@50%:ring~none<storage:zc/fp16/b1" ("/int8" after the
+  // precision for int8 weights).
   std::string name() const;
 };
 
