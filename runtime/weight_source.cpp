@@ -122,19 +122,14 @@ class FileSource final : public WeightSource {
     thread_local std::vector<float> rows, scratch;
     FoldCheck check;
     for (int64_t f = begin; f < end; f += block) {
-      FilterRange r;
-      r.first = (by_filters ? blob.filter_begin : 0) + f;
-      r.count = std::min<int64_t>(block, end - f);
-      r.channel = by_channels ? blob.channel_begin : 0;
-      r.channels = channels;
+      const FilterRange r = block_range(blob, f, std::min<int64_t>(block, end - f), by_channels ? blob.channel_begin : 0,
+                                        channels);
       float* folded = reinterpret_cast<float*>(out) + f * row;
       if (!direct) {
         rows.resize(size_t(r.count * row));
         folded = rows.data();
       }
-      DLR_RETURN_IF_ERROR(fold_conv_range(*layer, m_file, r, folded, bias ? bias + f : nullptr, &check));
-      if (f16 && check.max_weight > kMaxHalf)
-        DLR_RETURN_IF_ERROR(check_fp16_rows(*layer, m_file.path(), r, folded));
+      DLR_RETURN_IF_ERROR(fold_block(*layer, blob, r, folded, bias ? bias + f : nullptr, &check));
       if (!direct) store_rows(folded, r.count, channels, kk, layout, f16, out + f * row * es, &scratch);
     }
     if (end == filters) zero_padding(blob, blob.weight_elems * es, out);
@@ -163,15 +158,9 @@ class FileSource final : public WeightSource {
     thread_local std::vector<float> rows;
     FoldCheck check;
     for (int64_t f = begin; f < end; f += block) {
-      FilterRange r;
-      r.first = (blob.filters > 0 ? blob.filter_begin : 0) + f;
-      r.count = std::min<int64_t>(block, end - f);
-      r.channel = 0;
-      r.channels = cin;
+      const FilterRange r = block_range(blob, f, std::min<int64_t>(block, end - f), 0, cin);
       rows.resize(size_t(r.count * cin * kk));
-      DLR_RETURN_IF_ERROR(fold_conv_range(layer, m_file, r, rows.data(), bias ? bias + f : nullptr, &check));
-      if (blob.dtype == DType::kF16 && check.max_weight > kMaxHalf)
-        DLR_RETURN_IF_ERROR(check_fp16_rows(layer, m_file.path(), r, rows.data()));
+      DLR_RETURN_IF_ERROR(fold_block(layer, blob, r, rows.data(), bias ? bias + f : nullptr, &check));
       quantize_rows(rows.data(), r.count, cin, kk, c0, channels, layout,
                     reinterpret_cast<int8_t*>(out) + f * channels * kk, scales + f);
     }
@@ -182,6 +171,27 @@ class FileSource final : public WeightSource {
   bool splits() const override { return true; }
 
  private:
+  // Filters [f, f + count) of `blob` (its own numbering) over input channels
+  // [channel, channel + channels) of the layer.
+  static FilterRange block_range(const WeightBlob& blob, int64_t f, int64_t count, int64_t channel, int64_t channels) {
+    FilterRange r;
+    r.first = (blob.filters > 0 ? blob.filter_begin : 0) + f;
+    r.count = count;
+    r.channel = channel;
+    r.channels = channels;
+    return r;
+  }
+
+  // fold_conv_range of `r` into `rows` (and its biases, bias not null), then, for an f16
+  // blob whose weights went above the half range, the check naming the first such weight.
+  Status fold_block(const LayerDesc& layer, const WeightBlob& blob, const FilterRange& r, float* rows, float* bias,
+                    FoldCheck* check) const {
+    DLR_RETURN_IF_ERROR(fold_conv_range(layer, m_file, r, rows, bias, check));
+    if (blob.dtype == DType::kF16 && check->max_weight > kMaxHalf)
+      DLR_RETURN_IF_ERROR(check_fp16_rows(layer, m_file.path(), r, rows));
+    return Status();
+  }
+
   Expected<const LayerDesc*> layer_of(const WeightBlob& blob) const {
     if (blob.layer < 0 || blob.layer >= int(m_net.layers.size()) ||
         m_net.layers[size_t(blob.layer)].kind != LayerKind::kConv)

@@ -8,13 +8,19 @@ namespace dlr {
 
 int64_t dequant_bytes(const WeightBlob& w) { return w.weight_elems * int64_t(dtype_size(w.dtype)); }
 
+namespace {
+
+// An int8 blob's weights are whole rows, one per scale.
+bool whole_rows(const WeightBlob& w) { return w.scale_elems > 0 && w.weight_elems % w.scale_elems == 0; }
+
+}  // namespace
+
 Status check_dequant_buffers(const ExecutionPlan& plan) {
   for (const Step& st : plan.steps) {
     if (st.weight < 0 || plan.weights[size_t(st.weight)].format != WeightFormat::kInt8) continue;
     const WeightBlob& w = plan.weights[size_t(st.weight)];
     if (st.dequant < 0 || st.dequant >= int(plan.buffers.size()) ||
-        plan.buffers[size_t(st.dequant)].bytes < dequant_bytes(w) || w.scale_elems <= 0 ||
-        w.weight_elems % w.scale_elems != 0)
+        plan.buffers[size_t(st.dequant)].bytes < dequant_bytes(w) || !whole_rows(w))
       return internal_error("layer " + std::to_string(st.layer) + ": an int8 weight blob without its dequant buffer");
   }
   return Status();
@@ -27,7 +33,7 @@ Status add_dequant_buffers(ExecutionPlan* plan) {
     const WeightBlob& w = plan->weights[size_t(st.weight)];
     if (w.format != WeightFormat::kInt8) continue;
     if (st.dequant >= 0) return internal_error("step " + std::to_string(st.index) + " has a dequant buffer already");
-    if (w.scale_elems <= 0 || w.weight_elems % w.scale_elems != 0)
+    if (!whole_rows(w))
       return internal_error("layer " + std::to_string(st.layer) + ": int8 blob of " + std::to_string(w.weight_elems) +
                             " weights and " + std::to_string(w.scale_elems) + " scales");
     Buffer b;

@@ -25,6 +25,23 @@ bool open_tiny_weights(OpenedWeights* m, const std::string& name) {
   return m->file.ok();
 }
 
+SessionOptions cuda_plan_options(Precision precision, int layout, int64_t slot, SliceBy by, WeightFormat format) {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = precision;
+  o.layout = layout;
+  o.slot_bytes = slot;
+  o.slice_by = by;
+  o.weight_format = format;
+  return o;
+}
+
+ExecutionPlan prepared_plan(const NetworkDesc& net, const SessionOptions& o) {
+  Expected<ExecutionPlan> plan = plan_for_prepare(net, o);
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return plan.ok() ? std::move(plan).value() : ExecutionPlan();
+}
+
 Target h100_like_target() {
   Target t;
   t.device = DeviceKind::kCUDA;

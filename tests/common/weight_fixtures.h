@@ -20,6 +20,14 @@ struct OpenedWeights {
 // failures recorded) when the shared cfg is absent or a step fails.
 bool open_tiny_weights(OpenedWeights* m, const std::string& name);
 
+// Options for a CUDA plan of `precision`, `layout` (-1 auto, 0 NCHW, 1 NHWC), slot and
+// slicing axis, with weights in `format`.
+SessionOptions cuda_plan_options(Precision precision, int layout, int64_t slot, SliceBy by,
+                                 WeightFormat format = WeightFormat::kFp);
+
+// plan_for_prepare(net, o), or an empty plan with the failure recorded.
+ExecutionPlan prepared_plan(const NetworkDesc& net, const SessionOptions& o);
+
 // An H100-like CUDA target (80 GiB, 2 MiB mapping, the built-in h100 copy profile).
 Target h100_like_target();
 

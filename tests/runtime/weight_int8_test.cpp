@@ -33,21 +33,10 @@ using Model = test::OpenedWeights;
 
 bool open_tiny(Model* m) { return test::open_tiny_weights(m, "tiny-int8.weights"); }
 
-SessionOptions cuda_options(Precision precision, int layout, int64_t slot, SliceBy by, WeightFormat format) {
-  SessionOptions o;
-  o.device = DeviceKind::kCUDA;
-  o.precision = precision;
-  o.layout = layout;
-  o.slot_bytes = slot;
-  o.slice_by = by;
-  o.weight_format = format;
-  return o;
-}
+using test::prepared_plan;
 
-ExecutionPlan plan_for(const NetworkDesc& net, const SessionOptions& o) {
-  Expected<ExecutionPlan> plan = plan_for_prepare(net, o);
-  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
-  return plan.ok() ? std::move(plan).value() : ExecutionPlan();
+SessionOptions cuda_options(Precision precision, int layout, int64_t slot, SliceBy by, WeightFormat format) {
+  return test::cuda_plan_options(precision, layout, slot, by, format);
 }
 
 // The fp32 OIHW folded weights and biases of every conv layer (an unsliced fp32 NCHW plan).
@@ -111,7 +100,7 @@ TEST(WeightInt8, BlobsHoldEachFiltersScaleAndNearestInt8InEveryLayoutAndSlice) {
   Model m;
   if (!open_tiny(&m)) GTEST_SKIP() << "yolov4-tiny.cfg not in the shared folder";
   Reference ref;
-  ref.plan = plan_for(m.net, cuda_options(Precision::kFP32, 0, 0, SliceBy::kAuto, WeightFormat::kFp));
+  ref.plan = prepared_plan(m.net, cuda_options(Precision::kFP32, 0, 0, SliceBy::kAuto, WeightFormat::kFp));
   std::unique_ptr<WeightSource> source = weights_file_source(m.net, *m.file);
   ref.store = WeightStore::create(ref.plan, *source);
   ASSERT_TRUE(ref.store.ok()) << ref.store.status().to_string();
@@ -123,7 +112,7 @@ TEST(WeightInt8, BlobsHoldEachFiltersScaleAndNearestInt8InEveryLayoutAndSlice) {
       cuda_options(Precision::kFP32, 0, 128 << 10, SliceBy::kChannels, WeightFormat::kInt8),
   };
   for (const SessionOptions& o : variants) {
-    const ExecutionPlan plan = plan_for(m.net, o);
+    const ExecutionPlan plan = prepared_plan(m.net, o);
     ASSERT_FALSE(plan.weights.empty());
     const std::string what = std::string(precision_name(o.precision)) + (o.layout ? " NHWC" : " NCHW") + " slot " +
                              std::to_string(o.slot_bytes) + " by " + slice_by_name(o.slice_by);
@@ -309,9 +298,9 @@ TEST(WeightInt8, ErrorPerLayerWithinHalfAStepOfItsFilter) {
   Expected<WeightsFile> file = WeightsFile::open(path, *net);
   ASSERT_TRUE(file.ok()) << file.status().to_string();
   SessionOptions o;
-  const ExecutionPlan fp = plan_for(*net, o);
+  const ExecutionPlan fp = prepared_plan(*net, o);
   o.weight_format = WeightFormat::kInt8;
-  const ExecutionPlan q = plan_for(*net, o);
+  const ExecutionPlan q = prepared_plan(*net, o);
   std::unique_ptr<WeightSource> source = weights_file_source(*net, *file);
   Expected<WeightStore> a = WeightStore::create(fp, *source);
   Expected<WeightStore> b = WeightStore::create(q, *source);

@@ -57,15 +57,7 @@ using Model = test::OpenedWeights;
 bool open_tiny(Model* m) { return test::open_tiny_weights(m, "tiny.weights"); }
 
 ExecutionPlan plan_for(const NetworkDesc& net, Precision precision, int layout, int64_t slot, SliceBy by) {
-  SessionOptions o;
-  o.device = DeviceKind::kCUDA;
-  o.precision = precision;
-  o.layout = layout;
-  o.slot_bytes = slot;
-  o.slice_by = by;
-  Expected<ExecutionPlan> plan = plan_for_prepare(net, o);
-  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
-  return plan.ok() ? std::move(plan).value() : ExecutionPlan();
+  return test::prepared_plan(net, test::cuda_plan_options(precision, layout, slot, by));
 }
 
 struct Variant {
