@@ -53,6 +53,7 @@ for phase in "$@"; do
       # ARENA_CANDIDATES (cfg@size:budget) whose plan, opened once without a tool, stages;
       # that open keeps the kernel times and copy profile in the cache, so the sanitized
       # opens plan the same, and each sanitized run's own --print-plan is grepped for it.
+      # int8_*: the same modes with int8 weights (run when named in SANITIZE_MODES).
       fw="$DLR_SHARED_DIR/weights/yolo-fastest-1.1"
       "$B/dlgen" "$M/yolov4-tiny.cfg" /tmp/tiny.weights >/dev/null
       base=(--device cuda --precision fp16 --summary always)
@@ -88,6 +89,12 @@ for phase in "$@"; do
         [zero_copy]="$fw.cfg $fw.weights --mode stream --weights-from storage --zero-copy on"
         [models]="--model $fw.cfg:$fw.weights@160 --model $M/yolov4-tiny.cfg:/tmp/tiny.weights@160 --runtime-budget ${rb:-16MiB}"
         [arena]="$arena"
+        # int8 weights (issue 33): expanded on the CUDA engine's third stream, ahead of their layer.
+        [int8_preload]="$fw.cfg $fw.weights --weight-format int8"
+        [int8_min]="$fw.cfg $fw.weights --mode stream --weight-budget min --weight-format int8"
+        [int8_slices]="$fw.cfg $fw.weights --mode stream --weight-budget min --slot-size 64KiB --weight-format int8"
+        [int8_zero_copy]="$fw.cfg $fw.weights --mode stream --weights-from storage --zero-copy on --weight-format int8"
+        [int8_models]="--model $fw.cfg:$fw.weights@160 --model $M/yolov4-tiny.cfg:/tmp/tiny.weights@160 --runtime-budget ${rb:-16MiB} --weight-format int8"
       )
       for tool in ${SANITIZE_TOOLS:-memcheck synccheck racecheck}; do
         for mode in ${SANITIZE_MODES:-host_min host_50 slices storage zero_copy models arena}; do

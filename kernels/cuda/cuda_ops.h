@@ -74,6 +74,18 @@ Status bias_activation(const TensorView& t, const float* bias, Activation act, c
 Status dequantize_weights(const int8_t* src, const float* scales, int64_t filters, int64_t row, DType dtype, void* dst,
                           cudaStream_t stream);
 
+// Several blobs expanded by one launch, each as dequantize_weights does (the same
+// products); jobs: 1..kMaxDequantJobs, passed by value to the kernel (host memory here).
+struct DequantJob {
+  const int8_t* src = nullptr;
+  const float* scales = nullptr;
+  void* dst = nullptr;
+  int64_t filters = 0;
+  int64_t row = 0;
+};
+constexpr int kMaxDequantJobs = 16;
+Status dequantize_weights_batch(const DequantJob* jobs, int n, DType dtype, cudaStream_t stream);
+
 // ---- maxpool.cu ----
 Status maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
 

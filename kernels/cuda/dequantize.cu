@@ -1,9 +1,11 @@
 // dequantize_weights (cuda_ops.h): int8 weights with one f32 scale per filter row expanded
 // to f32 or f16 as a conv's weights. Four weights per thread (one 32-bit load) where the
-// row length allows, else one.
+// row length allows, else one. dequantize_weights_batch: several blobs in one launch, one
+// weight per thread.
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <string>
 
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -49,13 +51,63 @@ Status launch(const int8_t* src, const float* scales, int64_t filters, int64_t r
   return Status();
 }
 
+// One launch for several blobs: blockIdx.y picks the job, x strides over its weights.
+struct BatchJobs {
+  const int8_t* src[kMaxDequantJobs];
+  const float* scales[kMaxDequantJobs];
+  void* dst[kMaxDequantJobs];
+  uint32_t count[kMaxDequantJobs];
+  uint32_t row[kMaxDequantJobs];
+};
+
+template <class T>
+__global__ void dequantize_batch_kernel(BatchJobs jobs) {
+  const unsigned j = blockIdx.y;
+  const int8_t* src = jobs.src[j];
+  const float* scales = jobs.scales[j];
+  T* dst = static_cast<T*>(jobs.dst[j]);
+  const uint32_t count = jobs.count[j], row = jobs.row[j];
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    put(dst, i, float(src[i]) * scales[i / row]);
+}
+
+Status check_shape(int64_t filters, int64_t row, const char* what) {
+  if (filters <= 0 || row <= 0 || filters * row >= (int64_t(1) << 31))
+    return invalid_argument(std::string(what) + ": " + std::to_string(filters) + " filters of " + std::to_string(row) +
+                            " weights (expected both > 0, fewer than 2^31 in all)");
+  return Status();
+}
+
 }  // namespace
+
+Status dequantize_weights_batch(const DequantJob* jobs, int n, DType dtype, cudaStream_t stream) {
+  if (n < 1 || n > kMaxDequantJobs)
+    return invalid_argument("dequantize_weights_batch: " + std::to_string(n) + " jobs (expected 1 to " +
+                            std::to_string(kMaxDequantJobs) + ")");
+  if (n == 1) return dequantize_weights(jobs[0].src, jobs[0].scales, jobs[0].filters, jobs[0].row, dtype, jobs[0].dst, stream);
+  BatchJobs b = {};
+  int64_t largest = 0;
+  for (int j = 0; j < n; ++j) {
+    DLR_RETURN_IF_ERROR(check_shape(jobs[j].filters, jobs[j].row, "dequantize_weights_batch"));
+    b.src[j] = jobs[j].src;
+    b.scales[j] = jobs[j].scales;
+    b.dst[j] = jobs[j].dst;
+    b.count[j] = uint32_t(jobs[j].filters * jobs[j].row);
+    b.row[j] = uint32_t(jobs[j].row);
+    largest = std::max<int64_t>(largest, b.count[j]);
+  }
+  const dim3 grid(unsigned(std::min<int64_t>((largest + kBlockThreads - 1) / kBlockThreads, 65535)), unsigned(n));
+  if (dtype == DType::kF16)
+    dequantize_batch_kernel<__half><<<grid, kBlockThreads, 0, stream>>>(b);
+  else
+    dequantize_batch_kernel<float><<<grid, kBlockThreads, 0, stream>>>(b);
+  DLR_CUDA_LAUNCH_CHECK("dequantize_batch_kernel");
+  return Status();
+}
 
 Status dequantize_weights(const int8_t* src, const float* scales, int64_t filters, int64_t row, DType dtype, void* dst,
                           cudaStream_t stream) {
-  if (filters <= 0 || row <= 0 || filters * row >= (int64_t(1) << 31))
-    return invalid_argument("dequantize_weights: " + std::to_string(filters) + " filters of " + std::to_string(row) +
-                            " weights (expected both > 0, fewer than 2^31 in all)");
+  DLR_RETURN_IF_ERROR(check_shape(filters, row, "dequantize_weights"));
   if (dtype == DType::kF16) return launch(src, scales, filters, row, static_cast<__half*>(dst), stream);
   return launch(src, scales, filters, row, static_cast<float*>(dst), stream);
 }

@@ -160,6 +160,7 @@ void to_json(nlohmann::json& j, const Step& s) {
     j["packs"] = s.packs;
   }
   if (s.dequant >= 0) j["dequant"] = s.dequant;
+  if (s.dequant_group >= 0) j["dequant_group"] = s.dequant_group;
   std::visit([&](const auto& p) { j["params"] = p; }, s.params);
 }
 
@@ -182,6 +183,7 @@ void from_json(const nlohmann::json& j, Step& s) {
   s.accumulate = j.value("accumulate", false);
   s.packs = j.value("packs", std::vector<std::pair<ViewRef, ViewRef>>{});
   s.dequant = j.value("dequant", -1);
+  s.dequant_group = j.value("dequant_group", -1);
   const nlohmann::json& p = j.at("params");
   // The params struct of the step's kind (DLR_OPS).
   switch (s.kind) {

@@ -79,9 +79,13 @@ struct Step {
   int channel_begin = 0;
   bool accumulate = false;  // the op adds into its output instead of overwriting it
   std::vector<std::pair<ViewRef, ViewRef>> packs;  // (source, destination) copies before the op
-  // A blob stored int8 (WeightBlob::format): the buffer (live for this step only) its
-  // weights are expanded into, in the blob's dtype, before the op; -1: none.
+  // A blob stored int8 (WeightBlob::format): the buffer its weights are expanded into, in
+  // the blob's dtype, before the op; -1: none. Consecutive int8 steps form expansion
+  // groups (dequant_group, numbered in step order), expanded together; a group's buffers
+  // are live from the first step of the group before on (an engine may expand them while
+  // that group runs: runtime/compile/dequant_buffers.h).
   int dequant = -1;
+  int dequant_group = -1;
 };
 
 // Prepared weights of one conv layer (or slice) as one contiguous blob:

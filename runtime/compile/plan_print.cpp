@@ -41,7 +41,7 @@ std::string ExecutionPlan::to_text() const {
     for (const auto& cp : st.packs) reads += (reads.empty() ? "pack " : ",pack ") + view_text(cp.first, *this);
     std::string w = "-";
     if (st.weight >= 0) w = "w" + std::to_string(st.weight) + " " + mib(weights[size_t(st.weight)].bytes);
-    if (st.dequant >= 0) w += " int8 -> b" + std::to_string(st.dequant);
+    if (st.dequant >= 0) w += " int8 -> b" + std::to_string(st.dequant) + " (group " + std::to_string(st.dequant_group) + ")";
     if (st.slice >= 0 && st.axis == SliceAxis::kFilters)
       w += " slice " + std::to_string(st.slice + 1) + "/" + std::to_string(st.slices) + " of filters [" +
            std::to_string(st.filter_begin) + "," + std::to_string(st.filter_begin + st.out.c) + ")";

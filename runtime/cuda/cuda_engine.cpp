@@ -34,6 +34,7 @@ CudaEngine::~CudaEngine() {
   m_pipeline.reset();  // its thread may wait on this engine's events
   if (m_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_stream.get()));
   if (m_copy_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_copy_stream.get()));
+  if (m_expand_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_expand_stream.get()));
 }
 
 const char* CudaEngine::blob_ptr(int blob) const {
@@ -76,6 +77,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   DLR_CUDA_CHECK(cudaSetDevice(options.cuda_device));
   std::unique_ptr<CudaEngine> e(new CudaEngine(model));
   DLR_RETURN_IF_ERROR(e->open_streams());
+  DLR_RETURN_IF_ERROR(e->open_expansion());
   e->m_open_timing.device_ms = ms_since(t0);
   DLR_RETURN_IF_ERROR(e->open_cudnn(init));
   DLR_LOG_DEBUG("cuda engine: {} buffers, arena {} bytes", e->m_plan.buffers.size(), e->m_plan.arena_bytes);

@@ -115,14 +115,18 @@ Expected<cuda::GraphExec> CudaEngine::capture(const std::function<Status()>& enq
   m_capturing = true;
   const Status st = enqueue();
   m_capturing = false;
-  if (!st.ok() && m_copy_stream) {
-    // The enqueue failed after forking the copy stream into the capture: join it back,
-    // or the capture cannot end cleanly (cudaErrorStreamCaptureUnjoined).
+  // The enqueue failed after forking the copy or expand stream into the capture: join it
+  // back, or the capture cannot end cleanly (cudaErrorStreamCaptureUnjoined).
+  auto join = [s](const cuda::Stream& forked, const cuda::Event& ev) {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(m_copy_stream.get(), &cs) == cudaSuccess && cs == cudaStreamCaptureStatusActive) {
-      DLR_CUDA_CHECK_LOG(cudaEventRecord(m_join.get(), m_copy_stream.get()));
-      DLR_CUDA_CHECK_LOG(cudaStreamWaitEvent(s, m_join.get(), 0));
-    }
+    if (!forked || cudaStreamIsCapturing(forked.get(), &cs) != cudaSuccess || cs != cudaStreamCaptureStatusActive)
+      return;
+    DLR_CUDA_CHECK_LOG(cudaEventRecord(ev.get(), forked.get()));
+    DLR_CUDA_CHECK_LOG(cudaStreamWaitEvent(s, ev.get(), 0));
+  };
+  if (!st.ok()) {
+    join(m_copy_stream, m_join);
+    join(m_expand_stream, m_ex_join);
   }
   const cudaError_t end = cudaStreamEndCapture(s, &graph);
   // A failed end of capture leaves its error as the thread's last CUDA error, which the

@@ -138,10 +138,40 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status enqueue_network(bool profile);
   Status read_profile(bool prefetched);  // prefetched: the leading units were copied before the run
   Status clear_foreign_arena();  // zeroes this plan's arena region after another model ran in it
-  // cuda_engine_run.cpp
-  Status enqueue_step(const Step& st, cudaStream_t s);
-  Status enqueue_layer_kernels(const Step& st, cudaStream_t s);  // enqueue_step unless a no-op; errors name the layer
+  // cuda_engine_run.cpp. expanded: an int8 step's weights are in its dequant buffer
+  // already (cuda_engine_expand.cpp); else they are expanded first, on `s`.
+  Status enqueue_step(const Step& st, cudaStream_t s, bool expanded);
+  // enqueue_step unless a no-op; errors name the layer.
+  Status enqueue_layer_kernels(const Step& st, cudaStream_t s, bool expanded = false);
   Status enqueue_outputs(cudaStream_t s);
+  // cuda_engine_expand.cpp: int8 weights expanded on m_expand_stream ahead of their step,
+  // a group (Step::dequant_group) per launch. One enqueue_network's progress: what is
+  // enqueued so far and the expansions issued.
+  struct Expansion {
+    size_t next = 0;         // the next entry of m_dq_steps to expand
+    int started_group = -1;  // the last group whose first step's start is recorded (m_dq_start)
+    int copied = -1;         // the last unit whose copy is enqueued
+    int read_through = 1 << 30;  // zero copy: the last step whose weights the thread waited for (-1: none yet)
+    bool copies = false;     // units are copied this inference
+    int skipped = 0;         // units copied before it (prefetch)
+    bool chunked = false;    // ... and waited for chunk by chunk (shared ring)
+    unsigned wait_flags = 0; // for the chunk events (external inside a capture)
+    int waited_start = -1;   // expand stream: the highest group start waited for
+    int waited_unit = -1;    // expand stream: the highest unit waited for
+    int waited_chunk = -1;   // expand stream: the highest prefetch chunk waited for
+    int waited_done = -1;    // compute stream: the highest entry whose expansion was waited for
+  };
+  Status open_expansion();  // the stream, events and groups (a plan with int8 steps)
+  Status expand_dequant(const Step& st, cudaStream_t s);  // one step's weights, on `s`
+  Status expand_begin(Expansion* x);  // forks the expand stream; issues what can be
+  // Issues, in order, every group whose inputs are enqueued; a group in part only when
+  // entry `need` (-1: none) is in it and waits.
+  Status expand_issue(Expansion* x, int need = -1);
+  Status expand_entries(size_t k0, size_t k1, cudaStream_t s);  // entries [k0, k1) in one launch
+  // Before int8 step st's kernels (after its own waits): records its group's start,
+  // issues what can be and makes the compute stream wait for st's expansion.
+  Status expand_before_kernels(const Step& st, Expansion* x);
+  Status expand_end();  // joins the expand stream into the compute stream
   // unit_tuning.cpp: the pool filled with weight-like values before kernels are timed
   // (synchronous; at open only).
   Status fill_pool_like_weights();
@@ -191,6 +221,17 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   std::vector<cuda::Event> m_copy_done;   // per unit (ordering only)
   std::vector<cuda::Event> m_layer_done;  // per layer that ends a group's use (ordering only)
   cuda::Event m_fork, m_join;             // copy stream joins/leaves the compute stream
+  // int8 weights (cuda_engine_expand.cpp): the steps that expand them, in order (entries);
+  // per group its first entry (and a last sentinel) and the start of its first step's
+  // kernels (compute stream); per entry the end of the launch that expanded it (expand
+  // stream) and that launch's last entry (set at each enqueue).
+  cuda::Stream m_expand_stream;
+  std::vector<int> m_dq_steps;
+  std::vector<int> m_dq_index;  // per step: its entry in m_dq_steps, or -1
+  std::vector<int> m_group_first;
+  std::vector<cuda::Event> m_dq_start, m_dq_done;
+  std::vector<int> m_dq_last;
+  cuda::Event m_ex_fork, m_ex_join;
 
   cuda::DeviceBuffer m_arena;      // own (not shared_memory)
   cuda::DeviceBuffer m_workspace;  // own (not shared_memory)

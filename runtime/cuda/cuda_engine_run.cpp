@@ -67,7 +67,7 @@ Status CudaEngine::set_input(const float* nchw, int n) {
   return Status();
 }
 
-Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
+Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s, bool expanded) {
   // Views of the step's inputs and copies (on the stack for the usual few).
   constexpr size_t kInline = 16;
   using Copy = std::pair<TensorView, TensorView>;
@@ -104,12 +104,9 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
     call.concat = m_concat_convs[size_t(st.index)].get();
     call.cublas = m_cublas.get();
     call.weights = blob;
-    if (st.dequant >= 0) {  // int8: expanded into the step's buffer first, on the same stream
-      char* w = arena_base() + m_plan.buffers[size_t(st.dequant)].offset;
-      DLR_RETURN_IF_ERROR(cuda::dequantize_weights(reinterpret_cast<const int8_t*>(blob),
-                                                   reinterpret_cast<const float*>(blob + wb.scale_offset),
-                                                   wb.scale_elems, wb.weight_elems / wb.scale_elems, wb.dtype, w, s));
-      call.weights = w;
+    if (st.dequant >= 0) {  // int8: the op reads the weights expanded into the step's buffer
+      if (!expanded) DLR_RETURN_IF_ERROR(expand_dequant(st, s));
+      call.weights = arena_base() + m_plan.buffers[size_t(st.dequant)].offset;
     }
     call.bias = wb.bias_elems > 0 ? reinterpret_cast<const float*>(blob + wb.bias_offset) : nullptr;
     call.workspace = workspace_ptr();
@@ -118,9 +115,9 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s) {
   return cuda::run_op(st.kind, call);
 }
 
-Status CudaEngine::enqueue_layer_kernels(const Step& st, cudaStream_t s) {
+Status CudaEngine::enqueue_layer_kernels(const Step& st, cudaStream_t s, bool expanded) {
   if (st.no_op && st.copies.empty()) return Status();
-  const Status status = enqueue_step(st, s);
+  const Status status = enqueue_step(st, s, expanded);
   if (!status.ok())
     return Status(status.code(),
                   "layer " + std::to_string(st.layer) + " (" + layer_kind_name(st.kind) + "): " + status.message());

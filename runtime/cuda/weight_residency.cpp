@@ -306,6 +306,13 @@ Status CudaEngine::enqueue_network(bool profile) {
   // order on the copy stream and layers in order on the compute stream, so having
   // waited for unit u (layer L) covers every unit < u (layer < L). Each cross-stream
   // edge costs the graph a few microseconds.
+  Expansion x;  // int8 weights: expanded on their own stream ahead of their step
+  x.copies = copies;
+  x.skipped = skipped;
+  x.chunked = chunked;
+  x.wait_flags = wait_flags;
+  if (zero_copy() && !m_kernels_only) x.read_through = -1;  // expanded once the thread has waited for the read
+  DLR_RETURN_IF_ERROR(expand_begin(&x));
   int waited_unit = -1;   // compute stream: the highest unit waited for
   int waited_layer = -1;  // copy stream: the highest layer waited for
   int waited_chunk = -1;  // compute stream: the highest prefetch chunk waited for
@@ -325,7 +332,8 @@ Status CudaEngine::enqueue_network(bool profile) {
     DLR_CUDA_CHECK(cudaEventRecord(m_copy_done[size_t(ui)].get(), ps));
     if (m_pipeline) m_pipeline->progress(ui);  // copy_done[ui] is recorded: its staging can be waited for
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_end[size_t(ui)], ps));
-    return Status();
+    x.copied = ui;
+    return expand_issue(&x);
   };
   auto enqueue_layer = [&](int layer) -> Status {
     const Step& st = m_plan.steps[size_t(layer)];
@@ -341,8 +349,10 @@ Status CudaEngine::enqueue_network(bool profile) {
     const bool two_stage = zero_copy() && !m_kernels_only;
     if (two_stage && m_reads.layer_read_unit[size_t(layer)] >= 0)  // its weights are in (mapped) staging
       DLR_RETURN_IF_ERROR(m_pipeline->wait_unit(m_reads.layer_read_unit[size_t(layer)]));
+    if (two_stage) x.read_through = layer;
+    DLR_RETURN_IF_ERROR(expand_before_kernels(st, &x));
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_ready[size_t(layer)], cs));
-    DLR_RETURN_IF_ERROR(enqueue_layer_kernels(st, cs));
+    DLR_RETURN_IF_ERROR(enqueue_layer_kernels(st, cs, true));
     if ((copies || two_stage) && m_layer_done[size_t(layer)])
       DLR_CUDA_CHECK(cudaEventRecord(m_layer_done[size_t(layer)].get(), cs));
     // For the next model's prefetch (an external node inside a graph: recorded at each replay).
@@ -363,6 +373,7 @@ Status CudaEngine::enqueue_network(bool profile) {
   } else {
     for (const Step& st : m_plan.steps) DLR_RETURN_IF_ERROR(enqueue_layer(st.index));
   }
+  DLR_RETURN_IF_ERROR(expand_end());
   return enqueue_outputs(cs);
 }
 

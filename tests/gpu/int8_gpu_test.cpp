@@ -8,9 +8,11 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "runtime/core/half.h"
 #include "runtime/session.h"
@@ -53,6 +55,50 @@ TEST(Int8Gpu, DequantizeKernelGivesTheCpuProducts) {
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got16[size_t(i)], float_to_half(want[size_t(i)])) << "row " << row << " " << i;
   }
   EXPECT_FALSE(cuda::dequantize_weights(nullptr, nullptr, 0, 9, DType::kF16, nullptr, nullptr).ok());
+}
+
+// One launch over several blobs (an expansion group) gives each blob's products as the
+// single-blob kernel does; a batch of 0 or more than kMaxDequantJobs is refused.
+TEST(Int8Gpu, BatchedExpansionGivesEachBlobsProducts) {
+  DLR_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{32, 27}, {64, 9}, {255, 512}, {7, 4608}, {1, 1}, {96, 25}};
+  const int n = int(shapes.size());
+  std::vector<std::vector<float>> want(shapes.size());
+  std::vector<cuda::DeviceBuffer> bufs;  // per job: int8, scales, f32 out, f16 out
+  cuda::DequantJob j32[cuda::kMaxDequantJobs], j16[cuda::kMaxDequantJobs];
+  for (int j = 0; j < n; ++j) {
+    const int64_t filters = shapes[size_t(j)].first, row = shapes[size_t(j)].second, count = filters * row;
+    std::vector<int8_t> q(static_cast<size_t>(count));
+    std::vector<float> scales(static_cast<size_t>(filters));
+    for (int8_t& v : q) v = int8_t(int(rng() % 255) - 127);
+    for (float& s : scales) s = std::uniform_real_distribution<float>(1e-5f, 0.5f)(rng);
+    want[size_t(j)].resize(size_t(count));
+    cpu::dequantize_weights(q.data(), scales.data(), filters, row, want[size_t(j)].data(), 1);
+    for (size_t bytes : {size_t(count), size_t(filters) * 4, size_t(count) * 4, size_t(count) * 2}) {
+      Expected<cuda::DeviceBuffer> b = cuda::DeviceBuffer::alloc(bytes);
+      ASSERT_TRUE(b.ok()) << b.status().to_string();
+      bufs.push_back(std::move(*b));
+    }
+    cuda::DeviceBuffer* b = &bufs[bufs.size() - 4];
+    ASSERT_EQ(cudaMemcpy(b[0].data(), q.data(), size_t(count), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(b[1].data(), scales.data(), size_t(filters) * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    j32[j] = {static_cast<const int8_t*>(b[0].data()), static_cast<const float*>(b[1].data()), b[2].data(), filters, row};
+    j16[j] = {static_cast<const int8_t*>(b[0].data()), static_cast<const float*>(b[1].data()), b[3].data(), filters, row};
+  }
+  ASSERT_TRUE(cuda::dequantize_weights_batch(j32, n, DType::kF32, nullptr).ok());
+  ASSERT_TRUE(cuda::dequantize_weights_batch(j16, n, DType::kF16, nullptr).ok());
+  for (int j = 0; j < n; ++j) {
+    const size_t count = want[size_t(j)].size();
+    std::vector<float> got32(count);
+    std::vector<uint16_t> got16(count);
+    ASSERT_EQ(cudaMemcpy(got32.data(), j32[j].dst, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(got16.data(), j16[j].dst, count * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(0, std::memcmp(got32.data(), want[size_t(j)].data(), count * 4)) << "job " << j;
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(got16[i], float_to_half(want[size_t(j)][i])) << "job " << j << " " << i;
+  }
+  EXPECT_FALSE(cuda::dequantize_weights_batch(j32, 0, DType::kF32, nullptr).ok());
+  EXPECT_FALSE(cuda::dequantize_weights_batch(j32, cuda::kMaxDequantJobs + 1, DType::kF32, nullptr).ok());
 }
 
 SessionOptions cuda_int8(Precision p, int size) {

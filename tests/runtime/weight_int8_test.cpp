@@ -134,7 +134,7 @@ TEST(WeightInt8, BlobsHoldEachFiltersScaleAndNearestInt8InEveryLayoutAndSlice) {
 
 // yolov4 @608 fp16: the int8 plan holds at most 52 % of the fp16 plan's weight bytes;
 // every int8 step expands into a buffer of its fp16 weights live for that step alone.
-TEST(WeightInt8, PlanHalvesTheFp16BytesAndExpandsEachBlobForItsStepOnly) {
+TEST(WeightInt8, PlanHalvesTheFp16BytesAndGroupsTheExpansions) {
   const std::string cfg_path = test::shared_file("models/yolov4.cfg");
   if (cfg_path.empty()) GTEST_SKIP() << "yolov4.cfg not in the shared folder";
   Expected<NetworkDesc> net = parse_network_cfg(cfg_path, CfgOptions{});
@@ -152,6 +152,8 @@ TEST(WeightInt8, PlanHalvesTheFp16BytesAndExpandsEachBlobForItsStepOnly) {
               double(b.arena_bytes) / 1048576);
   EXPECT_LE(double(b.weight_bytes()), 0.52 * double(a.weight_bytes()));
   int64_t largest = 0;
+  std::vector<int> group_first;  // per expansion group, its first step
+  std::vector<int64_t> group_bytes;
   ASSERT_EQ(a.steps.size(), b.steps.size());
   for (const Step& st : b.steps) {
     EXPECT_EQ(a.steps[size_t(st.index)].dequant, -1);
@@ -163,12 +165,40 @@ TEST(WeightInt8, PlanHalvesTheFp16BytesAndExpandsEachBlobForItsStepOnly) {
     const Buffer& buf = b.buffers[size_t(st.dequant)];
     const WeightBlob& w = b.weights[size_t(st.weight)];
     EXPECT_EQ(buf.bytes, w.weight_elems * 2);
-    EXPECT_EQ(buf.first_step, st.index);
+    // Groups numbered in step order, each up to 16 steps and 1 MiB expanded (or one blob).
+    ASSERT_TRUE(st.dequant_group == int(group_first.size()) || st.dequant_group == int(group_first.size()) - 1)
+        << "layer " << st.layer;
+    if (st.dequant_group == int(group_first.size())) {
+      group_first.push_back(st.index);
+      group_bytes.push_back(0);
+    }
+    group_bytes.back() += buf.bytes;
+    EXPECT_TRUE(group_bytes.back() <= (int64_t(1) << 20) || group_bytes.back() == buf.bytes) << "layer " << st.layer;
+    // Live from the previous group's first step (its expansion may run beside that group) to its own.
+    const int g = st.dequant_group;
+    EXPECT_EQ(buf.first_step, g > 0 ? group_first[size_t(g) - 1] : 0) << "layer " << st.layer;
     EXPECT_EQ(buf.last_step, st.index);
     largest = std::max(largest, buf.bytes);
   }
+  std::printf("%zu expansion groups over %zu steps\n", group_first.size(), b.steps.size());
+  EXPECT_LT(group_first.size(), b.weights.size());  // small blobs share launches
   EXPECT_TRUE(check_dequant_buffers(b).ok());
-  EXPECT_LE(b.arena_bytes, a.arena_bytes + largest);
+  // At most two groups (or two blobs larger than a group) live at once.
+  EXPECT_LE(b.arena_bytes, a.arena_bytes + 2 * std::max(largest, int64_t(1) << 20));
+  // A buffer live from its own step only would let the expansion ahead of it overwrite
+  // the previous step's activations: refused.
+  ExecutionPlan late = b;
+  for (Step& st : late.steps)
+    if (st.dequant >= 0 && st.index > 10) {
+      late.buffers[size_t(st.dequant)].first_step = st.index;
+      break;
+    }
+  EXPECT_FALSE(check_dequant_buffers(late).ok());
+  // Groups out of step order are refused too.
+  ExecutionPlan unordered = b;
+  for (Step& st : unordered.steps)
+    if (st.dequant_group > 2) st.dequant_group = 1;
+  EXPECT_FALSE(check_dequant_buffers(unordered).ok());
   EXPECT_NE(q->plan.to_text().find("compressed: int8"), std::string::npos);
   // A plan that lost a dequant buffer is refused before an engine runs it.
   ExecutionPlan broken = b;
