@@ -193,17 +193,32 @@ TEST(WeightInt8, PlanHalvesTheFp16BytesAndGroupsTheExpansions) {
       late.buffers[size_t(st.dequant)].first_step = st.index;
       break;
     }
-  EXPECT_FALSE(check_dequant_buffers(late).ok());
+  {
+    const Status st = check_dequant_buffers(late);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("its dequant buffer is not live from step"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+  }
   // Groups out of step order are refused too.
   ExecutionPlan unordered = b;
   for (Step& st : unordered.steps)
     if (st.dequant_group > 2) st.dequant_group = 1;
-  EXPECT_FALSE(check_dequant_buffers(unordered).ok());
+  {
+    const Status st = check_dequant_buffers(unordered);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("not numbered in expansion groups in step order"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+  }
   EXPECT_NE(q->plan.to_text().find("compressed: int8"), std::string::npos);
   // A plan that lost a dequant buffer is refused before an engine runs it.
   ExecutionPlan broken = b;
   for (Step& st : broken.steps) st.dequant = -1;
-  EXPECT_FALSE(check_dequant_buffers(broken).ok());
+  {
+    const Status st = check_dequant_buffers(broken);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("without its dequant buffer"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+  }
 }
 
 TEST(WeightInt8, CpuDequantizeIsTheFloatProductOfEachRow) {
