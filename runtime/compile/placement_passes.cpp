@@ -159,6 +159,12 @@ Status units_pass(PlacementState& s) {
     return internal_error("compile: the unit search changed the pool");
   s.stream = std::move(r.plan);
   s.predicted_ms = r.predicted_ms;
+  if (r.skipped) {
+    s.notes.push_back(fmt_text("units: equal chunks kept without a search (%.3f ms predicted, within %.1f %% of the "
+                               "kernels' sum, which no cut can beat)",
+                               r.default_ms, 100.0 * search.min_gain));
+    return Status();
+  }
   s.notes.push_back(s.stream.units_searched
                         ? fmt_text("units: %.0f chosen by simulation: %.3f ms predicted, equal chunks %.3f ms",
                                    double(s.stream.units.size()), r.predicted_ms, r.default_ms)

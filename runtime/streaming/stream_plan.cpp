@@ -213,11 +213,12 @@ Status check_unit_ends(const std::vector<int64_t>& unit_ends, int64_t ring, int6
   int64_t prev = 0;
   for (size_t i = 0; i < unit_ends.size(); ++i) {
     const int64_t e = unit_ends[i];
-    const std::string where = "transfer unit " + std::to_string(i) + " ends at byte " + std::to_string(e);
+    // Built on failure only: the unit search checks thousands of candidate cuts.
+    const auto where = [&] { return "transfer unit " + std::to_string(i) + " ends at byte " + std::to_string(e); };
     if (e <= prev || e % kAlign != 0)
-      return invalid_argument(where + "; expected increasing multiples of 256 after " + std::to_string(prev));
+      return invalid_argument(where() + "; expected increasing multiples of 256 after " + std::to_string(prev));
     if (e - prev > max_unit)
-      return invalid_argument(where + ": " + std::to_string(e - prev) + " bytes, more than the " +
+      return invalid_argument(where() + ": " + std::to_string(e - prev) + " bytes, more than the " +
                               std::to_string(max_unit) + " a ring of " + mib_text(ring) + " MiB allows");
     prev = e;
   }

@@ -46,6 +46,31 @@ class Scorer {
 
 int64_t align_down(int64_t x) { return x / kAlign * kAlign; }
 
+// True when no cut can be kept: every simulation runs the steps that reach the GPU one
+// after another, so no plan is predicted faster than the sum of their kernel times, and
+// a cut is kept only when predicted min_gain faster than the equal chunks' `default_ms`.
+bool no_cut_can_gain(const ExecutionPlan& plan, const std::vector<double>& layer_ms, double default_ms,
+                     double min_gain) {
+  double kernels_ms = 0;
+  for (size_t l = 0; l < plan.steps.size(); ++l)
+    if (!(plan.steps[l].no_op && plan.steps[l].copies.empty())) kernels_ms += layer_ms[l];
+  return (1.0 - min_gain) * default_ms < kernels_ms;
+}
+
+// The equal chunks `def`, kept without a search (no_cut_can_gain).
+UnitSearchResult chunks_kept(StreamPlan def, double default_ms, const std::vector<double>& layer_ms) {
+  UnitSearchResult r;
+  r.default_ms = r.predicted_ms = default_ms;
+  r.simulations = 1;
+  r.skipped = true;
+  r.plan = std::move(def);
+  r.plan.units_searched = false;
+  r.plan.searched_ms = default_ms;
+  r.plan.chunks_ms = default_ms;
+  r.plan.search_layer_ms = layer_ms;
+  return r;
+}
+
 // The blob end closest to `x` strictly inside (lo, hi), or -1.
 int64_t blob_end_near(const std::vector<int64_t>& blob_ends, int64_t x, int64_t lo, int64_t hi) {
   auto it = std::lower_bound(blob_ends.begin(), blob_ends.end(), x);
@@ -163,6 +188,11 @@ void improve_boundaries(Scorer& scorer, const ExecutionPlan& plan, const StreamO
 Expected<UnitSearchResult> search_beside_staged(const ExecutionPlan& plan, const CopyProfile& profile,
                                                 const StreamOptions& base, StreamPlan def,
                                                 const std::vector<double>& layer_ms, const UnitSearchOptions& search) {
+  UnitSearchOptions quiet = search;
+  quiet.sim.check = false;
+  const double default_ms = simulate(plan, def, profile, layer_ms, quiet.sim).latency_ms;
+  if (no_cut_can_gain(plan, layer_ms, default_ms, search.min_gain))
+    return chunks_kept(std::move(def), default_ms, layer_ms);
   std::vector<char> apart(plan.weights.size(), 0);
   for (size_t b = 0; b < plan.weights.size(); ++b) apart[b] = def.in_ring(int(b)) ? 0 : 1;
   const StreamedSubplan sp = streamed_subplan(plan, apart);
@@ -174,10 +204,8 @@ Expected<UnitSearchResult> search_beside_staged(const ExecutionPlan& plan, const
   sub.budget_bytes = def.pool_bytes;
   sub.never_resident = true;
   DLR_ASSIGN_OR_RETURN(UnitSearchResult s, search_ring_units(sp.plan, profile, sub, layer_ms, search));
-  UnitSearchOptions quiet = search;
-  quiet.sim.check = false;
   UnitSearchResult r;
-  r.default_ms = simulate(plan, def, profile, layer_ms, quiet.sim).latency_ms;
+  r.default_ms = default_ms;
   r.simulations = s.simulations + 1;
   StreamOptions cut = base;
   cut.unit_ends = s.plan.unit_ends();
@@ -235,6 +263,8 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
     r.plan = std::move(def);
     return r;
   }
+  if (no_cut_can_gain(plan, layer_ms, r.default_ms, search.min_gain))
+    return chunks_kept(std::move(def), r.default_ms, layer_ms);
 
   Scorer scorer(plan, profile, layer_ms, search);
   Cut best{def.unit_ends(), r.default_ms};

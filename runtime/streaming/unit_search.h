@@ -33,6 +33,9 @@ struct UnitSearchResult {
   double predicted_ms = 0;    // simulated latency of `plan`
   double default_ms = 0;      // simulated latency of plan_streaming's equal chunks
   int simulations = 0;
+  // No search ran: the equal chunks are predicted within min_gain of the sum of the
+  // kernel times, which no cut can beat (plan is plan_streaming's own).
+  bool skipped = false;
 };
 
 // `options` as for plan_streaming (its unit_ends are ignored). When the plan is not a

@@ -106,6 +106,37 @@ TEST(UnitSearch, SlotsAndResidentPlansPassThrough) {
             "unit search: 3 layer times for " + std::to_string(plan.steps.size()) + " layers");
 }
 
+// Equal chunks predicted within min_gain of the kernels' sum cannot be beaten by the
+// gain a cut needs, so the search does not run; where copies dominate it does.
+TEST(UnitSearch, SkippedWhereNoCutCanGainEnough) {
+  const ExecutionPlan plan = fake_plan({kMiB, 3 * kMiB, 512 << 10, 2 * kMiB, 3 * kMiB, 256 << 10, kMiB}, nullptr);
+  StreamOptions o;
+  o.layout = PoolLayout::kRing;
+  for (const double layer_ms : {5.0, 0.001}) {  // compute-bound, then copy-bound
+    SCOPED_TRACE("layer ms " + std::to_string(layer_ms));
+    const std::vector<double> ms(plan.steps.size(), layer_ms);
+    Expected<StreamPlan> def = plan_streaming(plan, h100_like(), o);
+    ASSERT_TRUE(def.ok());
+    ASSERT_FALSE(def->resident);
+    const double kernels = layer_ms * double(plan.steps.size());
+    const double default_ms = simulate(plan, *def, h100_like(), ms).latency_ms;
+    Expected<UnitSearchResult> r = search_ring_units(plan, h100_like(), o, ms);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_DOUBLE_EQ(r->default_ms, default_ms);
+    const bool hopeless = 0.99 * default_ms < kernels;
+    EXPECT_EQ(hopeless, layer_ms > 1.0) << default_ms << " ms against kernels " << kernels;
+    EXPECT_EQ(r->skipped, hopeless);
+    if (hopeless) {
+      EXPECT_EQ(r->simulations, 1);
+      EXPECT_FALSE(r->plan.units_searched);
+      EXPECT_EQ(r->plan.unit_ends(), def->unit_ends());
+      EXPECT_DOUBLE_EQ(r->predicted_ms, default_ms);
+    } else {
+      EXPECT_GT(r->simulations, 1);
+    }
+  }
+}
+
 TEST(UnitSearch, Yolov4FasterThanEqualChunks) {
   DLR_REQUIRE_FILE(cfg, "models/yolov4.cfg");
   CfgOptions co;
