@@ -11,6 +11,7 @@
 
 #include "runtime/core/log.h"
 #include "tools/common/command_line.h"
+#include "tools/common/process_exit.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlrun/options.h"
 #include "tools/dlrun/run.h"
@@ -40,7 +41,7 @@ int dlrun_main(int argc, char** argv) {
   dlr::set_log_level(a.log_level);
   const int rc = dlr::tools::run_dlrun(a);
   DLR_LOG_DEBUG("exit code {}", rc);
-  return rc;
+  return dlr::tools::finish_process(rc);  // ends here when the models were left to the exit
 }
 
 // An exception's text on one line (OpenCV's span several).

@@ -15,6 +15,7 @@
 #include "tools/common/class_names.h"
 #include "tools/common/frames.h"
 #include "tools/common/inputs.h"
+#include "tools/common/process_exit.h"
 #include "tools/common/progress.h"
 #include "tools/common/report.h"
 #include "tools/common/session_flags.h"
@@ -394,6 +395,11 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   summary->models = int(models->sessions.size());
   memory_summary(opt, *models, summary);
   *show_summary = a.summary == "always" || (a.summary == "auto" && (summary->frames > 1 || streams));
+  if (opt.device == DeviceKind::kCUDA && exit_without_teardown()) {
+    hold_until_exit(std::move(models));  // the process's end reclaims them (process_exit.h)
+    DLR_LOG_DEBUG("models left to the process's exit");
+    return Status();
+  }
   const auto t_release = std::chrono::steady_clock::now();
   models.reset();  // the sessions' device memory, graphs, handles and pinned stores
   DLR_LOG_DEBUG("models released in {:.1f} ms",

@@ -1,0 +1,37 @@
+#include "tools/common/process_exit.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "runtime/core/log.h"
+
+namespace dlr::tools {
+namespace {
+
+std::vector<std::unique_ptr<detail::Held>>& held() {
+  static std::vector<std::unique_ptr<detail::Held>> objects;
+  return objects;
+}
+
+}  // namespace
+
+bool exit_without_teardown() {
+  const char* full = std::getenv("DLR_FULL_EXIT");
+  return !(full && std::strcmp(full, "1") == 0);
+}
+
+void detail::hold(std::unique_ptr<Held> object) { held().push_back(std::move(object)); }
+
+int finish_process(int rc) {
+  if (held().empty()) return rc;
+  logger().flush();
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(rc);
+}
+
+}  // namespace dlr::tools
