@@ -146,12 +146,15 @@ int64_t device_used() {
   return int64_t(total - free_b);
 }
 
-// cudaMemGetInfo counts whole 2 MiB pages, and once (ring mode, fault 37 of 133, on the
-// H100) a failed open left used memory one page above the reference; the faults just
-// before and after it left nothing, and every buffer of the engine is RAII-owned (the
-// cause is not known: the trim of the stream-ordered pool above came after that run).
-// So one page is allowed per fault, and a leak is what accumulates: after the whole
-// sweep (well over 100 faults) the excess must still be at most one page.
+// cudaMemGetInfo counts whole 2 MiB pages, and some faults leave the device's used
+// memory a page or two above the reference although every engine buffer is RAII-owned
+// and the session is gone (seen on H100 and H200, e.g. after a fault that skips the
+// copy calibration). A leak leaks again each time its fault is injected, so: one page
+// above the baseline is allowed per fault; a larger rise must stay exactly the same
+// over two repeats of the same fault (memory the driver keeps once, such as a module
+// first loaded on that fault's path) and becomes the new baseline; the baseline may
+// rise by at most 4 pages over the sweep, and after the sweep used memory is within
+// one page of it.
 constexpr int64_t kPage = int64_t(2) << 20;
 
 ImageU8 test_image(std::vector<uint8_t>* pixels) {
@@ -182,6 +185,48 @@ bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4) != 0) return false;
   return true;
+}
+
+// One armed fault through open and detect. error: what broke the test's own rules
+// (a message on more than one line, no site named, a session unusable after a failed
+// detect, outputs that differ from the reference); empty when they held.
+struct FaultRun {
+  bool open_failed = false, detect_failed = false, absorbed = false;
+  bool hit = false;  // the fault was reached (open + detect made at least n checked calls)
+  std::string site, what, error;
+};
+
+FaultRun run_fault(int n, const std::string& cfg, const std::string& weights, const SessionOptions& o,
+                   const ImageU8& img, const std::vector<std::vector<float>>& ref) {
+  FaultRun f;
+  const std::string at = "fault " + std::to_string(n);
+  fault::arm(n);
+  auto s = Session::open(cfg, weights, o);
+  if (!s.ok()) {
+    fault::disarm();
+    f.open_failed = f.hit = true;
+    f.what = "in open: " + s.status().message();
+    f.site = site_of(s.status().message());
+    if (f.what.find('\n') != std::string::npos || f.site.empty()) f.error = at + " " + f.what;
+    return f;
+  }
+  const bool hit_in_open = fault::count() >= n;
+  auto r = (*s)->detect(img);
+  f.hit = fault::count() >= n;
+  fault::disarm();
+  if (!r.ok()) {
+    f.detect_failed = true;
+    f.what = "in detect: " + r.status().message();
+    f.site = site_of(r.status().message());
+    if (f.what.find('\n') != std::string::npos || f.site.empty()) f.error = at + " " + f.what;
+    auto again = (*s)->detect(img);  // the session stays usable
+    if (!again.ok()) f.error = "after " + at + " (" + f.what + "): " + again.status().to_string();
+  } else if (hit_in_open) {
+    f.absorbed = true;  // e.g. graph capture failed: the session runs without a graph
+    f.what = "absorbed by open";
+  }
+  if (f.error.empty() && !same_bits(outputs(**s), ref)) f.error = at + ": outputs differ from the reference";
+  return f;
 }
 
 struct Mode {
@@ -236,38 +281,31 @@ TEST_P(DeviceFaults, EverySiteOfOpenAndDetectFailsCleanly) {
   // of detect, after the open's, are then reached whatever this open's count.
   constexpr int kMisses = 40;
   int absorbed = 0, n = 1, misses = 0, consecutive_misses = 0;
+  int64_t base = used0;  // raised only by a rise that repeating its fault does not grow
   for (; n < 20000; ++n) {
-    fault::arm(n);
-    auto s = Session::open(cfg, weights, o);
-    if (!s.ok()) {
-      fault::disarm();
-      const std::string& msg = s.status().message();
-      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-      const std::string site = site_of(msg);
-      ASSERT_FALSE(site.empty()) << "fault " << n << " in open: " << msg;
-      ++open_faults[site];
-      ASSERT_LE(device_used(), used0 + kPage) << "fault " << n << " in open (" << msg << ") left device memory behind";
-      continue;
+    const FaultRun f = run_fault(n, cfg, weights, o, img, ref);
+    ASSERT_TRUE(f.error.empty()) << f.error;
+    if (f.open_failed) ++open_faults[f.site];
+    if (f.detect_failed) ++detect_faults[f.site];
+    if (f.absorbed) ++absorbed;
+    int64_t used = device_used();
+    if (used > base + kPage) {
+      // A leak leaks again each time its fault is injected; memory the driver keeps
+      // once (e.g. a module first loaded on this fault's path) does not grow.
+      const int64_t first = used;
+      for (int again = 0; again < 2; ++again) {
+        const FaultRun r = run_fault(n, cfg, weights, o, img, ref);
+        ASSERT_TRUE(r.error.empty()) << r.error;
+        used = device_used();
+        ASSERT_EQ(used, first) << "fault " << n << " (" << f.what << ") left device memory behind: " << first - base
+                               << " bytes above the baseline, " << used - base << " after repeat " << again + 1;
+      }
+      std::printf("[%s] fault %d (%s): device memory rose %lld bytes once and did not grow over 2 repeats\n",
+                  m.name, n, f.what.c_str(), static_cast<long long>(first - base));
+      base = first;
+      ASSERT_LE(base, used0 + 4 * kPage) << "device memory rose by more than 4 pages over the sweep";
     }
-    const bool hit_in_open = fault::count() >= n;
-    auto r = (*s)->detect(img);
-    const bool hit = fault::count() >= n;
-    fault::disarm();
-    if (!r.ok()) {
-      const std::string& msg = r.status().message();
-      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-      const std::string site = site_of(msg);
-      ASSERT_FALSE(site.empty()) << "fault " << n << " in detect: " << msg;
-      ++detect_faults[site];
-      auto again = (*s)->detect(img);  // the session stays usable
-      ASSERT_TRUE(again.ok()) << "after fault " << n << " (" << msg << "): " << again.status().to_string();
-    } else if (hit_in_open) {
-      ++absorbed;  // e.g. graph capture failed: the session runs without a graph
-    }
-    EXPECT_TRUE(same_bits(outputs(**s), ref)) << "fault " << n << ": outputs differ from the reference";
-    s->reset();
-    ASSERT_LE(device_used(), used0 + kPage) << "fault " << n << " left device memory behind";
-    if (hit) {
+    if (f.hit) {
       consecutive_misses = 0;
     } else {  // this open + detect made fewer than n checked calls
       ++misses;
@@ -275,7 +313,7 @@ TEST_P(DeviceFaults, EverySiteOfOpenAndDetectFailsCleanly) {
     }
   }
   ASSERT_LT(n, 20000);
-  EXPECT_LE(device_used(), used0 + kPage) << "device memory grew over the sweep";
+  EXPECT_LE(device_used(), base + kPage) << "device memory grew over the sweep";
   int in_open = 0, in_detect = 0;
   std::string sites;
   for (const auto& [site, k] : open_faults) {
