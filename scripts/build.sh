@@ -9,9 +9,10 @@
 # scripts/test.sh needs). Configured with CUDA and the tests on (-DDLR_CUDA=AUTO
 # -DDLR_BUILD_TESTS=ON) unless the arguments say otherwise, so that a build directory
 # configured by scripts/demo.sh without CUDA gets it back here.
+# DLR_SETUP_ARGS: arguments for scripts/setup.sh (scripts/demo.sh: --tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh ${DLR_SETUP_ARGS:-}
 archs="${DLR_CUDA_ARCHITECTURES:-}"
 if [ -z "$archs" ]; then
   if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then archs=native; else archs=90; fi

@@ -25,7 +25,9 @@ case "$cuda" in
   0) cuda_flag=-DDLR_CUDA=OFF ;;
   *) echo "demo.sh: DLR_DEMO_CUDA must be 0 or 1, not '$cuda'" >&2; exit 2 ;;
 esac
-DLR_BUILD_TARGETS="dlrun dlgen dlimage dlbench" bash scripts/build.sh "$cuda_flag" >/dev/null
+# Only the tools' packages and no test suite: scripts/test.sh installs and configures the rest.
+DLR_SETUP_ARGS=--tools DLR_BUILD_TARGETS="dlrun dlgen dlimage dlbench" bash scripts/build.sh "$cuda_flag" \
+  -DDLR_BUILD_TESTS=OFF >/dev/null
 mkdir -p build/demo
 bin=build/tools
 gpu=no

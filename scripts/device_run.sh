@@ -44,6 +44,7 @@ for phase in "$@"; do
       unset DLR_TEST_SMALL_MODELS
       ;;
     sanitize_modes)
+      export DLR_FULL_EXIT=1  # the sanitizers see the whole teardown (tools/common/process_exit.h)
       # compute-sanitizer memcheck, synccheck and racecheck over one dlrun process per
       # streaming mode (yolo-fastest @320 fp16 on dog.ppm; several models: yolo-fastest
       # and yolov4-tiny @160 on one runtime's shared ring). Each run's ERROR SUMMARY and
@@ -110,6 +111,7 @@ for phase in "$@"; do
             "$([ "$mode" = arena ] && { grep -m1 '^staged in the activation arena' "$log" || echo 'NOT STAGED IN THIS RUN'; })"
         done
       done
+      unset DLR_FULL_EXIT
       ;;
     probe)
       timeout 180 "$B/dlprobe" --out "$PROFILE" >"$OUT/probe.txt" 2>&1
@@ -539,7 +541,9 @@ for phase in "$@"; do
       rm -rf "$DLR_CACHE_DIR"
       W=/tmp/y4.weights; IMG="$DLR_SHARED_DIR/images/dog.ppm"
       [ -f $W ] || "$B/dlgen" "$M/yolov4.cfg" $W >/dev/null
+      # new-full: this build with DLR_FULL_EXIT=1 (the models released before exit).
       builds="new"; [ -x "$PWD/device-carry/bin-base/dlrun" ] && builds="base new"
+      builds="${STARTUP_BUILDS:-$builds}"
       modes="preload stream-min storage"
       : > "$OUT/startup_runs.txt"
       for round in 0 $(seq 1 ${ROUNDS:-5}); do  # round 0 fills the caches, not counted
@@ -552,8 +556,10 @@ for phase in "$@"; do
                 stream-min) flags="--mode stream --weight-budget min" ;;
                 storage) flags="--mode stream --weights-from storage" ;;
               esac
+              full=0; [ $build = new-full ] && full=1
               t0=$(date +%s%N)
-              "$bin/dlrun" "$M/yolov4.cfg" $W "$IMG" --device cuda --precision $prec $flags >/dev/null 2>"$OUT/startup_err.txt"
+              DLR_FULL_EXIT=$full "$bin/dlrun" "$M/yolov4.cfg" $W "$IMG" --device cuda --precision $prec $flags \
+                >/dev/null 2>"$OUT/startup_err.txt"
               rc=$?; t1=$(date +%s%N)
               echo "$round $build $prec $mode $rc $(( (t1 - t0) / 1000000 ))" >> "$OUT/startup_runs.txt"
               [ $rc = 0 ] || { note "startup: $build $prec $mode rc=$rc"; head -3 "$OUT/startup_err.txt" | tee -a "$summary"; }

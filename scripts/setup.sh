@@ -4,9 +4,17 @@
 #   --arm64: also what the aarch64 cross build and its qemu test run need
 #            (scripts/arm64_test.sh): adds dpkg's arm64 architecture, then Debian's
 #            cross compiler, qemu-user and the :arm64 libraries the CPU build links.
+#   --tools: only what building the tools and the library needs (scripts/demo.sh,
+#            configured with -DDLR_BUILD_TESTS=OFF): no test, plot or Python packages.
 set -euo pipefail
 arm64=0
-if [ "${1:-}" = "--arm64" ]; then arm64=1; fi
+tools_only=0
+case "${1:-}" in
+  --arm64) arm64=1 ;;
+  --tools) tools_only=1 ;;
+  "") ;;
+  *) echo "setup.sh: unknown option '$1' (expected --arm64 or --tools)" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -16,13 +24,17 @@ packages=(
   libspdlog-dev libfmt-dev                # logging (spdlog used header-only)
   libxxhash-dev                           # XXH3 identity hashes of prepared weight files (header-only)
   liburing-dev                            # io_uring reads of streamed weights (linked statically)
-  libgtest-dev                            # tests
-  gstreamer1.0-plugins-base               # tests: videotestsrc/videoconvert/appsink for the GStreamer stream test
-  xvfb                                    # tests: a headless X server for the dlrun --show window test
-  python3-matplotlib                      # docs/ plots from benchmark JSON
-  pybind11-dev python3-dev python3-numpy  # the Python module dlrun and its test
   ccache                                  # scripts/build.sh compiles through it when present
 )
+if [ "$tools_only" = 0 ]; then
+  packages+=(
+    libgtest-dev                            # tests
+    gstreamer1.0-plugins-base               # tests: videotestsrc/videoconvert/appsink for the GStreamer stream test
+    xvfb                                    # tests: a headless X server for the dlrun --show window test
+    python3-matplotlib                      # docs/ plots from benchmark JSON
+    pybind11-dev python3-dev python3-numpy  # the Python module dlrun and its test
+  )
+fi
 if [ "$arm64" = 1 ]; then
   packages+=(
     g++-aarch64-linux-gnu qemu-user         # cross compiler; runs the aarch64 tests on x86-64
