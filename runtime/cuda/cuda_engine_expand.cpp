@@ -53,13 +53,22 @@ Status CudaEngine::open_expansion() {
   return Status();
 }
 
-Status CudaEngine::expand_dequant(const Step& st, cudaStream_t s) {
+cuda::DequantJob CudaEngine::dequant_job(const Step& st) const {
   const WeightBlob& wb = m_plan.weights[size_t(st.weight)];
   const char* blob = blob_ptr(st.weight);
-  char* w = arena_base() + m_plan.buffers[size_t(st.dequant)].offset;
-  return cuda::dequantize_weights(reinterpret_cast<const int8_t*>(blob),
-                                  reinterpret_cast<const float*>(blob + wb.scale_offset), wb.scale_elems,
-                                  wb.weight_elems / wb.scale_elems, wb.dtype, w, s);
+  cuda::DequantJob j;
+  j.src = reinterpret_cast<const int8_t*>(blob);
+  j.scales = reinterpret_cast<const float*>(blob + wb.scale_offset);
+  j.dst = arena_base() + m_plan.buffers[size_t(st.dequant)].offset;
+  j.filters = wb.scale_elems;
+  j.row = wb.weight_elems / wb.scale_elems;
+  return j;
+}
+
+Status CudaEngine::expand_dequant(const Step& st, cudaStream_t s) {
+  const cuda::DequantJob j = dequant_job(st);
+  return cuda::dequantize_weights(j.src, j.scales, j.filters, j.row, m_plan.weights[size_t(st.weight)].dtype, j.dst,
+                                  s);
 }
 
 Status CudaEngine::expand_entries(size_t k0, size_t k1, cudaStream_t s) {
@@ -67,15 +76,8 @@ Status CudaEngine::expand_entries(size_t k0, size_t k1, cudaStream_t s) {
   DType dtype = DType::kF32;
   for (size_t k = k0; k < k1; ++k) {
     const Step& st = m_plan.steps[size_t(m_dq_steps[k])];
-    const WeightBlob& wb = m_plan.weights[size_t(st.weight)];
-    const char* blob = blob_ptr(st.weight);
-    cuda::DequantJob& j = jobs[k - k0];
-    j.src = reinterpret_cast<const int8_t*>(blob);
-    j.scales = reinterpret_cast<const float*>(blob + wb.scale_offset);
-    j.dst = arena_base() + m_plan.buffers[size_t(st.dequant)].offset;
-    j.filters = wb.scale_elems;
-    j.row = wb.weight_elems / wb.scale_elems;
-    dtype = wb.dtype;
+    jobs[k - k0] = dequant_job(st);
+    dtype = m_plan.weights[size_t(st.weight)].dtype;
   }
   return cuda::dequantize_weights_batch(jobs, int(k1 - k0), dtype, s);
 }

@@ -29,6 +29,9 @@
 #include "runtime/weight_store.h"
 
 namespace dlr {
+namespace cuda {
+struct DequantJob;  // kernels/cuda/cuda_ops.h
+}  // namespace cuda
 
 // Whether CUDA device `device` exists (cudaGetDeviceCount); the error names the count.
 Status check_cuda_device(int device);
@@ -162,6 +165,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
     int waited_done = -1;    // compute stream: the highest entry whose expansion was waited for
   };
   Status open_expansion();  // the stream, events and groups (a plan with int8 steps)
+  cuda::DequantJob dequant_job(const Step& st) const;    // an int8 step's blob -> its dequant buffer
   Status expand_dequant(const Step& st, cudaStream_t s);  // one step's weights, on `s`
   Status expand_begin(Expansion* x);  // forks the expand stream; issues what can be
   // Issues, in order, every group whose inputs are enqueued; a group in part only when
