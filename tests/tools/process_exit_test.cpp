@@ -61,6 +61,17 @@ TEST(ProcessExit, AHeldObjectIsLeftAndOutputFlushed) {
   EXPECT_EQ(read_all(marker), "") << "the held object was destroyed";
 }
 
+TEST(ProcessExit, AskedWithoutAnythingHeld) {
+  const std::string out = test::temp_dir() + "/exit_out_asked";
+  const int rc = in_child(out, [&] {
+    end_without_teardown();
+    std::printf("asked\n");
+    return finish_process(5) + 100;  // not reached
+  });
+  EXPECT_EQ(rc, 5);
+  EXPECT_EQ(read_all(out), "asked\n");
+}
+
 TEST(ProcessExit, FullExitOnRequest) {
   ::setenv("DLR_FULL_EXIT", "1", 1);
   EXPECT_FALSE(exit_without_teardown());

@@ -16,6 +16,11 @@ std::vector<std::unique_ptr<detail::Held>>& held() {
   return objects;
 }
 
+bool& asked() {
+  static bool ask = false;
+  return ask;
+}
+
 }  // namespace
 
 bool exit_without_teardown() {
@@ -25,8 +30,10 @@ bool exit_without_teardown() {
 
 void detail::hold(std::unique_ptr<Held> object) { held().push_back(std::move(object)); }
 
+void end_without_teardown() { asked() = true; }
+
 int finish_process(int rc) {
-  if (held().empty()) return rc;
+  if (held().empty() && !asked()) return rc;
   logger().flush();
   std::cout.flush();
   std::cerr.flush();

@@ -38,7 +38,12 @@ void hold_until_exit(T object) {
   detail::hold(std::make_unique<detail::HeldObject<T>>(std::move(object)));
 }
 
-// The tool's exit code: ends the process with `rc` when an object is held, else returns rc.
+// Asks finish_process to end the process without teardown although nothing is held (a
+// process whose device state lives in the CUDA runtime itself: the context, cuDNN).
+void end_without_teardown();
+
+// The tool's exit code: ends the process with `rc` when an object is held or
+// end_without_teardown() was called, else returns rc.
 int finish_process(int rc);
 
 }  // namespace dlr::tools

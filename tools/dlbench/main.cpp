@@ -6,6 +6,7 @@
 
 #include "runtime/core/log.h"
 #include "tools/common/command_line.h"
+#include "tools/common/process_exit.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlbench/cli.h"
 #include "tools/dlbench/models.h"
@@ -42,5 +43,6 @@ int tool_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return dlr::tools::guarded_main("dlbench", [&] { return tool_main(argc, argv); });
+  // Ends here without teardown when a CUDA run in its own process left its session (process_exit.h).
+  return dlr::tools::finish_process(dlr::tools::guarded_main("dlbench", [&] { return tool_main(argc, argv); }));
 }

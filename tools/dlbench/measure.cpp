@@ -9,6 +9,7 @@
 #include "runtime/session.h"
 #include "runtime/storage/block_reader.h"
 #include "runtime/streaming/simulator.h"
+#include "tools/common/process_exit.h"
 #include "tools/common/progress.h"
 #include "tools/common/report.h"
 #include "tools/dlbench/startup.h"
@@ -283,6 +284,9 @@ Expected<nlohmann::json> measure_config(const Args& a, const std::string& weight
   if (!a.report.empty() || a.simulate) {
     DLR_ASSIGN_OR_RETURN(j["profile"], profile_json(a, weights, c, opt, o.session->network(), input, kernel_ms));
   }
+  // A configuration in its own process ends as dlrun does: the session left to the exit.
+  if (a.config_index >= 0 && opt.device == DeviceKind::kCUDA && exit_without_teardown())
+    hold_until_exit(std::move(o.session));
   return j;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "tools/common/process_exit.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlbench/stats.h"
 #ifdef DLR_HAVE_CUDA
@@ -118,6 +119,7 @@ int startup_floor(const Args& a) {
               age_after);
   if (!a.json.empty() && !write_json(a.json, startup_floor_json(*f, age_before, age_after)))
     return fail("dlbench", a.json + ": cannot write");
+  if (exit_without_teardown()) end_without_teardown();  // ends as dlrun does (process_exit.h)
   return kExitOk;
 #else
   (void)a;
