@@ -196,6 +196,13 @@ struct FaultRun {
   std::string site, what, error;
 };
 
+// Records a failure `where` ("in open", "in detect"): one line naming its site, or an error.
+void record_failure(const std::string& at, const std::string& where, const Status& st, FaultRun* f) {
+  f->what = where + ": " + st.message();
+  f->site = site_of(st.message());
+  if (f->what.find('\n') != std::string::npos || f->site.empty()) f->error = at + " " + f->what;
+}
+
 FaultRun run_fault(int n, const std::string& cfg, const std::string& weights, const SessionOptions& o,
                    const ImageU8& img, const std::vector<std::vector<float>>& ref) {
   FaultRun f;
@@ -205,9 +212,7 @@ FaultRun run_fault(int n, const std::string& cfg, const std::string& weights, co
   if (!s.ok()) {
     fault::disarm();
     f.open_failed = f.hit = true;
-    f.what = "in open: " + s.status().message();
-    f.site = site_of(s.status().message());
-    if (f.what.find('\n') != std::string::npos || f.site.empty()) f.error = at + " " + f.what;
+    record_failure(at, "in open", s.status(), &f);
     return f;
   }
   const bool hit_in_open = fault::count() >= n;
@@ -216,9 +221,7 @@ FaultRun run_fault(int n, const std::string& cfg, const std::string& weights, co
   fault::disarm();
   if (!r.ok()) {
     f.detect_failed = true;
-    f.what = "in detect: " + r.status().message();
-    f.site = site_of(r.status().message());
-    if (f.what.find('\n') != std::string::npos || f.site.empty()) f.error = at + " " + f.what;
+    record_failure(at, "in detect", r.status(), &f);
     auto again = (*s)->detect(img);  // the session stays usable
     if (!again.ok()) f.error = "after " + at + " (" + f.what + "): " + again.status().to_string();
   } else if (hit_in_open) {

@@ -16,7 +16,7 @@ std::vector<std::unique_ptr<detail::Held>>& held() {
   return objects;
 }
 
-bool& asked() {
+bool& asked() {  // set by end_without_teardown(), so by every hold as well
   static bool ask = false;
   return ask;
 }
@@ -28,12 +28,15 @@ bool exit_without_teardown() {
   return !(full && std::strcmp(full, "1") == 0);
 }
 
-void detail::hold(std::unique_ptr<Held> object) { held().push_back(std::move(object)); }
-
 void end_without_teardown() { asked() = true; }
 
+void detail::hold(std::unique_ptr<Held> object) {
+  held().push_back(std::move(object));
+  end_without_teardown();
+}
+
 int finish_process(int rc) {
-  if (held().empty() && !asked()) return rc;
+  if (!asked()) return rc;
   logger().flush();
   std::cout.flush();
   std::cerr.flush();
