@@ -144,5 +144,5 @@
     "cache bound " + std::to_string(v) + " bytes: expected -1 (DLR_CACHE_MAX_BYTES or the default), 0 (no bound) or a size") \
   /* storage: io_uring or a pool of pread threads (auto: io_uring where the kernel allows it) */                      \
   X(reader, ReaderKind, ReaderKind::kAuto, PUBLIC, true, "")                                                          \
-  /* storage, CPU: once an inference's reads are done, read the next inference's first units while it computes */    \
+  /* storage: once an inference's reads are done, read the next inference's first units while it still runs */     \
   X(prefetch_reads, bool, true, INTERNAL, true, "")

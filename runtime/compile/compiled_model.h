@@ -40,7 +40,7 @@ struct EngineSettings {
                                   // inference's leading units (StreamPlan::prefetch_units) ahead of run()
   bool shared_memory = false;     // the activation arena and the workspace belong to a Runtime (bind_shared)
   bool shared_ring = false;       // a ring pool is the Runtime's (bind_ring), shared by its models
-  bool prefetch_reads = true;     // weights from storage, CPU: read the next inference's first units ahead
+  bool prefetch_reads = true;     // weights from storage: read the next inference's first units ahead
   bool warm_up_at_open = false;   // CUDA: a warm-up run at open even where no graph is captured after it
 };
 

@@ -417,23 +417,27 @@ Status CudaEngine::setup_storage_reads(WeightSource& source) {
       }
   }
   // The reader thread waits for the copy (three stages) or the layer (two stages) that
-  // last used the staging it refills; the engine's thread has recorded that event.
-  auto event = [this](const ReadUnit& u) -> cudaEvent_t {
-    return m_reads.two_stage ? m_layer_done[size_t(u.wait_layer)].get() : m_copy_done[size_t(u.wait_unit)].get();
+  // last used the staging it refills, of this inference or, reading ahead, of the one
+  // before; the engine's thread has recorded that event.
+  auto event = [this](int index) -> cudaEvent_t {
+    return m_reads.two_stage ? m_layer_done[size_t(index)].get() : m_copy_done[size_t(index)].get();
   };
   // The reader thread makes this engine's device current before touching its events.
   ReadPipeline::DeviceWait wait;
   const int device = m_options.cuda_device;
-  wait.ready = [event, device](const ReadUnit& u) {
-    return cudaSetDevice(device) == cudaSuccess && cudaEventQuery(event(u)) == cudaSuccess;
+  wait.ready = [event, device](int index) {
+    return cudaSetDevice(device) == cudaSuccess && cudaEventQuery(event(index)) == cudaSuccess;
   };
-  wait.wait = [event, device](const ReadUnit& u) -> Status {
+  wait.wait = [event, device](int index) -> Status {
     DLR_CUDA_CHECK(cudaSetDevice(device));
-    DLR_CUDA_CHECK(cudaEventSynchronize(event(u)));
+    DLR_CUDA_CHECK(cudaEventSynchronize(event(index)));
     return Status();
   };
+  // Read ahead: run() synchronises before it returns, so an inference starts with the
+  // previous one's staging free (ReadPipeline's contract).
   DLR_ASSIGN_OR_RETURN(m_pipeline, ReadPipeline::open(m_reads, *file, m_staging_host, m_options.reader,
-                                                      std::move(wait), false, m_options.thread_placement));
+                                                      std::move(wait), m_options.prefetch_reads,
+                                                      m_options.thread_placement));
   if (two)
     DLR_LOG_INFO("weights from storage, zero copy: {:.2f} MiB read from {} each inference into {:.2f} MiB of mapped "
                  "pinned staging that the kernels read ({} reads, {} in flight, {} reader)",

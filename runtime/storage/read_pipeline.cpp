@@ -9,13 +9,17 @@
 namespace dlr {
 namespace {
 Status aborted() { return internal_error("read pipeline: inference aborted"); }
+// What a unit read ahead waits for in the previous inference (a layer or a copy); -1 none.
+int wait_prev(const ReadPlan& plan, const ReadUnit& u) { return plan.two_stage ? u.wait_layer_prev : u.wait_unit_prev; }
 }  // namespace
 
 Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan, const BlobFile& file, char* staging,
                                                            ReaderKind kind, DeviceWait device_wait,
                                                            bool read_ahead, const ThreadPlacement& threads) {
-  if (read_ahead && (!plan.two_stage || device_wait.ready || device_wait.wait))
-    return invalid_argument("read pipeline: read ahead needs a two-stage plan without device waits (the CPU backend)");
+  if (read_ahead && !plan.two_stage && !(device_wait.ready && device_wait.wait))
+    return invalid_argument("read pipeline: read ahead of copies needs a device wait (three stages)");
+  if (bool(device_wait.ready) != bool(device_wait.wait))
+    return invalid_argument("read pipeline: a device wait needs both ready and wait");
   if (staging == nullptr || reinterpret_cast<uintptr_t>(staging) % kReadAlign != 0)
     return invalid_argument("read pipeline: the staging area must be 4096-aligned");
   std::unique_ptr<ReadPipeline> p(new ReadPipeline());
@@ -45,10 +49,13 @@ Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan,
   p->m_threads = threads;
   DLR_ASSIGN_OR_RETURN(p->m_reader, BlockReader::open(file.path, kind, plan.queue_depth, /*direct=*/true, threads));
   p->m_reader_kind = p->m_reader->kind();
-  for (const ReadUnit& u : plan.units)
-    if (read_ahead && u.index < plan.read_ahead_units && u.wait_layer_prev >= int(plan.layer_releases.size()))
-      return internal_error("read pipeline: read unit " + std::to_string(u.index) + " waits for layer " +
-                            std::to_string(u.wait_layer_prev) + ", which the plan does not have");
+  for (const ReadUnit& u : plan.units) {
+    const int limit = plan.two_stage ? int(plan.layer_releases.size()) : int(plan.units.size());
+    if (read_ahead && u.index < plan.read_ahead_units && wait_prev(plan, u) >= limit)
+      return internal_error("read pipeline: read unit " + std::to_string(u.index) + " waits for " +
+                            (plan.two_stage ? "layer " : "copy ") + std::to_string(wait_prev(plan, u)) +
+                            ", which the plan does not have");
+  }
   p->m_read_ahead = read_ahead && plan.read_ahead_units > 0;
   p->m_timings.resize(plan.units.size());
   p->m_submitted.resize(plan.units.size());
@@ -193,7 +200,8 @@ ReadPipeline::Gate ReadPipeline::gate_state(int gen, const ReadUnit& u) const {
   if (m_abort) return Gate::kCancel;
   const int ahead = std::min(m_plan->read_ahead_units, int(m_plan->units.size()) - 1);
   if (u.index >= ahead) return Gate::kWait;  // until start()
-  return u.wait_layer_prev < 0 || m_progress >= u.wait_layer_prev ? Gate::kPass : Gate::kWait;
+  const int prev = wait_prev(*m_plan, u);
+  return prev < 0 || m_progress >= prev ? Gate::kPass : Gate::kWait;
 }
 
 // Whether unit u may be read now. Staging still in use is waited for only when nothing
@@ -216,10 +224,13 @@ Status ReadPipeline::gate(int gen, const ReadUnit& u, bool in_flight, bool* pass
     }
     started = m_generation >= gen;
   }
-  const int need = m_plan->two_stage ? u.wait_layer : u.wait_unit;
-  if (m_device.ready && started && need >= 0) {  // never ahead: open() refuses read ahead with device waits
-    if (in_flight && !m_device.ready(u)) return Status();
-    if (!in_flight) DLR_RETURN_IF_ERROR(m_device.wait(u));
+  // Started: this inference's wait; ahead: the previous inference's, whose event the
+  // engine recorded before its progress passed it (and records again only after this
+  // read has landed: the copy or layer that reuses it needs a later read).
+  const int need = started ? (m_plan->two_stage ? u.wait_layer : u.wait_unit) : wait_prev(*m_plan, u);
+  if (m_device.ready && need >= 0) {
+    if (in_flight && !m_device.ready(need)) return Status();
+    if (!in_flight) DLR_RETURN_IF_ERROR(m_device.wait(need));
   }
   *passed = true;
   return Status();

@@ -6,15 +6,18 @@
 // frees staging for later reads. Every blob's bytes are checked against the prepared
 // file's CRC32C as they land (a corrupt or changed file fails the inference).
 //
-// Read ahead (two-stage plans without a DeviceWait, i.e. the CPU backend; open's
-// `read_ahead`): once an inference's reads have all landed without error, the reader
-// goes on with the next inference's units [0, plan.read_ahead_units), each once the
-// current inference's progress has passed the unit's wait_layer_prev, i.e. while the
-// current inference still computes. The rest of the next inference is read after its
-// start(). Same staging, same checks; bytes read ahead belong to the next inference (a
-// read or CRC error found ahead fails that one, not the current), and a file changed
-// between two inferences may be seen by the second one's first units only as it was
-// before the change. An inference that fails or is aborted is not read ahead of.
+// Read ahead (open's `read_ahead`): once an inference's reads have all landed without
+// error, the reader goes on with the next inference's units [0, plan.read_ahead_units),
+// each once the current inference's progress has passed the unit's wait_layer_prev (two
+// stages) or wait_unit_prev (three stages) and, with a DeviceWait, the device is done
+// with it, i.e. while the current inference still computes. The rest of the next
+// inference is read after its start(). Same staging, same checks; bytes read ahead
+// belong to the next inference (a read or CRC error found ahead fails that one, not the
+// current), and a file changed between two inferences may be seen by the second one's
+// first units only as it was before the change. An inference that fails or is aborted
+// is not read ahead of. The engine must not start() an inference before the device is
+// done with the previous one's staging (the units that overlap nothing earlier in their
+// inference are then read without a device wait).
 //
 // Threads: start(), wait_unit(), progress(), finish() and abort() are called by ONE
 // engine thread; the reader thread is internal. The staging area is owned by the
@@ -42,18 +45,20 @@ namespace dlr {
 
 class ReadPipeline {
  public:
-  // Called by the reader thread before read unit u whose staging bytes are still in
-  // use once the engine's progress has reached the unit's wait (ReadUnit::wait_unit
-  // or wait_layer): `ready` answers without blocking whether the device is done with
-  // them; `wait` blocks until it is. Empty: progress alone suffices (CPU).
+  // Called by the reader thread before a read whose staging bytes are still in use once
+  // the engine's progress has reached the read's wait: the copy (three stages) or the
+  // layer (two stages) given by index, of this inference (ReadUnit::wait_unit or
+  // wait_layer) or, reading ahead, of the previous one (wait_unit_prev or
+  // wait_layer_prev). `ready` answers without blocking whether the device is done with
+  // it; `wait` blocks until it is. Empty: progress alone suffices (CPU).
   struct DeviceWait {
-    std::function<bool(const ReadUnit&)> ready;
-    std::function<Status(const ReadUnit&)> wait;
+    std::function<bool(int index)> ready;
+    std::function<Status(int index)> wait;
   };
 
   // `staging` holds plan.staging_bytes (4096-aligned). `file` gives every blob's offset.
-  // `read_ahead`: read the next inference's first units early (above); refused for a
-  // three-stage plan or with a DeviceWait. `threads`: the placement of the reader thread
+  // `read_ahead`: read the next inference's first units early (above); a three-stage plan
+  // needs a DeviceWait for it. `threads`: the placement of the reader thread
   // ("dlr-reader") and of the block reader's workers (thread_placement.h).
   static Expected<std::unique_ptr<ReadPipeline>> open(const ReadPlan& plan, const BlobFile& file, char* staging,
                                                       ReaderKind kind, DeviceWait device_wait,

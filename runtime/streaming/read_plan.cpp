@@ -128,6 +128,7 @@ Expected<ReadPlan> plan_reads_three_stage(const ExecutionPlan& plan, const Strea
     u.own_offset = r.copy_src_offset.back();
     u.own_bytes = stream.units[i].bytes;
   }
+  plan_read_ahead(plan, &r);
   return r;
 }
 
@@ -247,10 +248,35 @@ Expected<std::vector<char>> choose_host_resident(const ExecutionPlan& plan, int6
   return kept;
 }
 
+namespace {
+
+// The latest unit of the previous inference whose staging bytes overlap u's; -1: none.
+int latest_overlapping(const ReadPlan& r, const ReadUnit& u) {
+  for (int v = int(r.units.size()); v-- > 0;) {
+    const ReadUnit& o = r.units[size_t(v)];
+    if (o.staging_offset < u.staging_offset + u.bytes && u.staging_offset < o.staging_offset + o.bytes) return v;
+  }
+  return -1;
+}
+
+// Three stages: the leading units that overlap nothing earlier in their inference wait,
+// when read for the next inference, for the copy of the previous inference's latest
+// unit overlapping them (copies finish in order on the copy stream).
+void plan_read_ahead_three_stage(ReadPlan* r) {
+  const int n = int(r->units.size());
+  int ahead = 0;
+  while (ahead < n && r->units[size_t(ahead)].wait_unit < 0) ++ahead;
+  for (int k = 0; k < ahead; ++k) r->units[size_t(k)].wait_unit_prev = latest_overlapping(*r, r->units[size_t(k)]);
+  r->read_ahead_units = ahead;
+}
+
+}  // namespace
+
 void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r) {
   r->read_ahead_units = 0;
-  for (ReadUnit& u : r->units) u.wait_layer_prev = -1;
-  if (!r->two_stage || r->layer_releases.size() != plan.steps.size()) return;
+  for (ReadUnit& u : r->units) u.wait_layer_prev = u.wait_unit_prev = -1;
+  if (!r->two_stage) return plan_read_ahead_three_stage(r);
+  if (r->layer_releases.size() != plan.steps.size()) return;
   const int n = int(r->units.size());
   for (const ReadUnit& u : r->units) {  // a plan read from JSON is checked before it is trusted
     if (u.last_blob < 0 || size_t(u.last_blob) >= plan.weights.size()) return;
@@ -264,14 +290,10 @@ void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r) {
   while (ahead < n && r->units[size_t(ahead)].wait_layer < 0) ++ahead;
   for (int k = 0; k < ahead; ++k) {
     ReadUnit& u = r->units[size_t(k)];
-    for (int v = n; v-- > 0;) {
-      const ReadUnit& o = r->units[size_t(v)];
-      if (o.staging_offset < u.staging_offset + u.bytes && u.staging_offset < o.staging_offset + o.bytes) {
-        u.wait_layer_prev = plan.weights[size_t(o.last_blob)].step;
-        r->layer_releases[size_t(u.wait_layer_prev)] = 1;
-        break;
-      }
-    }
+    const int v = latest_overlapping(*r, u);
+    if (v < 0) continue;
+    u.wait_layer_prev = plan.weights[size_t(r->units[size_t(v)].last_blob)].step;
+    r->layer_releases[size_t(u.wait_layer_prev)] = 1;
   }
   r->read_ahead_units = ahead;
 }
@@ -305,9 +327,12 @@ std::string ReadPlan::to_text() const {
     s += buf;
     if (u.wait_unit >= 0) s += "copy " + std::to_string(u.wait_unit);
     if (u.wait_layer >= 0) s += "layer " + std::to_string(u.wait_layer);
-    if (u.index < read_ahead_units)
-      s += u.wait_layer_prev >= 0 ? ", read ahead after layer " + std::to_string(u.wait_layer_prev) + " of the previous inference"
-                                  : ", read ahead";
+    if (u.index < read_ahead_units) {
+      const int prev = two_stage ? u.wait_layer_prev : u.wait_unit_prev;
+      s += prev < 0 ? ", read ahead"
+                    : std::string(", read ahead after ") + (two_stage ? "layer " : "copy ") + std::to_string(prev) +
+                          " of the previous inference";
+    }
     s += "\n";
   }
   return s;

@@ -54,12 +54,13 @@ struct ReadUnit {
   int first_layer = 0;          // the first layer that needs it
   int wait_unit = -1;           // three stages: the copy (StreamPlan unit) that must finish first; -1 none
   int wait_layer = -1;          // two stages: the layer that must finish first; -1 none
-  // Two stages, units read ahead (index < ReadPlan::read_ahead_units): the layer of the
-  // PREVIOUS inference that must finish before this unit of the next inference may be
-  // read while that inference still computes (the last layer reading the latest unit
-  // overlapping this one's staging bytes); -1: no unit overlaps them. Derived by
-  // plan_read_ahead(), not stored in the plan JSON.
+  // Units read ahead (index < ReadPlan::read_ahead_units): what of the PREVIOUS inference
+  // must be done before this unit of the next inference may be read while that inference
+  // still runs. Two stages: the last layer reading the latest unit overlapping this one's
+  // staging bytes; three stages: the copy of that unit. -1: no unit overlaps them.
+  // Derived by plan_read_ahead(), not stored in the plan JSON.
   int wait_layer_prev = -1;
+  int wait_unit_prev = -1;
   // The bytes this unit is read for (no other unit covers them): staging
   // [own_offset, own_offset + own_bytes). Three stages: the transfer unit's range (the
   // read rounds it out to 4096); two stages: everything. Their checksums are checked.
@@ -84,11 +85,12 @@ struct ReadPlan {
   // waits for it to finish (wait_layer, or wait_layer_prev of a unit read ahead).
   std::vector<int> layer_read_unit;
   std::vector<char> layer_releases;
-  // Two stages: units [0, read_ahead_units) overlap no earlier unit of their own
-  // inference (wait_layer -1), so they may be read for the NEXT inference once the
-  // current one's reads are done and its layer wait_layer_prev has finished (ReadPipeline
-  // with read ahead). The staging is the same; only the order across inferences changes.
-  // Derived by plan_read_ahead(), not stored in the plan JSON.
+  // Units [0, read_ahead_units) overlap no earlier unit of their own inference
+  // (wait_layer / wait_unit -1), so they may be read for the NEXT inference once the
+  // current one's reads are done and its layer wait_layer_prev (two stages) or copy
+  // wait_unit_prev (three stages) has finished (ReadPipeline with read ahead). The
+  // staging is the same; only the order across inferences changes. Derived by
+  // plan_read_ahead(), not stored in the plan JSON.
   int read_ahead_units = 0;
 
   int64_t read_bytes() const;     // bytes read from the file per inference
@@ -132,9 +134,10 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
 Expected<std::vector<char>> choose_host_resident(const ExecutionPlan& plan, int64_t host_budget,
                                                  const ReadOptions& options);
 
-// Two stages: sets read_ahead_units, every unit's wait_layer_prev and the layers they
-// release (plan_reads_two_stage calls it; a plan read from JSON gets it again: derived,
-// not stored). A plan whose indices do not fit `plan` gets no read ahead.
+// Sets read_ahead_units and every unit's wait_layer_prev (two stages, and the layers
+// they release) or wait_unit_prev (three stages). plan_reads_* call it; a plan read from
+// JSON gets it again (derived, not stored). A plan whose indices do not fit `plan` gets
+// no read ahead.
 void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r);
 
 // The copy profile a three-stage storage plan is chosen with (pool, resident set,

@@ -1,5 +1,6 @@
-// ReadPipeline's read ahead (two stages, the CPU backend) driven by hand on a three-blob
-// plan and a small file: the next inference's first units are read once the current
+// ReadPipeline's read ahead driven by hand on a three-blob plan and a small file (two
+// stages as the CPU backend runs them; three stages with a fake device whose copies end
+// when the test says): the next inference's first units are read once the current
 // inference's waits allow, before its start(); an error found while reading ahead fails
 // the next inference, not the current one, and the pipeline recovers once the file is
 // whole; a pipeline destroyed in the middle of an inference or of a read ahead stops.
@@ -10,7 +11,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstring>
 #include <random>
 #include <string>
@@ -175,13 +179,119 @@ TEST(ReadPipelineAhead, DestroyedInTheMiddleStopsItsThread) {
 TEST(ReadPipelineAhead, RefusedWhereItCannotBeSafe) {
   Fixture f;
   make(&f, 2, "ahead_refused");
-  ReadPipeline::DeviceWait device;
-  device.ready = [](const ReadUnit&) { return true; };
-  device.wait = [](const ReadUnit&) { return Status(); };
+  ReadPipeline::DeviceWait half;
+  half.ready = [](int) { return true; };
   Expected<std::unique_ptr<ReadPipeline>> p = ReadPipeline::open(
-      f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, device, /*read_ahead=*/true);
+      f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, half, /*read_ahead=*/true);
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("read ahead"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("needs both ready and wait"), std::string::npos) << p.status().message();
+}
+
+// Three stages (read -> copy -> kernel, a discrete GPU), played by a fake device whose
+// copies end only when the test says so: three 64 KiB blobs, one transfer unit each,
+// staging for two (the minimum): unit 2 waits for copy 0, and the next inference's
+// unit 0 (read ahead) for copy 2 of the current one, unit 1 for copy 1.
+struct FakeCopies {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> done;  // per copy unit: the inference whose copy has ended (0: none yet)
+  std::vector<int> waited_unfinished;  // copies the reader had to wait for
+  int gen = 0;            // the inference whose copies are enqueued
+  ReadPipeline::DeviceWait wait() {
+    ReadPipeline::DeviceWait w;
+    w.ready = [this](int u) {
+      std::lock_guard<std::mutex> lock(mu);
+      return done[size_t(u)] == gen;
+    };
+    w.wait = [this](int u) {
+      std::unique_lock<std::mutex> lock(mu);
+      if (done[size_t(u)] != gen) waited_unfinished.push_back(u);
+      cv.wait(lock, [&] { return done[size_t(u)] == gen; });
+      return Status();
+    };
+    return w;
+  }
+  void end(int u) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done[size_t(u)] = gen;
+    }
+    cv.notify_all();
+  }
+};
+
+void make_three_stage(Fixture* f, const std::string& name) {
+  make(f, 2, name);
+  StreamPlan s;
+  s.blob_resident.assign(3, 0);
+  for (int b = 0; b < 3; ++b) {
+    TransferUnit t;
+    t.index = b;
+    t.host_offset = b * kBlob;
+    t.bytes = kBlob;
+    t.first_blob = t.last_blob = b;
+    t.first_layer = f->plan.weights[size_t(b)].layer;
+    s.units.push_back(t);
+    s.blob_host_offset.push_back(b * kBlob);
+  }
+  ReadOptions ro;
+  Expected<ReadPlan> r = plan_reads_three_stage(f->plan, s, ro);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  f->reads = *r;
+  ASSERT_EQ(f->reads.staging_bytes, 2 * kBlob);
+  ASSERT_EQ(f->reads.read_ahead_units, 2);
+  ASSERT_EQ(f->reads.units[0].wait_unit_prev, 2);
+  ASSERT_EQ(f->reads.units[1].wait_unit_prev, 1);
+  ASSERT_EQ(f->reads.units[2].wait_unit, 0);
+}
+
+TEST(ReadPipelineAhead, ThreeStagesReadAheadOnlyOnceTheCopiesThatUsedTheStagingHaveEnded) {
+  Fixture f;
+  make_three_stage(&f, "ahead_three");
+  FakeCopies dev;
+  dev.done.assign(3, 0);
+  ReadPipeline::DeviceWait no_wait;
+  EXPECT_FALSE(ReadPipeline::open(f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, no_wait,
+                                  /*read_ahead=*/true)
+                   .ok());
+  Expected<std::unique_ptr<ReadPipeline>> p = ReadPipeline::open(
+      f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, dev.wait(), /*read_ahead=*/true);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const char* staging = static_cast<const char*>(f.staging.data());
+  auto own_intact = [&](int u) {
+    const ReadUnit& r = f.reads.units[size_t(u)];
+    return std::memcmp(staging + r.own_offset, f.bytes.data() + u * kBlob, size_t(kBlob)) == 0;
+  };
+  for (int g = 1; g <= 4; ++g) {
+    {
+      std::lock_guard<std::mutex> lock(dev.mu);
+      dev.gen = g;
+    }
+    (*p)->start();
+    // As the CUDA engine enqueues: each copy once its read has landed, then its progress.
+    // Copy 0 ends at once (read 2 waits for it); copies 1 and 2 stay in flight past finish().
+    for (int u = 0; u < 3; ++u) {
+      ASSERT_TRUE((*p)->wait_unit(u).ok());
+      ASSERT_TRUE(own_intact(u)) << "inference " << g << " copy " << u << " sees other bytes";
+      (*p)->progress(u);
+      if (u == 0) dev.end(0);
+    }
+    ASSERT_TRUE((*p)->finish().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the reader would read ahead now
+    EXPECT_TRUE(own_intact(1)) << "read ahead over copy 1 while it was in flight";
+    EXPECT_TRUE(own_intact(2)) << "read ahead over copy 2 while it was in flight";
+    dev.end(2);
+    dev.end(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the reads ahead land
+    const std::vector<ReadTiming>& t = (*p)->timings();
+    for (int u = 0; u < 3; ++u) {
+      if (g > 1 && u < 2) EXPECT_LT(t[size_t(u)].end_ms, 0.0) << "inference " << g << " read " << u << " not ahead";
+      else EXPECT_GE(t[size_t(u)].start_ms, 0.0) << "inference " << g << " read " << u;
+    }
+  }
+  std::lock_guard<std::mutex> lock(dev.mu);
+  // Inferences 1-3 were each followed by reads ahead that found copies 2 and 1 in flight.
+  EXPECT_GE(std::count(dev.waited_unfinished.begin(), dev.waited_unfinished.end(), 2), 3);
 }
 
 // The reader thread and the pread workers of a pipeline placed as `p`, each read back.

@@ -265,6 +265,96 @@ TEST(ReadPlan, TwoStageReadAheadNeverOverwritesWhatThePreviousInferenceStillRead
   EXPECT_GT(units_ahead, 100) << "the random plans hardly read ahead: the test checks little";
 }
 
+// Read ahead on three stages (ReadPipeline with the CUDA engine's device waits): the
+// next inference's first units are read once the current inference's reads are done and
+// the copy each waits for (wait_unit_prev) has ended. Three inferences replayed byte by
+// byte, copies ending in order, the reader always as far ahead as the plan allows; every
+// staging byte is tagged with the inference that read it, so a copy that would see the
+// next inference's bytes, or another unit's, fails.
+TEST(ReadPlan, ThreeStageReadAheadNeverOverwritesWhatACopyStillNeeds) {
+  std::mt19937_64 rng(29);
+  int units_ahead = 0;
+  for (int iter = 0; iter < 80; ++iter) {
+    const ExecutionPlan plan = fake_plan(storage_sizes(&rng, 1 + int(rng() % 40)), &rng);
+    StreamOptions so;
+    so.ring_granularity = 64 << 10;
+    so.chunk_bytes = int64_t(1 + rng() % 8) * 32768;
+    so.min_unit_bytes = 8192;
+    so.layout = iter % 3 == 0 ? PoolLayout::kSlots : PoolLayout::kAuto;
+    Expected<StreamPlan> sp = plan_streaming(plan, h100_like(), so);
+    ASSERT_TRUE(sp.ok()) << sp.status().to_string();
+    if (sp->resident) continue;
+    ReadOptions ro;
+    ro.block_bytes = kReadAlign * int64_t(1 + rng() % 16);
+    Expected<ReadPlan> r = plan_reads_three_stage(plan, *sp, ro);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    if (iter % 2 == 1) {  // a larger host budget: more units overlap nothing in their inference
+      ro.staging_bytes = r->min_staging_bytes * int64_t(1 + rng() % 4) + kReadAlign * int64_t(rng() % 64);
+      r = plan_reads_three_stage(plan, *sp, ro);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+    }
+    const int n = int(r->units.size());
+    ASSERT_LE(r->read_ahead_units, n);
+    for (int k = 0; k < n; ++k) {
+      const ReadUnit& u = r->units[size_t(k)];
+      if (k < r->read_ahead_units) {
+        ASSERT_EQ(u.wait_unit, -1) << "read " << k;
+        ASSERT_LT(u.wait_unit_prev, n) << "read " << k;
+      } else {
+        ASSERT_EQ(u.wait_unit_prev, -1) << "read " << k;
+      }
+      ASSERT_EQ(u.wait_layer_prev, -1) << "read " << k;
+    }
+    if (n < 2) continue;
+    ASSERT_GE(r->units[0].wait_unit_prev, 0) << "unit 0 overlaps itself in the previous inference";
+    const int ahead = std::min(r->read_ahead_units, n - 1);  // the pipeline never reads the last unit ahead
+    // Per 4 KiB staging page (reads are whole pages): the inference and unit that read it.
+    std::vector<int8_t> owner(size_t(r->staging_bytes / kReadAlign), -1);
+    std::vector<int16_t> unit_of(owner.size(), -1);
+    int read_gen = 0, next_read = 0;
+    auto read = [&](const ReadUnit& u) {
+      for (const ReadSegment& sg : u.segments)
+        for (int64_t i = 0; i < sg.bytes; i += kReadAlign) {
+          owner[size_t((sg.staging_offset + i) / kReadAlign)] = int8_t(read_gen);
+          unit_of[size_t((sg.staging_offset + i) / kReadAlign)] = int16_t(u.index);
+        }
+      if (++next_read == n) {
+        ++read_gen;
+        next_read = 0;
+      }
+    };
+    for (int g = 0; g < 3; ++g) {
+      for (int c = 0; c < n; ++c) {  // copy c of inference g; copies < c have ended
+        for (;;) {  // the reader, as far as the ended copies allow
+          const ReadUnit& u = r->units[size_t(next_read)];
+          if (read_gen == g) {
+            if (next_read > c && u.wait_unit >= c) break;
+            ASSERT_LT(u.wait_unit, c) << "read " << u.index << " of inference " << g << " before copy " << c;
+            read(u);
+          } else {
+            if (next_read >= ahead || u.wait_unit_prev >= c) break;
+            read(u);
+            ++units_ahead;
+          }
+        }
+        const ReadUnit& u = r->units[size_t(c)];
+        const int64_t first = u.own_offset / kReadAlign, last = (u.own_offset + u.own_bytes - 1) / kReadAlign;
+        for (int64_t page = first; page <= last; ++page) {
+          ASSERT_EQ(owner[size_t(page)], g) << "inference " << g << " copy " << c << " page " << page;
+          ASSERT_EQ(unit_of[size_t(page)], c) << "inference " << g << " copy " << c << " page " << page;
+        }
+      }
+      // Every copy of inference g has ended: the reader finishes it and reads ahead.
+      while (read_gen == g) read(r->units[size_t(next_read)]);
+      while (next_read < ahead) {
+        read(r->units[size_t(next_read)]);
+        ++units_ahead;
+      }
+    }
+  }
+  EXPECT_GT(units_ahead, 100) << "the random plans hardly read ahead: the test checks little";
+}
+
 TEST(ReadPlan, HostBudgetBelowTheMinimumNamesBothSizes) {
   const ExecutionPlan plan = fake_plan({4 << 20, 2 << 20, 1 << 20}, nullptr);
   ReadOptions ro;

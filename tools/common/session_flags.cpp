@@ -169,7 +169,7 @@ std::vector<SessionFlag> storage_and_batch_rows() {
           "storage: auto (io_uring where the kernel allows it), uring or threads (pread)")
           .dflt("auto").one_of("auto,uring,threads"),
       Row("--prefetch-reads", "prefetch_reads", A::kStorage,
-          "storage, cpu: on (read the next inference's first weights while this one computes) or off")
+          "storage: on (read the next inference's first weights while this one still runs) or off")
           .dflt("on").one_of("on,off"),
       Row("--prepared", "prepared_path", A::kStorage,
           "storage: the prepared weight file (made on first use; default: in $DLR_CACHE_DIR or ~/.cache/dlrun)"),
