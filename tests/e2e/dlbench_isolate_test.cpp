@@ -10,17 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/test_paths.h"
+#include "tests/e2e/json_file.h"
 #include "tests/e2e/tool_runner.h"
 
 namespace dlr {
 namespace {
 
+using test::read_json;
 using test::run_tool;
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  return nlohmann::json::parse(f, nullptr, false);
-}
 
 TEST(DlbenchIsolate, EveryConfigurationInItsOwnProcessGivesTheSameRows) {
   const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");

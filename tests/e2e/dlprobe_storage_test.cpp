@@ -15,9 +15,12 @@
 
 #include "runtime/streaming/copy_profile.h"
 #include "tests/common/test_paths.h"
+#include "tests/e2e/json_file.h"
 
 namespace dlr {
 namespace {
+
+using test::read_json;
 
 struct ProbeRun {
   int code = -1;
@@ -87,11 +90,6 @@ TEST(DlprobeStorage, ExistingFileIsKept) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->name, "discrete");  // no --base, no existing --out: the built-in's copy part
   EXPECT_EQ(p->storage.device.rfind(file + " on ", 0), 0u) << p->storage.device;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
 // The spread's fields: per-pass lists of `passes`, order statistics in order.

@@ -23,6 +23,9 @@ struct Args {
   SessionFlagTexts session{FlagTool::kDlbench};
   int iters = 50;
   int warmup = 10;
+  // --period-ms: the timed inferences begin one period apart, as frames from a camera
+  // would (0: back to back); an inference that ends late starts the next at once.
+  double period_ms = 0;
   std::string json;
   bool opencv = false;
   std::string report;

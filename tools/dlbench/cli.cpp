@@ -132,6 +132,10 @@ void add_device_and_storage_options(CLI::App& app, Args* a) {
 void add_run_options(CLI::App& app, Args* a) {
   app.add_option("--layout", a->layouts, "auto,nchw,nhwc (comma-separated; cuda)");
   app.add_option("--iters", a->iters, "timed iterations (default 50)")->check(CLI::Range(1, 100000));
+  app.add_option("--period-ms", a->period_ms,
+                 "begin the timed inferences this many ms apart, like a camera's frames (default 0: back to back; "
+                 "the gaps let weights from storage be read ahead)")
+      ->check(CLI::Range(0.0, 10000.0));
   app.add_option("--warmup", a->warmup, "untimed iterations first (default 10), after the first inference (timed alone: the startup line)")->check(CLI::Range(0, 100000));
   app.add_option("--json", a->json, "write all results to this JSON file");
   app.add_flag("--opencv", a->opencv, "also time OpenCV DNN (CPU backend) on the same input (batch 1)");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <thread>
 
 #include "runtime/compile/compile.h"
 #include "runtime/cpu/cpu_threads.h"
@@ -73,7 +74,16 @@ struct Timings {
   double first_inference_ms = 0;
   double age_at_first_result = 0;
   Stats network, end_to_end, upload;
+  Stats read_ahead_mib;  // weights from storage: MiB whose reads landed before the inference began
 };
+
+// The MiB of the last inference's reads that landed before it began (read ahead).
+double read_ahead_mib(const Engine& e) {
+  int64_t bytes = 0;
+  for (const ReadTiming& r : e.read_timings())
+    if (r.end_ms <= 0) bytes += r.bytes;
+  return double(bytes) / (1024.0 * 1024.0);
+}
 
 // The first inference after open, timed alone (the startup report; one more warm-up),
 // then --warmup untimed and --iters timed ones.
@@ -84,18 +94,24 @@ Expected<Timings> time_inferences(const Args& a, Engine& e, const std::vector<fl
   t.first_inference_ms = ms_since(t_first);
   t.age_at_first_result = process_age_ms();
   for (int i = 0; i < a.warmup; ++i) DLR_RETURN_IF_ERROR(run_once(e, input, batch));
-  std::vector<double> net, e2e, upload;
+  std::vector<double> net, e2e, upload, ahead;
+  const auto paced_from = Clock::now();
   for (int i = 0; i < a.iters; ++i) {
+    if (a.period_ms > 0)
+      std::this_thread::sleep_until(paced_from + std::chrono::duration_cast<Clock::duration>(
+                                                     std::chrono::duration<double, std::milli>(a.period_ms * i)));
     const auto t0 = Clock::now();
     DLR_RETURN_IF_ERROR(run_once(e, input, batch));
     e2e.push_back(ms_since(t0));
     const RunTiming rt = e.last_run_timing();
     net.push_back(rt.network_ms);
     upload.push_back(rt.upload_ms);
+    ahead.push_back(read_ahead_mib(e));
   }
   t.network = stats_of(net);
   t.end_to_end = stats_of(e2e);
   t.upload = stats_of(upload);
+  t.read_ahead_mib = stats_of(ahead);
   return t;
 }
 
@@ -113,8 +129,9 @@ nlohmann::json memory_json(const Opened& o, const MemoryReport& m, const HostMem
 }
 
 // Weights from storage: what is read per inference, the page cache, and the floor the disk sets.
-nlohmann::json storage_json(const Args& a, const Config& c, const SessionOptions& opt, const Opened& o,
-                            int64_t cache_after, double median_ms) {
+nlohmann::json storage_json(const Args& a, const SessionOptions& opt, const Opened& o, int64_t cache_after,
+                            const Timings& t) {
+  const double median_ms = t.network.median;
   const ReadPlan& rp = o.session->model().reads;
   nlohmann::json s = {{"prepared_file", o.prepared},
                       {"two_stage", rp.two_stage},
@@ -128,7 +145,10 @@ nlohmann::json storage_json(const Args& a, const Config& c, const SessionOptions
                       {"page_cache_after", cache_after},
                       {"page_cache_growth", cache_after - o.cache_before},
                       {"inferences", a.warmup + a.iters},
-                      {"prefetch_reads", opt.prefetch_reads && rp.two_stage && c.device == "cpu"},
+                      {"prefetch_reads", opt.prefetch_reads && rp.read_ahead_units > 0},
+                      {"read_ahead_units", opt.prefetch_reads ? rp.read_ahead_units : 0},
+                      {"read_ahead_mib",
+                       {{"median", t.read_ahead_mib.median}, {"min", t.read_ahead_mib.min}, {"mean", t.read_ahead_mib.mean}}},
                       {"cold", a.cold}};
   if (median_ms > 0) s["read_gbps_at_median"] = double(rp.read_bytes()) / (median_ms * 1e6);
   // The floor the disk sets: the bytes read at the profile's O_DIRECT bandwidth for this
@@ -251,6 +271,7 @@ nlohmann::json row_json(const Args& a, const Config& c, const Opened& o, const T
   j["size"] = nd.net.width;
   j["iters"] = a.iters;
   j["warmup"] = a.warmup;
+  j["period_ms"] = a.period_ms;
   j["open_ms"] = o.open_ms;
   j["startup"] = startup_json(session.open_timing(), t.first_inference_ms, c.device == "cuda");
   j["startup"]["process_age_at_first_result_ms"] = t.age_at_first_result;  // meaningful for the first configuration
@@ -279,7 +300,7 @@ Expected<nlohmann::json> measure_config(const Args& a, const std::string& weight
   }
   nlohmann::json j = row_json(a, c, o, t);
   j["memory"] = memory_json(o, m, host_after);
-  if (!o.prepared.empty()) j["storage"] = storage_json(a, c, opt, o, cache_after, t.network.median);
+  if (!o.prepared.empty()) j["storage"] = storage_json(a, opt, o, cache_after, t);
   if (o.session->model().streaming) j["stream"] = stream_json(a, c, opt, *o.session, kernel_ms);
   if (!a.report.empty() || a.simulate) {
     DLR_ASSIGN_OR_RETURN(j["profile"], profile_json(a, weights, c, opt, o.session->network(), input, kernel_ms));

@@ -37,6 +37,8 @@ void print_storage(const nlohmann::json& sg, const nlohmann::json& memory) {
               mib(sg["read_bytes_per_inference"]), sg.value("read_gbps_at_median", 0.0),
               sg.value("read_floor_ms", 0.0), sg.value("disk_gbps", 0.0), mib(sg["staging_bytes"]),
               mib(sg["page_cache_growth"]), mib(memory["host_rss_peak"]));
+  if (sg.value("prefetch_reads", false) && sg.contains("read_ahead_mib"))
+    std::printf(", read ahead %.1f MiB/inference (median)", sg["read_ahead_mib"].value("median", 0.0));
 }
 
 const char* warmup_kind(const nlohmann::json& su) {
