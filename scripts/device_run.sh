@@ -47,7 +47,8 @@ for phase in "$@"; do
       export DLR_FULL_EXIT=1  # the sanitizers see the whole teardown (tools/common/process_exit.h)
       # compute-sanitizer memcheck, synccheck and racecheck over one dlrun process per
       # streaming mode (yolo-fastest @320 fp16 on dog.ppm; several models: yolo-fastest
-      # and yolov4-tiny @160 on one runtime's shared ring). Each run's ERROR SUMMARY and
+      # and yolov4-tiny @160 on one runtime's shared ring; *_ahead: yolov4-tiny @160 from
+      # storage on three frames, the later two read ahead). Each run's ERROR SUMMARY and
       # whether it finished in SANITIZE_LIMIT seconds (default 150) go to the summary.
       # arena: a ring plan from host memory that stages blobs in the activation arena's
       # idle bytes (yolo-fastest streams through slots, which never stage): the first of
@@ -58,6 +59,7 @@ for phase in "$@"; do
       fw="$DLR_SHARED_DIR/weights/yolo-fastest-1.1"
       "$B/dlgen" "$M/yolov4-tiny.cfg" /tmp/tiny.weights >/dev/null
       base=(--device cuda --precision fp16 --summary always)
+      img="$DLR_SHARED_DIR/images/dog.ppm"
       # The smallest of these runtime budgets that holds both models (so they stream).
       rb=""
       for b in 6MiB 8MiB 12MiB 16MiB 24MiB 32MiB; do
@@ -88,6 +90,9 @@ for phase in "$@"; do
         [slices]="$fw.cfg $fw.weights --mode stream --weight-budget min --slot-size 64KiB"
         [storage]="$fw.cfg $fw.weights --mode stream --weights-from storage --zero-copy off"
         [zero_copy]="$fw.cfg $fw.weights --mode stream --weights-from storage --zero-copy on"
+        # Reads ahead across inferences: yolov4-tiny @160 (several read units) on three frames.
+        [storage_ahead]="$M/yolov4-tiny.cfg /tmp/tiny.weights --width 160 --height 160 --mode stream --weights-from storage --zero-copy off $img $img"
+        [zero_copy_ahead]="$M/yolov4-tiny.cfg /tmp/tiny.weights --width 160 --height 160 --mode stream --weights-from storage --zero-copy on $img $img"
         [models]="--model $fw.cfg:$fw.weights@160 --model $M/yolov4-tiny.cfg:/tmp/tiny.weights@160 --runtime-budget ${rb:-16MiB}"
         [arena]="$arena"
         # int8 weights (issue 33): expanded on the CUDA engine's third stream, ahead of their layer.
@@ -98,7 +103,7 @@ for phase in "$@"; do
         [int8_models]="--model $fw.cfg:$fw.weights@160 --model $M/yolov4-tiny.cfg:/tmp/tiny.weights@160 --runtime-budget ${rb:-16MiB} --weight-format int8"
       )
       for tool in ${SANITIZE_TOOLS:-memcheck synccheck racecheck}; do
-        for mode in ${SANITIZE_MODES:-host_min host_50 slices storage zero_copy models arena}; do
+        for mode in ${SANITIZE_MODES:-host_min host_50 slices storage zero_copy storage_ahead zero_copy_ahead models arena}; do
           [ -n "${smode[$mode]}" ] || continue
           log="$OUT/sanmode_${tool}_$mode.log"
           start=$(date +%s)

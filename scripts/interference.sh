@@ -23,8 +23,8 @@
 # when EXTRA_FLAGS changes dlrun's).
 # A mode may carry thread placements after '+' (docs/library.md, "Thread priority and CPU
 # placement"): +high (--thread-priority high), +rt (realtime), +pin (--cpu-affinity
-# $PIN_CPUS, default the last CPU), e.g. MODES="preload preload+rt storage storage+rt+pin"
-# compares them under the same hog in one run. EXTRA_FLAGS: more dlrun flags for every run.
+# $PIN_CPUS, default the last CPU), +noahead (--prefetch-reads off), e.g. MODES="preload
+# preload+rt storage storage+rt+pin" compares them under the same hog in one run. EXTRA_FLAGS: more dlrun flags for every run.
 set -u
 B="$PWD/device-carry/bin"
 S="$PWD/device-carry/shared"
@@ -47,6 +47,7 @@ flags_of() {
       high) extra+=" --thread-priority high" ;;
       rt) extra+=" --thread-priority realtime" ;;
       pin) extra+=" --cpu-affinity ${PIN_CPUS:-$(($(nproc) - 1))}" ;;
+      noahead) extra+=" --prefetch-reads off" ;;
       *) echo "unknown placement +$v in mode $1" >&2; return 2 ;;
     esac
   done
