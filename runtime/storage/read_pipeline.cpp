@@ -161,7 +161,7 @@ void ReadPipeline::thread_main() {
       if (!st.ok()) m_reader.reset();  // waits for (or cancels) whatever is still in flight
     }
     {
-      std::lock_guard<std::mutex> lock(m_mu);
+      std::unique_lock<std::mutex> lock(m_mu);
       if (cancelled && st.ok()) {
         // A read ahead given up (the current inference was aborted): read `gen` after its start().
         m_no_ahead_gen = gen;
@@ -172,7 +172,10 @@ void ReadPipeline::thread_main() {
           m_error = st;
           m_error_gen = gen;
         }
-        // The engine has started `gen` (the last unit is never read ahead): its clock is m_t0.
+        // Every read of `gen` may have been read ahead: its timings are taken on its own
+        // clock (m_t0 of its start()), and it is done only once started.
+        m_cv.wait(lock, [&] { return m_quit || m_generation >= gen; });
+        if (m_quit) return;
         const auto ms = [&](std::chrono::steady_clock::time_point t) {
           return std::chrono::duration<double, std::milli>(t - m_t0).count();
         };
@@ -198,8 +201,7 @@ ReadPipeline::Gate ReadPipeline::gate_state(int gen, const ReadUnit& u) const {
   }
   // Ahead: the previous inference (m_generation == gen - 1) still runs or has finished.
   if (m_abort) return Gate::kCancel;
-  const int ahead = std::min(m_plan->read_ahead_units, int(m_plan->units.size()) - 1);
-  if (u.index >= ahead) return Gate::kWait;  // until start()
+  if (u.index >= m_plan->read_ahead_units) return Gate::kWait;  // until start()
   const int prev = wait_prev(*m_plan, u);
   return prev < 0 || m_progress >= prev ? Gate::kPass : Gate::kWait;
 }

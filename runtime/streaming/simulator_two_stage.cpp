@@ -23,7 +23,7 @@ class TwoStageSimulation {
                      const std::function<double(int64_t bytes)>& read_ms, const TwoStageSimOptions& options)
       : m_plan(plan), m_reads(reads), m_layer_ms(layer_ms), m_read_ms(read_ms), m_steps(int(plan.steps.size())),
         m_units(int(reads.units.size())), m_inferences(std::max(1, options.inferences)),
-        m_ahead(options.read_ahead ? std::max(0, std::min(reads.read_ahead_units, m_units - 1)) : 0) {}
+        m_ahead(options.read_ahead ? std::max(0, std::min(reads.read_ahead_units, m_units)) : 0) {}
 
   SimResult run();
 

@@ -677,8 +677,8 @@ TEST(StorageMode, BitIdenticalToPreload) {
         EXPECT_TRUE(bit_identical(st, pre, &why)) << m.cfg << " " << precision_name(p) << " " << v.name << ": " << why;
         // More inferences on the same session read everything again and give the same
         // outputs: back to back, and after a pause in which the next inference's first
-        // units are read ahead (its timings then end before its start; the last unit is
-        // never read ahead, so a plan of one read has none).
+        // units are read ahead (its timings then end before its start; checked on plans of
+        // two reads or more).
         const int n_reads = int(cm.reads.units.size());
         const bool reads_ahead = std::min(cm.reads.read_ahead_units, n_reads - 1) > 0;
         if (n_reads > 1) {

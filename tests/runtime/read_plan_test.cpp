@@ -210,9 +210,9 @@ TEST(ReadPlan, TwoStageReadAheadNeverOverwritesWhatThePreviousInferenceStillRead
         ASSERT_EQ(u.wait_layer_prev, -1) << "read " << k;
       }
     }
-    if (r->read_ahead_units == 0 || n == 1) continue;
+    if (r->read_ahead_units == 0) continue;
     ASSERT_GE(r->units[0].wait_layer_prev, 0) << "unit 0 overlaps itself in the previous inference";
-    const int ahead = std::min(r->read_ahead_units, n - 1);  // the pipeline never reads the last unit ahead
+    const int ahead = r->read_ahead_units;
     std::vector<uint8_t> staging(size_t(r->staging_bytes), 0xEE);
     std::vector<int8_t> owner(size_t(r->staging_bytes), -1);  // the inference that read the byte
     int read_gen = 0, next_read = 0;
@@ -228,7 +228,8 @@ TEST(ReadPlan, TwoStageReadAheadNeverOverwritesWhatThePreviousInferenceStillRead
       }
     };
     for (int g = 0; g < 3; ++g) {
-      ASSERT_EQ(read_gen, g) << "inference " << g << " started before the previous one's reads were done";
+      // Inference g starts once the previous one's reads are done (all of g may be read).
+      ASSERT_TRUE(read_gen == g || (read_gen == g + 1 && next_read == 0)) << "inference " << g;
       for (const Step& st : plan.steps) {
         const int unit = r->layer_read_unit[size_t(st.layer)];
         // The reader before this layer: this inference's units as far as their waits allow
@@ -238,9 +239,9 @@ TEST(ReadPlan, TwoStageReadAheadNeverOverwritesWhatThePreviousInferenceStillRead
             const ReadUnit& u = r->units[size_t(next_read)];
             if (next_read > unit && u.wait_layer >= st.layer) break;
             read(u);
-          } else {
+          } else {  // at most one inference ahead
             const ReadUnit& u = r->units[size_t(next_read)];
-            if (next_read >= ahead || u.wait_layer_prev >= st.layer) break;
+            if (read_gen > g + 1 || next_read >= ahead || u.wait_layer_prev >= st.layer) break;
             read(u);
             ++units_ahead;
           }
@@ -256,7 +257,7 @@ TEST(ReadPlan, TwoStageReadAheadNeverOverwritesWhatThePreviousInferenceStillRead
       }
       // After the last layer the reader finishes this inference and reads ahead as far as allowed.
       while (read_gen == g) read(r->units[size_t(next_read)]);
-      while (next_read < ahead) {
+      while (read_gen == g + 1 && next_read < ahead) {
         read(r->units[size_t(next_read)]);
         ++units_ahead;
       }
@@ -305,9 +306,9 @@ TEST(ReadPlan, ThreeStageReadAheadNeverOverwritesWhatACopyStillNeeds) {
       }
       ASSERT_EQ(u.wait_layer_prev, -1) << "read " << k;
     }
-    if (n < 2) continue;
+    if (n == 0) continue;
     ASSERT_GE(r->units[0].wait_unit_prev, 0) << "unit 0 overlaps itself in the previous inference";
-    const int ahead = std::min(r->read_ahead_units, n - 1);  // the pipeline never reads the last unit ahead
+    const int ahead = r->read_ahead_units;
     // Per 4 KiB staging page (reads are whole pages): the inference and unit that read it.
     std::vector<int8_t> owner(size_t(r->staging_bytes / kReadAlign), -1);
     std::vector<int16_t> unit_of(owner.size(), -1);
@@ -331,8 +332,8 @@ TEST(ReadPlan, ThreeStageReadAheadNeverOverwritesWhatACopyStillNeeds) {
             if (next_read > c && u.wait_unit >= c) break;
             ASSERT_LT(u.wait_unit, c) << "read " << u.index << " of inference " << g << " before copy " << c;
             read(u);
-          } else {
-            if (next_read >= ahead || u.wait_unit_prev >= c) break;
+          } else {  // at most one inference ahead
+            if (read_gen > g + 1 || next_read >= ahead || u.wait_unit_prev >= c) break;
             read(u);
             ++units_ahead;
           }
@@ -346,7 +347,7 @@ TEST(ReadPlan, ThreeStageReadAheadNeverOverwritesWhatACopyStillNeeds) {
       }
       // Every copy of inference g has ended: the reader finishes it and reads ahead.
       while (read_gen == g) read(r->units[size_t(next_read)]);
-      while (next_read < ahead) {
+      while (read_gen == g + 1 && next_read < ahead) {
         read(r->units[size_t(next_read)]);
         ++units_ahead;
       }
