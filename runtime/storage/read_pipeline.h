@@ -14,7 +14,8 @@
 // inference is read after its start(). Same staging, same checks; bytes read ahead
 // belong to the next inference (a read or CRC error found ahead fails that one, not the
 // current), and a file changed between two inferences may be seen by the second one's
-// first units only as it was before the change. An inference that fails or is aborted
+// units read ahead (all of them, when the staging holds a whole inference's reads) only
+// as it was before the change. An inference that fails or is aborted
 // is not read ahead of. The engine must not start() an inference before the device is
 // done with the previous one's staging (the units that overlap nothing earlier in their
 // inference are then read without a device wait).

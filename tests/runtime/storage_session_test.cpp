@@ -235,7 +235,13 @@ TEST(StorageCpu, TruncatedFileFailsOneInferenceThenTheSessionRecovers) {
   ASSERT_EQ(0, truncate(prepared.c_str(), off_t(bytes.size() / 2)));
   Engine& e = (*s)->engine();
   ASSERT_TRUE(e.set_input(input.data(), 1).ok());
-  const Status bad = e.run();
+  // The inference after the truncation may have been read wholly ahead, before it (one
+  // read: yolo-fastest's blobs fit in one unit); the one after it is read after it.
+  Status bad = e.run();
+  if (bad.ok()) {
+    ASSERT_TRUE(e.set_input(input.data(), 1).ok());
+    bad = e.run();
+  }
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find(prepared), std::string::npos) << bad.message();
   EXPECT_EQ(bad.message().find('\n'), std::string::npos) << bad.message();
