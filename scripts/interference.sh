@@ -24,7 +24,8 @@
 # A mode may carry thread placements after '+' (docs/library.md, "Thread priority and CPU
 # placement"): +high (--thread-priority high), +rt (realtime), +pin (--cpu-affinity
 # $PIN_CPUS, default the last CPU), +noahead (--prefetch-reads off), e.g. MODES="preload
-# preload+rt storage storage+rt+pin" compares them under the same hog in one run. EXTRA_FLAGS: more dlrun flags for every run.
+# preload+rt storage storage+rt+pin" compares them under the same hog in one run.
+# EXTRA_FLAGS: more dlrun flags for every run.
 set -u
 B="$PWD/device-carry/bin"
 S="$PWD/device-carry/shared"

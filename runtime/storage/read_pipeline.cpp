@@ -9,8 +9,6 @@
 namespace dlr {
 namespace {
 Status aborted() { return internal_error("read pipeline: inference aborted"); }
-// What a unit read ahead waits for in the previous inference (a layer or a copy); -1 none.
-int wait_prev(const ReadPlan& plan, const ReadUnit& u) { return plan.two_stage ? u.wait_layer_prev : u.wait_unit_prev; }
 }  // namespace
 
 Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan, const BlobFile& file, char* staging,
@@ -49,13 +47,12 @@ Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan,
   p->m_threads = threads;
   DLR_ASSIGN_OR_RETURN(p->m_reader, BlockReader::open(file.path, kind, plan.queue_depth, /*direct=*/true, threads));
   p->m_reader_kind = p->m_reader->kind();
-  for (const ReadUnit& u : plan.units) {
-    const int limit = plan.two_stage ? int(plan.layer_releases.size()) : int(plan.units.size());
-    if (read_ahead && u.index < plan.read_ahead_units && wait_prev(plan, u) >= limit)
+  const int waits = plan.two_stage ? int(plan.layer_releases.size()) : int(plan.units.size());
+  for (const ReadUnit& u : plan.units)
+    if (read_ahead && u.index < plan.read_ahead_units && plan.wait_prev(u) >= waits)
       return internal_error("read pipeline: read unit " + std::to_string(u.index) + " waits for " +
-                            (plan.two_stage ? "layer " : "copy ") + std::to_string(wait_prev(plan, u)) +
+                            (plan.two_stage ? "layer " : "copy ") + std::to_string(plan.wait_prev(u)) +
                             ", which the plan does not have");
-  }
   p->m_read_ahead = read_ahead && plan.read_ahead_units > 0;
   p->m_timings.resize(plan.units.size());
   p->m_submitted.resize(plan.units.size());
@@ -196,13 +193,13 @@ ReadPipeline::Gate ReadPipeline::gate_state(int gen, const ReadUnit& u) const {
   if (m_quit) return Gate::kStop;
   if (m_generation >= gen) {  // started: the plan's own wait (and the device's, below)
     if (m_abort) return Gate::kStop;
-    const int need = m_plan->two_stage ? u.wait_layer : u.wait_unit;
+    const int need = m_plan->wait(u);
     return need < 0 || m_progress >= need ? Gate::kPass : Gate::kWait;
   }
   // Ahead: the previous inference (m_generation == gen - 1) still runs or has finished.
   if (m_abort) return Gate::kCancel;
   if (u.index >= m_plan->read_ahead_units) return Gate::kWait;  // until start()
-  const int prev = wait_prev(*m_plan, u);
+  const int prev = m_plan->wait_prev(u);
   return prev < 0 || m_progress >= prev ? Gate::kPass : Gate::kWait;
 }
 
@@ -229,7 +226,7 @@ Status ReadPipeline::gate(int gen, const ReadUnit& u, bool in_flight, bool* pass
   // Started: this inference's wait; ahead: the previous inference's, whose event the
   // engine recorded before its progress passed it (and records again only after this
   // read has landed: the copy or layer that reuses it needs a later read).
-  const int need = started ? (m_plan->two_stage ? u.wait_layer : u.wait_unit) : wait_prev(*m_plan, u);
+  const int need = started ? m_plan->wait(u) : m_plan->wait_prev(u);
   if (m_device.ready && need >= 0) {
     if (in_flight && !m_device.ready(need)) return Status();
     if (!in_flight) DLR_RETURN_IF_ERROR(m_device.wait(need));

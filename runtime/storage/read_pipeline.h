@@ -15,10 +15,10 @@
 // belong to the next inference (a read or CRC error found ahead fails that one, not the
 // current), and a file changed between two inferences may be seen by the second one's
 // units read ahead (all of them, when the staging holds a whole inference's reads) only
-// as it was before the change. An inference that fails or is aborted
-// is not read ahead of. The engine must not start() an inference before the device is
-// done with the previous one's staging (the units that overlap nothing earlier in their
-// inference are then read without a device wait).
+// as it was before the change. An inference that fails or is aborted is not read ahead
+// of. The engine must not start() an inference before the device is done with the
+// previous one's staging (the units that overlap nothing earlier in their inference are
+// then read without a device wait).
 //
 // Threads: start(), wait_unit(), progress(), finish() and abort() are called by ONE
 // engine thread; the reader thread is internal. The staging area is owned by the

@@ -328,7 +328,7 @@ std::string ReadPlan::to_text() const {
     if (u.wait_unit >= 0) s += "copy " + std::to_string(u.wait_unit);
     if (u.wait_layer >= 0) s += "layer " + std::to_string(u.wait_layer);
     if (u.index < read_ahead_units) {
-      const int prev = two_stage ? u.wait_layer_prev : u.wait_unit_prev;
+      const int prev = wait_prev(u);
       s += prev < 0 ? ", read ahead"
                     : std::string(", read ahead after ") + (two_stage ? "layer " : "copy ") + std::to_string(prev) +
                           " of the previous inference";

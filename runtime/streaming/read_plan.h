@@ -95,6 +95,10 @@ struct ReadPlan {
 
   int64_t read_bytes() const;     // bytes read from the file per inference
   int64_t largest_unit() const;
+  // What a read waits for, by the path: a layer (two stages) or a copy (three stages);
+  // -1 none. `wait` in its own inference, `wait_prev` in the previous one (read ahead).
+  int wait(const ReadUnit& u) const { return two_stage ? u.wait_layer : u.wait_unit; }
+  int wait_prev(const ReadUnit& u) const { return two_stage ? u.wait_layer_prev : u.wait_unit_prev; }
   std::string to_text() const;
 };
 

@@ -251,9 +251,10 @@ TEST(ReadPipelineAhead, ThreeStagesReadAheadOnlyOnceTheCopiesThatUsedTheStagingH
   FakeCopies dev;
   dev.done.assign(3, 0);
   ReadPipeline::DeviceWait no_wait;
-  EXPECT_FALSE(ReadPipeline::open(f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, no_wait,
-                                  /*read_ahead=*/true)
-                   .ok());
+  const Expected<std::unique_ptr<ReadPipeline>> refused = ReadPipeline::open(
+      f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, no_wait, /*read_ahead=*/true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(), "read pipeline: read ahead of copies needs a device wait (three stages)");
   Expected<std::unique_ptr<ReadPipeline>> p = ReadPipeline::open(
       f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, dev.wait(), /*read_ahead=*/true);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
