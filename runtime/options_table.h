@@ -106,8 +106,8 @@
   X(layout, int, -1, PUBLIC, v >= -1 && v <= 1, "layout must be -1 (auto), 0 (NCHW) or 1 (NHWC)")                     \
   /* capture the network once and replay it */                                                                        \
   X(cuda_graph, bool, true, PUBLIC, true, "")                                                                         \
-  /* run the network once at open even where no graph is captured (storage, no graph); off, the first inference     \
-     loads its kernels itself while its reads run (docs/streaming.md section 9) */                                   \
+  /* run the network once at open where no graph is captured (cuda_graph off); off, the first inference loads      \
+     its kernels itself while its reads run (docs/streaming.md section 9) */                                          \
   X(warm_up_at_open, bool, false, INTERNAL, true, "")                                                                 \
   /* keep what is measured or chosen at open per GPU and model in the user's cache and reuse it: stream mode's       \
      kernel times (runtime/cache/kernel_times_cache.h) and, on CUDA, the cuDNN algorithm choices (conv_algo_cache.h) */ \

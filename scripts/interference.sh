@@ -23,7 +23,8 @@
 # when EXTRA_FLAGS changes dlrun's).
 # A mode may carry thread placements after '+' (docs/library.md, "Thread priority and CPU
 # placement"): +high (--thread-priority high), +rt (realtime), +pin (--cpu-affinity
-# $PIN_CPUS, default the last CPU), +noahead (--prefetch-reads off), e.g. MODES="preload
+# $PIN_CPUS, default the last CPU), +noahead (--prefetch-reads off), +nograph (--no-graph:
+# the engine's thread enqueues each inference), e.g. MODES="preload
 # preload+rt storage storage+rt+pin" compares them under the same hog in one run.
 # EXTRA_FLAGS: more dlrun flags for every run.
 set -u
@@ -49,6 +50,7 @@ flags_of() {
       rt) extra+=" --thread-priority realtime" ;;
       pin) extra+=" --cpu-affinity ${PIN_CPUS:-$(($(nproc) - 1))}" ;;
       noahead) extra+=" --prefetch-reads off" ;;
+      nograph) extra+=" --no-graph" ;;
       *) echo "unknown placement +$v in mode $1" >&2; return 2 ;;
     esac
   done

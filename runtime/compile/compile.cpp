@@ -99,9 +99,20 @@ EngineSettings engine_settings(const SessionOptions& o, const CompileInputs& inp
   e.shared_ring = inputs.placement && inputs.placement->shared_ring_bytes > 0 && o.mode == WeightMode::kStream;
   e.prefetch_reads = o.prefetch_reads;
   e.warm_up_at_open = o.warm_up_at_open;
-  // Reads from storage cannot be captured: storage runs enqueue each inference.
-  if (o.weights_from == WeightsFrom::kStorage) e.cuda_graph = false;
   return e;
+}
+
+// Weights from storage replay a graph whose copies (three stages) or kernels (zero copy)
+// wait on the device for each read (kernels/cuda/host_wait.h). int8 weights that the
+// kernels read from staging are expanded step by step once the engine's thread has
+// waited for their read, so that one path runs without a graph.
+void settle_graph(CompiledModel* m) {
+  if (!m->from_storage || !m->reads.two_stage) return;
+  for (const Step& st : m->plan.steps)
+    if (st.dequant >= 0) {
+      m->engine.cuda_graph = false;
+      return;
+    }
 }
 
 int64_t CompiledModel::device_weight_bytes() const {
@@ -138,6 +149,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   PlacementState s = placement_state(m.plan, m.target, options, m.layer_ms, inputs.placement);
   DLR_RETURN_IF_ERROR(plan_placement(s));
   take_placement(s, &m);
+  settle_graph(&m);
   return m;
 }
 

@@ -58,6 +58,9 @@ Expected<ExecutionPlan> plan_for_prepare(const NetworkDesc& net, const SessionOp
 
 // The run settings of an engine for these options and inputs.
 EngineSettings engine_settings(const SessionOptions& options, const CompileInputs& inputs);
+// What the placement decides of them: a model from storage whose kernels read int8
+// weights from staging (zero copy) runs without a CUDA graph (engine.cuda_graph false).
+void settle_graph(CompiledModel* model);
 
 // JSON form (runtime/compile/compile_json.cpp): every field of the model, the options
 // record included; from_json(to_json(m)) gives a model whose to_json() is identical.

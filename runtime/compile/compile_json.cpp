@@ -360,6 +360,7 @@ Expected<CompiledModel> model_from_json(const std::string& text, const std::stri
     if (j.contains("lower_bound_calibrated_ms")) j.at("lower_bound_calibrated_ms").get_to(m.lower_bound_calibrated_ms);
     if (j.contains("auto_preload_ms")) j.at("auto_preload_ms").get_to(m.auto_preload_ms);
     j.at("notes").get_to(m.notes);
+    settle_graph(&m);  // derived, not stored
   } catch (const nlohmann::json::exception& e) {
     return parse_error(what + ": " + printable(e.what()));
   }

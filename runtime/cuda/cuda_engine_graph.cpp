@@ -30,7 +30,7 @@ Status CudaEngine::finalize() {
   // earlier copy (as much as staging holds) and then waits, as in any inference, for the
   // first run()'s copies.
   if (m_from_storage && m_pipeline && !m_reads_started) {
-    m_pipeline->start();
+    m_read_gen = m_pipeline->start();
     m_reads_started = true;
   }
   // The warm-up makes the first inference after open a warm one. With a graph it is the
@@ -38,18 +38,20 @@ Status CudaEngine::finalize() {
   // convolution's first call, each of our kernels' first launch), so an eager run before
   // it would do that work twice. The network runs eagerly only where the capture fails
   // without an eager run first (cuDNN's first call of a configuration may do what a
-  // capture cannot hold: then eager warm-up, capture again). Without a graph (weights
-  // from storage, cuda_graph off) nothing runs at open unless warm_up_at_open is set: the
-  // first inference loads the kernels itself while its reads run (docs/streaming.md
-  // section 9).
-  m_open_timing.warmup_run = m_options.cuda_graph || m_options.warm_up_at_open;
+  // capture cannot hold: then eager warm-up, capture again). From storage the graph's
+  // replay is an inference with its reads, so nothing is replayed at open (the graph is
+  // uploaded; the capture loaded the kernels); without a graph (cuda_graph off) nothing
+  // runs at open unless warm_up_at_open is set: the first inference loads the kernels
+  // itself while its reads run (docs/streaming.md section 9).
+  m_open_timing.warmup_run = (m_options.cuda_graph && !m_from_storage) || m_options.warm_up_at_open;
   m_open_timing.warmup_eager = false;
   double eager_ms = 0;
   m_graph = cuda::GraphExec();
   if (m_options.cuda_graph) DLR_RETURN_IF_ERROR(capture_at_open(&eager_ms));
+  if (m_graph && m_from_storage) DLR_CUDA_CHECK(cudaGraphUpload(m_graph.get(), m_stream.get()));
   const auto t2 = Clock::now();
   if (m_open_timing.warmup_run && !m_open_timing.warmup_eager) {
-    if (m_graph) {
+    if (m_graph && !m_from_storage) {
       DLR_CUDA_CHECK(cudaGraphLaunch(m_graph.get(), m_stream.get()));
       DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
       m_prefetch_issued = 0;  // the replay's copies overwrote the pool

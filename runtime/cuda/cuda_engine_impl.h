@@ -136,8 +136,15 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status upload(WeightSource& weights, const std::vector<int64_t>& offsets, char* device);
   int prepare_threads() const;  // host threads preparing weights: EngineSettings::threads, else every CPU
   Status make_stream_events();  // per-unit and per-layer ordering events of m_stream_plan
+  // cuda_engine_storage.cpp: weights from storage.
   Status setup_storage_reads(WeightSource& weights);  // staging area and read pipeline of m_reads
+  Status setup_read_words();     // graph: the mapped words its device waits poll
+  Status make_release_events();  // what the reader waits for before refilling staging
+  Status wait_for_read(int unit, cudaStream_t s);  // device wait (capture) or this thread's
+  Status release_read(int unit, cudaStream_t s);   // after copy `unit`: its release event, progress
   Status enqueue_network_storage(bool profile);  // one inference driven by the reads (no graph)
+  Status launch_storage_graph();  // one inference as a replay whose device waits follow the reads
+  Status check_read_waits();      // after a replay: a device wait that gave up is an error
   Status enqueue_network(bool profile);
   Status read_profile(bool prefetched);  // prefetched: the leading units were copied before the run
   Status clear_foreign_arena();  // zeroes this plan's arena region after another model ran in it
@@ -221,7 +228,14 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   cuda::PinnedBuffer m_staging;
   char* m_staging_host = nullptr;  // m_staging's first 4096-aligned byte (reads land from here)
   char* m_staging_dev = nullptr;   // zero copy: its device address
+  // Graph from storage: per read unit the pipeline's landed word, then the inference the
+  // replay waits for, then the first device wait that gave up (mapped; host and device view).
+  cuda::PinnedBuffer m_read_words;
+  int32_t* m_read_words_host = nullptr;
+  int32_t* m_read_words_dev = nullptr;
+  int m_read_gen = 0;  // the inference finalize() started the reads of
   std::unique_ptr<ReadPipeline> m_pipeline;
+  std::vector<cuda::Event> m_read_release;  // three stages: per unit, recorded after its copy (the reader waits)
   std::vector<cuda::Event> m_copy_done;   // per unit (ordering only)
   std::vector<cuda::Event> m_layer_done;  // per layer that ends a group's use (ordering only)
   cuda::Event m_fork, m_join;             // copy stream joins/leaves the compute stream

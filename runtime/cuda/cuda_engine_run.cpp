@@ -153,7 +153,9 @@ Status CudaEngine::run() {
   DLR_RETURN_IF_ERROR(note_prefetch_ready(prefetched));
   // Shared ring: the layers wait for their own prefetch chunk instead (enqueue_network).
   if (prefetched && !uses_shared_ring()) DLR_CUDA_CHECK(cudaStreamWaitEvent(s, m_prefetch_done.get(), 0));
-  if (m_graph && (!prefetched || m_graph_body)) {
+  if (m_graph && m_pipeline) {
+    DLR_RETURN_IF_ERROR(launch_storage_graph());
+  } else if (m_graph && (!prefetched || m_graph_body)) {
     DLR_CUDA_CHECK(cudaGraphLaunch(prefetched ? m_graph_body.get() : m_graph.get(), s));
   } else if (m_from_storage && m_pipeline) {
     DLR_RETURN_IF_ERROR(enqueue_network_storage(m_options.profile_layers));
@@ -168,6 +170,7 @@ Status CudaEngine::run() {
   const Status launch_status = m_launch_hook ? m_launch_hook(*this) : Status();
   DLR_CUDA_CHECK(cudaStreamSynchronize(s));  // the final result download
   m_input_pending = false;
+  DLR_RETURN_IF_ERROR(check_read_waits());
   float upload = 0, network = 0;
   DLR_CUDA_CHECK(cudaEventElapsedTime(&upload, m_ev_upload.get(), m_ev_start.get()));
   DLR_CUDA_CHECK(cudaEventElapsedTime(&network, m_ev_start.get(), m_ev_end.get()));

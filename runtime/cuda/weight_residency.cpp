@@ -326,11 +326,11 @@ Status CudaEngine::enqueue_network(bool profile) {
       waited_layer = layer;
     }
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_start[size_t(ui)], ps));
-    if (m_pipeline) DLR_RETURN_IF_ERROR(m_pipeline->wait_unit(ui));  // its bytes are in staging
+    if (m_pipeline) DLR_RETURN_IF_ERROR(wait_for_read(ui, ps));  // its bytes are in staging
     char* dst = u.in_arena ? arena_base() + u.pool_offset : pool_base() + pool_pos(u.pool_offset);
     DLR_CUDA_CHECK(cudaMemcpyAsync(dst, copy_source(u), size_t(u.bytes), cudaMemcpyHostToDevice, ps));
     DLR_CUDA_CHECK(cudaEventRecord(m_copy_done[size_t(ui)].get(), ps));
-    if (m_pipeline) m_pipeline->progress(ui);  // copy_done[ui] is recorded: its staging can be waited for
+    if (m_pipeline) DLR_RETURN_IF_ERROR(release_read(ui, ps));  // its staging can be waited for
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_copy_end[size_t(ui)], ps));
     x.copied = ui;
     return expand_issue(&x);
@@ -348,18 +348,20 @@ Status CudaEngine::enqueue_network(bool profile) {
     }
     const bool two_stage = zero_copy() && !m_kernels_only;
     if (two_stage && m_reads.layer_read_unit[size_t(layer)] >= 0)  // its weights are in (mapped) staging
-      DLR_RETURN_IF_ERROR(m_pipeline->wait_unit(m_reads.layer_read_unit[size_t(layer)]));
+      DLR_RETURN_IF_ERROR(wait_for_read(m_reads.layer_read_unit[size_t(layer)], cs));
     if (two_stage) x.read_through = layer;
     DLR_RETURN_IF_ERROR(expand_before_kernels(st, &x));
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_ready[size_t(layer)], cs));
     DLR_RETURN_IF_ERROR(enqueue_layer_kernels(st, cs, true));
+    // Zero copy: the reader waits for it (an external node inside a capture).
     if ((copies || two_stage) && m_layer_done[size_t(layer)])
-      DLR_CUDA_CHECK(cudaEventRecord(m_layer_done[size_t(layer)].get(), cs));
+      DLR_CUDA_CHECK(cudaEventRecordWithFlags(m_layer_done[size_t(layer)].get(), cs,
+                                              two_stage && m_capturing ? cudaEventRecordExternal : 0));
     // For the next model's prefetch (an external node inside a graph: recorded at each replay).
     if (copies && next_release < m_release_layer.size() && m_release_layer[next_release] == layer)
       DLR_CUDA_CHECK(cudaEventRecordWithFlags(m_release_ev[next_release++].get(), cs,
                                               m_capturing ? cudaEventRecordExternal : 0));
-    if (two_stage && m_reads.layer_releases[size_t(layer)]) m_pipeline->progress(layer);
+    if (two_stage && m_reads.layer_releases[size_t(layer)] && !m_capturing) m_pipeline->progress(layer);
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_end[size_t(layer)], cs));
     return Status();
   };
@@ -381,83 +383,6 @@ const char* CudaEngine::copy_source(const TransferUnit& u) const {
   if (m_pipeline) return m_staging_host + m_reads.copy_src_offset[size_t(u.index)];
   if (u.in_arena) return static_cast<const char*>(m_staged_host->data()) + u.host_offset;
   return static_cast<const char*>(m_host->data()) + u.host_offset;
-}
-
-std::vector<ReadTiming> CudaEngine::read_timings() const {
-  // Not while finalize()'s early reads are under way (the reader thread writes them).
-  return m_pipeline && !m_reads_started ? m_pipeline->timings() : std::vector<ReadTiming>();
-}
-
-Status CudaEngine::setup_storage_reads(WeightSource& source) {
-  m_pipeline.reset();
-  m_reads_started = false;
-  m_staging = cuda::PinnedBuffer();
-  m_staging_host = nullptr;
-  m_staging_dev = nullptr;
-  const BlobFile* file = source.blob_file();
-  if (!file) return invalid_argument(source.name() + ": weights from storage need a prepared weight file");
-  const bool two = m_reads.two_stage;
-  // O_DIRECT needs 4096-aligned buffers; small pinned allocations may come from a
-  // suballocator that does not page-align them (measured: yolo-fastest's 0.5 MiB
-  // staging), so one extra page is allocated and the start rounded up.
-  DLR_ASSIGN_OR_RETURN(m_staging, cuda::PinnedBuffer::alloc(size_t(m_reads.staging_bytes + kReadAlign),
-                                                            two ? cudaHostAllocMapped : cudaHostAllocDefault));
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(m_staging.data());
-  m_staging_host = reinterpret_cast<char*>((raw + kReadAlign - 1) / kReadAlign * kReadAlign);
-  if (two) {
-    void* dev = nullptr;
-    DLR_CUDA_CHECK(cudaHostGetDevicePointer(&dev, m_staging.data(), 0));
-    m_staging_dev = static_cast<char*>(dev) + (m_staging_host - static_cast<char*>(m_staging.data()));
-    // A read may reuse staging once the last layer reading it has finished.
-    m_layer_done.clear();
-    m_layer_done.resize(m_plan.steps.size());
-    for (size_t l = 0; l < m_plan.steps.size(); ++l)
-      if (m_reads.layer_releases[l]) {
-        DLR_ASSIGN_OR_RETURN(m_layer_done[l], cuda::make_event(false));
-      }
-  }
-  // The reader thread waits for the copy (three stages) or the layer (two stages) that
-  // last used the staging it refills, of this inference or, reading ahead, of the one
-  // before; the engine's thread has recorded that event.
-  auto event = [this](int index) -> cudaEvent_t {
-    return m_reads.two_stage ? m_layer_done[size_t(index)].get() : m_copy_done[size_t(index)].get();
-  };
-  // The reader thread makes this engine's device current before touching its events.
-  ReadPipeline::DeviceWait wait;
-  const int device = m_options.cuda_device;
-  wait.ready = [event, device](int index) {
-    return cudaSetDevice(device) == cudaSuccess && cudaEventQuery(event(index)) == cudaSuccess;
-  };
-  wait.wait = [event, device](int index) -> Status {
-    DLR_CUDA_CHECK(cudaSetDevice(device));
-    DLR_CUDA_CHECK(cudaEventSynchronize(event(index)));
-    return Status();
-  };
-  // Read ahead: run() synchronises before it returns, so an inference starts with the
-  // previous one's staging free (ReadPipeline's contract).
-  DLR_ASSIGN_OR_RETURN(m_pipeline, ReadPipeline::open(m_reads, *file, m_staging_host, m_options.reader,
-                                                      std::move(wait), m_options.prefetch_reads,
-                                                      m_options.thread_placement));
-  if (two)
-    DLR_LOG_INFO("weights from storage, zero copy: {:.2f} MiB read from {} each inference into {:.2f} MiB of mapped "
-                 "pinned staging that the kernels read ({} reads, {} in flight, {} reader)",
-                 mib(m_reads.read_bytes()), source.name(), mib(m_reads.staging_bytes), m_reads.units.size(),
-                 m_reads.queue_depth, reader_kind_name(m_pipeline->reader_kind()));
-  return Status();
-}
-
-// One inference whose weights come from storage: enqueued (no graph) while the reads
-// land; the reader's errors and this thread's are both reported, the reads drained.
-Status CudaEngine::enqueue_network_storage(bool profile) {
-  if (!m_reads_started) m_pipeline->start();  // else finalize() started this inference's reads already
-  m_reads_started = false;
-  const Status st = enqueue_network(profile);
-  if (!st.ok()) {
-    m_pipeline->abort();
-    (void)m_pipeline->finish();
-    return st;
-  }
-  return m_pipeline->finish();
 }
 
 Status CudaEngine::read_profile(bool prefetched) {

@@ -79,15 +79,39 @@ ReadPipeline::~ReadPipeline() {
 
 ReaderKind ReadPipeline::reader_kind() const { return m_reader_kind; }
 
-void ReadPipeline::start() {
+int ReadPipeline::start() {
+  int gen = 0;
   {
     std::lock_guard<std::mutex> lock(m_mu);
-    ++m_generation;
+    gen = ++m_generation;
     m_progress = -1;
     m_abort = false;
     m_t0 = std::chrono::steady_clock::now();
   }
   m_cv.notify_all();
+  return gen;
+}
+
+// The device's words (DeviceWait::landed), reader thread only: a release store, so that
+// device work that sees the value also sees the unit's bytes in staging.
+void ReadPipeline::set_landed(int unit, int value) {
+  if (m_device.landed) __atomic_store_n(&m_device.landed[unit], int32_t(value), __ATOMIC_RELEASE);
+}
+
+// Inference `gen` failed or was aborted, its reads drained: device work waiting on its
+// words may go on (over whatever staging holds; the inference reports the error).
+void ReadPipeline::release_landed(int gen) {
+  if (!m_device.landed) return;
+  for (size_t u = 0; u < m_plan->units.size(); ++u)
+    if (__atomic_load_n(&m_device.landed[u], __ATOMIC_RELAXED) < gen) set_landed(int(u), gen);
+}
+
+// A read ahead of `gen` was given up, its reads drained: its units are read again after
+// start(), so device work of `gen` must not find them landed before then.
+void ReadPipeline::take_back_landed(int gen) {
+  if (!m_device.landed) return;
+  for (size_t u = 0; u < m_plan->units.size(); ++u)
+    if (__atomic_load_n(&m_device.landed[u], __ATOMIC_RELAXED) >= gen) set_landed(int(u), gen - 1);
 }
 
 Status ReadPipeline::wait_unit(int u) {
@@ -161,6 +185,7 @@ void ReadPipeline::thread_main() {
       std::unique_lock<std::mutex> lock(m_mu);
       if (cancelled && st.ok()) {
         // A read ahead given up (the current inference was aborted): read `gen` after its start().
+        take_back_landed(gen);
         m_no_ahead_gen = gen;
         m_read_gen = 0;
         m_published = -1;
@@ -168,6 +193,7 @@ void ReadPipeline::thread_main() {
         if (!st.ok()) {
           m_error = st;
           m_error_gen = gen;
+          release_landed(gen);
         }
         // Every read of `gen` may have been read ahead: its timings are taken on its own
         // clock (m_t0 of its start()), and it is done only once started.
@@ -300,6 +326,7 @@ Status ReadPipeline::read_inference(int gen, bool* cancelled) {
     }
     in_flight -= int64_t(u.segments.size());
     m_landed[size_t(next_publish)] = Clock::now();
+    set_landed(next_publish, gen);  // before wait_unit() can return it
     {
       std::lock_guard<std::mutex> lock(m_mu);
       if (m_quit || (m_generation == gen && m_abort)) return aborted();

@@ -52,9 +52,21 @@ class ReadPipeline {
   // wait_layer) or, reading ahead, of the previous one (wait_unit_prev or
   // wait_layer_prev). `ready` answers without blocking whether the device is done with
   // it; `wait` blocks until it is. Empty: progress alone suffices (CPU).
+  //
+  // `landed` (optional): one word per read unit in host memory that device work polls
+  // instead of the engine's thread waiting in wait_unit() (a CUDA graph replays a whole
+  // inference: kernels/cuda/host_wait.h). The reader stores the inference's number (the
+  // value start() returned) into word u with release order once unit u has landed and
+  // been checked. After an error in an inference, or its abort, every word still below
+  // its number is set to it once the reads in flight have drained, so that the device
+  // work waiting on them ends (the inference reports the error; the staging then holds
+  // whatever was read). A read ahead that is given up puts its words back to the
+  // inference before (the units are read again after start()). Only the reader thread
+  // writes the words; they never decrease below an inference that has started.
   struct DeviceWait {
     std::function<bool(int index)> ready;
     std::function<Status(int index)> wait;
+    int32_t* landed = nullptr;
   };
 
   // `staging` holds plan.staging_bytes (4096-aligned). `file` gives every blob's offset.
@@ -68,8 +80,9 @@ class ReadPipeline {
   ReadPipeline(const ReadPipeline&) = delete;
   ReadPipeline& operator=(const ReadPipeline&) = delete;
 
-  // Starts the reads of one inference (the previous one must be finished).
-  void start();
+  // Starts the reads of one inference (the previous one must be finished) and returns
+  // its number: 1, 2, ... (the value written into DeviceWait::landed).
+  int start();
   // Blocks until read unit u of this inference has landed in staging. An error of the
   // reader (one line naming the file and offset) is returned here and by finish().
   Status wait_unit(int u);
@@ -100,6 +113,9 @@ class ReadPipeline {
   Status read_inference(int gen, bool* cancelled);
   Status gate(int gen, const ReadUnit& u, bool in_flight, bool* passed, bool* cancelled);
   Status check_segment(const ReadUnit& u, const ReadSegment& s);
+  void set_landed(int unit, int value);
+  void release_landed(int gen);
+  void take_back_landed(int gen);
 
   const ReadPlan* m_plan = nullptr;
   std::vector<int64_t> m_file_offset;

@@ -176,6 +176,59 @@ TEST(ReadPipelineAhead, DestroyedInTheMiddleStopsItsThread) {
   }
 }
 
+// The words device work polls (DeviceWait::landed, a CUDA graph's waits): a unit's word
+// holds the inference's number once wait_unit() may return it; a failed inference
+// releases every word to its number; a read ahead given up (the current inference
+// aborted) puts the words it had set back to the inference before.
+TEST(ReadPipelineLanded, WordsFollowTheReadsAndAreReleasedOrTakenBack) {
+  Fixture f;
+  make(&f, 3, "landed");
+  std::vector<int32_t> words(3, 0);
+  auto word = [&](int u) { return __atomic_load_n(&words[size_t(u)], __ATOMIC_ACQUIRE); };
+  ReadPipeline::DeviceWait w;
+  w.landed = words.data();
+  Expected<std::unique_ptr<ReadPipeline>> p = ReadPipeline::open(
+      f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, w, /*read_ahead=*/true);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ReadPipeline& pipe = **p;
+  for (int gen = 1; gen <= 2; ++gen) {
+    ASSERT_TRUE(run(pipe, f, [&](int layer) {
+                  const int u = f.reads.layer_read_unit[size_t(layer)];
+                  if (u >= 0) EXPECT_GE(word(u), gen) << "inference " << gen << " unit " << u;
+                }).ok());
+    for (int u = 0; u < 3; ++u) EXPECT_GE(word(u), gen);
+  }
+  // Inference 3 read after its start: every read has landed, only layer 0 has run, so the
+  // read ahead of inference 4 has read unit 0 (it waits for layer 0) and waits for layer 1.
+  EXPECT_EQ(pipe.start(), 3);
+  for (int u = 0; u < 3; ++u) ASSERT_TRUE(pipe.wait_unit(u).ok());
+  pipe.progress(f.plan.weights[0].layer);
+  const auto until = [](auto done) {
+    for (int i = 0; i < 400 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return done();
+  };
+  ASSERT_TRUE(until([&] { return word(0) == 4; })) << "unit 0 of inference 4 was not read ahead";
+  EXPECT_EQ(word(1), 3);
+  pipe.abort();  // inference 3 given up: the read ahead of 4 is cancelled and taken back
+  (void)pipe.finish();
+  EXPECT_TRUE(until([&] { return word(0) == 3; })) << "unit 0 still announced for inference 4: " << word(0);
+  // Inference 4 reads again after its start; then a failed inference releases every word.
+  ASSERT_TRUE(run(pipe, f).ok());
+  for (int u = 0; u < 3; ++u) EXPECT_EQ(word(u) >= 4, true) << u;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // reads ahead of 5 done
+  ASSERT_EQ(0, truncate(f.file.path.c_str(), 0));
+  Status bad = run(pipe, f);  // 5 may have been read wholly ahead
+  int failed = 5;
+  if (bad.ok()) {
+    bad = run(pipe, f);
+    failed = 6;
+  }
+  ASSERT_FALSE(bad.ok());
+  for (int u = 0; u < 3; ++u) EXPECT_GE(word(u), failed) << "unit " << u << " not released after the failure";
+  ASSERT_TRUE(test::write_bytes_in_place(f.file.path, f.bytes));
+  EXPECT_TRUE(run(pipe, f).ok());
+}
+
 TEST(ReadPipelineAhead, RefusedWhereItCannotBeSafe) {
   Fixture f;
   make(&f, 2, "ahead_refused");

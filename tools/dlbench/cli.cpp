@@ -144,7 +144,7 @@ void add_run_options(CLI::App& app, Args* a) {
       ->check(CLI::IsMember({"table"}));
   add_session_flags(app, &a->session, {"--no-graph"});
   app.add_flag("--warm-up-at-open", a->warm_up_at_open,
-               "without a CUDA graph to capture (from storage, --no-graph), run the network once at open so that "
+               "without a CUDA graph (--no-graph), run the network once at open so that "
                "the first inference finds its kernels loaded (default: none; the first inference loads them while "
                "its reads run, measured sooner to the first result on the H100; the startup line compares the two)");
   add_session_flags(app, &a->session, {"--no-calibrate"});
