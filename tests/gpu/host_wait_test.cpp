@@ -59,30 +59,48 @@ cuda::GraphExec capture(cudaStream_t s, const Words& w, uint64_t timeout_ns, cud
 
 void store(int32_t* p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
+// The words, the event, two device ints (d[0] copied to d[1] by the replay) and the graph.
+struct Rig {
+  Words w;
+  cuda::Event ev;
+  cuda::DeviceBuffer mem;
+  int* d = nullptr;
+  cuda::GraphExec exec;
+};
+
+void make_rig(cudaStream_t s, uint64_t timeout_ns, Rig* r) {
+  r->w = make_words();
+  ASSERT_NE(r->w.dev, nullptr);
+  Expected<cuda::Event> ev = cuda::make_event(false);
+  ASSERT_TRUE(ev.ok());
+  r->ev = std::move(*ev);
+  Expected<cuda::DeviceBuffer> mem = cuda::DeviceBuffer::alloc(2 * sizeof(int));
+  ASSERT_TRUE(mem.ok());
+  r->mem = std::move(*mem);
+  r->d = static_cast<int*>(r->mem.data());
+  ASSERT_EQ(cudaMemset(r->d, 0, 2 * sizeof(int)), cudaSuccess);
+  r->exec = capture(s, r->w, timeout_ns, r->ev.get(), r->d + 1, r->d);
+  ASSERT_TRUE(r->exec);
+}
+
 class HostWait : public test::GpuTest {};
 
 TEST_F(HostWait, ReplayHoldsUntilTheWordReachesTheTargetAndItsEventFollows) {
   DLR_REQUIRE_GPU();
-  Words w = make_words();
-  ASSERT_NE(w.dev, nullptr);
-  Expected<cuda::Event> ev = cuda::make_event(false);
-  ASSERT_TRUE(ev.ok());
-  Expected<cuda::DeviceBuffer> mem = cuda::DeviceBuffer::alloc(2 * sizeof(int));
-  ASSERT_TRUE(mem.ok());
-  int* d = static_cast<int*>(mem->data());
-  ASSERT_EQ(cudaMemset(d, 0, 2 * sizeof(int)), cudaSuccess);
-  cuda::GraphExec exec = capture(stream(), w, 0, ev->get(), d + 1, d);
-  ASSERT_TRUE(exec);
+  Rig r;
+  ASSERT_NO_FATAL_FAILURE(make_rig(stream(), 0, &r));
+  Words& w = r.w;
+  int* d = r.d;
   for (int gen = 1; gen <= 3; ++gen) {
     const int value = 100 + gen;
     ASSERT_EQ(cudaMemcpy(d, &value, sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
     store(w.host + 1, gen);  // the target of this replay; the word is still gen - 1
-    ASSERT_EQ(cudaGraphLaunch(exec.get(), stream()), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(r.exec.get(), stream()), cudaSuccess);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    EXPECT_EQ(cudaEventQuery(ev->get()), cudaErrorNotReady) << "replay " << gen << " did not wait";
+    EXPECT_EQ(cudaEventQuery(r.ev.get()), cudaErrorNotReady) << "replay " << gen << " did not wait";
     EXPECT_EQ(cudaStreamQuery(stream()), cudaErrorNotReady) << "replay " << gen;
     store(w.host, gen);
-    ASSERT_EQ(cudaEventSynchronize(ev->get()), cudaSuccess);
+    ASSERT_EQ(cudaEventSynchronize(r.ev.get()), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(stream()), cudaSuccess);
     int got = 0;
     ASSERT_EQ(cudaMemcpy(&got, d + 1, sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -91,24 +109,18 @@ TEST_F(HostWait, ReplayHoldsUntilTheWordReachesTheTargetAndItsEventFollows) {
   }
   // A word already past the target: no wait at all.
   store(w.host + 1, 2);
-  ASSERT_EQ(cudaGraphLaunch(exec.get(), stream()), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(r.exec.get(), stream()), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream()), cudaSuccess);
 }
 
 TEST_F(HostWait, AWaitThatGivesUpReportsItsCodeAndTheReplayEnds) {
   DLR_REQUIRE_GPU();
-  Words w = make_words();
-  ASSERT_NE(w.dev, nullptr);
-  Expected<cuda::Event> ev = cuda::make_event(false);
-  ASSERT_TRUE(ev.ok());
-  Expected<cuda::DeviceBuffer> mem = cuda::DeviceBuffer::alloc(2 * sizeof(int));
-  ASSERT_TRUE(mem.ok());
-  int* d = static_cast<int*>(mem->data());
-  cuda::GraphExec exec = capture(stream(), w, 20 * 1000 * 1000, ev->get(), d + 1, d);  // 20 ms
-  ASSERT_TRUE(exec);
+  Rig r;
+  ASSERT_NO_FATAL_FAILURE(make_rig(stream(), 20 * 1000 * 1000, &r));  // gives up after 20 ms
+  Words& w = r.w;
   store(w.host + 1, 5);
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(cudaGraphLaunch(exec.get(), stream()), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(r.exec.get(), stream()), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream()), cudaSuccess);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GE(ms, 15.0);

@@ -75,6 +75,7 @@ struct Timings {
   double age_at_first_result = 0;
   Stats network, end_to_end, upload;
   Stats read_ahead_mib;  // weights from storage: MiB whose reads landed before the inference began
+  Stats reads_end_ms;    // ... and when its last read landed, ms from its start (negative: all read ahead)
 };
 
 // The MiB of the last inference's reads that landed before it began (read ahead).
@@ -83,6 +84,17 @@ double read_ahead_mib(const Engine& e) {
   for (const ReadTiming& r : e.read_timings())
     if (r.end_ms <= 0) bytes += r.bytes;
   return double(bytes) / (1024.0 * 1024.0);
+}
+
+// When the last inference's last read landed, ms from its start (0: no reads).
+double reads_end_ms(const Engine& e) {
+  double end = 0;
+  bool any = false;
+  for (const ReadTiming& r : e.read_timings()) {
+    end = any ? std::max(end, r.end_ms) : r.end_ms;
+    any = true;
+  }
+  return end;
 }
 
 // The first inference after open, timed alone (the startup report; one more warm-up),
@@ -94,7 +106,7 @@ Expected<Timings> time_inferences(const Args& a, Engine& e, const std::vector<fl
   t.first_inference_ms = ms_since(t_first);
   t.age_at_first_result = process_age_ms();
   for (int i = 0; i < a.warmup; ++i) DLR_RETURN_IF_ERROR(run_once(e, input, batch));
-  std::vector<double> net, e2e, upload, ahead;
+  std::vector<double> net, e2e, upload, ahead, reads_end;
   const auto paced_from = Clock::now();
   for (int i = 0; i < a.iters; ++i) {
     if (a.period_ms > 0)
@@ -107,11 +119,13 @@ Expected<Timings> time_inferences(const Args& a, Engine& e, const std::vector<fl
     net.push_back(rt.network_ms);
     upload.push_back(rt.upload_ms);
     ahead.push_back(read_ahead_mib(e));
+    reads_end.push_back(reads_end_ms(e));
   }
   t.network = stats_of(net);
   t.end_to_end = stats_of(e2e);
   t.upload = stats_of(upload);
   t.read_ahead_mib = stats_of(ahead);
+  t.reads_end_ms = stats_of(reads_end);
   return t;
 }
 
@@ -149,6 +163,9 @@ nlohmann::json storage_json(const Args& a, const SessionOptions& opt, const Open
                       {"read_ahead_units", opt.prefetch_reads ? rp.read_ahead_units : 0},
                       {"read_ahead_mib",
                        {{"median", t.read_ahead_mib.median}, {"min", t.read_ahead_mib.min}, {"mean", t.read_ahead_mib.mean}}},
+                      // The reads' end against the network time: what follows the last read.
+                      {"reads_end_ms",
+                       {{"median", t.reads_end_ms.median}, {"p90", t.reads_end_ms.p90}, {"min", t.reads_end_ms.min}}},
                       {"cold", a.cold}};
   if (median_ms > 0) s["read_gbps_at_median"] = double(rp.read_bytes()) / (median_ms * 1e6);
   // The floor the disk sets: the bytes read at the profile's O_DIRECT bandwidth for this
