@@ -1,5 +1,7 @@
 // launch_host_wait (host_wait.h): one thread polls a mapped host word, sleeping between
-// polls (sm_70 and later) so that the polls' PCIe reads stay few beside the copies.
+// polls (sm_70 and later) from 0.5 us doubling up to 32 us, so that a short wait ends
+// within a microsecond or two and a long one (a read from disk: milliseconds) puts few
+// PCIe reads beside the copies and the reads.
 #include "kernels/cuda/host_wait.h"
 
 namespace dlr::cuda {
@@ -16,6 +18,7 @@ __global__ void host_wait_kernel(const volatile int32_t* word, const volatile in
   const int32_t want = *target;
   if (*word >= want) return;
   const unsigned long long start = global_ns();
+  unsigned sleep_ns = 500;
   while (*word < want) {
     if (timeout_ns > 0 && global_ns() - start > timeout_ns) {
       if (timed_out) *timed_out = code;
@@ -23,8 +26,9 @@ __global__ void host_wait_kernel(const volatile int32_t* word, const volatile in
       return;
     }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    __nanosleep(2000);
+    __nanosleep(sleep_ns);
 #endif
+    if (sleep_ns < 32000) sleep_ns *= 2;
   }
   // The host stored the word with release order after the bytes it announces; the
   // stream's next operations start after this kernel has ended.
