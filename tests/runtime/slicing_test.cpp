@@ -363,20 +363,23 @@ TEST(SlicePlan, StreamPlansOfSlicedNetworksPassTheSimulatorsChecks) {
   }
 }
 
-// Output-channel slices compute every output element from the same products; whether
-// the sums run in the same order is the BLAS's choice (its blocking of k may depend on
-// the number of filters): outputs stay within 1e-6 of each head's largest value of the
-// unsliced run. Input-channel slices split every sum into one partial sum per slice,
-// rounded to fp32 as each is added, where the BLAS splits it at its own blocks of k:
-// other roundings, which the layers after carry on (within 5e-6; measured 1.8e-6 at
-// 1 MiB slots and 2.5e-6 at 128 KiB for yolov4-tiny; the CPU's default cuts by
-// filters). Bit-identical where no layer needs slicing.
+// Output-channel slices compute every output element from the same products, but not
+// always in the same order: the conv's tiles (filter chunks, kernels/cpu/conv2d.cpp) and
+// Eigen's blocking and remainder kernels follow the slice's filter count, and some
+// outputs are summed with split accumulators in one run and in sequence in the other
+// (measured 3.5e-7 of each head's largest value at 1 MiB slots everywhere; at 128 KiB
+// slots 4.3e-6 on a Xeon with 48 KiB L1 and 2 MiB L2 per core, within 1e-6 on the
+// machines before it). Input-channel slices split every sum into one partial sum per
+// slice, rounded to fp32 as each is added, where the BLAS splits it at its own blocks of
+// k: other roundings, which the layers after carry on (1.7e-6 at 1 MiB, 4.0e-6 at 128 KiB
+// on that Xeon). Both within 5e-6 of the unsliced run; bit-identical where no layer needs
+// slicing.
 class SlicedCpu : public ::testing::TestWithParam<SliceBy> {};
 
 INSTANTIATE_TEST_SUITE_P(Axes, SlicedCpu, ::testing::Values(SliceBy::kFilters, SliceBy::kChannels),
                          [](const ::testing::TestParamInfo<SliceBy>& i) { return std::string(slice_by_name(i.param)); });
 
-TEST_P(SlicedCpu, OutputsWithinAMillionthOfTheUnslicedRun) {
+TEST_P(SlicedCpu, OutputsWithinFiveMillionthsOfTheUnslicedRun) {
   const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
   const std::string weights = test::synthetic_weights(cfg);
   ASSERT_FALSE(weights.empty());
@@ -412,7 +415,10 @@ TEST_P(SlicedCpu, OutputsWithinAMillionthOfTheUnslicedRun) {
                 slice_by_name(o.slice_by), (long long)slot, p.steps.size(), worst);
     for (const Step& st : p.steps)
       if (st.slice >= 0) EXPECT_EQ(st.axis == SliceAxis::kChannels, o.slice_by == SliceBy::kChannels);
-    EXPECT_LE(worst, o.slice_by == SliceBy::kChannels ? 5e-6 : 1e-6) << "slot " << slot;
+    EXPECT_LE(worst, 5e-6) << "slot " << slot;
+    if (slot >= (int64_t(1) << 20) && o.slice_by == SliceBy::kFilters) {
+      EXPECT_LE(worst, 1e-6) << "slot " << slot;
+    }
     int slice_rows = 0;
     for (const LayerTiming& t : (*s)->engine().layer_timings()) slice_rows += t.slice >= 0 ? 1 : 0;
     EXPECT_EQ(slice_rows > 0, sliced);
