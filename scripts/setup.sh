@@ -41,7 +41,8 @@ if [ "$arm64" = 1 ]; then
     libspdlog-dev:arm64 libfmt-dev:arm64    # the target's own copies of the libraries with
     libgtest-dev:arm64 libxxhash-dev:arm64  # per-architecture files (Eigen, CLI11 and
     liburing-dev:arm64                      # nlohmann-json are the host's, architecture-free)
-  )
+    libgomp1:arm64                          # OpenMP runtime the aarch64 tests load under qemu (the
+  )                                         # cross compiler's own copy is not on qemu's library path)
 fi
 
 missing=()
