@@ -1,7 +1,8 @@
 // dlbench --period-ms on the CPU: the timed inferences begin one period apart (the run
 // takes at least (iters - 1) periods), the JSON records the period, and from storage the
 // gaps let the next inference's first reads land before it begins (read_ahead_mib),
-// unless --prefetch-reads off.
+// unless --prefetch-reads off; when the last read landed (reads_end_ms) lies within the
+// inference's network time, before it when every read landed ahead.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -48,7 +49,12 @@ TEST(DlbenchPeriod, FramesBeginAPeriodApartAndStorageReadsAheadInTheGaps) {
     } else {
       EXPECT_EQ(s["read_ahead_units"].get<int>(), 0) << s.dump();
       EXPECT_EQ(ahead, 0.0) << s.dump();
+      // Every read lands during its inference (the CPU reads each blob before its layer).
+      const double end = s["reads_end_ms"]["median"].get<double>();
+      EXPECT_GT(end, 0.0) << s.dump();
+      EXPECT_LE(end, row["network"]["median_ms"].get<double>() + 1.0) << s.dump();
     }
+    EXPECT_NE(r.out.find("last read landed at"), std::string::npos) << r.out;
   }
 }
 

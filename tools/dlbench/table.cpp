@@ -39,6 +39,8 @@ void print_storage(const nlohmann::json& sg, const nlohmann::json& memory) {
               mib(sg["page_cache_growth"]), mib(memory["host_rss_peak"]));
   if (sg.value("prefetch_reads", false) && sg.contains("read_ahead_mib"))
     std::printf(", read ahead %.1f MiB/inference (median)", sg["read_ahead_mib"].value("median", 0.0));
+  if (sg.contains("reads_end_ms"))
+    std::printf(", last read landed at %.2f ms (median)", sg["reads_end_ms"].value("median", 0.0));
 }
 
 const char* warmup_kind(const nlohmann::json& su) {
