@@ -243,46 +243,47 @@ TEST(StartupTiming, StorageOpensWithoutWarmUpAndMatchesTheWarmedUpOpen) {
   const std::string weights = test::required_shared_file("weights/yolo-fastest-1.1.weights");
   if (cfg.empty() || weights.empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
   const CacheDir scope(test::temp_dir() + "/storage-warmup");
-  for (const int zero_copy : {0, 1})
-  for (const bool graph : {true, false}) {
-    SCOPED_TRACE(std::string(zero_copy ? "zero copy" : "read, copy, compute") + (graph ? ", graph" : ", no graph"));
-    SessionOptions o;
-    o.cuda_graph = graph;
-    o.device = DeviceKind::kCUDA;
-    o.precision = Precision::kFP16;
-    o.mode = WeightMode::kStream;
-    o.weights_from = WeightsFrom::kStorage;
-    o.prepared_path = test::temp_dir() + "/storage-warmup.dlrw";
-    o.weight_budget = *WeightBudget::parse("min");
-    o.zero_copy = zero_copy;
-    o.cache_kernel_times = true;
-    o.warm_up_at_open = false;
-    SessionOptions warm = o;
-    warm.warm_up_at_open = true;
-    const Opened with = open_and_run(cfg, weights, warm);
-    const Opened without = open_and_run(cfg, weights, o);
-    print_timing("storage, warm-up at open", with.timing);
-    print_timing("storage, no warm-up", without.timing);
-    EXPECT_TRUE(with.timing.engine.warmup_run);
-    EXPECT_FALSE(without.timing.engine.warmup_run);
-    if (graph) {
-      EXPECT_GT(without.timing.engine.graph_ms, 0.0);
-    } else {
-      EXPECT_EQ(without.timing.engine.graph_ms, 0.0);
+  for (const int zero_copy : {0, 1}) {
+    for (const bool graph : {true, false}) {
+      SCOPED_TRACE(std::string(zero_copy ? "zero copy" : "read, copy, compute") + (graph ? ", graph" : ", no graph"));
+      SessionOptions o;
+      o.cuda_graph = graph;
+      o.device = DeviceKind::kCUDA;
+      o.precision = Precision::kFP16;
+      o.mode = WeightMode::kStream;
+      o.weights_from = WeightsFrom::kStorage;
+      o.prepared_path = test::temp_dir() + "/storage-warmup.dlrw";
+      o.weight_budget = *WeightBudget::parse("min");
+      o.zero_copy = zero_copy;
+      o.cache_kernel_times = true;
+      o.warm_up_at_open = false;
+      SessionOptions warm = o;
+      warm.warm_up_at_open = true;
+      const Opened with = open_and_run(cfg, weights, warm);
+      const Opened without = open_and_run(cfg, weights, o);
+      print_timing("storage, warm-up at open", with.timing);
+      print_timing("storage, no warm-up", without.timing);
+      EXPECT_TRUE(with.timing.engine.warmup_run);
+      EXPECT_FALSE(without.timing.engine.warmup_run);
+      if (graph) {
+        EXPECT_GT(without.timing.engine.graph_ms, 0.0);
+      } else {
+        EXPECT_EQ(without.timing.engine.graph_ms, 0.0);
+      }
+      EXPECT_GE(without.timing.open_ms, without.timing.parse_ms + without.timing.compile_ms + without.timing.engine_ms +
+                                            without.timing.finalize_ms);
+      expect_identical(with, without);
+      // The first inference of an open without a warm-up equals that session's second.
+      cuda::AlgoCache::process().clear();
+      auto s = Session::open(cfg, weights, o);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      EXPECT_FALSE((*s)->open_timing().engine.warmup_run);
+      Opened first, second;
+      first.heads = run_fixed(**s);
+      second.heads = run_fixed(**s);
+      expect_identical(first, second);
+      expect_identical(with, first);
     }
-    EXPECT_GE(without.timing.open_ms, without.timing.parse_ms + without.timing.compile_ms + without.timing.engine_ms +
-                                          without.timing.finalize_ms);
-    expect_identical(with, without);
-    // The first inference of an open without a warm-up equals that session's second.
-    cuda::AlgoCache::process().clear();
-    auto s = Session::open(cfg, weights, o);
-    ASSERT_TRUE(s.ok()) << s.status().to_string();
-    EXPECT_FALSE((*s)->open_timing().engine.warmup_run);
-    Opened first, second;
-    first.heads = run_fixed(**s);
-    second.heads = run_fixed(**s);
-    expect_identical(first, second);
-    expect_identical(with, first);
   }
 }
 

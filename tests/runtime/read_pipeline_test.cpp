@@ -134,7 +134,9 @@ TEST(ReadPipelineAhead, AnErrorFoundAheadFailsTheNextInferenceAndThePipelineReco
   // ahead fail. Inference 2 itself is fine.
   const int last = f.plan.weights[2].layer;
   ASSERT_TRUE(run(**p, f, [&](int layer) {
-                if (layer == last) ASSERT_EQ(0, truncate(f.file.path.c_str(), 0));
+                if (layer == last) {
+                  ASSERT_EQ(0, truncate(f.file.path.c_str(), 0));
+                }
               }).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const Status bad = run(**p, f);
@@ -194,7 +196,9 @@ TEST(ReadPipelineLanded, WordsFollowTheReadsAndAreReleasedOrTakenBack) {
   for (int gen = 1; gen <= 2; ++gen) {
     ASSERT_TRUE(run(pipe, f, [&](int layer) {
                   const int u = f.reads.layer_read_unit[size_t(layer)];
-                  if (u >= 0) EXPECT_GE(word(u), gen) << "inference " << gen << " unit " << u;
+                  if (u >= 0) {
+                    EXPECT_GE(word(u), gen) << "inference " << gen << " unit " << u;
+                  }
                 }).ok());
     for (int u = 0; u < 3; ++u) EXPECT_GE(word(u), gen);
   }
