@@ -26,9 +26,10 @@
 # $PIN_CPUS, default the last CPU), +noahead (--prefetch-reads off), +nograph (--no-graph:
 # the engine's thread enqueues each inference), e.g. MODES="preload
 # preload+rt storage storage+rt+pin" compares them under the same hog in one run.
-# EXTRA_FLAGS: more dlrun flags for every run.
+# EXTRA_FLAGS: more dlrun flags for every run. DLR_BIN: the folder of the dlrun, dlbench,
+# dlprobe and dlgen to run (default device-carry/bin), e.g. to compare two builds.
 set -u
-B="$PWD/device-carry/bin"
+B="${DLR_BIN:-$PWD/device-carry/bin}"
 S="$PWD/device-carry/shared"
 OUT="${1:-${OUT:-/tmp/interference}}"
 mkdir -p "$OUT"

@@ -288,53 +288,91 @@ Status ReadPipeline::check_segment(const ReadUnit& u, const ReadSegment& s) {
   return Status();
 }
 
+// Reads the units of inference `gen` in order, segment by segment: the queue is refilled
+// one request at a time as the oldest one lands, across unit boundaries, so that
+// queue_depth requests stay in flight while staging allows (a unit's gate passes once,
+// before its first segment). Units are published in order once all their segments have
+// landed and been checked.
 Status ReadPipeline::read_inference(int gen, bool* cancelled) {
-  using Clock = std::chrono::steady_clock;
   const std::vector<ReadUnit>& units = m_plan->units;
   const int n = int(units.size());
   std::fill(m_crc.begin(), m_crc.end(), 0u);
   std::fill(m_crc_done.begin(), m_crc_done.end(), int64_t(0));
-  int next_submit = 0, next_publish = 0;
-  int64_t in_flight = 0;  // requests submitted and not yet landed (as far as published units tell)
-  while (next_publish < n) {
-    if (next_submit < n && in_flight < m_plan->queue_depth && !*cancelled) {
-      bool passed = false;
-      DLR_RETURN_IF_ERROR(gate(gen, units[size_t(next_submit)], next_publish < next_submit, &passed, cancelled));
-      if (passed) {
-        const ReadUnit& u = units[size_t(next_submit)];
-        m_submitted[size_t(next_submit)] = Clock::now();
-        for (size_t k = 0; k < u.segments.size(); ++k) {
-          const ReadSegment& s = u.segments[k];
-          ReadRequest r;
-          r.file_offset = m_file_offset[size_t(s.blob)] + s.blob_offset;
-          r.bytes = s.bytes;
-          r.dst = m_staging + s.staging_offset;
-          DLR_ASSIGN_OR_RETURN(m_tickets[size_t(next_submit)][k], m_reader->submit(r));
-        }
-        in_flight += int64_t(u.segments.size());
-        ++next_submit;
-        continue;
-      }
-    }
-    if (next_publish == next_submit) return Status();  // cancelled with nothing in flight
-    // Land the oldest unit in flight and publish it. Requests complete in any order:
-    // wait for each request of the unit in turn and check its bytes as it lands.
-    const ReadUnit& u = units[size_t(next_publish)];
-    for (size_t k = 0; k < u.segments.size(); ++k) {
-      DLR_RETURN_IF_ERROR(m_reader->wait(m_tickets[size_t(next_publish)][k]));
-      DLR_RETURN_IF_ERROR(check_segment(u, u.segments[k]));
-    }
-    in_flight -= int64_t(u.segments.size());
-    m_landed[size_t(next_publish)] = Clock::now();
-    set_landed(next_publish, gen);  // before wait_unit() can return it
-    {
-      std::lock_guard<std::mutex> lock(m_mu);
-      if (m_quit || (m_generation == gen && m_abort)) return aborted();
-      m_published = next_publish;
-    }
-    m_cv.notify_all();
-    ++next_publish;
+  Cursor c;
+  while (c.land_unit < n) {
+    bool submitted = false;
+    DLR_RETURN_IF_ERROR(submit_next(gen, &c, cancelled, &submitted));
+    if (submitted) continue;
+    // Nothing more may be submitted now: land the oldest request in flight.
+    if (c.land_unit == c.submit_unit && c.land_seg == c.submit_seg) return Status();  // cancelled, nothing in flight
+    bool unit_done = false;
+    DLR_RETURN_IF_ERROR(land_next(&c, &unit_done));
+    if (unit_done) DLR_RETURN_IF_ERROR(publish(gen, &c));
   }
+  return Status();
+}
+
+// Submits the next segment if the queue has room and its unit may be read now.
+Status ReadPipeline::submit_next(int gen, Cursor* c, bool* cancelled, bool* submitted) {
+  *submitted = false;
+  const int n = int(m_plan->units.size());
+  if (c->submit_unit >= n || c->in_flight >= m_plan->queue_depth || *cancelled) return Status();
+  const size_t ui = size_t(c->submit_unit);
+  const ReadUnit& u = m_plan->units[ui];
+  if (c->submit_seg == 0) {  // the unit's first segment: its gate
+    const bool pending = c->in_flight > 0 || c->land_unit < c->submit_unit;
+    bool passed = false;
+    DLR_RETURN_IF_ERROR(gate(gen, u, pending, &passed, cancelled));
+    if (!passed) return Status();
+    m_submitted[ui] = std::chrono::steady_clock::now();
+  }
+  if (size_t(c->submit_seg) < u.segments.size()) {
+    const ReadSegment& s = u.segments[size_t(c->submit_seg)];
+    ReadRequest r;
+    r.file_offset = m_file_offset[size_t(s.blob)] + s.blob_offset;
+    r.bytes = s.bytes;
+    r.dst = m_staging + s.staging_offset;
+    DLR_ASSIGN_OR_RETURN(m_tickets[ui][size_t(c->submit_seg)], m_reader->submit(r));
+    ++c->in_flight;
+    ++c->submit_seg;
+  }
+  if (size_t(c->submit_seg) == u.segments.size()) {
+    ++c->submit_unit;
+    c->submit_seg = 0;
+  }
+  *submitted = true;
+  return Status();
+}
+
+// Waits for the oldest request submitted and checks its bytes (requests complete in any
+// order; they are landed in order). *unit_done: every segment of its unit is in.
+Status ReadPipeline::land_next(Cursor* c, bool* unit_done) {
+  const size_t ui = size_t(c->land_unit);
+  const ReadUnit& u = m_plan->units[ui];
+  if (size_t(c->land_seg) < u.segments.size()) {
+    DLR_RETURN_IF_ERROR(m_reader->wait(m_tickets[ui][size_t(c->land_seg)]));
+    DLR_RETURN_IF_ERROR(check_segment(u, u.segments[size_t(c->land_seg)]));
+    --c->in_flight;
+    ++c->land_seg;
+  }
+  *unit_done = size_t(c->land_seg) == u.segments.size();
+  return Status();
+}
+
+// Every segment of the oldest unit has landed: announce it (the device's word, then
+// wait_unit()) and go on with the next.
+Status ReadPipeline::publish(int gen, Cursor* c) {
+  const int u = c->land_unit;
+  m_landed[size_t(u)] = std::chrono::steady_clock::now();
+  set_landed(u, gen);  // before wait_unit() can return it
+  {
+    std::lock_guard<std::mutex> lock(m_mu);
+    if (m_quit || (m_generation == gen && m_abort)) return aborted();
+    m_published = u;
+  }
+  m_cv.notify_all();
+  ++c->land_unit;
+  c->land_seg = 0;
   return Status();
 }
 

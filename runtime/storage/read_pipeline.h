@@ -110,7 +110,17 @@ class ReadPipeline {
   void thread_main();
   bool may_read_ahead(int gen) const;  // m_mu held
   Gate gate_state(int gen, const ReadUnit& u) const;  // m_mu held
+  // read_inference's position: the next segment to submit and to land (unit, segment),
+  // and the requests in flight.
+  struct Cursor {
+    int submit_unit = 0, submit_seg = 0;
+    int land_unit = 0, land_seg = 0;
+    int64_t in_flight = 0;
+  };
   Status read_inference(int gen, bool* cancelled);
+  Status submit_next(int gen, Cursor* c, bool* cancelled, bool* submitted);
+  Status land_next(Cursor* c, bool* unit_done);
+  Status publish(int gen, Cursor* c);
   Status gate(int gen, const ReadUnit& u, bool in_flight, bool* passed, bool* cancelled);
   Status check_segment(const ReadUnit& u, const ReadSegment& s);
   void set_landed(int unit, int value);

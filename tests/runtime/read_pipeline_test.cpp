@@ -42,12 +42,14 @@ struct Fixture {
 
 // Three 64 KiB blobs, one read unit each; staging for `slots` units (2: the minimum,
 // the next inference's read 0 waits for layer 2 of the current one; 3: read k waits
-// for layer k).
-void make(Fixture* f, int slots, const std::string& name) {
+// for layer k). Each unit is read as 64 KiB / block_bytes requests, depth at a time.
+void make(Fixture* f, int slots, const std::string& name, int64_t block_bytes = kBlob, int depth = 8) {
   f->plan = test::fake_plan({kBlob, kBlob, kBlob}, nullptr);
   ReadOptions ro;
   ro.unit_bytes = kBlob;
   ro.staging_bytes = slots * kBlob;
+  ro.block_bytes = block_bytes;
+  ro.queue_depth = depth;
   Expected<ReadPlan> r = plan_reads_two_stage(f->plan, {}, ro);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   f->reads = *r;
@@ -231,6 +233,26 @@ TEST(ReadPipelineLanded, WordsFollowTheReadsAndAreReleasedOrTakenBack) {
   for (int u = 0; u < 3; ++u) EXPECT_GE(word(u), failed) << "unit " << u << " not released after the failure";
   ASSERT_TRUE(test::write_bytes_in_place(f.file.path, f.bytes));
   EXPECT_TRUE(run(pipe, f).ok());
+}
+
+// The queue is refilled request by request across unit boundaries: with units of two
+// requests and a depth of two, the next unit's first request is submitted as soon as
+// the first request of the unit before has landed, not once that unit has landed whole
+// (the queue would drain at every unit's end).
+TEST(ReadPipelineQueue, NextUnitIsSubmittedBeforeTheUnitBeforeHasLandedWhole) {
+  Fixture f;
+  make(&f, 3, "refill", kBlob / 2, /*depth=*/2);
+  ASSERT_EQ(f.reads.units[0].segments.size(), 2u);
+  Expected<std::unique_ptr<ReadPipeline>> p =
+      ReadPipeline::open(f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, {});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  for (int inference = 0; inference < 3; ++inference) {
+    ASSERT_TRUE(run(**p, f).ok());
+    const std::vector<ReadTiming>& t = (*p)->timings();
+    ASSERT_EQ(t.size(), 3u);
+    for (size_t u = 1; u < t.size(); ++u)
+      EXPECT_LT(t[u].start_ms, t[u - 1].end_ms) << "unit " << u << " submitted only after unit " << u - 1 << " landed";
+  }
 }
 
 TEST(ReadPipelineAhead, RefusedWhereItCannotBeSafe) {
