@@ -7,6 +7,7 @@
 #include "runtime/compile/slice_choice.h"
 #include "runtime/compile/slicing.h"
 #include "runtime/compile/slot_choice.h"
+#include "runtime/core/units.h"
 
 namespace dlr {
 namespace {
@@ -16,8 +17,6 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0) {
   std::snprintf(buf, sizeof(buf), f, a, b, c);
   return buf;
 }
-
-double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
 
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -179,7 +178,6 @@ std::string CompiledModel::to_text() const {
   for (const std::string& n : notes) s += "note: " + n + "\n";
   return s;
 }
-
 
 Expected<ExecutionPlan> plan_for_prepare(const NetworkDesc& net, const SessionOptions& options) {
   DLR_RETURN_IF_ERROR(validate_options(options));

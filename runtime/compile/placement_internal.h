@@ -6,10 +6,9 @@
 #include <string>
 
 #include "runtime/compile/placement.h"
+#include "runtime/core/units.h"
 
 namespace dlr {
-
-inline double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
 
 // printf-style formatting of up to three numbers, for one-line notes.
 inline std::string fmt_text(const char* f, double a, double b = 0, double c = 0) {

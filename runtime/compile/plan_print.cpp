@@ -3,15 +3,10 @@
 #include <string>
 
 #include "runtime/compile/plan.h"
+#include "runtime/core/units.h"
 
 namespace dlr {
 namespace {
-
-std::string mib(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
 
 std::string view_text(const ViewRef& v, const ExecutionPlan& plan) {
   if (v.buffer < 0) return "-";  // a route its conv reads part by part (conv_over_concat)
@@ -40,7 +35,7 @@ std::string ExecutionPlan::to_text() const {
     for (const auto& cp : st.copies) reads += (reads.empty() ? "copy " : ",copy ") + view_text(cp.first, *this);
     for (const auto& cp : st.packs) reads += (reads.empty() ? "pack " : ",pack ") + view_text(cp.first, *this);
     std::string w = "-";
-    if (st.weight >= 0) w = "w" + std::to_string(st.weight) + " " + mib(weights[size_t(st.weight)].bytes);
+    if (st.weight >= 0) w = "w" + std::to_string(st.weight) + " " + mib_text(weights[size_t(st.weight)].bytes);
     if (st.dequant >= 0) w += " int8 -> b" + std::to_string(st.dequant) + " (group " + std::to_string(st.dequant_group) + ")";
     if (st.slice >= 0 && st.axis == SliceAxis::kFilters)
       w += " slice " + std::to_string(st.slice + 1) + "/" + std::to_string(st.slices) + " of filters [" +
@@ -63,11 +58,11 @@ std::string ExecutionPlan::to_text() const {
     s += line;
   }
   std::snprintf(line, sizeof(line), "activations: planned %s in %zu buffers (naive sum of all outputs %s, %.1f%%)\n",
-                mib(arena_bytes).c_str(), buffers.size(), mib(naive_bytes).c_str(),
+                mib_text(arena_bytes).c_str(), buffers.size(), mib_text(naive_bytes).c_str(),
                 naive_bytes > 0 ? 100.0 * double(arena_bytes) / double(naive_bytes) : 0.0);
   s += line;
   const bool int8 = options.weight_format == WeightFormat::kInt8;
-  std::snprintf(line, sizeof(line), "weights: %zu blobs, %s (%s%s)\n", weights.size(), mib(weight_bytes()).c_str(),
+  std::snprintf(line, sizeof(line), "weights: %zu blobs, %s (%s%s)\n", weights.size(), mib_text(weight_bytes()).c_str(),
                 int8 ? "compressed: int8, one f32 scale per filter, computed in " : "",
                 dtype_name(options.weight_dtype));
   s += line;

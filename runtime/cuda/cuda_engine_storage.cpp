@@ -14,6 +14,7 @@
 #include "kernels/cuda/host_wait.h"
 #include "runtime/core/log.h"
 #include "runtime/cuda/cuda_engine_impl.h"
+#include "runtime/core/units.h"
 
 namespace dlr {
 namespace {
@@ -21,8 +22,6 @@ namespace {
 // A device wait for a read gives up after this long (a reader that never publishes
 // would otherwise hold the GPU forever); the inference then fails with a line naming the read.
 constexpr uint64_t kReadWaitTimeoutNs = uint64_t(120) * 1000 * 1000 * 1000;
-
-double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
 
 }  // namespace
 

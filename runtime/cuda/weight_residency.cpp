@@ -8,6 +8,7 @@
 #include "runtime/cpu/cpu_threads.h"
 #include "runtime/cuda/cuda_engine_impl.h"
 #include "runtime/cuda/weight_upload.h"
+#include "runtime/core/units.h"
 
 namespace dlr {
 namespace {
@@ -42,8 +43,6 @@ Status pin_store(const WeightStore& store) {
   }
   return Status();
 }
-
-double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
 
 }  // namespace
 

@@ -10,16 +10,11 @@
 
 #include "runtime/multi/ring_splitter.h"
 #include "runtime/streaming/residency.h"
+#include "runtime/core/units.h"
 
 namespace dlr {
 namespace ring_search {
 namespace {
-
-std::string mib(int64_t bytes) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / 1048576.0);
-  return buf;
-}
 
 Status check_model(const RingModel& m) {
   if (!m.plan) return invalid_argument("ring split: model " + m.name + " has no plan");
@@ -297,21 +292,21 @@ RingSplit Splitter::result() const {
     char line[320];
     if (p.all)
       std::snprintf(line, sizeof(line), "%s: all resident (%s), predicted %.3f ms (weight %g)", m.name.c_str(),
-                    mib(p.resident).c_str(), p.ms, m.weight);
+                    mib_text(p.resident).c_str(), p.ms, m.weight);
     else
       std::snprintf(line, sizeof(line),
                     "%s: %s resident + the shared ring, predicted %.3f ms, %.2f x its %s %.3f ms "
                     "(weight %g; prefetch limit %s%s)",
-                    m.name.c_str(), mib(p.resident).c_str(), p.ms, p.ms / baseline(i),
+                    m.name.c_str(), mib_text(p.resident).c_str(), p.ms, p.ms / baseline(i),
                     m.options.alone_ms > 0 ? "latency alone" : "all-resident", baseline(i), m.weight,
-                    r.prefetch_limit[i] < 0 ? "none" : mib(r.prefetch_limit[i]).c_str(),
-                    r.prefetch_early[i] > 0 ? (", " + mib(r.prefetch_early[i]) + " of it two models ahead").c_str()
+                    r.prefetch_limit[i] < 0 ? "none" : mib_text(r.prefetch_limit[i]).c_str(),
+                    r.prefetch_early[i] > 0 ? (", " + mib_text(r.prefetch_early[i]) + " of it two models ahead").c_str()
                                             : "");
     r.how += std::string(line) + "\n";
   }
   char line[320];
   std::snprintf(line, sizeof(line), "shared ring: %s + %s resident of a %s budget; %s %.3f (%d of %zu rings feasible)",
-                mib(r.ring_bytes).c_str(), mib(resident_sum).c_str(), mib(m_budget).c_str(),
+                mib_text(r.ring_bytes).c_str(), mib_text(resident_sum).c_str(), mib_text(m_budget).c_str(),
                 m_objective == SplitObjective::kMaxSlowdown ? "largest slowdown" : "weighted sum of ms", r.cost,
                 m_feasible, m_tried.size());
   r.how += line;

@@ -8,11 +8,10 @@
 #include "runtime/engine_sharing.h"
 #include "runtime/multi/ring_layout.h"
 #include "runtime/multi/runtime_facets.h"
+#include "runtime/core/units.h"
 
 namespace dlr {
 namespace {
-
-double mib(int64_t b) { return double(b) / 1048576.0; }
 
 class NoRing final : public SharedRingClient {
  public:

@@ -6,11 +6,10 @@
 
 #include "runtime/multi/runtime.h"
 #include "runtime/multi/runtime_facets.h"
+#include "runtime/core/units.h"
 
 namespace dlr {
 namespace {
-
-double mib(int64_t b) { return double(b) / 1048576.0; }
 
 }  // namespace
 

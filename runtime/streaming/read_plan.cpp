@@ -1,4 +1,5 @@
 #include "runtime/streaming/read_plan.h"
+#include "runtime/core/units.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,7 +9,6 @@ namespace {
 
 int64_t align_down(int64_t x) { return x / kReadAlign * kReadAlign; }
 int64_t align_up(int64_t x) { return (x + kReadAlign - 1) / kReadAlign * kReadAlign; }
-double mib(int64_t b) { return double(b) / (1024.0 * 1024.0); }
 
 Status check_options(const ExecutionPlan& plan, const ReadOptions& o) {
   if (o.queue_depth < 1 || o.queue_depth > 64)

@@ -1,6 +1,7 @@
 // plan_residency: which blobs stay resident under a device weight budget
 // (residency.h has the strategies, docs/streaming.md section 6 the reasoning).
 #include "runtime/streaming/residency.h"
+#include "runtime/core/units.h"
 
 #include <algorithm>
 #include <cmath>
@@ -193,12 +194,6 @@ std::string how_line(const char* what, const ResidencyResult& r, const std::stri
          std::to_string(r.simulations) + " simulations)";
 }
 
-std::string mib(int64_t bytes) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / 1048576.0);
-  return buf;
-}
-
 // The largest blobs resident (later ones first among equal sizes), each kept only if
 // the rest still gets its minimal pool within the budget.
 std::vector<char> largest_late(const ExecutionPlan& plan, const CopyProfile& profile, const StreamOptions& options) {
@@ -311,7 +306,7 @@ Expected<ResidencyResult> plan_residency(const ExecutionPlan& plan, const CopyPr
   r.plan = std::move(best_plan);
   r.predicted_ms = best_ms;
   r.simulations = eval.count();
-  r.how = how_line("residency", r, mib(r.plan.resident_bytes), mib(r.plan.pool_bytes) + " pool");
+  r.how = how_line("residency", r, mib_text(r.plan.resident_bytes), mib_text(r.plan.pool_bytes) + " pool");
   return r;
 }
 
@@ -328,20 +323,20 @@ Expected<ResidencyResult> plan_residency_in_ring(const ExecutionPlan& plan, cons
                             "management)");
   if (ring_bytes <= 0 || ring_bytes % gran != 0)
     return invalid_argument("residency in a shared ring: a ring of " + std::to_string(ring_bytes) +
-                            " bytes is not a positive multiple of the " + mib(gran) + " mapping granularity");
+                            " bytes is not a positive multiple of the " + mib_text(gran) + " mapping granularity");
   const int64_t total = plan.weight_bytes();
   if (room_bytes < 0 || room_bytes >= total)
-    return invalid_argument("residency in a shared ring: a room of " + mib(room_bytes) + " for " + mib(total) +
+    return invalid_argument("residency in a shared ring: a room of " + mib_text(room_bytes) + " for " + mib_text(total) +
                             " of weights (every blob resident is plain residency, not planned here)");
   const size_t n = plan.weights.size();
   auto none_fits = [&](const std::string& why) {
-    return out_of_memory("residency in a shared ring: no resident set within a room of " + mib(room_bytes) +
-                         " lets the rest stream through a ring of " + mib(ring_bytes) + " (" + why + ")");
+    return out_of_memory("residency in a shared ring: no resident set within a room of " + mib_text(room_bytes) +
+                         " lets the rest stream through a ring of " + mib_text(ring_bytes) + " (" + why + ")");
   };
   // Without never_resident the streamed rest must exceed the ring (a rest the ring holds
   // whole is planned resident, which a shared ring cannot keep); with it, any rest streams.
   const int64_t room = std::min(room_bytes, options.never_resident ? total - 1 : total - ring_bytes - 1);
-  if (room < 0) return none_fits("the model's " + mib(total) + " of weights fit in the ring");
+  if (room < 0) return none_fits("the model's " + mib_text(total) + " of weights fit in the ring");
   StreamOptions base = options;
   base.resident.clear();
   base.unit_ends.clear();
@@ -404,13 +399,13 @@ Expected<ResidencyResult> plan_residency_in_ring(const ExecutionPlan& plan, cons
   if (!std::isfinite(best_ms)) {
     int64_t largest = 0;
     for (const WeightBlob& w : plan.weights) largest = std::max(largest, w.bytes);
-    return none_fits("largest blob " + mib(largest));
+    return none_fits("largest blob " + mib_text(largest));
   }
   r.resident = std::move(best);
   r.plan = std::move(best_plan);
   r.predicted_ms = best_ms;
-  r.how = how_line("residency in a shared ring", r, mib(r.plan.resident_bytes) + " of a " + mib(room_bytes) + " room",
-                   mib(ring_bytes) + " ring");
+  r.how = how_line("residency in a shared ring", r, mib_text(r.plan.resident_bytes) + " of a " + mib_text(room_bytes) + " room",
+                   mib_text(ring_bytes) + " ring");
   return r;
 }
 

@@ -25,8 +25,6 @@ nlohmann::json stats_json(const Stats& s) {
   return {{"median_ms", s.median}, {"min_ms", s.min}, {"p90_ms", s.p90}, {"mean_ms", s.mean}};
 }
 
-double mib(int64_t bytes) { return double(bytes) / (1024.0 * 1024.0); }
-
 std::vector<std::string> split(const std::string& list) {
   std::vector<std::string> out;
   std::stringstream ss(list);

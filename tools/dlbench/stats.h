@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/core/units.h"
+
 namespace dlr::tools {
 
 struct Stats {
@@ -19,8 +21,6 @@ Stats stats_of(std::vector<double> v);
 double median(std::vector<double> v);
 // {"median_ms", "min_ms", "p90_ms", "mean_ms"}.
 nlohmann::json stats_json(const Stats& s);
-
-double mib(int64_t bytes);
 
 // The non-empty items of a comma-separated list, in order.
 std::vector<std::string> split(const std::string& list);

@@ -6,17 +6,12 @@
 
 #include "runtime/storage/prepared_cache.h"
 #include "tools/common/tool_support.h"
+#include "runtime/core/units.h"
 
 namespace dlr::tools {
 namespace {
 
 constexpr const char* kTool = "dlrun";
-
-std::string mib(int64_t bytes) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f MiB", double(bytes) / (1 << 20));
-  return b;
-}
 
 std::string local_time(int64_t ns) {
   const std::time_t t = std::time_t(ns / 1000000000);
@@ -42,9 +37,9 @@ int list(const std::string& dir) {
   int64_t total = 0;
   for (const CacheEntry& e : *all) total += e.bytes;
   std::printf("prepared weight cache %s: %zu files, %s, bound %s (least recently used first)\n", dir.c_str(),
-              all->size(), mib(total).c_str(), *bound == INT64_MAX ? "none" : mib(*bound).c_str());
+              all->size(), mib_text(total).c_str(), *bound == INT64_MAX ? "none" : mib_text(*bound).c_str());
   for (const CacheEntry& e : *all)
-    std::printf("%s  %s  last use %s  %s\n", e.name.c_str(), mib(e.bytes).c_str(), local_time(e.last_use_ns).c_str(),
+    std::printf("%s  %s  last use %s  %s\n", e.name.c_str(), mib_text(e.bytes).c_str(), local_time(e.last_use_ns).c_str(),
                 what_it_is(e).c_str());
   return kExitOk;
 }
@@ -52,7 +47,7 @@ int list(const std::string& dir) {
 int clear(const std::string& dir) {
   const ClearReport r = clear_prepared_cache(dir);
   std::printf("removed %d files (%s) from %s; kept %d in use or being written\n", r.removed,
-              mib(r.removed_bytes).c_str(), dir.c_str(), r.kept);
+              mib_text(r.removed_bytes).c_str(), dir.c_str(), r.kept);
   return kExitOk;
 }
 
