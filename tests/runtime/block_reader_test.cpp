@@ -164,7 +164,9 @@ TEST_F(BlockReaderTest, QueueDepthBounds) {
         ASSERT_TRUE(t.ok()) << t.status().to_string();
         EXPECT_GE((*r)->in_flight(), 1);
         EXPECT_LE((*r)->in_flight(), depth);
-        if (kind == ReaderKind::kUring) EXPECT_EQ((*r)->in_flight(), std::min(i + 1, depth));  // reaps one at a time
+        if (kind == ReaderKind::kUring) {
+          EXPECT_EQ((*r)->in_flight(), std::min(i + 1, depth));  // reaps one at a time
+        }
       }
       ASSERT_TRUE((*r)->wait_all().ok());
       EXPECT_EQ((*r)->in_flight(), 0);

@@ -302,7 +302,9 @@ TEST(JetsonSim, SlicedYolov4Fp32AtThePapersSmallestMemory) {
                   double(paper_bytes) / kMiBd, slice_by_name(axis.by), name, m->plan.steps.size(),
                   double(m->stream.pool_bytes) / kMiBd, pool_layout_name(m->stream.layout), compute,
                   kXavierPreloadMs, sim.latency_ms, 100 * over, sim.stall_ms);
-      if (std::string(name) == "optimistic") EXPECT_LE(over, 0.15);
+      if (std::string(name) == "optimistic") {
+        EXPECT_LE(over, 0.15);
+      }
       EXPECT_GE(sim.latency_ms, compute - 1e-6);
     }
   }

@@ -107,7 +107,9 @@ TEST(ReadPlan, ThreeStageCopiesSeeTheHostStoreBytesAndStagingIsNeverOverwrittenE
         for (const ReadUnit& v : r->units) {
           if (v.index >= u.index) break;
           const bool overlap = v.staging_offset < u.staging_offset + u.bytes && u.staging_offset < v.staging_offset + v.bytes;
-          if (overlap) ASSERT_LE(v.index, u.wait_unit) << "read " << u.index << " overwrites read " << v.index;
+          if (overlap) {
+            ASSERT_LE(v.index, u.wait_unit) << "read " << u.index << " overwrites read " << v.index;
+          }
         }
       });
       if (HasFatalFailure()) return;
@@ -205,7 +207,9 @@ TEST(ReadPlan, TwoStageReadAheadNeverOverwritesWhatThePreviousInferenceStillRead
       const ReadUnit& u = r->units[size_t(k)];
       if (k < r->read_ahead_units) {
         ASSERT_EQ(u.wait_layer, -1) << "read " << k;
-        if (u.wait_layer_prev >= 0) ASSERT_TRUE(r->layer_releases[size_t(u.wait_layer_prev)]);
+        if (u.wait_layer_prev >= 0) {
+          ASSERT_TRUE(r->layer_releases[size_t(u.wait_layer_prev)]);
+        }
       } else {
         ASSERT_EQ(u.wait_layer_prev, -1) << "read " << k;
       }

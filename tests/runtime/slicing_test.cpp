@@ -234,7 +234,7 @@ TEST(SlicePlan, EverySharedCfgInBothLayouts) {
           auto plan = build_plan(*net, o);
           ASSERT_TRUE(plan.ok());
           const int64_t total = plan->weight_bytes();
-          ASSERT_TRUE(slice_plan(&*plan, SliceOptions{cap, 8, axis}, path).ok());
+          ASSERT_TRUE(slice_plan(&*plan, SliceOptions{cap, 8, axis, {}}, path).ok());
           EXPECT_GT(plan->steps.size(), net->layers.size()) << rel;
           EXPECT_GE(plan->weight_bytes(), total);
           check_sliced(*net, *plan, cap,
@@ -256,7 +256,7 @@ TEST(SlicePlan, MixedAxesPerLayer) {
   std::mt19937 rng(31);
   for (const PlannerOptions& o : {PlannerOptions{}, nhwc_fp16()}) {
     for (int trial = 0; trial < 4; ++trial) {
-      SliceOptions so{int64_t(1) << 20, 8, rng() % 2 ? SliceAxis::kFilters : SliceAxis::kChannels};
+      SliceOptions so{int64_t(1) << 20, 8, rng() % 2 ? SliceAxis::kFilters : SliceAxis::kChannels, {}};
       for (size_t l = 0; l < net->layers.size(); ++l)
         if (rng() % 2) so.layer_axis[int(l)] = rng() % 2 ? SliceAxis::kFilters : SliceAxis::kChannels;
       auto plan = build_plan(*net, o);
@@ -285,9 +285,9 @@ TEST(SlicePlan, NothingAboveTheSlotLeavesThePlanAlone) {
   auto a = build_plan(*net, PlannerOptions{});
   auto b = build_plan(*net, PlannerOptions{});
   ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_TRUE(slice_plan(&*b, SliceOptions{int64_t(1) << 30, 8}, path).ok());
+  ASSERT_TRUE(slice_plan(&*b, SliceOptions{int64_t(1) << 30, 8, SliceAxis::kFilters, {}}, path).ok());
   EXPECT_EQ(a->to_text(), b->to_text());
-  ASSERT_TRUE(slice_plan(&*b, SliceOptions{0, 8}, path).ok());
+  ASSERT_TRUE(slice_plan(&*b, SliceOptions{0, 8, SliceAxis::kFilters, {}}, path).ok());
   EXPECT_EQ(a->to_text(), b->to_text());
 }
 
@@ -298,7 +298,7 @@ TEST(SlicePlan, AFilterLargerThanTheSlotIsRefusedNamingTheLayer) {
   for (SliceAxis axis : {SliceAxis::kFilters, SliceAxis::kChannels}) {
     auto plan = build_plan(*net, PlannerOptions{});
     ASSERT_TRUE(plan.ok());
-    const Status s = slice_plan(&*plan, SliceOptions{1024, 8, axis}, path);
+    const Status s = slice_plan(&*plan, SliceOptions{1024, 8, axis, {}}, path);
     ASSERT_FALSE(s.ok());
     EXPECT_NE(s.message().find("yolov4-tiny.cfg: layer "), std::string::npos) << s.message();
     EXPECT_NE(s.message().find(axis == SliceAxis::kChannels ? "one input channel's" : "one filter's"),
@@ -321,7 +321,7 @@ TEST(SlicePlan, AGroupedConvAboveTheSlotIsRefusedNamingTheLayer) {
     if (st.weight >= 0 && std::get<ConvParams>(st.params).groups > 1)
       grouped = std::max(grouped, plan->weights[size_t(st.weight)].bytes);
   ASSERT_GT(grouped, 512);
-  const Status s = slice_plan(&*plan, SliceOptions{grouped - 256, 8, SliceAxis::kChannels}, path);
+  const Status s = slice_plan(&*plan, SliceOptions{grouped - 256, 8, SliceAxis::kChannels, {}}, path);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("csresnext50-panet-spp.cfg: layer "), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("a grouped convolution"), std::string::npos) << s.message();
@@ -345,7 +345,7 @@ TEST(SlicePlan, StreamPlansOfSlicedNetworksPassTheSimulatorsChecks) {
     auto plan = build_plan(*net, nhwc_fp16());
     ASSERT_TRUE(plan.ok());
     const SliceAxis axis = trial % 2 ? SliceAxis::kChannels : SliceAxis::kFilters;
-    ASSERT_TRUE(slice_plan(&*plan, SliceOptions{cap, 8, axis}, path).ok());
+    ASSERT_TRUE(slice_plan(&*plan, SliceOptions{cap, 8, axis, {}}, path).ok());
     const std::vector<double> ms = model_layer_ms(*net, *plan, 200e3, 2000, 3);
     StreamOptions so;
     so.budget_bytes = 0;  // the minimal pool
@@ -409,12 +409,17 @@ TEST_P(SlicedCpu, OutputsWithinFiveMillionthsOfTheUnslicedRun) {
         diff = std::max(diff, double(std::fabs(got[h][i] - want[h][i])));
       }
       worst = std::max(worst, diff / peak);
-      if (!sliced) EXPECT_EQ(got[h], want[h]) << "head " << h;
+      if (!sliced) {
+        EXPECT_EQ(got[h], want[h]) << "head " << h;
+      }
     }
     std::printf("%s, slot %lld: %zu steps, worst difference %.3g of the head's largest value\n",
                 slice_by_name(o.slice_by), (long long)slot, p.steps.size(), worst);
-    for (const Step& st : p.steps)
-      if (st.slice >= 0) EXPECT_EQ(st.axis == SliceAxis::kChannels, o.slice_by == SliceBy::kChannels);
+    for (const Step& st : p.steps) {
+      if (st.slice >= 0) {
+        EXPECT_EQ(st.axis == SliceAxis::kChannels, o.slice_by == SliceBy::kChannels);
+      }
+    }
     EXPECT_LE(worst, 5e-6) << "slot " << slot;
     if (slot >= (int64_t(1) << 20) && o.slice_by == SliceBy::kFilters) {
       EXPECT_LE(worst, 1e-6) << "slot " << slot;
