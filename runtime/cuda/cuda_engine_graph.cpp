@@ -30,7 +30,7 @@ Status CudaEngine::finalize() {
   // earlier copy (as much as staging holds) and then waits, as in any inference, for the
   // first run()'s copies.
   if (m_from_storage && m_pipeline && !m_reads_started) {
-    m_read_gen = m_pipeline->start();
+    (void)m_pipeline->start();
     m_reads_started = true;
   }
   // The warm-up makes the first inference after open a warm one. With a graph it is the

@@ -233,7 +233,6 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   cuda::PinnedBuffer m_read_words;
   int32_t* m_read_words_host = nullptr;
   int32_t* m_read_words_dev = nullptr;
-  int m_read_gen = 0;  // the inference finalize() started the reads of
   std::unique_ptr<ReadPipeline> m_pipeline;
   std::vector<cuda::Event> m_read_release;  // three stages: per unit, recorded after its copy (the reader waits)
   std::vector<cuda::Event> m_copy_done;   // per unit (ordering only)

@@ -166,7 +166,7 @@ Status CudaEngine::enqueue_network_storage(bool profile) {
 // failed read releases the device's waits (ReadPipeline::DeviceWait::landed): the
 // replay ends, then the error is returned.
 Status CudaEngine::launch_storage_graph() {
-  const int gen = m_reads_started ? m_read_gen : m_pipeline->start();
+  const int gen = m_reads_started ? m_pipeline->started() : m_pipeline->start();
   m_reads_started = false;
   __atomic_store_n(&m_read_words_host[m_reads.units.size()], int32_t(gen), __ATOMIC_RELEASE);
   const cudaError_t launched = cudaGraphLaunch(m_graph.get(), m_stream.get());

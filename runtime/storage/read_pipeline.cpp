@@ -92,6 +92,11 @@ int ReadPipeline::start() {
   return gen;
 }
 
+int ReadPipeline::started() const {
+  std::lock_guard<std::mutex> lock(m_mu);
+  return m_generation;
+}
+
 // The device's words (DeviceWait::landed), reader thread only: a release store, so that
 // device work that sees the value also sees the unit's bytes in staging.
 void ReadPipeline::set_landed(int unit, int value) {

@@ -83,6 +83,8 @@ class ReadPipeline {
   // Starts the reads of one inference (the previous one must be finished) and returns
   // its number: 1, 2, ... (the value written into DeviceWait::landed).
   int start();
+  // The number start() returned last (0 before the first start()).
+  int started() const;
   // Blocks until read unit u of this inference has landed in staging. An error of the
   // reader (one line naming the file and offset) is returned here and by finish().
   Status wait_unit(int u);
@@ -148,7 +150,7 @@ class ReadPipeline {
   std::vector<std::vector<int64_t>> m_tickets;  // per unit, per segment: the reader's ticket
 
   std::thread m_thread;
-  std::mutex m_mu;
+  mutable std::mutex m_mu;
   std::condition_variable m_cv;
   // Under m_mu. Inferences are numbered 1, 2, ... by start() (m_generation); the reader
   // reads inference m_read_gen (at most m_generation + 1: ahead), m_done_gen is the last

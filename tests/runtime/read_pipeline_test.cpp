@@ -207,6 +207,7 @@ TEST(ReadPipelineLanded, WordsFollowTheReadsAndAreReleasedOrTakenBack) {
   // Inference 3 read after its start: every read has landed, only layer 0 has run, so the
   // read ahead of inference 4 has read unit 0 (it waits for layer 0) and waits for layer 1.
   EXPECT_EQ(pipe.start(), 3);
+  EXPECT_EQ(pipe.started(), 3);
   for (int u = 0; u < 3; ++u) ASSERT_TRUE(pipe.wait_unit(u).ok());
   pipe.progress(f.plan.weights[0].layer);
   const auto until = [](auto done) {
