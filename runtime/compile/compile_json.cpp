@@ -124,7 +124,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamPlan, layout, pool_bytes, slot_bytes, s
                                    searched_ms, chunks_ms,
                                    search_layer_ms, blob_resident, resident_bytes, blob_host_offset, staged_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBudget, kind, fraction, bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadSegment, blob, blob_offset, bytes, staging_offset)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReadSegment, blob, blob_offset, bytes, staging_offset, joins_previous)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadUnit, index, staging_offset, bytes, first_blob, last_blob, first_layer,
                                    wait_unit, wait_layer, own_offset, own_bytes, segments)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadPlan, two_stage, staging_bytes, min_staging_bytes, queue_depth, block_bytes,

@@ -7,8 +7,34 @@
 #include "runtime/storage/crc32c.h"
 
 namespace dlr {
+
 namespace {
+
+// The end (one past) of the request that starts at segment `first` of unit u.
+size_t request_end(const ReadUnit& u, size_t first) {
+  size_t end = first + 1;
+  while (end < u.segments.size() && u.segments[end].joins_previous) ++end;
+  return end;
+}
+
+// Segments read by one request must follow each other in the file and in staging.
+Status check_joined(const ReadPlan& plan, const BlobFile& file) {
+  for (const ReadUnit& u : plan.units)
+    for (size_t k = 0; k < u.segments.size(); ++k) {
+      const ReadSegment& s = u.segments[k];
+      if (!s.joins_previous) continue;
+      if (k == 0) return internal_error("read plan: read " + std::to_string(u.index) + " starts with a joined segment");
+      const ReadSegment& a = u.segments[k - 1];
+      const int64_t a_end = file.offsets[size_t(a.blob)] + a.blob_offset + a.bytes;
+      if (file.offsets[size_t(s.blob)] + s.blob_offset != a_end || s.staging_offset != a.staging_offset + a.bytes)
+        return invalid_argument(file.path + ": blob " + std::to_string(s.blob) + " does not follow blob " +
+                                std::to_string(a.blob) + " in the file as the read plan expects (prepare it again)");
+    }
+  return Status();
+}
+
 Status aborted() { return internal_error("read pipeline: inference aborted"); }
+
 }  // namespace
 
 Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan, const BlobFile& file, char* staging,
@@ -32,6 +58,7 @@ Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan,
         return internal_error("read pipeline: a read lands outside the staging area");
     }
   p->m_file_offset = file.offsets;
+  DLR_RETURN_IF_ERROR(check_joined(plan, file));
   p->m_crc_expected = file.crc32c;
   if (!p->m_crc_expected.empty() && p->m_crc_expected.size() != file.offsets.size())
     return invalid_argument(file.path + ": " + std::to_string(file.crc32c.size()) + " checksums for " +
@@ -293,7 +320,7 @@ Status ReadPipeline::check_segment(const ReadUnit& u, const ReadSegment& s) {
   return Status();
 }
 
-// Reads the units of inference `gen` in order, segment by segment: the queue is refilled
+// Reads the units of inference `gen` in order, request by request: the queue is refilled
 // one request at a time as the oldest one lands, across unit boundaries, so that
 // queue_depth requests stay in flight while staging allows (a unit's gate passes once,
 // before its first segment). Units are published in order once all their segments have
@@ -317,7 +344,8 @@ Status ReadPipeline::read_inference(int gen, bool* cancelled) {
   return Status();
 }
 
-// Submits the next segment if the queue has room and its unit may be read now.
+// Submits the next request (the next segment and those joining it) if the queue has room
+// and its unit may be read now.
 Status ReadPipeline::submit_next(int gen, Cursor* c, bool* cancelled, bool* submitted) {
   *submitted = false;
   const int n = int(m_plan->units.size());
@@ -332,14 +360,16 @@ Status ReadPipeline::submit_next(int gen, Cursor* c, bool* cancelled, bool* subm
     m_submitted[ui] = std::chrono::steady_clock::now();
   }
   if (size_t(c->submit_seg) < u.segments.size()) {
-    const ReadSegment& s = u.segments[size_t(c->submit_seg)];
+    const size_t first = size_t(c->submit_seg), end = request_end(u, first);
+    const ReadSegment& s = u.segments[first];
     ReadRequest r;
     r.file_offset = m_file_offset[size_t(s.blob)] + s.blob_offset;
-    r.bytes = s.bytes;
+    r.bytes = 0;
+    for (size_t k = first; k < end; ++k) r.bytes += u.segments[k].bytes;
     r.dst = m_staging + s.staging_offset;
-    DLR_ASSIGN_OR_RETURN(m_tickets[ui][size_t(c->submit_seg)], m_reader->submit(r));
+    DLR_ASSIGN_OR_RETURN(m_tickets[ui][first], m_reader->submit(r));
     ++c->in_flight;
-    ++c->submit_seg;
+    c->submit_seg = int(end);
   }
   if (size_t(c->submit_seg) == u.segments.size()) {
     ++c->submit_unit;
@@ -349,16 +379,17 @@ Status ReadPipeline::submit_next(int gen, Cursor* c, bool* cancelled, bool* subm
   return Status();
 }
 
-// Waits for the oldest request submitted and checks its bytes (requests complete in any
-// order; they are landed in order). *unit_done: every segment of its unit is in.
+// Waits for the oldest request submitted and checks its segments' bytes (requests
+// complete in any order; they are landed in order). *unit_done: every segment of its unit is in.
 Status ReadPipeline::land_next(Cursor* c, bool* unit_done) {
   const size_t ui = size_t(c->land_unit);
   const ReadUnit& u = m_plan->units[ui];
   if (size_t(c->land_seg) < u.segments.size()) {
-    DLR_RETURN_IF_ERROR(m_reader->wait(m_tickets[ui][size_t(c->land_seg)]));
-    DLR_RETURN_IF_ERROR(check_segment(u, u.segments[size_t(c->land_seg)]));
+    const size_t first = size_t(c->land_seg), end = request_end(u, first);
+    DLR_RETURN_IF_ERROR(m_reader->wait(m_tickets[ui][first]));
+    for (size_t k = first; k < end; ++k) DLR_RETURN_IF_ERROR(check_segment(u, u.segments[k]));
     --c->in_flight;
-    ++c->land_seg;
+    c->land_seg = int(end);
   }
   *unit_done = size_t(c->land_seg) == u.segments.size();
   return Status();

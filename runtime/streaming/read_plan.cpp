@@ -26,16 +26,43 @@ Status check_options(const ExecutionPlan& plan, const ReadOptions& o) {
   return Status();
 }
 
-// Cuts [blob_offset, blob_offset + bytes) of `blob` into segments of at most block bytes.
-void add_segments(ReadUnit* u, int blob, int64_t blob_offset, int64_t bytes, int64_t staging, int64_t block) {
-  for (int64_t done = 0; done < bytes; done += block) {
-    ReadSegment s;
-    s.blob = blob;
-    s.blob_offset = blob_offset + done;
-    s.bytes = std::min(block, bytes - done);
-    s.staging_offset = staging + done;
-    u->segments.push_back(s);
+// Whether piece b follows piece a in the prepared file (a ends its blob, b starts the
+// next one; storage blobs are multiples of 4096, back to back) and in staging.
+bool follows(const ReadSegment& a, const ReadSegment& b, const ExecutionPlan& plan) {
+  return b.blob == a.blob + 1 && b.blob_offset == 0 && a.blob_offset + a.bytes == plan.weights[size_t(a.blob)].bytes &&
+         b.staging_offset == a.staging_offset + a.bytes;
+}
+
+// Turns a unit's pieces (one per blob, in order) into its segments: every run of pieces
+// that follow each other is read in requests of at most block bytes from the run's start,
+// each request cut into segments at blob boundaries.
+void cut_requests(ReadUnit* u, const std::vector<ReadSegment>& pieces, const ExecutionPlan& plan, int64_t block) {
+  int64_t run_done = 0;  // bytes of the current run before the current piece
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const ReadSegment& p = pieces[i];
+    if (i == 0 || !follows(pieces[i - 1], p, plan)) run_done = 0;
+    for (int64_t done = 0; done < p.bytes;) {
+      const int64_t in_request = (run_done + done) % block;  // bytes of the request already read
+      ReadSegment s;
+      s.blob = p.blob;
+      s.blob_offset = p.blob_offset + done;
+      s.bytes = std::min(block - in_request, p.bytes - done);
+      s.staging_offset = p.staging_offset + done;
+      s.joins_previous = in_request != 0;
+      u->segments.push_back(s);
+      done += s.bytes;
+    }
+    run_done += p.bytes;
   }
+}
+
+ReadSegment piece(int blob, int64_t blob_offset, int64_t bytes, int64_t staging) {
+  ReadSegment s;
+  s.blob = blob;
+  s.blob_offset = blob_offset;
+  s.bytes = bytes;
+  s.staging_offset = staging;
+  return s;
 }
 
 // Places units FIFO in a ring of `staging` bytes (restart at 0 when a unit does not fit
@@ -79,6 +106,12 @@ Status resolve_staging(ReadPlan* r, const ReadOptions& o) {
 
 }  // namespace
 
+int ReadUnit::requests() const {
+  int n = 0;
+  for (const ReadSegment& s : segments) n += s.joins_previous ? 0 : 1;
+  return n;
+}
+
 int64_t ReadPlan::read_bytes() const {
   int64_t n = 0;
   for (const ReadUnit& u : units) n += u.bytes;
@@ -110,11 +143,13 @@ Expected<ReadPlan> plan_reads_three_stage(const ExecutionPlan& plan, const Strea
     u.first_blob = t.first_blob;
     u.last_blob = t.last_blob;
     u.first_layer = t.first_layer;
+    std::vector<ReadSegment> pieces;
     for (int b : streamed) {
       const int64_t h = stream.blob_host_offset[size_t(b)], n = plan.weights[size_t(b)].bytes;
       const int64_t s = std::max(lo, h), e = std::min(hi, h + n);
-      if (s < e) add_segments(&u, b, s - h, e - s, s - lo, options.block_bytes);
+      if (s < e) pieces.push_back(piece(b, s - h, e - s, s - lo));
     }
+    cut_requests(&u, pieces, plan, options.block_bytes);
     if (u.segments.empty()) return internal_error("read plan: transfer unit " + std::to_string(t.index) + " reads nothing");
     r.units.push_back(std::move(u));
   }
@@ -147,12 +182,15 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
   r.blob_read_unit.assign(nb, -1);
   std::vector<int64_t> blob_in_unit(nb, 0);
   ReadUnit cur;
+  std::vector<ReadSegment> pieces;
   bool open = false;
   auto close = [&] {
     if (!open) return;
     cur.index = int(r.units.size());
+    cut_requests(&cur, pieces, plan, options.block_bytes);
     r.units.push_back(cur);
     cur = ReadUnit();
+    pieces.clear();
     open = false;
   };
   for (size_t b = 0; b < nb; ++b) {
@@ -167,7 +205,7 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
     cur.last_blob = int(b);
     blob_in_unit[b] = cur.bytes;
     r.blob_read_unit[b] = int(r.units.size());
-    add_segments(&cur, int(b), 0, n, cur.bytes, options.block_bytes);
+    pieces.push_back(piece(int(b), 0, n, cur.bytes));
     cur.bytes += n;
   }
   close();
@@ -323,7 +361,7 @@ std::string ReadPlan::to_text() const {
   for (const ReadUnit& u : units) {
     std::snprintf(buf, sizeof(buf), "  read %3d: staging [%10lld, +%9lld) blobs %d-%d first layer %d, %zu requests%s",
                   u.index, static_cast<long long>(u.staging_offset), static_cast<long long>(u.bytes), u.first_blob,
-                  u.last_blob, u.first_layer, u.segments.size(), u.wait_unit >= 0 || u.wait_layer >= 0 ? ", after " : "");
+                  u.last_blob, u.first_layer, u.requests(), u.wait_unit >= 0 || u.wait_layer >= 0 ? ", after " : "");
     s += buf;
     if (u.wait_unit >= 0) s += "copy " + std::to_string(u.wait_unit);
     if (u.wait_layer >= 0) s += "layer " + std::to_string(u.wait_layer);

@@ -22,8 +22,12 @@
 //    staging address (`blob_staging_offset`); the staging bytes are free once the last
 //    layer reading any blob of an overlapping earlier unit has finished (`wait_layer`;
 //    layers finish in order).
-// A read unit is submitted as `segments`, each within one blob and at most
-// `block_bytes`, up to `queue_depth` requests in flight.
+// A read unit is described by `segments`, each within one blob; consecutive segments
+// that follow each other both in the file (the end of a blob, then the start of the next
+// one: the prepared file holds plan.weights back to back) and in staging are read by one
+// request (`joins_previous`) of at most `block_bytes`, up to `queue_depth` requests in
+// flight: a run of small blobs is read in block-sized requests, as a plain pass over the
+// file would be.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +47,9 @@ struct ReadSegment {
   int64_t blob_offset = 0;      // bytes into the prepared blob (multiple of 4096)
   int64_t bytes = 0;            // multiple of 4096, at most block_bytes
   int64_t staging_offset = 0;   // where it lands (multiple of 4096)
+  // Read by the same request as the segment before it in its unit (which ends where
+  // this one starts in the file and in staging); a request is at most block_bytes.
+  bool joins_previous = false;
 };
 
 struct ReadUnit {
@@ -67,6 +74,7 @@ struct ReadUnit {
   int64_t own_offset = 0;
   int64_t own_bytes = 0;
   std::vector<ReadSegment> segments;
+  int requests() const;  // segments not joining the previous one
 };
 
 struct ReadPlan {

@@ -256,6 +256,33 @@ TEST(ReadPipelineQueue, NextUnitIsSubmittedBeforeTheUnitBeforeHasLandedWhole) {
   }
 }
 
+// One request reads blobs that follow each other in the plan: a file whose blobs are not
+// back to back (not a prepared file as dlrun writes them) is refused at open, one line.
+TEST(ReadPipelineQueue, AFileWhoseBlobsAreNotBackToBackIsRefused) {
+  Fixture f;
+  make(&f, 3, "joined");
+  ReadOptions ro;
+  ro.unit_bytes = 3 * kBlob;
+  Expected<ReadPlan> one = plan_reads_two_stage(f.plan, {}, ro);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  ASSERT_EQ(one->units.size(), 1u);
+  ASSERT_EQ(one->units[0].requests(), 1);
+  Expected<HostBuffer> staging = HostBuffer::aligned(size_t(one->staging_bytes));
+  ASSERT_TRUE(staging.ok());
+  char* dst = static_cast<char*>(staging->data());
+  Expected<std::unique_ptr<ReadPipeline>> p = ReadPipeline::open(*one, f.file, dst, ReaderKind::kAuto, {});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  (*p)->start();
+  ASSERT_TRUE((*p)->wait_unit(0).ok());
+  ASSERT_TRUE((*p)->finish().ok());
+  EXPECT_EQ(std::memcmp(dst, f.bytes.data(), f.bytes.size()), 0);
+  BlobFile gap = f.file;
+  gap.offsets[2] += kReadAlign;
+  Expected<std::unique_ptr<ReadPipeline>> bad = ReadPipeline::open(*one, gap, dst, ReaderKind::kAuto, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("blob 2 does not follow blob 1"), std::string::npos) << bad.status().to_string();
+}
+
 TEST(ReadPipelineAhead, RefusedWhereItCannotBeSafe) {
   Fixture f;
   make(&f, 2, "ahead_refused");

@@ -38,8 +38,22 @@ void replay(const ReadPlan& r, const ExecutionPlan& plan, F consume) {
     ASSERT_EQ(u.staging_offset % kReadAlign, 0);
     ASSERT_GE(u.staging_offset, 0);
     ASSERT_LE(u.staging_offset + u.bytes, r.staging_bytes);
-    int64_t covered = 0;
-    for (const ReadSegment& s : u.segments) {
+    int64_t covered = 0, request = 0;
+    for (size_t k = 0; k < u.segments.size(); ++k) {
+      const ReadSegment& s = u.segments[k];
+      // A request's segments follow each other in the file (blob after blob) and in staging.
+      if (s.joins_previous) {
+        ASSERT_GT(k, 0u) << "read " << u.index;
+        const ReadSegment& a = u.segments[k - 1];
+        ASSERT_EQ(s.blob, a.blob + 1) << "read " << u.index << " segment " << k;
+        ASSERT_EQ(s.blob_offset, 0);
+        ASSERT_EQ(a.blob_offset + a.bytes, plan.weights[size_t(a.blob)].bytes);
+        ASSERT_EQ(s.staging_offset, a.staging_offset + a.bytes);
+        request += s.bytes;
+      } else {
+        request = s.bytes;
+      }
+      ASSERT_LE(request, r.block_bytes) << "read " << u.index << " segment " << k;
       ASSERT_EQ(s.blob_offset % kReadAlign, 0);
       ASSERT_EQ(s.bytes % kReadAlign, 0);
       ASSERT_EQ(s.staging_offset % kReadAlign, 0);
@@ -358,6 +372,28 @@ TEST(ReadPlan, ThreeStageReadAheadNeverOverwritesWhatACopyStillNeeds) {
     }
   }
   EXPECT_GT(units_ahead, 100) << "the random plans hardly read ahead: the test checks little";
+}
+
+// Blobs that follow each other are read in requests of a whole block, across blob
+// boundaries (a 1 MiB + 4 KiB blob is not read as 1 MiB and then 4 KiB).
+TEST(ReadPlan, RunsOfBlobsAreReadInBlockSizedRequests) {
+  const int64_t page = kReadAlign, mib = int64_t(1) << 20;
+  const ExecutionPlan plan = fake_plan({page, page, page, 2 * page, mib + page, page}, nullptr);
+  ReadOptions ro;
+  ro.block_bytes = mib;
+  ro.unit_bytes = 4 * mib;
+  Expected<ReadPlan> r = plan_reads_two_stage(plan, {}, ro);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->units.size(), 1u);
+  EXPECT_EQ(r->units[0].requests(), 2) << r->to_text();  // 1 MiB, then the last 28 KiB
+  EXPECT_EQ(r->units[0].segments.size(), 7u);  // blob 4 is cut where the first request ends
+  replay(*r, plan, [](const ReadUnit&, const std::vector<uint8_t>&) {});
+  // Resident blobs in between break the runs: blobs 0-1 and 3-5 are read apart.
+  Expected<ReadPlan> apart = plan_reads_two_stage(plan, {0, 0, 1, 0, 0, 0}, ro);
+  ASSERT_TRUE(apart.ok()) << apart.status().to_string();
+  ASSERT_EQ(apart->units.size(), 1u);
+  EXPECT_EQ(apart->units[0].requests(), 3) << apart->to_text();
+  replay(*apart, plan, [](const ReadUnit&, const std::vector<uint8_t>&) {});
 }
 
 TEST(ReadPlan, HostBudgetBelowTheMinimumNamesBothSizes) {
