@@ -56,15 +56,6 @@ void cut_requests(ReadUnit* u, const std::vector<ReadSegment>& pieces, const Exe
   }
 }
 
-ReadSegment piece(int blob, int64_t blob_offset, int64_t bytes, int64_t staging) {
-  ReadSegment s;
-  s.blob = blob;
-  s.blob_offset = blob_offset;
-  s.bytes = bytes;
-  s.staging_offset = staging;
-  return s;
-}
-
 // Places units FIFO in a ring of `staging` bytes (restart at 0 when a unit does not fit
 // before the end); returns, per unit, the latest earlier unit whose region it overlaps.
 std::vector<int> place_fifo(std::vector<ReadUnit>* units, int64_t staging) {
@@ -147,7 +138,7 @@ Expected<ReadPlan> plan_reads_three_stage(const ExecutionPlan& plan, const Strea
     for (int b : streamed) {
       const int64_t h = stream.blob_host_offset[size_t(b)], n = plan.weights[size_t(b)].bytes;
       const int64_t s = std::max(lo, h), e = std::min(hi, h + n);
-      if (s < e) pieces.push_back(piece(b, s - h, e - s, s - lo));
+      if (s < e) pieces.push_back(ReadSegment{b, s - h, e - s, s - lo, false});
     }
     cut_requests(&u, pieces, plan, options.block_bytes);
     if (u.segments.empty()) return internal_error("read plan: transfer unit " + std::to_string(t.index) + " reads nothing");
@@ -205,7 +196,7 @@ Expected<ReadPlan> plan_reads_two_stage(const ExecutionPlan& plan, const std::ve
     cur.last_blob = int(b);
     blob_in_unit[b] = cur.bytes;
     r.blob_read_unit[b] = int(r.units.size());
-    pieces.push_back(piece(int(b), 0, n, cur.bytes));
+    pieces.push_back(ReadSegment{int(b), 0, n, cur.bytes, false});
     cur.bytes += n;
   }
   close();
@@ -359,7 +350,7 @@ std::string ReadPlan::to_text() const {
                 mib(block_bytes));
   std::string s = buf;
   for (const ReadUnit& u : units) {
-    std::snprintf(buf, sizeof(buf), "  read %3d: staging [%10lld, +%9lld) blobs %d-%d first layer %d, %zu requests%s",
+    std::snprintf(buf, sizeof(buf), "  read %3d: staging [%10lld, +%9lld) blobs %d-%d first layer %d, %d requests%s",
                   u.index, static_cast<long long>(u.staging_offset), static_cast<long long>(u.bytes), u.first_blob,
                   u.last_blob, u.first_layer, u.requests(), u.wait_unit >= 0 || u.wait_layer >= 0 ? ", after " : "");
     s += buf;
