@@ -281,6 +281,12 @@ TEST(ReadPipelineQueue, AFileWhoseBlobsAreNotBackToBackIsRefused) {
   Expected<std::unique_ptr<ReadPipeline>> bad = ReadPipeline::open(*one, gap, dst, ReaderKind::kAuto, {});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("blob 2 does not follow blob 1"), std::string::npos) << bad.status().to_string();
+  ReadPlan first_joined = *one;  // as a hand-edited plan JSON could say
+  first_joined.units[0].segments[0].joins_previous = true;
+  Expected<std::unique_ptr<ReadPipeline>> worse = ReadPipeline::open(first_joined, f.file, dst, ReaderKind::kAuto, {});
+  ASSERT_FALSE(worse.ok());
+  EXPECT_NE(worse.status().message().find("read 0 starts with a segment joining"), std::string::npos)
+      << worse.status().to_string();
 }
 
 TEST(ReadPipelineAhead, RefusedWhereItCannotBeSafe) {
