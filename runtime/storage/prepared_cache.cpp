@@ -70,9 +70,13 @@ std::vector<std::string> names_in(const std::string& dir) {
   return out;
 }
 
-// "fp16 NHWC" from a prepared file's header; "" when the first bytes are not one.
+// "fp16 NHWC" from a prepared file's header; "" when the first bytes are not one. The
+// header is read without touching the file's access time, the cache's last use (only the
+// owner may ask for that; for another user's file the access time may move).
 std::string precision_of(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  Fd fd(::open(path.c_str(), flags | O_NOATIME));
+  if (fd.get() < 0 && errno == EPERM) fd = Fd(::open(path.c_str(), flags));
   unsigned char h[kFixedHeader];
   if (fd.get() < 0 || ::pread(fd.get(), h, sizeof h, 0) != ssize_t(sizeof h)) return "";
   if (std::memcmp(h, kMagic, 8) != 0 || get_u32(h + 8) != kPreparedFormatVersion || h[64] > 1 || h[65] > 1) return "";

@@ -290,10 +290,18 @@ TEST_F(PreparedCacheTest, EvictionRemovesLeastRecentlyUsedFirstAndKeepsFilesInUs
   }
   const std::string temp = cache_ + "/e-0000000000000005.dlrw.tmp.AbCdEf";
   { std::ofstream(temp) << "a live or dead writer's bytes"; }
-  // Order: a and b go for a bound of 2.5 files.
+  // Order: a and b go for a bound of 2.5 files. Listing reads each file's header and
+  // leaves the last-use times as they were.
   Expected<std::vector<CacheEntry>> listed = list_prepared_cache(cache_);
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ((*listed)[0].name, names[0]);
+  Expected<std::vector<CacheEntry>> again = list_prepared_cache(cache_);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), listed->size());
+  for (size_t i = 0; i < listed->size(); ++i) {
+    EXPECT_EQ((*again)[i].name, (*listed)[i].name);
+    EXPECT_EQ((*again)[i].last_use_ns, (*listed)[i].last_use_ns) << (*listed)[i].name << ": listing moved its last use";
+  }
   EvictReport r = evict_prepared(cache_, (5 << 20) / 2, "");
   EXPECT_EQ(r.removed, 2);
   EXPECT_EQ(prepared_files(cache_), (std::vector<std::string>{names[2], names[3]}));
