@@ -24,7 +24,8 @@ Status check_joined(const ReadPlan& plan, const BlobFile& file) {
       const ReadSegment& s = u.segments[k];
       if (!s.joins_previous) continue;
       if (k == 0)
-        return invalid_argument("read plan: read " + std::to_string(u.index) + " starts with a segment joining a previous one");
+        return invalid_argument("read plan: read " + std::to_string(u.index) +
+                                " starts with a segment joining a previous one");
       const ReadSegment& a = u.segments[k - 1];
       const int64_t a_end = file.offsets[size_t(a.blob)] + a.blob_offset + a.bytes;
       if (file.offsets[size_t(s.blob)] + s.blob_offset != a_end || s.staging_offset != a.staging_offset + a.bytes)

@@ -147,7 +147,8 @@ class ReadPipeline {
 
   // Reader thread only: per unit, when its first request was submitted and its last landed.
   std::vector<std::chrono::steady_clock::time_point> m_submitted, m_landed;
-  std::vector<std::vector<int64_t>> m_tickets;  // per unit, per segment: the reader's ticket
+  // Per unit, per segment: the ticket of the request the segment starts (unused for joined ones).
+  std::vector<std::vector<int64_t>> m_tickets;
 
   std::thread m_thread;
   mutable std::mutex m_mu;

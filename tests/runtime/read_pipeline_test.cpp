@@ -280,7 +280,8 @@ TEST(ReadPipelineQueue, AFileWhoseBlobsAreNotBackToBackIsRefused) {
   gap.offsets[2] += kReadAlign;
   Expected<std::unique_ptr<ReadPipeline>> bad = ReadPipeline::open(*one, gap, dst, ReaderKind::kAuto, {});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("blob 2 does not follow blob 1"), std::string::npos) << bad.status().to_string();
+  EXPECT_NE(bad.status().message().find("blob 2 does not follow blob 1"), std::string::npos)
+      << bad.status().to_string();
   ReadPlan first_joined = *one;  // as a hand-edited plan JSON could say
   first_joined.units[0].segments[0].joins_previous = true;
   Expected<std::unique_ptr<ReadPipeline>> worse = ReadPipeline::open(first_joined, f.file, dst, ReaderKind::kAuto, {});

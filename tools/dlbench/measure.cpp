@@ -83,7 +83,7 @@ double read_ahead_mib(const Engine& e) {
   int64_t bytes = 0;
   for (const ReadTiming& r : e.read_timings())
     if (r.end_ms <= 0) bytes += r.bytes;
-  return double(bytes) / (1024.0 * 1024.0);
+  return mib(bytes);
 }
 
 // When the last inference's last read landed, ms from its start (0: no reads).
