@@ -24,6 +24,11 @@ struct OpStep {
   const std::pair<TensorView, TensorView>* packs = nullptr;
   int n_packs = 0;
   bool accumulate = false;
+  // conv: a shortcut folded into it (runtime/compile/fusion.h): after act(conv + bias),
+  // rounded to out's dtype, out = residual_act(out + *residual); null: none. *residual has
+  // out's shape, dtype and layout and does not overlap it.
+  const TensorView* residual = nullptr;
+  Activation residual_act = Activation::kLinear;
 
   template <class P>
   const P& p() const { return std::get<P>(*params); }

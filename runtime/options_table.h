@@ -74,6 +74,8 @@
   /* how conv weights are stored and streamed: fp (the run's precision) or int8 (one f32 scale per output channel,   \
      expanded to the run's precision as each conv runs: half the bytes of fp16 to copy, read and keep) */             \
   X(weight_format, WeightFormat, WeightFormat::kFp, PUBLIC, true, "")                                                 \
+  /* CUDA: what a convolution's epilogue takes in (Fusion, runtime/core/types.h) */                                   \
+  X(fusion, Fusion, Fusion::kAuto, PUBLIC, true, "")                                                                  \
   /* stream mode: ring (mapped twice) or slots; auto: the ring where the GPU can map it */                            \
   X(weight_pool, PoolLayout, PoolLayout::kAuto, PUBLIC, true, "")                                                     \
   /* stream mode, ring, no chunk size: transfer units chosen by simulation (unit_search.h); false: equal chunks */    \

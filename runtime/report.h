@@ -94,6 +94,11 @@ struct EngineOpenTiming {
   double conv_workspace_ms = 0;    // of which: workspace size query of a cached algorithm without its size (sum)
   double conv_first_ms = 0;        // the first conv's create alone (cuDNN loads its kernels' libraries there)
   double algo_cache_ms = 0;        // of which: reading and writing the algorithm cache file
+  double fused_ms = 0;             // of conv_setup_ms: cuDNN graphs built (runtime compilation included)
+  int convs_fused = 0;             // convs run as one cuDNN graph (Fusion::kCudnn, kAuto)
+  int fused_refused = 0;           // convs whose graph no cuDNN engine took (run unfused)
+  int fused_loaded = 0;            // distinct graphs loaded from the plans kept for this model and GPU
+  int fused_plans_stored = 0;      // plans the cache file held at open
   int convs = 0;                   // convolutions created
   int convs_cached = 0;            // of which with a cached algorithm (confirmed by cuDNN, or with its size)
   int convs_workspace_cached = 0;  // of convs_cached: the workspace size came with it (no cuDNN call)

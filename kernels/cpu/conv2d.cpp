@@ -322,6 +322,8 @@ void run_conv(const OpCall& call) {
   for (int i = 0; i < call.n_packs; ++i) copy_channels(call.packs[i].first, call.packs[i].second);
   conv2d(call.p<ConvParams>(), call.in[0], call.weights, call.bias, call.out, call.scratch, call.scratch_threads,
          call.accumulate);
+  // A shortcut folded into this conv: the same add as the shortcut step, in place.
+  if (call.residual != nullptr) shortcut(call.out, call.residual, 1, call.residual_act, call.out);
   // A slice of a conv that wrote a packed scratch: into its channels of the layer's output.
   for (int i = 0; i < call.n_copies; ++i) copy_channels(call.copies[i].first, call.copies[i].second);
 }

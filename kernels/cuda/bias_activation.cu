@@ -1,6 +1,9 @@
 // bias_activation: in place x = act(x + bias[c]) over a TensorView (cuda_ops.h),
 // fp32 math, the CPU reference's formulas (activation.cuh). Without bias no add is
-// done (cpu::activate_array), so the result is act(x) exactly.
+// done (cpu::activate_array), so the result is act(x) exactly. With a residual (a
+// shortcut folded into the conv, runtime/compile/fusion.h) the value is rounded to the
+// view's dtype, then x = residual_act(x + r), as the shortcut kernel would compute it
+// from the stored conv output: the same bits as the two passes.
 //
 // Three kernels, chosen by geometry, all touching consecutive addresses with
 // consecutive threads:
@@ -22,18 +25,33 @@ namespace {
 
 constexpr int kUnroll = 4;  // elements per thread and loop trip in the fast kernels
 
-__device__ __forceinline__ void bias_act_at(const TensorView& t, int64_t off, const float* bias, float b,
-                                            Activation act) {
-  float v = load_elem(t, off);
-  if (bias != nullptr) v += b;
-  store_elem(t, off, activate(act, v));
+// What follows the conv: bias, activation and, optionally, a residual add (res.data null: none).
+struct Epilogue {
+  const float* bias = nullptr;
+  Activation act = Activation::kLinear;
+  TensorView res;
+  Activation res_act = Activation::kLinear;
+};
+
+// The value stored for conv output v (bias value b) and residual element at r_off.
+__device__ __forceinline__ float finish(const TensorView& t, const Epilogue& e, float v, float b, int64_t r_off) {
+  v = activate(e.act, e.bias != nullptr ? v + b : v);
+  if (e.res.data == nullptr) return v;
+  if (t.dtype == DType::kF16) v = __half2float(__float2half_rn(v));  // as the conv's store rounded it
+  return activate(e.res_act, v + load_elem(e.res, r_off));
+}
+
+__device__ __forceinline__ void bias_act_at(const TensorView& t, int64_t off, const Epilogue& e, float b,
+                                            int64_t r_off) {
+  store_elem(t, off, finish(t, e, load_elem(t, off), b, r_off));
 }
 
 // Elements base + first, base + first + step, ... below base + end, kUnroll per
 // trip with the loads issued before the stores (more bytes in flight per thread).
-// All of them get the same bias value b. first + kUnroll*step must fit 32 bits.
+// All of them get the same bias value b; the residual's elements are at r_base + the
+// same offsets. first + kUnroll*step must fit 32 bits.
 __device__ __forceinline__ void bias_act_strided(const TensorView& t, int64_t base, uint32_t first, uint32_t end,
-                                                 uint32_t step, const float* bias, float b, Activation act) {
+                                                 uint32_t step, const Epilogue& e, float b, int64_t r_base) {
   for (uint32_t r = first; r < end; r += kUnroll * step) {
     float v[kUnroll];
 #pragma unroll
@@ -44,49 +62,83 @@ __device__ __forceinline__ void bias_act_strided(const TensorView& t, int64_t ba
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
       const uint32_t i = r + uint32_t(k) * step;
-      if (i < end) store_elem(t, base + i, activate(act, bias != nullptr ? v[k] + b : v[k]));
+      if (i < end) store_elem(t, base + i, finish(t, e, v[k], b, r_base + i));
     }
   }
 }
 
 // NCHW: planes = n*c; plane p is image p / c, channel p % c.
-__global__ void bias_activation_nchw_kernel(TensorView t, const float* __restrict__ bias, Activation act,
-                                            int planes, uint32_t plane_size) {
+__global__ void bias_activation_nchw_kernel(TensorView t, Epilogue e, int planes, uint32_t plane_size) {
   for (int pl = blockIdx.y; pl < planes; pl += gridDim.y) {
     const int n = pl / t.c;
     const int c = pl - n * t.c;
-    const float b = bias != nullptr ? bias[c] : 0.f;
+    const float b = e.bias != nullptr ? e.bias[c] : 0.f;
     const int64_t base = int64_t(n) * t.n_stride + int64_t(c) * plane_size;
-    bias_act_strided(t, base, blockIdx.x * blockDim.x + threadIdx.x, plane_size, gridDim.x * blockDim.x, bias, b,
-                     act);
+    const int64_t r_base = int64_t(n) * e.res.n_stride + int64_t(c) * plane_size;
+    bias_act_strided(t, base, blockIdx.x * blockDim.x + threadIdx.x, plane_size, gridDim.x * blockDim.x, e, b, r_base);
   }
 }
 
 // NHWC packed pixels: thread tid < step handles elements tid, tid + step, ... of
 // each image, all of channel tid % c because step is a multiple of c.
-__global__ void bias_activation_nhwc_kernel(TensorView t, const float* __restrict__ bias, Activation act,
-                                            uint32_t per_image, uint32_t step) {
+__global__ void bias_activation_nhwc_kernel(TensorView t, Epilogue e, uint32_t per_image, uint32_t step) {
   const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
   if (tid >= step) return;
   const int c = int(tid % uint32_t(t.c));
-  const float b = bias != nullptr ? bias[c] : 0.f;
-  bias_act_strided(t, int64_t(blockIdx.y) * t.n_stride, tid, per_image, step, bias, b, act);
+  const float b = e.bias != nullptr ? e.bias[c] : 0.f;
+  bias_act_strided(t, int64_t(blockIdx.y) * t.n_stride, tid, per_image, step, e, b,
+                   int64_t(blockIdx.y) * e.res.n_stride);
 }
 
-__global__ void bias_activation_kernel(TensorView t, const float* __restrict__ bias, Activation act,
-                                       uint32_t per_image) {
+__global__ void bias_activation_kernel(TensorView t, Epilogue e, uint32_t per_image) {
   const int n = blockIdx.y;
   for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < per_image; r += gridDim.x * blockDim.x) {
     const Chw p = decompose_memory_order(t, r);
-    bias_act_at(t, view_offset(t, n, p.c, p.y, p.x), bias, bias != nullptr ? bias[p.c] : 0.f, act);
+    const int64_t r_off = e.res.data != nullptr ? view_offset(e.res, n, p.c, p.y, p.x) : 0;
+    bias_act_at(t, view_offset(t, n, p.c, p.y, p.x), e, e.bias != nullptr ? e.bias[p.c] : 0.f, r_off);
   }
 }
+
+// The fast kernels' residual: absent, or addressed as they address t (NCHW: by channel
+// planes; NHWC: packed images), each image from its own n_stride.
+bool fast_residual(const TensorView& t, const TensorView& r) {
+  if (r.data == nullptr) return true;
+  if (r.layout != t.layout) return false;
+  return t.layout == Layout::kNCHW || (image_contiguous(t) && image_contiguous(r));
+}
+
+Status launch(const TensorView& t, const Epilogue& e, cudaStream_t stream);
 
 }  // namespace
 
 Status bias_activation(const TensorView& t, const float* bias, Activation act, cudaStream_t stream) {
   DLR_RETURN_IF_ERROR(check_view(t, "bias_activation", "t"));
   if (bias == nullptr && act == Activation::kLinear) return Status();  // identity
+  Epilogue e;
+  e.bias = bias;
+  e.act = act;
+  return launch(t, e, stream);
+}
+
+Status bias_activation_add(const TensorView& t, const float* bias, Activation act, const TensorView& residual,
+                           Activation residual_act, cudaStream_t stream) {
+  DLR_RETURN_IF_ERROR(check_view(t, "bias_activation_add", "t"));
+  DLR_RETURN_IF_ERROR(check_view(residual, "bias_activation_add", "residual"));
+  if (residual.n != t.n || residual.c != t.c || residual.h != t.h || residual.w != t.w || residual.dtype != t.dtype)
+    return invalid_argument("bias_activation_add: residual [" + view_dims(residual) + "] differs from the output [" +
+                            view_dims(t) + "]");
+  Epilogue e;
+  e.bias = bias;
+  e.act = act;
+  e.res = residual;
+  e.res_act = residual_act;
+  return launch(t, e, stream);
+}
+
+namespace {
+
+Status launch(const TensorView& t, const Epilogue& e, cudaStream_t stream) {
+  const bool fast_res = fast_residual(t, e.res);
   const int64_t per_image = int64_t(t.c) * t.h * t.w;
   dim3 grid;
   bool empty = false;
@@ -96,7 +148,7 @@ Status bias_activation(const TensorView& t, const float* bias, Activation act, c
   // Fast kernels: about kTargetBlocks blocks in all, each thread doing several trips of kUnroll elements.
   constexpr int64_t kTargetBlocks = 4096;
   constexpr int64_t kPerBlock = int64_t(kBlockThreads) * kUnroll;
-  if (t.layout == Layout::kNCHW) {
+  if (t.layout == Layout::kNCHW && fast_res) {
     const int64_t plane = int64_t(t.h) * t.w;
     const int64_t planes = int64_t(t.n) * t.c;
     if (planes < (int64_t(1) << 31)) {
@@ -104,11 +156,11 @@ Status bias_activation(const TensorView& t, const float* bias, Activation act, c
       const int64_t bx = std::max<int64_t>(
           1, std::min<int64_t>((plane + kPerBlock - 1) / kPerBlock, std::max<int64_t>(1, kTargetBlocks / by)));
       bias_activation_nchw_kernel<<<dim3(unsigned(bx), unsigned(by), 1), kBlockThreads, 0, stream>>>(
-          t, bias, act, int(planes), uint32_t(plane));
+          t, e, int(planes), uint32_t(plane));
       DLR_CUDA_LAUNCH_CHECK("bias_activation_nchw_kernel");
       return Status();
     }
-  } else if (image_contiguous(t) && t.c <= kMaxBlocksX * kBlockThreads) {
+  } else if (t.layout == Layout::kNHWC && fast_res && image_contiguous(t) && t.c <= kMaxBlocksX * kBlockThreads) {
     // enough threads for one of each channel: step = threads rounded down to a multiple of c >= c > 0
     const int64_t bx = std::min<int64_t>(
         kMaxBlocksX, std::max<int64_t>((per_image + kPerBlock - 1) / kPerBlock,
@@ -116,13 +168,14 @@ Status bias_activation(const TensorView& t, const float* bias, Activation act, c
     const uint32_t threads = uint32_t(bx) * uint32_t(kBlockThreads);
     const uint32_t step = threads / uint32_t(t.c) * uint32_t(t.c);
     bias_activation_nhwc_kernel<<<dim3(unsigned(bx), unsigned(t.n), 1), kBlockThreads, 0, stream>>>(
-        t, bias, act, uint32_t(per_image), step);
+        t, e, uint32_t(per_image), step);
     DLR_CUDA_LAUNCH_CHECK("bias_activation_nhwc_kernel");
     return Status();
   }
-  bias_activation_kernel<<<grid, kBlockThreads, 0, stream>>>(t, bias, act, uint32_t(per_image));
+  bias_activation_kernel<<<grid, kBlockThreads, 0, stream>>>(t, e, uint32_t(per_image));
   DLR_CUDA_LAUNCH_CHECK("bias_activation_kernel");
   return Status();
 }
 
+}  // namespace
 }  // namespace dlr::cuda

@@ -39,6 +39,7 @@
 //    stream with buffers cuDNN allocates itself (not while that stream is captured).
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_concat.h"
+#include "kernels/cuda/conv_graph.h"
 
 #include <algorithm>
 #include <atomic>
@@ -313,7 +314,8 @@ struct CudnnConv::Impl {
   Status pick(cudnnHandle_t handle, const cudnnConvolutionFwdAlgoPerf_t* perf, int count, const char* source);
   Status setup_fusion();
   Status run_unfused(cudnnHandle_t handle, const TensorView& in_v, const void* weights, const float* bias,
-                     const TensorView& out_v, void* ws, size_t ws_bytes, cudaStream_t stream) const;
+                     const TensorView& out_v, void* ws, size_t ws_bytes, cudaStream_t stream,
+                     ConvResidual residual) const;
 };
 
 Status CudnnConv::Impl::build_descriptors() {
@@ -534,17 +536,20 @@ bool CudnnConv::fused() const { return m_impl->fused && !m_impl->fused_rejected.
 
 Status CudnnConv::Impl::run_unfused(cudnnHandle_t handle, const TensorView& in_v, const void* weights,
                                     const float* bias, const TensorView& out_v, void* ws, size_t ws_bytes,
-                                    cudaStream_t stream) const {
+                                    cudaStream_t stream, ConvResidual residual) const {
   const float one = 1.0f, zero = 0.0f;  // float scaling for both f32 and f16 data
   const float* beta = config.accumulate ? &one : &zero;
   DLR_CUDNN_CHECK(cudnnConvolutionForward(handle, &one, x_desc.get(), in_v.data, w_desc.get(), weights, conv_desc.get(),
                                           algo, ws, ws_bytes, beta, y_desc.get(), out_v.data));
+  if (residual.view != nullptr)
+    return bias_activation_add(out_v, bias, config.params.activation, *residual.view, residual.act, stream);
   if (bias == nullptr && config.params.activation == Activation::kLinear) return Status();
   return bias_activation(out_v, bias, config.params.activation, stream);
 }
 
 Status CudnnConv::run(cudnnHandle_t handle, const TensorView& in, const void* weights, const float* bias,
-                      const TensorView& out, void* workspace, size_t workspace_bytes, cudaStream_t stream) const {
+                      const TensorView& out, void* workspace, size_t workspace_bytes, cudaStream_t stream,
+                      ConvResidual residual) const {
   const Impl& m = *m_impl;
   if (handle == nullptr || in.data == nullptr || out.data == nullptr || weights == nullptr)
     return invalid_argument("conv " + m.desc + ": run with a null handle, tensor or weights");
@@ -555,7 +560,9 @@ Status CudnnConv::run(cudnnHandle_t handle, const TensorView& in, const void* we
     return invalid_argument("conv " + m.desc + ": workspace of " + std::to_string(workspace_bytes) + " bytes given, " +
                             std::to_string(m.workspace) + " needed");
   DLR_CUDNN_CHECK(cudnnSetStream(handle, stream));
-  if (m.fused && bias != nullptr && !m.fused_rejected.load()) {
+  if (residual.view != nullptr && m.config.accumulate)
+    return invalid_argument("conv " + m.desc + ": a residual add on an accumulating conv");
+  if (m.fused && bias != nullptr && residual.view == nullptr && !m.fused_rejected.load()) {
     const float one = 1.0f, zero = 0.0f;
     // y = act(1 * conv(x) + 0 * z + bias) with z = y.
     const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
@@ -568,7 +575,7 @@ Status CudnnConv::run(cudnnHandle_t handle, const TensorView& in, const void* we
       DLR_LOG_WARN("conv {}: cudnnConvolutionBiasActivationForward refused ({}); using conv + bias_activation", m.desc,
                    cudnnGetErrorString(s));
   }
-  return m.run_unfused(handle, in, weights, bias, out, workspace, workspace_bytes, stream);
+  return m.run_unfused(handle, in, weights, bias, out, workspace, workspace_bytes, stream, residual);
 }
 
 // Entry point of [convolutional] (cuda_ops.h OpCall): the layer's prepared CudnnConv.
@@ -580,9 +587,12 @@ Status run_conv(const OpCall& call) {
     if (call.concat == nullptr || call.cublas == nullptr)
       return internal_error("conv over " + std::to_string(call.n_in) + " inputs without its GEMMs");
     DLR_RETURN_IF_ERROR(call.concat->run(call.cublas, call.in, call.n_in, call.weights, call.bias, call.out, call.stream));
+  } else if (call.fused != nullptr) {
+    DLR_RETURN_IF_ERROR(call.fused->run(call.cudnn, call.in[0], call.weights, call.bias, call.residual, call.out,
+                                        call.workspace, call.workspace_bytes, call.stream));
   } else {
     DLR_RETURN_IF_ERROR(call.conv->run(call.cudnn, call.in[0], call.weights, call.bias, call.out, call.workspace,
-                                       call.workspace_bytes, call.stream));
+                                       call.workspace_bytes, call.stream, ConvResidual{call.residual, call.residual_act}));
   }
   // A slice of a conv that wrote a packed scratch: into its channels of the layer's output.
   for (int i = 0; i < call.n_copies; ++i)

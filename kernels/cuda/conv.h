@@ -52,6 +52,13 @@ class AlgoCache {
   std::shared_ptr<Impl> m_impl;  // created by the constructor
 };
 
+// A shortcut folded into a conv (runtime/compile/fusion.h): after act(conv + bias),
+// rounded to the output's dtype, out = act(out + *view). view null: none.
+struct ConvResidual {
+  const TensorView* view = nullptr;
+  Activation act = Activation::kLinear;
+};
+
 struct ConvConfig {
   ConvParams params;
   Precision precision = Precision::kFP32;  // kFP32: CUDNN_FMA_MATH (no TF32); kTF32; kFP16 (f16 data, f32 accumulate)
@@ -101,10 +108,12 @@ class CudnnConv {
   static std::string config_key(const ConvConfig& config, const TensorView& in, const TensorView& out);
   const ConvCreateInfo& create_info() const;
 
-  // out = act(conv(in, weights) + bias), or act(out + conv + bias) with config.accumulate.
+  // out = act(conv(in, weights) + bias), or act(out + conv + bias) with config.accumulate;
+  // then the residual's add where one is given (never with accumulate; never through
+  // cudnnConvolutionBiasActivationForward: one bias_activation_add pass after the conv).
   // Enqueued on `stream` (set on the handle by this call).
   Status run(cudnnHandle_t handle, const TensorView& in, const void* weights, const float* bias, const TensorView& out,
-             void* workspace, size_t workspace_bytes, cudaStream_t stream) const;
+             void* workspace, size_t workspace_bytes, cudaStream_t stream, ConvResidual residual = {}) const;
 
  private:
   struct Impl;

@@ -29,6 +29,7 @@ namespace dlr::cuda {
 
 class CudnnConv;   // conv.h
 class ConcatConv;  // conv_concat.h
+class FusedConv;   // conv_graph.h
 
 // ---- the uniform entry point of every layer kind (generated from DLR_OPS) ----
 // One step of a plan as the CUDA engine hands it to an op (OpStep, kernels/op_call.h:
@@ -39,6 +40,7 @@ struct OpCall : OpStep {
   cudaStream_t stream = nullptr;
   // conv only: the layer's prepared cuDNN convolution, handle, weights and workspace
   const CudnnConv* conv = nullptr;
+  const FusedConv* fused = nullptr;  // set: the conv runs as this cuDNN graph instead (conv_graph.h)
   cudnnContext* cudnn = nullptr;
   const void* weights = nullptr;
   const float* bias = nullptr;
@@ -65,6 +67,11 @@ inline Status run_op(LayerKind kind, const OpCall& call) {
 // ---- bias_activation.cu ----
 // In place: x = act(x + bias[c]) for every element of `t` (bias: f32, t.c values; may be null = no bias).
 Status bias_activation(const TensorView& t, const float* bias, Activation act, cudaStream_t stream);
+// The same, then a folded shortcut (runtime/compile/fusion.h): each value rounded to t's
+// dtype, t = residual_act(t + residual). residual: t's n, c, h, w and dtype, not
+// overlapping t; the result has the bits of bias_activation followed by the shortcut kernel.
+Status bias_activation_add(const TensorView& t, const float* bias, Activation act, const TensorView& residual,
+                           Activation residual_act, cudaStream_t stream);
 
 // ---- dequantize.cu ----
 // Int8 weights (WeightFormat::kInt8) expanded into `dst` of `dtype` (f32 or f16):

@@ -5,6 +5,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
+#include <fstream>
+
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace dlr {
 namespace {
@@ -50,6 +57,38 @@ Expected<std::string> user_cache_dir() {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   DLR_RETURN_IF_ERROR(make_dirs(dir));
   return dir;
+}
+
+Expected<std::string> keyed_cache_file(const std::string& subdir, const std::string& model_name,
+                                       const std::string& key_text) {
+  DLR_ASSIGN_OR_RETURN(std::string dir, user_cache_dir());
+  dir += "/" + subdir;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return io_error("cache directory " + dir + ": cannot create it: " + std::strerror(errno) +
+                    " (set DLR_CACHE_DIR to a writable directory)");
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(key_text.data(), key_text.size())));
+  return dir + "/" + model_name + "-" + hex + ".json";
+}
+
+Status write_file_atomic(const std::string& path, const std::string& text, const std::string& what) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      return io_error(tmp + ": cannot write " + what);
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return io_error(path + ": cannot write " + what + ": " + why);
+  }
+  return Status();
 }
 
 }  // namespace dlr

@@ -112,15 +112,7 @@ Expected<ConvAlgoMap> parse_conv_algos(const std::string& text, const ConvAlgoKe
 }
 
 Expected<std::string> conv_algos_path(const std::string& model_name, const ConvAlgoKey& key) {
-  DLR_ASSIGN_OR_RETURN(std::string dir, user_cache_dir());
-  dir += "/conv-algos";
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return io_error("cache directory " + dir + ": cannot create it: " + std::strerror(errno) +
-                    " (set DLR_CACHE_DIR to a writable directory)");
-  const std::string text = key.text();
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
-  return dir + "/" + model_name + "-" + hex + ".json";
+  return keyed_cache_file("conv-algos", model_name, key.text());
 }
 
 ConvAlgoLoadResult load_conv_algos(const std::string& path, const ConvAlgoKey& key, int algo_count) {
@@ -147,22 +139,7 @@ ConvAlgoLoadResult load_conv_algos(const std::string& path, const ConvAlgoKey& k
 }
 
 Status save_conv_algos(const std::string& path, const ConvAlgoKey& key, const ConvAlgoMap& algos) {
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << format_conv_algos(key, algos);
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      return io_error(tmp + ": cannot write the conv-algorithm cache");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return io_error(path + ": cannot write the conv-algorithm cache: " + why);
-  }
-  return Status();
+  return write_file_atomic(path, format_conv_algos(key, algos), "the conv-algorithm cache");
 }
 
 }  // namespace dlr

@@ -4,6 +4,7 @@
 
 #include "loaders/network_desc.h"
 #include "runtime/compile/dequant_buffers.h"
+#include "runtime/compile/fusion.h"
 #include "runtime/compile/slice_choice.h"
 #include "runtime/compile/slicing.h"
 #include "runtime/compile/slot_choice.h"
@@ -75,6 +76,8 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
   // So a route whose only reader is a 1x1 conv costs no copy and no buffer in NHWC: the
   // conv reads the parts (kernels/cuda/conv_concat.cpp, one GEMM per part).
   p.conv_over_concat = p.layout == Layout::kNHWC;
+  // A shortcut after a conv runs in that conv's epilogue (runtime/compile/fusion.h).
+  p.fold_shortcuts = options.fusion != Fusion::kOff && !options.keep_all_outputs;
   return p;
 }
 
@@ -98,6 +101,7 @@ EngineSettings engine_settings(const SessionOptions& o, const CompileInputs& inp
   e.shared_ring = inputs.placement && inputs.placement->shared_ring_bytes > 0 && o.mode == WeightMode::kStream;
   e.prefetch_reads = o.prefetch_reads;
   e.warm_up_at_open = o.warm_up_at_open;
+  e.fusion = o.fusion;
   return e;
 }
 
@@ -134,6 +138,8 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   SliceOptions slicing = slice_options(options, slot);
   slicing.layer_axis = inputs.slice_axes;
   DLR_RETURN_IF_ERROR(slice_plan(&m.plan, slicing, net.cfg_path));
+  const int folded = fold_shortcuts(&m.plan);
+  if (folded > 0) m.notes.push_back(fmt("fusion: %d shortcuts run in the epilogue of the conv before them", folded));
   DLR_RETURN_IF_ERROR(add_dequant_buffers(&m.plan));
   if (slot > 0 && options.slot_bytes == 0)
     m.notes.push_back(fmt("slices: the budget is below the smallest pool of whole layers; layers above %.2f MiB run "

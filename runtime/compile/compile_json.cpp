@@ -59,6 +59,8 @@ DLR_JSON_ENUM(PoolLayout, {{PoolLayout::kAuto, "auto"}, {PoolLayout::kSlots, "sl
 DLR_JSON_ENUM(Residency, {{Residency::kNone, "none"}, {Residency::kLargestLate, "largest-late"},
                           {Residency::kGreedy, "greedy"}})
 DLR_JSON_ENUM(WeightFormat, {{WeightFormat::kFp, "fp"}, {WeightFormat::kInt8, "int8"}})
+DLR_JSON_ENUM(Fusion, {{Fusion::kAuto, "auto"}, {Fusion::kOff, "off"}, {Fusion::kEpilogue, "epilogue"},
+                       {Fusion::kCudnn, "cudnn"}})
 DLR_JSON_ENUM(SliceBy, {{SliceBy::kAuto, "auto"}, {SliceBy::kFilters, "filters"}, {SliceBy::kChannels, "channels"}})
 DLR_JSON_ENUM(SliceAxis, {{SliceAxis::kFilters, "filters"}, {SliceAxis::kChannels, "channels"}})
 DLR_JSON_ENUM(WeightsFrom, {{WeightsFrom::kHost, "host"}, {WeightsFrom::kStorage, "storage"}})
@@ -113,7 +115,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WeightBlob, layer, step, filter_
                                                 bias_offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlannerOptions, batch, layout, activation_dtype, weight_dtype,
                                                 weight_format, concat_in_place, alignment, weight_align,
-                                                keep_all_outputs, conv_strided_io, in_place, conv_over_concat)
+                                                keep_all_outputs, conv_strided_io, in_place, conv_over_concat,
+                                                fold_shortcuts)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TransferUnit, index, group, host_offset, bytes, pool_offset, first_blob,
                                    last_blob, first_layer, in_arena)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamAction, kind, index)
@@ -161,6 +164,11 @@ void to_json(nlohmann::json& j, const Step& s) {
   }
   if (s.dequant >= 0) j["dequant"] = s.dequant;
   if (s.dequant_group >= 0) j["dequant_group"] = s.dequant_group;
+  if (s.residual.buffer >= 0) {
+    j["residual"] = s.residual;
+    j["residual_activation"] = s.residual_activation;
+  }
+  if (s.folded_into >= 0) j["folded_into"] = s.folded_into;
   std::visit([&](const auto& p) { j["params"] = p; }, s.params);
 }
 
@@ -184,6 +192,9 @@ void from_json(const nlohmann::json& j, Step& s) {
   s.packs = j.value("packs", std::vector<std::pair<ViewRef, ViewRef>>{});
   s.dequant = j.value("dequant", -1);
   s.dequant_group = j.value("dequant_group", -1);
+  s.residual = j.value("residual", ViewRef{});
+  s.residual_activation = j.value("residual_activation", Activation::kLinear);
+  s.folded_into = j.value("folded_into", -1);
   const nlohmann::json& p = j.at("params");
   // The params struct of the step's kind (DLR_OPS).
   switch (s.kind) {

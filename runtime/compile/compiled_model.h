@@ -42,6 +42,7 @@ struct EngineSettings {
   bool shared_ring = false;       // a ring pool is the Runtime's (bind_ring), shared by its models
   bool prefetch_reads = true;     // weights from storage: read the next inference's first units ahead
   bool warm_up_at_open = false;   // CUDA: a warm-up run at open even where no graph is captured after it
+  Fusion fusion = Fusion::kOff;   // CUDA: which convs run as one cuDNN graph (the plan folds the shortcuts)
 };
 
 // Everything the engines need, and nothing they must work out themselves.

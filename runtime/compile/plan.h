@@ -86,6 +86,13 @@ struct Step {
   // that group runs: runtime/compile/dequant_buffers.h).
   int dequant = -1;
   int dequant_group = -1;
+  // A shortcut folded into this conv (PlannerOptions::fold_shortcuts,
+  // runtime/compile/fusion.h): after act(conv + bias), rounded to the output's dtype, the
+  // conv adds `residual` and applies `residual_activation`, writing what the shortcut
+  // step would have written (its output is this step's output, in place). buffer -1: none.
+  ViewRef residual;
+  Activation residual_activation = Activation::kLinear;
+  int folded_into = -1;  // a shortcut step: the conv step that runs it (then no_op)
 };
 
 // Prepared weights of one conv layer (or slice) as one contiguous blob:
@@ -135,6 +142,9 @@ struct PlannerOptions {
   // backend that runs such a conv (CUDA NHWC: one GEMM per part); no copy, no concat
   // buffer. Off with keep_all_outputs.
   bool conv_over_concat = false;
+  // A shortcut that adds one view to the output of the conv just before it, in place, runs
+  // inside that conv's epilogue (runtime/compile/fusion.h): no kernel and no pass of its own.
+  bool fold_shortcuts = false;
 };
 
 struct ExecutionPlan {

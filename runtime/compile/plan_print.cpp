@@ -23,10 +23,11 @@ std::string ExecutionPlan::to_text() const {
   char line[256];
   std::snprintf(line, sizeof(line),
                 "plan: batch %d, %s activations %s, weights %s, concat in place %s, shortcuts in place %s, convs over "
-                "concatenations %s\n",
+                "concatenations %s, shortcuts folded into convs %s\n",
                 options.batch, layout_name(options.layout), dtype_name(options.activation_dtype),
                 dtype_name(options.weight_dtype), options.concat_in_place ? "on" : "off",
-                options.in_place ? "on" : "off", options.conv_over_concat ? "on" : "off");
+                options.in_place ? "on" : "off", options.conv_over_concat ? "on" : "off",
+                options.fold_shortcuts ? "on" : "off");
   s += line;
   s += "step kind      output                 shape            reads                       weights\n";
   for (const Step& st : steps) {
@@ -44,8 +45,15 @@ std::string ExecutionPlan::to_text() const {
       w += " slice " + std::to_string(st.slice + 1) + "/" + std::to_string(st.slices) + " of channels [" +
            std::to_string(st.channel_begin) + "," + std::to_string(st.channel_begin + st.in.c) + ")" +
            (st.accumulate ? " +=" : "");
+    if (st.residual.buffer >= 0)
+      reads += std::string(",+") + view_text(st.residual, *this) +
+               (st.residual_activation != Activation::kLinear ? std::string(" ") + activation_name(st.residual_activation)
+                                                               : std::string());
     std::string out = view_text(st.output, *this);
-    if (st.no_op) out += " (view)";
+    if (st.folded_into >= 0)
+      out += " (in step " + std::to_string(st.folded_into) + ")";
+    else if (st.no_op)
+      out += " (view)";
     std::snprintf(line, sizeof(line), "%4d %-9s %-22s %-16s %-27s %s\n", st.layer, layer_kind_name(st.kind),
                   out.c_str(), st.out.to_string().c_str(), reads.c_str(), w.c_str());
     s += line;

@@ -8,6 +8,15 @@ std::string Shape3::to_string() const {
 
 const char* dtype_name(DType t) { return t == DType::kF16 ? "f16" : "f32"; }
 const char* weight_format_name(WeightFormat f) { return f == WeightFormat::kInt8 ? "int8" : "fp"; }
+const char* fusion_name(Fusion f) {
+  switch (f) {
+    case Fusion::kAuto: return "auto";
+    case Fusion::kOff: return "off";
+    case Fusion::kEpilogue: return "epilogue";
+    case Fusion::kCudnn: return "cudnn";
+  }
+  return "?";
+}
 const char* layout_name(Layout l) { return l == Layout::kNHWC ? "NHWC" : "NCHW"; }
 
 const char* precision_name(Precision p) {

@@ -27,6 +27,13 @@ const char* dtype_name(DType t);
 // the GPU or CPU expands them as each conv runs: docs/streaming.md, "Compressed weights").
 enum class WeightFormat : uint8_t { kFp, kInt8 };
 const char* weight_format_name(WeightFormat f);  // "fp", "int8"
+// What a CUDA convolution's epilogue takes in (docs/architecture.md, "Fused steps"):
+// kOff: conv, bias + activation pass, shortcut pass; kEpilogue: a shortcut after a conv
+// folded into the conv's bias + activation pass; kCudnn: also conv + bias + activation
+// (+ the folded shortcut) as one cuDNN graph where cuDNN runs it, the epilogue pass
+// elsewhere; kAuto: kCudnn where a measurement at open finds it faster (fp16 NHWC).
+enum class Fusion : uint8_t { kAuto, kOff, kEpilogue, kCudnn };
+const char* fusion_name(Fusion f);  // "auto", "off", "epilogue", "cudnn"
 
 // Memory order of an activation tensor. NCHW: per image, channel planes.
 // NHWC: per image, pixels with channels innermost.

@@ -98,6 +98,7 @@ void CpuEngine::resolve_views() {
     v.out = view(s.output);
     for (const auto& cp : s.copies) v.copies.emplace_back(view(cp.first), view(cp.second));
     for (const auto& cp : s.packs) v.packs.emplace_back(view(cp.first), view(cp.second));
+    if (s.residual.buffer >= 0) v.residual = view(s.residual);
     m_views.push_back(std::move(v));
   }
 }
@@ -168,6 +169,8 @@ void CpuEngine::run_step(const Step& s) {
   call.packs = v.packs.data();
   call.n_packs = int(v.packs.size());
   call.accumulate = s.accumulate;
+  call.residual = s.residual.buffer >= 0 ? &v.residual : nullptr;
+  call.residual_act = s.residual_activation;
   if (s.weight >= 0) {
     const WeightBlob& wb = m_plan.weights[size_t(s.weight)];
     const char* blob = this->blob(s.weight);

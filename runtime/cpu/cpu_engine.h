@@ -56,6 +56,7 @@ class CpuEngine final : public Engine, public SharedMemoryClient {
     TensorView out;
     std::vector<std::pair<TensorView, TensorView>> copies;
     std::vector<std::pair<TensorView, TensorView>> packs;
+    TensorView residual;  // Step::residual (data null: none)
   };
 
   ExecutionPlan m_plan;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_graph.h"
 #include "kernels/cuda/cuda_check.h"
 #include "runtime/cache/conv_algo_cache.h"
 #include "runtime/core/log.h"
@@ -67,6 +68,30 @@ AlgoCacheFile open_algo_cache(const CompiledModel& model, int device, EngineOpen
   return f;
 }
 
+// The cuDNN graph plans kept for this model and GPU (runtime/cache/fused_plan_cache.h),
+// beside the algorithm choices and under the same switch; path empty: not kept.
+struct FusedPlanFile {
+  std::string path;
+  FusedPlanMap stored;
+};
+
+FusedPlanFile open_fused_plans(const AlgoCacheFile& algos, const std::string& model_name, Fusion fusion,
+                               EngineOpenTiming* t) {
+  FusedPlanFile f;
+  if (!algos.on || fusion == Fusion::kOff || fusion == Fusion::kEpilogue) return f;
+  const Expected<std::string> path = fused_plans_path(model_name, algos.key);
+  if (!path.ok()) {
+    DLR_LOG_WARN("cuDNN graph plans not kept: {}", path.status().message());
+    return f;
+  }
+  f.path = *path;
+  std::string reason;
+  f.stored = load_fused_plans(f.path, algos.key, &reason);
+  if (!reason.empty()) DLR_LOG_WARN("cuDNN graph plan cache {}; ignored (building again and rewriting it)", reason);
+  t->fused_plans_stored = int(f.stored.size());
+  return f;
+}
+
 // A conv's creation error, naming the layer and its cfg line.
 Status layer_error(const std::string& cfg_path, const Step& st, const Status& why) {
   return Status(why.code(), cfg_path + ": layer " + std::to_string(st.layer) + " (cfg line " +
@@ -106,8 +131,12 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
   }
   timing.algo_cache_ms = ms_since(t_conv);
   ConvAlgoMap chosen;  // this model's choices, to keep
+  FusedPlanFile fused_file = open_fused_plans(algo_file, model.model_name, m_options.fusion, &timing);
+  FusedPlanMap fused_keep;
+  std::map<std::string, std::shared_ptr<const cuda::FusedConv>> fused_made;
   m_convs.resize(m_plan.steps.size());
   m_concat_convs.resize(m_plan.steps.size());
+  m_fused_convs.resize(m_plan.steps.size());
   m_workspace_need = 0;
   for (const Step& st : m_plan.steps) {
     if (st.kind != LayerKind::kConv) continue;
@@ -115,9 +144,14 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
       DLR_RETURN_IF_ERROR(make_concat_conv(st, model.cfg_path));
     } else {
       DLR_RETURN_IF_ERROR(make_conv(st, model.cfg_path, algo_file.stored, &chosen));
+      DLR_RETURN_IF_ERROR(make_fused_conv(st, model.cfg_path, fused_file.stored, &fused_made, &fused_keep));
     }
   }
   if (algo_file.on) keep_algo_choices(algo_file, chosen, &timing);
+  if (!fused_file.path.empty() && fused_keep != fused_file.stored) {
+    const Status saved = save_fused_plans(fused_file.path, algo_file.key, fused_keep);
+    if (!saved.ok()) DLR_LOG_WARN("cuDNN graph plans not kept: {}", saved.message());
+  }
   timing.conv_setup_ms = ms_since(t_conv);
   log_conv_setup(timing, algo_file);
   return Status();
@@ -170,6 +204,64 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
   (*chosen)[conv_key] = ConvAlgoChoice{int((*conv)->algo()), int64_t((*conv)->workspace_bytes())};
   m_workspace_need = std::max(m_workspace_need, (*conv)->workspace_bytes());
   m_convs[size_t(st.index)] = std::move(conv).value();
+  return Status();
+}
+
+// Whether the engine runs `st` as one cuDNN graph (fp16 NHWC, a whole conv with its bias).
+// auto: only where the plans are kept between runs (their first build compiles kernels for
+// seconds; a later open loads them).
+bool CudaEngine::wants_fused(const Step& st) const {
+  const Fusion f = m_options.fusion;
+  return (f == Fusion::kCudnn || (f == Fusion::kAuto && m_options.cache_conv_algos)) &&
+         m_options.precision == Precision::kFP16 &&
+         m_plan.options.layout == Layout::kNHWC && st.kind == LayerKind::kConv && st.inputs.size() == 1 &&
+         !st.accumulate && st.weight >= 0 && m_plan.weights[size_t(st.weight)].bias_elems > 0;
+}
+
+Status CudaEngine::make_fused_conv(const Step& st, const std::string& cfg_path, const FusedPlanMap& stored,
+                                   std::map<std::string, std::shared_ptr<const cuda::FusedConv>>* made,
+                                   FusedPlanMap* keep) {
+  if (!wants_fused(st)) return Status();
+  cuda::FusedConvConfig cfg;
+  cfg.params = std::get<ConvParams>(st.params);
+  cfg.residual = st.residual.buffer >= 0;
+  cfg.post = st.residual_activation;
+  cfg.workspace_limit = size_t(m_options.workspace_limit);
+  const TensorView in = view(st.inputs[0]), out = view(st.output);
+  const std::string key = cuda::FusedConv::key(cfg, in, out);
+  if (const auto it = made->find(key); it != made->end()) {  // a step of the same configuration built it
+    if (it->second) m_open_timing.convs_fused += 1;
+    m_fused_convs[size_t(st.index)] = it->second;
+    return Status();
+  }
+  const auto t0 = Clock::now();
+  Expected<std::unique_ptr<cuda::FusedConv>> fused = unsupported("not built");
+  if (const auto it = stored.find(key); it != stored.end()) {
+    fused = cuda::FusedConv::load(m_cudnn.get(), cfg, in, out, it->second);
+    if (!fused.ok()) DLR_LOG_WARN("layer {}: stored cuDNN plan not taken ({}); building it", st.layer, fused.status().message());
+  }
+  if (!fused.ok()) fused = cuda::FusedConv::create(m_cudnn.get(), cfg, in, out);
+  m_open_timing.fused_ms += ms_since(t0);
+  if (!fused.ok()) {
+    if (fused.status().code() != StatusCode::kUnsupported) return layer_error(cfg_path, st, fused.status());
+    m_open_timing.fused_refused += 1;
+    (*made)[key] = nullptr;
+    DLR_LOG_DEBUG("layer {}: {}; conv + epilogue pass", st.layer, fused.status().message());
+    return Status();
+  }
+  DLR_LOG_DEBUG("layer {}: {} in {:.1f} ms, workspace {} bytes", st.layer, (*fused)->describe(),
+                (*fused)->info().build_ms, (*fused)->workspace_bytes());
+  m_open_timing.convs_fused += 1;
+  m_open_timing.fused_loaded += (*fused)->info().loaded ? 1 : 0;
+  m_workspace_need = std::max(m_workspace_need, (*fused)->workspace_bytes());
+  if (const auto it = stored.find(key); it != stored.end() && (*fused)->info().loaded) {
+    (*keep)[key] = it->second;
+  } else if (Expected<std::string> text = (*fused)->serialize(); text.ok()) {
+    (*keep)[key] = std::move(text).value();
+  }
+  std::shared_ptr<const cuda::FusedConv> shared = std::move(fused).value();
+  (*made)[key] = shared;
+  m_fused_convs[size_t(st.index)] = std::move(shared);
   return Status();
 }
 

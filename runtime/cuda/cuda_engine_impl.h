@@ -17,8 +17,10 @@
 
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_concat.h"
+#include "kernels/cuda/conv_graph.h"
 #include "kernels/cuda/cuda_handles.h"
 #include "runtime/cache/conv_algo_cache.h"
+#include "runtime/cache/fused_plan_cache.h"
 #include "runtime/compile/compiled_model.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/engine_sharing.h"
@@ -128,6 +130,12 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // read and kept), m_workspace_need; errors name the cfg file, layer and cfg line.
   Status setup_convs(const CompiledModel& model);
   Status make_conv(const Step& st, const std::string& cfg_path, const ConvAlgoMap& stored, ConvAlgoMap* chosen);
+  // The conv as one cuDNN graph: shared with an earlier step of the same configuration
+  // (`made`), loaded from `stored` (the plans kept for this model and GPU) or built;
+  // a plan loaded or built is added to `keep` (what the cache file should hold).
+  bool wants_fused(const Step& st) const;
+  Status make_fused_conv(const Step& st, const std::string& cfg_path, const FusedPlanMap& stored,
+                         std::map<std::string, std::shared_ptr<const cuda::FusedConv>>* made, FusedPlanMap* keep);
   Status make_concat_conv(const Step& st, const std::string& cfg_path);  // a conv over a concatenation's parts
   // weight_residency.cpp
   Status setup_weights(WeightSource& weights);
@@ -265,6 +273,8 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   std::vector<int64_t> m_output_offsets;
   std::vector<std::unique_ptr<cuda::CudnnConv>> m_convs;          // per step: a conv of one input
   std::vector<std::unique_ptr<cuda::ConcatConv>> m_concat_convs;  // per step: a conv over a concatenation's parts
+  // per step: the conv as one cuDNN graph (or null); steps of one configuration share it
+  std::vector<std::shared_ptr<const cuda::FusedConv>> m_fused_convs;
   cuda::CublasHandle m_cublas;  // made at open only when the plan has a conv over a concatenation
   cuda::GraphExec m_graph;
   // Prefetch across inferences: the inference without its first m_prefetch_count copies

@@ -95,11 +95,18 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s, bool expanded) {
   call.packs = packs;
   call.n_packs = int(st.packs.size());
   call.accumulate = st.accumulate;
+  TensorView residual;
+  if (st.residual.buffer >= 0) {  // a shortcut folded into this conv (runtime/compile/fusion.h)
+    residual = view(st.residual);
+    call.residual = &residual;
+    call.residual_act = st.residual_activation;
+  }
   call.stream = s;
   if (st.weight >= 0) {
     const WeightBlob& wb = m_plan.weights[size_t(st.weight)];
     const char* blob = blob_ptr(st.weight);
     call.conv = m_convs[size_t(st.index)].get();
+    call.fused = m_fused_convs[size_t(st.index)].get();
     call.cudnn = m_cudnn.get();
     call.concat = m_concat_convs[size_t(st.index)].get();
     call.cublas = m_cublas.get();

@@ -128,6 +128,11 @@ std::vector<SessionFlag> device_rows() {
           "stream mode: copy-engine profile: auto (measured on this GPU once, then cached), a dlprobe JSON file, "
           "h100, discrete or jetson-xavier")
           .dflt("auto"),
+      Row("--fusion", "fusion", A::kCuda,
+          "cuda: what a convolution's epilogue takes in: epilogue (a shortcut right after a conv added in the conv's "
+          "bias + activation pass), cudnn (also conv + bias + activation as one cuDNN graph, fp16), auto (cudnn "
+          "where cuDNN builds it, else epilogue) or off (a pass each)")
+          .dflt("auto").one_of("auto,off,epilogue,cudnn"),
       Row("--no-graph", "cuda_graph", A::kCuda, "cuda: do not capture the inference in a CUDA graph")
           .switches_to("false"),
       Row("--no-kernel-cache", "cache_kernel_times", A::kEveryRun,

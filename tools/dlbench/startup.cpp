@@ -38,6 +38,10 @@ nlohmann::json engine_open_json(const EngineOpenTiming& e, bool cuda) {
             {"convs_cached", e.convs_cached},
             {"convs_workspace_cached", e.convs_workspace_cached},
             {"convs_queried", e.convs_queried},
+            {"fused_ms", e.fused_ms},
+            {"convs_fused", e.convs_fused},
+            {"fused_refused", e.fused_refused},
+            {"fused_loaded", e.fused_loaded},
             {"algo_cache", e.algo_cache},
             {"algo_cache_path", e.algo_cache_path}});
   return j;

@@ -31,6 +31,12 @@ enum class SliceBy : uint8_t { kAuto, kFilters, kChannels };
 // scale per output channel, expanded to the run's precision as each conv runs: half the
 // bytes of fp16 to copy, read from storage and keep; docs/streaming.md, "Compressed weights").
 enum class WeightFormat : uint8_t { kFp, kInt8 };
+// CUDA: what a convolution's epilogue takes in: off (conv, a bias + activation pass, a
+// shortcut pass), epilogue (a shortcut right after a conv added in the conv's bias +
+// activation pass), cudnn (also conv + bias + activation + that shortcut as one cuDNN
+// graph where cuDNN runs it) or auto (cudnn for each conv where it measures faster at
+// open, else epilogue). Detections are Darknet's in every mode (docs/architecture.md, "Fused steps").
+enum class Fusion : uint8_t { kAuto, kOff, kEpilogue, kCudnn };
 // The priority of the runtime's threads (and, through apply_thread_options(), of the
 // caller's): normal (nothing changed), high (nice -10), realtime (SCHED_FIFO 10). Raising
 // needs CAP_SYS_NICE or RLIMIT_NICE / RLIMIT_RTPRIO; where not permitted, one warning
@@ -72,6 +78,7 @@ struct Options {
   int64_t slot_bytes = 0;
   SliceBy slice_by = SliceBy::kAuto;
   WeightFormat weight_format = WeightFormat::kFp;
+  Fusion fusion = Fusion::kAuto;  // CUDA only
   PoolLayout weight_pool = PoolLayout::kAuto;
   bool unit_search = true;            // transfer units chosen by simulation (false: equal chunks)
   Residency residency = Residency::kGreedy;

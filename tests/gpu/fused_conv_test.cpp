@@ -1,0 +1,327 @@
+// Fused convolution epilogues on the GPU (docs/architecture.md, "Fused steps"):
+//  - bias_activation_add gives the bits of bias_activation followed by the shortcut
+//    kernel, on every standard geometry (packed and sliced, NCHW and NHWC, f32 and f16);
+//  - FusedConv (conv + bias + activation [+ residual], one cuDNN graph) matches the CPU
+//    reference within the fp16 tolerance of the conv tests; one line per case says the
+//    engine and its build time;
+//  - whole networks: fusion epilogue gives the bits of fusion off; fusion cudnn stays
+//    within the fp16 run's own error against fp32, and streams bit-identically to its
+//    own preload.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/conv_graph.h"
+#include "kernels/cuda/cuda_handles.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "runtime/core/half.h"
+#include "runtime/session.h"
+#include "tests/common/model_fixtures.h"
+#include "tests/common/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace dlr::test {
+namespace {
+
+// ---- bias_activation_add against the two passes ----
+
+class EpilogueAdd : public GpuTest {};
+
+TEST_F(EpilogueAdd, SameBitsAsBiasActivationThenShortcut) {
+  const std::vector<ViewSpec> specs = standard_specs();
+  const Shape3 shape{24, 9, 7};
+  std::vector<float> bias(size_t(shape.c));
+  fill_random(&bias, 5, -0.5f, 0.5f);
+  auto dbias = cuda::DeviceBuffer::alloc(bias.size() * 4);
+  ASSERT_TRUE(dbias.ok());
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(dbias->data(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  const float* b = static_cast<const float*>(dbias->data());
+  int cases = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ViewSpec& t_spec = specs[i];
+    for (size_t k : {i, (i + 3) % specs.size()}) {
+      ViewSpec r_spec = specs[k];
+      r_spec.dtype = t_spec.dtype;  // the residual has the output's dtype
+      for (Activation act : {Activation::kLinear, Activation::kLeaky, Activation::kMish})
+        for (Activation post : {Activation::kLinear, Activation::kLeaky}) {
+          const int n = 2;
+          HostTensor x = random_tensor(n, shape, 11 + uint32_t(cases));
+          HostTensor r = random_tensor(n, shape, 101 + uint32_t(cases));
+          if (t_spec.dtype == DType::kF16) round_to_half(&x), round_to_half(&r);
+          DeviceTensor t1, t2, dr;
+          ASSERT_EQ(cudaSuccess, t1.upload(x, t_spec, stream()));
+          ASSERT_EQ(cudaSuccess, t2.upload(x, t_spec, stream()));
+          ASSERT_EQ(cudaSuccess, dr.upload(r, r_spec, stream()));
+          ASSERT_TRUE(cuda::bias_activation(t1.view(), b, act, stream()).ok());
+          ASSERT_TRUE(cuda::shortcut(t1.view(), &dr.view(), 1, post, t1.view(), stream()).ok());
+          ASSERT_TRUE(cuda::bias_activation_add(t2.view(), b, act, dr.view(), post, stream()).ok());
+          HostTensor two, one;
+          int64_t touched = 0, first = -1;
+          ASSERT_EQ(cudaSuccess, t1.download(&two, &touched, &first, stream()));
+          ASSERT_EQ(cudaSuccess, t2.download(&one, &touched, &first, stream()));
+          const std::string what = std::string("bias_activation_add ") + activation_name(act) + "+" +
+                                   activation_name(post) + " out " + describe(t_spec) + " residual " +
+                                   describe(r_spec);
+          EXPECT_TRUE(untouched_outside(touched, first, what));
+          EXPECT_TRUE(bit_equal(one, two, what));
+          ++cases;
+        }
+    }
+  }
+  EXPECT_EQ(cases, int(specs.size()) * 2 * 3 * 2);
+}
+
+TEST_F(EpilogueAdd, ResidualOfAnotherShapeIsRefused) {
+  DeviceTensor t, r;
+  ASSERT_EQ(cudaSuccess, t.create(1, {8, 4, 4}, packed_spec(DType::kF16, Layout::kNHWC), stream()));
+  ASSERT_EQ(cudaSuccess, r.create(1, {4, 4, 4}, packed_spec(DType::kF16, Layout::kNHWC), stream()));
+  const Status s = cuda::bias_activation_add(t.view(), nullptr, Activation::kLeaky, r.view(), Activation::kLinear,
+                                             stream());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("residual"), std::string::npos) << s.message();
+}
+
+// ---- FusedConv against the CPU reference ----
+
+struct Case {
+  const char* name;
+  int n, c, h, w, filters, size, stride, padding;
+};
+const Case kCases[] = {
+    {"k3s1_c16f32_19x19", 1, 16, 19, 19, 32, 3, 1, 1},
+    {"k1s1_c64f32_38x38_b2", 2, 64, 38, 38, 32, 1, 1, 0},
+    {"k3s2_c32f64_38x38", 1, 32, 38, 38, 64, 3, 2, 1},
+};
+
+float round_half(float v) { return half_to_float(float_to_half(v)); }
+
+std::vector<uint8_t> ohwi_half(const std::vector<float>& oihw, int f, int c, int k) {
+  std::vector<uint8_t> bytes(oihw.size() * 2);
+  for (int o = 0; o < f; ++o)
+    for (int i = 0; i < c; ++i)
+      for (int y = 0; y < k; ++y)
+        for (int x = 0; x < k; ++x) {
+          const uint16_t h = float_to_half(oihw[((size_t(o) * c + i) * k + y) * k + x]);
+          std::memcpy(&bytes[(((size_t(o) * k + y) * k + x) * c + i) * 2], &h, 2);
+        }
+  return bytes;
+}
+
+class FusedConvTest : public GpuTest {};
+
+TEST_F(FusedConvTest, MatchesTheCpuReference) {
+  auto handle = cuda::make_cudnn();
+  ASSERT_TRUE(handle.ok()) << handle.status().to_string();
+  int prop_major = 0;
+  ASSERT_EQ(cudaSuccess, cudaDeviceGetAttribute(&prop_major, cudaDevAttrComputeCapabilityMajor, 0));
+  int built = 0, refused = 0;
+  uint32_t seed = 1;
+  for (const Case& cc : kCases)
+    for (Activation act : {Activation::kLinear, Activation::kLeaky, Activation::kMish, Activation::kLogistic,
+                           Activation::kSwish})
+      for (int res = 0; res < 3; ++res) {  // none; residual then linear; residual then leaky
+        ++seed;
+        ConvParams p;
+        p.filters = cc.filters;
+        p.size = cc.size;
+        p.stride_x = p.stride_y = cc.stride;
+        p.padding = cc.padding;
+        p.activation = act;
+        const Shape3 out{cc.filters, (cc.h + 2 * cc.padding - cc.size) / cc.stride + 1,
+                         (cc.w + 2 * cc.padding - cc.size) / cc.stride + 1};
+        HostTensor x = random_tensor(cc.n, {cc.c, cc.h, cc.w}, seed, -1.f, 1.f);
+        round_to_half(&x);
+        const int fan_in = cc.c * cc.size * cc.size;
+        const float a = std::sqrt(3.f / float(fan_in));
+        std::vector<float> w(size_t(cc.filters) * size_t(fan_in)), bias(size_t(cc.filters));
+        fill_random(&w, seed + 1, -a, a);
+        for (float& v : w) v = round_half(v);
+        fill_random(&bias, seed + 2, -0.5f, 0.5f);
+        HostTensor r = random_tensor(cc.n, out, seed + 3, -1.f, 1.f);
+        round_to_half(&r);
+        // The reference: conv + bias + act in f32, rounded to half (the stored conv
+        // output), + residual, then the shortcut's activation.
+        HostTensor want(cc.n, out);
+        std::vector<float> scratch(size_t(std::max<int64_t>(1, cpu::conv2d_scratch_floats(p, x.shape, out, 4))));
+        cpu::conv2d(p, x.view(), w.data(), bias.data(), want.view(), scratch.data(), 4);
+        const Activation post = res == 2 ? Activation::kLeaky : Activation::kLinear;
+        if (res > 0) {
+          for (size_t i = 0; i < want.data.size(); ++i) want.data[i] = round_half(want.data[i]) + r.data[i];
+          cpu::activate_array(post, want.data.data(), int64_t(want.data.size()));
+        }
+        const ViewSpec spec = packed_spec(DType::kF16, Layout::kNHWC);
+        DeviceTensor dx, dy, dr;
+        ASSERT_EQ(cudaSuccess, dx.upload(x, spec, stream()));
+        ASSERT_EQ(cudaSuccess, dy.create(cc.n, out, spec, stream()));
+        ASSERT_EQ(cudaSuccess, dr.upload(r, spec, stream()));
+        const std::vector<uint8_t> wb = ohwi_half(w, cc.filters, cc.c, cc.size);
+        auto dw = cuda::DeviceBuffer::alloc(wb.size());
+        auto db = cuda::DeviceBuffer::alloc(bias.size() * 4);
+        ASSERT_TRUE(dw.ok() && db.ok());
+        ASSERT_EQ(cudaSuccess, cudaMemcpy(dw->data(), wb.data(), wb.size(), cudaMemcpyHostToDevice));
+        ASSERT_EQ(cudaSuccess, cudaMemcpy(db->data(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+        cuda::FusedConvConfig cfg;
+        cfg.params = p;
+        cfg.residual = res > 0;
+        cfg.post = post;
+        const std::string what = std::string("fused conv ") + cc.name + " " + activation_name(act) +
+                                 (res == 0 ? "" : res == 1 ? " + residual" : " + residual, leaky");
+        auto conv = cuda::FusedConv::create(handle->get(), cfg, dx.view(), dy.view());
+        if (!conv.ok()) {
+          EXPECT_EQ(conv.status().code(), StatusCode::kUnsupported) << what << ": " << conv.status().to_string();
+          std::printf("[fused] %s: refused (%s)\n", what.c_str(), conv.status().message().c_str());
+          ++refused;
+          continue;
+        }
+        auto ws = cuda::DeviceBuffer::alloc(std::max<size_t>(1, (*conv)->workspace_bytes()));
+        ASSERT_TRUE(ws.ok());
+        ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+        const Status st = (*conv)->run(handle->get(), dx.view(), dw->data(), static_cast<const float*>(db->data()),
+                                       &dr.view(), dy.view(), ws->data(), (*conv)->workspace_bytes(), stream());
+        ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+        HostTensor got;
+        int64_t touched = 0, first = -1;
+        ASSERT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream()));
+        std::printf("[fused] %s: %s, build %.1f ms, workspace %zu, rel %.3g\n", what.c_str(),
+                    (*conv)->describe().c_str(), (*conv)->info().build_ms, (*conv)->workspace_bytes(),
+                    rel_l2(got.data, want.data));
+        EXPECT_TRUE(near_rel(got, want, 5e-3, what));
+        ++built;
+      }
+  std::printf("[fused] %d built, %d refused\n", built, refused);
+  // Hopper and Ampere run these graphs (runtime fusion); a refusal of the yolov4 cases
+  // there would turn fusion into a silent no-op.
+  if (prop_major >= 8) EXPECT_EQ(refused, 0);
+}
+
+// ---- whole networks ----
+
+struct Heads {
+  std::vector<std::vector<float>> out;
+  EngineOpenTiming timing;
+  bool ok = false;
+};
+
+Heads run_net(const std::string& cfg, const std::string& weights, const SessionOptions& o,
+              const std::vector<float>& input) {
+  Heads h;
+  auto s = Session::open(cfg, weights, o);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return h;
+  Engine& e = (*s)->engine();
+  EXPECT_TRUE(e.set_input(input.data(), 1).ok());
+  const Status st = e.run();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  if (!st.ok()) return h;
+  for (int y : (*s)->network().output_layers()) {
+    const int64_t n = (*s)->plan().step_of(y).out.count();
+    h.out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
+  }
+  h.timing = e.open_timing();
+  h.ok = true;
+  return h;
+}
+
+double worst_relative(const Heads& a, const Heads& b) {
+  double worst = 0;
+  for (size_t k = 0; k < b.out.size(); ++k) {
+    double peak = 1e-6, diff = 0;
+    for (size_t i = 0; i < b.out[k].size(); ++i) {
+      peak = std::max(peak, double(std::fabs(b.out[k][i])));
+      diff = std::max(diff, double(std::fabs(a.out[k][i] - b.out[k][i])));
+    }
+    worst = std::max(worst, diff / peak);
+  }
+  return worst;
+}
+
+TEST(FusionGpu, EpilogueIsBitIdenticalAndCudnnStaysWithinTheFp16Error) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  const std::string cfg = required_shared_file("models/yolov4.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "yolov4.cfg not found";
+  const std::string weights = synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  const int size = 416;
+  const std::vector<float> input = random_input(1, 3, size, size, 3);
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.width = o.height = size;
+  o.precision = Precision::kFP32;
+  o.fusion = Fusion::kOff;
+  const Heads ref = run_net(cfg, weights, o, input);
+  ASSERT_TRUE(ref.ok);
+  for (Precision p : {Precision::kFP32, Precision::kFP16}) {
+    o.precision = p;
+    o.fusion = Fusion::kOff;
+    const Heads off = run_net(cfg, weights, o, input);
+    o.fusion = Fusion::kEpilogue;
+    const Heads epi = run_net(cfg, weights, o, input);
+    ASSERT_TRUE(off.ok && epi.ok);
+    for (size_t k = 0; k < off.out.size(); ++k)
+      ASSERT_EQ(epi.out[k], off.out[k]) << precision_name(p) << " head " << k << ": epilogue differs from off";
+    if (p != Precision::kFP16) continue;
+    const double off_err = worst_relative(off, ref);
+    o.fusion = Fusion::kCudnn;
+    const Heads fused = run_net(cfg, weights, o, input);
+    ASSERT_TRUE(fused.ok);
+    const double err = worst_relative(fused, ref);
+    std::printf("yolov4 @%d fp16: error vs fp32, fusion off %.3g, cudnn %.3g (%d convs as cuDNN graphs, %d refused, "
+                "%.1f ms to build)\n",
+                size, off_err, err, fused.timing.convs_fused, fused.timing.fused_refused, fused.timing.fused_ms);
+    EXPECT_GE(fused.timing.convs_fused, 100);  // yolov4: 110 convs, 10 of them over a concatenation's parts
+    EXPECT_LE(err, 2.5 * off_err + 1e-3);
+    // Streamed at the smallest pool: the same graphs on weights that arrive later.
+    o.mode = WeightMode::kStream;
+    o.weight_budget = WeightBudget::min();
+    const Heads streamed = run_net(cfg, weights, o, input);
+    ASSERT_TRUE(streamed.ok);
+    for (size_t k = 0; k < fused.out.size(); ++k)
+      ASSERT_EQ(streamed.out[k], fused.out[k]) << "head " << k << ": streamed cudnn-fused run differs from its preload";
+  }
+}
+
+// With the cache on (auto), the first open builds the graphs and keeps cuDNN's plans; the
+// second loads every one of them and computes the same bits.
+TEST(FusionGpu, PlansKeptByTheFirstOpenAreLoadedByTheNext) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  const std::string cfg = required_shared_file("models/yolov4-tiny.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "yolov4-tiny.cfg not found";
+  const std::string weights = synthetic_weights(cfg);
+  const std::vector<float> input = random_input(1, 3, 416, 416, 5);
+  const std::string dir = temp_dir() + "/fused-cache";
+  setenv("DLR_CACHE_DIR", dir.c_str(), 1);
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  o.cache_kernel_times = true;  // fusion auto: graphs only where their plans are kept
+  const Heads first = run_net(cfg, weights, o, input);
+  const Heads second = run_net(cfg, weights, o, input);
+  unsetenv("DLR_CACHE_DIR");
+  ASSERT_TRUE(first.ok && second.ok);
+  std::printf("yolov4-tiny fp16, fusion auto with the cache: first open %d convs fused in %.1f ms (%d loaded), "
+              "second %.1f ms (%d loaded)\n",
+              first.timing.convs_fused, first.timing.fused_ms, first.timing.fused_loaded, second.timing.fused_ms,
+              second.timing.fused_loaded);
+  EXPECT_GT(first.timing.convs_fused, 10);
+  EXPECT_EQ(first.timing.fused_loaded, 0);
+  EXPECT_EQ(second.timing.convs_fused, first.timing.convs_fused);
+  EXPECT_GT(second.timing.fused_loaded, 0);
+  EXPECT_EQ(second.timing.fused_plans_stored, second.timing.fused_loaded);
+  for (size_t k = 0; k < first.out.size(); ++k) ASSERT_EQ(second.out[k], first.out[k]) << "head " << k;
+  // Without the cache, auto keeps the epilogue pass: no graph, no build time.
+  o.cache_kernel_times = false;
+  const Heads plain = run_net(cfg, weights, o, input);
+  ASSERT_TRUE(plain.ok);
+  EXPECT_EQ(plain.timing.convs_fused, 0);
+}
+
+}  // namespace
+}  // namespace dlr::test
