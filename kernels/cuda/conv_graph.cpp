@@ -88,6 +88,16 @@ struct FusedConv::Impl {
   Status choose_engine(cudnnHandle_t handle, const BackendDesc& graph);
   std::vector<const BackendDesc*> ops;  // in graph order
   BackendDesc& add() { return keep.emplace_back(); }
+  // An Impl for `config` on views of this geometry (their data pointers are not kept).
+  static std::unique_ptr<Impl> make(const FusedConvConfig& config, const TensorView& in, const TensorView& out) {
+    auto impl = std::make_unique<Impl>();
+    impl->config = config;
+    impl->in = in;
+    impl->in.data = nullptr;
+    impl->out = out;
+    impl->out.data = nullptr;
+    return impl;
+  }
 };
 
 Status FusedConv::Impl::tensor(int64_t uid, cudnnDataType_t type, const Dims& dims, bool is_virtual,
@@ -332,12 +342,7 @@ Expected<std::unique_ptr<FusedConv>> FusedConv::load(cudnnHandle_t handle, const
   const auto t0 = std::chrono::steady_clock::now();
   if (handle == nullptr) return invalid_argument("FusedConv::load: null cuDNN handle");
   DLR_RETURN_IF_ERROR(check_views(config, in, out));
-  auto impl = std::make_unique<Impl>();
-  impl->config = config;
-  impl->in = in;
-  impl->in.data = nullptr;
-  impl->out = out;
-  impl->out.data = nullptr;
+  auto impl = Impl::make(config, in, out);
   DLR_RETURN_IF_ERROR(impl->plan.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -375,12 +380,7 @@ Expected<std::unique_ptr<FusedConv>> FusedConv::create(cudnnHandle_t handle, con
   const auto t0 = std::chrono::steady_clock::now();
   if (handle == nullptr) return invalid_argument("FusedConv::create: null cuDNN handle");
   DLR_RETURN_IF_ERROR(check_views(config, in, out));
-  auto impl = std::make_unique<Impl>();
-  impl->config = config;
-  impl->in = in;
-  impl->in.data = nullptr;
-  impl->out = out;
-  impl->out.data = nullptr;
+  auto impl = Impl::make(config, in, out);
   DLR_RETURN_IF_ERROR(impl->build(handle));
   impl->info.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return std::unique_ptr<FusedConv>(new FusedConv(std::move(impl)));

@@ -9,6 +9,7 @@
 #include "loaders/weights_file.h"
 #include "runtime/compile/compile.h"
 #include "runtime/compile/fusion.h"
+#include "runtime/cache/fused_plan_cache.h"
 #include "runtime/cpu/cpu_engine.h"
 #include "runtime/weight_source.h"
 #include "tests/common/test_paths.h"
@@ -165,6 +166,31 @@ TEST(Fusion, CpuFoldedPlanGivesTheSameBits) {
     const size_t n = size_t(shape.count());
     ASSERT_EQ(std::memcmp((*a)->output(y, 0), (*b)->output(y, 0), n * sizeof(float)), 0) << "yolo layer " << y;
   }
+}
+
+// The kept cuDNN plans' file: round trip; another key, format or a bad entry is refused.
+TEST(FusedPlanCache, RoundTripAndRefusals) {
+  ConvAlgoKey key;
+  key.gpu_uuid = "00112233445566778899aabbccddeeff";
+  key.cudnn_version = 91900;
+  key.model = "yolov4 0123456789abcdef";
+  key.precision = "fp16";
+  key.layout = "NHWC";
+  key.policy = "heuristic";
+  key.workspace_limit = int64_t(256) << 20;
+  const FusedPlanMap plans = {{"fused in 1x64x38x38 out ...", "{\"plan\": 1}"}, {"fused b", "x"}};
+  auto back = parse_fused_plans(format_fused_plans(key, plans), key);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, plans);
+  ConvAlgoKey other = key;
+  other.cudnn_version = 91400;
+  EXPECT_FALSE(parse_fused_plans(format_fused_plans(key, plans), other).ok());
+  EXPECT_FALSE(parse_fused_plans("{\"format\": 2}", key).ok());
+  EXPECT_FALSE(parse_fused_plans("not json", key).ok());
+  const std::string bad = format_fused_plans(key, {{"fused a", ""}});
+  auto refused = parse_fused_plans(bad, key);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("fused a"), std::string::npos) << refused.status().message();
 }
 
 }  // namespace
