@@ -4,7 +4,10 @@
 #include "kernels/cuda/conv_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <deque>
 #include <string>
 #include <utility>
@@ -79,6 +82,13 @@ struct FusedConv::Impl {
   size_t workspace = 0;
   FusedConvInfo info;
   int64_t next_virtual = kFirstVirtual;
+  // Variant packs by their pointers (in, weights, bias, out, residual, workspace): each
+  // step that runs this plan keeps its own, made on its first run (the graph capture or
+  // the first inference), so later inferences create no descriptor.
+  using PackKey = std::array<void*, 6>;
+  mutable std::mutex packs_mutex;
+  mutable std::map<PackKey, BackendDesc> packs;
+  Expected<cudnnBackendDescriptor_t> pack_for(const PackKey& key) const;
 
   Status tensor(int64_t uid, cudnnDataType_t type, const Dims& dims, bool is_virtual, const BackendDesc** out_desc);
   Status pointwise(cudnnPointwiseMode_t mode, const BackendDesc& x, const BackendDesc* b, const BackendDesc& y,
@@ -408,18 +418,28 @@ Status FusedConv::run(cudnnHandle_t handle, const TensorView& in, const void* we
     return invalid_argument("cuDNN graph conv: workspace of " + std::to_string(workspace_bytes) + " bytes given, " +
                             std::to_string(m.workspace) + " needed");
   DLR_CUDNN_CHECK(cudnnSetStream(handle, stream));
+  const Impl::PackKey key = {in.data, const_cast<void*>(weights), const_cast<float*>(bias), out.data,
+                             m.config.residual ? residual->data : nullptr, workspace};
+  std::lock_guard<std::mutex> lock(m.packs_mutex);
+  DLR_ASSIGN_OR_RETURN(const cudnnBackendDescriptor_t pack, m.pack_for(key));
+  DLR_CUDNN_CHECK(cudnnBackendExecute(handle, m.plan.get(), pack));
+  return Status();
+}
+
+// The variant pack of `key`, made the first time (packs_mutex held by the caller).
+Expected<cudnnBackendDescriptor_t> FusedConv::Impl::pack_for(const PackKey& key) const {
+  if (const auto it = packs.find(key); it != packs.end()) return it->second.get();
   int64_t uids[5] = {kX, kW, kB, kY, kR};
-  void* ptrs[5] = {in.data, const_cast<void*>(weights), const_cast<float*>(bias), out.data,
-                   m.config.residual ? residual->data : nullptr};
-  const int64_t n = m.config.residual ? 5 : 4;
+  void* ptrs[5] = {key[0], key[1], key[2], key[3], key[4]};
+  void* workspace = key[5];
+  const int64_t n = config.residual ? 5 : 4;
   BackendDesc pack;
   DLR_RETURN_IF_ERROR(pack.create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR));
   DLR_RETURN_IF_ERROR(set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids));
   DLR_RETURN_IF_ERROR(set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs));
   DLR_RETURN_IF_ERROR(set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
   DLR_RETURN_IF_ERROR(finalize(pack));
-  DLR_CUDNN_CHECK(cudnnBackendExecute(handle, m.plan.get(), pack.get()));
-  return Status();
+  return packs.emplace(key, std::move(pack)).first->second.get();
 }
 
 }  // namespace dlr::cuda

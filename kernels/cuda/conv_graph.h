@@ -19,9 +19,11 @@
 //  - create() builds the graph, asks cuDNN's heuristics and finalises the first engine
 //    configuration that builds within the workspace limit (runtime compilation may take
 //    tens to hundreds of ms); unsupported() when none does, so the caller falls back.
-//  - run() sets `stream` on the handle and enqueues; it builds a variant pack (a host
-//    descriptor; no device allocation, no synchronisation), so it may be captured into a
-//    CUDA graph. Several threads may run one FusedConv, each with its own handle.
+//  - run() sets `stream` on the handle and enqueues; no device allocation, no
+//    synchronisation, so it may be captured into a CUDA graph. The host descriptor of each
+//    set of pointers (a variant pack) is made on its first run and kept, so repeated runs
+//    on the same buffers (every inference of a plan) create nothing. Several threads may
+//    run one FusedConv, each with its own handle (runs are serialised on a mutex).
 #pragma once
 
 #include <cudnn.h>
