@@ -8,7 +8,9 @@
 //    ignored (Darknet's -FLT_MAX), a window with no tap inside yields -FLT_MAX;
 //  - comparisons are `v > max`, as Darknet (a NaN input never wins).
 // Stride 1 on both axes (SPP 5/9/13, yolov3-tiny's 2/1) is computed separably: the
-// valid taps form a rectangle, so a column max followed by a row max is the same max.
+// valid taps form a rectangle, so a column max followed by a row max is the same max;
+// each column max remembers its row so that, of equal maxima (+0 and -0), the first in
+// Darknet's row-major scan wins, as in the direct loop.
 // OpenMP over (image, channel) planes.
 #include <algorithm>
 #include <cfloat>
@@ -65,9 +67,11 @@ void pool_plane_general(const float* x, const PoolGeom& g, float* y) {
 constexpr int kMaxSeparableWidth = 4096;  // stack row buffer of the separable path
 
 // Stride 1 on both axes: per output row, the column max over the valid rows into
-// `colmax` (W floats), then a sliding row max over the valid columns.
+// `colmax` (W floats, with the row of each in `colrow`), then a row max over the valid
+// columns taking, of equal values, the one from the earliest row.
 void pool_plane_stride1(const float* x, const PoolGeom& g, float* y) {
   float colmax[kMaxSeparableWidth];
+  int colrow[kMaxSeparableWidth];
   for (int oy = 0; oy < g.oh; ++oy) {
     const int y0 = std::max(0, oy + g.off);
     const int y1 = std::min(g.h, oy + g.off + g.size);
@@ -77,15 +81,27 @@ void pool_plane_stride1(const float* x, const PoolGeom& g, float* y) {
       continue;
     }
     std::fill(colmax, colmax + g.w, -FLT_MAX);
+    std::fill(colrow, colrow + g.w, g.h);
     for (int iy = y0; iy < y1; ++iy) {
       const float* row = x + int64_t(iy) * g.w;
-      for (int ix = 0; ix < g.w; ++ix) colmax[ix] = vmax(colmax[ix], row[ix]);
+      for (int ix = 0; ix < g.w; ++ix) {
+        const bool take = row[ix] > colmax[ix];
+        colmax[ix] = take ? row[ix] : colmax[ix];
+        colrow[ix] = take ? iy : colrow[ix];
+      }
     }
     for (int ox = 0; ox < g.ow; ++ox) {
       const int x0 = std::max(0, ox + g.off);
       const int x1 = std::min(g.w, ox + g.off + g.size);
       float m = -FLT_MAX;
-      for (int ix = x0; ix < x1; ++ix) m = vmax(m, colmax[ix]);
+      int m_row = g.h;
+      for (int ix = x0; ix < x1; ++ix) {
+        // equal values differ only as +0 / -0: the earlier row's wins (row-major order)
+        if (colmax[ix] > m || (colmax[ix] == m && colrow[ix] < m_row)) {
+          m = colmax[ix];
+          m_row = colrow[ix];
+        }
+      }
       o[ox] = m;
     }
   }

@@ -10,6 +10,8 @@
 // NCHW / NHWC, f32 / f16); bytes outside the output view must stay untouched.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <string>
 #include <vector>
 
@@ -59,6 +61,13 @@ class PoolCopyTest : public GpuTest {
     const std::string what = "maxpool " + pool_str(p) + " " + shape_str(n, in_shape) + " -> " +
                              shape_str(n, out_shape) + ", in " + describe(in_spec) + ", out " + describe(out_spec);
     HostTensor x = random_tensor(n, in_shape, seed, -5.f, 1.f);  // mostly negative: padding must not win
+    if (seed % 3 == 0) {  // ties of signed zeros and NaN taps: the first strict maximum must win, NaN never
+      for (size_t i = 0; i < x.data.size(); ++i) {
+        const uint32_t h = uint32_t(i) * 2654435761u + seed;
+        if (h % 5 == 0) x.data[i] = (h >> 8) % 2 ? 0.f : -0.f;
+        if (h % 17 == 0) x.data[i] = std::nanf("");
+      }
+    }
     if (in_spec.dtype == DType::kF16) round_to_half(&x);
     HostTensor want(n, out_shape);
     cpu::maxpool(p, x.view(), want.view());
@@ -92,6 +101,14 @@ TEST_F(PoolCopyTest, MaxPoolDarknetCases) {
       {{2, 2, 2, 0}, {3, 7, 5}},     // explicit padding=0: 7x5 -> 3x2
       {{2, 2, 1, 1}, {3, 7, 6}},     // stride_x != stride_y
       {{1, 1, 1, 0}, {3, 5, 4}},     // identity
+      // stride 1: larger planes, more columns than a block
+      {{5, 1, 1, 4}, {40, 19, 19}},  // yolov4's SPP at 608 (fewer channels)
+      {{13, 1, 1, 12}, {6, 19, 21}},
+      {{9, 1, 1, 8}, {5, 17, 9}},
+      {{3, 1, 1, 2}, {4, 20, 9}},
+      {{7, 1, 1, 6}, {3, 17, 10}},
+      {{13, 1, 1, 4}, {2, 11, 12}},  // padding smaller than the window: a smaller output
+      {{4, 1, 1, 3}, {3, 9, 9}},     // an even window
   };
   const std::vector<ViewSpec> specs = standard_specs();
   uint32_t seed = 1000;

@@ -94,6 +94,32 @@ TEST(CpuMaxPool, OtherGeometries) {
   run_maxpool(pool(3, 1, 1, 2), 1, {1, 2, 5000}, {1, 2, 5000}, 13);  // wider than the separable buffer
 }
 
+// Ties between +0 and -0 (equal values, different bits) and NaN taps: the first maximum
+// of Darknet's row-major scan wins and NaN never does, in both the separable (stride 1)
+// and the general path; compared bit for bit.
+TEST(CpuMaxPool, SignedZeroTiesAndNaNFollowDarknetsScan) {
+  for (const MaxPoolParams& p : {pool(5, 1, 1, 4), pool(13, 1, 1, 12), pool(2, 1, 1, 1), pool(3, 2, 2, 2)}) {
+    SCOPED_TRACE(::testing::Message() << "size " << p.size << " stride " << p.stride_x);
+    const Shape3 is{3, 11, 12};
+    const Shape3 os{is.c, (is.h + p.padding - p.size) / p.stride_y + 1, (is.w + p.padding - p.size) / p.stride_x + 1};
+    std::mt19937 rng(77);
+    SlicedTensor in(1, is);
+    in.fill_uniform(rng, -5.f, -1.f);  // negative: the zeros are the maxima
+    for (int64_t i = 0; i < in.count(); ++i) {
+      const uint32_t r = rng();
+      if (r % 3 == 0) in.image(0)[i] = (r >> 4) % 2 ? 0.f : -0.f;
+      if (r % 11 == 0) in.image(0)[i] = std::numeric_limits<float>::quiet_NaN();
+    }
+    SlicedTensor out(1, os);
+    cpu::maxpool(p, in.view, out.view);
+    const std::vector<float> ref = maxpool_reference(p, in, os);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < out.count(); ++i) differ += std::signbit(out.image(0)[i]) != std::signbit(ref[size_t(i)]);
+    EXPECT_EQ(differ, 0);
+    EXPECT_EQ(test::mismatches(out, ref), 0);
+  }
+}
+
 // ---- upsample ----
 
 TEST(CpuUpsample, StrideAndScale) {
