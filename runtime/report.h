@@ -99,6 +99,11 @@ struct EngineOpenTiming {
   int fused_refused = 0;           // convs whose graph no cuDNN engine took (run unfused)
   int fused_loaded = 0;            // distinct graphs loaded from the plans kept for this model and GPU
   int fused_plans_stored = 0;      // plans the cache file held at open
+  // Fusion::kAuto, per fused configuration: the graph and the conv + epilogue pass timed
+  // at open (or their times read from the cache) and the faster one run.
+  double fused_choice_ms = 0;      // of conv_setup_ms: timing both variants at open
+  int fused_timed = 0;             // configurations timed at this open
+  int fused_slower = 0;            // convs run unfused because their graph was measured slower
   int convs = 0;                   // convolutions created
   int convs_cached = 0;            // of which with a cached algorithm (confirmed by cuDNN, or with its size)
   int convs_workspace_cached = 0;  // of convs_cached: the workspace size came with it (no cuDNN call)

@@ -77,10 +77,25 @@ Dims nhwc(int64_t n, int64_t c, int64_t h, int64_t w) { return Dims{{n, c, h, w}
 struct FusedConv::Impl {
   FusedConvConfig config;
   TensorView in, out;  // geometry only
-  std::deque<BackendDesc> keep;  // every descriptor the plan refers to (a deque: references stay valid)
-  BackendDesc plan;
-  size_t workspace = 0;
+  std::deque<BackendDesc> keep;  // every descriptor the plans refer to (a deque: references stay valid)
+  // Finalised plans (create: up to config.max_plans of cuDNN's heuristics, in its order;
+  // load: one); run() executes plans[chosen].
+  struct Plan {
+    BackendDesc plan;
+    size_t workspace = 0;
+    int64_t engine = -1;
+    bool runtime_compiled = false;
+  };
+  std::vector<Plan> plans;
+  int chosen = 0;
   FusedConvInfo info;
+  const Plan& current() const { return plans[size_t(chosen)]; }
+  void select(int i) {
+    chosen = i;
+    info.engine = current().engine;
+    info.runtime_compiled = current().runtime_compiled;
+  }
+  Status add_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t engine_config, std::string* why_not);
   int64_t next_virtual = kFirstVirtual;
   // Variant packs by their pointers (in, weights, bias, out, residual, workspace): each
   // step that runs this plan keeps its own, made on its first run (the graph capture or
@@ -250,10 +265,55 @@ Status FusedConv::Impl::build(cudnnHandle_t handle) {
   return choose_engine(handle, graph);
 }
 
-// The first configuration of cuDNN's heuristics (mode A, then the fallback list) that
-// finalises as a plan within the workspace limit.
+// Finalises `engine_config` as a plan; kept when its workspace fits the limit, else
+// *why_not says why not (a refusal is not an error).
+Status FusedConv::Impl::add_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t engine_config, std::string* why_not) {
+  Plan p;
+  DLR_RETURN_IF_ERROR(p.plan.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  DLR_RETURN_IF_ERROR(set(p.plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
+#pragma GCC diagnostic pop
+  DLR_RETURN_IF_ERROR(set(p.plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                          &engine_config));
+  const cudnnStatus_t s = cudnnBackendFinalize(p.plan.get());
+  if (s != CUDNN_STATUS_SUCCESS) {
+    *why_not = cudnnGetErrorString(s);
+    return Status();
+  }
+  int64_t ws = 0, n_ws = 0;
+  DLR_CUDNN_CHECK(cudnnBackendGetAttribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                           &n_ws, &ws));
+  if (ws < 0 || size_t(ws) > config.workspace_limit) {
+    *why_not = "workspace of " + std::to_string(ws) + " bytes over the limit";
+    return Status();
+  }
+  p.workspace = size_t(ws);
+  // Which engine (for reports): its global index and whether it was compiled at run time.
+  BackendDesc engine;
+  DLR_RETURN_IF_ERROR(engine.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR));
+  int64_t n_engine = 0;
+  cudnnBackendDescriptor_t engine_raw = engine.get();
+  if (cudnnBackendGetAttribute(engine_config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n_engine,
+                               &engine_raw) == CUDNN_STATUS_SUCCESS) {
+    int64_t n_idx = 0;
+    cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n_idx, &p.engine);
+    cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    int64_t n_notes = 0;
+    if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                 CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n_notes, notes) == CUDNN_STATUS_SUCCESS)
+      for (int64_t k = 0; k < n_notes; ++k)
+        p.runtime_compiled = p.runtime_compiled || notes[k] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+  }
+  plans.push_back(std::move(p));
+  return Status();
+}
+
+// The first config.max_plans configurations of cuDNN's heuristics (mode A, then the
+// fallback list) that finalise as plans within the workspace limit.
 Status FusedConv::Impl::choose_engine(cudnnHandle_t handle, const BackendDesc& graph) {
   std::string last = "no engine configuration offered";
+  const int wanted = std::max(1, config.max_plans);
   for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     BackendDesc heur;
     DLR_RETURN_IF_ERROR(heur.create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
@@ -264,62 +324,25 @@ Status FusedConv::Impl::choose_engine(cudnnHandle_t handle, const BackendDesc& g
     if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
                                  nullptr) != CUDNN_STATUS_SUCCESS || count <= 0)
       continue;
-    std::vector<BackendDesc> cfgs(static_cast<size_t>(count));
     std::vector<cudnnBackendDescriptor_t> raw;
-    for (BackendDesc& c : cfgs) {
+    for (int64_t i = 0; i < count; ++i) {
+      BackendDesc& c = add();  // kept: a plan refers to its configuration
       DLR_RETURN_IF_ERROR(c.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
       raw.push_back(c.get());
     }
     DLR_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, raw.data()));
     info.candidates += int(count);
-    for (int64_t i = 0; i < count; ++i) {
-      BackendDesc candidate;
-      DLR_RETURN_IF_ERROR(candidate.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-      DLR_RETURN_IF_ERROR(set(candidate, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
-#pragma GCC diagnostic pop
-      DLR_RETURN_IF_ERROR(set(candidate, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                              &raw[size_t(i)]));
-      const cudnnStatus_t s = cudnnBackendFinalize(candidate.get());
-      if (s != CUDNN_STATUS_SUCCESS) {
-        last = cudnnGetErrorString(s);
-        continue;
-      }
-      int64_t ws = 0, n_ws = 0;
-      DLR_CUDNN_CHECK(cudnnBackendGetAttribute(candidate.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                               CUDNN_TYPE_INT64, 1, &n_ws, &ws));
-      if (ws < 0 || size_t(ws) > config.workspace_limit) {
-        last = "workspace of " + std::to_string(ws) + " bytes over the limit";
-        continue;
-      }
-      workspace = size_t(ws);
-      // Which engine (for reports): its global index and whether it was compiled at run time.
-      BackendDesc engine;
-      DLR_RETURN_IF_ERROR(engine.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR));
-      int64_t n_engine = 0;
-      cudnnBackendDescriptor_t engine_raw = engine.get();
-      if (cudnnBackendGetAttribute(raw[size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                   &n_engine, &engine_raw) == CUDNN_STATUS_SUCCESS) {
-        int64_t n_idx = 0;
-        cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n_idx,
-                                 &info.engine);
-        cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-        int64_t n_notes = 0;
-        if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                                     CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n_notes, notes) == CUDNN_STATUS_SUCCESS)
-          for (int64_t k = 0; k < n_notes; ++k)
-            info.runtime_compiled = info.runtime_compiled || notes[k] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
-      }
-      plan = std::move(candidate);
-      // The chosen configuration stays alive with the plan.
-      keep.push_back(std::move(cfgs[size_t(i)]));
-      return Status();
-    }
+    for (int64_t i = 0; i < count && int(plans.size()) < wanted; ++i)
+      DLR_RETURN_IF_ERROR(add_plan(handle, raw[size_t(i)], &last));
+    if (!plans.empty()) break;  // the fallback list only where mode A gave nothing that runs
   }
-  return unsupported("cuDNN graph: no engine runs conv + bias + " + std::string(activation_name(config.params.activation)) +
-                     (config.residual ? " + residual" : "") + " (" + last + ")");
+  if (plans.empty())
+    return unsupported("cuDNN graph: no engine runs conv + bias + " + std::string(activation_name(config.params.activation)) +
+                       (config.residual ? " + residual" : "") + " (" + last + ")");
+  info.plans = int(plans.size());
+  select(0);
+  return Status();
 }
 
 // Checks what create() and load() need of the views.
@@ -353,20 +376,24 @@ Expected<std::unique_ptr<FusedConv>> FusedConv::load(cudnnHandle_t handle, const
   if (handle == nullptr) return invalid_argument("FusedConv::load: null cuDNN handle");
   DLR_RETURN_IF_ERROR(check_views(config, in, out));
   auto impl = Impl::make(config, in, out);
-  DLR_RETURN_IF_ERROR(impl->plan.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
+  Impl::Plan p;
+  DLR_RETURN_IF_ERROR(p.plan.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  DLR_RETURN_IF_ERROR(set(impl->plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
+  DLR_RETURN_IF_ERROR(set(p.plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
 #pragma GCC diagnostic pop
-  DLR_RETURN_IF_ERROR(set(impl->plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+  DLR_RETURN_IF_ERROR(set(p.plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
                           int64_t(plan_json.size()), plan_json.data()));
-  DLR_RETURN_IF_ERROR(finalize(impl->plan));
+  DLR_RETURN_IF_ERROR(finalize(p.plan));
   int64_t ws = 0, n_ws = 0;
-  DLR_CUDNN_CHECK(cudnnBackendGetAttribute(impl->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+  DLR_CUDNN_CHECK(cudnnBackendGetAttribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                            CUDNN_TYPE_INT64, 1, &n_ws, &ws));
   if (ws < 0 || size_t(ws) > config.workspace_limit)
     return invalid_argument("cuDNN graph: a stored plan needs " + std::to_string(ws) + " bytes of workspace");
-  impl->workspace = size_t(ws);
+  p.workspace = size_t(ws);
+  impl->plans.push_back(std::move(p));
+  impl->info.plans = 1;
+  impl->select(0);
   impl->info.loaded = true;
   impl->info.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return std::unique_ptr<FusedConv>(new FusedConv(std::move(impl)));
@@ -374,11 +401,11 @@ Expected<std::unique_ptr<FusedConv>> FusedConv::load(cudnnHandle_t handle, const
 
 Expected<std::string> FusedConv::serialize() const {
   int64_t n = 0;
-  DLR_CUDNN_CHECK(cudnnBackendGetAttribute(m_impl->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+  DLR_CUDNN_CHECK(cudnnBackendGetAttribute(m_impl->current().plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
                                            CUDNN_TYPE_CHAR, 0, &n, nullptr));
   if (n <= 0) return unsupported("cuDNN graph: the plan has no JSON representation");
   std::string text(size_t(n), '\0');
-  DLR_CUDNN_CHECK(cudnnBackendGetAttribute(m_impl->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+  DLR_CUDNN_CHECK(cudnnBackendGetAttribute(m_impl->current().plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
                                            CUDNN_TYPE_CHAR, n, &n, text.data()));
   text.resize(std::min(text.size(), size_t(n)));
   while (!text.empty() && text.back() == '\0') text.pop_back();
@@ -399,12 +426,26 @@ Expected<std::unique_ptr<FusedConv>> FusedConv::create(cudnnHandle_t handle, con
 FusedConv::FusedConv(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 FusedConv::~FusedConv() = default;
 
-size_t FusedConv::workspace_bytes() const { return m_impl->workspace; }
+size_t FusedConv::workspace_bytes() const { return m_impl->current().workspace; }
+size_t FusedConv::max_workspace_bytes() const {
+  size_t ws = 0;
+  for (const Impl::Plan& p : m_impl->plans) ws = std::max(ws, p.workspace);
+  return ws;
+}
+int FusedConv::plan_count() const { return int(m_impl->plans.size()); }
+Status FusedConv::select(int i) {
+  if (i < 0 || i >= plan_count())
+    return invalid_argument("cuDNN graph: plan " + std::to_string(i) + " of " + std::to_string(plan_count()));
+  m_impl->select(i);
+  return Status();
+}
 const FusedConvInfo& FusedConv::info() const { return m_impl->info; }
 std::string FusedConv::describe() const {
   if (m_impl->info.loaded) return "cudnn graph, stored plan";
   return "cudnn graph, engine " + std::to_string(m_impl->info.engine) +
-         (m_impl->info.runtime_compiled ? " (runtime compiled)" : "");
+         (m_impl->info.runtime_compiled ? " (runtime compiled)" : "") +
+         (plan_count() > 1 ? ", plan " + std::to_string(m_impl->chosen + 1) + " of " + std::to_string(plan_count())
+                           : std::string());
 }
 
 Status FusedConv::run(cudnnHandle_t handle, const TensorView& in, const void* weights, const float* bias,
@@ -414,15 +455,16 @@ Status FusedConv::run(cudnnHandle_t handle, const TensorView& in, const void* we
   if (handle == nullptr || in.data == nullptr || out.data == nullptr || weights == nullptr || bias == nullptr ||
       (m.config.residual && (residual == nullptr || residual->data == nullptr)))
     return invalid_argument("cuDNN graph conv: run with a null handle, tensor, weights or bias");
-  if (workspace_bytes < m.workspace || (m.workspace > 0 && workspace == nullptr))
+  const size_t need = m.current().workspace;
+  if (workspace_bytes < need || (need > 0 && workspace == nullptr))
     return invalid_argument("cuDNN graph conv: workspace of " + std::to_string(workspace_bytes) + " bytes given, " +
-                            std::to_string(m.workspace) + " needed");
+                            std::to_string(need) + " needed");
   DLR_CUDNN_CHECK(cudnnSetStream(handle, stream));
   const Impl::PackKey key = {in.data, const_cast<void*>(weights), const_cast<float*>(bias), out.data,
                              m.config.residual ? residual->data : nullptr, workspace};
   std::lock_guard<std::mutex> lock(m.packs_mutex);
   DLR_ASSIGN_OR_RETURN(const cudnnBackendDescriptor_t pack, m.pack_for(key));
-  DLR_CUDNN_CHECK(cudnnBackendExecute(handle, m.plan.get(), pack));
+  DLR_CUDNN_CHECK(cudnnBackendExecute(handle, m.current().plan.get(), pack));
   return Status();
 }
 

@@ -16,9 +16,10 @@
 //    unsupported.
 //  - The epilogue runs in f32 without rounding between the activation and the residual
 //    add, so results are not bit-identical to CudnnConv + bias_activation_add.
-//  - create() builds the graph, asks cuDNN's heuristics and finalises the first engine
-//    configuration that builds within the workspace limit (runtime compilation may take
-//    tens to hundreds of ms); unsupported() when none does, so the caller falls back.
+//  - create() builds the graph, asks cuDNN's heuristics and finalises the first
+//    config.max_plans engine configurations that build within the workspace limit
+//    (runtime compilation may take tens to hundreds of ms each), the first selected;
+//    unsupported() when none does, so the caller falls back.
 //  - run() sets `stream` on the handle and enqueues; no device allocation, no
 //    synchronisation, so it may be captured into a CUDA graph. The host descriptor of each
 //    set of pointers (a variant pack) is made on its first run and kept, so repeated runs
@@ -42,6 +43,9 @@ struct FusedConvConfig {
   bool residual = false;     // a folded shortcut: add a view of out's shape, then `post`
   Activation post = Activation::kLinear;
   size_t workspace_limit = size_t(256) << 20;  // bytes
+  // create(): how many of cuDNN's engine configurations (in its heuristics' order) are
+  // finalised, for the caller to time and select() one; each may compile a kernel.
+  int max_plans = 1;
 };
 
 // What create() spent and chose (host clock, ms).
@@ -49,7 +53,8 @@ struct FusedConvInfo {
   double build_ms = 0;       // graph, heuristics and the finalised plan (compilation included), or the load
   bool loaded = false;       // made by load() from a serialised plan
   int candidates = 0;        // engine configurations the heuristics offered
-  int64_t engine = -1;       // cuDNN's global engine index of the plan
+  int plans = 0;             // of which finalised (at most FusedConvConfig::max_plans; load: 1)
+  int64_t engine = -1;       // cuDNN's global engine index of the selected plan
   bool runtime_compiled = false;
 };
 
@@ -69,10 +74,15 @@ class FusedConv {
   FusedConv(const FusedConv&) = delete;
   FusedConv& operator=(const FusedConv&) = delete;
 
-  size_t workspace_bytes() const;
+  size_t workspace_bytes() const;      // of the selected plan
+  size_t max_workspace_bytes() const;  // of every finalised plan (what lets select() pick any)
+  int plan_count() const;
+  // The plan run(), serialize() and workspace_bytes() use from now on (0: cuDNN's first).
+  // Not while another thread runs it.
+  Status select(int plan);
   const FusedConvInfo& info() const;
-  std::string describe() const;  // e.g. "cudnn graph, engine 7 (runtime compiled)"
-  // cuDNN's JSON text of the finalised plan (CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION).
+  std::string describe() const;  // e.g. "cudnn graph, engine 7 (runtime compiled), plan 2 of 3"
+  // cuDNN's JSON text of the selected plan (CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION).
   Expected<std::string> serialize() const;
 
   // residual: out's shape (required when config.residual, else ignored).

@@ -15,12 +15,37 @@
 
 namespace dlr {
 namespace {
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;
+
+// One entry of "plans"; errors name the convolution.
+Expected<FusedPlanEntry> parse_entry(const std::string& conv, const nlohmann::json& j) {
+  const std::string where = "convolution '" + conv + "': ";
+  if (conv.empty() || !j.is_object()) return parse_error(where + "the entry is not an object");
+  const auto plan = j.find("plan");
+  if (plan == j.end() || !plan->is_string()) return parse_error(where + "no plan string");
+  FusedPlanEntry e;
+  e.plan = plan->get<std::string>();
+  for (auto [name, dst] : {std::pair<const char*, double*>{"graph_ms", &e.graph_ms}, {"epilogue_ms", &e.epilogue_ms}}) {
+    const auto v = j.find(name);
+    if (v == j.end()) continue;
+    if (!v->is_number() || !(v->get<double>() >= -1)) return parse_error(where + name + " is not a time");
+    *dst = v->get<double>();
+  }
+  if (e.plan.empty() && !e.measured()) return parse_error(where + "an empty plan without both measured times");
+  return e;
+}
 }  // namespace
+
+ConvAlgoKey fused_plans_key(const ConvAlgoKey& algos, const std::string& model_name) {
+  ConvAlgoKey k = algos;
+  k.model = model_name;
+  return k;
+}
 
 std::string format_fused_plans(const ConvAlgoKey& key, const FusedPlanMap& plans) {
   nlohmann::json j = {{"format", kFormat}, {"key", key.text()}, {"plans", nlohmann::json::object()}};
-  for (const auto& [conv, plan] : plans) j["plans"][conv] = plan;
+  for (const auto& [conv, e] : plans)
+    j["plans"][conv] = {{"plan", e.plan}, {"graph_ms", e.graph_ms}, {"epilogue_ms", e.epilogue_ms}};
   return j.dump(1) + "\n";
 }
 
@@ -42,9 +67,7 @@ Expected<FusedPlanMap> parse_fused_plans(const std::string& text, const ConvAlgo
   if (plans == j.end() || !plans->is_object()) return parse_error("no plans object");
   FusedPlanMap out;
   for (auto it = plans->begin(); it != plans->end(); ++it) {
-    if (it.key().empty() || !it.value().is_string() || it.value().get<std::string>().empty())
-      return parse_error("convolution '" + it.key() + "': the plan is not a non-empty string");
-    out[it.key()] = it.value().get<std::string>();
+    DLR_ASSIGN_OR_RETURN(out[it.key()], parse_entry(it.key(), it.value()));
   }
   return out;
 }

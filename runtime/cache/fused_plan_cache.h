@@ -5,11 +5,18 @@
 // (runtime/cuda/cuda_engine_convs.cpp) under the same switch as the algorithm choices.
 //
 // File: user_cache_dir()/fused-plans/<model>-<16 hex>.json, the hex an XXH3-64 of the key
-// text (ConvAlgoKey::text(): GPU UUID, cuDNN version, the model's plan hash, precision,
-// layout, policy, workspace limit); inside {"format": 1, "key": <text>, "plans":
-// {<FusedConv::key>: <cuDNN's plan JSON text>}}. A file whose format or key does not
-// check out is ignored (a warning says why) and rewritten; a plan cuDNN refuses to load
-// is built again and replaced. Writes are atomic (temporary file, rename).
+// text (fused_plans_key: GPU UUID, cuDNN version, the model's name, precision, layout,
+// policy, workspace limit). The model's plan is not in the key: each entry's
+// FusedConv::key names the whole configuration, so the preload and the streamed plans of
+// a model share one file, and with it one choice per configuration (the same kernels,
+// the same bits); inside {"format": 2, "key": <text>, "plans":
+// {<FusedConv::key>: {"plan": <cuDNN's plan JSON text, or "" where the graph is not
+// used>, "graph_ms": <GPU time per run>, "epilogue_ms": <the same, conv + epilogue
+// pass>}}}, the times measured at open (-1: not measured). An empty plan records that
+// the graph was measured slower than the conv with its epilogue pass, so later opens
+// neither build nor time it. A file whose format or key does not check out is ignored (a
+// warning says why) and rewritten; a plan cuDNN refuses to load is built again and
+// replaced. Writes are atomic (temporary file, rename).
 #pragma once
 
 #include <map>
@@ -20,10 +27,26 @@
 
 namespace dlr {
 
-using FusedPlanMap = std::map<std::string, std::string>;  // FusedConv::key -> plan JSON text
+// One fused configuration's plan and the choice made for it.
+struct FusedPlanEntry {
+  std::string plan;          // cuDNN's plan JSON text; empty: run as conv + epilogue pass
+  double graph_ms = -1;      // GPU time per run of the graph, measured at open (-1: not measured)
+  double epilogue_ms = -1;   // the same for the conv and its epilogue pass
+  bool measured() const { return graph_ms >= 0 && epilogue_ms >= 0; }
+  bool operator==(const FusedPlanEntry& o) const {
+    return plan == o.plan && graph_ms == o.graph_ms && epilogue_ms == o.epilogue_ms;
+  }
+  bool operator!=(const FusedPlanEntry& o) const { return !(*this == o); }
+};
+
+using FusedPlanMap = std::map<std::string, FusedPlanEntry>;  // FusedConv::key -> entry
+
+// The algorithm cache's key with the model's name alone in place of its plan's identity.
+ConvAlgoKey fused_plans_key(const ConvAlgoKey& algos, const std::string& model_name);
 
 std::string format_fused_plans(const ConvAlgoKey& key, const FusedPlanMap& plans);
-// Errors (one line): not JSON, another format, another key, a plan that is not a string.
+// Errors (one line): not JSON, another format, another key, an entry without a plan
+// string, a time that is not a number, an empty plan without both times.
 Expected<FusedPlanMap> parse_fused_plans(const std::string& text, const ConvAlgoKey& key);
 // The file of `model_name` and `key`; creates the directory.
 Expected<std::string> fused_plans_path(const std::string& model_name, const ConvAlgoKey& key);

@@ -70,26 +70,21 @@ AlgoCacheFile open_algo_cache(const CompiledModel& model, int device, EngineOpen
 
 // The cuDNN graph plans kept for this model and GPU (runtime/cache/fused_plan_cache.h),
 // beside the algorithm choices and under the same switch; path empty: not kept.
-struct FusedPlanFile {
-  std::string path;
-  FusedPlanMap stored;
-};
-
-FusedPlanFile open_fused_plans(const AlgoCacheFile& algos, const std::string& model_name, Fusion fusion,
-                               EngineOpenTiming* t) {
-  FusedPlanFile f;
-  if (!algos.on || fusion == Fusion::kOff || fusion == Fusion::kEpilogue) return f;
-  const Expected<std::string> path = fused_plans_path(model_name, algos.key);
+void open_fused_plans(const AlgoCacheFile& algos, const std::string& model_name, Fusion fusion,
+                      FusedSetup* f, EngineOpenTiming* t) {
+  if (!algos.on || fusion == Fusion::kOff || fusion == Fusion::kEpilogue) return;
+  const Expected<std::string> path = fused_plans_path(model_name, fused_plans_key(algos.key, model_name));
   if (!path.ok()) {
     DLR_LOG_WARN("cuDNN graph plans not kept: {}", path.status().message());
-    return f;
+    return;
   }
-  f.path = *path;
+  f->path = *path;
+  f->key = fused_plans_key(algos.key, model_name);
   std::string reason;
-  f.stored = load_fused_plans(f.path, algos.key, &reason);
+  f->stored = load_fused_plans(f->path, f->key, &reason);
   if (!reason.empty()) DLR_LOG_WARN("cuDNN graph plan cache {}; ignored (building again and rewriting it)", reason);
-  t->fused_plans_stored = int(f.stored.size());
-  return f;
+  f->keep = f->stored;  // the configurations of other plans of this model stay
+  t->fused_plans_stored = int(f->stored.size());
 }
 
 // A conv's creation error, naming the layer and its cfg line.
@@ -131,8 +126,8 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
   }
   timing.algo_cache_ms = ms_since(t_conv);
   ConvAlgoMap chosen;  // this model's choices, to keep
-  FusedPlanFile fused_file = open_fused_plans(algo_file, model.model_name, m_options.fusion, &timing);
-  FusedPlanMap fused_keep;
+  m_fused = FusedSetup();
+  open_fused_plans(algo_file, model.model_name, m_options.fusion, &m_fused, &timing);
   std::map<std::string, std::shared_ptr<const cuda::FusedConv>> fused_made;
   m_convs.resize(m_plan.steps.size());
   m_concat_convs.resize(m_plan.steps.size());
@@ -144,14 +139,10 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
       DLR_RETURN_IF_ERROR(make_concat_conv(st, model.cfg_path));
     } else {
       DLR_RETURN_IF_ERROR(make_conv(st, model.cfg_path, algo_file.stored, &chosen));
-      DLR_RETURN_IF_ERROR(make_fused_conv(st, model.cfg_path, fused_file.stored, &fused_made, &fused_keep));
+      DLR_RETURN_IF_ERROR(make_fused_conv(st, model.cfg_path, &fused_made));
     }
   }
   if (algo_file.on) keep_algo_choices(algo_file, chosen, &timing);
-  if (!fused_file.path.empty() && fused_keep != fused_file.stored) {
-    const Status saved = save_fused_plans(fused_file.path, algo_file.key, fused_keep);
-    if (!saved.ok()) DLR_LOG_WARN("cuDNN graph plans not kept: {}", saved.message());
-  }
   timing.conv_setup_ms = ms_since(t_conv);
   log_conv_setup(timing, algo_file);
   return Status();
@@ -218,26 +209,42 @@ bool CudaEngine::wants_fused(const Step& st) const {
          !st.accumulate && st.weight >= 0 && m_plan.weights[size_t(st.weight)].bias_elems > 0;
 }
 
-Status CudaEngine::make_fused_conv(const Step& st, const std::string& cfg_path, const FusedPlanMap& stored,
-                                   std::map<std::string, std::shared_ptr<const cuda::FusedConv>>* made,
-                                   FusedPlanMap* keep) {
+// auto times the graph against the conv + epilogue pass where the engine may run kernels
+// on its own buffers at open (a Runtime's engines share their arena and ring: not there).
+bool CudaEngine::chooses_fused() const {
+  return m_options.fusion == Fusion::kAuto && !m_options.shared_memory && !m_options.shared_ring;
+}
+
+Status CudaEngine::make_fused_conv(const Step& st, const std::string& cfg_path,
+                                   std::map<std::string, std::shared_ptr<const cuda::FusedConv>>* made) {
   if (!wants_fused(st)) return Status();
   cuda::FusedConvConfig cfg;
   cfg.params = std::get<ConvParams>(st.params);
   cfg.residual = st.residual.buffer >= 0;
   cfg.post = st.residual_activation;
   cfg.workspace_limit = size_t(m_options.workspace_limit);
+  // find_algorithms: several of cuDNN's engines finalised, timed by choose_fused_convs
+  cfg.max_plans = chooses_fused() && m_options.find_algorithms ? kFusedPlansToTime : 1;
   const TensorView in = view(st.inputs[0]), out = view(st.output);
   const std::string key = cuda::FusedConv::key(cfg, in, out);
-  if (const auto it = made->find(key); it != made->end()) {  // a step of the same configuration built it
+  m_fused.steps[key].push_back(st.index);
+  if (const auto it = made->find(key); it != made->end()) {  // a step of the same configuration decided
     if (it->second) m_open_timing.convs_fused += 1;
+    if (!it->second && m_fused.keep.count(key) && m_fused.keep[key].plan.empty()) m_open_timing.fused_slower += 1;
     m_fused_convs[size_t(st.index)] = it->second;
+    return Status();
+  }
+  const auto stored = m_fused.stored.find(key);
+  if (stored != m_fused.stored.end() && stored->second.plan.empty() && chooses_fused()) {
+    m_fused.keep[key] = stored->second;  // measured slower than the epilogue pass: not built
+    m_open_timing.fused_slower += 1;
+    (*made)[key] = nullptr;
     return Status();
   }
   const auto t0 = Clock::now();
   Expected<std::unique_ptr<cuda::FusedConv>> fused = unsupported("not built");
-  if (const auto it = stored.find(key); it != stored.end()) {
-    fused = cuda::FusedConv::load(m_cudnn.get(), cfg, in, out, it->second);
+  if (stored != m_fused.stored.end() && !stored->second.plan.empty()) {
+    fused = cuda::FusedConv::load(m_cudnn.get(), cfg, in, out, stored->second.plan);
     if (!fused.ok()) DLR_LOG_WARN("layer {}: stored cuDNN plan not taken ({}); building it", st.layer, fused.status().message());
   }
   if (!fused.ok()) fused = cuda::FusedConv::create(m_cudnn.get(), cfg, in, out);
@@ -253,13 +260,19 @@ Status CudaEngine::make_fused_conv(const Step& st, const std::string& cfg_path, 
                 (*fused)->info().build_ms, (*fused)->workspace_bytes());
   m_open_timing.convs_fused += 1;
   m_open_timing.fused_loaded += (*fused)->info().loaded ? 1 : 0;
-  m_workspace_need = std::max(m_workspace_need, (*fused)->workspace_bytes());
-  if (const auto it = stored.find(key); it != stored.end() && (*fused)->info().loaded) {
-    (*keep)[key] = it->second;
+  m_workspace_need = std::max(m_workspace_need, (*fused)->max_workspace_bytes());
+  FusedPlanEntry entry;
+  if ((*fused)->info().loaded) {
+    entry = stored->second;
   } else if (Expected<std::string> text = (*fused)->serialize(); text.ok()) {
-    (*keep)[key] = std::move(text).value();
+    entry.plan = std::move(text).value();
   }
-  std::shared_ptr<const cuda::FusedConv> shared = std::move(fused).value();
+  if (!entry.plan.empty()) m_fused.keep[key] = entry;
+  std::shared_ptr<cuda::FusedConv> shared = std::move(fused).value();
+  if (chooses_fused() && !entry.measured()) {
+    m_fused.to_time.push_back(key);
+    m_fused.built[key] = shared;
+  }
   (*made)[key] = shared;
   m_fused_convs[size_t(st.index)] = std::move(shared);
   return Status();

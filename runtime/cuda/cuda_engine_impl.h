@@ -12,7 +12,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/conv.h"
@@ -37,6 +39,17 @@ struct DequantJob;  // kernels/cuda/cuda_ops.h
 
 // Whether CUDA device `device` exists (cudaGetDeviceCount); the error names the count.
 Status check_cuda_device(int device);
+
+// The fused configurations of an open (CudaEngine::setup_convs to choose_fused_convs).
+struct FusedSetup {
+  std::string path;  // the plan cache file; empty: plans not kept
+  ConvAlgoKey key;
+  FusedPlanMap stored, keep;                      // what the file held, what it will hold
+  std::map<std::string, std::vector<int>> steps;  // configuration -> the steps sharing its graph
+  std::vector<std::string> to_time;               // configurations whose choice is not measured yet
+  std::map<std::string, std::shared_ptr<cuda::FusedConv>> built;  // their graphs (to select a plan)
+};
+constexpr int kFusedPlansToTime = 4;  // cuDNN engines timed per fused configuration (find_algorithms)
 
 class CudaEngine final : public Engine, public SharedMemoryClient, public SharedRingClient {
  public:
@@ -134,8 +147,17 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // (`made`), loaded from `stored` (the plans kept for this model and GPU) or built;
   // a plan loaded or built is added to `keep` (what the cache file should hold).
   bool wants_fused(const Step& st) const;
-  Status make_fused_conv(const Step& st, const std::string& cfg_path, const FusedPlanMap& stored,
-                         std::map<std::string, std::shared_ptr<const cuda::FusedConv>>* made, FusedPlanMap* keep);
+  bool chooses_fused() const;  // Fusion::kAuto on an engine that owns its arena and pool: time both variants
+  Status make_fused_conv(const Step& st, const std::string& cfg_path,
+                         std::map<std::string, std::shared_ptr<const cuda::FusedConv>>* made);
+  // fused_choice.cpp (after the workspace exists): every configuration in
+  // m_fused.to_time timed as a graph and as conv + epilogue pass on this engine's
+  // buffers (outputs overwritten: open only); the slower graph dropped; the cache written.
+  Status choose_fused_convs();
+  Status time_step(const Step& st, double* ms_per_run);
+  Status time_replay(const cuda::GraphExec& g, double* ms);  // one launch of g on an idle GPU, ms
+  Status time_fused_plans(const Step& st, cuda::FusedConv* graph, double* best_ms);  // selects the fastest plan
+  Status fit_workspace();  // own workspace down to what the selected plans and convs need
   Status make_concat_conv(const Step& st, const std::string& cfg_path);  // a conv over a concatenation's parts
   // weight_residency.cpp
   Status setup_weights(WeightSource& weights);
@@ -275,6 +297,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   std::vector<std::unique_ptr<cuda::ConcatConv>> m_concat_convs;  // per step: a conv over a concatenation's parts
   // per step: the conv as one cuDNN graph (or null); steps of one configuration share it
   std::vector<std::shared_ptr<const cuda::FusedConv>> m_fused_convs;
+  FusedSetup m_fused;  // the fused configurations of the open (cleared by choose_fused_convs)
   cuda::CublasHandle m_cublas;  // made at open only when the plan has a conv over a concatenation
   cuda::GraphExec m_graph;
   // Prefetch across inferences: the inference without its first m_prefetch_count copies

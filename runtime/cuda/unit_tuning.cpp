@@ -98,26 +98,13 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
                          DLR_RETURN_IF_ERROR(layers(false));
                          return enqueue_outputs(s);
                        }));
-  // One replay timed between two events on an idle GPU, as run() launches an inference
-  // (queued behind other work it would show no launch latency).
-  auto timed = [&](const cuda::GraphExec& g, double* ms_out) -> Status {
-    DLR_CUDA_CHECK(cudaStreamSynchronize(s));
-    DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
-    DLR_CUDA_CHECK(cudaGraphLaunch(g.get(), s));
-    DLR_CUDA_CHECK(cudaEventRecord(m_ev_end.get(), s));
-    DLR_CUDA_CHECK(cudaStreamSynchronize(s));
-    float t = 0;
-    DLR_CUDA_CHECK(cudaEventElapsedTime(&t, m_ev_start.get(), m_ev_end.get()));
-    *ms_out = t;
-    return Status();
-  };
   std::vector<std::vector<double>> per_layer(n);
   std::vector<double> idle, idle_whole;
   for (int rep = -1; rep < kTimingReps; ++rep) {  // rep -1: warm-up
     DLR_CUDA_CHECK(cudaGraphLaunch(with_stamps.get(), s));
     double i0 = 0, w = 0;
-    DLR_RETURN_IF_ERROR(timed(plain, &i0));
-    DLR_RETURN_IF_ERROR(timed(whole, &w));
+    DLR_RETURN_IF_ERROR(time_replay(plain, &i0));
+    DLR_RETURN_IF_ERROR(time_replay(whole, &w));
     if (rep < 0) continue;
     idle.push_back(i0);
     idle_whole.push_back(w);

@@ -8,11 +8,14 @@
 //    within the fp16 run's own error against fp32, and streams bit-identically to its
 //    own preload.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -170,6 +173,8 @@ TEST_F(FusedConvTest, MatchesTheCpuReference) {
         cfg.params = p;
         cfg.residual = res > 0;
         cfg.post = post;
+        // several of cuDNN's engines (each a compilation): every selected plan is checked
+        cfg.max_plans = res == 1 && (act == Activation::kMish || act == Activation::kLeaky) ? 3 : 1;
         const std::string what = std::string("fused conv ") + cc.name + " " + activation_name(act) +
                                  (res == 0 ? "" : res == 1 ? " + residual" : " + residual, leaky");
         auto conv = cuda::FusedConv::create(handle->get(), cfg, dx.view(), dy.view());
@@ -179,25 +184,33 @@ TEST_F(FusedConvTest, MatchesTheCpuReference) {
           ++refused;
           continue;
         }
-        auto ws = cuda::DeviceBuffer::alloc(std::max<size_t>(1, (*conv)->workspace_bytes()));
+        EXPECT_GE((*conv)->plan_count(), 1);
+        EXPECT_LE((*conv)->plan_count(), cfg.max_plans);
+        auto ws = cuda::DeviceBuffer::alloc(std::max<size_t>(1, (*conv)->max_workspace_bytes()));
         ASSERT_TRUE(ws.ok());
-        ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
-        const Status st = (*conv)->run(handle->get(), dx.view(), dw->data(), static_cast<const float*>(db->data()),
-                                       &dr.view(), dy.view(), ws->data(), (*conv)->workspace_bytes(), stream());
-        ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
-        HostTensor got;
-        int64_t touched = 0, first = -1;
-        ASSERT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream()));
-        std::printf("[fused] %s: %s, build %.1f ms, workspace %zu, rel %.3g\n", what.c_str(),
-                    (*conv)->describe().c_str(), (*conv)->info().build_ms, (*conv)->workspace_bytes(),
-                    rel_l2(got.data, want.data));
-        EXPECT_TRUE(near_rel(got, want, 5e-3, what));
+        for (int plan = 0; plan < (*conv)->plan_count(); ++plan) {
+          ASSERT_TRUE((*conv)->select(plan).ok());
+          ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+          const Status st = (*conv)->run(handle->get(), dx.view(), dw->data(), static_cast<const float*>(db->data()),
+                                         &dr.view(), dy.view(), ws->data(), (*conv)->workspace_bytes(), stream());
+          ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+          HostTensor got;
+          int64_t touched = 0, first = -1;
+          ASSERT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream()));
+          std::printf("[fused] %s: %s, build %.1f ms, workspace %zu, rel %.3g\n", what.c_str(),
+                      (*conv)->describe().c_str(), (*conv)->info().build_ms, (*conv)->workspace_bytes(),
+                      rel_l2(got.data, want.data));
+          EXPECT_TRUE(near_rel(got, want, 5e-3, what + " plan " + std::to_string(plan)));
+        }
+        EXPECT_FALSE((*conv)->select((*conv)->plan_count()).ok());
         ++built;
       }
   std::printf("[fused] %d built, %d refused\n", built, refused);
   // Hopper and Ampere run these graphs (runtime fusion); a refusal of the yolov4 cases
   // there would turn fusion into a silent no-op.
-  if (prop_major >= 8) EXPECT_EQ(refused, 0);
+  if (prop_major >= 8) {
+    EXPECT_EQ(refused, 0);
+  }
 }
 
 // ---- whole networks ----
@@ -287,8 +300,20 @@ TEST(FusionGpu, EpilogueIsBitIdenticalAndCudnnStaysWithinTheFp16Error) {
   }
 }
 
-// With the cache on (auto), the first open builds the graphs and keeps cuDNN's plans; the
-// second loads every one of them and computes the same bits.
+// The plan cache file of `dir` (one model): its "plans" object.
+nlohmann::json read_plan_cache(const std::string& dir) {
+  nlohmann::json plans;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/fused-plans")) {
+    std::ifstream f(entry.path());
+    EXPECT_TRUE(plans.is_null()) << "more than one plan cache file";
+    plans = nlohmann::json::parse(f)["plans"];
+  }
+  return plans;
+}
+
+// With the cache on (auto), the first open builds the graphs, times each against the conv
+// with its epilogue pass, runs the faster and keeps plans and times; the second loads the
+// graphs that won, builds none that lost, times nothing and computes the same bits.
 TEST(FusionGpu, PlansKeptByTheFirstOpenAreLoadedByTheNext) {
   DLR_REQUIRE_GPU();
   DLR_REQUIRE_SHARED_DIR();
@@ -304,20 +329,69 @@ TEST(FusionGpu, PlansKeptByTheFirstOpenAreLoadedByTheNext) {
   o.cache_kernel_times = true;  // fusion auto: graphs only where their plans are kept
   const Heads first = run_net(cfg, weights, o, input);
   const Heads second = run_net(cfg, weights, o, input);
+  // Streamed at the smallest pool: the preload's choices (one file per model), the same bits.
+  SessionOptions so = o;
+  so.mode = WeightMode::kStream;
+  so.weight_budget = WeightBudget::min();
+  const Heads streamed = run_net(cfg, weights, so, input);
   unsetenv("DLR_CACHE_DIR");
-  ASSERT_TRUE(first.ok && second.ok);
-  std::printf("yolov4-tiny fp16, fusion auto with the cache: first open %d convs fused in %.1f ms (%d loaded), "
-              "second %.1f ms (%d loaded)\n",
-              first.timing.convs_fused, first.timing.fused_ms, first.timing.fused_loaded, second.timing.fused_ms,
-              second.timing.fused_loaded);
-  EXPECT_GT(first.timing.convs_fused, 10);
-  EXPECT_EQ(first.timing.fused_loaded, 0);
-  EXPECT_EQ(second.timing.convs_fused, first.timing.convs_fused);
-  EXPECT_GT(second.timing.fused_loaded, 0);
-  EXPECT_EQ(second.timing.fused_plans_stored, second.timing.fused_loaded);
+  ASSERT_TRUE(first.ok && second.ok && streamed.ok);
+  EXPECT_EQ(streamed.timing.fused_timed, 0);
+  for (size_t k = 0; k < first.out.size(); ++k)
+    ASSERT_EQ(streamed.out[k], first.out[k]) << "head " << k << ": streamed auto-fused run differs from its preload";
+  const EngineOpenTiming &a = first.timing, &b = second.timing;
+  std::printf("yolov4-tiny fp16, fusion auto with the cache: first open %d convs fused, %d faster unfused "
+              "(%d configurations timed in %.1f ms), graphs %.1f ms; second %d fused, %d unfused, %d loaded in %.1f ms\n",
+              a.convs_fused, a.fused_slower, a.fused_timed, a.fused_choice_ms, a.fused_ms, b.convs_fused,
+              b.fused_slower, b.fused_loaded, b.fused_ms);
+  EXPECT_GT(a.convs_fused + a.fused_slower, 10);
+  EXPECT_GT(a.fused_timed, 0);
+  EXPECT_EQ(a.fused_loaded, 0);
+  EXPECT_EQ(b.fused_timed, 0);
+  EXPECT_EQ(b.convs_fused, a.convs_fused);
+  EXPECT_EQ(b.fused_slower, a.fused_slower);
+  // The file: every configuration timed; a plan kept exactly where the graph won.
+  const nlohmann::json plans = read_plan_cache(dir);
+  int with_plan = 0;
+  for (const auto& [conv, e] : plans.items()) {
+    const double g = e["graph_ms"].get<double>(), u = e["epilogue_ms"].get<double>();
+    EXPECT_GT(g, 0) << conv;
+    EXPECT_GT(u, 0) << conv;
+    const bool graph = !e["plan"].get<std::string>().empty();
+    EXPECT_EQ(graph, g <= u) << conv << ": graph " << g << " ms, epilogue " << u << " ms";
+    with_plan += graph ? 1 : 0;
+  }
+  EXPECT_EQ(a.fused_timed, int(plans.size()));
+  EXPECT_EQ(b.fused_plans_stored, int(plans.size()));
+  EXPECT_EQ(b.fused_loaded, with_plan);
   for (size_t k = 0; k < first.out.size(); ++k) ASSERT_EQ(second.out[k], first.out[k]) << "head " << k;
+  // With find_algorithms, several of cuDNN's engines per graph are timed and the fastest
+  // kept: the result stays within the fp16 error of the unfused run.
+  const std::string dir_find = temp_dir() + "/fused-cache-find";
+  setenv("DLR_CACHE_DIR", dir_find.c_str(), 1);
+  o.find_algorithms = true;
+  const Heads found = run_net(cfg, weights, o, input);
+  unsetenv("DLR_CACHE_DIR");
+  o.find_algorithms = false;
+  o.cache_kernel_times = false;
+  o.fusion = Fusion::kOff;
+  const Heads off = run_net(cfg, weights, o, input);
+  o.precision = Precision::kFP32;
+  const Heads ref = run_net(cfg, weights, o, input);
+  ASSERT_TRUE(found.ok && off.ok && ref.ok);
+  const double off_err = worst_relative(off, ref), found_err = worst_relative(found, ref);
+  std::printf("yolov4-tiny fp16 with find_algorithms: %d convs fused, %d faster unfused, %d configurations timed in "
+              "%.1f ms; error vs fp32 %.3g (unfused %.3g)\n",
+              found.timing.convs_fused, found.timing.fused_slower, found.timing.fused_timed,
+              found.timing.fused_choice_ms, found_err, off_err);
+  EXPECT_EQ(found.timing.fused_timed, a.fused_timed);
+  EXPECT_LE(found_err, 2.5 * off_err + 1e-3);
+  o.precision = Precision::kFP16;
+  o.fusion = Fusion::kAuto;
+  o.cache_kernel_times = true;
   // Without the cache, auto keeps the epilogue pass: no graph, no build time.
   o.cache_kernel_times = false;
+  ASSERT_EQ(o.fusion, Fusion::kAuto);
   const Heads plain = run_net(cfg, weights, o, input);
   ASSERT_TRUE(plain.ok);
   EXPECT_EQ(plain.timing.convs_fused, 0);

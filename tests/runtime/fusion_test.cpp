@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "loaders/network_desc.h"
 #include "loaders/synthetic_weights.h"
 #include "loaders/weights_file.h"
@@ -62,8 +64,9 @@ TEST(Fusion, EveryShortcutOfYolov4RunsInTheConvBeforeIt) {
     } else {
       EXPECT_EQ(s.folded_into, -1) << i;
       EXPECT_EQ(s.no_op, b.no_op) << i;
-      if (s.kind != LayerKind::kConv || plan->steps[i + 1].kind != LayerKind::kShortcut)
+      if (s.kind != LayerKind::kConv || plan->steps[i + 1].kind != LayerKind::kShortcut) {
         EXPECT_LT(s.residual.buffer, 0) << i;
+      }
     }
   }
   EXPECT_EQ(plan->arena_bytes, before.arena_bytes);
@@ -178,19 +181,30 @@ TEST(FusedPlanCache, RoundTripAndRefusals) {
   key.layout = "NHWC";
   key.policy = "heuristic";
   key.workspace_limit = int64_t(256) << 20;
-  const FusedPlanMap plans = {{"fused in 1x64x38x38 out ...", "{\"plan\": 1}"}, {"fused b", "x"}};
+  FusedPlanMap plans;
+  plans["fused in 1x64x38x38 out ..."].plan = "{\"plan\": 1}";                 // built, not timed
+  plans["fused b"] = FusedPlanEntry{"x", 0.0125, 0.02};                          // timed: the graph won
+  plans["fused c"] = FusedPlanEntry{"", 0.046, 0.033};                           // timed: the epilogue won
   auto back = parse_fused_plans(format_fused_plans(key, plans), key);
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(*back, plans);
+  EXPECT_FALSE((*back)["fused in 1x64x38x38 out ..."].measured());
+  EXPECT_TRUE((*back)["fused c"].measured());
   ConvAlgoKey other = key;
   other.cudnn_version = 91400;
   EXPECT_FALSE(parse_fused_plans(format_fused_plans(key, plans), other).ok());
-  EXPECT_FALSE(parse_fused_plans("{\"format\": 2}", key).ok());
+  EXPECT_FALSE(parse_fused_plans("{\"format\": 1}", key).ok());
   EXPECT_FALSE(parse_fused_plans("not json", key).ok());
-  const std::string bad = format_fused_plans(key, {{"fused a", ""}});
-  auto refused = parse_fused_plans(bad, key);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("fused a"), std::string::npos) << refused.status().message();
+  // An empty plan without its times, a time that is not a number, an entry that is a bare
+  // string (format 1's shape): refused, naming the convolution.
+  const std::string header = "{\"format\": 2, \"key\": " + nlohmann::json(key.text()).dump() + ", \"plans\": ";
+  for (const std::string& bad : {format_fused_plans(key, {{"fused a", FusedPlanEntry{"", 0.1, -1}}}),
+                                 header + "{\"fused a\": {\"plan\": \"x\", \"graph_ms\": \"fast\"}}}",
+                                 header + "{\"fused a\": \"x\"}}"}) {
+    auto refused = parse_fused_plans(bad, key);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("fused a"), std::string::npos) << refused.status().message();
+  }
 }
 
 }  // namespace

@@ -130,9 +130,15 @@ std::vector<SessionFlag> device_rows() {
           .dflt("auto"),
       Row("--fusion", "fusion", A::kCuda,
           "cuda: what a convolution's epilogue takes in: epilogue (a shortcut right after a conv added in the conv's "
-          "bias + activation pass), cudnn (also conv + bias + activation as one cuDNN graph, fp16), auto (cudnn "
-          "where cuDNN builds it, else epilogue) or off (a pass each)")
+          "bias + activation pass), cudnn (also conv + bias + activation as one cuDNN graph, fp16), auto (with the "
+          "kernel cache: per configuration the faster of the two, timed at the first open and kept; else "
+          "epilogue) or off (a pass each)")
           .dflt("auto").one_of("auto,off,epilogue,cudnn"),
+      Row("--find", "find_algorithms", A::kCuda,
+          "cuda: time cuDNN's algorithms at open (cudnnFind) instead of taking its heuristics' first, and with "
+          "--fusion auto the fastest of up to four cuDNN engines per fused graph (a longer first open; kept with "
+          "the kernel cache)")
+          .switches_to("true"),
       Row("--no-graph", "cuda_graph", A::kCuda, "cuda: do not capture the inference in a CUDA graph")
           .switches_to("false"),
       Row("--no-kernel-cache", "cache_kernel_times", A::kEveryRun,

@@ -42,6 +42,9 @@ nlohmann::json engine_open_json(const EngineOpenTiming& e, bool cuda) {
             {"convs_fused", e.convs_fused},
             {"fused_refused", e.fused_refused},
             {"fused_loaded", e.fused_loaded},
+            {"fused_choice_ms", e.fused_choice_ms},
+            {"fused_timed", e.fused_timed},
+            {"fused_slower", e.fused_slower},
             {"algo_cache", e.algo_cache},
             {"algo_cache_path", e.algo_cache_path}});
   return j;

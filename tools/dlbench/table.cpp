@@ -61,9 +61,11 @@ void print_engine_cuda(const nlohmann::json& en) {
               en["conv_workspace_ms"].get<double>(), en["convs_cached"].get<int>(),
               en["convs_workspace_cached"].get<int>(),
               en["algo_cache"].get<std::string>().empty() ? "-" : en["algo_cache"].get<std::string>().c_str());
-  if (en.value("convs_fused", 0) + en.value("fused_refused", 0) > 0)
-    std::printf(", cuDNN graphs %.1f (%d convs, %d refused, %d loaded)", en.value("fused_ms", 0.0),
-                en.value("convs_fused", 0), en.value("fused_refused", 0), en.value("fused_loaded", 0));
+  if (en.value("convs_fused", 0) + en.value("fused_refused", 0) + en.value("fused_slower", 0) > 0)
+    std::printf(", cuDNN graphs %.1f (%d convs, %d refused, %d loaded; choice %.1f: %d timed, %d convs faster unfused)",
+                en.value("fused_ms", 0.0), en.value("convs_fused", 0), en.value("fused_refused", 0),
+                en.value("fused_loaded", 0), en.value("fused_choice_ms", 0.0), en.value("fused_timed", 0),
+                en.value("fused_slower", 0));
 }
 
 // The startup line; the CUDA phases only where the JSON has them (startup_json: not on the CPU).
