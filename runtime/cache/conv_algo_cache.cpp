@@ -1,14 +1,8 @@
 #include "runtime/cache/conv_algo_cache.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <utility>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -16,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/cache/cache_dir.h"
+#include "runtime/cache/keyed_document.h"
 #include "runtime/compile/compile.h"
 
 namespace dlr {
@@ -23,17 +18,8 @@ namespace {
 
 constexpr int kFormat = 2;  // 1: algorithms without their workspace sizes (ignored, rewritten)
 
-// The first line where two key texts differ, for the message.
-std::string first_difference(const std::string& a, const std::string& b) {
-  std::istringstream sa(a), sb(b);
-  std::string la, lb;
-  while (true) {
-    const bool ha = bool(std::getline(sa, la)), hb = bool(std::getline(sb, lb));
-    if (!ha && !hb) return "";
-    if (!ha) la.clear();
-    if (!hb) lb.clear();
-    if (la != lb) return "'" + la + "' where this open has '" + lb + "'";
-  }
+KeyedDocument document(const ConvAlgoKey& key) {
+  return KeyedDocument{kFormat, key.text(), "algos", " (format 1, from an older dlrun: algorithms without their workspace sizes)"};
 }
 
 }  // namespace
@@ -59,32 +45,14 @@ ConvAlgoKey conv_algo_key(const CompiledModel& model, const std::string& gpu_uui
 }
 
 std::string format_conv_algos(const ConvAlgoKey& key, const ConvAlgoMap& algos) {
-  nlohmann::json j = {{"format", kFormat}, {"key", key.text()}, {"algos", nlohmann::json::object()}};
-  for (const auto& [conv, c] : algos) j["algos"][conv] = {{"algo", c.algo}, {"workspace", c.workspace}};
-  return j.dump(1) + "\n";
+  nlohmann::json entries = nlohmann::json::object();
+  for (const auto& [conv, c] : algos) entries[conv] = {{"algo", c.algo}, {"workspace", c.workspace}};
+  return format_keyed_document(document(key), std::move(entries));
 }
 
 Expected<ConvAlgoMap> parse_conv_algos(const std::string& text, const ConvAlgoKey& key, int algo_count) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception&) {
-    return parse_error("not a JSON document");
-  }
-  if (!j.is_object()) return parse_error("not a JSON object");
-  const auto format = j.find("format");
-  if (format == j.end() || !format->is_number_integer() || format->get<int64_t>() != kFormat)
-    return parse_error("format is not " + std::to_string(kFormat) +
-                       (format != j.end() && format->is_number_integer() && format->get<int64_t>() == 1
-                            ? " (format 1, from an older dlrun: algorithms without their workspace sizes)"
-                            : ""));
-  const auto k = j.find("key");
-  if (k == j.end() || !k->is_string()) return parse_error("no key");
-  const std::string want = key.text();
-  if (k->get<std::string>() != want)
-    return parse_error("made for another GPU, cuDNN or model: " + first_difference(k->get<std::string>(), want));
-  const auto algos = j.find("algos");
-  if (algos == j.end() || !algos->is_object()) return parse_error("no algos object");
+  DLR_ASSIGN_OR_RETURN(const nlohmann::json algos_object, parse_keyed_document(text, document(key)));
+  const nlohmann::json* algos = &algos_object;
   ConvAlgoMap out;
   for (auto it = algos->begin(); it != algos->end(); ++it) {
     if (it.key().empty()) return parse_error("an empty convolution key");
@@ -117,17 +85,17 @@ Expected<std::string> conv_algos_path(const std::string& model_name, const ConvA
 
 ConvAlgoLoadResult load_conv_algos(const std::string& path, const ConvAlgoKey& key, int algo_count) {
   ConvAlgoLoadResult r;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return r;  // absent
-  std::ifstream f(path, std::ios::binary);
-  if (!f || !S_ISREG(st.st_mode)) {
-    r.state = ConvAlgoLoad::kIgnored;
-    r.reason = path + ": cannot be read as a file";
-    return r;
+  std::string text;
+  switch (read_cache_file(path, &text, &r.reason)) {
+    case CacheRead::kAbsent:
+      return r;
+    case CacheRead::kUnreadable:
+      r.state = ConvAlgoLoad::kIgnored;
+      return r;
+    case CacheRead::kRead:
+      break;
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  Expected<ConvAlgoMap> parsed = parse_conv_algos(ss.str(), key, algo_count);
+  Expected<ConvAlgoMap> parsed = parse_conv_algos(text, key, algo_count);
   if (!parsed.ok()) {
     r.state = ConvAlgoLoad::kIgnored;
     r.reason = path + ": " + parsed.status().message();

@@ -1,17 +1,11 @@
 #include "runtime/cache/fused_plan_cache.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/cache/cache_dir.h"
+#include "runtime/cache/keyed_document.h"
 
 namespace dlr {
 namespace {
@@ -34,6 +28,11 @@ Expected<FusedPlanEntry> parse_entry(const std::string& conv, const nlohmann::js
   if (e.plan.empty() && !e.measured()) return parse_error(where + "an empty plan without both measured times");
   return e;
 }
+
+KeyedDocument document(const ConvAlgoKey& key) {
+  return KeyedDocument{kFormat, key.text(), "plans", " (from an older dlrun: plans without the measured choice)"};
+}
+
 }  // namespace
 
 ConvAlgoKey fused_plans_key(const ConvAlgoKey& algos, const std::string& model_name) {
@@ -43,28 +42,15 @@ ConvAlgoKey fused_plans_key(const ConvAlgoKey& algos, const std::string& model_n
 }
 
 std::string format_fused_plans(const ConvAlgoKey& key, const FusedPlanMap& plans) {
-  nlohmann::json j = {{"format", kFormat}, {"key", key.text()}, {"plans", nlohmann::json::object()}};
+  nlohmann::json entries = nlohmann::json::object();
   for (const auto& [conv, e] : plans)
-    j["plans"][conv] = {{"plan", e.plan}, {"graph_ms", e.graph_ms}, {"epilogue_ms", e.epilogue_ms}};
-  return j.dump(1) + "\n";
+    entries[conv] = {{"plan", e.plan}, {"graph_ms", e.graph_ms}, {"epilogue_ms", e.epilogue_ms}};
+  return format_keyed_document(document(key), std::move(entries));
 }
 
 Expected<FusedPlanMap> parse_fused_plans(const std::string& text, const ConvAlgoKey& key) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception&) {
-    return parse_error("not a JSON document");
-  }
-  if (!j.is_object()) return parse_error("not a JSON object");
-  const auto format = j.find("format");
-  if (format == j.end() || !format->is_number_integer() || format->get<int64_t>() != kFormat)
-    return parse_error("format is not " + std::to_string(kFormat));
-  const auto k = j.find("key");
-  if (k == j.end() || !k->is_string()) return parse_error("no key");
-  if (k->get<std::string>() != key.text()) return parse_error("made for another GPU, cuDNN or model");
-  const auto plans = j.find("plans");
-  if (plans == j.end() || !plans->is_object()) return parse_error("no plans object");
+  DLR_ASSIGN_OR_RETURN(const nlohmann::json plans_object, parse_keyed_document(text, document(key)));
+  const nlohmann::json* plans = &plans_object;
   FusedPlanMap out;
   for (auto it = plans->begin(); it != plans->end(); ++it) {
     DLR_ASSIGN_OR_RETURN(out[it.key()], parse_entry(it.key(), it.value()));
@@ -77,16 +63,9 @@ Expected<std::string> fused_plans_path(const std::string& model_name, const Conv
 }
 
 FusedPlanMap load_fused_plans(const std::string& path, const ConvAlgoKey& key, std::string* reason) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return {};
-  std::ifstream f(path, std::ios::binary);
-  if (!f || !S_ISREG(st.st_mode)) {
-    *reason = path + ": cannot be read as a file";
-    return {};
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  Expected<FusedPlanMap> parsed = parse_fused_plans(ss.str(), key);
+  std::string text;
+  if (read_cache_file(path, &text, reason) != CacheRead::kRead) return {};
+  Expected<FusedPlanMap> parsed = parse_fused_plans(text, key);
   if (!parsed.ok()) {
     *reason = path + ": " + parsed.status().message();
     return {};

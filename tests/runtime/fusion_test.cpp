@@ -193,7 +193,10 @@ TEST(FusedPlanCache, RoundTripAndRefusals) {
   ConvAlgoKey other = key;
   other.cudnn_version = 91400;
   EXPECT_FALSE(parse_fused_plans(format_fused_plans(key, plans), other).ok());
-  EXPECT_FALSE(parse_fused_plans("{\"format\": 1}", key).ok());
+  const auto older = parse_fused_plans("{\"format\": 1}", key);  // last session's files
+  ASSERT_FALSE(older.ok());
+  EXPECT_NE(older.status().message().find("format is not 2 (from an older dlrun"), std::string::npos)
+      << older.status().message();
   EXPECT_FALSE(parse_fused_plans("not json", key).ok());
   // An empty plan without its times, a time that is not a number, an entry that is a bare
   // string (format 1's shape): refused, naming the convolution.
