@@ -1,8 +1,9 @@
 // CudaEngine's per-layer choice between a conv's cuDNN graph and the conv with its
 // epilogue pass (Fusion::kAuto): both timed at open on the engine's own buffers, each as
 // a CUDA graph of kRepeats back-to-back runs (as an inference replays them), the faster
-// kept (with find_algorithms, the graph's fastest of several cuDNN engines); the times go to the plan cache (runtime/cache/fused_plan_cache.h) so that later
-// opens neither time nor build a graph that lost.
+// kept (with find_algorithms, the graph's fastest of several cuDNN engines). The times go
+// to the plan cache (runtime/cache/fused_plan_cache.h), so later opens neither time nor
+// build a graph that lost.
 #include <algorithm>
 #include <chrono>
 #include <string>
