@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/cache/cache_dir.h"
-#include "runtime/cache/keyed_document.h"
+#include "runtime/cache/keyed_document_json.h"
 #include "runtime/compile/compile.h"
 
 namespace dlr {

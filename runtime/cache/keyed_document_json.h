@@ -1,7 +1,8 @@
 // The JSON document of a keyed cache file (conv-algos/, fused-plans/; cache_dir.h's
 // keyed_cache_file): {"format": N, "key": <the key's text>, <section>: {<name>: <entry>}}.
 // What such a file's reader shares: the read of the whole file, the checks of format and
-// key, the section object. Plain C++.
+// key, the section object. Plain C++; private to runtime/cache (a JSON value in its
+// interface, like runtime/streaming/copy_profile_json.h: no other header includes it).
 #pragma once
 
 #include <string>

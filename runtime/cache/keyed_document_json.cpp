@@ -1,4 +1,4 @@
-#include "runtime/cache/keyed_document.h"
+#include "runtime/cache/keyed_document_json.h"
 
 #include <sys/stat.h>
 
