@@ -10,7 +10,11 @@
 // pool busy-waits after each call and starves the OpenMP threads of the next op.
 // So with OpenBLAS the first call sets openblas_set_num_threads(1) (process-wide)
 // and sgemm is always single-threaded; with Eigen a call made outside an OpenMP
-// region uses Eigen::nbThreads() OpenMP threads, one made inside uses one thread.
+// region uses Eigen::nbThreads() OpenMP threads, one made inside uses one thread,
+// also in a team of one (which Eigen takes for "not in a parallel region": the call
+// sets that thread's OpenMP thread count for nested regions to 1 there). So a GEMM's
+// blocking, and each output's order of summation, never depend on the caller's team
+// size (a conv's last filter slice runs as one task: tests/runtime/slicing_test.cpp).
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -23,6 +27,8 @@
 #if defined(DLR_USE_OPENBLAS)
 #include <cblas.h>
 #elif defined(DLR_USE_EIGEN)
+#include <omp.h>
+
 #include <Eigen/Core>
 #else
 #error "kernels/cpu/gemm.cpp needs DLR_USE_OPENBLAS or DLR_USE_EIGEN"
@@ -85,6 +91,9 @@ void sgemm(int m, int n, int k, const float* a, int lda, const float* b, int ldb
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c,
               ldc);
 #else
+  // In a parallel region of one thread Eigen would start its own threads (and block
+  // the product for them): this task's nested regions get one thread instead.
+  if (omp_get_level() > 0 && omp_get_max_threads() > 1) omp_set_num_threads(1);
   using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ConstMap = Eigen::Map<const RowMajor, Eigen::Unaligned, Eigen::OuterStride<>>;
   using Map = Eigen::Map<RowMajor, Eigen::Unaligned, Eigen::OuterStride<>>;

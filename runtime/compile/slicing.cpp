@@ -16,7 +16,7 @@ namespace {
 // Sizes of the fewest slices of `units` units whose blob (`bytes(n)` for n units, growing
 // with n) fits max_blob_bytes, then as even as multiples of `multiple` allow.
 template <class Bytes>
-std::vector<int> even_slices(int units, Bytes bytes, int64_t max_blob_bytes, int multiple) {
+std::vector<int> even_slices(int units, Bytes bytes, int64_t max_blob_bytes, int multiple, int fallback = 1) {
   auto fits = [&](int n) { return bytes(n) <= max_blob_bytes; };
   if (max_blob_bytes <= 0 || fits(units)) return {units};
   if (!fits(1)) return {};
@@ -26,7 +26,7 @@ std::vector<int> even_slices(int units, Bytes bytes, int64_t max_blob_bytes, int
     if (fits(mid)) largest = mid, lo = mid + 1;
     else hi = mid - 1;
   }
-  const int m = std::max(1, multiple);
+  const int m = std::max(1, largest >= multiple ? multiple : fallback);
   if (largest >= m) largest -= largest % m;
   const int slices = (units + largest - 1) / largest;
   int n = (units + slices - 1) / slices;
@@ -39,9 +39,10 @@ std::vector<int> even_slices(int units, Bytes bytes, int64_t max_blob_bytes, int
 }  // namespace
 
 std::vector<int> slice_sizes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align,
-                             int64_t max_blob_bytes, int filter_multiple, WeightFormat format) {
+                             int64_t max_blob_bytes, int filter_multiple, WeightFormat format,
+                             int fallback_multiple) {
   auto bytes = [&](int n) { return conv_blob_bytes(n, filter_elems, dtype, weight_align, format); };
-  return even_slices(filters, bytes, max_blob_bytes, filter_multiple);
+  return even_slices(filters, bytes, max_blob_bytes, filter_multiple, fallback_multiple);
 }
 
 std::vector<int> channel_slice_sizes(int channels, int filters, int64_t kernel_elems, DType dtype,
@@ -189,7 +190,7 @@ Expected<std::vector<int>> sizes_for(const ExecutionPlan& plan, const Step& st, 
           ? channel_slice_sizes(st.in.c, p.filters, kk, w.dtype, plan.options.weight_align, options.max_blob_bytes,
                                 options.unit_multiple, w.format)
           : slice_sizes(p.filters, w.weight_elems / p.filters, w.dtype, plan.options.weight_align,
-                        options.max_blob_bytes, options.unit_multiple, w.format);
+                        options.max_blob_bytes, options.unit_multiple, w.format, options.unit_fallback);
   if (sizes.empty())
     return invalid_argument(where + ": one " + (axis == SliceAxis::kChannels ? "input channel" : "filter") +
                             "'s weights do not fit the slot of " + std::to_string(options.max_blob_bytes) +

@@ -35,6 +35,7 @@ struct SliceOptions {
   int unit_multiple = 8;       // slices hold a multiple of this many filters (channels) where that fits
   SliceAxis axis = SliceAxis::kFilters;  // how single-input convs are cut (a conv over a concatenation: filters)
   std::map<int, SliceAxis> layer_axis;   // per network layer index: overrides `axis` for that layer's conv
+  int unit_fallback = 1;  // where fewer than unit_multiple fit, a multiple of this many where that fits
 };
 
 // The slice sizes (filters per slice, in order) of a conv of `filters` filters whose
@@ -42,7 +43,8 @@ struct SliceOptions {
 // max_blob_bytes: the fewest slices, then as even as filter_multiple allows. One entry
 // (the whole layer) when the blob fits. Empty when not even one filter fits.
 std::vector<int> slice_sizes(int filters, int64_t filter_elems, DType dtype, int64_t weight_align,
-                             int64_t max_blob_bytes, int filter_multiple, WeightFormat format = WeightFormat::kFp);
+                             int64_t max_blob_bytes, int filter_multiple, WeightFormat format = WeightFormat::kFp,
+                             int fallback_multiple = 1);
 
 // The slice sizes (input channels per slice, in order) of a conv of `channels` input
 // channels and `filters` filters of k x k = kernel_elems, alike (each blob sized with the bias).

@@ -11,6 +11,9 @@ SliceOptions slice_options(const SessionOptions& options, int64_t slot_bytes) {
   const bool channels = options.slice_by == SliceBy::kChannels ||
                         (options.slice_by == SliceBy::kAuto && options.device == DeviceKind::kCUDA);
   s.axis = channels ? SliceAxis::kChannels : SliceAxis::kFilters;
+  // CPU: filter slices of whole 4-filter panels of the GEMM (Eigen's), so that each
+  // output is summed as in the unsliced conv
+  if (options.device == DeviceKind::kCPU) s.unit_fallback = 4;
   return s;
 }
 
