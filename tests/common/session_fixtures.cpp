@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace dlr::test {
@@ -18,6 +20,20 @@ std::vector<std::vector<float>> network_heads(Session& s, const std::vector<floa
     out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
   }
   return out;
+}
+
+double worst_relative(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
+                      double floor) {
+  double worst = 0;
+  for (size_t k = 0; k < b.size(); ++k) {
+    double peak = floor, diff = 0;
+    for (size_t i = 0; i < b[k].size(); ++i) {
+      peak = std::max(peak, double(std::fabs(b[k][i])));
+      diff = std::max(diff, double(std::fabs(a[k][i] - b[k][i])));
+    }
+    worst = std::max(worst, diff / peak);
+  }
+  return worst;
 }
 
 bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {

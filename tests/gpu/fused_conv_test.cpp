@@ -26,6 +26,7 @@
 #include "runtime/core/half.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
+#include "tests/common/session_fixtures.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -227,31 +228,10 @@ Heads run_net(const std::string& cfg, const std::string& weights, const SessionO
   auto s = Session::open(cfg, weights, o);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   if (!s.ok()) return h;
-  Engine& e = (*s)->engine();
-  EXPECT_TRUE(e.set_input(input.data(), 1).ok());
-  const Status st = e.run();
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  if (!st.ok()) return h;
-  for (int y : (*s)->network().output_layers()) {
-    const int64_t n = (*s)->plan().step_of(y).out.count();
-    h.out.emplace_back(e.output(y, 0), e.output(y, 0) + n);
-  }
-  h.timing = e.open_timing();
-  h.ok = true;
+  h.out = test::network_heads(**s, input);  // its checks fail the test on a bad run
+  h.timing = (*s)->engine().open_timing();
+  h.ok = !h.out.empty();
   return h;
-}
-
-double worst_relative(const Heads& a, const Heads& b) {
-  double worst = 0;
-  for (size_t k = 0; k < b.out.size(); ++k) {
-    double peak = 1e-6, diff = 0;
-    for (size_t i = 0; i < b.out[k].size(); ++i) {
-      peak = std::max(peak, double(std::fabs(b.out[k][i])));
-      diff = std::max(diff, double(std::fabs(a.out[k][i] - b.out[k][i])));
-    }
-    worst = std::max(worst, diff / peak);
-  }
-  return worst;
 }
 
 TEST(FusionGpu, EpilogueIsBitIdenticalAndCudnnStaysWithinTheFp16Error) {
@@ -280,11 +260,11 @@ TEST(FusionGpu, EpilogueIsBitIdenticalAndCudnnStaysWithinTheFp16Error) {
     for (size_t k = 0; k < off.out.size(); ++k)
       ASSERT_EQ(epi.out[k], off.out[k]) << precision_name(p) << " head " << k << ": epilogue differs from off";
     if (p != Precision::kFP16) continue;
-    const double off_err = worst_relative(off, ref);
+    const double off_err = test::worst_relative(off.out, ref.out, 1e-6);
     o.fusion = Fusion::kCudnn;
     const Heads fused = run_net(cfg, weights, o, input);
     ASSERT_TRUE(fused.ok);
-    const double err = worst_relative(fused, ref);
+    const double err = test::worst_relative(fused.out, ref.out, 1e-6);
     std::printf("yolov4 @%d fp16: error vs fp32, fusion off %.3g, cudnn %.3g (%d convs as cuDNN graphs, %d refused, "
                 "%.1f ms to build)\n",
                 size, off_err, err, fused.timing.convs_fused, fused.timing.fused_refused, fused.timing.fused_ms);
@@ -379,7 +359,8 @@ TEST(FusionGpu, PlansKeptByTheFirstOpenAreLoadedByTheNext) {
   o.precision = Precision::kFP32;
   const Heads ref = run_net(cfg, weights, o, input);
   ASSERT_TRUE(found.ok && off.ok && ref.ok);
-  const double off_err = worst_relative(off, ref), found_err = worst_relative(found, ref);
+  const double off_err = test::worst_relative(off.out, ref.out, 1e-6);
+  const double found_err = test::worst_relative(found.out, ref.out, 1e-6);
   std::printf("yolov4-tiny fp16 with find_algorithms: %d convs fused, %d faster unfused, %d configurations timed in "
               "%.1f ms; error vs fp32 %.3g (unfused %.3g)\n",
               found.timing.convs_fused, found.timing.fused_slower, found.timing.fused_timed,

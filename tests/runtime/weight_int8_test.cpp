@@ -229,20 +229,6 @@ TEST(WeightInt8, CpuDequantizeIsTheFloatProductOfEachRow) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], float(q[i]) * scales[i / 4]) << i;
 }
 
-// Largest |a - b| over the heads, relative to each head's largest |b|.
-double worst_relative(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  double worst = 0;
-  for (size_t k = 0; k < b.size(); ++k) {
-    double peak = 1e-30, diff = 0;
-    for (size_t i = 0; i < b[k].size(); ++i) {
-      peak = std::max(peak, double(std::fabs(b[k][i])));
-      diff = std::max(diff, double(std::fabs(a[k][i] - b[k][i])));
-    }
-    worst = std::max(worst, diff / peak);
-  }
-  return worst;
-}
-
 // The real yolo-fastest-1.1 weights on the CPU: int8 heads near the fp32 run's, and the
 // same int8 network cut into filter slices bit-identical to it (the same weights, the
 // same sums in the same order).
@@ -265,7 +251,7 @@ TEST(WeightInt8, CpuRunNearFp32AndFilterSlicesBitIdentical) {
   const std::vector<float> input = test::random_input(1, in.c, in.h, in.w, 11);
   const auto want = test::network_heads(**fp, input);
   const auto got = test::network_heads(**q, input);
-  const double worst = worst_relative(got, want);
+  const double worst = test::worst_relative(got, want);
   std::printf("yolo-fastest-1.1, CPU: int8 heads within %.3g of the fp32 heads' largest value\n", worst);
   EXPECT_GT(worst, 0.0);  // the weights did change
   // Measured 0.165 (2026-12-03): each layer's error is within half a step (the test
