@@ -5,8 +5,14 @@
 // view's dtype, then x = residual_act(x + r), as the shortcut kernel would compute it
 // from the stored conv output: the same bits as the two passes.
 //
-// Three kernels, chosen by geometry, all touching consecutive addresses with
+// Four kernels, chosen by geometry, all touching consecutive addresses with
 // consecutive threads:
+//  - views of whole 16-byte groups (NHWC packed images of 8 f16 or 4 f32 channel groups,
+//    or NCHW planes of such groups; the residual alike, with a linear residual
+//    activation) and linear, leaky, logistic, swish or mish: 16-byte loads and stores,
+//    the activation a template constant (the same formulas, so the same bits as the
+//    kernels below); NHWC threads keep one channel group and its bias, NCHW blocks walk
+//    planes as the NCHW kernel below;
 //  - NCHW (channel slices too): blockIdx.y walks the (image, channel) planes, so
 //    the bias is read once per plane and no per-element index division is done;
 //  - NHWC with pixel_stride == c: each thread keeps one channel, striding over
@@ -38,7 +44,7 @@ __device__ __forceinline__ float finish(const TensorView& t, const Epilogue& e, 
   v = activate(e.act, e.bias != nullptr ? v + b : v);
   if (e.res.data == nullptr) return v;
   if (t.dtype == DType::kF16) v = __half2float(__float2half_rn(v));  // as the conv's store rounded it
-  return activate(e.res_act, v + load_elem(e.res, r_off));
+  return activate(e.res_act, __fadd_rn(v, load_elem(e.res, r_off)));  // never contracted into a product
 }
 
 __device__ __forceinline__ void bias_act_at(const TensorView& t, int64_t off, const Epilogue& e, float b,
@@ -99,6 +105,159 @@ __global__ void bias_activation_kernel(TensorView t, Epilogue e, uint32_t per_im
   }
 }
 
+// ---- the 16-byte NHWC kernel ----
+
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ void from_f32(float v, __half* out) { *out = __float2half_rn(v); }
+__device__ __forceinline__ void from_f32(float v, float* out) { *out = v; }
+
+// finish() for the lanes of one 16-byte group of T with activation A (bias b per lane;
+// residual lanes `res` added with a linear residual activation where kResidual).
+template <class T, int A, bool kResidual>
+__device__ __forceinline__ void finish16(bool with_bias, const float* b, uint4* group, const uint4& res) {
+  constexpr int kLanes = int(16 / sizeof(T));
+  T* v = reinterpret_cast<T*>(group);
+  const T* rv = reinterpret_cast<const T*>(&res);
+#pragma unroll
+  for (int k = 0; k < kLanes; ++k) {
+    const float x = to_f32(v[k]);
+    float y = activate(Activation(A), with_bias ? x + b[k] : x);
+    if constexpr (kResidual) {
+      if constexpr (sizeof(T) == 2) y = __half2float(__float2half_rn(y));  // as the conv's store rounded it
+      y = __fadd_rn(y, to_f32(rv[k]));  // never contracted into the activation's product
+    }
+    from_f32(y, &v[k]);
+  }
+}
+
+// Groups first, first + step, ... below end of x (residual groups at the same indices of
+// r where kResidual), two in flight per trip, every one with the bias lanes b.
+template <class T, int A, bool kResidual>
+__device__ __forceinline__ void finish16_range(uint4* x, const uint4* r, uint32_t first, uint32_t end, uint32_t step,
+                                               bool with_bias, const float* b) {
+  for (uint32_t i = first; i < end; i += 2 * step) {
+    const bool second = i + step < end;
+    uint4 v0 = x[i], v1 = second ? x[i + step] : uint4{};
+    uint4 r0{}, r1{};
+    if constexpr (kResidual) {
+      r0 = r[i];
+      if (second) r1 = r[i + step];
+    }
+    finish16<T, A, kResidual>(with_bias, b, &v0, r0);
+    x[i] = v0;
+    if (second) {
+      finish16<T, A, kResidual>(with_bias, b, &v1, r1);
+      x[i + step] = v1;
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ uint4* groups_at(const TensorView& v, int64_t offset) {
+  return reinterpret_cast<uint4*>(static_cast<T*>(v.data) + offset);
+}
+
+// NHWC: items = 16-byte groups per image; step: the threads that work, a multiple of
+// c / lanes, so thread tid keeps group tid % (c / lanes) of every pixel it visits.
+template <class T, int A, bool kResidual>
+__global__ void bias_activation_nhwc16_kernel(TensorView t, Epilogue e, uint32_t items, uint32_t step) {
+  constexpr int kLanes = int(16 / sizeof(T));
+  const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+  if (tid >= step) return;
+  const int g = int(tid % uint32_t(t.c / kLanes));
+  const bool with_bias = e.bias != nullptr;
+  float b[kLanes];
+#pragma unroll
+  for (int k = 0; k < kLanes; ++k) b[k] = with_bias ? e.bias[g * kLanes + k] : 0.f;
+  const int n = blockIdx.y;
+  const uint4* r = kResidual ? groups_at<T>(e.res, int64_t(n) * e.res.n_stride) : nullptr;
+  finish16_range<T, A, kResidual>(groups_at<T>(t, int64_t(n) * t.n_stride), r, tid, items, step, with_bias, b);
+}
+
+// NCHW: blockIdx.y walks the (image, channel) planes; items = 16-byte groups per plane.
+template <class T, int A, bool kResidual>
+__global__ void bias_activation_nchw16_kernel(TensorView t, Epilogue e, uint32_t items, uint32_t planes) {
+  constexpr int kLanes = int(16 / sizeof(T));
+  const bool with_bias = e.bias != nullptr;
+  const int64_t plane = int64_t(items) * kLanes;
+  for (uint32_t pl = blockIdx.y; pl < planes; pl += gridDim.y) {
+    const int n = int(pl / uint32_t(t.c));
+    const int c = int(pl) - n * t.c;
+    float b[kLanes];
+#pragma unroll
+    for (int k = 0; k < kLanes; ++k) b[k] = with_bias ? e.bias[c] : 0.f;
+    const uint4* r = kResidual ? groups_at<T>(e.res, int64_t(n) * e.res.n_stride + c * plane) : nullptr;
+    finish16_range<T, A, kResidual>(groups_at<T>(t, int64_t(n) * t.n_stride + c * plane), r,
+                                    blockIdx.x * blockDim.x + threadIdx.x, items, gridDim.x * blockDim.x,
+                                    with_bias, b);
+  }
+}
+
+// True when `v` is made of whole 16-byte groups of `lanes` elements: NHWC packed images
+// of such channel groups, or NCHW planes (channel slices too) of such groups.
+bool groups16(const TensorView& v, int lanes) {
+  if (v.n_stride % lanes != 0 || reinterpret_cast<uintptr_t>(v.data) % 16 != 0) return false;
+  if (v.layout == Layout::kNCHW) return (int64_t(v.h) * v.w) % lanes == 0;
+  return image_contiguous(v) && v.c % lanes == 0;
+}
+
+using Kernel16 = void (*)(TensorView, Epilogue, uint32_t, uint32_t);
+
+template <class T, int A, bool kResidual>
+Kernel16 kernel16_of(Layout layout) {
+  return layout == Layout::kNHWC ? bias_activation_nhwc16_kernel<T, A, kResidual>
+                                 : bias_activation_nchw16_kernel<T, A, kResidual>;
+}
+
+template <class T, bool kResidual>
+Kernel16 kernel16_for(Activation a, Layout layout) {
+  switch (a) {
+    case Activation::kLinear: return kernel16_of<T, int(Activation::kLinear), kResidual>(layout);
+    case Activation::kLeaky: return kernel16_of<T, int(Activation::kLeaky), kResidual>(layout);
+    case Activation::kLogistic: return kernel16_of<T, int(Activation::kLogistic), kResidual>(layout);
+    case Activation::kSwish: return kernel16_of<T, int(Activation::kSwish), kResidual>(layout);
+    case Activation::kMish: return kernel16_of<T, int(Activation::kMish), kResidual>(layout);
+    default: return nullptr;
+  }
+}
+
+// The 16-byte kernel for t's dtype and layout, e's activation and residual; null where it
+// has none (other activations, a residual activation that is not linear or a residual of
+// another layout, other geometries).
+Kernel16 kernel16_for(const TensorView& t, const Epilogue& e, int lanes) {
+  const bool res = e.res.data != nullptr;
+  if (!groups16(t, lanes) || int64_t(t.n) * t.c >= (int64_t(1) << 31)) return nullptr;
+  if (res && (e.res.layout != t.layout || !groups16(e.res, lanes) || e.res_act != Activation::kLinear)) return nullptr;
+  if (t.dtype == DType::kF16)
+    return res ? kernel16_for<__half, true>(e.act, t.layout) : kernel16_for<__half, false>(e.act, t.layout);
+  return res ? kernel16_for<float, true>(e.act, t.layout) : kernel16_for<float, false>(e.act, t.layout);
+}
+
+// Launches `kernel` over t: two groups per thread where there are enough; NHWC: at least
+// a thread per channel group; NCHW: up to 65535 planes per grid row, about 4096 blocks.
+Status launch16(Kernel16 kernel, const TensorView& t, const Epilogue& e, int lanes, cudaStream_t stream) {
+  if (t.layout == Layout::kNHWC) {
+    const int64_t groups = t.c / lanes;
+    const int64_t items = groups * t.h * t.w;
+    const int64_t for_items = (items + 2 * kBlockThreads - 1) / (2 * kBlockThreads);
+    const int64_t for_groups = (groups + kBlockThreads - 1) / kBlockThreads;
+    const int64_t bx = std::min<int64_t>(kMaxBlocksX, std::max(for_items, for_groups));
+    const uint32_t step = uint32_t(bx * kBlockThreads / groups * groups);
+    kernel<<<dim3(unsigned(bx), unsigned(t.n), 1), kBlockThreads, 0, stream>>>(t, e, uint32_t(items), step);
+  } else {
+    const int64_t items = int64_t(t.h) * t.w / lanes;
+    const int64_t planes = int64_t(t.n) * t.c;
+    const int64_t by = std::min<int64_t>(planes, 65535);
+    const int64_t bx = std::max<int64_t>(1, std::min<int64_t>((items + 2 * kBlockThreads - 1) / (2 * kBlockThreads),
+                                                              std::max<int64_t>(1, 4096 / by)));
+    kernel<<<dim3(unsigned(bx), unsigned(by), 1), kBlockThreads, 0, stream>>>(t, e, uint32_t(items),
+                                                                               uint32_t(planes));
+  }
+  DLR_CUDA_LAUNCH_CHECK("bias_activation 16-byte kernel");
+  return Status();
+}
+
 // The fast kernels' residual: absent, or addressed as they address t (NCHW: by channel
 // planes; NHWC: packed images), each image from its own n_stride.
 bool fast_residual(const TensorView& t, const TensorView& r) {
@@ -144,6 +303,9 @@ Status launch(const TensorView& t, const Epilogue& e, cudaStream_t stream) {
   bool empty = false;
   DLR_RETURN_IF_ERROR(image_grid(per_image, t.n, "bias_activation", &grid, &empty));
   if (empty) return Status();
+
+  const int lanes = t.dtype == DType::kF16 ? 8 : 4;
+  if (const Kernel16 k16 = kernel16_for(t, e, lanes)) return launch16(k16, t, e, lanes, stream);
 
   // Fast kernels: about kTargetBlocks blocks in all, each thread doing several trips of kUnroll elements.
   constexpr int64_t kTargetBlocks = 4096;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -95,6 +96,54 @@ TEST_F(BiasActivationTest, GridStrideLoops) {
   run_case(Activation::kLogistic, 2, {67, 130, 131}, {DType::kF16, Layout::kNHWC, 0, 0, 0}, true, 9);
   if (HasFatalFailure()) return;
   run_case(Activation::kSwish, 2, {35000, 1, 2}, {DType::kF32, Layout::kNCHW, 0, 0, 0}, true, 10);
+}
+
+// The 16-byte kernels (NHWC packed images of whole 8-channel f16 / 4-channel f32 groups;
+// NCHW planes of whole groups, channel slices too) against the general kernel (the same
+// values in an NHWC channel slice, which the fast kernels do not take): the same bits for
+// every activation, with and without bias and residual (activations and residual
+// activations the 16-byte kernels have no instance of fall back, and so do NCHW planes of
+// one pixel).
+TEST_F(BiasActivationTest, GroupsOf16BytesGiveTheGeneralKernelsBits) {
+  const Shape3 shapes[] = {{16, 8, 6}, {64, 4, 4}, {8, 1, 1}};
+  std::vector<float> bias(64);
+  fill_random(&bias, 3, -1.f, 1.f);
+  auto dbias = cuda::DeviceBuffer::alloc(bias.size() * 4);
+  ASSERT_TRUE(dbias.ok());
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(dbias->data(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  const float* b = static_cast<const float*>(dbias->data());
+  uint32_t seed = 500;
+  for (DType dt : {DType::kF16, DType::kF32})
+    for (Activation act : kAllActivations)
+      for (int variant = 0; variant < 4; ++variant) {  // bias; no bias; bias and a residual, linear or leaky after
+        const Shape3 shape = shapes[seed % 3];
+        HostTensor x = random_tensor(2, shape, seed, -6.f, 6.f);
+        const float specials[] = {21.f, -21.f, 30.f, -0.f, 6.5f, -2.5f, -1.5f, 0.f, 19.5f, -19.5f};
+        for (size_t i = 0; i < x.data.size(); i += 5) x.data[i] = specials[(i / 5) % 10];
+        HostTensor r = random_tensor(2, shape, seed + 1, -3.f, 3.f);
+        if (dt == DType::kF16) round_to_half(&x), round_to_half(&r);
+        // general (NHWC slice), then the fast geometries with a residual of their layout
+        const ViewSpec specs[] = {{dt, Layout::kNHWC, 1, 2, 3}, {dt, Layout::kNHWC, 0, 0, 0},
+                                  {dt, Layout::kNCHW, 2, 1, 8}};
+        const Activation post = variant == 2 ? Activation::kLinear : Activation::kLeaky;
+        HostTensor got[3];
+        for (int k = 0; k < 3; ++k) {
+          DeviceTensor t, res;
+          ASSERT_EQ(cudaSuccess, t.upload(x, specs[k], stream()));
+          ASSERT_EQ(cudaSuccess, res.upload(r, packed_spec(dt, specs[k].layout), stream()));
+          const Status st = variant >= 2 ? cuda::bias_activation_add(t.view(), b, act, res.view(), post, stream())
+                                         : cuda::bias_activation(t.view(), variant == 1 ? nullptr : b, act, stream());
+          ASSERT_TRUE(st.ok()) << st.to_string();
+          int64_t outside = 0, first = -1;
+          ASSERT_EQ(cudaSuccess, t.download(&got[k], &outside, &first, stream()));
+          EXPECT_TRUE(untouched_outside(outside, first, describe(specs[k])));
+        }
+        for (int k = 1; k < 3; ++k)
+          EXPECT_TRUE(bit_equal(got[k], got[0],
+                                std::string("bias_activation ") + activation_name(act) + " variant " +
+                                    std::to_string(variant) + " " + shape_str(2, shape) + " " + describe(specs[k])));
+        ++seed;
+      }
 }
 
 }  // namespace

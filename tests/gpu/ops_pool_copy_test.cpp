@@ -121,6 +121,29 @@ TEST_F(PoolCopyTest, MaxPoolDarknetCases) {
   }
 }
 
+// NHWC views with channels and strides in whole 16-byte groups take maxpool's vector
+// path; the same bits as the CPU reference are expected there (signed-zero ties and NaN
+// taps included), and views one element off the groups must fall back and agree too.
+TEST_F(PoolCopyTest, MaxPoolVectorPathSameBits) {
+  const MaxPoolParams pools[] = {{5, 1, 1, 4}, {9, 1, 1, 8}, {13, 1, 1, 12}, {2, 2, 2, 1}, {3, 2, 2, 2}};
+  const Shape3 shapes[] = {{16, 19, 19}, {64, 13, 13}, {8, 7, 5}, {24, 1, 1}};
+  const std::vector<std::pair<ViewSpec, ViewSpec>> pairs = {
+      {{DType::kF16, Layout::kNHWC, 0, 0, 0}, {DType::kF16, Layout::kNHWC, 0, 0, 0}},
+      {{DType::kF16, Layout::kNHWC, 8, 16, 8}, {DType::kF16, Layout::kNHWC, 24, 8, 0}},  // route slices
+      {{DType::kF32, Layout::kNHWC, 0, 0, 0}, {DType::kF32, Layout::kNHWC, 4, 4, 12}},
+      {{DType::kF16, Layout::kNHWC, 1, 7, 0}, {DType::kF16, Layout::kNHWC, 0, 0, 0}},  // unaligned in: fallback
+      {{DType::kF16, Layout::kNHWC, 0, 0, 0}, {DType::kF16, Layout::kNHWC, 0, 0, 3}},  // odd n_stride: fallback
+  };
+  uint32_t seed = 3000;  // multiples of 3 add signed-zero ties and NaN taps
+  for (const MaxPoolParams& p : pools)
+    for (const Shape3& s : shapes)
+      for (const auto& io : pairs) {
+        const int n = 1 + int(seed % 2);
+        maxpool_case(p, n, s, io.first, io.second, seed++);
+        if (HasFatalFailure()) return;
+      }
+}
+
 TEST_F(PoolCopyTest, MaxPoolRejectsWrongOutputShape) {
   DeviceTensor din, dout;
   ASSERT_EQ(cudaSuccess, din.create(1, {3, 13, 13}, packed_spec(DType::kF32, Layout::kNCHW), stream()));
