@@ -235,8 +235,9 @@ Status CudaEngine::make_fused_conv(const Step& st, const std::string& cfg_path,
     return Status();
   }
   const auto stored = m_fused.stored.find(key);
-  if (stored != m_fused.stored.end() && stored->second.plan.empty() && chooses_fused()) {
-    m_fused.keep[key] = stored->second;  // measured slower than the epilogue pass: not built
+  // Measured slower than the epilogue pass: not built, also by engines that do not time.
+  if (stored != m_fused.stored.end() && stored->second.plan.empty() && m_options.fusion == Fusion::kAuto) {
+    m_fused.keep[key] = stored->second;
     m_open_timing.fused_slower += 1;
     (*made)[key] = nullptr;
     return Status();

@@ -24,6 +24,7 @@
 #include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "runtime/core/half.h"
+#include "runtime/multi/runtime.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/session_fixtures.h"
@@ -52,7 +53,7 @@ TEST_F(EpilogueAdd, SameBitsAsBiasActivationThenShortcut) {
     for (size_t k : {i, (i + 3) % specs.size()}) {
       ViewSpec r_spec = specs[k];
       r_spec.dtype = t_spec.dtype;  // the residual has the output's dtype
-      for (Activation act : {Activation::kLinear, Activation::kLeaky, Activation::kMish})
+      for (Activation act : {Activation::kLinear, Activation::kLeaky, Activation::kMish, Activation::kSwish})
         for (Activation post : {Activation::kLinear, Activation::kLeaky}) {
           const int n = 2;
           HostTensor x = random_tensor(n, shape, 11 + uint32_t(cases));
@@ -78,7 +79,7 @@ TEST_F(EpilogueAdd, SameBitsAsBiasActivationThenShortcut) {
         }
     }
   }
-  EXPECT_EQ(cases, int(specs.size()) * 2 * 3 * 2);
+  EXPECT_EQ(cases, int(specs.size()) * 2 * 4 * 2);
 }
 
 TEST_F(EpilogueAdd, ResidualOfAnotherShapeIsRefused) {
@@ -376,6 +377,72 @@ TEST(FusionGpu, PlansKeptByTheFirstOpenAreLoadedByTheNext) {
   const Heads plain = run_net(cfg, weights, o, input);
   ASSERT_TRUE(plain.ok);
   EXPECT_EQ(plain.timing.convs_fused, 0);
+}
+
+// The plan cache file of `dir` (one model), whole, and its path.
+std::filesystem::path plan_cache_file(const std::string& dir) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/fused-plans")) return entry.path();
+  return {};
+}
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// A Runtime's engines share arena and ring, so they time nothing; they follow the kept
+// choices instead: a configuration kept as "the epilogue pass is faster" is not built
+// there either, they compute the standalone session's bits, and the file stays as it was.
+TEST(FusionGpu, RuntimeEnginesFollowTheKeptChoice) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  const std::string cfg = required_shared_file("models/yolov4-tiny.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "yolov4-tiny.cfg not found";
+  const std::string weights = synthetic_weights(cfg);
+  const std::vector<float> input = random_input(1, 3, 416, 416, 7);
+  const std::string dir = temp_dir() + "/fused-cache-runtime";
+  setenv("DLR_CACHE_DIR", dir.c_str(), 1);
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  o.cache_kernel_times = true;
+  const Heads timed = run_net(cfg, weights, o, input);
+  ASSERT_TRUE(timed.ok);
+  // One configuration the graph won is turned into an epilogue choice, so that the file
+  // holds both kinds whatever the timing found.
+  const std::filesystem::path path = plan_cache_file(dir);
+  ASSERT_FALSE(path.empty());
+  nlohmann::json doc = nlohmann::json::parse(file_text(path));
+  bool turned = false;
+  for (auto& [conv, e] : doc["plans"].items()) {
+    if (turned || e["plan"].get<std::string>().empty()) continue;
+    e["plan"] = "";
+    e["graph_ms"] = 2 * e["epilogue_ms"].get<double>();
+    turned = true;
+  }
+  ASSERT_TRUE(turned) << "no configuration ran as a cuDNN graph";
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << doc.dump(1);
+  const Heads alone = run_net(cfg, weights, o, input);
+  const std::string kept = file_text(path);
+  auto rt = Runtime::create(RuntimeOptions{});
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  auto m = (*rt)->open(cfg, weights, o);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const std::vector<std::vector<float>> shared = network_heads((*m)->session(), input);
+  const EngineOpenTiming t = (*m)->session().engine().open_timing();
+  const std::string after = file_text(path);
+  unsetenv("DLR_CACHE_DIR");
+  ASSERT_TRUE(alone.ok);
+  std::printf("yolov4-tiny fp16, kept choices: alone %d fused, %d unfused; in a Runtime %d fused, %d unfused, %d "
+              "timed\n",
+              alone.timing.convs_fused, alone.timing.fused_slower, t.convs_fused, t.fused_slower, t.fused_timed);
+  EXPECT_GT(alone.timing.fused_slower, timed.timing.fused_slower);
+  EXPECT_EQ(t.fused_timed, 0);
+  EXPECT_EQ(t.fused_slower, alone.timing.fused_slower);
+  EXPECT_EQ(t.convs_fused, alone.timing.convs_fused);
+  EXPECT_EQ(after, kept) << "the Runtime's engine rewrote the kept choices";
+  ASSERT_EQ(shared.size(), alone.out.size());
+  for (size_t k = 0; k < shared.size(); ++k) ASSERT_EQ(shared[k], alone.out[k]) << "head " << k;
 }
 
 }  // namespace
