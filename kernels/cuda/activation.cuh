@@ -87,6 +87,37 @@ __device__ __forceinline__ void store_at(const TensorView& v, int n, int c, int 
   store_elem(v, view_offset(v, n, c, y, x), val);
 }
 
+// ---- 16-byte groups (8 f16 or 4 f32 elements per vector load or store) ----
+
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ void from_f32(float v, __half* out) { *out = __float2half_rn(v); }
+__device__ __forceinline__ void from_f32(float v, float* out) { *out = v; }
+
+// Elements of `d` in 16 bytes.
+inline int lanes16(DType d) { return d == DType::kF16 ? 8 : 4; }
+
+// True when v is NHWC and every pixel's channels are whole 16-byte groups at 16-byte
+// aligned addresses (c, pixel_stride and n_stride multiples of `lanes`, data aligned).
+inline bool nhwc_groups16(const TensorView& v, int lanes) {
+  return v.layout == Layout::kNHWC && v.c % lanes == 0 && v.pixel_stride % lanes == 0 && v.n_stride % lanes == 0 &&
+         reinterpret_cast<uintptr_t>(v.data) % 16 == 0;
+}
+
+// (group, y, x) of the r-th 16-byte channel group of an NHWC image in memory order
+// (`groups` per pixel, rows of w pixels).
+struct GroupYx {
+  int g, y, x;
+};
+__device__ __forceinline__ GroupYx decompose_groups(uint32_t r, int groups, int w) {
+  GroupYx p;
+  const uint32_t pix = r / uint32_t(groups);
+  p.g = int(r - pix * uint32_t(groups));
+  p.y = int(pix / uint32_t(w));
+  p.x = int(pix - uint32_t(p.y) * uint32_t(w));
+  return p;
+}
+
 // True when one image of v is a single block in its memory order (NCHW, channel
 // slices included; NHWC with pixel_stride == c): the r-th element of image n in
 // memory order is at element offset n*n_stride + r.

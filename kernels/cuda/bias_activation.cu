@@ -107,11 +107,6 @@ __global__ void bias_activation_kernel(TensorView t, Epilogue e, uint32_t per_im
 
 // ---- the 16-byte NHWC kernel ----
 
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ void from_f32(float v, __half* out) { *out = __float2half_rn(v); }
-__device__ __forceinline__ void from_f32(float v, float* out) { *out = v; }
-
 // finish() for the lanes of one 16-byte group of T with activation A (bias b per lane;
 // residual lanes `res` added with a linear residual activation where kResidual).
 template <class T, int A, bool kResidual>
@@ -197,9 +192,8 @@ __global__ void bias_activation_nchw16_kernel(TensorView t, Epilogue e, uint32_t
 // True when `v` is made of whole 16-byte groups of `lanes` elements: NHWC packed images
 // of such channel groups, or NCHW planes (channel slices too) of such groups.
 bool groups16(const TensorView& v, int lanes) {
-  if (v.n_stride % lanes != 0 || reinterpret_cast<uintptr_t>(v.data) % 16 != 0) return false;
-  if (v.layout == Layout::kNCHW) return (int64_t(v.h) * v.w) % lanes == 0;
-  return image_contiguous(v) && v.c % lanes == 0;
+  if (v.layout == Layout::kNHWC) return image_contiguous(v) && nhwc_groups16(v, lanes);
+  return v.n_stride % lanes == 0 && reinterpret_cast<uintptr_t>(v.data) % 16 == 0 && (int64_t(v.h) * v.w) % lanes == 0;
 }
 
 using Kernel16 = void (*)(TensorView, Epilogue, uint32_t, uint32_t);
@@ -304,7 +298,7 @@ Status launch(const TensorView& t, const Epilogue& e, cudaStream_t stream) {
   DLR_RETURN_IF_ERROR(image_grid(per_image, t.n, "bias_activation", &grid, &empty));
   if (empty) return Status();
 
-  const int lanes = t.dtype == DType::kF16 ? 8 : 4;
+  const int lanes = lanes16(t.dtype);
   if (const Kernel16 k16 = kernel16_for(t, e, lanes)) return launch16(k16, t, e, lanes, stream);
 
   // Fast kernels: about kTargetBlocks blocks in all, each thread doing several trips of kUnroll elements.

@@ -37,35 +37,18 @@ __global__ void maxpool_kernel(TensorView in, TensorView out, int size, int stri
   }
 }
 
-// 16 bytes of T: the channels one thread of the vector path handles.
+// Vector path: in/out NHWC of element type T; `groups` = c / lanes, consecutive threads
+// taking consecutive groups of an output pixel.
 template <class T>
-struct Lanes16 {
-  static constexpr int kCount = int(16 / sizeof(T));
-};
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ void from_f32(float v, __half* out) { *out = __float2half_rn(v); }
-__device__ __forceinline__ void from_f32(float v, float* out) { *out = v; }
-
-// Vector path: in/out NHWC of element type T; `groups` = c / lanes, taken `chunk` groups at
-// a time: consecutive threads cover `chunk` groups of consecutive output pixels, so a
-// block's windows overlap in L1 instead of spanning every channel of a few pixels.
-template <class T>
-__global__ void maxpool_nhwc16_kernel(TensorView in, TensorView out, int chunk, int size, int stride_x,
+__global__ void maxpool_nhwc16_kernel(TensorView in, TensorView out, int groups, int size, int stride_x,
                                       int stride_y, int offset, uint32_t per_image) {
-  constexpr int kLanes = Lanes16<T>::kCount;
+  constexpr int kLanes = int(16 / sizeof(T));
   const int n = blockIdx.y;
   const T* src = static_cast<const T*>(in.data) + int64_t(n) * in.n_stride;
   T* dst = static_cast<T*>(out.data) + int64_t(n) * out.n_stride;
   for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < per_image; r += gridDim.x * blockDim.x) {
-    const uint32_t pixels = uint32_t(out.h) * uint32_t(out.w);
-    const uint32_t lane_pix = r / uint32_t(chunk);  // chunk index * pixels + pixel
-    const uint32_t chunk_index = lane_pix / pixels;
-    const uint32_t pix = lane_pix - chunk_index * pixels;
-    const int g = int(chunk_index) * chunk + int(r - lane_pix * uint32_t(chunk));
-    const int oy = int(pix / uint32_t(out.w));
-    const int ox = int(pix - uint32_t(oy) * uint32_t(out.w));
-    const int y0 = offset + oy * stride_y, x0 = offset + ox * stride_x;
+    const GroupYx at = decompose_groups(r, groups, out.w);
+    const int g = at.g, y0 = offset + at.y * stride_y, x0 = offset + at.x * stride_x;
     const int y_begin = max(y0, 0), y_end = min(y0 + size, in.h);
     const int x_begin = max(x0, 0), x_end = min(x0 + size, in.w);
     float m[kLanes];
@@ -73,7 +56,6 @@ __global__ void maxpool_nhwc16_kernel(TensorView in, TensorView out, int chunk, 
     for (int k = 0; k < kLanes; ++k) m[k] = -FLT_MAX;
     for (int y = y_begin; y < y_end; ++y) {
       const T* row = src + int64_t(y) * in.w * in.pixel_stride + g * kLanes;
-#pragma unroll 4
       for (int x = x_begin; x < x_end; ++x) {
         const uint4 raw = *reinterpret_cast<const uint4*>(row + int64_t(x) * in.pixel_stride);
         const T* v = reinterpret_cast<const T*>(&raw);
@@ -88,29 +70,20 @@ __global__ void maxpool_nhwc16_kernel(TensorView in, TensorView out, int chunk, 
     T* o = reinterpret_cast<T*>(&packed);
 #pragma unroll
     for (int k = 0; k < kLanes; ++k) from_f32(m[k], &o[k]);
-    *reinterpret_cast<uint4*>(dst + (int64_t(oy) * out.w + ox) * out.pixel_stride + g * kLanes) = packed;
+    *reinterpret_cast<uint4*>(dst + (int64_t(at.y) * out.w + at.x) * out.pixel_stride + g * kLanes) = packed;
   }
-}
-
-// True when `v` suits the vector path for `lanes` channels per 16 bytes.
-bool vector_view(const TensorView& v, int lanes) {
-  return v.layout == Layout::kNHWC && v.c % lanes == 0 && v.pixel_stride % lanes == 0 && v.n_stride % lanes == 0 &&
-         reinterpret_cast<uintptr_t>(v.data) % 16 == 0;
 }
 
 template <class T>
 Status launch_vector(const MaxPoolParams& p, const TensorView& in, const TensorView& out, int offset,
                      cudaStream_t stream) {
-  const int groups = out.c / Lanes16<T>::kCount;
-  // Overlapping windows share taps: chunks of 4 groups; disjoint ones: every group of a pixel.
-  const bool overlap = p.size > p.stride_x || p.size > p.stride_y;
-  const int chunk = !overlap ? groups : groups % 4 == 0 ? 4 : groups % 2 == 0 ? 2 : 1;
+  const int groups = out.c / int(16 / sizeof(T));
   const int64_t per_image = int64_t(groups) * out.h * out.w;
   dim3 grid;
   bool empty = false;
   DLR_RETURN_IF_ERROR(image_grid(per_image, out.n, "maxpool", &grid, &empty));
   if (empty) return Status();
-  maxpool_nhwc16_kernel<T><<<grid, kBlockThreads, 0, stream>>>(in, out, chunk, p.size, p.stride_x, p.stride_y,
+  maxpool_nhwc16_kernel<T><<<grid, kBlockThreads, 0, stream>>>(in, out, groups, p.size, p.stride_x, p.stride_y,
                                                                 offset, uint32_t(per_image));
   DLR_CUDA_LAUNCH_CHECK("maxpool_nhwc16_kernel");
   return Status();
@@ -133,8 +106,8 @@ Status maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& o
                             ", out is " + view_dims(out));
   const int offset = -p.padding / 2;
   if (in.dtype == out.dtype) {
-    const int lanes = in.dtype == DType::kF16 ? Lanes16<__half>::kCount : Lanes16<float>::kCount;
-    if (vector_view(in, lanes) && vector_view(out, lanes))
+    const int lanes = lanes16(in.dtype);
+    if (nhwc_groups16(in, lanes) && nhwc_groups16(out, lanes))
       return in.dtype == DType::kF16 ? launch_vector<__half>(p, in, out, offset, stream)
                                      : launch_vector<float>(p, in, out, offset, stream);
   }

@@ -122,11 +122,11 @@ TEST_F(PoolCopyTest, MaxPoolDarknetCases) {
 }
 
 // NHWC views with channels and strides in whole 16-byte groups take maxpool's vector
-// path; the same bits as the CPU reference are expected there (signed-zero ties and NaN
-// taps included), and views one element off the groups must fall back and agree too.
+// path; the same bits as the CPU reference are expected there (signed-zero ties and NaN taps
+// included), and views one element off the groups must fall back and agree too.
 TEST_F(PoolCopyTest, MaxPoolVectorPathSameBits) {
   const MaxPoolParams pools[] = {{5, 1, 1, 4}, {9, 1, 1, 8}, {13, 1, 1, 12}, {2, 2, 2, 1}, {3, 2, 2, 2}};
-  const Shape3 shapes[] = {{16, 19, 19}, {64, 13, 13}, {8, 7, 5}, {24, 1, 1}};
+  const Shape3 shapes[] = {{16, 19, 19}, {64, 13, 13}, {8, 7, 5}, {24, 1, 1}, {8, 48, 40}};
   const std::vector<std::pair<ViewSpec, ViewSpec>> pairs = {
       {{DType::kF16, Layout::kNHWC, 0, 0, 0}, {DType::kF16, Layout::kNHWC, 0, 0, 0}},
       {{DType::kF16, Layout::kNHWC, 8, 16, 8}, {DType::kF16, Layout::kNHWC, 24, 8, 0}},  // route slices
@@ -183,6 +183,35 @@ TEST_F(PoolCopyTest, Upsample) {
       if (HasFatalFailure()) return;
     }
   }
+}
+
+// NHWC views of whole 16-byte channel groups take upsample's vector path (into a route's
+// slice, as yolov4's upsamples); one view off the groups falls back. Same bits expected.
+TEST_F(PoolCopyTest, UpsampleVectorPath) {
+  const UpsampleParams params[] = {{2, 1.f}, {2, 0.3f}, {3, 2.f}};
+  const Shape3 shapes[] = {{16, 13, 13}, {8, 3, 5}, {32, 1, 1}};
+  const std::vector<std::pair<ViewSpec, ViewSpec>> pairs = {
+      {{DType::kF16, Layout::kNHWC, 0, 0, 0}, {DType::kF16, Layout::kNHWC, 8, 16, 8}},
+      {{DType::kF32, Layout::kNHWC, 4, 0, 4}, {DType::kF32, Layout::kNHWC, 0, 0, 0}},
+      {{DType::kF16, Layout::kNHWC, 1, 7, 0}, {DType::kF16, Layout::kNHWC, 0, 0, 0}},  // unaligned in: fallback
+  };
+  uint32_t seed = 2500;
+  for (const UpsampleParams& up : params)
+    for (const Shape3& s : shapes)
+      for (const auto& io : pairs) {
+        const int n = 1 + int(seed % 2);
+        const Shape3 out_shape{s.c, s.h * up.stride, s.w * up.stride};
+        HostTensor x = random_tensor(n, s, seed++);
+        if (io.first.dtype == DType::kF16) round_to_half(&x);
+        HostTensor want(n, out_shape);
+        cpu::upsample(up, x.view(), want.view());
+        const std::string what = "upsample stride " + std::to_string(up.stride) + " " + shape_str(n, s) + ", in " +
+                                 describe(io.first) + ", out " + describe(io.second);
+        run(x, io.first, want, io.second, what, [&](const TensorView& in, const TensorView& out) {
+          return cuda::upsample(up, in, out, stream());
+        });
+        if (HasFatalFailure()) return;
+      }
 }
 
 // Every (src, dst) pair of standard geometries: same dtype+layout takes the

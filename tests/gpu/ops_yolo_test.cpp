@@ -86,6 +86,41 @@ TEST_F(YoloTest, F16SliceOutput) {
            {DType::kF16, Layout::kNHWC, 2, 3, 4}, 77);
 }
 
+// NHWC in, NCHW out goes through 32x32 tiles in shared memory: the same bits as the
+// element-wise kernel (which an NHWC output takes), on tile edges and full tiles, both
+// input dtypes, a channel slice, batch 2.
+TEST_F(YoloTest, TilesGiveTheElementwiseKernelsBits) {
+  struct Geo {
+    int classes, anchors, h, w;
+  };
+  const Geo geos[] = {{80, 3, 13, 13}, {80, 3, 38, 38}, {2, 3, 7, 5}, {1, 2, 1, 1}};
+  uint32_t seed = 9000;
+  for (const Geo& g : geos)
+    for (DType dt : {DType::kF16, DType::kF32})
+      for (int nc = 0; nc <= 1; ++nc) {
+        const std::vector<int> mask = g.anchors == 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{3, 4};
+        const YoloParams p = make_params(g.classes, mask, 1.05f, nc == 1);
+        const Shape3 shape{g.anchors * (g.classes + 5), g.h, g.w};
+        HostTensor x = nc ? random_tensor(2, shape, seed, 0.f, 1.f) : random_tensor(2, shape, seed, -8.f, 8.f);
+        if (dt == DType::kF16) round_to_half(&x);
+        const ViewSpec in_spec{dt, Layout::kNHWC, seed % 2 ? 3 : 0, seed % 2 ? 5 : 0, 0};
+        HostTensor got[2];
+        const ViewSpec outs[] = {packed_spec(DType::kF32, Layout::kNCHW), packed_spec(DType::kF32, Layout::kNHWC)};
+        for (int k = 0; k < 2; ++k) {
+          DeviceTensor din, dout;
+          ASSERT_EQ(cudaSuccess, din.upload(x, in_spec, stream()));
+          ASSERT_EQ(cudaSuccess, dout.create(2, shape, outs[k], stream()));
+          ASSERT_TRUE(cuda::yolo(p, din.view(), dout.view(), stream()).ok());
+          int64_t outside = 0, first = -1;
+          ASSERT_EQ(cudaSuccess, dout.download(&got[k], &outside, &first, stream()));
+          EXPECT_TRUE(untouched_outside(outside, first, describe(outs[k])));
+        }
+        EXPECT_TRUE(bit_equal(got[0], got[1], "yolo " + shape_str(2, shape) + " in " + describe(in_spec) +
+                                                  " new_coords " + std::to_string(nc)));
+        ++seed;
+      }
+}
+
 TEST_F(YoloTest, RejectsChannelMismatch) {
   DeviceTensor din, dout;
   const Shape3 s{20, 3, 3};  // 3 anchors x (2 + 5) = 21 expected
