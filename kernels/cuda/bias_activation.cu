@@ -105,7 +105,7 @@ __global__ void bias_activation_kernel(TensorView t, Epilogue e, uint32_t per_im
   }
 }
 
-// ---- the 16-byte NHWC kernel ----
+// ---- the 16-byte kernels (NHWC channel groups, NCHW plane groups) ----
 
 // finish() for the lanes of one 16-byte group of T with activation A (bias b per lane;
 // residual lanes `res` added with a linear residual activation where kResidual).

@@ -281,15 +281,21 @@ TEST(FusionGpu, EpilogueIsBitIdenticalAndCudnnStaysWithinTheFp16Error) {
   }
 }
 
-// The plan cache file of `dir` (one model): its "plans" object.
-nlohmann::json read_plan_cache(const std::string& dir) {
-  nlohmann::json plans;
+// The plan cache file of `dir` (one model).
+std::string plan_cache_file(const std::string& dir) {
+  std::string path;
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/fused-plans")) {
-    std::ifstream f(entry.path());
-    EXPECT_TRUE(plans.is_null()) << "more than one plan cache file";
-    plans = nlohmann::json::parse(f)["plans"];
+    EXPECT_TRUE(path.empty()) << "more than one plan cache file";
+    path = entry.path().string();
   }
-  return plans;
+  return path;
+}
+
+// Its "plans" object.
+nlohmann::json read_plan_cache(const std::string& dir) {
+  const std::string text = read_bytes(plan_cache_file(dir));
+  EXPECT_FALSE(text.empty()) << "no plan cache file in " << dir;
+  return text.empty() ? nlohmann::json() : nlohmann::json::parse(text)["plans"];
 }
 
 // With the cache on (auto), the first open builds the graphs, times each against the conv
@@ -379,17 +385,6 @@ TEST(FusionGpu, PlansKeptByTheFirstOpenAreLoadedByTheNext) {
   EXPECT_EQ(plain.timing.convs_fused, 0);
 }
 
-// The plan cache file of `dir` (one model), whole, and its path.
-std::filesystem::path plan_cache_file(const std::string& dir) {
-  for (const auto& entry : std::filesystem::directory_iterator(dir + "/fused-plans")) return entry.path();
-  return {};
-}
-
-std::string file_text(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
 // A Runtime's engines share arena and ring, so they time nothing; they follow the kept
 // choices instead: a configuration kept as "the epilogue pass is faster" is not built
 // there either, they compute the standalone session's bits, and the file stays as it was.
@@ -410,9 +405,9 @@ TEST(FusionGpu, RuntimeEnginesFollowTheKeptChoice) {
   ASSERT_TRUE(timed.ok);
   // One configuration the graph won is turned into an epilogue choice, so that the file
   // holds both kinds whatever the timing found.
-  const std::filesystem::path path = plan_cache_file(dir);
+  const std::string path = plan_cache_file(dir);
   ASSERT_FALSE(path.empty());
-  nlohmann::json doc = nlohmann::json::parse(file_text(path));
+  nlohmann::json doc = nlohmann::json::parse(read_bytes(path));
   bool turned = false;
   for (auto& [conv, e] : doc["plans"].items()) {
     if (turned || e["plan"].get<std::string>().empty()) continue;
@@ -423,14 +418,14 @@ TEST(FusionGpu, RuntimeEnginesFollowTheKeptChoice) {
   ASSERT_TRUE(turned) << "no configuration ran as a cuDNN graph";
   std::ofstream(path, std::ios::binary | std::ios::trunc) << doc.dump(1);
   const Heads alone = run_net(cfg, weights, o, input);
-  const std::string kept = file_text(path);
+  const std::string kept = read_bytes(path);
   auto rt = Runtime::create(RuntimeOptions{});
   ASSERT_TRUE(rt.ok()) << rt.status().to_string();
   auto m = (*rt)->open(cfg, weights, o);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   const std::vector<std::vector<float>> shared = network_heads((*m)->session(), input);
   const EngineOpenTiming t = (*m)->session().engine().open_timing();
-  const std::string after = file_text(path);
+  const std::string after = read_bytes(path);
   unsetenv("DLR_CACHE_DIR");
   ASSERT_TRUE(alone.ok);
   std::printf("yolov4-tiny fp16, kept choices: alone %d fused, %d unfused; in a Runtime %d fused, %d unfused, %d "
