@@ -1,6 +1,7 @@
 // Device helpers shared by the custom kernels (include from .cu files only):
 //  - activate(): Darknet's activations in fp32, the formulas of the CPU reference
-//    (kernels/cpu/activation.cpp, DARKNET.md section 2);
+//    (kernels/cpu/activation.cpp, DARKNET.md section 2); activate_f16(): the same for
+//    values stored as f16, mish/swish/logistic through the fast intrinsics;
 //  - element addressing of a TensorView (NCHW / NHWC, channel slices) and f32/f16
 //    load/store by dtype;
 //  - the launch geometry every elementwise kernel of this folder uses.
@@ -20,7 +21,7 @@
 
 namespace dlr::cuda {
 
-// ---- activations (fp32; expf/logf, never the __expf fast intrinsics) ----
+// ---- activations (fp32; expf/logf, never the __expf fast intrinsics: activate_f16 below) ----
 
 __device__ __forceinline__ float logistic_activate(float x) { return 1.f / (1.f + expf(-x)); }
 // Darknet's tanh_activate.
@@ -57,6 +58,44 @@ __device__ __forceinline__ float activate(Activation a, float x) {
     case Activation::kHardMish: return x > 0.f ? x : (x > -2.f ? x * x / 2.f + x : 0.f);
   }
   return x;
+}
+
+// ---- activations of values stored as f16 ----
+// mish, swish and logistic through the fast intrinsics: __expf (at most 2 + 1.16|x| ulp)
+// and __fdividef (2 ulp; its denominators here stay below 2^126 or give the limit 0).
+// For arguments up to Darknet's mish threshold (20) that is under 1e-5 relative, far
+// inside the 2^-11 an f16 store rounds to, so a stored value differs from activate()'s by
+// at most one f16 ulp, and only where the exact value lies that close to a rounding
+// boundary (tests/gpu/ops_bias_activation_test.cpp bounds how often, and that the
+// differences lean neither way). Used by the conv epilogue (bias_activation) on f16
+// views; f32 data and the other kernels (shortcut, scale_channels, sam, and the residual's
+// activation of a folded shortcut, which must give the shortcut kernel's bits) keep
+// activate(), as do the other activations here.
+__device__ __forceinline__ float activate_f16(Activation a, float x) {
+  switch (a) {
+    case Activation::kLogistic: return __fdividef(1.f, 1.f + __expf(-x));
+    case Activation::kSwish: return x * __fdividef(1.f, 1.f + __expf(-x));
+    case Activation::kMish: {
+      if (x > 20.f) return x;
+      const float e = __expf(x);
+      const float n = e * (e + 2.f);
+      return x * __fdividef(n, n + 2.f);
+    }
+    default: return activate(a, x);
+  }
+}
+
+// The activation of a value stored as T (f16: activate_f16; f32: activate).
+template <class T>
+__device__ __forceinline__ float activate_to(Activation a, float x) {
+  if constexpr (sizeof(T) == 2) {
+    return activate_f16(a, x);
+  } else {
+    return activate(a, x);
+  }
+}
+__device__ __forceinline__ float activate_to(DType stored, Activation a, float x) {
+  return stored == DType::kF16 ? activate_f16(a, x) : activate(a, x);
 }
 
 // ---- element access ----

@@ -1,5 +1,6 @@
 // bias_activation: in place x = act(x + bias[c]) over a TensorView (cuda_ops.h),
-// fp32 math, the CPU reference's formulas (activation.cuh). Without bias no add is
+// fp32 math, the CPU reference's formulas (activation.cuh; f16 views: activate_f16, the
+// same in every kernel here, so the kernels below keep giving one another's bits). Without bias no add is
 // done (cpu::activate_array), so the result is act(x) exactly. With a residual (a
 // shortcut folded into the conv, runtime/compile/fusion.h) the value is rounded to the
 // view's dtype, then x = residual_act(x + r), as the shortcut kernel would compute it
@@ -41,7 +42,7 @@ struct Epilogue {
 
 // The value stored for conv output v (bias value b) and residual element at r_off.
 __device__ __forceinline__ float finish(const TensorView& t, const Epilogue& e, float v, float b, int64_t r_off) {
-  v = activate(e.act, e.bias != nullptr ? v + b : v);
+  v = activate_to(t.dtype, e.act, e.bias != nullptr ? v + b : v);
   if (e.res.data == nullptr) return v;
   if (t.dtype == DType::kF16) v = __half2float(__float2half_rn(v));  // as the conv's store rounded it
   return activate(e.res_act, __fadd_rn(v, load_elem(e.res, r_off)));  // never contracted into a product
@@ -117,7 +118,7 @@ __device__ __forceinline__ void finish16(bool with_bias, const float* b, uint4* 
 #pragma unroll
   for (int k = 0; k < kLanes; ++k) {
     const float x = to_f32(v[k]);
-    float y = activate(Activation(A), with_bias ? x + b[k] : x);
+    float y = activate_to<T>(Activation(A), with_bias ? x + b[k] : x);
     if constexpr (kResidual) {
       if constexpr (sizeof(T) == 2) y = __half2float(__float2half_rn(y));  // as the conv's store rounded it
       y = __fadd_rn(y, to_f32(rv[k]));  // never contracted into the activation's product
