@@ -3,6 +3,8 @@
 // blocks (NCHW slices, packed NHWC) go through cudaMemcpyAsync / cudaMemcpy2DAsync;
 // everything else runs one thread per element in dst's memory order (f32 <-> f16
 // conversion with round-to-nearest-even). Views must not overlap.
+#include <algorithm>
+
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -16,6 +18,53 @@ __global__ void copy_channels_kernel(TensorView src, TensorView dst, uint32_t pe
     const Chw p = decompose_memory_order(dst, r);
     store_at(dst, n, p.c, p.y, p.x, load_at(src, n, p.c, p.y, p.x));
   }
+}
+
+// Strides of an NHWC view in 16-byte groups.
+struct Groups16 {
+  const uint4* src = nullptr;
+  uint4* dst = nullptr;
+  uint32_t src_pixel = 0, dst_pixel = 0;  // groups between pixels
+  int64_t src_image = 0, dst_image = 0;   // groups between images
+};
+
+// Item r of image blockIdx.y: group r % groups of pixel r / groups; two per trip in flight.
+__global__ void copy_channels_nhwc16_kernel(Groups16 g, uint32_t items, uint32_t groups) {
+  const uint4* s = g.src + int64_t(blockIdx.y) * g.src_image;
+  uint4* d = g.dst + int64_t(blockIdx.y) * g.dst_image;
+  const uint32_t step = gridDim.x * blockDim.x;
+  for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < items; r += 2 * step) {
+    const uint32_t r2 = r + step;
+    const uint32_t p = r / groups, p2 = r2 / groups;
+    const uint4 v = s[p * g.src_pixel + (r - p * groups)];
+    uint4 v2{};
+    if (r2 < items) v2 = s[p2 * g.src_pixel + (r2 - p2 * groups)];
+    d[p * g.dst_pixel + (r - p * groups)] = v;
+    if (r2 < items) d[p2 * g.dst_pixel + (r2 - p2 * groups)] = v2;
+  }
+}
+
+// The vector path where src and dst are NHWC views of one dtype and whole 16-byte
+// groups (*taken then set); else nothing is done.
+Status copy16(const TensorView& src, const TensorView& dst, cudaStream_t stream, bool* taken) {
+  const int lanes = lanes16(dst.dtype);
+  *taken = false;
+  if (src.dtype != dst.dtype || !nhwc_groups16(src, lanes) || !nhwc_groups16(dst, lanes)) return Status();
+  const int64_t groups = dst.c / lanes, items = groups * dst.h * dst.w;
+  if (items >= (int64_t(1) << 31) || dst.n > 65535) return Status();
+  *taken = true;
+  Groups16 g;
+  g.src = static_cast<const uint4*>(src.data);
+  g.dst = static_cast<uint4*>(dst.data);
+  g.src_pixel = uint32_t(src.pixel_stride / lanes);
+  g.dst_pixel = uint32_t(dst.pixel_stride / lanes);
+  g.src_image = src.n_stride / lanes;
+  g.dst_image = dst.n_stride / lanes;
+  const int64_t blocks = std::min<int64_t>(kMaxBlocksX, (items + 2 * kBlockThreads - 1) / (2 * kBlockThreads));
+  copy_channels_nhwc16_kernel<<<dim3(unsigned(blocks), unsigned(dst.n), 1), kBlockThreads, 0, stream>>>(
+      g, uint32_t(items), uint32_t(groups));
+  DLR_CUDA_LAUNCH_CHECK("copy_channels_nhwc16_kernel");
+  return Status();
 }
 
 }  // namespace
@@ -50,6 +99,9 @@ Status copy_channels(const TensorView& src, const TensorView& dst, cudaStream_t 
     // otherwise (huge or overlapping image strides) the kernel below copies element by element
   }
 
+  bool vector = false;
+  DLR_RETURN_IF_ERROR(copy16(src, dst, stream, &vector));
+  if (vector) return Status();
   dim3 grid;
   bool empty = false;
   DLR_RETURN_IF_ERROR(image_grid(per_image, dst.n, "copy_channels", &grid, &empty));

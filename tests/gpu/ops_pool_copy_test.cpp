@@ -240,5 +240,30 @@ TEST_F(PoolCopyTest, CopyChannelsAllPairs) {
   }
 }
 
+// NHWC views of whole 16-byte channel groups (a route's slices) take copy_channels' vector
+// path; a view off the groups falls back to the element kernel. A copy: the same bits.
+TEST_F(PoolCopyTest, CopyChannelsVectorPath) {
+  const Shape3 shapes[] = {{16, 13, 13}, {8, 3, 5}, {64, 1, 1}};
+  const std::vector<std::pair<ViewSpec, ViewSpec>> pairs = {
+      {{DType::kF16, Layout::kNHWC, 0, 0, 0}, {DType::kF16, Layout::kNHWC, 8, 16, 8}},
+      {{DType::kF16, Layout::kNHWC, 16, 8, 0}, {DType::kF16, Layout::kNHWC, 0, 8, 24}},
+      {{DType::kF32, Layout::kNHWC, 4, 0, 4}, {DType::kF32, Layout::kNHWC, 0, 4, 0}},
+      {{DType::kF16, Layout::kNHWC, 1, 7, 0}, {DType::kF16, Layout::kNHWC, 8, 0, 0}},  // unaligned src: fallback
+  };
+  uint32_t seed = 4000;
+  for (const Shape3& s : shapes)
+    for (const auto& io : pairs)
+      for (int n = 1; n <= 3; n += 2) {
+        HostTensor x = random_tensor(n, s, seed++);
+        if (io.first.dtype == DType::kF16) round_to_half(&x);
+        const std::string what = "copy_channels " + shape_str(n, s) + ", src " + describe(io.first) + ", dst " +
+                                 describe(io.second);
+        run(x, io.first, x, io.second, what, [&](const TensorView& in, const TensorView& out) {
+          return cuda::copy_channels(in, out, stream());
+        });
+        if (HasFatalFailure()) return;
+      }
+}
+
 }  // namespace
 }  // namespace dlr::test
