@@ -13,6 +13,17 @@
 
 namespace dlr {
 
+// WeightFormat::kInt8 stores a conv's weights int8 only where each filter holds at least
+// kInt8MinFilterWeights weights (input channels / groups x size^2). Smaller filters (a
+// first layer's 27, depthwise 9 or 25, 1x1 convs over fewer than 128 channels) stay in
+// the run's precision: a small share of a large model's bytes, most of a compact model's
+// error (docs/streaming.md, "Compressed weights", has the measured curve).
+constexpr int64_t kInt8MinFilterWeights = 128;
+inline WeightFormat conv_weight_format(WeightFormat requested, int64_t filter_weights) {
+  return requested == WeightFormat::kInt8 && filter_weights >= kInt8MinFilterWeights ? WeightFormat::kInt8
+                                                                                     : WeightFormat::kFp;
+}
+
 // Bytes of one stored weight: 1 for int8, else the dtype's.
 inline int64_t stored_weight_size(DType dtype, WeightFormat format) {
   return format == WeightFormat::kInt8 ? 1 : int64_t(dtype_size(dtype));

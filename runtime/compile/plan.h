@@ -123,7 +123,9 @@ struct PlannerOptions {
   Layout layout = Layout::kNCHW;
   DType activation_dtype = DType::kF32;  // yolo outputs are always f32
   DType weight_dtype = DType::kF32;
-  WeightFormat weight_format = WeightFormat::kFp;  // of every conv blob (kInt8: Step::dequant buffers)
+  // kInt8: conv blobs of filters of at least kInt8MinFilterWeights weights int8 (Step::dequant
+  // buffers), the others fp (runtime/compile/blob_layout.h, conv_weight_format)
+  WeightFormat weight_format = WeightFormat::kFp;
   bool concat_in_place = true;  // producers write straight into their slice of a route's buffer
   int64_t alignment = 256;      // of every buffer offset, bytes
   int64_t weight_align = 256;   // every weight blob's size is a multiple of this (4096 when weights come from storage)

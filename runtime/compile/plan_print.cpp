@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string>
 
+#include "runtime/compile/blob_layout.h"
 #include "runtime/compile/plan.h"
 #include "runtime/core/units.h"
 
@@ -69,10 +70,19 @@ std::string ExecutionPlan::to_text() const {
                 mib_text(arena_bytes).c_str(), buffers.size(), mib_text(naive_bytes).c_str(),
                 naive_bytes > 0 ? 100.0 * double(arena_bytes) / double(naive_bytes) : 0.0);
   s += line;
-  const bool int8 = options.weight_format == WeightFormat::kInt8;
-  std::snprintf(line, sizeof(line), "weights: %zu blobs, %s (%s%s)\n", weights.size(), mib_text(weight_bytes()).c_str(),
-                int8 ? "compressed: int8, one f32 scale per filter, computed in " : "",
-                dtype_name(options.weight_dtype));
+  size_t int8 = 0;
+  for (const WeightBlob& w : weights) int8 += w.format == WeightFormat::kInt8 ? 1 : 0;
+  if (options.weight_format == WeightFormat::kInt8) {
+    std::snprintf(line, sizeof(line),
+                  "weights: %zu blobs, %s (compressed: int8 in %zu blobs, one f32 scale per filter; %zu blobs of "
+                  "filters under %lld weights in %s; computed in %s)\n",
+                  weights.size(), mib_text(weight_bytes()).c_str(), int8, weights.size() - int8,
+                  static_cast<long long>(kInt8MinFilterWeights), dtype_name(options.weight_dtype),
+                  dtype_name(options.weight_dtype));
+  } else {
+    std::snprintf(line, sizeof(line), "weights: %zu blobs, %s (%s)\n", weights.size(), mib_text(weight_bytes()).c_str(),
+                  dtype_name(options.weight_dtype));
+  }
   s += line;
   return s;
 }

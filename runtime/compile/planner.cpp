@@ -392,7 +392,7 @@ class Planner {
       w.weight_elems = l.weight_count();
       w.bias_elems = l.bias_count();
       w.dtype = m_opt.weight_dtype;
-      w.format = m_opt.weight_format;
+      w.format = conv_weight_format(m_opt.weight_format, l.weight_count() / l.conv().filters);
       w.scale_elems = l.conv().filters;  // int8 only (lay_out_blob drops it for fp)
       lay_out_blob(&w, m_opt.weight_align);
       plan->steps[size_t(l.index)].weight = int(plan->weights.size());

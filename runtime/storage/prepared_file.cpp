@@ -128,10 +128,10 @@ Expected<PreparedIdentity> prepared_identity(const std::string& cfg_path, const 
   id.weights_mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + int64_t(st.st_mtim.tv_nsec);
   id.dtype = plan.weights.front().dtype;
   id.layout = plan.options.layout;
-  id.format = plan.weights.front().format;
+  id.format = plan.options.weight_format;  // int8: the blobs conv_weight_format gives int8; the others fp
   for (const WeightBlob& b : plan.weights) {
-    if (b.dtype != id.dtype || b.format != id.format)
-      return internal_error(cfg_path + ": plan weight blobs of mixed dtypes or formats");
+    if (b.dtype != id.dtype)
+      return internal_error(cfg_path + ": plan weight blobs of mixed dtypes");
     id.blob_bytes.push_back(b.bytes);
   }
   return id;
@@ -186,7 +186,7 @@ Status write_prepared(const std::string& path, const ExecutionPlan& plan, Weight
   int64_t at = header_bytes, largest = 0;
   for (size_t i = 0; i < n; ++i) {
     const WeightBlob& b = plan.weights[i];
-    if (b.bytes <= 0 || b.bytes != id.blob_bytes[i] || b.dtype != id.dtype || b.format != id.format)
+    if (b.bytes <= 0 || b.bytes != id.blob_bytes[i] || b.dtype != id.dtype)
       return invalid_argument(path + ": plan blob " + std::to_string(i) + " does not match the identity");
     table[i].offset = at;
     table[i].bytes = b.bytes;

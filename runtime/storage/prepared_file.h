@@ -4,8 +4,8 @@
 // 4096-aligned range of one, with O_DIRECT straight into a staging buffer.
 // docs/streaming.md, "Prepared weight file", says how it is used and cached.
 //
-// Format, version 3 (version 1 had no slices: 24-byte entries; version 2 only filter slices:
-// 32-byte entries without the channel range). Every integer little-endian, fixed width.
+// Format, version 4 (version 1 had no slices: 24-byte entries; version 2 only filter slices:
+// 32-byte entries without the channel range; version 3's int8 files held every blob int8). Every integer little-endian, fixed width.
 //
 //   header region, [0, header_bytes), header_bytes = align_up(72 + 40 * blob_count, 4096):
 //     0   char[8]  magic "DLRWPREP"
@@ -19,9 +19,10 @@
 //     56  i64      .weights modification time, ns since the epoch (when prepared)
 //     64  u8       dtype of the weights (0 f32, 1 f16; biases are always f32)
 //     65  u8       layout (0 NCHW: filters OIHW; 1 NHWC: filters OHWI)
-//     66  u8       weight format (0 fp: weights of the dtype; 1 int8: int8 weights and one f32
-//                   scale per filter, WeightBlob::scale_offset; a reader of this version
-//                   from before int8 refuses 1 as a non-zero reserved byte)
+//     66  u8       weight format (0 fp: weights of the dtype; 1 int8: the blobs of filters of
+//                   at least kInt8MinFilterWeights weights int8 with one f32 scale per
+//                   filter, WeightBlob::scale_offset, the others of the dtype,
+//                   runtime/compile/blob_layout.h conv_weight_format)
 //     67  u8       zero
 //     68  u32      blob_count (1 .. kPreparedMaxBlobs)
 //     72  blob_count x 40 bytes, in ExecutionPlan::weights order:
@@ -68,7 +69,7 @@ namespace dlr {
 
 struct NetworkDesc;
 
-constexpr uint32_t kPreparedFormatVersion = 3;
+constexpr uint32_t kPreparedFormatVersion = 4;
 constexpr int64_t kPreparedAlign = 4096;      // of the header region, every blob offset, the file size
 constexpr uint32_t kPreparedMaxBlobs = 65536;  // more than any network the cfg parser accepts has convs
 

@@ -154,6 +154,10 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
   if (id.layout != plan.options.layout)
     return invalid_argument(made + "layout " + layout_code_name(h[65]) + ", the run uses " +
                             layout_name(plan.options.layout) + " (prepare it again with this run's device and precision)");
+  if (plan.options.weight_format != id.format)
+    return invalid_argument(made + "weight format " + weight_format_name(id.format) + ", the run uses " +
+                            weight_format_name(plan.options.weight_format) +
+                            " (prepare it again with this run's weight_format)");
   if (blobs.size() != plan.weights.size()) {
     bool sliced = false;  // either side runs layers in slices: the slot may be what differs
     for (const PreparedBlob& b : blobs) sliced = sliced || b.filters > 0 || b.channels > 0;
@@ -169,9 +173,6 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
     if (w.dtype != id.dtype)
       return invalid_argument(made + "dtype " + dtype_code_name(h[64]) + ", the run uses " + dtype_name(w.dtype) +
                               " (prepare it again with this run's precision)");
-    if (w.format != id.format)
-      return invalid_argument(made + "weight format " + weight_format_name(id.format) + ", the run uses " +
-                              weight_format_name(w.format) + " (prepare it again with this run's weight_format)");
     if (b.layer != w.layer || b.bytes != w.bytes)
       return invalid_argument(made + "another model: blob " + std::to_string(i) + " is layer " +
                               std::to_string(b.layer) + ", " + std::to_string(b.bytes) + " bytes; the plan has layer " +
@@ -301,7 +302,7 @@ class PreparedSource final : public WeightSource {
                                    ? " " + slice_text(blob.filter_begin, blob.filters, blob.channel_begin, blob.channels)
                                    : ""));
     const PreparedBlob& b = m_blobs[size_t(index)];
-    if (b.bytes != blob.bytes || blob.dtype != m_id.dtype || blob.format != m_id.format || layout != m_id.layout)
+    if (b.bytes != blob.bytes || blob.dtype != m_id.dtype || layout != m_id.layout)
       return invalid_argument(m_path + ": blob " + std::to_string(index) + " (layer " + std::to_string(b.layer) +
                               ") is " + std::to_string(b.bytes) + " bytes " + dtype_name(m_id.dtype) + " " +
                               layout_name(m_id.layout) + ", asked for " + std::to_string(blob.bytes) + " bytes " +

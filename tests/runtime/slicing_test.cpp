@@ -442,7 +442,7 @@ TEST_P(SlicedCpu, FilterSlicesBitIdenticalChannelSlicesWithinFiveMillionths) {
   }
 }
 
-// From storage the prepared file holds the slices (format version 3), read into a
+// From storage the prepared file holds the slices (format version 4), read into a
 // staging area no longer sized by the largest layer: outputs bit-identical to the same sliced
 // plan from host memory, in less host memory than whole layers need; a file prepared
 // for other slices is refused naming slot_bytes.

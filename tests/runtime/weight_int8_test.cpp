@@ -16,6 +16,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "loaders/network_desc.h"
 #include "loaders/weights_file.h"
+#include "runtime/compile/blob_layout.h"
 #include "runtime/compile/compile.h"
 #include "runtime/compile/dequant_buffers.h"
 #include "runtime/session.h"
@@ -56,9 +57,10 @@ struct Reference {
   }
 };
 
-// Checks int8 blob `w` of `layout` against the fp32 reference: the scale of every filter
-// is max |w| / 127 over the whole filter, every stored weight the nearest int8 of
-// w / scale (within half a step of w), the bias the reference's, the padding zero.
+// Checks blob `w` of an int8 plan in `layout` against the fp32 reference. Filters of fewer
+// than kInt8MinFilterWeights weights: an fp blob without scales. The others: the scale
+// of every filter is max |w| / 127 over the whole filter, every stored weight the nearest
+// int8 of w / scale (within half a step of w), the bias the reference's, the padding zero.
 void check_blob(const NetworkDesc& net, const Reference& ref, const WeightBlob& w, Layout layout, const char* blob,
                 const std::string& what) {
   const LayerDesc& l = net.layers[size_t(w.layer)];
@@ -66,7 +68,12 @@ void check_blob(const NetworkDesc& net, const Reference& ref, const WeightBlob& 
   const int64_t cin = l.in.c / p.groups, kk = int64_t(p.size) * p.size;
   const int filters = blob_filters(w, p.filters), f0 = w.filters > 0 ? w.filter_begin : 0;
   const int64_t channels = w.channels > 0 ? w.channels : cin, c0 = w.channel_begin;
-  ASSERT_EQ(w.format, WeightFormat::kInt8) << what;
+  if (cin * kk < kInt8MinFilterWeights) {
+    ASSERT_EQ(w.format, WeightFormat::kFp) << what << " layer " << w.layer << ": " << cin * kk << " weights a filter";
+    ASSERT_EQ(w.scale_elems, 0) << what;
+    return;
+  }
+  ASSERT_EQ(w.format, WeightFormat::kInt8) << what << " layer " << w.layer;
   ASSERT_EQ(w.scale_elems, filters) << what;
   ASSERT_EQ(w.weight_elems, filters * channels * kk) << what;
   const float* rw = ref.weights(w.layer);
@@ -121,13 +128,15 @@ TEST(WeightInt8, BlobsHoldEachFiltersScaleAndNearestInt8InEveryLayoutAndSlice) {
     ASSERT_TRUE(one.ok() && three.ok()) << what;
     ASSERT_EQ(one->bytes(), three->bytes());
     EXPECT_EQ(0, std::memcmp(one->data(), three->data(), size_t(one->bytes()))) << what << ": thread count changed bytes";
-    int sliced = 0;
+    int sliced = 0, int8 = 0;
     for (size_t b = 0; b < plan.weights.size(); ++b) {
       sliced += plan.weights[b].filters > 0 || plan.weights[b].channels > 0;
+      int8 += plan.weights[b].format == WeightFormat::kInt8;
       check_blob(m.net, ref, plan.weights[b], plan.options.layout, static_cast<const char*>(one->blob(int(b))), what);
       if (HasFatalFailure()) return;
     }
     EXPECT_EQ(sliced > 0, o.slot_bytes > 0) << what;
+    EXPECT_GT(int8, int(plan.weights.size()) / 2) << what;  // yolov4-tiny: layers 0 and 7 (27 and 64 a filter) fp
   }
 }
 
@@ -155,10 +164,17 @@ TEST(WeightInt8, PlanHalvesTheFp16BytesAndGroupsTheExpansions) {
   std::vector<int> group_first;  // per expansion group, its first step
   std::vector<int64_t> group_bytes;
   ASSERT_EQ(a.steps.size(), b.steps.size());
+  int fp_steps = 0;
   for (const Step& st : b.steps) {
     EXPECT_EQ(a.steps[size_t(st.index)].dequant, -1);
-    if (st.weight < 0) {
+    if (st.weight < 0 || b.weights[size_t(st.weight)].format == WeightFormat::kFp) {
       EXPECT_EQ(st.dequant, -1);
+      if (st.weight >= 0) {  // a filter of fewer than kInt8MinFilterWeights weights: the fp16 plan's blob
+        const LayerDesc& l = net->layers[size_t(st.layer)];
+        EXPECT_LT(l.weight_count() / l.conv().filters, kInt8MinFilterWeights) << "layer " << st.layer;
+        EXPECT_EQ(b.weights[size_t(st.weight)].bytes, a.weights[size_t(st.weight)].bytes) << "layer " << st.layer;
+        ++fp_steps;
+      }
       continue;
     }
     ASSERT_GE(st.dequant, 0) << "layer " << st.layer;
@@ -180,7 +196,9 @@ TEST(WeightInt8, PlanHalvesTheFp16BytesAndGroupsTheExpansions) {
     EXPECT_EQ(buf.last_step, st.index);
     largest = std::max(largest, buf.bytes);
   }
-  std::printf("%zu expansion groups over %zu steps\n", group_first.size(), b.steps.size());
+  std::printf("%zu expansion groups over %zu steps; %d convs kept fp16\n", group_first.size(), b.steps.size(),
+              fp_steps);
+  EXPECT_GE(fp_steps, 1);  // layer 0: 27 weights a filter
   EXPECT_LT(group_first.size(), b.weights.size());  // small blobs share launches
   EXPECT_TRUE(check_dequant_buffers(b).ok());
   // At most two groups (or two blobs larger than a group) live at once.
@@ -338,8 +356,18 @@ TEST(WeightInt8, ErrorPerLayerWithinHalfAStepOfItsFilter) {
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(fp.weights.size(), q.weights.size());
   double worst_rms = 0;
+  int kept = 0;
   for (size_t i = 0; i < q.weights.size(); ++i) {
     const WeightBlob& w = q.weights[i];
+    const int64_t filter_weights = w.weight_elems / net->layers[size_t(w.layer)].conv().filters;
+    if (w.format == WeightFormat::kFp) {  // filters under kInt8MinFilterWeights weights: the fp blob itself
+      EXPECT_LT(filter_weights, kInt8MinFilterWeights) << "layer " << w.layer;
+      ASSERT_EQ(w.bytes, fp.weights[i].bytes);
+      EXPECT_EQ(0, std::memcmp(a->blob(int(i)), b->blob(int(i)), size_t(w.bytes))) << "layer " << w.layer;
+      ++kept;
+      continue;
+    }
+    EXPECT_GE(filter_weights, kInt8MinFilterWeights) << "layer " << w.layer;
     const float* ref = static_cast<const float*>(a->blob(int(i)));
     const char* blob = static_cast<const char*>(b->blob(int(i)));
     const int64_t row = w.weight_elems / w.scale_elems;
@@ -365,7 +393,10 @@ TEST(WeightInt8, ErrorPerLayerWithinHalfAStepOfItsFilter) {
                 "of its RMS\n",
                 w.layer, (long long)w.weight_elems, (long long)w.scale_elems, max_ref > 0 ? max_err / max_ref : 0.0, rms);
   }
-  std::printf("worst layer RMS error: %.4f\n", worst_rms);
+  std::printf("worst layer RMS error: %.4f; %d of %zu convs kept fp (filters under %lld weights)\n", worst_rms,
+              kept, q.weights.size(), static_cast<long long>(kInt8MinFilterWeights));
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, int(q.weights.size()));
   EXPECT_LT(worst_rms, 0.02);
 }
 

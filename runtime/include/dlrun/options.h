@@ -28,8 +28,9 @@ enum class Residency : uint8_t { kNone, kLargestLate, kGreedy };
 // filters on the CPU.
 enum class SliceBy : uint8_t { kAuto, kFilters, kChannels };
 // How conv weights are stored and streamed: fp (in the run's precision) or int8 (one
-// scale per output channel, expanded to the run's precision as each conv runs: half the
-// bytes of fp16 to copy, read from storage and keep; docs/streaming.md, "Compressed weights").
+// scale per output channel, for filters of 128 weights or more, the smaller ones kept fp;
+// expanded to the run's precision as each conv runs: about half the bytes of fp16 to copy,
+// read from storage and keep; docs/streaming.md, "Compressed weights").
 enum class WeightFormat : uint8_t { kFp, kInt8 };
 // CUDA: what a convolution's epilogue takes in: off (conv, a bias + activation pass, a
 // shortcut pass), epilogue (a shortcut right after a conv added in the conv's bias +
