@@ -1,7 +1,8 @@
 // bias_activation: in place x = act(x + bias[c]) over a TensorView (cuda_ops.h),
 // fp32 math, the CPU reference's formulas (activation.cuh; f16 views: activate_f16, the
-// same in every kernel here, so the kernels below keep giving one another's bits). Without bias no add is
-// done (cpu::activate_array), so the result is act(x) exactly. With a residual (a
+// same in every kernel here, so the kernels below keep giving one another's bits).
+// Without bias no add is done (cpu::activate_array), so the result is act(x) exactly
+// (up to activate_f16's rounding for f16 views). With a residual (a
 // shortcut folded into the conv, runtime/compile/fusion.h) the value is rounded to the
 // view's dtype, then x = residual_act(x + r), as the shortcut kernel would compute it
 // from the stored conv output: the same bits as the two passes.
