@@ -51,8 +51,9 @@ TEST(DlbenchIsolate, EveryConfigurationInItsOwnProcessGivesTheSameRows) {
 }
 
 // --weight-format fp,int8: one row per format, named by it; on the CPU (fp32) the int8
-// row's weights take under 35 % of the fp row's bytes (scales, biases and padding of
-// 85 small blobs: 31 % measured).
+// row's weights take fewer bytes than the fp row's, though not many fewer: 73 of
+// yolo-fastest's 84 convs have filters under kInt8MinFilterWeights and stay fp (79 %
+// measured; 31 % when every conv was int8).
 TEST(DlbenchIsolate, WeightFormatsAreRowsOfTheirOwn) {
   const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
   const std::string w = test::required_shared_file("weights/yolo-fastest-1.1.weights");
@@ -68,7 +69,7 @@ TEST(DlbenchIsolate, WeightFormatsAreRowsOfTheirOwn) {
   const std::string fp = j["results"][0]["config"], q = j["results"][1]["config"];
   EXPECT_EQ(fp.find("int8"), std::string::npos) << fp;
   EXPECT_NE(q.find("/int8"), std::string::npos) << q;
-  EXPECT_LT(j["results"][1]["memory"]["weights"].get<double>(), 0.35 * j["results"][0]["memory"]["weights"].get<double>())
+  EXPECT_LT(j["results"][1]["memory"]["weights"].get<double>(), 0.85 * j["results"][0]["memory"]["weights"].get<double>())
       << r.out;
 }
 
