@@ -72,7 +72,8 @@
      (input channels, partial sums added into the output) */                                                          \
   X(slice_by, SliceBy, SliceBy::kAuto, PUBLIC, true, "")                                                              \
   /* how conv weights are stored and streamed: fp (the run's precision) or int8 (one f32 scale per output channel,   \
-     expanded to the run's precision as each conv runs: half the bytes of fp16 to copy, read and keep) */             \
+     filters of kInt8MinFilterWeights or more, runtime/compile/blob_layout.h; expanded to the run's precision as     \
+     each conv runs: about half the bytes of fp16 to copy, read and keep) */                                         \
   X(weight_format, WeightFormat, WeightFormat::kFp, PUBLIC, true, "")                                                 \
   /* CUDA: what a convolution's epilogue takes in (Fusion, runtime/core/types.h) */                                   \
   X(fusion, Fusion, Fusion::kAuto, PUBLIC, true, "")                                                                  \

@@ -74,10 +74,10 @@ std::string ExecutionPlan::to_text() const {
   for (const WeightBlob& w : weights) int8 += w.format == WeightFormat::kInt8 ? 1 : 0;
   if (options.weight_format == WeightFormat::kInt8) {
     std::snprintf(line, sizeof(line),
-                  "weights: %zu blobs, %s (compressed: int8 in %zu blobs, one f32 scale per filter; %zu blobs of "
-                  "filters under %lld weights in %s; computed in %s)\n",
-                  weights.size(), mib_text(weight_bytes()).c_str(), int8, weights.size() - int8,
-                  static_cast<long long>(kInt8MinFilterWeights), dtype_name(options.weight_dtype),
+                  "weights: %zu blobs, %s (compressed: int8 in %zu blobs, one f32 scale per filter, computed in "
+                  "%s; %zu of filters under %lld weights stay %s)\n",
+                  weights.size(), mib_text(weight_bytes()).c_str(), int8, dtype_name(options.weight_dtype),
+                  weights.size() - int8, static_cast<long long>(kInt8MinFilterWeights),
                   dtype_name(options.weight_dtype));
   } else {
     std::snprintf(line, sizeof(line), "weights: %zu blobs, %s (%s)\n", weights.size(), mib_text(weight_bytes()).c_str(),

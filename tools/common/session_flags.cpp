@@ -114,7 +114,8 @@ std::vector<SessionFlag> device_rows() {
           .dflt("auto").one_of("auto,filters,channels"),
       Row("--weight-format", "weight_format", A::kEveryRun,
           "how conv weights are stored and streamed: fp (the run's precision) or int8 (one scale per output "
-          "channel, expanded as each conv runs: half the bytes of fp16; detections may differ slightly)")
+          "channel for filters of 128 weights or more, smaller ones kept fp; expanded as each conv runs: about "
+          "half the bytes of fp16; detections may differ slightly)")
           .dflt("fp").one_of("fp,int8").sweep(),
       Row("--units", "unit_search", A::kCudaStream,
           "stream mode, ring pool: search (copy units chosen by simulation) or chunks (the profile's chunk size)")
