@@ -369,9 +369,20 @@ TEST(ReadPipelineAhead, ThreeStagesReadAheadOnlyOnceTheCopiesThatUsedTheStagingH
       f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, no_wait, /*read_ahead=*/true);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message(), "read pipeline: read ahead of copies needs a device wait (three stages)");
+  // The landed words say when the reads ahead have landed (a slow machine, such as the
+  // arm64 run under an emulator, is waited for instead of a fixed sleep).
+  std::vector<int32_t> words(3, 0);
+  ReadPipeline::DeviceWait wait = dev.wait();
+  wait.landed = words.data();
   Expected<std::unique_ptr<ReadPipeline>> p = ReadPipeline::open(
-      f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, dev.wait(), /*read_ahead=*/true);
+      f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, wait, /*read_ahead=*/true);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const auto landed_ahead = [&](int g) {  // units 0 and 1 of inference g + 1, up to 10 s
+    for (int i = 0; i < 2000; ++i) {
+      if (__atomic_load_n(&words[0], __ATOMIC_ACQUIRE) > g && __atomic_load_n(&words[1], __ATOMIC_ACQUIRE) > g) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  };
   const char* staging = static_cast<const char*>(f.staging.data());
   auto own_intact = [&](int u) {
     const ReadUnit& r = f.reads.units[size_t(u)];
@@ -397,7 +408,7 @@ TEST(ReadPipelineAhead, ThreeStagesReadAheadOnlyOnceTheCopiesThatUsedTheStagingH
     EXPECT_TRUE(own_intact(2)) << "read ahead over copy 2 while it was in flight";
     dev.end(2);
     dev.end(1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the reads ahead land
+    landed_ahead(g);  // the reads ahead land (a pipeline that never reads ahead fails below)
     const std::vector<ReadTiming>& t = (*p)->timings();
     for (int u = 0; u < 3; ++u) {
       if (g > 1 && u < 2) EXPECT_LT(t[size_t(u)].end_ms, 0.0) << "inference " << g << " read " << u << " not ahead";
