@@ -1,6 +1,7 @@
 // FusedConv: conv + bias + activation (+ a folded shortcut) as one cuDNN graph
 // (contracts in conv_graph.h). Tensor unique ids: kX, kW, kB, kR, kY for the real
-// tensors; virtual (intermediate, f32) tensors from kFirstVirtual on.
+// tensors (f16 or f32, as the views); virtual (intermediate, f32) tensors from
+// kFirstVirtual on.
 #include "kernels/cuda/conv_graph.h"
 
 #include <algorithm>
@@ -199,11 +200,12 @@ Status FusedConv::Impl::build(cudnnHandle_t handle) {
   const Dims y_dims = nhwc(n, k, out.h, out.w);
   const Dims w_dims{{k, cg, p.size, p.size}, {int64_t(p.size) * p.size * cg, 1, p.size * cg, cg}};
   const Dims b_dims{{1, k, 1, 1}, {k, 1, k, k}};
+  const cudnnDataType_t data = in.dtype == DType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
   const BackendDesc *x, *w, *b, *y, *conv_out, *biased;
-  DLR_RETURN_IF_ERROR(tensor(kX, CUDNN_DATA_HALF, x_dims, false, &x));
-  DLR_RETURN_IF_ERROR(tensor(kW, CUDNN_DATA_HALF, w_dims, false, &w));
+  DLR_RETURN_IF_ERROR(tensor(kX, data, x_dims, false, &x));
+  DLR_RETURN_IF_ERROR(tensor(kW, data, w_dims, false, &w));
   DLR_RETURN_IF_ERROR(tensor(kB, CUDNN_DATA_FLOAT, b_dims, false, &b));
-  DLR_RETURN_IF_ERROR(tensor(kY, CUDNN_DATA_HALF, y_dims, false, &y));
+  DLR_RETURN_IF_ERROR(tensor(kY, data, y_dims, false, &y));
   DLR_RETURN_IF_ERROR(tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, true, &conv_out));
   DLR_RETURN_IF_ERROR(tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, true, &biased));
 
@@ -239,7 +241,7 @@ Status FusedConv::Impl::build(cudnnHandle_t handle) {
     DLR_RETURN_IF_ERROR(activation(p.activation, *biased, *y, y_dims));
   } else {
     const BackendDesc *act_out, *r, *sum;
-    DLR_RETURN_IF_ERROR(tensor(kR, CUDNN_DATA_HALF, y_dims, false, &r));
+    DLR_RETURN_IF_ERROR(tensor(kR, data, y_dims, false, &r));
     DLR_RETURN_IF_ERROR(tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, true, &act_out));
     DLR_RETURN_IF_ERROR(activation(p.activation, *biased, *act_out, y_dims));
     if (config.post == Activation::kLinear) {
@@ -348,9 +350,9 @@ Status FusedConv::Impl::choose_engine(cudnnHandle_t handle, const BackendDesc& g
 // Checks what create() and load() need of the views.
 static Status check_views(const FusedConvConfig& config, const TensorView& in, const TensorView& out) {
   const ConvParams& p = config.params;
-  if (in.layout != Layout::kNHWC || out.layout != Layout::kNHWC || in.dtype != DType::kF16 ||
-      out.dtype != DType::kF16 || in.pixel_stride != in.c || out.pixel_stride != out.c)
-    return unsupported("cuDNN graph: packed NHWC f16 views only");
+  if (in.layout != Layout::kNHWC || out.layout != Layout::kNHWC || out.dtype != in.dtype ||
+      in.pixel_stride != in.c || out.pixel_stride != out.c)
+    return unsupported("cuDNN graph: packed NHWC views of one data type only");
   if (out.c != p.filters || in.n != out.n || p.groups < 1 || in.c % p.groups != 0 || p.size < 1)
     return invalid_argument("cuDNN graph: views do not fit the conv's parameters");
   return Status();
@@ -361,7 +363,7 @@ std::string FusedConv::key(const FusedConvConfig& c, const TensorView& in, const
   auto dims = [](const TensorView& v) {
     return std::to_string(v.n) + "x" + std::to_string(v.c) + "x" + std::to_string(v.h) + "x" + std::to_string(v.w);
   };
-  return "fused in " + dims(in) + " out " + dims(out) + " k" + std::to_string(p.size) + " s" +
+  return std::string("fused ") + dtype_name(in.dtype) + " in " + dims(in) + " out " + dims(out) + " k" + std::to_string(p.size) + " s" +
          std::to_string(p.stride_y) + "x" + std::to_string(p.stride_x) + " d" +
          std::to_string(p.size == 1 ? 1 : p.dilation) + " p" + std::to_string(p.padding) + " g" +
          std::to_string(p.groups) + " " + activation_name(p.activation) +

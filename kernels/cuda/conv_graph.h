@@ -7,12 +7,14 @@
 //   out = post(act(conv(in, W) + bias) + residual)      (residual, post: a folded shortcut)
 //
 // Contracts:
-//  - Views: NHWC, f16 (Precision::kFP16: f16 data, f32 accumulation and epilogue math),
-//    packed images (pixel_stride == c); the residual has out's shape. Weights OHWI f16,
-//    bias f32 (never null: the graph adds it).
+//  - Views: NHWC, packed images (pixel_stride == c), in, out and the residual of one
+//    data type: f16 (Precision::kFP16: f16 data, f32 accumulation and epilogue math) or
+//    f32 (Precision::kTF32: cuDNN's engines may round the conv's inputs to TF32, as its
+//    default math does; not for strict fp32). The residual has out's shape. Weights OHWI
+//    in the views' type, bias f32 (never null: the graph adds it).
 //  - Activations: linear, relu, leaky (slope 0.1), logistic, swish and mish (softplus,
 //    tanh, product: cuDNN's pointwise formulas, not the CPU reference's; results match
-//    the reference within the fp16 tolerances of tests/gpu). Others: create() answers
+//    the reference within the fp16 / tf32 tolerances of tests/gpu). Others: create() answers
 //    unsupported.
 //  - The epilogue runs in f32 without rounding between the activation and the residual
 //    add, so results are not bit-identical to CudnnConv + bias_activation_add.

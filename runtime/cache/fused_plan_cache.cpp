@@ -9,7 +9,7 @@
 
 namespace dlr {
 namespace {
-constexpr int kFormat = 3;  // 2: epilogue times of the pass before activate_f16 (a slower choice kept)
+constexpr int kFormat = 4;  // 2: epilogue times of the pass before activate_f16; 3: keys without the data type
 
 // One entry of "plans"; errors name the convolution.
 Expected<FusedPlanEntry> parse_entry(const std::string& conv, const nlohmann::json& j) {
@@ -30,7 +30,7 @@ Expected<FusedPlanEntry> parse_entry(const std::string& conv, const nlohmann::js
 }
 
 KeyedDocument document(const ConvAlgoKey& key) {
-  return KeyedDocument{kFormat, key.text(), "plans", " (from an older dlrun: its epilogue times are the older, slower pass's)"};
+  return KeyedDocument{kFormat, key.text(), "plans", " (from an older dlrun: its keys or epilogue times are not this one's)"};
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 // policy, workspace limit). The model's plan is not in the key: each entry's
 // FusedConv::key names the whole configuration, so the preload and the streamed plans of
 // a model share one file, and with it one choice per configuration (the same kernels,
-// the same bits); inside {"format": 3, "key": <text>, "plans":
+// the same bits); inside {"format": 4, "key": <text>, "plans":
 // {<FusedConv::key>: {"plan": <cuDNN's plan JSON text, or "" where the graph is not
 // used>, "graph_ms": <GPU time per run>, "epilogue_ms": <the same, conv + epilogue
 // pass>}}}, the times measured at open (-1: not measured). An empty plan records that

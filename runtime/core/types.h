@@ -31,7 +31,8 @@ const char* weight_format_name(WeightFormat f);  // "fp", "int8"
 // kOff: conv, bias + activation pass, shortcut pass; kEpilogue: a shortcut after a conv
 // folded into the conv's bias + activation pass; kCudnn: also conv + bias + activation
 // (+ the folded shortcut) as one cuDNN graph where cuDNN runs it, the epilogue pass
-// elsewhere; kAuto: kCudnn where a measurement at open finds it faster (fp16 NHWC).
+// elsewhere; kAuto: kCudnn where a measurement at open finds it faster (fp16 and tf32
+// NHWC; strict fp32 never runs graphs).
 enum class Fusion : uint8_t { kAuto, kOff, kEpilogue, kCudnn };
 const char* fusion_name(Fusion f);  // "auto", "off", "epilogue", "cudnn"
 

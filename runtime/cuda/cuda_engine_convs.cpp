@@ -198,13 +198,15 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
   return Status();
 }
 
-// Whether the engine runs `st` as one cuDNN graph (fp16 NHWC, a whole conv with its bias).
-// auto: only where the plans are kept between runs (their first build compiles kernels for
-// seconds; a later open loads them).
+// Whether the engine runs `st` as one cuDNN graph (fp16 or tf32 NHWC, a whole conv with
+// its bias; never strict fp32, whose convs must not round to TF32). auto: only where the
+// plans are kept between runs (their first build compiles kernels for seconds; a later
+// open loads them).
 bool CudaEngine::wants_fused(const Step& st) const {
   const Fusion f = m_options.fusion;
+  const Precision p = m_options.precision;
   return (f == Fusion::kCudnn || (f == Fusion::kAuto && m_options.cache_conv_algos)) &&
-         m_options.precision == Precision::kFP16 &&
+         (p == Precision::kFP16 || p == Precision::kTF32) &&
          m_plan.options.layout == Layout::kNHWC && st.kind == LayerKind::kConv && st.inputs.size() == 1 &&
          !st.accumulate && st.weight >= 0 && m_plan.weights[size_t(st.weight)].bias_elems > 0;
 }

@@ -1,12 +1,12 @@
 // Fused convolution epilogues on the GPU (docs/architecture.md, "Fused steps"):
 //  - bias_activation_add gives the bits of bias_activation followed by the shortcut
 //    kernel, on every standard geometry (packed and sliced, NCHW and NHWC, f32 and f16);
-//  - FusedConv (conv + bias + activation [+ residual], one cuDNN graph) matches the CPU
-//    reference within the fp16 tolerance of the conv tests; one line per case says the
-//    engine and its build time;
-//  - whole networks: fusion epilogue gives the bits of fusion off; fusion cudnn stays
-//    within the fp16 run's own error against fp32, and streams bit-identically to its
-//    own preload.
+//  - FusedConv (conv + bias + activation [+ residual], one cuDNN graph) on f16 and on f32
+//    (TF32) views matches the CPU reference within the fp16 tolerance of the conv tests;
+//    one line per case says the engine and its build time;
+//  - whole networks: fusion epilogue gives the bits of fusion off; fusion cudnn (fp16 and
+//    tf32) stays within the unfused run's own error against fp32, and streams
+//    bit-identically to its own preload.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -106,27 +106,37 @@ const Case kCases[] = {
 
 float round_half(float v) { return half_to_float(float_to_half(v)); }
 
-std::vector<uint8_t> ohwi_half(const std::vector<float>& oihw, int f, int c, int k) {
-  std::vector<uint8_t> bytes(oihw.size() * 2);
+// OIHW floats as OHWI weights of `dt`.
+std::vector<uint8_t> ohwi(const std::vector<float>& oihw, int f, int c, int k, DType dt) {
+  const size_t es = dtype_size(dt);
+  std::vector<uint8_t> bytes(oihw.size() * es);
   for (int o = 0; o < f; ++o)
     for (int i = 0; i < c; ++i)
       for (int y = 0; y < k; ++y)
         for (int x = 0; x < k; ++x) {
-          const uint16_t h = float_to_half(oihw[((size_t(o) * c + i) * k + y) * k + x]);
-          std::memcpy(&bytes[(((size_t(o) * k + y) * k + x) * c + i) * 2], &h, 2);
+          const float v = oihw[((size_t(o) * c + i) * k + y) * k + x];
+          uint8_t* dst = &bytes[(((size_t(o) * k + y) * k + x) * c + i) * es];
+          if (dt == DType::kF16) {
+            const uint16_t h = float_to_half(v);
+            std::memcpy(dst, &h, 2);
+          } else {
+            std::memcpy(dst, &v, 4);
+          }
         }
   return bytes;
 }
 
-class FusedConvTest : public GpuTest {};
-
-TEST_F(FusedConvTest, MatchesTheCpuReference) {
+// Every case, activation and residual form as a cuDNN graph on views of `dt` (f16: fp16
+// data; f32: TF32 math) against the CPU reference in f32 (inputs and weights rounded to
+// half for f16; the f16 path's conv output rounded to half before the residual, as the
+// unfused path stores it). Returns the number of refusals.
+int check_fused_cases(DType dt, cudaStream_t stream) {
   auto handle = cuda::make_cudnn();
-  ASSERT_TRUE(handle.ok()) << handle.status().to_string();
-  int prop_major = 0;
-  ASSERT_EQ(cudaSuccess, cudaDeviceGetAttribute(&prop_major, cudaDevAttrComputeCapabilityMajor, 0));
+  EXPECT_TRUE(handle.ok()) << handle.status().to_string();
+  if (!handle.ok()) return -1;
+  const bool f16 = dt == DType::kF16;
   int built = 0, refused = 0;
-  uint32_t seed = 1;
+  uint32_t seed = f16 ? 1 : 1001;
   for (const Case& cc : kCases)
     for (Activation act : {Activation::kLinear, Activation::kLeaky, Activation::kMish, Activation::kLogistic,
                            Activation::kSwish})
@@ -141,44 +151,45 @@ TEST_F(FusedConvTest, MatchesTheCpuReference) {
         const Shape3 out{cc.filters, (cc.h + 2 * cc.padding - cc.size) / cc.stride + 1,
                          (cc.w + 2 * cc.padding - cc.size) / cc.stride + 1};
         HostTensor x = random_tensor(cc.n, {cc.c, cc.h, cc.w}, seed, -1.f, 1.f);
-        round_to_half(&x);
+        if (f16) round_to_half(&x);
         const int fan_in = cc.c * cc.size * cc.size;
         const float a = std::sqrt(3.f / float(fan_in));
         std::vector<float> w(size_t(cc.filters) * size_t(fan_in)), bias(size_t(cc.filters));
         fill_random(&w, seed + 1, -a, a);
-        for (float& v : w) v = round_half(v);
+        if (f16)
+          for (float& v : w) v = round_half(v);
         fill_random(&bias, seed + 2, -0.5f, 0.5f);
         HostTensor r = random_tensor(cc.n, out, seed + 3, -1.f, 1.f);
-        round_to_half(&r);
-        // The reference: conv + bias + act in f32, rounded to half (the stored conv
-        // output), + residual, then the shortcut's activation.
+        if (f16) round_to_half(&r);
         HostTensor want(cc.n, out);
         std::vector<float> scratch(size_t(std::max<int64_t>(1, cpu::conv2d_scratch_floats(p, x.shape, out, 4))));
         cpu::conv2d(p, x.view(), w.data(), bias.data(), want.view(), scratch.data(), 4);
         const Activation post = res == 2 ? Activation::kLeaky : Activation::kLinear;
         if (res > 0) {
-          for (size_t i = 0; i < want.data.size(); ++i) want.data[i] = round_half(want.data[i]) + r.data[i];
+          for (size_t i = 0; i < want.data.size(); ++i)
+            want.data[i] = (f16 ? round_half(want.data[i]) : want.data[i]) + r.data[i];
           cpu::activate_array(post, want.data.data(), int64_t(want.data.size()));
         }
-        const ViewSpec spec = packed_spec(DType::kF16, Layout::kNHWC);
+        const ViewSpec spec = packed_spec(dt, Layout::kNHWC);
         DeviceTensor dx, dy, dr;
-        ASSERT_EQ(cudaSuccess, dx.upload(x, spec, stream()));
-        ASSERT_EQ(cudaSuccess, dy.create(cc.n, out, spec, stream()));
-        ASSERT_EQ(cudaSuccess, dr.upload(r, spec, stream()));
-        const std::vector<uint8_t> wb = ohwi_half(w, cc.filters, cc.c, cc.size);
+        EXPECT_EQ(cudaSuccess, dx.upload(x, spec, stream));
+        EXPECT_EQ(cudaSuccess, dy.create(cc.n, out, spec, stream));
+        EXPECT_EQ(cudaSuccess, dr.upload(r, spec, stream));
+        const std::vector<uint8_t> wb = ohwi(w, cc.filters, cc.c, cc.size, dt);
         auto dw = cuda::DeviceBuffer::alloc(wb.size());
         auto db = cuda::DeviceBuffer::alloc(bias.size() * 4);
-        ASSERT_TRUE(dw.ok() && db.ok());
-        ASSERT_EQ(cudaSuccess, cudaMemcpy(dw->data(), wb.data(), wb.size(), cudaMemcpyHostToDevice));
-        ASSERT_EQ(cudaSuccess, cudaMemcpy(db->data(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+        EXPECT_TRUE(dw.ok() && db.ok());
+        if (!dw.ok() || !db.ok()) return -1;
+        EXPECT_EQ(cudaSuccess, cudaMemcpy(dw->data(), wb.data(), wb.size(), cudaMemcpyHostToDevice));
+        EXPECT_EQ(cudaSuccess, cudaMemcpy(db->data(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
         cuda::FusedConvConfig cfg;
         cfg.params = p;
         cfg.residual = res > 0;
         cfg.post = post;
         // several of cuDNN's engines (each a compilation): every selected plan is checked
         cfg.max_plans = res == 1 && (act == Activation::kMish || act == Activation::kLeaky) ? 3 : 1;
-        const std::string what = std::string("fused conv ") + cc.name + " " + activation_name(act) +
-                                 (res == 0 ? "" : res == 1 ? " + residual" : " + residual, leaky");
+        const std::string what = std::string("fused conv ") + dtype_name(dt) + " " + cc.name + " " +
+                                 activation_name(act) + (res == 0 ? "" : res == 1 ? " + residual" : " + residual, leaky");
         auto conv = cuda::FusedConv::create(handle->get(), cfg, dx.view(), dy.view());
         if (!conv.ok()) {
           EXPECT_EQ(conv.status().code(), StatusCode::kUnsupported) << what << ": " << conv.status().to_string();
@@ -189,16 +200,17 @@ TEST_F(FusedConvTest, MatchesTheCpuReference) {
         EXPECT_GE((*conv)->plan_count(), 1);
         EXPECT_LE((*conv)->plan_count(), cfg.max_plans);
         auto ws = cuda::DeviceBuffer::alloc(std::max<size_t>(1, (*conv)->max_workspace_bytes()));
-        ASSERT_TRUE(ws.ok());
+        EXPECT_TRUE(ws.ok());
+        if (!ws.ok()) return -1;
         for (int plan = 0; plan < (*conv)->plan_count(); ++plan) {
-          ASSERT_TRUE((*conv)->select(plan).ok());
-          ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+          EXPECT_TRUE((*conv)->select(plan).ok());
+          EXPECT_EQ(cudaSuccess, cudaDeviceSynchronize());
           const Status st = (*conv)->run(handle->get(), dx.view(), dw->data(), static_cast<const float*>(db->data()),
-                                         &dr.view(), dy.view(), ws->data(), (*conv)->workspace_bytes(), stream());
-          ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+                                         &dr.view(), dy.view(), ws->data(), (*conv)->workspace_bytes(), stream);
+          EXPECT_TRUE(st.ok()) << what << ": " << st.to_string();
           HostTensor got;
           int64_t touched = 0, first = -1;
-          ASSERT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream()));
+          EXPECT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream));
           std::printf("[fused] %s: %s, build %.1f ms, workspace %zu, rel %.3g\n", what.c_str(),
                       (*conv)->describe().c_str(), (*conv)->info().build_ms, (*conv)->workspace_bytes(),
                       rel_l2(got.data, want.data));
@@ -207,10 +219,30 @@ TEST_F(FusedConvTest, MatchesTheCpuReference) {
         EXPECT_FALSE((*conv)->select((*conv)->plan_count()).ok());
         ++built;
       }
-  std::printf("[fused] %d built, %d refused\n", built, refused);
-  // Hopper and Ampere run these graphs (runtime fusion); a refusal of the yolov4 cases
-  // there would turn fusion into a silent no-op.
-  if (prop_major >= 8) {
+  std::printf("[fused] %s: %d built, %d refused\n", dtype_name(dt), built, refused);
+  return refused;
+}
+
+int compute_capability_major() {
+  int major = 0;
+  EXPECT_EQ(cudaSuccess, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  return major;
+}
+
+class FusedConvTest : public GpuTest {};
+
+// Hopper and Ampere run these graphs (runtime fusion); a refusal of the yolov4 cases there
+// would turn fusion into a silent no-op.
+TEST_F(FusedConvTest, MatchesTheCpuReference) {
+  const int refused = check_fused_cases(DType::kF16, stream());
+  if (compute_capability_major() >= 8) {
+    EXPECT_EQ(refused, 0);
+  }
+}
+
+TEST_F(FusedConvTest, Tf32MatchesTheCpuReference) {
+  const int refused = check_fused_cases(DType::kF32, stream());
+  if (compute_capability_major() >= 8) {
     EXPECT_EQ(refused, 0);
   }
 }
@@ -235,7 +267,7 @@ Heads run_net(const std::string& cfg, const std::string& weights, const SessionO
   return h;
 }
 
-TEST(FusionGpu, EpilogueIsBitIdenticalAndCudnnStaysWithinTheFp16Error) {
+TEST(FusionGpu, EpilogueIsBitIdenticalAndCudnnStaysWithinTheRunsOwnError) {
   DLR_REQUIRE_GPU();
   DLR_REQUIRE_SHARED_DIR();
   const std::string cfg = required_shared_file("models/yolov4.cfg");
@@ -251,7 +283,7 @@ TEST(FusionGpu, EpilogueIsBitIdenticalAndCudnnStaysWithinTheFp16Error) {
   o.fusion = Fusion::kOff;
   const Heads ref = run_net(cfg, weights, o, input);
   ASSERT_TRUE(ref.ok);
-  for (Precision p : {Precision::kFP32, Precision::kFP16}) {
+  for (Precision p : {Precision::kFP32, Precision::kTF32, Precision::kFP16}) {
     o.precision = p;
     o.fusion = Fusion::kOff;
     const Heads off = run_net(cfg, weights, o, input);
@@ -260,15 +292,16 @@ TEST(FusionGpu, EpilogueIsBitIdenticalAndCudnnStaysWithinTheFp16Error) {
     ASSERT_TRUE(off.ok && epi.ok);
     for (size_t k = 0; k < off.out.size(); ++k)
       ASSERT_EQ(epi.out[k], off.out[k]) << precision_name(p) << " head " << k << ": epilogue differs from off";
-    if (p != Precision::kFP16) continue;
+    if (p == Precision::kFP32) continue;  // strict fp32 never runs graphs (they may round to TF32)
     const double off_err = test::worst_relative(off.out, ref.out, 1e-6);
     o.fusion = Fusion::kCudnn;
     const Heads fused = run_net(cfg, weights, o, input);
     ASSERT_TRUE(fused.ok);
     const double err = test::worst_relative(fused.out, ref.out, 1e-6);
-    std::printf("yolov4 @%d fp16: error vs fp32, fusion off %.3g, cudnn %.3g (%d convs as cuDNN graphs, %d refused, "
+    std::printf("yolov4 @%d %s: error vs fp32, fusion off %.3g, cudnn %.3g (%d convs as cuDNN graphs, %d refused, "
                 "%.1f ms to build)\n",
-                size, off_err, err, fused.timing.convs_fused, fused.timing.fused_refused, fused.timing.fused_ms);
+                size, precision_name(p), off_err, err, fused.timing.convs_fused, fused.timing.fused_refused,
+                fused.timing.fused_ms);
     EXPECT_GE(fused.timing.convs_fused, 100);  // yolov4: 110 convs, 10 of them over a concatenation's parts
     EXPECT_LE(err, 2.5 * off_err + 1e-3);
     // Streamed at the smallest pool: the same graphs on weights that arrive later.

@@ -193,16 +193,16 @@ TEST(FusedPlanCache, RoundTripAndRefusals) {
   ConvAlgoKey other = key;
   other.cudnn_version = 91400;
   EXPECT_FALSE(parse_fused_plans(format_fused_plans(key, plans), other).ok());
-  for (const char* older_text : {"{\"format\": 1}", "{\"format\": 2}"}) {  // files of older dlruns
+  for (const char* older_text : {"{\"format\": 1}", "{\"format\": 2}", "{\"format\": 3}"}) {  // files of older dlruns
     const auto older = parse_fused_plans(older_text, key);
     ASSERT_FALSE(older.ok());
-    EXPECT_NE(older.status().message().find("format is not 3 (from an older dlrun"), std::string::npos)
+    EXPECT_NE(older.status().message().find("format is not 4 (from an older dlrun"), std::string::npos)
         << older.status().message();
   }
   EXPECT_FALSE(parse_fused_plans("not json", key).ok());
   // An empty plan without its times, a time that is not a number, an entry that is a bare
   // string (format 1's shape): refused, naming the convolution.
-  const std::string header = "{\"format\": 3, \"key\": " + nlohmann::json(key.text()).dump() + ", \"plans\": ";
+  const std::string header = "{\"format\": 4, \"key\": " + nlohmann::json(key.text()).dump() + ", \"plans\": ";
   for (const std::string& bad : {format_fused_plans(key, {{"fused a", FusedPlanEntry{"", 0.1, -1}}}),
                                  header + "{\"fused a\": {\"plan\": \"x\", \"graph_ms\": \"fast\"}}}",
                                  header + "{\"fused a\": \"x\"}}"}) {

@@ -131,7 +131,7 @@ std::vector<SessionFlag> device_rows() {
           .dflt("auto"),
       Row("--fusion", "fusion", A::kCuda,
           "cuda: what a convolution's epilogue takes in: epilogue (a shortcut right after a conv added in the conv's "
-          "bias + activation pass), cudnn (also conv + bias + activation as one cuDNN graph, fp16), auto (with the "
+          "bias + activation pass), cudnn (also conv + bias + activation as one cuDNN graph, fp16 and tf32), auto (with the "
           "kernel cache: per configuration the faster of the two, timed at the first open and kept; else "
           "epilogue) or off (a pass each)")
           .dflt("auto").one_of("auto,off,epilogue,cudnn"),
