@@ -24,7 +24,11 @@
 
 namespace dlr::cuda {
 
+// A failed call's Status. The runtime's last-error state is cleared (cudaGetLastError),
+// so an error returned as this value is not reported a second time by the next launch
+// check, which may be another engine's after the caller went on (a sticky error stays).
 inline Status cuda_status(cudaError_t e, const char* call, const char* file, int line) {
+  (void)cudaGetLastError();
   return Status(e == cudaErrorMemoryAllocation ? StatusCode::kOutOfMemory : StatusCode::kCudaError,
                 std::string(call) + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") at " + file +
                     ":" + std::to_string(line));

@@ -6,6 +6,7 @@
 namespace dlr::cuda {
 
 void log_cuda_error(cudaError_t e, const char* call, const char* file, int line) {
+  (void)cudaGetLastError();  // logged here: not reported again by the next launch check
   DLR_LOG_ERROR("{} failed: {} ({}) at {}:{}", call, cudaGetErrorName(e), cudaGetErrorString(e), file, line);
 }
 

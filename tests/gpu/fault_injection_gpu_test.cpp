@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cuda/cuda_check.h"
 #include "runtime/compile/compile.h"
 #include "runtime/core/fault_injection.h"
 #include "runtime/session.h"
@@ -240,6 +241,22 @@ struct Mode {
 };
 
 class DeviceFaults : public ::testing::TestWithParam<Mode> {};
+
+// A copy the runtime refuses (a null destination), checked as the engine checks calls.
+Status refused_copy() {
+  DLR_CUDA_CHECK(cudaMemcpy(nullptr, nullptr, 64, cudaMemcpyDeviceToDevice));
+  return Status();
+}
+
+// An error returned as a Status is not reported a second time by the next launch check
+// (kernels/cuda/cuda_check.h): it would fail another engine's kernel that ran fine.
+TEST(CudaErrors, AnErrorReturnedAsAStatusIsNotReportedAgain) {
+  DLR_REQUIRE_GPU();
+  const Status st = refused_copy();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cudaMemcpy"), std::string::npos) << st.message();
+  EXPECT_EQ(cudaSuccess, cudaPeekAtLastError()) << "after: " << st.message();
+}
 
 TEST_P(DeviceFaults, EverySiteOfOpenAndDetectFailsCleanly) {
   if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
