@@ -150,7 +150,9 @@ struct StreamPlan {
   int64_t prefetch_limit_bytes = -1;
   // Units chosen by search_ring_units (unit_search.h) from kernel times rather than
   // cut into equal chunks. When a search ran (whether or not its cut was kept):
-  // the simulated latency of the best searched cut and of the equal chunks.
+  // the simulated latency of the best searched cut (beside staged blobs: of the whole
+  // plan with it, which can exceed the chunks'; the chunks are kept then) and of the
+  // equal chunks.
   bool units_searched = false;
   double searched_ms = 0;  // 0: no search ran
   double chunks_ms = 0;

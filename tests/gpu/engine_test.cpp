@@ -372,8 +372,10 @@ TEST(StreamMode, BitIdenticalToPreload) {
 TEST(StreamMode, KernelTimesMeasuredAtOpenDescribeThePlan) {
   // The unit search's kernel times (layers alone, timing events' cost removed) must
   // describe the network that runs: one per step, finite, none negative, every
-  // weighted layer non-zero, and the searched cut predicted no slower than equal
-  // chunks. How close their sum is to preload's wall-clock latency is a timing
+  // weighted layer non-zero, and the plan kept the searched cut only where it was
+  // predicted faster than equal chunks (a cut searched beside blobs staged in the arena
+  // can come out slower once the staged copies join it: the chunks stay then). How close
+  // their sum is to preload's wall-clock latency is a timing
   // question: the benchmark StreamBench.KernelTimesVsPreloadLatency
   // (engine_bench_test.cpp, DLR_GPU_BENCH=1) reports it.
   DLR_REQUIRE_GPU();
@@ -391,7 +393,9 @@ TEST(StreamMode, KernelTimesMeasuredAtOpenDescribeThePlan) {
   const StreamPlan* sp = &(*st)->model().stream;
   ASSERT_FALSE(sp->resident);
   ASSERT_GT(sp->searched_ms, 0.0);
-  EXPECT_LE(sp->searched_ms, sp->chunks_ms);
+  if (sp->units_searched) {
+    EXPECT_LE(sp->searched_ms, sp->chunks_ms);
+  }
   const ExecutionPlan& plan = (*st)->plan();
   ASSERT_EQ(sp->search_layer_ms.size(), plan.steps.size());
   double sum = 0;
