@@ -91,6 +91,38 @@ TEST(DlbenchSimulateOnly, BelowTheMinimumOnlyTheBound) {
   EXPECT_FALSE(j["rows"][1]["predicted_ms"].is_null());
 }
 
+// --weight-format int8: the plan streams the int8 bytes (about a quarter of fp32's here),
+// so its minimal pool and bound are those of the smaller blobs; one format per run.
+TEST(DlbenchSimulateOnly, Int8WeightsAreSimulatedWithTheirBytes) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const std::string ms = layer_ms_file(steps_of(cfg));
+  nlohmann::json rows[2];
+  int k = 0;
+  for (const char* format : {"fp", "int8"}) {
+    const std::string out = test::temp_dir() + "/format_" + format + ".json";
+    const test::ToolResult r = run_tool("dlbench " + cfg + " --size 416 --simulate-only --precision fp32 "
+                                        "--copy-profile h100 --layer-ms-from " + ms + " --weight-format " + format +
+                                        " --weight-budget min,all --json " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find(std::string(format) + " weights"), std::string::npos) << r.out;
+    std::ifstream in(out);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["rows"].size(), 2u);
+    EXPECT_EQ(j["rows"][0]["budget"], "min");
+    rows[k++] = j["rows"][0];
+  }
+  EXPECT_EQ(rows[0]["weight_format"], "fp");
+  EXPECT_EQ(rows[1]["weight_format"], "int8");
+  const int64_t fp = rows[0]["total_weight_bytes"], int8 = rows[1]["total_weight_bytes"];
+  EXPECT_LT(int8, fp * 3 / 10) << rows[1].dump();
+  EXPECT_LT(rows[1]["device_weight_bytes"].get<int64_t>(), rows[0]["device_weight_bytes"].get<int64_t>());
+  EXPECT_LE(rows[1]["lower_bound_ms"].get<double>(), rows[0]["lower_bound_ms"].get<double>() + 1e-3);
+  const test::ToolResult two = run_tool("dlbench " + cfg + " --simulate-only --precision fp32 --copy-profile h100 "
+                                        "--layer-ms-from " + ms + " --weight-format fp,int8");
+  EXPECT_EQ(two.code, 1);
+  EXPECT_NE(two.err.find("--simulate-only takes one --weight-format"), std::string::npos) << two.err;
+}
+
 TEST(DlbenchSimulateOnly, Errors) {
   const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
   const std::string ms = layer_ms_file(steps_of(cfg));

@@ -110,7 +110,7 @@ void add_isolate_and_simulate_options(CLI::App& app, Args* a) {
       ->group("");
   app.add_flag("--simulate-only", a->simulate_only,
                "no GPU: predict the budget curve (--budget-curve N, default 16) with the planner and the lower bound "
-               "from the kernel times of --layer-ms-from and a named --copy-profile");
+               "from the kernel times of --layer-ms-from and a named --copy-profile, for one --weight-format");
   app.add_option("--layer-ms-from", a->layer_ms_from,
                  "--simulate-only: a dlbench JSON file with kernel_ms_at_open (or a profiled run) for the precision");
   app.add_option("--layer-ms-config", a->layer_ms_config,

@@ -98,11 +98,14 @@ Expected<Simulated> simulated(const Args& a, const NetworkDesc& net, const CopyP
   s.options.device = DeviceKind::kCUDA;
   s.options.mode = WeightMode::kStream;
   DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "precision", prec, &s.options));
+  DLR_RETURN_IF_ERROR(
+      set_session_flag(FlagTool::kDlbench, "weight_format", a.session.text("weight_format"), &s.options));
   s.options.width = s.options.height = a.size;
   DLR_ASSIGN_OR_RETURN(s.ms, layer_ms_from_json(a.layer_ms_from, prec, a.layer_ms_config, &s.used));
   s.target = simulated_target(profile, a.granularity);
   DLR_ASSIGN_OR_RETURN(const double sum, prepare_layer_ms(a, net, &s));
-  std::printf("# %s: kernel times of %s%s: preload (the kernels alone) %.3f ms\n", prec.c_str(), s.used.c_str(),
+  std::printf("# %s, %s weights: kernel times of %s%s: preload (the kernels alone) %.3f ms\n", prec.c_str(),
+              weight_format_name(s.options.weight_format), s.used.c_str(),
               a.scale_preload_ms > 0 ? (", scaled from " + std::to_string(sum) + " ms").c_str() : "", s.preload);
   // The smallest pool dlrun can stream through; a budget below it gets the bound
   // alone (what any layer-granular plan of the model could reach, none of dlrun's).
@@ -125,7 +128,7 @@ Status bound_only_row(const Args& a, const Simulated& s, const std::string& budg
   DLR_ASSIGN_OR_RETURN(const LatencyBound lb, latency_lower_bound(s.minimal.plan, s.ms, s.target.copy_profile,
                                                                   std::max<int64_t>(want, 1), a.granularity));
   const bool feasible = lb.pool_bytes > 0;
-  rows->push_back({{"precision", s.precision},
+  rows->push_back({{"precision", s.precision}, {"weight_format", weight_format_name(s.options.weight_format)},
                    {"budget", budget},
                    {"residency", "bound only"},
                    {"budget_bytes", want},
@@ -156,7 +159,7 @@ Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string
   const double total = double(sp.total_weight_bytes);
   const int64_t device = sp.resident ? sp.total_weight_bytes : sp.device_bytes();
   const double predicted = m->predicted_ms;
-  const nlohmann::json row = {{"precision", s.precision},
+  const nlohmann::json row = {{"precision", s.precision}, {"weight_format", weight_format_name(s.options.weight_format)},
                               {"budget", budget},
                               {"residency", res},
                               {"budget_bytes", std::max<int64_t>(m->budget_bytes, device)},
@@ -202,6 +205,8 @@ Status simulate_precision(const Args& a, const NetworkDesc& net, const Simulated
 // the curve (--budget-curve N, default 16).
 Status simulation_inputs(const Args& a, const NetworkDesc& net, CopyProfile* profile, std::string* budgets) {
   if (a.layer_ms_from.empty()) return invalid_argument("--simulate-only needs --layer-ms-from FILE");
+  if (split(a.session.text("weight_format")).size() != 1)
+    return invalid_argument("--simulate-only takes one --weight-format, not a list");
   const std::string copy_profile = a.session.text("copy_profile");
   if (copy_profile == "auto")
     return invalid_argument("--simulate-only needs a named --copy-profile (a built-in or a JSON file): auto is "
