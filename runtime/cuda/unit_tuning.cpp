@@ -208,6 +208,13 @@ Status CudaEngine::replan(const CompiledModel& model, WeightSource& weights) {
   m_stream_plan = s;
   m_reads = model.reads;
   m_options.shared_ring = model.engine.shared_ring;  // where the pool lives is part of the placement
+  // A Runtime binds its shared ring after every replan (Runtime::apply_ring, settle_placement):
+  // the binding kept from an earlier placement may point into a ring freed since (a ring
+  // resized while this engine kept its blobs resident), and ring_ready() would take it at
+  // an equal size. Dropped here: no graph is captured against it until bind_ring().
+  m_sring_base = nullptr;
+  m_sring_bytes = 0;
+  m_sring_start = 0;
   m_profile_name = model.target.copy_profile.name;
   if (same_placement) {
     DLR_RETURN_IF_ERROR(make_stream_events());
