@@ -363,7 +363,8 @@ std::string FusedConv::key(const FusedConvConfig& c, const TensorView& in, const
   auto dims = [](const TensorView& v) {
     return std::to_string(v.n) + "x" + std::to_string(v.c) + "x" + std::to_string(v.h) + "x" + std::to_string(v.w);
   };
-  return std::string("fused ") + dtype_name(in.dtype) + " in " + dims(in) + " out " + dims(out) + " k" + std::to_string(p.size) + " s" +
+  return std::string("fused ") + dtype_name(in.dtype) + " in " + dims(in) + " out " + dims(out) + " k" +
+         std::to_string(p.size) + " s" +
          std::to_string(p.stride_y) + "x" + std::to_string(p.stride_x) + " d" +
          std::to_string(p.size == 1 ? 1 : p.dilation) + " p" + std::to_string(p.padding) + " g" +
          std::to_string(p.groups) + " " + activation_name(p.activation) +
