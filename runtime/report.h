@@ -104,6 +104,11 @@ struct EngineOpenTiming {
   double fused_choice_ms = 0;      // of conv_setup_ms: timing both variants at open
   int fused_timed = 0;             // configurations timed at this open
   int fused_slower = 0;            // convs run unfused because their graph was measured slower
+  // Strict fp32 with the choices kept: each conv configuration's direct-summation
+  // algorithms timed at open (or the times read from the cache), the fastest run.
+  double algo_choice_ms = 0;       // of conv_setup_ms: timing the algorithms at open
+  int algos_timed = 0;             // configurations timed at this open
+  int algos_changed = 0;           // of which cuDNN's own choice was measured slower
   int convs = 0;                   // convolutions created
   int convs_cached = 0;            // of which with a cached algorithm (confirmed by cuDNN, or with its size)
   int convs_workspace_cached = 0;  // of convs_cached: the workspace size came with it (no cuDNN call)

@@ -1,5 +1,6 @@
 #include "runtime/cache/conv_algo_cache.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <utility>
@@ -46,7 +47,10 @@ ConvAlgoKey conv_algo_key(const CompiledModel& model, const std::string& gpu_uui
 
 std::string format_conv_algos(const ConvAlgoKey& key, const ConvAlgoMap& algos) {
   nlohmann::json entries = nlohmann::json::object();
-  for (const auto& [conv, c] : algos) entries[conv] = {{"algo", c.algo}, {"workspace", c.workspace}};
+  for (const auto& [conv, c] : algos) {
+    entries[conv] = {{"algo", c.algo}, {"workspace", c.workspace}};
+    if (c.measured()) entries[conv]["ms"] = c.ms;
+  }
   return format_keyed_document(document(key), std::move(entries));
 }
 
@@ -74,7 +78,13 @@ Expected<ConvAlgoMap> parse_conv_algos(const std::string& text, const ConvAlgoKe
     if (w < 0 || w > key.workspace_limit)
       return parse_error(conv + "workspace " + std::to_string(w) + " bytes outside 0.." +
                          std::to_string(key.workspace_limit) + " (the workspace limit)");
-    out[it.key()] = ConvAlgoChoice{int(a), w};
+    double ms = -1;
+    if (const auto t = it.value().find("ms"); t != it.value().end()) {
+      if (!t->is_number() || !(t->get<double>() >= 0) || !std::isfinite(t->get<double>()))
+        return parse_error(conv + "time is not a number of ms >= 0");
+      ms = t->get<double>();
+    }
+    out[it.key()] = ConvAlgoChoice{int(a), w, ms};
   }
   return out;
 }

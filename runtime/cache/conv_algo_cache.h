@@ -6,9 +6,12 @@
 //
 // File: user_cache_dir()/conv-algos/<model>-<16 hex>.json, the hex an XXH3-64 of
 // ConvAlgoKey::text(); inside {"format": 2, "key": <text>, "algos": {<conv>: {"algo":
-// <int>, "workspace": <bytes>}}} where <conv> is CudnnConv::config_key (every geometry
-// and configuration field, no device ordinal), <int> a cudnnConvolutionFwdAlgo_t value
-// and <bytes> what cudnnGetConvolutionForwardWorkspaceSize answered for it. A file whose
+// <int>, "workspace": <bytes>[, "ms": <time>]}}} where <conv> is CudnnConv::config_key
+// (every geometry and configuration field, no device ordinal), <int> a
+// cudnnConvolutionFwdAlgo_t value, <bytes> what cudnnGetConvolutionForwardWorkspaceSize
+// answered for it and <time> the GPU time per run of the kept algorithm where the open
+// measured the candidates (strict fp32, runtime/cuda/algo_choice.cpp; absent: cuDNN's
+// choice, not timed). A file whose
 // format, key or entries do not check out is ignored (a warning says why) and rewritten
 // by the open that chose again; writes are atomic (temporary file, rename). Format 1
 // (algorithms without their workspace) is ignored that way too.
@@ -54,7 +57,9 @@ ConvAlgoKey conv_algo_key(const CompiledModel& model, const std::string& gpu_uui
 struct ConvAlgoChoice {
   int algo = 0;           // cudnnConvolutionFwdAlgo_t value
   int64_t workspace = 0;  // bytes it needs (cudnnGetConvolutionForwardWorkspaceSize), 0..workspace limit
-  bool operator==(const ConvAlgoChoice& o) const { return algo == o.algo && workspace == o.workspace; }
+  double ms = -1;         // GPU time per run measured at open against the other candidates (-1: not timed)
+  bool measured() const { return ms >= 0; }
+  bool operator==(const ConvAlgoChoice& o) const { return algo == o.algo && workspace == o.workspace && ms == o.ms; }
   bool operator!=(const ConvAlgoChoice& o) const { return !(*this == o); }
 };
 // conv config key -> its choice.
@@ -65,7 +70,7 @@ std::string format_conv_algos(const ConvAlgoKey& key, const ConvAlgoMap& algos);
 // Parses a cache file's text. Errors (one line, for the warning that the file is
 // ignored): not JSON, another format (format 1 named as such), another key (names the
 // differing line), an algorithm outside [0, algo_count), a workspace that is not an
-// integer in [0, key.workspace_limit], an empty conv key.
+// integer in [0, key.workspace_limit], a time that is not a number >= 0, an empty conv key.
 Expected<ConvAlgoMap> parse_conv_algos(const std::string& text, const ConvAlgoKey& key, int algo_count);
 
 // The cache file of `model_name` (cfg file name) and `key`; creates the directory.

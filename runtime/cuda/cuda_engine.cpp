@@ -89,6 +89,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   DLR_RETURN_IF_ERROR(e->setup_convs(model));
   DLR_RETURN_IF_ERROR(e->alloc_workspace_and_outputs());
   DLR_RETURN_IF_ERROR(e->choose_fused_convs());  // also keeps the graph plans
+  DLR_RETURN_IF_ERROR(e->choose_conv_algos());   // strict fp32: also keeps the measured choices
   const EngineOpenTiming& t = e->m_open_timing;
   DLR_LOG_DEBUG("cuda engine: convolutions ready, workspace {} bytes; open parts: device {:.1f} ms, cuDNN handle {:.1f} "
                 "ms, weights {:.1f} ms, buffers {:.1f} ms, convolutions {:.1f} ms",

@@ -127,6 +127,7 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
   timing.algo_cache_ms = ms_since(t_conv);
   ConvAlgoMap chosen;  // this model's choices, to keep
   m_fused = FusedSetup();
+  m_algo_setup = AlgoSetup();
   open_fused_plans(algo_file, model.model_name, m_options.fusion, &m_fused, &timing);
   std::map<std::string, std::shared_ptr<const cuda::FusedConv>> fused_made;
   m_convs.resize(m_plan.steps.size());
@@ -143,6 +144,12 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
     }
   }
   if (algo_file.on) keep_algo_choices(algo_file, chosen, &timing);
+  if (algo_file.on) {
+    m_algo_setup.path = algo_file.path;
+    m_algo_setup.key = algo_file.key;
+  }
+  m_algo_setup.stored = std::move(algo_file.stored);
+  m_algo_setup.chosen = std::move(chosen);
   timing.conv_setup_ms = ms_since(t_conv);
   log_conv_setup(timing, algo_file);
   return Status();
@@ -161,15 +168,20 @@ Status CudaEngine::make_concat_conv(const Step& st, const std::string& cfg_path)
   return Status();
 }
 
-Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const ConvAlgoMap& stored,
-                             ConvAlgoMap* chosen) {
-  EngineOpenTiming& timing = m_open_timing;
+cuda::ConvConfig CudaEngine::conv_config(const Step& st) const {
   cuda::ConvConfig cfg;
   cfg.params = std::get<ConvParams>(st.params);
   cfg.precision = m_options.precision;
   cfg.policy = m_options.find_algorithms ? cuda::AlgoPolicy::kFind : cuda::AlgoPolicy::kHeuristic;
   cfg.workspace_limit = size_t(m_options.workspace_limit);
   cfg.accumulate = st.accumulate;
+  return cfg;
+}
+
+Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const ConvAlgoMap& stored,
+                             ConvAlgoMap* chosen) {
+  EngineOpenTiming& timing = m_open_timing;
+  const cuda::ConvConfig cfg = conv_config(st);
   const TensorView in = view(st.inputs[0]), out = view(st.output);
   const auto t_one = Clock::now();
   const std::string conv_key = cuda::CudnnConv::config_key(cfg, in, out);
@@ -192,7 +204,13 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
   timing.conv_descriptors_ms += ci.descriptors_ms;
   timing.conv_query_ms += ci.query_ms;
   timing.conv_workspace_ms += ci.workspace_ms;
-  (*chosen)[conv_key] = ConvAlgoChoice{int((*conv)->algo()), int64_t((*conv)->workspace_bytes())};
+  ConvAlgoChoice choice{int((*conv)->algo()), int64_t((*conv)->workspace_bytes())};
+  const auto kept = stored.find(conv_key);
+  if (kept != stored.end() && kept->second.algo == choice.algo) choice.ms = kept->second.ms;  // measured earlier
+  std::vector<int>& same = m_algo_setup.steps[conv_key];
+  if (same.empty() && !choice.measured() && times_algos()) m_algo_setup.to_time.push_back(conv_key);
+  same.push_back(st.index);
+  (*chosen)[conv_key] = choice;
   m_workspace_need = std::max(m_workspace_need, (*conv)->workspace_bytes());
   m_convs[size_t(st.index)] = std::move(conv).value();
   return Status();

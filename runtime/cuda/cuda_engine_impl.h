@@ -49,7 +49,16 @@ struct FusedSetup {
   std::vector<std::string> to_time;               // configurations whose choice is not measured yet
   std::map<std::string, std::shared_ptr<cuda::FusedConv>> built;  // their graphs (to select a plan)
 };
-constexpr int kFusedPlansToTime = 4;  // cuDNN engines timed per fused configuration (find_algorithms)
+constexpr int kFusedPlansToTime = 4;
+
+// The cuDNN algorithm choices of an open (CudaEngine::setup_convs to choose_conv_algos).
+struct AlgoSetup {
+  std::string path;   // the algorithm cache file; empty: choices not kept
+  ConvAlgoKey key;
+  ConvAlgoMap stored, chosen;                     // what the file held, what it will hold
+  std::map<std::string, std::vector<int>> steps;  // conv config key -> the steps of that configuration
+  std::vector<std::string> to_time;               // configurations whose algorithm is not measured yet
+};  // cuDNN engines timed per fused configuration (find_algorithms)
 
 class CudaEngine final : public Engine, public SharedMemoryClient, public SharedRingClient {
  public:
@@ -158,6 +167,13 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status time_replay(const cuda::GraphExec& g, double* ms);  // one launch of g on an idle GPU, ms
   Status time_fused_plans(const Step& st, cuda::FusedConv* graph, double* best_ms);  // selects the fastest plan
   Status fit_workspace();  // own workspace down to what the selected plans and convs need
+  // algo_choice.cpp (after the workspace exists): strict fp32 on an engine that owns its
+  // buffers, with the choices kept: every configuration in m_algo_setup.to_time timed with
+  // each direct-summation algorithm (implicit GEMM, precomputed implicit GEMM, GEMM) that
+  // fits the workspace, the fastest kept (process-wide and in the cache file).
+  bool times_algos() const;
+  Status choose_conv_algos();
+  cuda::ConvConfig conv_config(const Step& st) const;  // what make_conv creates for `st`
   Status make_concat_conv(const Step& st, const std::string& cfg_path);  // a conv over a concatenation's parts
   // weight_residency.cpp
   Status setup_weights(WeightSource& weights);
@@ -298,6 +314,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // per step: the conv as one cuDNN graph (or null); steps of one configuration share it
   std::vector<std::shared_ptr<const cuda::FusedConv>> m_fused_convs;
   FusedSetup m_fused;  // the fused configurations of the open (cleared by choose_fused_convs)
+  AlgoSetup m_algo_setup;  // the algorithm choices of the open (cleared by choose_conv_algos)
   cuda::CublasHandle m_cublas;  // made at open only when the plan has a conv over a concatenation
   cuda::GraphExec m_graph;
   // Prefetch across inferences: the inference without its first m_prefetch_count copies

@@ -37,7 +37,8 @@ ConvAlgoKey sample_key() {
 ConvAlgoMap sample_algos() {
   return {{"in[nhwc/f16 n1 c3 h608 w608 ns1108992 ps3] out[...] filters32 size3", {1, 4096}},
           {"in[nhwc/f16 n1 c32 h608 w608 ns11829248 ps32] out[...] filters64 size3 \"quoted\"", {0, 0}},
-          {"a conv with unicode-free but odd chars: {}[]:,\\", {7, int64_t(256) << 20}}};  // exactly the limit
+          {"a conv with unicode-free but odd chars: {}[]:,\\", {7, int64_t(256) << 20}},  // exactly the limit
+          {"a conv whose algorithm was timed at open", {1, 512, 0.0421875}}};  // its time round-trips exactly
 }
 
 std::string nlohmann_quote(const std::string& s) { return nlohmann::json(s).dump(); }
@@ -119,6 +120,8 @@ TEST(ConvAlgoCacheFormat, DamagedTextIsRefused) {
       {with("{\"algo\": 1, \"workspace\": 18446744073709551615}"), "workspace outside 0.." + limit},
       {"{\"format\": 2, \"key\": " + k + ", \"algos\": {\"\": {\"algo\": 1, \"workspace\": 0}}}",
        "empty convolution key"},
+      {with("{\"algo\": 1, \"workspace\": 0, \"ms\": -0.5}"), "time is not a number of ms >= 0"},
+      {with("{\"algo\": 1, \"workspace\": 0, \"ms\": \"1\"}"), "time is not a number of ms >= 0"},
   };
   for (const auto& [text, why] : bad) {
     const Expected<ConvAlgoMap> r = parse_conv_algos(text, key, kAlgoCount);

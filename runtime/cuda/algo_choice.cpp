@@ -1,0 +1,94 @@
+// CudaEngine's per-configuration choice of a strict fp32 convolution's cuDNN algorithm:
+// cuDNN's heuristic choice and every other direct-summation algorithm (implicit GEMM,
+// precomputed implicit GEMM, GEMM: each sums the products in f32 with FMAs, so every one
+// stays within the strict tolerance of the CPU reference; Winograd and FFT transform the
+// operands and are left out) timed at open on the engine's own buffers, as CUDA graphs of
+// repeated runs (time_step), the fastest kept. The choice goes to the process-wide
+// AlgoCache (later engines of the process, streamed ones included, create the same
+// algorithm: bit-identical outputs) and to the algorithm cache file with its time, so
+// later opens time nothing (docs/architecture.md, "Measured choices at open").
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/conv.h"
+#include "runtime/core/log.h"
+#include "runtime/cuda/cuda_engine_impl.h"
+
+namespace dlr {
+namespace {
+
+constexpr cudnnConvolutionFwdAlgo_t kCandidates[] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_GEMM};
+// Another algorithm replaces cuDNN's choice only when it is this much faster (replay noise).
+constexpr double kMargin = 0.98;
+
+}  // namespace
+
+bool CudaEngine::times_algos() const {
+  return m_options.precision == Precision::kFP32 && m_options.cache_conv_algos && !m_options.find_algorithms &&
+         !m_options.shared_memory && !m_options.shared_ring;
+}
+
+Status CudaEngine::choose_conv_algos() {
+  AlgoSetup& a = m_algo_setup;
+  if (a.to_time.empty()) {
+    a = AlgoSetup();
+    return Status();
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const std::string& key : a.to_time) {
+    const std::vector<int>& steps = a.steps[key];
+    const Step& st = m_plan.steps[size_t(steps.front())];
+    std::unique_ptr<cuda::CudnnConv>& slot = m_convs[size_t(st.index)];
+    ConvAlgoChoice best = a.chosen[key];
+    DLR_RETURN_IF_ERROR(time_step(st, &best.ms));
+    const double heuristic_ms = best.ms;
+    const TensorView in = view(st.inputs[0]), out = view(st.output);
+    for (const cudnnConvolutionFwdAlgo_t algo : kCandidates) {
+      if (int(algo) == a.chosen[key].algo) continue;
+      cuda::ConvConfig cfg = conv_config(st);
+      cfg.force_algo = int(algo);
+      auto conv = cuda::CudnnConv::create(m_cudnn.get(), cfg, in, out);
+      if (!conv.ok() || (*conv)->workspace_bytes() > m_workspace_bytes) continue;
+      const size_t ws = (*conv)->workspace_bytes();
+      std::unique_ptr<cuda::CudnnConv> candidate = std::move(conv).value();
+      std::swap(slot, candidate);
+      double ms = 0;
+      const Status timed = time_step(st, &ms);
+      std::swap(slot, candidate);
+      DLR_RETURN_IF_ERROR(timed);
+      DLR_LOG_DEBUG("layer {}: {} {:.4f} ms per run (cuDNN's choice {:.4f})", st.layer, cuda::conv_algo_name(algo), ms,
+                    heuristic_ms);
+      if (ms < kMargin * heuristic_ms && ms < best.ms) best = ConvAlgoChoice{int(algo), int64_t(ws), ms};
+    }
+    m_open_timing.algos_timed += 1;
+    if (best.algo != a.chosen[key].algo) {
+      const cuda::ConvConfig cfg = conv_config(st);
+      DLR_ASSIGN_OR_RETURN(const std::string process_key, cuda::CudnnConv::cache_key(cfg, in, out));
+      cuda::AlgoCache::process().store(process_key, cudnnConvolutionFwdAlgo_t(best.algo), best.workspace);
+      for (int i : steps) {  // created again: they take the stored choice
+        DLR_ASSIGN_OR_RETURN(m_convs[size_t(i)],
+                             cuda::CudnnConv::create(m_cudnn.get(), cfg, view(m_plan.steps[size_t(i)].inputs[0]),
+                                                     view(m_plan.steps[size_t(i)].output)));
+      }
+      m_open_timing.algos_changed += 1;
+    }
+    a.chosen[key] = best;
+  }
+  if (!a.path.empty() && a.chosen != a.stored) {
+    const Status saved = save_conv_algos(a.path, a.key, a.chosen);
+    if (!saved.ok()) DLR_LOG_WARN("cuDNN algorithm choices not kept: {}", saved.message());
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  DLR_LOG_DEBUG("cuda engine: {} conv configurations timed in {:.1f} ms, {} changed", m_open_timing.algos_timed, ms,
+                m_open_timing.algos_changed);
+  m_open_timing.algo_choice_ms += ms;
+  m_open_timing.conv_setup_ms += ms;
+  a = AlgoSetup();
+  return Status();
+}
+
+}  // namespace dlr

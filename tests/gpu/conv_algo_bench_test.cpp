@@ -1,0 +1,289 @@
+// What strict fp32 could gain per convolution of yolov4 @608 (not a correctness test;
+// skipped unless DLR_GPU_BENCH=1). For every distinct conv of the network: each cuDNN
+// algorithm forced in turn with FMA math, NCHW and NHWC, timed as a CUDA graph of
+// repeated runs (median of replays), and its error against IMPLICIT_GEMM on the same
+// inputs; and a tf32 conv of the input split into a tf32 high and low part (three
+// products, "3xTF32"), timed the same way, with its error. Prints one line per conv
+// and the sums weighted by how often each conv occurs; DLR_BENCH_JSON names a JSON file
+// for every row.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cuda/conv.h"
+#include "loaders/network_desc.h"
+#include "tests/common/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace dlr::test {
+namespace {
+
+constexpr int kRuns = 8;     // conv runs per captured graph
+constexpr int kReplays = 7;  // timed replays; the median is kept
+
+struct ConvShape {
+  Shape3 in;
+  Shape3 out;
+  ConvParams p;
+  int count = 0;
+  std::string name() const {
+    return std::to_string(in.c) + "->" + std::to_string(out.c) + " k" + std::to_string(p.size) + "s" +
+           std::to_string(p.stride_x) + " " + std::to_string(out.h) + "x" + std::to_string(out.w);
+  }
+};
+
+// Rounds to the nearest TF32 value (10 mantissa bits), ties to even.
+float to_tf32(float f) {
+  uint32_t b = 0;
+  std::memcpy(&b, &f, 4);
+  b += 0x0FFFu + ((b >> 13) & 1u);
+  b &= ~0x1FFFu;
+  float r = 0;
+  std::memcpy(&r, &b, 4);
+  return r;
+}
+
+struct Timed {
+  bool ran = false;
+  double us = 0;
+  double rel_l2 = 0;
+  double max_rel = 0;  // max |got - want| / max |want|
+  size_t workspace = 0;
+  std::string why;
+};
+
+class ConvAlgoBench : public GpuTest {
+ protected:
+  void SetUp() override {
+    const char* env = std::getenv("DLR_GPU_BENCH");
+    if (env == nullptr || std::string(env) != "1") GTEST_SKIP() << "set DLR_GPU_BENCH=1 to run the benchmarks";
+    GpuTest::SetUp();
+    ASSERT_EQ(CUDNN_STATUS_SUCCESS, cudnnCreate(&m_cudnn));
+  }
+  void TearDown() override {
+    if (m_cudnn) cudnnDestroy(m_cudnn);
+    GpuTest::TearDown();
+  }
+
+  // Median GPU time of one run of `conv`, as a captured graph of kRuns runs.
+  double time_us(const cuda::CudnnConv& conv, const TensorView& x, const void* w, const TensorView& y, void* ws,
+                 size_t ws_bytes) {
+    cudaStream_t s = stream();
+    EXPECT_TRUE(conv.run(m_cudnn, x, w, nullptr, y, ws, ws_bytes, s).ok());  // loads its kernels
+    EXPECT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kRuns; ++i) EXPECT_TRUE(conv.run(m_cudnn, x, w, nullptr, y, ws, ws_bytes, s).ok());
+    EXPECT_EQ(cudaSuccess, cudaStreamEndCapture(s, &graph));
+    cudaGraphExec_t exec = nullptr;
+    EXPECT_EQ(cudaSuccess, cudaGraphInstantiate(&exec, graph, 0));
+    cudaEvent_t a = nullptr, b = nullptr;
+    EXPECT_EQ(cudaSuccess, cudaEventCreate(&a));
+    EXPECT_EQ(cudaSuccess, cudaEventCreate(&b));
+    std::vector<double> t;
+    for (int r = -1; r < kReplays; ++r) {
+      EXPECT_EQ(cudaSuccess, cudaEventRecord(a, s));
+      EXPECT_EQ(cudaSuccess, cudaGraphLaunch(exec, s));
+      EXPECT_EQ(cudaSuccess, cudaEventRecord(b, s));
+      EXPECT_EQ(cudaSuccess, cudaEventSynchronize(b));
+      float ms = 0;
+      EXPECT_EQ(cudaSuccess, cudaEventElapsedTime(&ms, a, b));
+      if (r >= 0) t.push_back(1000.0 * ms / kRuns);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+
+  // Creates the conv (algorithm `algo`, -1: heuristics), times it and compares its output with `want`.
+  Timed measure(const ConvShape& cs, Precision prec, Layout layout, int algo, const HostTensor& x,
+                const std::vector<float>& w_host, const HostTensor* want, HostTensor* got_out = nullptr) {
+    Timed r;
+    const ViewSpec spec = packed_spec(DType::kF32, layout);
+    DeviceTensor dx, dy;
+    EXPECT_EQ(cudaSuccess, dx.upload(x, spec, stream()));
+    EXPECT_EQ(cudaSuccess, dy.create(1, cs.out, spec, stream()));
+    cuda::ConvConfig cfg;
+    cfg.params = cs.p;
+    cfg.params.activation = Activation::kLinear;
+    cfg.params.batch_normalize = false;
+    cfg.precision = prec;
+    cfg.workspace_limit = size_t(1) << 30;
+    cfg.allow_fusion = false;
+    cfg.force_algo = algo;
+    auto conv = cuda::CudnnConv::create(m_cudnn, cfg, dx.view(), dy.view());
+    if (!conv.ok()) {
+      r.why = conv.status().to_string().substr(0, 60);
+      cudaGetLastError();
+      return r;
+    }
+    void* ws = nullptr;
+    r.workspace = (*conv)->workspace_bytes();
+    if (r.workspace > 0) {
+      EXPECT_EQ(cudaSuccess, cudaMalloc(&ws, r.workspace));
+    }
+    void* dw = nullptr;
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&dw, w_host.size() * 4));
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(dw, w_host.data(), w_host.size() * 4, cudaMemcpyHostToDevice));
+    const Status st = (*conv)->run(m_cudnn, dx.view(), dw, nullptr, dy.view(), ws, r.workspace, stream());
+    if (st.ok()) {
+      HostTensor got;
+      int64_t touched = 0, first = -1;
+      EXPECT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream()));
+      if (want != nullptr) {
+        r.rel_l2 = rel_l2(got.data, want->data);
+        double mx = 0, err = 0;
+        for (size_t i = 0; i < got.data.size(); ++i) {
+          mx = std::max(mx, double(std::fabs(want->data[i])));
+          err = std::max(err, double(std::fabs(got.data[i] - want->data[i])));
+        }
+        r.max_rel = mx > 0 ? err / mx : err;
+      }
+      if (got_out) *got_out = std::move(got);
+      r.us = time_us(**conv, dx.view(), dw, dy.view(), ws, r.workspace);
+      r.ran = true;
+    } else {
+      r.why = st.to_string().substr(0, 60);
+    }
+    cudaFree(dw);
+    if (ws) cudaFree(ws);
+    EXPECT_EQ(cudaSuccess, cudaGetLastError());
+    return r;
+  }
+
+  cudnnHandle_t m_cudnn = nullptr;
+};
+
+// Weights in the layout `layout` stores (OIHW or OHWI) from OIHW values.
+std::vector<float> weights_for(const std::vector<float>& oihw, int o, int i, int k, Layout layout) {
+  if (layout == Layout::kNCHW) return oihw;
+  std::vector<float> r(oihw.size());
+  for (int a = 0; a < o; ++a)
+    for (int c = 0; c < i; ++c)
+      for (int y = 0; y < k; ++y)
+        for (int x = 0; x < k; ++x) r[size_t(((a * k + y) * k + x) * i + c)] = oihw[size_t(((a * i + c) * k + y) * k + x)];
+  return r;
+}
+
+nlohmann::json row_json(const Timed& t) {
+  return {{"ran", t.ran}, {"us", t.us}, {"rel_l2", t.rel_l2}, {"max_rel", t.max_rel}, {"workspace", t.workspace},
+          {"why", t.why}};
+}
+
+TEST_F(ConvAlgoBench, StrictFp32AndThreeTf32) {
+  const std::string cfg = shared_file("models/yolov4.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "shared data not found";
+  CfgOptions opt;
+  opt.width = opt.height = 608;
+  auto net = parse_network_cfg(cfg, opt);
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  std::map<std::string, ConvShape> shapes;
+  for (const LayerDesc& l : net->layers) {
+    if (l.kind != LayerKind::kConv) continue;
+    ConvShape cs{l.in, l.out, l.conv(), 0};
+    ConvShape& e = shapes.emplace(cs.name(), cs).first->second;
+    ++e.count;
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  double sum_heur = 0, sum_best = 0, sum_3tf32 = 0, sum_tf32 = 0, sum_best_nhwc = 0;
+  for (const auto& [name, cs] : shapes) {
+    const int ci = cs.in.c / cs.p.groups;
+    HostTensor x = random_tensor(1, cs.in, 11, -1.f, 1.f);
+    std::vector<float> w(size_t(cs.p.filters) * size_t(ci) * size_t(cs.p.size * cs.p.size));
+    const float scale = 1.f / std::sqrt(float(ci * cs.p.size * cs.p.size));
+    fill_random(&w, 12, -scale, scale);
+    HostTensor ref;
+    const Timed gemm = measure(cs, Precision::kFP32, Layout::kNCHW, int(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM), x,
+                               w, nullptr, &ref);
+    ASSERT_TRUE(gemm.ran) << name << ": " << gemm.why;
+    nlohmann::json row = {{"conv", name}, {"count", cs.count}};
+    const Timed heur = measure(cs, Precision::kFP32, Layout::kNCHW, -1, x, w, &ref);
+    row["fp32_nchw_heuristic"] = row_json(heur);
+    double best = heur.ran ? heur.us : 1e30, best_nhwc = 1e30;
+    std::string best_name = "heuristic", line;
+    for (Layout lay : {Layout::kNCHW, Layout::kNHWC}) {
+      const std::vector<float> wl = weights_for(w, cs.p.filters, ci, cs.p.size, lay);
+      for (int a = 0; a < int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT); ++a) {
+        const Timed t = measure(cs, Precision::kFP32, lay, a, x, wl, &ref);
+        const std::string key = std::string(lay == Layout::kNCHW ? "nchw " : "nhwc ") +
+                                cuda::conv_algo_name(cudnnConvolutionFwdAlgo_t(a));
+        row["fp32"][key] = row_json(t);
+        if (!t.ran) continue;
+        line += " " + key + "=" + std::to_string(int(t.us)) + (t.rel_l2 > 1e-5 ? "!" : "");
+        if (t.rel_l2 <= 1e-5 && t.max_rel <= 1e-5) {
+          if (t.us < best) best = t.us, best_name = key;
+          if (lay == Layout::kNHWC) best_nhwc = std::min(best_nhwc, t.us);
+        }
+      }
+    }
+    // 3xTF32: in = [x_hi, x_hi, x_lo] (3C channels), w = [w_hi, w_lo, w_hi].
+    ConvShape c3 = cs;
+    c3.in.c = 3 * cs.in.c;
+    HostTensor x3(1, c3.in);
+    const size_t plane = size_t(cs.in.h) * size_t(cs.in.w) * size_t(cs.in.c);
+    for (size_t i = 0; i < plane; ++i) {
+      const float hi = to_tf32(x.data[i]);
+      x3.data[i] = hi;
+      x3.data[plane + i] = hi;
+      x3.data[2 * plane + i] = x.data[i] - hi;
+    }
+    const size_t khw = size_t(cs.p.size * cs.p.size);
+    std::vector<float> w3(w.size() * 3);
+    for (int o = 0; o < cs.p.filters; ++o)
+      for (int c = 0; c < ci; ++c)
+        for (size_t k = 0; k < khw; ++k) {
+          const float v = w[(size_t(o) * ci + c) * khw + k], hi = to_tf32(v);
+          w3[(size_t(o) * 3 * ci + c) * khw + k] = hi;
+          w3[(size_t(o) * 3 * ci + ci + c) * khw + k] = v - hi;
+          w3[(size_t(o) * 3 * ci + 2 * ci + c) * khw + k] = hi;
+        }
+    Timed t3;
+    if (cs.p.groups == 1) {
+      t3 = measure(c3, Precision::kTF32, Layout::kNHWC, int(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM), x3,
+                   weights_for(w3, cs.p.filters, 3 * ci, cs.p.size, Layout::kNHWC), &ref);
+    }
+    const Timed tf = measure(cs, Precision::kTF32, Layout::kNHWC, -1, x,
+                             weights_for(w, cs.p.filters, ci, cs.p.size, Layout::kNHWC), &ref);
+    row["tf32_nhwc_heuristic"] = row_json(tf);
+    row["three_tf32_nhwc"] = row_json(t3);
+    row["best_strict"] = {{"us", best}, {"name", best_name}};
+    rows.push_back(row);
+    sum_heur += cs.count * heur.us;
+    sum_best += cs.count * best;
+    sum_best_nhwc += cs.count * best_nhwc;
+    sum_tf32 += cs.count * tf.us;
+    sum_3tf32 += cs.count * (t3.ran ? t3.us : best);
+    std::printf("[algo] %-22s x%-2d heur %7.1f best %7.1f (%s) 3xtf32 %7.1f (rel %.1e max %.1e) tf32 %6.1f |%s\n",
+                name.c_str(), cs.count, heur.us, best, best_name.c_str(), t3.us, t3.rel_l2, t3.max_rel, tf.us,
+                line.c_str());
+  }
+  std::printf("[algo] sums (us, weighted by count): fp32 NCHW heuristic %.1f, best strict %.1f, best strict NHWC %.1f, "
+              "3xTF32 (else best) %.1f, tf32 heuristic %.1f\n",
+              sum_heur, sum_best, sum_best_nhwc, sum_3tf32, sum_tf32);
+  if (const char* path = std::getenv("DLR_BENCH_JSON")) {
+    std::ofstream(path) << nlohmann::json{{"rows", rows},
+                                          {"sum_heuristic_us", sum_heur},
+                                          {"sum_best_strict_us", sum_best},
+                                          {"sum_best_strict_nhwc_us", sum_best_nhwc},
+                                          {"sum_three_tf32_us", sum_3tf32},
+                                          {"sum_tf32_us", sum_tf32}}
+                               .dump(1);
+  }
+}
+
+}  // namespace
+}  // namespace dlr::test
