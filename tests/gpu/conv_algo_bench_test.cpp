@@ -3,7 +3,9 @@
 // algorithm forced in turn with FMA math, NCHW and NHWC, timed as a CUDA graph of
 // repeated runs (median of replays), and its error against IMPLICIT_GEMM on the same
 // inputs; and a tf32 conv of the input split into a tf32 high and low part (three
-// products, "3xTF32"), timed the same way, with its error. Prints one line per conv
+// products, "3xTF32"), timed the same way, with its error, whole and with the reduction
+// cut into chunks accumulated by cuDNN (the error of a tensor-core sum grows with its
+// length; docs/benchmarks.md, "Strict fp32"). Prints one line per conv
 // and the sums weighted by how often each conv occurs; DLR_BENCH_JSON names a JSON file
 // for every row.
 #include <cuda_runtime_api.h>
@@ -15,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,6 +58,17 @@ float to_tf32(float f) {
   return r;
 }
 
+// Weights in the layout `layout` stores (OIHW or OHWI) from OIHW values.
+std::vector<float> weights_for(const std::vector<float>& oihw, int o, int i, int k, Layout layout) {
+  if (layout == Layout::kNCHW) return oihw;
+  std::vector<float> r(oihw.size());
+  for (int a = 0; a < o; ++a)
+    for (int c = 0; c < i; ++c)
+      for (int y = 0; y < k; ++y)
+        for (int x = 0; x < k; ++x) r[size_t(((a * k + y) * k + x) * i + c)] = oihw[size_t(((a * i + c) * k + y) * k + x)];
+  return r;
+}
+
 struct Timed {
   bool ran = false;
   double us = 0;
@@ -76,15 +91,14 @@ class ConvAlgoBench : public GpuTest {
     GpuTest::TearDown();
   }
 
-  // Median GPU time of one run of `conv`, as a captured graph of kRuns runs.
-  double time_us(const cuda::CudnnConv& conv, const TensorView& x, const void* w, const TensorView& y, void* ws,
-                 size_t ws_bytes) {
+  // Median GPU time of one call of `run_once`, as a captured graph of kRuns calls.
+  double time_us(const std::function<Status(cudaStream_t)>& run_once) {
     cudaStream_t s = stream();
-    EXPECT_TRUE(conv.run(m_cudnn, x, w, nullptr, y, ws, ws_bytes, s).ok());  // loads its kernels
+    EXPECT_TRUE(run_once(s).ok());  // loads its kernels
     EXPECT_EQ(cudaSuccess, cudaStreamSynchronize(s));
     cudaGraph_t graph = nullptr;
     EXPECT_EQ(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < kRuns; ++i) EXPECT_TRUE(conv.run(m_cudnn, x, w, nullptr, y, ws, ws_bytes, s).ok());
+    for (int i = 0; i < kRuns; ++i) EXPECT_TRUE(run_once(s).ok());
     EXPECT_EQ(cudaSuccess, cudaStreamEndCapture(s, &graph));
     cudaGraphExec_t exec = nullptr;
     EXPECT_EQ(cudaSuccess, cudaGraphInstantiate(&exec, graph, 0));
@@ -154,7 +168,8 @@ class ConvAlgoBench : public GpuTest {
         r.max_rel = mx > 0 ? err / mx : err;
       }
       if (got_out) *got_out = std::move(got);
-      r.us = time_us(**conv, dx.view(), dw, dy.view(), ws, r.workspace);
+      const cuda::CudnnConv& c = **conv;
+      r.us = time_us([&](cudaStream_t st) { return c.run(m_cudnn, dx.view(), dw, nullptr, dy.view(), ws, r.workspace, st); });
       r.ran = true;
     } else {
       r.why = st.to_string().substr(0, 60);
@@ -165,19 +180,107 @@ class ConvAlgoBench : public GpuTest {
     return r;
   }
 
+  // 3xTF32 with the reduction cut into chunks of at most `chunk_k` products (input
+  // channels x k x k): per chunk one tf32 conv (precomputed implicit GEMM) of [x_hi, x_hi,
+  // x_lo] over its channels against [w_hi, w_lo, w_hi], accumulated into the output by
+  // cuDNN (beta = 1) after the first. Groups of 1 only.
+  Timed measure_chunked(const ConvShape& cs, Layout layout, int chunk_k, const HostTensor& x,
+                        const std::vector<float>& w, const HostTensor& ref) {
+    Timed r;
+    const int kk = cs.p.size * cs.p.size, C = cs.in.c, O = cs.p.filters;
+    const int cc = std::max(1, chunk_k / kk);
+    const ViewSpec spec = packed_spec(DType::kF32, layout);
+    DeviceTensor dy;
+    EXPECT_EQ(cudaSuccess, dy.create(1, cs.out, spec, stream()));
+    struct Chunk {
+      DeviceTensor x;
+      void* w = nullptr;
+      std::unique_ptr<cuda::CudnnConv> conv;
+    };
+    std::vector<Chunk> chunks;
+    size_t ws_bytes = 0;
+    const size_t plane = size_t(cs.in.h) * size_t(cs.in.w);
+    for (int c0 = 0; c0 < C; c0 += cc) {
+      const int n = std::min(cc, C - c0);
+      Chunk ch;
+      HostTensor x3(1, Shape3{3 * n, cs.in.h, cs.in.w});
+      for (int c = 0; c < n; ++c)
+        for (size_t i = 0; i < plane; ++i) {
+          const float v = x.data[size_t(c0 + c) * plane + i], hi = to_tf32(v);
+          x3.data[size_t(c) * plane + i] = hi;
+          x3.data[size_t(n + c) * plane + i] = hi;
+          x3.data[size_t(2 * n + c) * plane + i] = v - hi;
+        }
+      std::vector<float> w3(size_t(O) * 3 * n * kk);
+      for (int o = 0; o < O; ++o)
+        for (int c = 0; c < n; ++c)
+          for (int k = 0; k < kk; ++k) {
+            const float v = w[(size_t(o) * C + c0 + c) * kk + k], hi = to_tf32(v);
+            w3[(size_t(o) * 3 * n + c) * kk + k] = hi;
+            w3[(size_t(o) * 3 * n + n + c) * kk + k] = v - hi;
+            w3[(size_t(o) * 3 * n + 2 * n + c) * kk + k] = hi;
+          }
+      const std::vector<float> wl = weights_for(w3, O, 3 * n, cs.p.size, layout);
+      EXPECT_EQ(cudaSuccess, ch.x.upload(x3, spec, stream()));
+      EXPECT_EQ(cudaSuccess, cudaMalloc(&ch.w, wl.size() * 4));
+      EXPECT_EQ(cudaSuccess, cudaMemcpy(ch.w, wl.data(), wl.size() * 4, cudaMemcpyHostToDevice));
+      cuda::ConvConfig cfg;
+      cfg.params = cs.p;
+      cfg.params.activation = Activation::kLinear;
+      cfg.params.batch_normalize = false;
+      cfg.precision = Precision::kTF32;
+      cfg.workspace_limit = size_t(1) << 30;
+      cfg.allow_fusion = false;
+      cfg.force_algo = int(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+      cfg.accumulate = c0 > 0;
+      auto conv = cuda::CudnnConv::create(m_cudnn, cfg, ch.x.view(), dy.view());
+      if (!conv.ok()) {
+        r.why = conv.status().to_string().substr(0, 60);
+        for (Chunk& k : chunks) cudaFree(k.w);
+        cudaFree(ch.w);
+        return r;
+      }
+      ch.conv = std::move(conv).value();
+      ws_bytes = std::max(ws_bytes, ch.conv->workspace_bytes());
+      chunks.push_back(std::move(ch));
+    }
+    void* ws = nullptr;
+    if (ws_bytes > 0) {
+      EXPECT_EQ(cudaSuccess, cudaMalloc(&ws, ws_bytes));
+    }
+    auto run_all = [&](cudaStream_t st) -> Status {
+      for (const Chunk& ch : chunks) {
+        const Status s1 = ch.conv->run(m_cudnn, ch.x.view(), ch.w, nullptr, dy.view(), ws, ws_bytes, st);
+        if (!s1.ok()) return s1;
+      }
+      return Status();
+    };
+    const Status st = run_all(stream());
+    if (st.ok()) {
+      HostTensor got;
+      int64_t touched = 0, first = -1;
+      EXPECT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream()));
+      r.rel_l2 = rel_l2(got.data, ref.data);
+      double mx = 0, err = 0;
+      for (size_t i = 0; i < got.data.size(); ++i) {
+        mx = std::max(mx, double(std::fabs(ref.data[i])));
+        err = std::max(err, double(std::fabs(got.data[i] - ref.data[i])));
+      }
+      r.max_rel = mx > 0 ? err / mx : err;
+      r.us = time_us(run_all);
+      r.ran = true;
+      r.workspace = ws_bytes;
+    } else {
+      r.why = st.to_string().substr(0, 60);
+    }
+    for (Chunk& ch : chunks) cudaFree(ch.w);
+    if (ws) cudaFree(ws);
+    EXPECT_EQ(cudaSuccess, cudaGetLastError());
+    return r;
+  }
+
   cudnnHandle_t m_cudnn = nullptr;
 };
-
-// Weights in the layout `layout` stores (OIHW or OHWI) from OIHW values.
-std::vector<float> weights_for(const std::vector<float>& oihw, int o, int i, int k, Layout layout) {
-  if (layout == Layout::kNCHW) return oihw;
-  std::vector<float> r(oihw.size());
-  for (int a = 0; a < o; ++a)
-    for (int c = 0; c < i; ++c)
-      for (int y = 0; y < k; ++y)
-        for (int x = 0; x < k; ++x) r[size_t(((a * k + y) * k + x) * i + c)] = oihw[size_t(((a * i + c) * k + y) * k + x)];
-  return r;
-}
 
 nlohmann::json row_json(const Timed& t) {
   return {{"ran", t.ran}, {"us", t.us}, {"rel_l2", t.rel_l2}, {"max_rel", t.max_rel}, {"workspace", t.workspace},
@@ -199,7 +302,8 @@ TEST_F(ConvAlgoBench, StrictFp32AndThreeTf32) {
     ++e.count;
   }
   nlohmann::json rows = nlohmann::json::array();
-  double sum_heur = 0, sum_best = 0, sum_3tf32 = 0, sum_tf32 = 0, sum_best_nhwc = 0;
+  double sum_heur = 0, sum_best = 0, sum_3tf32 = 0, sum_tf32 = 0, sum_best_nhwc = 0, sum_chunk_nhwc = 0,
+         sum_chunk_nchw = 0;
   for (const auto& [name, cs] : shapes) {
     const int ci = cs.in.c / cs.p.groups;
     HostTensor x = random_tensor(1, cs.in, 11, -1.f, 1.f);
@@ -259,6 +363,15 @@ TEST_F(ConvAlgoBench, StrictFp32AndThreeTf32) {
     const Timed tf = measure(cs, Precision::kTF32, Layout::kNHWC, -1, x,
                              weights_for(w, cs.p.filters, ci, cs.p.size, Layout::kNHWC), &ref);
     row["tf32_nhwc_heuristic"] = row_json(tf);
+    Timed ch_nhwc, ch_nchw, ch256;
+    if (cs.p.groups == 1) {
+      ch_nhwc = measure_chunked(cs, Layout::kNHWC, 512, x, w, ref);
+      ch_nchw = measure_chunked(cs, Layout::kNCHW, 512, x, w, ref);
+      ch256 = measure_chunked(cs, Layout::kNHWC, 256, x, w, ref);
+    }
+    row["three_tf32_chunk512_nhwc"] = row_json(ch_nhwc);
+    row["three_tf32_chunk512_nchw"] = row_json(ch_nchw);
+    row["three_tf32_chunk256_nhwc"] = row_json(ch256);
     row["three_tf32_nhwc"] = row_json(t3);
     row["best_strict"] = {{"us", best}, {"name", best_name}};
     rows.push_back(row);
@@ -267,20 +380,26 @@ TEST_F(ConvAlgoBench, StrictFp32AndThreeTf32) {
     sum_best_nhwc += cs.count * best_nhwc;
     sum_tf32 += cs.count * tf.us;
     sum_3tf32 += cs.count * (t3.ran ? t3.us : best);
-    std::printf("[algo] %-22s x%-2d heur %7.1f best %7.1f (%s) 3xtf32 %7.1f (rel %.1e max %.1e) tf32 %6.1f |%s\n",
+    sum_chunk_nhwc += cs.count * (ch_nhwc.ran ? ch_nhwc.us : best);
+    sum_chunk_nchw += cs.count * (ch_nchw.ran ? ch_nchw.us : best);
+    std::printf("[algo] %-22s x%-2d heur %7.1f best %7.1f (%s) 3xtf32 %7.1f (rel %.1e max %.1e) tf32 %6.1f "
+                "chunk512 nhwc %7.1f (%.1e %.1e) nchw %7.1f (%.1e) chunk256 nhwc %7.1f (%.1e %.1e) |%s\n",
                 name.c_str(), cs.count, heur.us, best, best_name.c_str(), t3.us, t3.rel_l2, t3.max_rel, tf.us,
-                line.c_str());
+                ch_nhwc.us, ch_nhwc.rel_l2, ch_nhwc.max_rel, ch_nchw.us, ch_nchw.rel_l2, ch256.us, ch256.rel_l2,
+                ch256.max_rel, line.c_str());
   }
   std::printf("[algo] sums (us, weighted by count): fp32 NCHW heuristic %.1f, best strict %.1f, best strict NHWC %.1f, "
-              "3xTF32 (else best) %.1f, tf32 heuristic %.1f\n",
-              sum_heur, sum_best, sum_best_nhwc, sum_3tf32, sum_tf32);
+              "3xTF32 (else best) %.1f, tf32 heuristic %.1f, 3xTF32 in chunks of 512 NHWC %.1f NCHW %.1f\n",
+              sum_heur, sum_best, sum_best_nhwc, sum_3tf32, sum_tf32, sum_chunk_nhwc, sum_chunk_nchw);
   if (const char* path = std::getenv("DLR_BENCH_JSON")) {
     std::ofstream(path) << nlohmann::json{{"rows", rows},
                                           {"sum_heuristic_us", sum_heur},
                                           {"sum_best_strict_us", sum_best},
                                           {"sum_best_strict_nhwc_us", sum_best_nhwc},
                                           {"sum_three_tf32_us", sum_3tf32},
-                                          {"sum_tf32_us", sum_tf32}}
+                                          {"sum_tf32_us", sum_tf32},
+                                          {"sum_three_tf32_chunk512_nhwc_us", sum_chunk_nhwc},
+                                          {"sum_three_tf32_chunk512_nchw_us", sum_chunk_nchw}}
                                .dump(1);
   }
 }
