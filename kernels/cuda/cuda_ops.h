@@ -93,6 +93,19 @@ struct DequantJob {
 constexpr int kMaxDequantJobs = 16;
 Status dequantize_weights_batch(const DequantJob* jobs, int n, DType dtype, cudaStream_t stream);
 
+// ---- tf32_split.cu ----
+// The operands of a 3xTF32 product (conv_3xtf32.h). Each of `rows` source rows holds c
+// f32 values (row r at src + r * src_stride); v = hi + lo exactly, hi = v rounded to the
+// nearest TF32 value (ties to even), lo = v - hi. The columns are cut into chunks of
+// `chunk` (the last may be shorter, n_j columns); chunk j is written as `rows` packed rows
+// of 3 * n_j values at dst + rows * 3 * j * chunk: [hi, hi, lo] of its columns
+// (kHighHighLow, activations) or [hi, lo, hi] (kHighLowHigh, weights), so a conv over a
+// chunk's 3 n_j channels sums hi*hi + hi*lo + lo*hi. A value whose rounding overflows to
+// infinity gives inf and a NaN remainder. Device memory; dst holds rows * 3 * c floats.
+enum class Tf32SplitOrder : uint8_t { kHighHighLow, kHighLowHigh };
+Status split_tf32(const float* src, int64_t rows, int c, int64_t src_stride, int chunk, Tf32SplitOrder order,
+                  float* dst, cudaStream_t stream);
+
 // ---- maxpool.cu ----
 Status maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
 

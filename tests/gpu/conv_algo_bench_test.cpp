@@ -47,17 +47,6 @@ struct ConvShape {
   }
 };
 
-// Rounds to the nearest TF32 value (10 mantissa bits), ties to even.
-float to_tf32(float f) {
-  uint32_t b = 0;
-  std::memcpy(&b, &f, 4);
-  b += 0x0FFFu + ((b >> 13) & 1u);
-  b &= ~0x1FFFu;
-  float r = 0;
-  std::memcpy(&r, &b, 4);
-  return r;
-}
-
 // Weights in the layout `layout` stores (OIHW or OHWI) from OIHW values.
 std::vector<float> weights_for(const std::vector<float>& oihw, int o, int i, int k, Layout layout) {
   if (layout == Layout::kNCHW) return oihw;
@@ -206,7 +195,7 @@ class ConvAlgoBench : public GpuTest {
       HostTensor x3(1, Shape3{3 * n, cs.in.h, cs.in.w});
       for (int c = 0; c < n; ++c)
         for (size_t i = 0; i < plane; ++i) {
-          const float v = x.data[size_t(c0 + c) * plane + i], hi = to_tf32(v);
+          const float v = x.data[size_t(c0 + c) * plane + i], hi = tf32_high(v);
           x3.data[size_t(c) * plane + i] = hi;
           x3.data[size_t(n + c) * plane + i] = hi;
           x3.data[size_t(2 * n + c) * plane + i] = v - hi;
@@ -215,7 +204,7 @@ class ConvAlgoBench : public GpuTest {
       for (int o = 0; o < O; ++o)
         for (int c = 0; c < n; ++c)
           for (int k = 0; k < kk; ++k) {
-            const float v = w[(size_t(o) * C + c0 + c) * kk + k], hi = to_tf32(v);
+            const float v = w[(size_t(o) * C + c0 + c) * kk + k], hi = tf32_high(v);
             w3[(size_t(o) * 3 * n + c) * kk + k] = hi;
             w3[(size_t(o) * 3 * n + n + c) * kk + k] = v - hi;
             w3[(size_t(o) * 3 * n + 2 * n + c) * kk + k] = hi;
@@ -340,7 +329,7 @@ TEST_F(ConvAlgoBench, StrictFp32AndThreeTf32) {
     HostTensor x3(1, c3.in);
     const size_t plane = size_t(cs.in.h) * size_t(cs.in.w) * size_t(cs.in.c);
     for (size_t i = 0; i < plane; ++i) {
-      const float hi = to_tf32(x.data[i]);
+      const float hi = tf32_high(x.data[i]);
       x3.data[i] = hi;
       x3.data[plane + i] = hi;
       x3.data[2 * plane + i] = x.data[i] - hi;
@@ -350,7 +339,7 @@ TEST_F(ConvAlgoBench, StrictFp32AndThreeTf32) {
     for (int o = 0; o < cs.p.filters; ++o)
       for (int c = 0; c < ci; ++c)
         for (size_t k = 0; k < khw; ++k) {
-          const float v = w[(size_t(o) * ci + c) * khw + k], hi = to_tf32(v);
+          const float v = w[(size_t(o) * ci + c) * khw + k], hi = tf32_high(v);
           w3[(size_t(o) * 3 * ci + c) * khw + k] = hi;
           w3[(size_t(o) * 3 * ci + ci + c) * khw + k] = v - hi;
           w3[(size_t(o) * 3 * ci + 2 * ci + c) * khw + k] = hi;

@@ -73,6 +73,16 @@ HostTensor random_tensor(int n, Shape3 shape, uint32_t seed, float lo, float hi)
   return t;
 }
 
+float tf32_high(float v) {
+  uint32_t b = 0;
+  std::memcpy(&b, &v, 4);
+  b += 0x0FFFu + ((b >> 13) & 1u);
+  b &= ~0x1FFFu;
+  float r = 0;
+  std::memcpy(&r, &b, 4);
+  return r;
+}
+
 void round_to_half(HostTensor* t) {
   for (float& v : t->data) v = half_to_float(float_to_half(v));
 }

@@ -46,6 +46,9 @@ HostTensor random_tensor(int n, Shape3 shape, uint32_t seed, float lo = -4.f, fl
 void fill_random(std::vector<float>* v, uint32_t seed, float lo, float hi);
 // Rounds every value through IEEE half (what an f16 view stores), in place.
 void round_to_half(HostTensor* t);
+// v rounded to the nearest TF32 value (10 mantissa bits, ties to even), as split_tf32's
+// high part (kernels/cuda/cuda_ops.h).
+float tf32_high(float v);
 
 // ---- device views ----
 // Geometry of a device view: the buffer holds c_before + c + c_after channels

@@ -1,0 +1,212 @@
+// The 3xTF32 convolution (kernels/cuda/conv_3xtf32.h) and its operand split
+// (split_tf32): the split is exact (hi + lo == v, hi on the TF32 grid, the chunk layout
+// as documented); the conv stays within 1e-5 of a double-precision reference (rel L2 and
+// every element against the largest output) with reductions cut into several chunks,
+// strides, batches, a channel-slice input, bias and activations, accumulation and a
+// residual; bad views and workspaces are refused.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/conv_3xtf32.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace dlr::test {
+namespace {
+
+template <class T>
+struct DeviceArray {
+  T* p = nullptr;
+  explicit DeviceArray(size_t n) { EXPECT_EQ(cudaSuccess, cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T))); }
+  ~DeviceArray() { cudaFree(p); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+};
+
+class Tf32x3Test : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_EQ(CUDNN_STATUS_SUCCESS, cudnnCreate(&m_cudnn));
+  }
+  void TearDown() override {
+    if (m_cudnn) cudnnDestroy(m_cudnn);
+    GpuTest::TearDown();
+  }
+  cudnnHandle_t m_cudnn = nullptr;
+};
+
+TEST_F(Tf32x3Test, SplitIsExactInChunks) {
+  const int64_t rows = 37;
+  const int c = 11, stride = 14, chunk = 4;  // chunks of 4, 4 and 3 columns
+  std::vector<float> src(size_t(rows * stride));
+  fill_random(&src, 3, -100.f, 100.f);
+  src[5] = 1.0f + 1.0f / 4096;  // a tie on the TF32 grid
+  DeviceArray<float> d_src(src.size()), d_dst(size_t(rows * 3 * c));
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(d_src.p, src.data(), src.size() * 4, cudaMemcpyHostToDevice));
+  for (auto order : {cuda::Tf32SplitOrder::kHighHighLow, cuda::Tf32SplitOrder::kHighLowHigh}) {
+    ASSERT_TRUE(cuda::split_tf32(d_src.p, rows, c, stride, chunk, order, d_dst.p, stream()).ok());
+    std::vector<float> got(size_t(rows * 3 * c));
+    ASSERT_EQ(cudaSuccess, cudaMemcpyAsync(got.data(), d_dst.p, got.size() * 4, cudaMemcpyDeviceToHost, stream()));
+    ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream()));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int col = 0; col < c; ++col) {
+        const int j = col / chunk, k = col % chunk, n = std::min(chunk, c - j * chunk);
+        const float v = src[size_t(r * stride + col)], hi = tf32_high(v), lo = v - hi;
+        ASSERT_EQ(hi + lo, v);
+        const float* out = got.data() + rows * 3 * j * chunk + r * 3 * n;
+        const bool hhl = order == cuda::Tf32SplitOrder::kHighHighLow;
+        ASSERT_EQ(out[k], hi) << "row " << r << " col " << col;
+        ASSERT_EQ(out[n + k], hhl ? hi : lo) << "row " << r << " col " << col;
+        ASSERT_EQ(out[2 * n + k], hhl ? lo : hi) << "row " << r << " col " << col;
+      }
+  }
+  EXPECT_EQ(tf32_high(1.0f + 1.0f / 4096), 1.0f);  // ties to even
+  EXPECT_FALSE(cuda::split_tf32(d_src.p, rows, c, c - 1, chunk, cuda::Tf32SplitOrder::kHighLowHigh, d_dst.p,
+                                stream()).ok());
+  EXPECT_FALSE(cuda::split_tf32(nullptr, rows, c, c, chunk, cuda::Tf32SplitOrder::kHighLowHigh, d_dst.p,
+                                stream()).ok());
+}
+
+struct Case {
+  const char* name;
+  int n, c, h, w, filters, size, stride, pad;
+  Activation act;
+  bool bias, accumulate, residual, slice;
+  int chunk_products;
+};
+
+// out[b][o][y][x] in double over OIHW weights `w` (fp32 NCHW host tensors).
+std::vector<double> reference_conv(const Case& k, const HostTensor& x, const std::vector<float>& w, int oh, int ow) {
+  std::vector<double> y(size_t(k.n) * k.filters * oh * ow, 0.0);
+  for (int b = 0; b < k.n; ++b)
+    for (int o = 0; o < k.filters; ++o)
+      for (int yy = 0; yy < oh; ++yy)
+        for (int xx = 0; xx < ow; ++xx) {
+          double s = 0;
+          for (int c = 0; c < k.c; ++c)
+            for (int i = 0; i < k.size; ++i)
+              for (int j = 0; j < k.size; ++j) {
+                const int iy = yy * k.stride - k.pad + i, ix = xx * k.stride - k.pad + j;
+                if (iy < 0 || ix < 0 || iy >= k.h || ix >= k.w) continue;
+                s += double(x.at(b, c, iy, ix)) * double(w[((size_t(o) * k.c + c) * k.size + i) * k.size + j]);
+              }
+          y[((size_t(b) * k.filters + o) * oh + yy) * ow + xx] = s;
+        }
+  return y;
+}
+
+void check_case(cudnnHandle_t handle, cudaStream_t stream, const Case& k) {
+  SCOPED_TRACE(k.name);
+  const int oh = (k.h + 2 * k.pad - k.size) / k.stride + 1, ow = (k.w + 2 * k.pad - k.size) / k.stride + 1;
+  const Shape3 in_shape{k.c, k.h, k.w}, out_shape{k.filters, oh, ow};
+  const HostTensor x = random_tensor(k.n, in_shape, 21, -1.f, 1.f);
+  std::vector<float> w(size_t(k.filters) * k.c * k.size * k.size);
+  const float scale = 1.f / std::sqrt(float(k.c * k.size * k.size));
+  fill_random(&w, 22, -scale, scale);
+  std::vector<float> bias(size_t(k.filters));
+  fill_random(&bias, 23, -0.5f, 0.5f);
+  const HostTensor out0 = random_tensor(k.n, out_shape, 24, -1.f, 1.f);  // accumulate: the output's old values
+  const HostTensor res = random_tensor(k.n, out_shape, 25, -1.f, 1.f);
+  const std::vector<double> conv = reference_conv(k, x, w, oh, ow);
+  HostTensor want(k.n, out_shape);
+  for (size_t i = 0; i < want.data.size(); ++i) {
+    const int o = int((i / size_t(oh * ow)) % size_t(k.filters));
+    double v = conv[i] + (k.bias ? bias[size_t(o)] : 0.0) + (k.accumulate ? out0.data[i] : 0.0);
+    float f = cpu::activate(k.act, float(v));
+    if (k.residual) f = cpu::activate(Activation::kLeaky, f + res.data[i]);
+    want.data[i] = f;
+  }
+  const ViewSpec in_spec{DType::kF32, Layout::kNHWC, k.slice ? 3 : 0, k.slice ? 5 : 0, 0};
+  const ViewSpec out_spec = packed_spec(DType::kF32, Layout::kNHWC);
+  DeviceTensor dx, dy, dr;
+  ASSERT_EQ(cudaSuccess, dx.upload(x, in_spec, stream));
+  ASSERT_EQ(cudaSuccess, dy.upload(out0, out_spec, stream));
+  ASSERT_EQ(cudaSuccess, dr.upload(res, out_spec, stream));
+  std::vector<float> ohwi(w.size());
+  for (int o = 0; o < k.filters; ++o)
+    for (int c = 0; c < k.c; ++c)
+      for (int i = 0; i < k.size * k.size; ++i)
+        ohwi[(size_t(o) * k.size * k.size + i) * k.c + c] = w[(size_t(o) * k.c + c) * k.size * k.size + i];
+  DeviceArray<float> dw(ohwi.size()), db(bias.size());
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(dw.p, ohwi.data(), ohwi.size() * 4, cudaMemcpyHostToDevice));
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(db.p, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  cuda::Tf32x3Config cfg;
+  cfg.params.filters = k.filters;
+  cfg.params.size = k.size;
+  cfg.params.stride_x = cfg.params.stride_y = k.stride;
+  cfg.params.padding = k.pad;
+  cfg.params.activation = k.act;
+  cfg.chunk_products = k.chunk_products;
+  cfg.accumulate = k.accumulate;
+  auto conv3 = cuda::Tf32x3Conv::create(handle, cfg, dx.view(), dy.view());
+  ASSERT_TRUE(conv3.ok()) << conv3.status().to_string();
+  const int kk = k.size * k.size;
+  const int per_chunk = std::min(k.c, k.chunk_products / kk);
+  EXPECT_EQ((*conv3)->chunks(), (k.c + per_chunk - 1) / per_chunk);
+  const size_t ws_bytes = (*conv3)->workspace_bytes();
+  DeviceArray<char> ws(ws_bytes);
+  const TensorView rv = dr.view();
+  const cuda::ConvResidual residual = k.residual ? cuda::ConvResidual{&rv, Activation::kLeaky} : cuda::ConvResidual{};
+  EXPECT_EQ((*conv3)->run(handle, dx.view(), dw.p, db.p, dy.view(), ws.p, ws_bytes - 1, stream, residual).code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*conv3)->run(handle, dx.view(), dw.p, k.bias ? db.p : nullptr, dy.view(), ws.p, ws_bytes, stream,
+                            residual)
+                  .ok());
+  HostTensor got;
+  int64_t touched = 0, first = -1;
+  ASSERT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream));
+  EXPECT_TRUE(near_rel(got, want, 1e-5, k.name));
+  double mx = 0, err = 0;
+  for (size_t i = 0; i < got.data.size(); ++i) {
+    mx = std::max(mx, double(std::fabs(want.data[i])));
+    err = std::max(err, double(std::fabs(got.data[i] - want.data[i])));
+  }
+  std::printf("[3xtf32] %-28s %d chunks, max error %.2e of the largest output, workspace %zu bytes\n", k.name,
+              (*conv3)->chunks(), err / mx, ws_bytes);
+  EXPECT_LE(err, 1e-5 * mx);
+}
+
+TEST_F(Tf32x3Test, WithinTheStrictToleranceOfADoubleReference) {
+  const Case cases[] = {
+      {"k3 c128 13x13 leaky, 3 chunks", 1, 128, 13, 13, 64, 3, 1, 1, Activation::kLeaky, true, false, false, false, 512},
+      {"k1 c1024 7x7 mish, 2 chunks", 1, 1024, 7, 7, 32, 1, 1, 0, Activation::kMish, true, false, false, false, 512},
+      {"k3/2 c64 15x15 batch 2", 2, 64, 15, 15, 48, 3, 2, 1, Activation::kLinear, false, false, false, false, 512},
+      {"k3 c96 slice, accumulate", 1, 96, 9, 11, 40, 3, 1, 1, Activation::kLogistic, true, true, false, true, 256},
+      {"k1 c300 residual, 3 chunks", 1, 300, 10, 10, 24, 1, 1, 0, Activation::kLinear, true, false, true, false, 128},
+      {"k3 c8 one chunk", 1, 8, 20, 20, 16, 3, 1, 1, Activation::kSwish, true, false, false, false, 512},
+  };
+  for (const Case& k : cases) check_case(m_cudnn, stream(), k);
+}
+
+TEST_F(Tf32x3Test, BadConfigurationsAreRefused) {
+  const TensorView nhwc_in = TensorView::packed(nullptr, DType::kF32, Layout::kNHWC, 1, Shape3{16, 8, 8});
+  const TensorView nhwc_out = TensorView::packed(nullptr, DType::kF32, Layout::kNHWC, 1, Shape3{8, 8, 8});
+  cuda::Tf32x3Config cfg;
+  cfg.params.filters = 8;
+  cfg.params.size = 3;
+  cfg.params.padding = 1;
+  cfg.params.activation = Activation::kLinear;
+  cuda::Tf32x3Config grouped = cfg;
+  grouped.params.groups = 2;
+  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, grouped, nhwc_in, nhwc_out).status().code(), StatusCode::kUnsupported);
+  const TensorView nchw_in = TensorView::packed(nullptr, DType::kF32, Layout::kNCHW, 1, Shape3{16, 8, 8});
+  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, cfg, nchw_in, nhwc_out).status().code(), StatusCode::kUnsupported);
+  cuda::Tf32x3Config tiny = cfg;
+  tiny.chunk_products = 8;  // under one 3x3 channel
+  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, tiny, nhwc_in, nhwc_out).status().code(), StatusCode::kInvalidArgument);
+  cuda::Tf32x3Config small = cfg;
+  small.workspace_limit = 1024;
+  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, small, nhwc_in, nhwc_out).status().code(), StatusCode::kOutOfMemory);
+}
+
+}  // namespace
+}  // namespace dlr::test
