@@ -29,6 +29,7 @@ namespace dlr::cuda {
 
 class CudnnConv;   // conv.h
 class ConcatConv;  // conv_concat.h
+class Tf32x3Conv;  // conv_3xtf32.h
 class FusedConv;   // conv_graph.h
 
 // ---- the uniform entry point of every layer kind (generated from DLR_OPS) ----
@@ -41,6 +42,7 @@ struct OpCall : OpStep {
   // conv only: the layer's prepared cuDNN convolution, handle, weights and workspace
   const CudnnConv* conv = nullptr;
   const FusedConv* fused = nullptr;  // set: the conv runs as this cuDNN graph instead (conv_graph.h)
+  const Tf32x3Conv* x3 = nullptr;    // set: the conv runs as this 3xTF32 conv instead (conv_3xtf32.h)
   cudnnContext* cudnn = nullptr;
   const void* weights = nullptr;
   const float* bias = nullptr;

@@ -1,13 +1,16 @@
-// CudaEngine's per-configuration choice of a strict fp32 convolution's cuDNN algorithm:
-// cuDNN's heuristic choice and every other direct-summation algorithm (implicit GEMM,
-// precomputed implicit GEMM, GEMM: each sums the products in f32 with FMAs, so every one
-// stays within the strict tolerance of the CPU reference; Winograd and FFT transform the
-// operands and are left out) timed at open on the engine's own buffers, as CUDA graphs of
-// repeated runs (time_step), the fastest kept. The choice goes to the process-wide
+// CudaEngine's per-configuration choice of a strict fp32 convolution's algorithm: cuDNN's
+// heuristic choice, every other direct-summation algorithm (implicit GEMM, precomputed
+// implicit GEMM, GEMM: each sums the products in f32 with FMAs, so every one stays within
+// the strict tolerance of the CPU reference; Winograd and FFT transform the operands and
+// are left out) and, on NHWC plans, the 3xTF32 conv (kernels/cuda/conv_3xtf32.h: tensor
+// cores, chunked sums that keep the same tolerance) timed at open on the engine's own
+// buffers, as CUDA graphs of repeated runs (time_step), the fastest kept. The choice goes to the process-wide
 // AlgoCache (later engines of the process, streamed ones included, create the same
 // algorithm: bit-identical outputs) and to the algorithm cache file with its time, so
 // later opens time nothing (docs/architecture.md, "Measured choices at open").
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,11 +28,57 @@ constexpr cudnnConvolutionFwdAlgo_t kCandidates[] = {CUDNN_CONVOLUTION_FWD_ALGO_
 // Another algorithm replaces cuDNN's choice only when it is this much faster (replay noise).
 constexpr double kMargin = 0.98;
 
+std::mutex& x3_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<std::string>& x3_keys() {
+  static std::set<std::string> keys;
+  return keys;
+}
+
 }  // namespace
+
+bool x3_chosen(const std::string& process_key) {
+  std::lock_guard<std::mutex> lock(x3_mutex());
+  return x3_keys().count(process_key) > 0;
+}
+
+void register_x3_choice(const std::string& process_key) {
+  std::lock_guard<std::mutex> lock(x3_mutex());
+  x3_keys().insert(process_key);
+}
+
+Status CudaEngine::grow_workspace(size_t bytes) {
+  if (m_options.shared_memory || bytes <= m_workspace_bytes) return Status();
+  m_workspace = cuda::DeviceBuffer();  // freed first: the two never coexist
+  DLR_ASSIGN_OR_RETURN(m_workspace, cuda::DeviceBuffer::alloc(bytes));
+  m_workspace_ptr = m_workspace.data();
+  m_workspace_bytes = m_workspace.bytes();
+  return Status();
+}
 
 bool CudaEngine::times_algos() const {
   return m_options.precision == Precision::kFP32 && m_options.cache_conv_algos && !m_options.find_algorithms &&
          !m_options.shared_memory && !m_options.shared_ring;
+}
+
+// Times `st`'s 3xTF32 conv in place of its cuDNN conv; *ms < 0 where it cannot run.
+Status CudaEngine::time_x3(const Step& st, double* ms, size_t* workspace) {
+  *ms = -1;
+  if (m_plan.options.layout != Layout::kNHWC) return Status();
+  auto made = make_x3_conv(st);
+  if (!made.ok()) {
+    DLR_LOG_DEBUG("layer {}: no 3xTF32 conv ({})", st.layer, made.status().message());
+    return Status();
+  }
+  *workspace = (*made)->workspace_bytes();
+  DLR_RETURN_IF_ERROR(grow_workspace(*workspace));
+  std::unique_ptr<cuda::Tf32x3Conv>& slot = m_x3_convs[size_t(st.index)];
+  slot = std::move(made).value();
+  const Status timed = time_step(st, ms);
+  slot.reset();
+  return timed;
 }
 
 Status CudaEngine::choose_conv_algos() {
@@ -64,20 +113,20 @@ Status CudaEngine::choose_conv_algos() {
                     heuristic_ms);
       if (ms < kMargin * heuristic_ms && ms < best.ms) best = ConvAlgoChoice{int(algo), int64_t(ws), ms};
     }
+    double x3_ms = -1;
+    size_t x3_ws = 0;
+    DLR_RETURN_IF_ERROR(time_x3(st, &x3_ms, &x3_ws));
+    if (x3_ms >= 0) DLR_LOG_DEBUG("layer {}: 3xTF32 {:.4f} ms per run (cuDNN's choice {:.4f})", st.layer, x3_ms, heuristic_ms);
+    if (x3_ms >= 0 && x3_ms < kMargin * heuristic_ms && x3_ms < best.ms)
+      best = ConvAlgoChoice{kAlgo3xTf32, int64_t(x3_ws), x3_ms};
     m_open_timing.algos_timed += 1;
     if (best.algo != a.chosen[key].algo) {
-      const cuda::ConvConfig cfg = conv_config(st);
-      DLR_ASSIGN_OR_RETURN(const std::string process_key, cuda::CudnnConv::cache_key(cfg, in, out));
-      cuda::AlgoCache::process().store(process_key, cudnnConvolutionFwdAlgo_t(best.algo), best.workspace);
-      for (int i : steps) {  // created again: they take the stored choice
-        DLR_ASSIGN_OR_RETURN(m_convs[size_t(i)],
-                             cuda::CudnnConv::create(m_cudnn.get(), cfg, view(m_plan.steps[size_t(i)].inputs[0]),
-                                                     view(m_plan.steps[size_t(i)].output)));
-      }
+      DLR_RETURN_IF_ERROR(adopt_choice(st, steps, best));
       m_open_timing.algos_changed += 1;
     }
     a.chosen[key] = best;
   }
+  DLR_RETURN_IF_ERROR(fit_workspace());
   if (!a.path.empty() && a.chosen != a.stored) {
     const Status saved = save_conv_algos(a.path, a.key, a.chosen);
     if (!saved.ok()) DLR_LOG_WARN("cuDNN algorithm choices not kept: {}", saved.message());
@@ -88,6 +137,27 @@ Status CudaEngine::choose_conv_algos() {
   m_open_timing.algo_choice_ms += ms;
   m_open_timing.conv_setup_ms += ms;
   a = AlgoSetup();
+  return Status();
+}
+
+// Every step of one configuration runs `best` from now on, and so do later engines of the
+// process (AlgoCache, or the 3xTF32 registry).
+Status CudaEngine::adopt_choice(const Step& st, const std::vector<int>& steps, const ConvAlgoChoice& best) {
+  const cuda::ConvConfig cfg = conv_config(st);
+  DLR_ASSIGN_OR_RETURN(const std::string process_key,
+                       cuda::CudnnConv::cache_key(cfg, view(st.inputs[0]), view(st.output)));
+  if (best.algo == kAlgo3xTf32) {
+    register_x3_choice(process_key);
+    for (int i : steps) {
+      DLR_ASSIGN_OR_RETURN(m_x3_convs[size_t(i)], make_x3_conv(m_plan.steps[size_t(i)]));
+    }
+    return Status();
+  }
+  cuda::AlgoCache::process().store(process_key, cudnnConvolutionFwdAlgo_t(best.algo), best.workspace);
+  for (int i : steps) {  // created again: they take the stored choice
+    const Step& s = m_plan.steps[size_t(i)];
+    DLR_ASSIGN_OR_RETURN(m_convs[size_t(i)], cuda::CudnnConv::create(m_cudnn.get(), cfg, view(s.inputs[0]), view(s.output)));
+  }
   return Status();
 }
 

@@ -51,7 +51,7 @@ AlgoCacheFile open_algo_cache(const CompiledModel& model, int device, EngineOpen
   f.on = true;
   f.path = *path;
   t->algo_cache_path = f.path;
-  ConvAlgoLoadResult r = load_conv_algos(f.path, f.key, int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT));
+  ConvAlgoLoadResult r = load_conv_algos(f.path, f.key, kAlgo3xTf32 + 1);
   switch (r.state) {
     case ConvAlgoLoad::kAbsent:
       t->algo_cache = "absent";
@@ -133,6 +133,8 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
   m_convs.resize(m_plan.steps.size());
   m_concat_convs.resize(m_plan.steps.size());
   m_fused_convs.resize(m_plan.steps.size());
+  m_x3_convs.clear();
+  m_x3_convs.resize(m_plan.steps.size());
   m_workspace_need = 0;
   for (const Step& st : m_plan.steps) {
     if (st.kind != LayerKind::kConv) continue;
@@ -168,6 +170,33 @@ Status CudaEngine::make_concat_conv(const Step& st, const std::string& cfg_path)
   return Status();
 }
 
+Expected<std::unique_ptr<cuda::Tf32x3Conv>> CudaEngine::make_x3_conv(const Step& st) const {
+  cuda::Tf32x3Config cfg;
+  cfg.params = std::get<ConvParams>(st.params);
+  cfg.workspace_limit = size_t(m_options.workspace_limit);
+  cfg.accumulate = st.accumulate;
+  return cuda::Tf32x3Conv::create(m_cudnn.get(), cfg, view(st.inputs[0]), view(st.output));
+}
+
+// A conv chosen as 3xTF32 at an earlier open (`kept`) or by this process: only its
+// Tf32x3Conv is made (no cuDNN query), and nothing is timed for it again.
+Status CudaEngine::make_x3_step(const Step& st, const std::string& cfg_path, const std::string& conv_key,
+                                const std::string& process_key, const ConvAlgoChoice* kept, ConvAlgoMap* chosen) {
+  auto made = make_x3_conv(st);
+  if (!made.ok()) return layer_error(cfg_path, st, made.status());
+  ConvAlgoChoice choice{kAlgo3xTf32, int64_t((*made)->workspace_bytes())};
+  if (kept != nullptr && kept->algo == kAlgo3xTf32) choice.ms = kept->ms;
+  register_x3_choice(process_key);
+  m_open_timing.convs += 1;
+  m_open_timing.convs_cached += 1;
+  m_open_timing.convs_workspace_cached += 1;
+  m_algo_setup.steps[conv_key].push_back(st.index);
+  (*chosen)[conv_key] = choice;
+  m_workspace_need = std::max(m_workspace_need, (*made)->workspace_bytes());
+  m_x3_convs[size_t(st.index)] = std::move(made).value();
+  return Status();
+}
+
 cuda::ConvConfig CudaEngine::conv_config(const Step& st) const {
   cuda::ConvConfig cfg;
   cfg.params = std::get<ConvParams>(st.params);
@@ -185,14 +214,18 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
   const TensorView in = view(st.inputs[0]), out = view(st.output);
   const auto t_one = Clock::now();
   const std::string conv_key = cuda::CudnnConv::config_key(cfg, in, out);
-  if (const auto it = stored.find(conv_key); it != stored.end()) {
+  DLR_ASSIGN_OR_RETURN(const std::string process_key, cuda::CudnnConv::cache_key(cfg, in, out));
+  const auto kept = stored.find(conv_key);
+  const bool x3 = (kept != stored.end() && kept->second.algo == kAlgo3xTf32) || x3_chosen(process_key);
+  if (kept != stored.end() && kept->second.algo != kAlgo3xTf32) {
     // Kept from an earlier run: offered to the process-wide cache with its workspace
     // size (a choice this process made already wins); CudnnConv::create then uses it
     // without asking cuDNN (the file's key makes the stored size this GPU's, this
     // cuDNN's and this conv's, runtime/cache/conv_algo_cache.h).
-    DLR_ASSIGN_OR_RETURN(const std::string key, cuda::CudnnConv::cache_key(cfg, in, out));
-    cuda::AlgoCache::process().insert(key, cudnnConvolutionFwdAlgo_t(it->second.algo), it->second.workspace);
+    cuda::AlgoCache::process().insert(process_key, cudnnConvolutionFwdAlgo_t(kept->second.algo),
+                                      kept->second.workspace);
   }
+  if (x3) return make_x3_step(st, cfg_path, conv_key, process_key, kept != stored.end() ? &kept->second : nullptr, chosen);
   auto conv = cuda::CudnnConv::create(m_cudnn.get(), cfg, in, out);
   if (!conv.ok()) return layer_error(cfg_path, st, conv.status());
   if (timing.convs == 0) timing.conv_first_ms = ms_since(t_one);
@@ -205,7 +238,6 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
   timing.conv_query_ms += ci.query_ms;
   timing.conv_workspace_ms += ci.workspace_ms;
   ConvAlgoChoice choice{int((*conv)->algo()), int64_t((*conv)->workspace_bytes())};
-  const auto kept = stored.find(conv_key);
   if (kept != stored.end() && kept->second.algo == choice.algo) choice.ms = kept->second.ms;  // measured earlier
   std::vector<int>& same = m_algo_setup.steps[conv_key];
   if (same.empty() && !choice.measured() && times_algos()) m_algo_setup.to_time.push_back(conv_key);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_3xtf32.h"
 #include "kernels/cuda/conv_concat.h"
 #include "kernels/cuda/conv_graph.h"
 #include "kernels/cuda/cuda_handles.h"
@@ -50,6 +51,13 @@ struct FusedSetup {
   std::map<std::string, std::shared_ptr<cuda::FusedConv>> built;  // their graphs (to select a plan)
 };
 constexpr int kFusedPlansToTime = 4;
+// The algorithm number the algorithm cache stores for a conv run as a 3xTF32 conv
+// (kernels/cuda/conv_3xtf32.h): one past cuDNN's own.
+constexpr int kAlgo3xTf32 = int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+// Whether this process chose the 3xTF32 conv for a conv's AlgoCache key (algo_choice.cpp),
+// so that later engines of the process run it too; register() records a choice.
+bool x3_chosen(const std::string& process_key);
+void register_x3_choice(const std::string& process_key);
 
 // The cuDNN algorithm choices of an open (CudaEngine::setup_convs to choose_conv_algos).
 struct AlgoSetup {
@@ -174,6 +182,13 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   bool times_algos() const;
   Status choose_conv_algos();
   cuda::ConvConfig conv_config(const Step& st) const;  // what make_conv creates for `st`
+  // The 3xTF32 conv of `st` (kAlgo3xTf32), or an error (unsupported where it cannot run).
+  Expected<std::unique_ptr<cuda::Tf32x3Conv>> make_x3_conv(const Step& st) const;
+  Status make_x3_step(const Step& st, const std::string& cfg_path, const std::string& conv_key,
+                      const std::string& process_key, const ConvAlgoChoice* kept, ConvAlgoMap* chosen);
+  Status grow_workspace(size_t bytes);  // own workspace to at least `bytes` (open only)
+  Status time_x3(const Step& st, double* ms, size_t* workspace);  // ms < 0: no 3xTF32 conv for st
+  Status adopt_choice(const Step& st, const std::vector<int>& steps, const ConvAlgoChoice& best);
   Status make_concat_conv(const Step& st, const std::string& cfg_path);  // a conv over a concatenation's parts
   // weight_residency.cpp
   Status setup_weights(WeightSource& weights);
@@ -313,6 +328,8 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   std::vector<std::unique_ptr<cuda::ConcatConv>> m_concat_convs;  // per step: a conv over a concatenation's parts
   // per step: the conv as one cuDNN graph (or null); steps of one configuration share it
   std::vector<std::shared_ptr<const cuda::FusedConv>> m_fused_convs;
+  // per step: the conv as a 3xTF32 conv (strict fp32 NHWC, chosen at open) or null
+  std::vector<std::unique_ptr<cuda::Tf32x3Conv>> m_x3_convs;
   FusedSetup m_fused;  // the fused configurations of the open (cleared by choose_fused_convs)
   AlgoSetup m_algo_setup;  // the algorithm choices of the open (cleared by choose_conv_algos)
   cuda::CublasHandle m_cublas;  // made at open only when the plan has a conv over a concatenation

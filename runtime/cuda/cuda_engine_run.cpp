@@ -107,6 +107,7 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s, bool expanded) {
     const char* blob = blob_ptr(st.weight);
     call.conv = m_convs[size_t(st.index)].get();
     call.fused = m_fused_convs[size_t(st.index)].get();
+    call.x3 = m_x3_convs[size_t(st.index)].get();
     call.cudnn = m_cudnn.get();
     call.concat = m_concat_convs[size_t(st.index)].get();
     call.cublas = m_cublas.get();

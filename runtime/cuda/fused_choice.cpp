@@ -89,6 +89,8 @@ Status CudaEngine::fit_workspace() {
     if (c) need = std::max(need, c->workspace_bytes());
   for (const auto& f : m_fused_convs)
     if (f) need = std::max(need, f->workspace_bytes());
+  for (const auto& x : m_x3_convs)
+    if (x) need = std::max(need, x->workspace_bytes());
   m_workspace_need = need;
   if (m_options.shared_memory || need >= m_workspace.bytes()) return Status();
   m_workspace = cuda::DeviceBuffer();  // freed first: the two never coexist

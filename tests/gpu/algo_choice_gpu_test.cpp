@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -50,53 +51,107 @@ nlohmann::json read_algo_cache(const std::string& dir) {
   return text.empty() ? nlohmann::json() : nlohmann::json::parse(text)["algos"];
 }
 
-TEST(AlgoChoiceGpu, StrictFp32TimesOnceKeepsTheBitsAndTheAccuracy) {
-  DLR_REQUIRE_GPU();
-  DLR_REQUIRE_SHARED_DIR();
+// yolov4-tiny @416 strict fp32 on `layout` (-1 auto: NCHW, 1 NHWC): the CPU reference,
+// a run whose choices are not kept (cuDNN's, nothing timed), and with the choices kept in
+// a fresh cache directory a first open, a second and a streamed one, and the file after.
+struct ChoiceRuns {
+  NetRun ref, uncached, first, second, streamed;
+  nlohmann::json algos;
+  bool ok() const {
+    return !ref.out.empty() && !uncached.out.empty() && !first.out.empty() && !second.out.empty() &&
+           !streamed.out.empty();
+  }
+};
+
+ChoiceRuns run_choices(int layout, uint32_t seed, const std::string& dir_name) {
+  ChoiceRuns r;
   const std::string cfg = required_shared_file("models/yolov4-tiny.cfg");
-  if (cfg.empty()) GTEST_SKIP() << "yolov4-tiny.cfg not found";
+  if (cfg.empty()) return r;
   const std::string weights = synthetic_weights(cfg);
-  ASSERT_FALSE(weights.empty());
-  const std::vector<float> input = random_input(1, 3, 416, 416, 9);
+  EXPECT_FALSE(weights.empty());
+  const std::vector<float> input = random_input(1, 3, 416, 416, seed);
   SessionOptions cpu;
   cpu.device = DeviceKind::kCPU;
-  const NetRun ref = run_net(cfg, weights, cpu, input);
+  r.ref = run_net(cfg, weights, cpu, input);
   SessionOptions o;
   o.device = DeviceKind::kCUDA;
   o.precision = Precision::kFP32;
-  const NetRun heuristic = run_net(cfg, weights, o, input);  // choices not kept: cuDNN's, nothing timed
-  const std::string dir = temp_dir() + "/algo-choice-cache";
+  o.layout = layout;
+  r.uncached = run_net(cfg, weights, o, input);
+  const std::string dir = temp_dir() + "/" + dir_name;
   std::filesystem::remove_all(dir);
   setenv("DLR_CACHE_DIR", dir.c_str(), 1);
   o.cache_kernel_times = true;
-  const NetRun first = run_net(cfg, weights, o, input);
-  const NetRun second = run_net(cfg, weights, o, input);
+  r.first = run_net(cfg, weights, o, input);
+  r.second = run_net(cfg, weights, o, input);
   SessionOptions so = o;
   so.mode = WeightMode::kStream;
   so.weight_budget = WeightBudget::min();
-  const NetRun streamed = run_net(cfg, weights, so, input);
-  const nlohmann::json algos = read_algo_cache(dir);
+  r.streamed = run_net(cfg, weights, so, input);
+  r.algos = read_algo_cache(dir);
   unsetenv("DLR_CACHE_DIR");
-  ASSERT_FALSE(ref.out.empty() || heuristic.out.empty() || first.out.empty() || second.out.empty() ||
-               streamed.out.empty());
-  EXPECT_EQ(heuristic.timing.algos_timed, 0);
-  EXPECT_GT(first.timing.algos_timed, 0);
-  EXPECT_EQ(second.timing.algos_timed, 0);
-  EXPECT_EQ(streamed.timing.algos_timed, 0);
-  EXPECT_TRUE(same_bits(second.out, first.out)) << "the second open computes other bits than the first";
-  EXPECT_TRUE(same_bits(streamed.out, first.out)) << "the streamed open computes other bits than the preload";
+  return r;
+}
+
+// What both layouts hold: the first open times, the others neither time nor differ.
+void expect_timed_once(const ChoiceRuns& r) {
+  EXPECT_EQ(r.uncached.timing.algos_timed, 0);
+  EXPECT_GT(r.first.timing.algos_timed, 0);
+  EXPECT_EQ(r.second.timing.algos_timed, 0);
+  EXPECT_EQ(r.streamed.timing.algos_timed, 0);
+  EXPECT_TRUE(same_bits(r.second.out, r.first.out)) << "the second open computes other bits than the first";
+  EXPECT_TRUE(same_bits(r.streamed.out, r.first.out)) << "the streamed open computes other bits than the preload";
+}
+
+TEST(AlgoChoiceGpu, StrictFp32TimesOnceKeepsTheBitsAndTheAccuracy) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  const ChoiceRuns r = run_choices(-1, 9, "algo-choice-cache");
+  ASSERT_TRUE(r.ok());
+  expect_timed_once(r);
   int timed = 0;
-  for (auto it = algos.begin(); it != algos.end(); ++it) {
+  for (auto it = r.algos.begin(); it != r.algos.end(); ++it) {
     EXPECT_TRUE(it.value().contains("ms")) << it.key() << ": no measured time in the cache file";
     timed += it.value().contains("ms") ? 1 : 0;
   }
-  EXPECT_EQ(timed, first.timing.algos_timed);
-  const double heuristic_err = worst_relative(heuristic.out, ref.out, 1e-6);
-  const double err = worst_relative(first.out, ref.out, 1e-6);
+  EXPECT_EQ(timed, r.first.timing.algos_timed);
+  const double heuristic_err = worst_relative(r.uncached.out, r.ref.out, 1e-6);
+  const double err = worst_relative(r.first.out, r.ref.out, 1e-6);
   std::printf("yolov4-tiny @416 strict fp32: %d configurations timed in %.1f ms, %d changed; error vs the CPU "
               "%.3g (cuDNN's choices %.3g)\n",
-              first.timing.algos_timed, first.timing.algo_choice_ms, first.timing.algos_changed, err, heuristic_err);
+              r.first.timing.algos_timed, r.first.timing.algo_choice_ms, r.first.timing.algos_changed, err,
+              heuristic_err);
   EXPECT_LE(err, 2.5 * heuristic_err + 1e-6);
+}
+
+// NHWC strict fp32: the 3xTF32 conv is a candidate too. Where it wins (tensor cores), the
+// file records it (algorithm kAlgo3xTf32 = 8); the second and streamed opens run it again
+// without timing and compute the same bits; the heads stay within the fp32 tolerance of
+// the CPU (tests/gpu/engine_test.cpp's kFp32Tol).
+TEST(AlgoChoiceGpu, StrictFp32NhwcRunsThreeTf32WhereItWins) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  const ChoiceRuns r = run_choices(1, 10, "algo-choice-nhwc-cache");
+  ASSERT_TRUE(r.ok());
+  expect_timed_once(r);
+  int x3 = 0;
+  for (auto it = r.algos.begin(); it != r.algos.end(); ++it) x3 += it.value()["algo"] == 8 ? 1 : 0;
+  int major = 0, device = 0;
+  ASSERT_EQ(cudaSuccess, cudaGetDevice(&device));
+  ASSERT_EQ(cudaSuccess, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major >= 8) {
+    EXPECT_GT(x3, 0) << "no conv chosen as 3xTF32 on a GPU with TF32 tensor cores";
+  }
+  double worst = 0, worst_fma = 0;
+  for (size_t h = 0; h < r.ref.out.size(); ++h) {
+    worst = std::max(worst, rel_error(r.first.out[h], r.ref.out[h]));
+    worst_fma = std::max(worst_fma, rel_error(r.uncached.out[h], r.ref.out[h]));
+  }
+  std::printf("yolov4-tiny @416 strict fp32 NHWC: %d configurations timed in %.1f ms, %d changed, %d as 3xTF32; "
+              "head error vs the CPU %.3g (FMA only %.3g)\n",
+              r.first.timing.algos_timed, r.first.timing.algo_choice_ms, r.first.timing.algos_changed, x3, worst,
+              worst_fma);
+  EXPECT_LE(worst, 1e-4);
 }
 
 }  // namespace
