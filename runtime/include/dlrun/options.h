@@ -88,7 +88,10 @@ struct Options {
   bool arena_staging = true;
   double max_slowdown = 0.05;         // weight_budget "auto": at most this fraction slower than preload
   double latency_target_ms = 0;       // weight_budget "auto": > 0 replaces max_slowdown
-  int layout = -1;                    // -1 auto (NHWC for fp16/tf32); 0 NCHW; 1 NHWC
+  // -1 auto (NHWC for fp16/tf32, NCHW for fp32); 0 NCHW; 1 NHWC. CUDA fp32 on NHWC with
+  // cache_kernel_times: 3xTF32 tensor-core convs where the first open measures them faster
+  // (within the strict tolerance; more workspace: docs/benchmarks.md, "Strict fp32").
+  int layout = -1;
   bool cuda_graph = true;             // capture the network once and replay it
   bool profile_layers = false;        // per-layer CUDA event timing for Report::layers
   bool find_algorithms = false;       // cudnnFind instead of heuristics
