@@ -36,6 +36,8 @@ Expected<std::unique_ptr<Tf32x3Conv>> Tf32x3Conv::create(cudnnHandle_t handle, c
       out.layout != Layout::kNHWC || out.pixel_stride != out.c || in.pixel_stride < in.c)
     return unsupported("3xTF32 conv: f32 NHWC views only, the output packed");
   if (p.groups != 1) return unsupported("3xTF32 conv: grouped convolutions are not split");
+  if (in.n_stride != int64_t(in.h) * in.w * in.pixel_stride)
+    return unsupported("3xTF32 conv: images of the input must follow each other row by row");
   if (config.chunk_products < kk)
     return invalid_argument("3xTF32 conv: a chunk of " + std::to_string(config.chunk_products) +
                             " products holds no input channel of a " + std::to_string(p.size) + "x" +
@@ -89,8 +91,6 @@ Status Tf32x3Conv::run(cudnnHandle_t handle, const TensorView& in, const float* 
                             std::to_string(this->workspace_bytes()) + " needed");
   if (residual.view != nullptr && m.config.accumulate)
     return invalid_argument("3xTF32 conv: a residual add on an accumulating conv");
-  if (in.n_stride != int64_t(in.h) * in.w * in.pixel_stride)
-    return unsupported("3xTF32 conv: images of the input must follow each other row by row");
   char* base = static_cast<char*>(workspace);
   float* xs = reinterpret_cast<float*>(base);
   float* ws = reinterpret_cast<float*>(base + m.x_bytes);

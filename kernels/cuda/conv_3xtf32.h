@@ -12,8 +12,9 @@
 // chunk of <= 512 products keeps it near 5e-6; the chunks add with cuDNN's f32 beta.
 //
 // Contracts:
-//  - Views: f32 NHWC, in packed or with pixel_stride >= c (a channel slice's rows), out
-//    packed; groups == 1 (else create() answers unsupported). Weights OHWI f32 (as
+//  - Views: f32 NHWC, in packed or with pixel_stride >= c (a channel slice's rows, images
+//    back to back: n_stride == h * w * pixel_stride), out packed; groups == 1 (else
+//    create() answers unsupported). Weights OHWI f32 (as
 //    CudnnConv takes them), bias f32 or null (null: none).
 //  - run() splits the input and the weights into its workspace (workspace_bytes(): the
 //    split input, N*H*W*3C floats, the split weights, O*k*k*3C floats, and the largest

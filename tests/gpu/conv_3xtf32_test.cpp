@@ -200,6 +200,9 @@ TEST_F(Tf32x3Test, BadConfigurationsAreRefused) {
   EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, grouped, nhwc_in, nhwc_out).status().code(), StatusCode::kUnsupported);
   const TensorView nchw_in = TensorView::packed(nullptr, DType::kF32, Layout::kNCHW, 1, Shape3{16, 8, 8});
   EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, cfg, nchw_in, nhwc_out).status().code(), StatusCode::kUnsupported);
+  TensorView padded = nhwc_in;  // images apart: the split reads them as one run of rows
+  padded.n_stride += 16;
+  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, cfg, padded, nhwc_out).status().code(), StatusCode::kUnsupported);
   cuda::Tf32x3Config tiny = cfg;
   tiny.chunk_products = 8;  // under one 3x3 channel
   EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, tiny, nhwc_in, nhwc_out).status().code(), StatusCode::kInvalidArgument);
