@@ -8,12 +8,12 @@
 #include <utility>
 
 #include "kernels/cuda/cuda_ops.h"
+#include "runtime/core/types.h"
 
 namespace dlr::cuda {
 namespace {
 
-constexpr size_t kAlign = 256;  // bytes, each workspace region
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+constexpr int64_t kAlign = 256;  // bytes, each workspace region
 
 }  // namespace
 
@@ -62,8 +62,8 @@ Expected<std::unique_ptr<Tf32x3Conv>> Tf32x3Conv::create(cudnnHandle_t handle, c
     impl->conv_bytes = std::max(impl->conv_bytes, conv->workspace_bytes());
     impl->convs.push_back(std::move(conv));
   }
-  impl->x_bytes = aligned(size_t(impl->pixels()) * 3 * size_t(in.c) * sizeof(float));
-  impl->w_bytes = aligned(size_t(impl->weight_rows()) * 3 * size_t(in.c) * sizeof(float));
+  impl->x_bytes = size_t(align_up(impl->pixels() * 3 * in.c * int64_t(sizeof(float)), kAlign));
+  impl->w_bytes = size_t(align_up(impl->weight_rows() * 3 * in.c * int64_t(sizeof(float)), kAlign));
   const size_t total = impl->x_bytes + impl->w_bytes + impl->conv_bytes;
   if (total > config.workspace_limit)
     return out_of_memory("3xTF32 conv: needs " + std::to_string(total) + " bytes of workspace, over the limit of " +

@@ -1,6 +1,7 @@
 // The [convolutional] op of the CUDA backend: a step runs as a conv over a
-// concatenation's parts (ConcatConv), a 3xTF32 conv (Tf32x3Conv), one cuDNN graph (FusedConv) or cuDNN's conv with its
-// epilogue pass (CudnnConv), with the channel copies a sliced step needs around it.
+// concatenation's parts (ConcatConv), a 3xTF32 conv (Tf32x3Conv), one cuDNN graph
+// (FusedConv) or cuDNN's conv with its epilogue pass (CudnnConv), with the channel copies
+// a sliced step needs around it.
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_3xtf32.h"
 #include "kernels/cuda/conv_concat.h"

@@ -4,10 +4,11 @@
 // the strict tolerance of the CPU reference; Winograd and FFT transform the operands and
 // are left out) and, on NHWC plans, the 3xTF32 conv (kernels/cuda/conv_3xtf32.h: tensor
 // cores, chunked sums that keep the same tolerance) timed at open on the engine's own
-// buffers, as CUDA graphs of repeated runs (time_step), the fastest kept. The choice goes to the process-wide
-// AlgoCache (later engines of the process, streamed ones included, create the same
-// algorithm: bit-identical outputs) and to the algorithm cache file with its time, so
-// later opens time nothing (docs/architecture.md, "Measured choices at open").
+// buffers, as CUDA graphs of repeated runs (time_step), the fastest kept. The choice goes
+// to the process-wide AlgoCache (or, for 3xTF32, the registry below: later engines of the
+// process, streamed ones included, run the same conv, so their outputs are bit-identical)
+// and to the algorithm cache file with its time, so later opens time nothing
+// (docs/architecture.md, "Engines").
 #include <chrono>
 #include <mutex>
 #include <set>
@@ -49,15 +50,6 @@ void register_x3_choice(const std::string& process_key) {
   x3_keys().insert(process_key);
 }
 
-Status CudaEngine::grow_workspace(size_t bytes) {
-  if (m_options.shared_memory || bytes <= m_workspace_bytes) return Status();
-  m_workspace = cuda::DeviceBuffer();  // freed first: the two never coexist
-  DLR_ASSIGN_OR_RETURN(m_workspace, cuda::DeviceBuffer::alloc(bytes));
-  m_workspace_ptr = m_workspace.data();
-  m_workspace_bytes = m_workspace.bytes();
-  return Status();
-}
-
 bool CudaEngine::times_algos() const {
   return m_options.precision == Precision::kFP32 && m_options.cache_conv_algos && !m_options.find_algorithms &&
          !m_options.shared_memory && !m_options.shared_ring;
@@ -95,6 +87,10 @@ Status CudaEngine::choose_conv_algos() {
     ConvAlgoChoice best = a.chosen[key];
     DLR_RETURN_IF_ERROR(time_step(st, &best.ms));
     const double heuristic_ms = best.ms;
+    // A candidate replaces the best so far only when it beats cuDNN's choice by the margin.
+    auto consider = [&](const ConvAlgoChoice& c) {
+      if (c.ms < kMargin * heuristic_ms && c.ms < best.ms) best = c;
+    };
     const TensorView in = view(st.inputs[0]), out = view(st.output);
     for (const cudnnConvolutionFwdAlgo_t algo : kCandidates) {
       if (int(algo) == a.chosen[key].algo) continue;
@@ -111,14 +107,15 @@ Status CudaEngine::choose_conv_algos() {
       DLR_RETURN_IF_ERROR(timed);
       DLR_LOG_DEBUG("layer {}: {} {:.4f} ms per run (cuDNN's choice {:.4f})", st.layer, cuda::conv_algo_name(algo), ms,
                     heuristic_ms);
-      if (ms < kMargin * heuristic_ms && ms < best.ms) best = ConvAlgoChoice{int(algo), int64_t(ws), ms};
+      consider(ConvAlgoChoice{int(algo), int64_t(ws), ms});
     }
     double x3_ms = -1;
     size_t x3_ws = 0;
     DLR_RETURN_IF_ERROR(time_x3(st, &x3_ms, &x3_ws));
-    if (x3_ms >= 0) DLR_LOG_DEBUG("layer {}: 3xTF32 {:.4f} ms per run (cuDNN's choice {:.4f})", st.layer, x3_ms, heuristic_ms);
-    if (x3_ms >= 0 && x3_ms < kMargin * heuristic_ms && x3_ms < best.ms)
-      best = ConvAlgoChoice{kAlgo3xTf32, int64_t(x3_ws), x3_ms};
+    if (x3_ms >= 0) {
+      DLR_LOG_DEBUG("layer {}: 3xTF32 {:.4f} ms per run (cuDNN's choice {:.4f})", st.layer, x3_ms, heuristic_ms);
+      consider(ConvAlgoChoice{kAlgo3xTf32, int64_t(x3_ws), x3_ms});
+    }
     m_open_timing.algos_timed += 1;
     if (best.algo != a.chosen[key].algo) {
       DLR_RETURN_IF_ERROR(adopt_choice(st, steps, best));
@@ -150,6 +147,7 @@ Status CudaEngine::adopt_choice(const Step& st, const std::vector<int>& steps, c
     register_x3_choice(process_key);
     for (int i : steps) {
       DLR_ASSIGN_OR_RETURN(m_x3_convs[size_t(i)], make_x3_conv(m_plan.steps[size_t(i)]));
+      m_convs[size_t(i)].reset();  // not run any more, as for a conv kept as 3xTF32 (make_x3_step)
     }
     return Status();
   }

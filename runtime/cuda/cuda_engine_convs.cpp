@@ -145,8 +145,8 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
       DLR_RETURN_IF_ERROR(make_fused_conv(st, model.cfg_path, &fused_made));
     }
   }
-  if (algo_file.on) keep_algo_choices(algo_file, chosen, &timing);
   if (algo_file.on) {
+    keep_algo_choices(algo_file, chosen, &timing);
     m_algo_setup.path = algo_file.path;
     m_algo_setup.key = algo_file.key;
   }

@@ -187,6 +187,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status make_x3_step(const Step& st, const std::string& cfg_path, const std::string& conv_key,
                       const std::string& process_key, const ConvAlgoChoice* kept, ConvAlgoMap* chosen);
   Status grow_workspace(size_t bytes);  // own workspace to at least `bytes` (open only)
+  Status realloc_workspace(size_t bytes);  // own workspace of exactly `bytes`, the old one freed first
   Status time_x3(const Step& st, double* ms, size_t* workspace);  // ms < 0: no 3xTF32 conv for st
   Status adopt_choice(const Step& st, const std::vector<int>& steps, const ConvAlgoChoice& best);
   Status make_concat_conv(const Step& st, const std::string& cfg_path);  // a conv over a concatenation's parts

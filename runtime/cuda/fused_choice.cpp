@@ -93,8 +93,17 @@ Status CudaEngine::fit_workspace() {
     if (x) need = std::max(need, x->workspace_bytes());
   m_workspace_need = need;
   if (m_options.shared_memory || need >= m_workspace.bytes()) return Status();
+  return realloc_workspace(need);
+}
+
+Status CudaEngine::grow_workspace(size_t bytes) {
+  if (m_options.shared_memory || bytes <= m_workspace_bytes) return Status();
+  return realloc_workspace(bytes);
+}
+
+Status CudaEngine::realloc_workspace(size_t bytes) {
   m_workspace = cuda::DeviceBuffer();  // freed first: the two never coexist
-  DLR_ASSIGN_OR_RETURN(m_workspace, cuda::DeviceBuffer::alloc(need));
+  DLR_ASSIGN_OR_RETURN(m_workspace, cuda::DeviceBuffer::alloc(bytes));
   m_workspace_ptr = m_workspace.data();
   m_workspace_bytes = m_workspace.bytes();
   return Status();

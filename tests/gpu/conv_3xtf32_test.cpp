@@ -70,10 +70,13 @@ TEST_F(Tf32x3Test, SplitIsExactInChunks) {
       }
   }
   EXPECT_EQ(tf32_high(1.0f + 1.0f / 4096), 1.0f);  // ties to even
-  EXPECT_FALSE(cuda::split_tf32(d_src.p, rows, c, c - 1, chunk, cuda::Tf32SplitOrder::kHighLowHigh, d_dst.p,
-                                stream()).ok());
-  EXPECT_FALSE(cuda::split_tf32(nullptr, rows, c, c, chunk, cuda::Tf32SplitOrder::kHighLowHigh, d_dst.p,
-                                stream()).ok());
+  const Status narrow =
+      cuda::split_tf32(d_src.p, rows, c, c - 1, chunk, cuda::Tf32SplitOrder::kHighLowHigh, d_dst.p, stream());
+  EXPECT_EQ(narrow.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(narrow.message().find("stride 10"), std::string::npos) << narrow.message();
+  const Status null =
+      cuda::split_tf32(nullptr, rows, c, c, chunk, cuda::Tf32SplitOrder::kHighLowHigh, d_dst.p, stream());
+  EXPECT_NE(null.message().find("split_tf32: null pointer"), std::string::npos) << null.message();
 }
 
 struct Case {
@@ -156,8 +159,9 @@ void check_case(cudnnHandle_t handle, cudaStream_t stream, const Case& k) {
   DeviceArray<char> ws(ws_bytes);
   const TensorView rv = dr.view();
   const cuda::ConvResidual residual = k.residual ? cuda::ConvResidual{&rv, Activation::kLeaky} : cuda::ConvResidual{};
-  EXPECT_EQ((*conv3)->run(handle, dx.view(), dw.p, db.p, dy.view(), ws.p, ws_bytes - 1, stream, residual).code(),
-            StatusCode::kInvalidArgument);
+  const Status short_ws = (*conv3)->run(handle, dx.view(), dw.p, db.p, dy.view(), ws.p, ws_bytes - 1, stream, residual);
+  EXPECT_EQ(short_ws.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(short_ws.message().find(std::to_string(ws_bytes) + " needed"), std::string::npos) << short_ws.message();
   ASSERT_TRUE((*conv3)->run(handle, dx.view(), dw.p, k.bias ? db.p : nullptr, dy.view(), ws.p, ws_bytes, stream,
                             residual)
                   .ok());
@@ -187,6 +191,13 @@ TEST_F(Tf32x3Test, WithinTheStrictToleranceOfADoubleReference) {
   for (const Case& k : cases) check_case(m_cudnn, stream(), k);
 }
 
+// Each refusal names what was expected.
+void expect_refused(const Expected<std::unique_ptr<cuda::Tf32x3Conv>>& r, StatusCode code, const std::string& why) {
+  ASSERT_FALSE(r.ok()) << why;
+  EXPECT_EQ(r.status().code(), code) << r.status().to_string();
+  EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message() << " (wanted " << why << ")";
+}
+
 TEST_F(Tf32x3Test, BadConfigurationsAreRefused) {
   const TensorView nhwc_in = TensorView::packed(nullptr, DType::kF32, Layout::kNHWC, 1, Shape3{16, 8, 8});
   const TensorView nhwc_out = TensorView::packed(nullptr, DType::kF32, Layout::kNHWC, 1, Shape3{8, 8, 8});
@@ -197,18 +208,23 @@ TEST_F(Tf32x3Test, BadConfigurationsAreRefused) {
   cfg.params.activation = Activation::kLinear;
   cuda::Tf32x3Config grouped = cfg;
   grouped.params.groups = 2;
-  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, grouped, nhwc_in, nhwc_out).status().code(), StatusCode::kUnsupported);
+  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, grouped, nhwc_in, nhwc_out), StatusCode::kUnsupported,
+                 "grouped convolutions are not split");
   const TensorView nchw_in = TensorView::packed(nullptr, DType::kF32, Layout::kNCHW, 1, Shape3{16, 8, 8});
-  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, cfg, nchw_in, nhwc_out).status().code(), StatusCode::kUnsupported);
+  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, cfg, nchw_in, nhwc_out), StatusCode::kUnsupported,
+                 "f32 NHWC views only");
   TensorView padded = nhwc_in;  // images apart: the split reads them as one run of rows
   padded.n_stride += 16;
-  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, cfg, padded, nhwc_out).status().code(), StatusCode::kUnsupported);
+  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, cfg, padded, nhwc_out), StatusCode::kUnsupported,
+                 "images of the input must follow each other");
   cuda::Tf32x3Config tiny = cfg;
   tiny.chunk_products = 8;  // under one 3x3 channel
-  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, tiny, nhwc_in, nhwc_out).status().code(), StatusCode::kInvalidArgument);
+  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, tiny, nhwc_in, nhwc_out), StatusCode::kInvalidArgument,
+                 "a chunk of 8 products holds no input channel of a 3x3 kernel");
   cuda::Tf32x3Config small = cfg;
   small.workspace_limit = 1024;
-  EXPECT_EQ(cuda::Tf32x3Conv::create(m_cudnn, small, nhwc_in, nhwc_out).status().code(), StatusCode::kOutOfMemory);
+  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, small, nhwc_in, nhwc_out), StatusCode::kOutOfMemory,
+                 "over the limit");
 }
 
 }  // namespace
