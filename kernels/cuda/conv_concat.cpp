@@ -15,25 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace dlr::cuda {
 namespace {
-
-Status cublas_status(cublasStatus_t e, const char* call, const char* file, int line) {
-  return Status(e == CUBLAS_STATUS_ALLOC_FAILED ? StatusCode::kOutOfMemory : StatusCode::kCudaError,
-                std::string(call) + " failed: " + cublasGetStatusName(e) + " (" + cublasGetStatusString(e) + ") at " +
-                    file + ":" + std::to_string(line));
-}
-
-#define DLR_CUBLAS_CHECK(call)                                                                          \
-  do {                                                                                                  \
-    if (::dlr::fault::hit(::dlr::cuda::kFaultSite))                                                     \
-      return ::dlr::cuda::injected(cublas_status(CUBLAS_STATUS_INTERNAL_ERROR, #call, __FILE__, __LINE__)); \
-    const cublasStatus_t dlr_e_ = (call);                                                               \
-    if (dlr_e_ != CUBLAS_STATUS_SUCCESS) return cublas_status(dlr_e_, #call, __FILE__, __LINE__);      \
-  } while (0)
 
 // One GEMM of n * h * w rows needs every image right after the previous one.
 bool images_back_to_back(const TensorView& v) {

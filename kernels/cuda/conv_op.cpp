@@ -20,7 +20,7 @@ Status run_conv(const OpCall& call) {
       return internal_error("conv over " + std::to_string(call.n_in) + " inputs without its GEMMs");
     DLR_RETURN_IF_ERROR(call.concat->run(call.cublas, call.in, call.n_in, call.weights, call.bias, call.out, call.stream));
   } else if (call.x3 != nullptr) {
-    DLR_RETURN_IF_ERROR(call.x3->run(call.cudnn, call.in[0], static_cast<const float*>(call.weights), call.bias,
+    DLR_RETURN_IF_ERROR(call.x3->run(call.cudnn, call.cublas, call.in[0], static_cast<const float*>(call.weights), call.bias,
                                      call.out, call.workspace, call.workspace_bytes, call.stream,
                                      ConvResidual{call.residual, call.residual_act}));
   } else if (call.fused != nullptr) {

@@ -23,7 +23,7 @@
 #include "runtime/core/status.h"
 
 struct cudnnContext;   // cudnnHandle_t (cudnn.h), for the conv entry point
-struct cublasContext;  // cublasHandle_t (cublas_v2.h), for a conv over a concatenation
+struct cublasContext;  // cublasHandle_t (cublas_v2.h), for a conv over a concatenation and 3xTF32 GEMMs
 
 namespace dlr::cuda {
 
@@ -99,14 +99,34 @@ Status dequantize_weights_batch(const DequantJob* jobs, int n, DType dtype, cuda
 // The operands of a 3xTF32 product (conv_3xtf32.h). Each of `rows` source rows holds c
 // f32 values (row r at src + r * src_stride); v = hi + lo exactly, hi = v rounded to the
 // nearest TF32 value (ties to even), lo = v - hi. The columns are cut into chunks of
-// `chunk` (the last may be shorter, n_j columns); chunk j is written as `rows` packed rows
-// of 3 * n_j values at dst + rows * 3 * j * chunk: [hi, hi, lo] of its columns
-// (kHighHighLow, activations) or [hi, lo, hi] (kHighLowHigh, weights), so a conv over a
-// chunk's 3 n_j channels sums hi*hi + hi*lo + lo*hi. A value whose rounding overflows to
-// infinity gives inf and a NaN remainder. Device memory; dst holds rows * 3 * c floats.
+// `chunk` (the last may be shorter, n_j columns); chunk j holds 3 * n_j values per row:
+// [hi, hi, lo] of its columns (kHighHighLow, activations) or [hi, lo, hi] (kHighLowHigh,
+// weights), so a conv over a chunk's 3 n_j channels sums hi*hi + hi*lo + lo*hi.
+// kChunkBlocks: chunk j is `rows` packed rows at dst + rows * 3 * j * chunk (one tensor
+// per chunk); kChunksInRow: row r is 3c values at dst + r * 3c, chunk j at 3 * j * chunk
+// of it (one tensor whose channel groups are the chunks). A value whose rounding overflows
+// to infinity gives inf and a NaN remainder. Device memory; dst holds rows * 3 * c floats.
 enum class Tf32SplitOrder : uint8_t { kHighHighLow, kHighLowHigh };
+enum class Tf32SplitLayout : uint8_t { kChunkBlocks, kChunksInRow };
 Status split_tf32(const float* src, int64_t rows, int c, int64_t src_stride, int chunk, Tf32SplitOrder order,
-                  float* dst, cudaStream_t stream);
+                  Tf32SplitLayout layout, float* dst, cudaStream_t stream);
+
+// ---- im2col.cu ----
+// The patches of conv `p` (no dilation; pad = p.padding per side) over an f32 NHWC input
+// (channel slices too) as rows of a GEMM operand: dst[m][k], m = (image, oy, ox) of the
+// oh x ow output, k = (ky, kx, c) as OHWI weights order a filter; 0 outside the input.
+// Device memory; dst holds n * oh * ow * size * size * c floats.
+Status im2col_nhwc(const TensorView& in, const ConvParams& p, int oh, int ow, float* dst, cudaStream_t stream);
+
+// ---- partial_sum.cu ----
+// The epilogue of a conv computed as `parts` partial sums (the grouped 3xTF32 form):
+// out[p][o] = act(s + bias[o]), s = (accumulate ? out[p][o] : 0) + partials[p][0][o] + ...
+// + partials[p][parts - 1][o], added in that order in f32 (bias null: no add); with a
+// residual, then out = residual_act(out + r[p][o]) as bias_activation_add computes it.
+// out: packed f32 NHWC; partials: out's pixels x parts x out.c floats, packed;
+// residual: f32 with out's shape (any strides), not overlapping out.
+Status sum_partials(const float* partials, int parts, const float* bias, Activation act, bool accumulate,
+                    const TensorView& out, const TensorView* residual, Activation residual_act, cudaStream_t stream);
 
 // ---- maxpool.cu ----
 Status maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& out, cudaStream_t stream);

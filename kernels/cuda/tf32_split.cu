@@ -19,9 +19,10 @@ __device__ inline float high_part(float v) {
 }
 
 // Element (row, c) of the source goes to chunk j = c / chunk at column c - j * chunk of
-// its three blocks of n_j columns; the chunk's rows start at rows * 3 * j * chunk.
+// its three blocks of n_j columns; kChunkBlocks: the chunk's rows start at
+// rows * 3 * j * chunk; kChunksInRow: row r starts at r * 3c, its chunk j at 3 * j * chunk.
 __global__ void split_tf32_kernel(const float* src, int64_t rows, int c, int64_t src_stride, int chunk,
-                                  Tf32SplitOrder order, float* dst) {
+                                  Tf32SplitOrder order, Tf32SplitLayout layout, float* dst) {
   const int64_t count = rows * c;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t row = i / c;
@@ -30,7 +31,8 @@ __global__ void split_tf32_kernel(const float* src, int64_t rows, int c, int64_t
     const int n = min(chunk, c - j * chunk);
     const float v = src[row * src_stride + col];
     const float hi = high_part(v), lo = v - hi;
-    float* out = dst + rows * 3 * int64_t(j) * chunk + row * 3 * n;
+    float* out = layout == Tf32SplitLayout::kChunkBlocks ? dst + rows * 3 * int64_t(j) * chunk + row * 3 * n
+                                                         : dst + row * 3 * int64_t(c) + 3 * int64_t(j) * chunk;
     out[k] = hi;
     out[n + k] = order == Tf32SplitOrder::kHighHighLow ? hi : lo;
     out[2 * n + k] = order == Tf32SplitOrder::kHighHighLow ? lo : hi;
@@ -40,7 +42,7 @@ __global__ void split_tf32_kernel(const float* src, int64_t rows, int c, int64_t
 }  // namespace
 
 Status split_tf32(const float* src, int64_t rows, int c, int64_t src_stride, int chunk, Tf32SplitOrder order,
-                  float* dst, cudaStream_t stream) {
+                  Tf32SplitLayout layout, float* dst, cudaStream_t stream) {
   if (src == nullptr || dst == nullptr || rows < 0 || c <= 0 || chunk <= 0 || src_stride < c)
     return invalid_argument("split_tf32: null pointer, or rows " + std::to_string(rows) + ", channels " +
                             std::to_string(c) + ", stride " + std::to_string(src_stride) + ", chunk " +
@@ -48,7 +50,7 @@ Status split_tf32(const float* src, int64_t rows, int c, int64_t src_stride, int
   if (rows == 0) return Status();
   const int64_t count = rows * c;
   const unsigned blocks = unsigned(std::min<int64_t>((count + kBlockThreads - 1) / kBlockThreads, 65535 * 8));
-  split_tf32_kernel<<<blocks, kBlockThreads, 0, stream>>>(src, rows, c, src_stride, chunk, order, dst);
+  split_tf32_kernel<<<blocks, kBlockThreads, 0, stream>>>(src, rows, c, src_stride, chunk, order, layout, dst);
   DLR_CUDA_LAUNCH_CHECK("split_tf32_kernel");
   return Status();
 }

@@ -8,8 +8,8 @@
 // ConvAlgoKey::text(); inside {"format": 2, "key": <text>, "algos": {<conv>: {"algo":
 // <int>, "workspace": <bytes>[, "ms": <time>]}}} where <conv> is CudnnConv::config_key
 // (every geometry and configuration field, no device ordinal), <int> a
-// cudnnConvolutionFwdAlgo_t value (or the CUDA engine's kAlgo3xTf32, one past them: the
-// conv runs as a 3xTF32 conv), <bytes> what cudnnGetConvolutionForwardWorkspaceSize
+// cudnnConvolutionFwdAlgo_t value (or the CUDA engine's kAlgo3xTf32 or kAlgo3xTf32Gemm, one
+// and two past them: the conv runs as a 3xTF32 conv, chunked or as GEMMs), <bytes> what cudnnGetConvolutionForwardWorkspaceSize
 // answered for it and <time> the GPU time per run of the kept algorithm where the open
 // measured the candidates (strict fp32, runtime/cuda/algo_choice.cpp; absent: cuDNN's
 // choice, not timed). A file whose

@@ -2,8 +2,8 @@
 // heuristic choice, every other direct-summation algorithm (implicit GEMM, precomputed
 // implicit GEMM, GEMM: each sums the products in f32 with FMAs, so every one stays within
 // the strict tolerance of the CPU reference; Winograd and FFT transform the operands and
-// are left out) and, on NHWC plans, the 3xTF32 conv (kernels/cuda/conv_3xtf32.h: tensor
-// cores, chunked sums that keep the same tolerance) timed at open on the engine's own
+// are left out) and, on NHWC plans, the 3xTF32 conv in both its forms
+// (kernels/cuda/conv_3xtf32.h: tensor cores, chunked sums that keep the same tolerance) timed at open on the engine's own
 // buffers, as CUDA graphs of repeated runs (time_step), the fastest kept. The choice goes
 // to the process-wide AlgoCache (or, for 3xTF32, the registry below: later engines of the
 // process, streamed ones included, run the same conv, so their outputs are bit-identical)
@@ -11,7 +11,7 @@
 // (docs/architecture.md, "Engines").
 #include <chrono>
 #include <mutex>
-#include <set>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,21 +33,26 @@ std::mutex& x3_mutex() {
   static std::mutex m;
   return m;
 }
-std::set<std::string>& x3_keys() {
-  static std::set<std::string> keys;
+std::map<std::string, int>& x3_keys() {
+  static std::map<std::string, int> keys;
   return keys;
+}
+
+const char* x3_form_name(int algo) {
+  return algo == kAlgo3xTf32Gemm ? "GEMM" : "chunked";
 }
 
 }  // namespace
 
-bool x3_chosen(const std::string& process_key) {
+int x3_chosen(const std::string& process_key) {
   std::lock_guard<std::mutex> lock(x3_mutex());
-  return x3_keys().count(process_key) > 0;
+  const auto it = x3_keys().find(process_key);
+  return it != x3_keys().end() ? it->second : -1;
 }
 
-void register_x3_choice(const std::string& process_key) {
+void register_x3_choice(const std::string& process_key, int algo) {
   std::lock_guard<std::mutex> lock(x3_mutex());
-  x3_keys().insert(process_key);
+  x3_keys()[process_key] = algo;
 }
 
 bool CudaEngine::times_algos() const {
@@ -55,11 +60,11 @@ bool CudaEngine::times_algos() const {
          !m_options.shared_memory && !m_options.shared_ring;
 }
 
-// Times `st`'s 3xTF32 conv in place of its cuDNN conv; *ms < 0 where it cannot run.
-Status CudaEngine::time_x3(const Step& st, double* ms, size_t* workspace) {
+// Times `st`'s 3xTF32 conv (form `algo`) in place of its cuDNN conv; *ms < 0 where it cannot run.
+Status CudaEngine::time_x3(const Step& st, int algo, double* ms, size_t* workspace) {
   *ms = -1;
   if (m_plan.options.layout != Layout::kNHWC) return Status();
-  auto made = make_x3_conv(st);
+  auto made = make_x3_conv(st, algo);
   if (!made.ok()) {
     DLR_LOG_DEBUG("layer {}: no 3xTF32 conv ({})", st.layer, made.status().message());
     return Status();
@@ -109,12 +114,14 @@ Status CudaEngine::choose_conv_algos() {
                     heuristic_ms);
       consider(ConvAlgoChoice{int(algo), int64_t(ws), ms});
     }
-    double x3_ms = -1;
-    size_t x3_ws = 0;
-    DLR_RETURN_IF_ERROR(time_x3(st, &x3_ms, &x3_ws));
-    if (x3_ms >= 0) {
-      DLR_LOG_DEBUG("layer {}: 3xTF32 {:.4f} ms per run (cuDNN's choice {:.4f})", st.layer, x3_ms, heuristic_ms);
-      consider(ConvAlgoChoice{kAlgo3xTf32, int64_t(x3_ws), x3_ms});
+    for (const int x3 : {kAlgo3xTf32, kAlgo3xTf32Gemm}) {
+      double x3_ms = -1;
+      size_t x3_ws = 0;
+      DLR_RETURN_IF_ERROR(time_x3(st, x3, &x3_ms, &x3_ws));
+      if (x3_ms < 0) continue;
+      DLR_LOG_DEBUG("layer {}: 3xTF32 {} {:.4f} ms per run (cuDNN's choice {:.4f})", st.layer, x3_form_name(x3), x3_ms,
+                    heuristic_ms);
+      consider(ConvAlgoChoice{x3, int64_t(x3_ws), x3_ms});
     }
     m_open_timing.algos_timed += 1;
     if (best.algo != a.chosen[key].algo) {
@@ -143,10 +150,10 @@ Status CudaEngine::adopt_choice(const Step& st, const std::vector<int>& steps, c
   const cuda::ConvConfig cfg = conv_config(st);
   DLR_ASSIGN_OR_RETURN(const std::string process_key,
                        cuda::CudnnConv::cache_key(cfg, view(st.inputs[0]), view(st.output)));
-  if (best.algo == kAlgo3xTf32) {
-    register_x3_choice(process_key);
+  if (is_x3(best.algo)) {
+    register_x3_choice(process_key, best.algo);
     for (int i : steps) {
-      DLR_ASSIGN_OR_RETURN(m_x3_convs[size_t(i)], make_x3_conv(m_plan.steps[size_t(i)]));
+      DLR_ASSIGN_OR_RETURN(m_x3_convs[size_t(i)], make_x3_conv(m_plan.steps[size_t(i)], best.algo));
       m_convs[size_t(i)].reset();  // not run any more, as for a conv kept as 3xTF32 (make_x3_step)
     }
     return Status();

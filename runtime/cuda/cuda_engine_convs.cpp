@@ -51,7 +51,7 @@ AlgoCacheFile open_algo_cache(const CompiledModel& model, int device, EngineOpen
   f.on = true;
   f.path = *path;
   t->algo_cache_path = f.path;
-  ConvAlgoLoadResult r = load_conv_algos(f.path, f.key, kAlgo3xTf32 + 1);
+  ConvAlgoLoadResult r = load_conv_algos(f.path, f.key, kAlgoCount);
   switch (r.state) {
     case ConvAlgoLoad::kAbsent:
       t->algo_cache = "absent";
@@ -170,9 +170,13 @@ Status CudaEngine::make_concat_conv(const Step& st, const std::string& cfg_path)
   return Status();
 }
 
-Expected<std::unique_ptr<cuda::Tf32x3Conv>> CudaEngine::make_x3_conv(const Step& st) const {
+Expected<std::unique_ptr<cuda::Tf32x3Conv>> CudaEngine::make_x3_conv(const Step& st, int algo) {
   cuda::Tf32x3Config cfg;
   cfg.params = std::get<ConvParams>(st.params);
+  cfg.form = algo == kAlgo3xTf32Gemm ? cuda::Tf32x3Form::kGemm : cuda::Tf32x3Form::kChunks;
+  if (cfg.form == cuda::Tf32x3Form::kGemm && !m_cublas) {
+    DLR_ASSIGN_OR_RETURN(m_cublas, cuda::make_cublas());
+  }
   cfg.workspace_limit = size_t(m_options.workspace_limit);
   cfg.accumulate = st.accumulate;
   return cuda::Tf32x3Conv::create(m_cudnn.get(), cfg, view(st.inputs[0]), view(st.output));
@@ -180,13 +184,13 @@ Expected<std::unique_ptr<cuda::Tf32x3Conv>> CudaEngine::make_x3_conv(const Step&
 
 // A conv chosen as 3xTF32 at an earlier open (`kept`) or by this process: only its
 // Tf32x3Conv is made (no cuDNN query), and nothing is timed for it again.
-Status CudaEngine::make_x3_step(const Step& st, const std::string& cfg_path, const std::string& conv_key,
+Status CudaEngine::make_x3_step(const Step& st, int algo, const std::string& cfg_path, const std::string& conv_key,
                                 const std::string& process_key, const ConvAlgoChoice* kept, ConvAlgoMap* chosen) {
-  auto made = make_x3_conv(st);
+  auto made = make_x3_conv(st, algo);
   if (!made.ok()) return layer_error(cfg_path, st, made.status());
-  ConvAlgoChoice choice{kAlgo3xTf32, int64_t((*made)->workspace_bytes())};
-  if (kept != nullptr && kept->algo == kAlgo3xTf32) choice.ms = kept->ms;
-  register_x3_choice(process_key);
+  ConvAlgoChoice choice{algo, int64_t((*made)->workspace_bytes())};
+  if (kept != nullptr && kept->algo == algo) choice.ms = kept->ms;
+  register_x3_choice(process_key, algo);
   m_open_timing.convs += 1;
   m_open_timing.convs_cached += 1;
   m_open_timing.convs_workspace_cached += 1;
@@ -216,8 +220,9 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
   const std::string conv_key = cuda::CudnnConv::config_key(cfg, in, out);
   DLR_ASSIGN_OR_RETURN(const std::string process_key, cuda::CudnnConv::cache_key(cfg, in, out));
   const auto kept = stored.find(conv_key);
-  const bool x3 = (kept != stored.end() && kept->second.algo == kAlgo3xTf32) || x3_chosen(process_key);
-  if (kept != stored.end() && kept->second.algo != kAlgo3xTf32) {
+  const int chosen_here = x3_chosen(process_key);  // this process's choice wins over the file's
+  const int x3 = chosen_here >= 0 ? chosen_here : kept != stored.end() && is_x3(kept->second.algo) ? kept->second.algo : -1;
+  if (kept != stored.end() && !is_x3(kept->second.algo)) {
     // Kept from an earlier run: offered to the process-wide cache with its workspace
     // size (a choice this process made already wins); CudnnConv::create then uses it
     // without asking cuDNN (the file's key makes the stored size this GPU's, this
@@ -225,7 +230,8 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
     cuda::AlgoCache::process().insert(process_key, cudnnConvolutionFwdAlgo_t(kept->second.algo),
                                       kept->second.workspace);
   }
-  if (x3) return make_x3_step(st, cfg_path, conv_key, process_key, kept != stored.end() ? &kept->second : nullptr, chosen);
+  if (x3 >= 0)
+    return make_x3_step(st, x3, cfg_path, conv_key, process_key, kept != stored.end() ? &kept->second : nullptr, chosen);
   auto conv = cuda::CudnnConv::create(m_cudnn.get(), cfg, in, out);
   if (!conv.ok()) return layer_error(cfg_path, st, conv.status());
   if (timing.convs == 0) timing.conv_first_ms = ms_since(t_one);

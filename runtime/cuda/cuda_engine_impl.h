@@ -51,13 +51,16 @@ struct FusedSetup {
   std::map<std::string, std::shared_ptr<cuda::FusedConv>> built;  // their graphs (to select a plan)
 };
 constexpr int kFusedPlansToTime = 4;
-// The algorithm number the algorithm cache stores for a conv run as a 3xTF32 conv
-// (kernels/cuda/conv_3xtf32.h): one past cuDNN's own.
+// The algorithm numbers the algorithm cache stores for a conv run as a 3xTF32 conv
+// (kernels/cuda/conv_3xtf32.h), past cuDNN's own: its chunked and its GEMM form.
 constexpr int kAlgo3xTf32 = int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-// Whether this process chose the 3xTF32 conv for a conv's AlgoCache key (algo_choice.cpp),
-// so that later engines of the process run it too; register() records a choice.
-bool x3_chosen(const std::string& process_key);
-void register_x3_choice(const std::string& process_key);
+constexpr int kAlgo3xTf32Gemm = kAlgo3xTf32 + 1;
+constexpr int kAlgoCount = kAlgo3xTf32Gemm + 1;  // every number a cache file may hold
+constexpr bool is_x3(int algo) { return algo >= kAlgo3xTf32 && algo <= kAlgo3xTf32Gemm; }
+// The 3xTF32 form this process chose for a conv's AlgoCache key (algo_choice.cpp; -1:
+// none), so that later engines of the process run it too; register() records a choice.
+int x3_chosen(const std::string& process_key);
+void register_x3_choice(const std::string& process_key, int algo);
 
 // The cuDNN algorithm choices of an open (CudaEngine::setup_convs to choose_conv_algos).
 struct AlgoSetup {
@@ -182,13 +185,16 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   bool times_algos() const;
   Status choose_conv_algos();
   cuda::ConvConfig conv_config(const Step& st) const;  // what make_conv creates for `st`
-  // The 3xTF32 conv of `st` (kAlgo3xTf32), or an error (unsupported where it cannot run).
-  Expected<std::unique_ptr<cuda::Tf32x3Conv>> make_x3_conv(const Step& st) const;
-  Status make_x3_step(const Step& st, const std::string& cfg_path, const std::string& conv_key,
+  // The 3xTF32 conv of `st` in the form `algo` names (is_x3), or an error (unsupported
+  // where it cannot run).
+  // The GEMM form makes the engine's cuBLAS handle first.
+  Expected<std::unique_ptr<cuda::Tf32x3Conv>> make_x3_conv(const Step& st, int algo);
+  Status make_x3_step(const Step& st, int algo, const std::string& cfg_path, const std::string& conv_key,
                       const std::string& process_key, const ConvAlgoChoice* kept, ConvAlgoMap* chosen);
   Status grow_workspace(size_t bytes);  // own workspace to at least `bytes` (open only)
   Status realloc_workspace(size_t bytes);  // own workspace of exactly `bytes`, the old one freed first
-  Status time_x3(const Step& st, double* ms, size_t* workspace);  // ms < 0: no 3xTF32 conv for st
+  // Times `st` as the 3xTF32 form `algo`; *ms < 0: that form cannot run for st.
+  Status time_x3(const Step& st, int algo, double* ms, size_t* workspace);
   Status adopt_choice(const Step& st, const std::vector<int>& steps, const ConvAlgoChoice& best);
   Status make_concat_conv(const Step& st, const std::string& cfg_path);  // a conv over a concatenation's parts
   // weight_residency.cpp

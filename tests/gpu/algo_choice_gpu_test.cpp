@@ -125,7 +125,7 @@ TEST(AlgoChoiceGpu, StrictFp32TimesOnceKeepsTheBitsAndTheAccuracy) {
 }
 
 // NHWC strict fp32: the 3xTF32 conv is a candidate too. Where it wins (tensor cores), the
-// file records it (algorithm kAlgo3xTf32 = 8); the second and streamed opens run it again
+// file records it (algorithm 8, kAlgo3xTf32, chunked; 9, kAlgo3xTf32Gemm); the second and streamed opens run it again
 // without timing and compute the same bits; the heads stay within the fp32 tolerance of
 // the CPU (tests/gpu/engine_test.cpp's kFp32Tol).
 TEST(AlgoChoiceGpu, StrictFp32NhwcRunsThreeTf32WhereItWins) {
@@ -134,8 +134,12 @@ TEST(AlgoChoiceGpu, StrictFp32NhwcRunsThreeTf32WhereItWins) {
   const ChoiceRuns r = run_choices(1, 10, "algo-choice-nhwc-cache");
   ASSERT_TRUE(r.ok());
   expect_timed_once(r);
-  int x3 = 0;
-  for (auto it = r.algos.begin(); it != r.algos.end(); ++it) x3 += it.value()["algo"] == 8 ? 1 : 0;
+  int x3 = 0, gemm = 0;
+  for (auto it = r.algos.begin(); it != r.algos.end(); ++it) {
+    const int algo = it.value()["algo"].get<int>();
+    x3 += algo == 8 || algo == 9 ? 1 : 0;
+    gemm += algo == 9 ? 1 : 0;
+  }
   int major = 0, device = 0;
   ASSERT_EQ(cudaSuccess, cudaGetDevice(&device));
   ASSERT_EQ(cudaSuccess, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -147,10 +151,10 @@ TEST(AlgoChoiceGpu, StrictFp32NhwcRunsThreeTf32WhereItWins) {
     worst = std::max(worst, rel_error(r.first.out[h], r.ref.out[h]));
     worst_fma = std::max(worst_fma, rel_error(r.uncached.out[h], r.ref.out[h]));
   }
-  std::printf("yolov4-tiny @416 strict fp32 NHWC: %d configurations timed in %.1f ms, %d changed, %d as 3xTF32; "
-              "head error vs the CPU %.3g (FMA only %.3g)\n",
-              r.first.timing.algos_timed, r.first.timing.algo_choice_ms, r.first.timing.algos_changed, x3, worst,
-              worst_fma);
+  std::printf("yolov4-tiny @416 strict fp32 NHWC: %d configurations timed in %.1f ms, %d changed, %d as 3xTF32 "
+              "(%d as GEMMs); head error vs the CPU %.3g (FMA only %.3g)\n",
+              r.first.timing.algos_timed, r.first.timing.algo_choice_ms, r.first.timing.algos_changed, x3, gemm,
+              worst, worst_fma);
   EXPECT_LE(worst, 1e-4);
 }
 

@@ -1,9 +1,11 @@
 // The 3xTF32 convolution (kernels/cuda/conv_3xtf32.h) and its operand split
-// (split_tf32): the split is exact (hi + lo == v, hi on the TF32 grid, the chunk layout
-// as documented); the conv stays within 1e-5 of a double-precision reference (rel L2 and
-// every element against the largest output) with reductions cut into several chunks,
+// (split_tf32), the patch unrolling (im2col_nhwc) and the partial sums (sum_partials): the
+// split is exact (hi + lo == v, hi on the TF32 grid, both chunk layouts as documented); the
+// conv in each form (chunked, GEMM) stays within 1e-5 of a double-precision
+// reference (rel L2 and every element against the largest output) with reductions cut into several chunks,
 // strides, batches, a channel-slice input, bias and activations, accumulation and a
 // residual; bad views and workspaces are refused.
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -36,12 +38,15 @@ class Tf32x3Test : public GpuTest {
     GpuTest::SetUp();
     if (IsSkipped()) return;
     ASSERT_EQ(CUDNN_STATUS_SUCCESS, cudnnCreate(&m_cudnn));
+    ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasCreate(&m_cublas));
   }
   void TearDown() override {
+    if (m_cublas) cublasDestroy(m_cublas);
     if (m_cudnn) cudnnDestroy(m_cudnn);
     GpuTest::TearDown();
   }
   cudnnHandle_t m_cudnn = nullptr;
+  cublasHandle_t m_cublas = nullptr;
 };
 
 TEST_F(Tf32x3Test, SplitIsExactInChunks) {
@@ -52,8 +57,9 @@ TEST_F(Tf32x3Test, SplitIsExactInChunks) {
   src[5] = 1.0f + 1.0f / 4096;  // a tie on the TF32 grid
   DeviceArray<float> d_src(src.size()), d_dst(size_t(rows * 3 * c));
   ASSERT_EQ(cudaSuccess, cudaMemcpy(d_src.p, src.data(), src.size() * 4, cudaMemcpyHostToDevice));
+  for (auto layout : {cuda::Tf32SplitLayout::kChunkBlocks, cuda::Tf32SplitLayout::kChunksInRow})
   for (auto order : {cuda::Tf32SplitOrder::kHighHighLow, cuda::Tf32SplitOrder::kHighLowHigh}) {
-    ASSERT_TRUE(cuda::split_tf32(d_src.p, rows, c, stride, chunk, order, d_dst.p, stream()).ok());
+    ASSERT_TRUE(cuda::split_tf32(d_src.p, rows, c, stride, chunk, order, layout, d_dst.p, stream()).ok());
     std::vector<float> got(size_t(rows * 3 * c));
     ASSERT_EQ(cudaSuccess, cudaMemcpyAsync(got.data(), d_dst.p, got.size() * 4, cudaMemcpyDeviceToHost, stream()));
     ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream()));
@@ -62,7 +68,8 @@ TEST_F(Tf32x3Test, SplitIsExactInChunks) {
         const int j = col / chunk, k = col % chunk, n = std::min(chunk, c - j * chunk);
         const float v = src[size_t(r * stride + col)], hi = tf32_high(v), lo = v - hi;
         ASSERT_EQ(hi + lo, v);
-        const float* out = got.data() + rows * 3 * j * chunk + r * 3 * n;
+        const float* out = layout == cuda::Tf32SplitLayout::kChunkBlocks ? got.data() + rows * 3 * j * chunk + r * 3 * n
+                                                                         : got.data() + r * 3 * c + 3 * j * chunk;
         const bool hhl = order == cuda::Tf32SplitOrder::kHighHighLow;
         ASSERT_EQ(out[k], hi) << "row " << r << " col " << col;
         ASSERT_EQ(out[n + k], hhl ? hi : lo) << "row " << r << " col " << col;
@@ -71,11 +78,13 @@ TEST_F(Tf32x3Test, SplitIsExactInChunks) {
   }
   EXPECT_EQ(tf32_high(1.0f + 1.0f / 4096), 1.0f);  // ties to even
   const Status narrow =
-      cuda::split_tf32(d_src.p, rows, c, c - 1, chunk, cuda::Tf32SplitOrder::kHighLowHigh, d_dst.p, stream());
+      cuda::split_tf32(d_src.p, rows, c, c - 1, chunk, cuda::Tf32SplitOrder::kHighLowHigh,
+                       cuda::Tf32SplitLayout::kChunkBlocks, d_dst.p, stream());
   EXPECT_EQ(narrow.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(narrow.message().find("stride 10"), std::string::npos) << narrow.message();
   const Status null =
-      cuda::split_tf32(nullptr, rows, c, c, chunk, cuda::Tf32SplitOrder::kHighLowHigh, d_dst.p, stream());
+      cuda::split_tf32(nullptr, rows, c, c, chunk, cuda::Tf32SplitOrder::kHighLowHigh,
+                       cuda::Tf32SplitLayout::kChunkBlocks, d_dst.p, stream());
   EXPECT_NE(null.message().find("split_tf32: null pointer"), std::string::npos) << null.message();
 }
 
@@ -107,8 +116,26 @@ std::vector<double> reference_conv(const Case& k, const HostTensor& x, const std
   return y;
 }
 
-void check_case(cudnnHandle_t handle, cudaStream_t stream, const Case& k) {
-  SCOPED_TRACE(k.name);
+// The chunks the form cuts the reduction into (conv_3xtf32.h): C channels of k x k
+// products (the last chunk may be narrower), or (kGemm) the k x k x C products in chunks
+// of one width.
+int expected_chunks(const Case& k, cuda::Tf32x3Form form) {
+  const int kk = k.size * k.size;
+  if (form == cuda::Tf32x3Form::kChunks) {
+    const int widest = std::min(k.c, k.chunk_products / kk);
+    return (k.c + widest - 1) / widest;
+  }
+  const int n = kk * k.c;
+  int d = std::min(n, k.chunk_products);
+  while (n % d != 0) --d;
+  return n / d;
+}
+
+const char* form_name(cuda::Tf32x3Form form) { return form == cuda::Tf32x3Form::kGemm ? "GEMM" : "chunked"; }
+
+void check_case(cudnnHandle_t handle, cublasHandle_t cublas, cudaStream_t stream, const Case& k,
+                cuda::Tf32x3Form form) {
+  SCOPED_TRACE(std::string(k.name) + ", " + form_name(form));
   const int oh = (k.h + 2 * k.pad - k.size) / k.stride + 1, ow = (k.w + 2 * k.pad - k.size) / k.stride + 1;
   const Shape3 in_shape{k.c, k.h, k.w}, out_shape{k.filters, oh, ow};
   const HostTensor x = random_tensor(k.n, in_shape, 21, -1.f, 1.f);
@@ -150,19 +177,19 @@ void check_case(cudnnHandle_t handle, cudaStream_t stream, const Case& k) {
   cfg.params.activation = k.act;
   cfg.chunk_products = k.chunk_products;
   cfg.accumulate = k.accumulate;
+  cfg.form = form;
   auto conv3 = cuda::Tf32x3Conv::create(handle, cfg, dx.view(), dy.view());
+  const int chunks = expected_chunks(k, form);
   ASSERT_TRUE(conv3.ok()) << conv3.status().to_string();
-  const int kk = k.size * k.size;
-  const int per_chunk = std::min(k.c, k.chunk_products / kk);
-  EXPECT_EQ((*conv3)->chunks(), (k.c + per_chunk - 1) / per_chunk);
+  EXPECT_EQ((*conv3)->chunks(), chunks);
   const size_t ws_bytes = (*conv3)->workspace_bytes();
   DeviceArray<char> ws(ws_bytes);
   const TensorView rv = dr.view();
   const cuda::ConvResidual residual = k.residual ? cuda::ConvResidual{&rv, Activation::kLeaky} : cuda::ConvResidual{};
-  const Status short_ws = (*conv3)->run(handle, dx.view(), dw.p, db.p, dy.view(), ws.p, ws_bytes - 1, stream, residual);
+  const Status short_ws = (*conv3)->run(handle, cublas, dx.view(), dw.p, db.p, dy.view(), ws.p, ws_bytes - 1, stream, residual);
   EXPECT_EQ(short_ws.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(short_ws.message().find(std::to_string(ws_bytes) + " needed"), std::string::npos) << short_ws.message();
-  ASSERT_TRUE((*conv3)->run(handle, dx.view(), dw.p, k.bias ? db.p : nullptr, dy.view(), ws.p, ws_bytes, stream,
+  ASSERT_TRUE((*conv3)->run(handle, cublas, dx.view(), dw.p, k.bias ? db.p : nullptr, dy.view(), ws.p, ws_bytes, stream,
                             residual)
                   .ok());
   HostTensor got;
@@ -174,8 +201,8 @@ void check_case(cudnnHandle_t handle, cudaStream_t stream, const Case& k) {
     mx = std::max(mx, double(std::fabs(want.data[i])));
     err = std::max(err, double(std::fabs(got.data[i] - want.data[i])));
   }
-  std::printf("[3xtf32] %-28s %d chunks, max error %.2e of the largest output, workspace %zu bytes\n", k.name,
-              (*conv3)->chunks(), err / mx, ws_bytes);
+  std::printf("[3xtf32] %-28s %s, %d chunks, max error %.2e of the largest output, workspace %zu bytes\n", k.name,
+              form_name(form), (*conv3)->chunks(), err / mx, ws_bytes);
   EXPECT_LE(err, 1e-5 * mx);
 }
 
@@ -187,8 +214,11 @@ TEST_F(Tf32x3Test, WithinTheStrictToleranceOfADoubleReference) {
       {"k3 c96 slice, accumulate", 1, 96, 9, 11, 40, 3, 1, 1, Activation::kLogistic, true, true, false, true, 256},
       {"k1 c300 residual, 3 chunks", 1, 300, 10, 10, 24, 1, 1, 0, Activation::kLinear, true, false, true, false, 128},
       {"k3 c8 one chunk", 1, 8, 20, 20, 16, 3, 1, 1, Activation::kSwish, true, false, false, false, 512},
+      {"k1 c64 slice, 2 chunks", 1, 64, 9, 9, 24, 1, 1, 0, Activation::kLeaky, true, false, false, true, 32},
   };
-  for (const Case& k : cases) check_case(m_cudnn, stream(), k);
+  for (const Case& k : cases)
+    for (auto form : {cuda::Tf32x3Form::kChunks, cuda::Tf32x3Form::kGemm})
+      check_case(m_cudnn, m_cublas, stream(), k, form);
 }
 
 // Each refusal names what was expected.
@@ -221,6 +251,19 @@ TEST_F(Tf32x3Test, BadConfigurationsAreRefused) {
   tiny.chunk_products = 8;  // under one 3x3 channel
   expect_refused(cuda::Tf32x3Conv::create(m_cudnn, tiny, nhwc_in, nhwc_out), StatusCode::kInvalidArgument,
                  "a chunk of 8 products holds no input channel of a 3x3 kernel");
+  const TensorView prime_in = TensorView::packed(nullptr, DType::kF32, Layout::kNHWC, 1, Shape3{127, 8, 8});
+  cuda::Tf32x3Config prime = cfg;  // 127 products of a 1x1: chunks of 1 product only
+  prime.form = cuda::Tf32x3Form::kGemm;
+  prime.params.size = 1;
+  prime.params.padding = 0;
+  prime.chunk_products = 100;
+  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, prime, prime_in, nhwc_out), StatusCode::kUnsupported,
+                 "GEMM form: no divisor of 127 products fills a quarter of a chunk of 100");
+  cuda::Tf32x3Config dilated = cfg;
+  dilated.form = cuda::Tf32x3Form::kGemm;
+  dilated.params.dilation = 2;
+  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, dilated, nhwc_in, nhwc_out), StatusCode::kUnsupported,
+                 "GEMM form: dilated kernels are not unrolled");
   cuda::Tf32x3Config small = cfg;
   small.workspace_limit = 1024;
   expect_refused(cuda::Tf32x3Conv::create(m_cudnn, small, nhwc_in, nhwc_out), StatusCode::kOutOfMemory,

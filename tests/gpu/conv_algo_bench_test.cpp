@@ -8,6 +8,7 @@
 // length; docs/benchmarks.md, "Strict fp32"). Prints one line per conv
 // and the sums weighted by how often each conv occurs; DLR_BENCH_JSON names a JSON file
 // for every row.
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_3xtf32.h"
 #include "loaders/network_desc.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -67,6 +69,22 @@ struct Timed {
   std::string why;
 };
 
+// Downloads `dy` and records its error against `want` in r (rel L2, largest element error
+// over the largest |want|).
+void record_error(DeviceTensor& dy, const HostTensor& want, cudaStream_t stream, Timed* r, HostTensor* got_out = nullptr) {
+  HostTensor got;
+  int64_t touched = 0, first = -1;
+  EXPECT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream));
+  r->rel_l2 = rel_l2(got.data, want.data);
+  double mx = 0, err = 0;
+  for (size_t i = 0; i < got.data.size(); ++i) {
+    mx = std::max(mx, double(std::fabs(want.data[i])));
+    err = std::max(err, double(std::fabs(got.data[i] - want.data[i])));
+  }
+  r->max_rel = mx > 0 ? err / mx : err;
+  if (got_out != nullptr) *got_out = std::move(got);
+}
+
 class ConvAlgoBench : public GpuTest {
  protected:
   void SetUp() override {
@@ -74,8 +92,10 @@ class ConvAlgoBench : public GpuTest {
     if (env == nullptr || std::string(env) != "1") GTEST_SKIP() << "set DLR_GPU_BENCH=1 to run the benchmarks";
     GpuTest::SetUp();
     ASSERT_EQ(CUDNN_STATUS_SUCCESS, cudnnCreate(&m_cudnn));
+    ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasCreate(&m_cublas));
   }
   void TearDown() override {
+    if (m_cublas) cublasDestroy(m_cublas);
     if (m_cudnn) cudnnDestroy(m_cudnn);
     GpuTest::TearDown();
   }
@@ -144,19 +164,12 @@ class ConvAlgoBench : public GpuTest {
     EXPECT_EQ(cudaSuccess, cudaMemcpy(dw, w_host.data(), w_host.size() * 4, cudaMemcpyHostToDevice));
     const Status st = (*conv)->run(m_cudnn, dx.view(), dw, nullptr, dy.view(), ws, r.workspace, stream());
     if (st.ok()) {
-      HostTensor got;
-      int64_t touched = 0, first = -1;
-      EXPECT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream()));
       if (want != nullptr) {
-        r.rel_l2 = rel_l2(got.data, want->data);
-        double mx = 0, err = 0;
-        for (size_t i = 0; i < got.data.size(); ++i) {
-          mx = std::max(mx, double(std::fabs(want->data[i])));
-          err = std::max(err, double(std::fabs(got.data[i] - want->data[i])));
-        }
-        r.max_rel = mx > 0 ? err / mx : err;
+        record_error(dy, *want, stream(), &r, got_out);
+      } else if (got_out != nullptr) {
+        int64_t touched = 0, first = -1;
+        EXPECT_EQ(cudaSuccess, dy.download(got_out, &touched, &first, stream()));
       }
-      if (got_out) *got_out = std::move(got);
       const cuda::CudnnConv& c = **conv;
       r.us = time_us([&](cudaStream_t st) { return c.run(m_cudnn, dx.view(), dw, nullptr, dy.view(), ws, r.workspace, st); });
       r.ran = true;
@@ -246,16 +259,7 @@ class ConvAlgoBench : public GpuTest {
     };
     const Status st = run_all(stream());
     if (st.ok()) {
-      HostTensor got;
-      int64_t touched = 0, first = -1;
-      EXPECT_EQ(cudaSuccess, dy.download(&got, &touched, &first, stream()));
-      r.rel_l2 = rel_l2(got.data, ref.data);
-      double mx = 0, err = 0;
-      for (size_t i = 0; i < got.data.size(); ++i) {
-        mx = std::max(mx, double(std::fabs(ref.data[i])));
-        err = std::max(err, double(std::fabs(got.data[i] - ref.data[i])));
-      }
-      r.max_rel = mx > 0 ? err / mx : err;
+      record_error(dy, ref, stream(), &r);
       r.us = time_us(run_all);
       r.ran = true;
       r.workspace = ws_bytes;
@@ -268,8 +272,67 @@ class ConvAlgoBench : public GpuTest {
     return r;
   }
 
+  // The 3xTF32 conv as the engine runs it (kernels/cuda/conv_3xtf32.h, form `form`, chunks
+  // of 512 products): the operand splits, the convs and the epilogue, timed and compared.
+  Timed measure_x3(const ConvShape& cs, cuda::Tf32x3Form form, const HostTensor& x, const std::vector<float>& ohwi,
+                   const HostTensor& want) {
+    Timed r;
+    const ViewSpec spec = packed_spec(DType::kF32, Layout::kNHWC);
+    DeviceTensor dx, dy;
+    EXPECT_EQ(cudaSuccess, dx.upload(x, spec, stream()));
+    EXPECT_EQ(cudaSuccess, dy.create(1, cs.out, spec, stream()));
+    cuda::Tf32x3Config cfg;
+    cfg.params = cs.p;
+    cfg.params.activation = Activation::kLinear;
+    cfg.params.batch_normalize = false;
+    cfg.form = form;
+    cfg.workspace_limit = size_t(1) << 30;
+    auto conv = cuda::Tf32x3Conv::create(m_cudnn, cfg, dx.view(), dy.view());
+    if (!conv.ok()) {
+      r.why = conv.status().message().substr(0, 60);
+      cudaGetLastError();
+      return r;
+    }
+    r.workspace = (*conv)->workspace_bytes();
+    void *ws = nullptr, *dw = nullptr;
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&ws, r.workspace));
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&dw, ohwi.size() * 4));
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(dw, ohwi.data(), ohwi.size() * 4, cudaMemcpyHostToDevice));
+    const cuda::Tf32x3Conv& c = **conv;
+    auto once = [&](cudaStream_t st) {
+      return c.run(m_cudnn, m_cublas, dx.view(), static_cast<const float*>(dw), nullptr, dy.view(), ws, r.workspace, st);
+    };
+    if (once(stream()).ok()) {
+      record_error(dy, want, stream(), &r);
+      r.us = time_us(once);
+      r.ran = true;
+    }
+    cudaFree(dw);
+    cudaFree(ws);
+    EXPECT_EQ(cudaSuccess, cudaGetLastError());
+    return r;
+  }
+
   cudnnHandle_t m_cudnn = nullptr;
+  cublasHandle_t m_cublas = nullptr;
 };
+
+// The distinct convs of yolov4 at `size`, with how often each occurs.
+std::map<std::string, ConvShape> yolov4_convs(const std::string& cfg, int size) {
+  CfgOptions opt;
+  opt.width = opt.height = size;
+  auto net = parse_network_cfg(cfg, opt);
+  EXPECT_TRUE(net.ok()) << net.status().to_string();
+  std::map<std::string, ConvShape> shapes;
+  if (!net.ok()) return shapes;
+  for (const LayerDesc& l : net->layers) {
+    if (l.kind != LayerKind::kConv) continue;
+    ConvShape cs{l.in, l.out, l.conv(), 0};
+    ConvShape& e = shapes.emplace(cs.name(), cs).first->second;
+    ++e.count;
+  }
+  return shapes;
+}
 
 nlohmann::json row_json(const Timed& t) {
   return {{"ran", t.ran}, {"us", t.us}, {"rel_l2", t.rel_l2}, {"max_rel", t.max_rel}, {"workspace", t.workspace},
@@ -279,17 +342,8 @@ nlohmann::json row_json(const Timed& t) {
 TEST_F(ConvAlgoBench, StrictFp32AndThreeTf32) {
   const std::string cfg = shared_file("models/yolov4.cfg");
   if (cfg.empty()) GTEST_SKIP() << "shared data not found";
-  CfgOptions opt;
-  opt.width = opt.height = 608;
-  auto net = parse_network_cfg(cfg, opt);
-  ASSERT_TRUE(net.ok()) << net.status().to_string();
-  std::map<std::string, ConvShape> shapes;
-  for (const LayerDesc& l : net->layers) {
-    if (l.kind != LayerKind::kConv) continue;
-    ConvShape cs{l.in, l.out, l.conv(), 0};
-    ConvShape& e = shapes.emplace(cs.name(), cs).first->second;
-    ++e.count;
-  }
+  const std::map<std::string, ConvShape> shapes = yolov4_convs(cfg, 608);
+  ASSERT_FALSE(shapes.empty());
   nlohmann::json rows = nlohmann::json::array();
   double sum_heur = 0, sum_best = 0, sum_3tf32 = 0, sum_tf32 = 0, sum_best_nhwc = 0, sum_chunk_nhwc = 0,
          sum_chunk_nchw = 0;
@@ -390,6 +444,54 @@ TEST_F(ConvAlgoBench, StrictFp32AndThreeTf32) {
                                           {"sum_three_tf32_chunk512_nhwc_us", sum_chunk_nhwc},
                                           {"sum_three_tf32_chunk512_nchw_us", sum_chunk_nchw}}
                                .dump(1);
+  }
+}
+
+// The two forms of the engine's 3xTF32 conv (chunked, GEMM) per conv of yolov4 @608,
+// with the split passes and the epilogue, against the fastest strict FMA conv (cuDNN's
+// heuristic, NHWC): what the open's choice picks between.
+TEST_F(ConvAlgoBench, ThreeTf32Forms) {
+  const std::string cfg = shared_file("models/yolov4.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "shared data not found";
+  const std::map<std::string, ConvShape> shapes = yolov4_convs(cfg, 608);
+  ASSERT_FALSE(shapes.empty());
+  nlohmann::json rows = nlohmann::json::array();
+  double sum_fma = 0, sum_chunks = 0, sum_best = 0;
+  for (const auto& [name, cs] : shapes) {
+    if (cs.p.groups != 1) continue;
+    HostTensor x = random_tensor(1, cs.in, 11, -1.f, 1.f);
+    std::vector<float> w(size_t(cs.p.filters) * size_t(cs.in.c) * size_t(cs.p.size * cs.p.size));
+    const float scale = 1.f / std::sqrt(float(cs.in.c * cs.p.size * cs.p.size));
+    fill_random(&w, 12, -scale, scale);
+    const std::vector<float> ohwi = weights_for(w, cs.p.filters, cs.in.c, cs.p.size, Layout::kNHWC);
+    HostTensor ref;
+    const Timed gemm = measure(cs, Precision::kFP32, Layout::kNCHW, int(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM), x,
+                               w, nullptr, &ref);
+    ASSERT_TRUE(gemm.ran) << name << ": " << gemm.why;
+    const Timed fma = measure(cs, Precision::kFP32, Layout::kNHWC, -1, x, ohwi, &ref);
+    const Timed chunks = measure_x3(cs, cuda::Tf32x3Form::kChunks, x, ohwi, ref);
+    const Timed gemm3 = measure_x3(cs, cuda::Tf32x3Form::kGemm, x, ohwi, ref);
+    double best = fma.ran ? fma.us : 1e30;
+    for (const Timed* t : {&chunks, &gemm3})
+      if (t->ran && t->us < best) best = t->us;
+    sum_fma += cs.count * fma.us;
+    sum_chunks += cs.count * (chunks.ran ? std::min(chunks.us, fma.us) : fma.us);
+    sum_best += cs.count * best;
+    rows.push_back({{"conv", name}, {"count", cs.count}, {"fma_nhwc", row_json(fma)}, {"chunked", row_json(chunks)},
+                    {"gemm", row_json(gemm3)}});
+    std::printf("[forms] %-22s x%-2d fma %7.1f chunked %7.1f (%.1e) gemm %7.1f (%.1e, ws %zu MiB) %s\n",
+                name.c_str(), cs.count, fma.us, chunks.us, chunks.max_rel, gemm3.us, gemm3.max_rel,
+                gemm3.workspace >> 20, gemm3.why.c_str());
+    for (const Timed* t : {&chunks, &gemm3}) EXPECT_TRUE(!t->ran || t->max_rel <= 1e-5) << name;
+  }
+  std::printf("[forms] sums (us, weighted by count): fma NHWC %.1f, best of fma and chunked %.1f, best of all three "
+              "%.1f\n",
+              sum_fma, sum_chunks, sum_best);
+  if (const char* path = std::getenv("DLR_BENCH_JSON")) {
+    std::ofstream(std::string(path) + ".forms.json")
+        << nlohmann::json{{"rows", rows}, {"sum_fma_nhwc_us", sum_fma}, {"sum_best_fma_chunked_us", sum_chunks},
+                          {"sum_best_us", sum_best}}
+               .dump(1);
   }
 }
 
