@@ -56,7 +56,7 @@ TEST_F(Tf32x3Test, SplitIsExactInChunks) {
   fill_random(&src, 3, -100.f, 100.f);
   src[5] = 1.0f + 1.0f / 4096;  // a tie on the TF32 grid
   DeviceArray<float> d_src(src.size()), d_dst(size_t(rows * 3 * c));
-  ASSERT_EQ(cudaSuccess, cudaMemcpy(d_src.p, src.data(), src.size() * 4, cudaMemcpyHostToDevice));
+  ASSERT_EQ(cudaSuccess, to_device(d_src.p, src.data(), src.size() * 4));
   for (auto layout : {cuda::Tf32SplitLayout::kChunkBlocks, cuda::Tf32SplitLayout::kChunksInRow})
   for (auto order : {cuda::Tf32SplitOrder::kHighHighLow, cuda::Tf32SplitOrder::kHighLowHigh}) {
     ASSERT_TRUE(cuda::split_tf32(d_src.p, rows, c, stride, chunk, order, layout, d_dst.p, stream()).ok());
@@ -167,8 +167,8 @@ void check_case(cudnnHandle_t handle, cublasHandle_t cublas, cudaStream_t stream
       for (int i = 0; i < k.size * k.size; ++i)
         ohwi[(size_t(o) * k.size * k.size + i) * k.c + c] = w[(size_t(o) * k.c + c) * k.size * k.size + i];
   DeviceArray<float> dw(ohwi.size()), db(bias.size());
-  ASSERT_EQ(cudaSuccess, cudaMemcpy(dw.p, ohwi.data(), ohwi.size() * 4, cudaMemcpyHostToDevice));
-  ASSERT_EQ(cudaSuccess, cudaMemcpy(db.p, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  ASSERT_EQ(cudaSuccess, to_device(dw.p, ohwi.data(), ohwi.size() * 4));
+  ASSERT_EQ(cudaSuccess, to_device(db.p, bias.data(), bias.size() * 4));
   cuda::Tf32x3Config cfg;
   cfg.params.filters = k.filters;
   cfg.params.size = k.size;

@@ -161,7 +161,7 @@ class ConvAlgoBench : public GpuTest {
     }
     void* dw = nullptr;
     EXPECT_EQ(cudaSuccess, cudaMalloc(&dw, w_host.size() * 4));
-    EXPECT_EQ(cudaSuccess, cudaMemcpy(dw, w_host.data(), w_host.size() * 4, cudaMemcpyHostToDevice));
+    EXPECT_EQ(cudaSuccess, to_device(dw, w_host.data(), w_host.size() * 4));
     const Status st = (*conv)->run(m_cudnn, dx.view(), dw, nullptr, dy.view(), ws, r.workspace, stream());
     if (st.ok()) {
       if (want != nullptr) {
@@ -225,7 +225,7 @@ class ConvAlgoBench : public GpuTest {
       const std::vector<float> wl = weights_for(w3, O, 3 * n, cs.p.size, layout);
       EXPECT_EQ(cudaSuccess, ch.x.upload(x3, spec, stream()));
       EXPECT_EQ(cudaSuccess, cudaMalloc(&ch.w, wl.size() * 4));
-      EXPECT_EQ(cudaSuccess, cudaMemcpy(ch.w, wl.data(), wl.size() * 4, cudaMemcpyHostToDevice));
+      EXPECT_EQ(cudaSuccess, to_device(ch.w, wl.data(), wl.size() * 4));
       cuda::ConvConfig cfg;
       cfg.params = cs.p;
       cfg.params.activation = Activation::kLinear;
@@ -297,7 +297,7 @@ class ConvAlgoBench : public GpuTest {
     void *ws = nullptr, *dw = nullptr;
     EXPECT_EQ(cudaSuccess, cudaMalloc(&ws, r.workspace));
     EXPECT_EQ(cudaSuccess, cudaMalloc(&dw, ohwi.size() * 4));
-    EXPECT_EQ(cudaSuccess, cudaMemcpy(dw, ohwi.data(), ohwi.size() * 4, cudaMemcpyHostToDevice));
+    EXPECT_EQ(cudaSuccess, to_device(dw, ohwi.data(), ohwi.size() * 4));
     const cuda::Tf32x3Conv& c = **conv;
     auto once = [&](cudaStream_t st) {
       return c.run(m_cudnn, m_cublas, dx.view(), static_cast<const float*>(dw), nullptr, dy.view(), ws, r.workspace, st);

@@ -80,8 +80,8 @@ GpuRun run_gpu(const Case& cc, DType dt, Precision precision, bool slice, const 
     r.status = internal_error("weight allocation failed");
     return r;
   }
-  if (cudaMemcpy(wdev->data(), wb.data(), wb.size(), cudaMemcpyHostToDevice) != cudaSuccess ||
-      cudaMemcpy(bdev->data(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice) != cudaSuccess ||
+  if (test::to_device(wdev->data(), wb.data(), wb.size()) != cudaSuccess ||
+      test::to_device(bdev->data(), bias.data(), bias.size() * 4) != cudaSuccess ||
       cudaDeviceSynchronize() != cudaSuccess) {
     r.status = internal_error("weight upload failed");
     return r;

@@ -45,7 +45,7 @@ TEST_F(EpilogueAdd, SameBitsAsBiasActivationThenShortcut) {
   fill_random(&bias, 5, -0.5f, 0.5f);
   auto dbias = cuda::DeviceBuffer::alloc(bias.size() * 4);
   ASSERT_TRUE(dbias.ok());
-  ASSERT_EQ(cudaSuccess, cudaMemcpy(dbias->data(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  ASSERT_EQ(cudaSuccess, to_device(dbias->data(), bias.data(), bias.size() * 4));
   const float* b = static_cast<const float*>(dbias->data());
   int cases = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -180,8 +180,8 @@ int check_fused_cases(DType dt, cudaStream_t stream) {
         auto db = cuda::DeviceBuffer::alloc(bias.size() * 4);
         EXPECT_TRUE(dw.ok() && db.ok());
         if (!dw.ok() || !db.ok()) return -1;
-        EXPECT_EQ(cudaSuccess, cudaMemcpy(dw->data(), wb.data(), wb.size(), cudaMemcpyHostToDevice));
-        EXPECT_EQ(cudaSuccess, cudaMemcpy(db->data(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+        EXPECT_EQ(cudaSuccess, to_device(dw->data(), wb.data(), wb.size()));
+        EXPECT_EQ(cudaSuccess, to_device(db->data(), bias.data(), bias.size() * 4));
         cuda::FusedConvConfig cfg;
         cfg.params = p;
         cfg.residual = res > 0;

@@ -329,4 +329,9 @@ void GpuTest::TearDown() {
   m_stream = nullptr;
 }
 
+cudaError_t to_device(void* dst, const void* src, size_t bytes) {
+  const cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
 }  // namespace dlr::test

@@ -44,6 +44,11 @@ struct HostTensor {
 // Uniform values in [lo, hi), deterministic for a seed.
 HostTensor random_tensor(int n, Shape3 shape, uint32_t seed, float lo = -4.f, float hi = 4.f);
 void fill_random(std::vector<float>* v, uint32_t seed, float lo, float hi);
+
+// cudaMemcpy from host to device, then cudaDeviceSynchronize: a plain cudaMemcpy from
+// pageable memory may return before its DMA lands, and the tests' streams are
+// non-blocking, so their kernels would not wait for it.
+cudaError_t to_device(void* dst, const void* src, size_t bytes);
 // Rounds every value through IEEE half (what an f16 view stores), in place.
 void round_to_half(HostTensor* t);
 // v rounded to the nearest TF32 value (10 mantissa bits, ties to even), as split_tf32's

@@ -93,7 +93,7 @@ TEST_F(HostWait, ReplayHoldsUntilTheWordReachesTheTargetAndItsEventFollows) {
   int* d = r.d;
   for (int gen = 1; gen <= 3; ++gen) {
     const int value = 100 + gen;
-    ASSERT_EQ(cudaMemcpy(d, &value, sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(test::to_device(d, &value, sizeof(int)), cudaSuccess);
     store(w.host + 1, gen);  // the target of this replay; the word is still gen - 1
     ASSERT_EQ(cudaGraphLaunch(r.exec.get(), stream()), cudaSuccess);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -40,8 +40,8 @@ TEST(Int8Gpu, DequantizeKernelGivesTheCpuProducts) {
     ASSERT_EQ(cudaMalloc(&ds, size_t(filters) * 4), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&d32, size_t(n) * 4), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&d16, size_t(n) * 2), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(dq, q.data(), size_t(n), cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(ds, scales.data(), size_t(filters) * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(test::to_device(dq, q.data(), size_t(n)), cudaSuccess);
+    ASSERT_EQ(test::to_device(ds, scales.data(), size_t(filters) * 4), cudaSuccess);
     const auto* src = static_cast<const int8_t*>(dq);
     const auto* sc = static_cast<const float*>(ds);
     ASSERT_TRUE(cuda::dequantize_weights(src, sc, filters, row, DType::kF32, d32, nullptr).ok());
@@ -81,8 +81,8 @@ TEST(Int8Gpu, BatchedExpansionGivesEachBlobsProducts) {
       bufs.push_back(std::move(*b));
     }
     cuda::DeviceBuffer* b = &bufs[bufs.size() - 4];
-    ASSERT_EQ(cudaMemcpy(b[0].data(), q.data(), size_t(count), cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(b[1].data(), scales.data(), size_t(filters) * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(test::to_device(b[0].data(), q.data(), size_t(count)), cudaSuccess);
+    ASSERT_EQ(test::to_device(b[1].data(), scales.data(), size_t(filters) * 4), cudaSuccess);
     j32[j] = {static_cast<const int8_t*>(b[0].data()), static_cast<const float*>(b[1].data()), b[2].data(), filters, row};
     j16[j] = {static_cast<const int8_t*>(b[0].data()), static_cast<const float*>(b[1].data()), b[3].data(), filters, row};
   }

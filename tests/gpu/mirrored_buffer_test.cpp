@@ -28,7 +28,7 @@ TEST(MirroredBuffer, BothMappingsAreTheSameBytes) {
   // Write through the first mapping, read through the second.
   std::vector<uint32_t> pattern(bytes / 4);
   std::iota(pattern.begin(), pattern.end(), 7u);
-  ASSERT_EQ(cudaMemcpy(base, pattern.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(test::to_device(base, pattern.data(), bytes), cudaSuccess);
   std::vector<uint32_t> back(bytes / 4, 0);
   ASSERT_EQ(cudaMemcpy(back.data(), base + bytes, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(back, pattern);
@@ -37,7 +37,7 @@ TEST(MirroredBuffer, BothMappingsAreTheSameBytes) {
   const size_t span = 128 << 10, start = bytes - span / 2;
   std::vector<uint32_t> wrap(span / 4);
   std::iota(wrap.begin(), wrap.end(), 1000000u);
-  ASSERT_EQ(cudaMemcpy(base + start, wrap.data(), span, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(test::to_device(base + start, wrap.data(), span), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(back.data(), base, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   for (size_t i = 0; i < span / 8; ++i) {
     ASSERT_EQ(back[start / 4 + i], wrap[i]) << i;               // tail of the ring

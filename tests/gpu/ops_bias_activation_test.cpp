@@ -111,7 +111,7 @@ TEST_F(BiasActivationTest, GroupsOf16BytesGiveTheGeneralKernelsBits) {
   fill_random(&bias, 3, -1.f, 1.f);
   auto dbias = cuda::DeviceBuffer::alloc(bias.size() * 4);
   ASSERT_TRUE(dbias.ok());
-  ASSERT_EQ(cudaSuccess, cudaMemcpy(dbias->data(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  ASSERT_EQ(cudaSuccess, to_device(dbias->data(), bias.data(), bias.size() * 4));
   const float* b = static_cast<const float*>(dbias->data());
   uint32_t seed = 500;
   for (DType dt : {DType::kF16, DType::kF32})
