@@ -143,6 +143,13 @@ inline bool nhwc_groups16(const TensorView& v, int lanes) {
          reinterpret_cast<uintptr_t>(v.data) % 16 == 0;
 }
 
+// The precondition of a 16-byte kernel from `in` to `out`: one dtype, both views NHWC in
+// whole 16-byte channel groups (nhwc_groups16).
+inline bool nhwc_pair16(const TensorView& in, const TensorView& out) {
+  const int lanes = lanes16(in.dtype);
+  return in.dtype == out.dtype && nhwc_groups16(in, lanes) && nhwc_groups16(out, lanes);
+}
+
 // (group, y, x) of the r-th 16-byte channel group of an NHWC image in memory order
 // (`groups` per pixel, rows of w pixels).
 struct GroupYx {

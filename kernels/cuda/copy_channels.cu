@@ -49,7 +49,7 @@ __global__ void copy_channels_nhwc16_kernel(Groups16 g, uint32_t items, uint32_t
 Status copy16(const TensorView& src, const TensorView& dst, cudaStream_t stream, bool* taken) {
   const int lanes = lanes16(dst.dtype);
   *taken = false;
-  if (src.dtype != dst.dtype || !nhwc_groups16(src, lanes) || !nhwc_groups16(dst, lanes)) return Status();
+  if (!nhwc_pair16(src, dst)) return Status();
   const int64_t groups = dst.c / lanes, items = groups * dst.h * dst.w;
   if (items >= (int64_t(1) << 31) || dst.n > 65535) return Status();
   *taken = true;

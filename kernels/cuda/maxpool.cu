@@ -105,12 +105,9 @@ Status maxpool(const MaxPoolParams& p, const TensorView& in, const TensorView& o
                             std::to_string(in.c) + "x" + std::to_string(out_h) + "x" + std::to_string(out_w) +
                             ", out is " + view_dims(out));
   const int offset = -p.padding / 2;
-  if (in.dtype == out.dtype) {
-    const int lanes = lanes16(in.dtype);
-    if (nhwc_groups16(in, lanes) && nhwc_groups16(out, lanes))
-      return in.dtype == DType::kF16 ? launch_vector<__half>(p, in, out, offset, stream)
-                                     : launch_vector<float>(p, in, out, offset, stream);
-  }
+  if (nhwc_pair16(in, out))
+    return in.dtype == DType::kF16 ? launch_vector<__half>(p, in, out, offset, stream)
+                                   : launch_vector<float>(p, in, out, offset, stream);
   const int64_t per_image = int64_t(out.c) * out.h * out.w;
   dim3 grid;
   bool empty = false;

@@ -63,7 +63,7 @@ Status upsample(const UpsampleParams& p, const TensorView& in, const TensorView&
       int64_t(out.w) != int64_t(in.w) * p.stride)
     return invalid_argument("upsample: in " + view_dims(in) + " with stride " + std::to_string(p.stride) +
                             " does not give out " + view_dims(out));
-  if (in.dtype == out.dtype && nhwc_groups16(in, lanes16(in.dtype)) && nhwc_groups16(out, lanes16(in.dtype)))
+  if (nhwc_pair16(in, out))
     return in.dtype == DType::kF16 ? launch_nhwc16<__half>(p, in, out, stream)
                                    : launch_nhwc16<float>(p, in, out, stream);
   const int64_t per_image = int64_t(out.c) * out.h * out.w;
