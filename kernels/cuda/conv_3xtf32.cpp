@@ -1,7 +1,8 @@
 // Tf32x3Conv (conv_3xtf32.h): the split operands in the workspace; kChunks: one CudnnConv
 // (tf32, precomputed implicit GEMM, linear, no bias) per chunk of the reduction, the
-// epilogue after the last; kGemm: the patches unrolled (im2col_nhwc), one strided batched
-// cuBLAS GEMM over the chunks into partial sums, then sum_partials.
+// epilogue after the last; kGemm: the patches split as they are unrolled
+// (split_tf32_patches), one strided batched cuBLAS GEMM over the chunks into partial
+// sums, then sum_partials.
 //
 // kGemm in cuBLAS's column-major terms: row-major X3 (M x 3K, the split patches), W3
 // (O x 3K, the split weights) and the partials P (M x G x O) are column-major 3K x M,
@@ -39,9 +40,9 @@ struct Tf32x3Conv::Impl {
   TensorView in, out;                  // geometry of create()
   int chunk = 0;                       // reduction columns per chunk (kChunks: the last may have fewer)
   int parts = 0;                       // chunks of the reduction
-  bool unroll = false;                 // kGemm: the patches are unrolled first (not a 1x1, stride-1, unpadded conv)
+  bool unroll = false;                 // kGemm: the split reads the patches (not a 1x1, stride-1, unpadded conv)
   std::vector<std::unique_ptr<CudnnConv>> convs;  // kChunks: one per chunk; kGemm: none
-  size_t col_bytes = 0, x_bytes = 0, w_bytes = 0, part_bytes = 0, conv_bytes = 0;
+  size_t x_bytes = 0, w_bytes = 0, part_bytes = 0, conv_bytes = 0;
 
   int kk() const { return config.params.size * config.params.size; }
   int64_t pixels() const { return int64_t(in.n) * in.h * in.w; }
@@ -99,7 +100,6 @@ Status plan_gemm(Tf32x3Conv::Impl* impl) {
                        " products fills a quarter of a chunk of " + std::to_string(products));
   impl->part_bytes = region(impl->out_pixels() * impl->parts * impl->out.c);
   impl->unroll = !(p.size == 1 && p.stride_x == 1 && p.stride_y == 1 && p.padding == 0);
-  if (impl->unroll) impl->col_bytes = region(impl->out_pixels() * impl->cols());
   return Status();
 }
 
@@ -130,7 +130,7 @@ Expected<std::unique_ptr<Tf32x3Conv>> Tf32x3Conv::create(cudnnHandle_t handle, c
   }
   impl->x_bytes = region(impl->x_rows() * 3 * impl->cols());
   impl->w_bytes = region(impl->w_rows() * 3 * impl->cols());
-  const size_t total = impl->col_bytes + impl->x_bytes + impl->w_bytes + impl->part_bytes + impl->conv_bytes;
+  const size_t total = impl->x_bytes + impl->w_bytes + impl->part_bytes + impl->conv_bytes;
   if (total > config.workspace_limit)
     return out_of_memory("3xTF32 conv: needs " + std::to_string(total) + " bytes of workspace, over the limit of " +
                          std::to_string(config.workspace_limit));
@@ -142,7 +142,7 @@ Tf32x3Conv::~Tf32x3Conv() = default;
 
 size_t Tf32x3Conv::workspace_bytes() const {
   const Impl& m = *m_impl;
-  return m.col_bytes + m.x_bytes + m.w_bytes + m.part_bytes + m.conv_bytes;
+  return m.x_bytes + m.w_bytes + m.part_bytes + m.conv_bytes;
 }
 int Tf32x3Conv::chunks() const { return m_impl->parts; }
 
@@ -190,22 +190,18 @@ Status Tf32x3Conv::run(cudnnHandle_t handle, cublasContext* cublas, const Tensor
   if (residual.view != nullptr && m.config.accumulate)
     return invalid_argument("3xTF32 conv: a residual add on an accumulating conv");
   char* base = static_cast<char*>(workspace);
-  float* cols = reinterpret_cast<float*>(base);
-  float* xs = reinterpret_cast<float*>(base + m.col_bytes);
-  float* ws = reinterpret_cast<float*>(base + m.col_bytes + m.x_bytes);
-  float* parts = reinterpret_cast<float*>(base + m.col_bytes + m.x_bytes + m.w_bytes);
-  void* conv_ws = base + m.col_bytes + m.x_bytes + m.w_bytes + m.part_bytes;
-  const float* x_src = static_cast<const float*>(in.data);
-  int64_t x_stride = in.pixel_stride;
-  if (m.unroll) {
-    DLR_RETURN_IF_ERROR(im2col_nhwc(in, m.config.params, out.h, out.w, cols, stream));
-    x_src = cols;
-    x_stride = m.cols();
-  }
+  float* xs = reinterpret_cast<float*>(base);
+  float* ws = reinterpret_cast<float*>(base + m.x_bytes);
+  float* parts = reinterpret_cast<float*>(base + m.x_bytes + m.w_bytes);
+  void* conv_ws = base + m.x_bytes + m.w_bytes + m.part_bytes;
   // kChunks: one tensor per chunk (each chunk conv's input); kGemm: chunks side by side in each row.
   const Tf32SplitLayout split = m.gemm() ? Tf32SplitLayout::kChunksInRow : Tf32SplitLayout::kChunkBlocks;
-  DLR_RETURN_IF_ERROR(split_tf32(x_src, m.x_rows(), m.cols(), x_stride, m.chunk, Tf32SplitOrder::kHighHighLow, split,
-                                 xs, stream));
+  if (m.unroll) {
+    DLR_RETURN_IF_ERROR(split_tf32_patches(in, m.config.params, out.h, out.w, m.chunk, xs, stream));
+  } else {
+    DLR_RETURN_IF_ERROR(split_tf32(static_cast<const float*>(in.data), m.x_rows(), m.cols(), in.pixel_stride, m.chunk,
+                                   Tf32SplitOrder::kHighHighLow, split, xs, stream));
+  }
   DLR_RETURN_IF_ERROR(split_tf32(weights, m.w_rows(), m.cols(), m.cols(), m.chunk, Tf32SplitOrder::kHighLowHigh, split,
                                  ws, stream));
   if (!m.gemm()) return m.run_chunks(handle, xs, ws, bias, out, conv_ws, stream, residual);

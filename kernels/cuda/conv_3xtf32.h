@@ -7,8 +7,9 @@
 //  - kChunks: each chunk one cuDNN conv (precomputed implicit GEMM) accumulated into the
 //    output (beta = 1); then bias, activation and the residual in one pass
 //    (bias_activation / bias_activation_add);
-//  - kGemm: the patches unrolled (im2col_nhwc; not for a 1x1, stride-1, unpadded conv),
-//    the reduction (k x k x C long) cut into chunks of equal width, one strided batched
+//  - kGemm: the patches unrolled as they are split (split_tf32_patches; a 1x1, stride-1,
+//    unpadded conv's input is split as it is), the reduction (k x k x C long) cut into
+//    chunks of equal width, one strided batched
 //    cuBLAS GEMM (CUBLAS_COMPUTE_32F_FAST_TF32) writing each chunk's partial sums, then
 //    sum_partials (the chunks added in order in f32 with the same epilogue). Fills the
 //    GPU where the output has few pixels (a conv per chunk is latency-bound there); the
@@ -29,8 +30,8 @@
 //    create() answers unsupported). Weights OHWI f32 (as
 //    CudnnConv takes them), bias f32 or null (null: none).
 //  - run() splits the input and the weights into its workspace (workspace_bytes(): the
-//    split input, N*H*W*3C floats (kGemm: the unrolled patches, output pixels x k*k*C
-//    floats, and their split, three times that), the split weights, O*k*k*3C floats,
+//    split input, N*H*W*3C floats (kGemm: the split patches, output pixels x 3*k*k*C
+//    floats), the split weights, O*k*k*3C floats,
 //    kGemm's partial sums, output pixels x chunks x O floats, and the largest
 //    cuDNN workspace, each 256-byte aligned), then enqueues the convs and the epilogue on
 //    `stream`: no allocation, no synchronisation (capturable). kGemm sets `cublas`'s

@@ -110,13 +110,13 @@ enum class Tf32SplitOrder : uint8_t { kHighHighLow, kHighLowHigh };
 enum class Tf32SplitLayout : uint8_t { kChunkBlocks, kChunksInRow };
 Status split_tf32(const float* src, int64_t rows, int c, int64_t src_stride, int chunk, Tf32SplitOrder order,
                   Tf32SplitLayout layout, float* dst, cudaStream_t stream);
-
-// ---- im2col.cu ----
-// The patches of conv `p` (no dilation; pad = p.padding per side) over an f32 NHWC input
-// (channel slices too) as rows of a GEMM operand: dst[m][k], m = (image, oy, ox) of the
-// oh x ow output, k = (ky, kx, c) as OHWI weights order a filter; 0 outside the input.
-// Device memory; dst holds n * oh * ow * size * size * c floats.
-Status im2col_nhwc(const TensorView& in, const ConvParams& p, int oh, int ow, float* dst, cudaStream_t stream);
+// The same (kHighHighLow, kChunksInRow) for the unrolled patches of conv `p` (no
+// dilation; pad = p.padding per side) over an f32 NHWC input (channel slices too),
+// without unrolling them first: row m = (image, oy, ox) of the oh x ow output holds the
+// k x k x C values (ky, kx, c) its filter meets, as OHWI weights order them (0 outside
+// the input). dst holds n * oh * ow * 3 * k * k * C floats.
+Status split_tf32_patches(const TensorView& in, const ConvParams& p, int oh, int ow, int chunk, float* dst,
+                          cudaStream_t stream);
 
 // ---- partial_sum.cu ----
 // The epilogue of a conv computed as `parts` partial sums (the grouped 3xTF32 form):

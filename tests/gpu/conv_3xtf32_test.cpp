@@ -1,5 +1,5 @@
 // The 3xTF32 convolution (kernels/cuda/conv_3xtf32.h) and its operand split
-// (split_tf32), the patch unrolling (im2col_nhwc) and the partial sums (sum_partials): the
+// (split_tf32, split_tf32_patches) and the partial sums (sum_partials): the
 // split is exact (hi + lo == v, hi on the TF32 grid, both chunk layouts as documented); the
 // conv in each form (chunked, GEMM) stays within 1e-5 of a double-precision
 // reference (rel L2 and every element against the largest output) with reductions cut into several chunks,
