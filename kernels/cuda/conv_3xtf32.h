@@ -9,11 +9,11 @@
 //    (bias_activation / bias_activation_add);
 //  - kGemm: the patches unrolled as they are split (split_tf32_patches; a 1x1, stride-1,
 //    unpadded conv's input is split as it is), the reduction (k x k x C long) cut into
-//    chunks of equal width, one strided batched
-//    cuBLAS GEMM (CUBLAS_COMPUTE_32F_FAST_TF32) writing each chunk's partial sums, then
-//    sum_partials (the chunks added in order in f32 with the same epilogue). Fills the
-//    GPU where the output has few pixels (a conv per chunk is latency-bound there); the
-//    unrolled patches make it costly for large images.
+//    chunks of equal width, one strided batched cuBLAS GEMM (CUBLAS_COMPUTE_32F_FAST_TF32)
+//    writing each chunk's partial sums, then sum_partials (the chunks added in order in
+//    f32 with the same epilogue). Fills the GPU where the output has few pixels (a conv
+//    per chunk is latency-bound there); the unrolled patches make it costly for large
+//    images.
 // (A third form, the chunks as the groups of one grouped cuDNN conv, was measured and
 // dropped: beside these two it won no conv of yolov4 or yolov4-tiny on the H200;
 // docs/benchmarks.md, "Strict fp32".)
@@ -27,15 +27,15 @@
 // Contracts:
 //  - Views: f32 NHWC, in packed or with pixel_stride >= c (a channel slice's rows, images
 //    back to back: n_stride == h * w * pixel_stride), out packed; groups == 1 (else
-//    create() answers unsupported). Weights OHWI f32 (as
-//    CudnnConv takes them), bias f32 or null (null: none).
+//    create() answers unsupported). Weights OHWI f32 (as CudnnConv takes them), bias f32
+//    or null (null: none).
 //  - run() splits the input and the weights into its workspace (workspace_bytes(): the
 //    split input, N*H*W*3C floats (kGemm: the split patches, output pixels x 3*k*k*C
-//    floats), the split weights, O*k*k*3C floats,
-//    kGemm's partial sums, output pixels x chunks x O floats, and the largest
-//    cuDNN workspace, each 256-byte aligned), then enqueues the convs and the epilogue on
-//    `stream`: no allocation, no synchronisation (capturable). kGemm sets `cublas`'s
-//    stream to `stream` and its workspace to none (cuBLAS then picks kernels by shape alone).
+//    floats), the split weights, O*k*k*3C floats, kGemm's partial sums, output pixels x
+//    chunks x O floats, and the largest cuDNN workspace, each 256-byte aligned), then
+//    enqueues the convs and the epilogue on `stream`: no allocation, no synchronisation
+//    (capturable). kGemm sets `cublas`'s stream to `stream` and its workspace to none
+//    (cuBLAS then picks kernels by shape alone).
 //  - accumulate: out = act(out + conv + bias), as CudnnConv's (the first chunk adds to out);
 //    never with a residual.
 //  - Results are not bit-identical to CudnnConv's FMA algorithms (another summation);
