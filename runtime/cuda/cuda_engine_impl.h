@@ -186,8 +186,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status choose_conv_algos();
   cuda::ConvConfig conv_config(const Step& st) const;  // what make_conv creates for `st`
   // The 3xTF32 conv of `st` in the form `algo` names (is_x3), or an error (unsupported
-  // where it cannot run).
-  // The GEMM form makes the engine's cuBLAS handle first.
+  // where it cannot run); the GEMM form makes the engine's cuBLAS handle first.
   Expected<std::unique_ptr<cuda::Tf32x3Conv>> make_x3_conv(const Step& st, int algo);
   Status make_x3_step(const Step& st, int algo, const std::string& cfg_path, const std::string& conv_key,
                       const std::string& process_key, const ConvAlgoChoice* kept, ConvAlgoMap* chosen);
@@ -339,7 +338,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   std::vector<std::unique_ptr<cuda::Tf32x3Conv>> m_x3_convs;
   FusedSetup m_fused;  // the fused configurations of the open (cleared by choose_fused_convs)
   AlgoSetup m_algo_setup;  // the algorithm choices of the open (cleared by choose_conv_algos)
-  cuda::CublasHandle m_cublas;  // made at open only when the plan has a conv over a concatenation
+  cuda::CublasHandle m_cublas;  // made at open only for a conv over a concatenation or a 3xTF32 GEMM form
   cuda::GraphExec m_graph;
   // Prefetch across inferences: the inference without its first m_prefetch_count copies
   // (done by prefetch() on the copy stream, m_prefetch_done recorded after them).

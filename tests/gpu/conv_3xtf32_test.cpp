@@ -23,31 +23,20 @@
 namespace dlr::test {
 namespace {
 
+// Device memory of n elements of T (owned).
 template <class T>
 struct DeviceArray {
+  cuda::DeviceBuffer buf;
   T* p = nullptr;
-  explicit DeviceArray(size_t n) { EXPECT_EQ(cudaSuccess, cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T))); }
-  ~DeviceArray() { cudaFree(p); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
+  explicit DeviceArray(size_t n) {
+    auto b = cuda::DeviceBuffer::alloc(n * sizeof(T));
+    EXPECT_TRUE(b.ok()) << b.status().to_string();
+    if (b.ok()) buf = std::move(b).value();
+    p = static_cast<T*>(buf.data());
+  }
 };
 
-class Tf32x3Test : public GpuTest {
- protected:
-  void SetUp() override {
-    GpuTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_EQ(CUDNN_STATUS_SUCCESS, cudnnCreate(&m_cudnn));
-    ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasCreate(&m_cublas));
-  }
-  void TearDown() override {
-    if (m_cublas) cublasDestroy(m_cublas);
-    if (m_cudnn) cudnnDestroy(m_cudnn);
-    GpuTest::TearDown();
-  }
-  cudnnHandle_t m_cudnn = nullptr;
-  cublasHandle_t m_cublas = nullptr;
-};
+class Tf32x3Test : public LibraryTest {};
 
 TEST_F(Tf32x3Test, SplitIsExactInChunks) {
   const int64_t rows = 37;
@@ -218,7 +207,7 @@ TEST_F(Tf32x3Test, WithinTheStrictToleranceOfADoubleReference) {
   };
   for (const Case& k : cases)
     for (auto form : {cuda::Tf32x3Form::kChunks, cuda::Tf32x3Form::kGemm})
-      check_case(m_cudnn, m_cublas, stream(), k, form);
+      check_case(cudnn(), cublas(), stream(), k, form);
 }
 
 // Each refusal names what was expected.
@@ -238,18 +227,18 @@ TEST_F(Tf32x3Test, BadConfigurationsAreRefused) {
   cfg.params.activation = Activation::kLinear;
   cuda::Tf32x3Config grouped = cfg;
   grouped.params.groups = 2;
-  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, grouped, nhwc_in, nhwc_out), StatusCode::kUnsupported,
+  expect_refused(cuda::Tf32x3Conv::create(cudnn(), grouped, nhwc_in, nhwc_out), StatusCode::kUnsupported,
                  "grouped convolutions are not split");
   const TensorView nchw_in = TensorView::packed(nullptr, DType::kF32, Layout::kNCHW, 1, Shape3{16, 8, 8});
-  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, cfg, nchw_in, nhwc_out), StatusCode::kUnsupported,
+  expect_refused(cuda::Tf32x3Conv::create(cudnn(), cfg, nchw_in, nhwc_out), StatusCode::kUnsupported,
                  "f32 NHWC views only");
   TensorView padded = nhwc_in;  // images apart: the split reads them as one run of rows
   padded.n_stride += 16;
-  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, cfg, padded, nhwc_out), StatusCode::kUnsupported,
+  expect_refused(cuda::Tf32x3Conv::create(cudnn(), cfg, padded, nhwc_out), StatusCode::kUnsupported,
                  "images of the input must follow each other");
   cuda::Tf32x3Config tiny = cfg;
   tiny.chunk_products = 8;  // under one 3x3 channel
-  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, tiny, nhwc_in, nhwc_out), StatusCode::kInvalidArgument,
+  expect_refused(cuda::Tf32x3Conv::create(cudnn(), tiny, nhwc_in, nhwc_out), StatusCode::kInvalidArgument,
                  "a chunk of 8 products holds no input channel of a 3x3 kernel");
   const TensorView prime_in = TensorView::packed(nullptr, DType::kF32, Layout::kNHWC, 1, Shape3{127, 8, 8});
   cuda::Tf32x3Config prime = cfg;  // 127 products of a 1x1: chunks of 1 product only
@@ -257,16 +246,16 @@ TEST_F(Tf32x3Test, BadConfigurationsAreRefused) {
   prime.params.size = 1;
   prime.params.padding = 0;
   prime.chunk_products = 100;
-  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, prime, prime_in, nhwc_out), StatusCode::kUnsupported,
+  expect_refused(cuda::Tf32x3Conv::create(cudnn(), prime, prime_in, nhwc_out), StatusCode::kUnsupported,
                  "GEMM form: no divisor of 127 products fills a quarter of a chunk of 100");
   cuda::Tf32x3Config dilated = cfg;
   dilated.form = cuda::Tf32x3Form::kGemm;
   dilated.params.dilation = 2;
-  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, dilated, nhwc_in, nhwc_out), StatusCode::kUnsupported,
+  expect_refused(cuda::Tf32x3Conv::create(cudnn(), dilated, nhwc_in, nhwc_out), StatusCode::kUnsupported,
                  "GEMM form: dilated kernels are not unrolled");
   cuda::Tf32x3Config small = cfg;
   small.workspace_limit = 1024;
-  expect_refused(cuda::Tf32x3Conv::create(m_cudnn, small, nhwc_in, nhwc_out), StatusCode::kOutOfMemory,
+  expect_refused(cuda::Tf32x3Conv::create(cudnn(), small, nhwc_in, nhwc_out), StatusCode::kOutOfMemory,
                  "over the limit");
 }
 

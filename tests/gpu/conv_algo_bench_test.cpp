@@ -85,19 +85,12 @@ void record_error(DeviceTensor& dy, const HostTensor& want, cudaStream_t stream,
   if (got_out != nullptr) *got_out = std::move(got);
 }
 
-class ConvAlgoBench : public GpuTest {
+class ConvAlgoBench : public LibraryTest {
  protected:
   void SetUp() override {
     const char* env = std::getenv("DLR_GPU_BENCH");
     if (env == nullptr || std::string(env) != "1") GTEST_SKIP() << "set DLR_GPU_BENCH=1 to run the benchmarks";
-    GpuTest::SetUp();
-    ASSERT_EQ(CUDNN_STATUS_SUCCESS, cudnnCreate(&m_cudnn));
-    ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasCreate(&m_cublas));
-  }
-  void TearDown() override {
-    if (m_cublas) cublasDestroy(m_cublas);
-    if (m_cudnn) cudnnDestroy(m_cudnn);
-    GpuTest::TearDown();
+    LibraryTest::SetUp();
   }
 
   // Median GPU time of one call of `run_once`, as a captured graph of kRuns calls.
@@ -148,7 +141,7 @@ class ConvAlgoBench : public GpuTest {
     cfg.workspace_limit = size_t(1) << 30;
     cfg.allow_fusion = false;
     cfg.force_algo = algo;
-    auto conv = cuda::CudnnConv::create(m_cudnn, cfg, dx.view(), dy.view());
+    auto conv = cuda::CudnnConv::create(cudnn(), cfg, dx.view(), dy.view());
     if (!conv.ok()) {
       r.why = conv.status().to_string().substr(0, 60);
       cudaGetLastError();
@@ -162,7 +155,7 @@ class ConvAlgoBench : public GpuTest {
     void* dw = nullptr;
     EXPECT_EQ(cudaSuccess, cudaMalloc(&dw, w_host.size() * 4));
     EXPECT_EQ(cudaSuccess, to_device(dw, w_host.data(), w_host.size() * 4));
-    const Status st = (*conv)->run(m_cudnn, dx.view(), dw, nullptr, dy.view(), ws, r.workspace, stream());
+    const Status st = (*conv)->run(cudnn(), dx.view(), dw, nullptr, dy.view(), ws, r.workspace, stream());
     if (st.ok()) {
       if (want != nullptr) {
         record_error(dy, *want, stream(), &r, got_out);
@@ -171,7 +164,7 @@ class ConvAlgoBench : public GpuTest {
         EXPECT_EQ(cudaSuccess, dy.download(got_out, &touched, &first, stream()));
       }
       const cuda::CudnnConv& c = **conv;
-      r.us = time_us([&](cudaStream_t st) { return c.run(m_cudnn, dx.view(), dw, nullptr, dy.view(), ws, r.workspace, st); });
+      r.us = time_us([&](cudaStream_t st) { return c.run(cudnn(), dx.view(), dw, nullptr, dy.view(), ws, r.workspace, st); });
       r.ran = true;
     } else {
       r.why = st.to_string().substr(0, 60);
@@ -235,7 +228,7 @@ class ConvAlgoBench : public GpuTest {
       cfg.allow_fusion = false;
       cfg.force_algo = int(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
       cfg.accumulate = c0 > 0;
-      auto conv = cuda::CudnnConv::create(m_cudnn, cfg, ch.x.view(), dy.view());
+      auto conv = cuda::CudnnConv::create(cudnn(), cfg, ch.x.view(), dy.view());
       if (!conv.ok()) {
         r.why = conv.status().to_string().substr(0, 60);
         for (Chunk& k : chunks) cudaFree(k.w);
@@ -252,7 +245,7 @@ class ConvAlgoBench : public GpuTest {
     }
     auto run_all = [&](cudaStream_t st) -> Status {
       for (const Chunk& ch : chunks) {
-        const Status s1 = ch.conv->run(m_cudnn, ch.x.view(), ch.w, nullptr, dy.view(), ws, ws_bytes, st);
+        const Status s1 = ch.conv->run(cudnn(), ch.x.view(), ch.w, nullptr, dy.view(), ws, ws_bytes, st);
         if (!s1.ok()) return s1;
       }
       return Status();
@@ -287,34 +280,33 @@ class ConvAlgoBench : public GpuTest {
     cfg.params.batch_normalize = false;
     cfg.form = form;
     cfg.workspace_limit = size_t(1) << 30;
-    auto conv = cuda::Tf32x3Conv::create(m_cudnn, cfg, dx.view(), dy.view());
+    auto conv = cuda::Tf32x3Conv::create(cudnn(), cfg, dx.view(), dy.view());
     if (!conv.ok()) {
       r.why = conv.status().message().substr(0, 60);
       cudaGetLastError();
       return r;
     }
     r.workspace = (*conv)->workspace_bytes();
-    void *ws = nullptr, *dw = nullptr;
-    EXPECT_EQ(cudaSuccess, cudaMalloc(&ws, r.workspace));
-    EXPECT_EQ(cudaSuccess, cudaMalloc(&dw, ohwi.size() * 4));
-    EXPECT_EQ(cudaSuccess, to_device(dw, ohwi.data(), ohwi.size() * 4));
+    auto ws = cuda::DeviceBuffer::alloc(r.workspace);
+    auto dw = cuda::DeviceBuffer::alloc(ohwi.size() * 4);
+    if (!ws.ok() || !dw.ok()) {
+      ADD_FAILURE() << "no device memory for the 3xTF32 conv of " << cs.name();
+      return r;
+    }
+    EXPECT_EQ(cudaSuccess, to_device(dw->data(), ohwi.data(), ohwi.size() * 4));
     const cuda::Tf32x3Conv& c = **conv;
     auto once = [&](cudaStream_t st) {
-      return c.run(m_cudnn, m_cublas, dx.view(), static_cast<const float*>(dw), nullptr, dy.view(), ws, r.workspace, st);
+      return c.run(cudnn(), cublas(), dx.view(), static_cast<const float*>(dw->data()), nullptr, dy.view(), ws->data(),
+                   r.workspace, st);
     };
     if (once(stream()).ok()) {
       record_error(dy, want, stream(), &r);
       r.us = time_us(once);
       r.ran = true;
     }
-    cudaFree(dw);
-    cudaFree(ws);
     EXPECT_EQ(cudaSuccess, cudaGetLastError());
     return r;
   }
-
-  cudnnHandle_t m_cudnn = nullptr;
-  cublasHandle_t m_cublas = nullptr;
 };
 
 // The distinct convs of yolov4 at `size`, with how often each occurs.

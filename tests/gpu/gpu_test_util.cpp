@@ -319,6 +319,17 @@ void GpuTest::SetUp() {
   ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
 }
 
+void LibraryTest::SetUp() {
+  GpuTest::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  auto dnn = cuda::make_cudnn();
+  ASSERT_TRUE(dnn.ok()) << dnn.status().to_string();
+  m_cudnn = std::move(dnn).value();
+  auto blas = cuda::make_cublas();
+  ASSERT_TRUE(blas.ok()) << blas.status().to_string();
+  m_cublas = std::move(blas).value();
+}
+
 void GpuTest::TearDown() {
   if (!m_stream) return;
   const cudaError_t sync = cudaStreamSynchronize(m_stream);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/cuda_handles.h"
 #include "kernels/tensor_view.h"
 
 namespace dlr::test {
@@ -143,6 +144,19 @@ class GpuTest : public ::testing::Test {
 
  private:
   cudaStream_t m_stream = nullptr;
+};
+
+// A GpuTest with a cuDNN and a cuBLAS handle of its own (made in SetUp unless the test
+// is skipped; destroyed with the fixture, after TearDown has synchronised the stream).
+class LibraryTest : public GpuTest {
+ protected:
+  void SetUp() override;
+  cudnnHandle_t cudnn() const { return m_cudnn.get(); }
+  cublasHandle_t cublas() const { return m_cublas.get(); }
+
+ private:
+  cuda::CudnnHandle m_cudnn;
+  cuda::CublasHandle m_cublas;
 };
 
 }  // namespace dlr::test
