@@ -259,5 +259,43 @@ TEST_F(Tf32x3Test, BadConfigurationsAreRefused) {
                  "over the limit");
 }
 
+// The launchers of the split patches and of the partial sums refuse bad arguments with
+// one line each, before any CUDA call (so this runs without a device: nothing here is
+// launched, the pointers are never read).
+void expect_error(const Status& st, StatusCode code, const std::string& why) {
+  EXPECT_EQ(st.code(), code) << st.to_string();
+  EXPECT_NE(st.message().find(why), std::string::npos) << st.message() << " (wanted " << why << ")";
+}
+
+TEST(Tf32x3Launchers, BadArgumentsAreRefused) {
+  float* fake = reinterpret_cast<float*>(uintptr_t(256));
+  const TensorView nhwc = TensorView::packed(fake, DType::kF32, Layout::kNHWC, 1, Shape3{8, 6, 6});
+  const TensorView nchw = TensorView::packed(fake, DType::kF32, Layout::kNCHW, 1, Shape3{8, 6, 6});
+  ConvParams p;
+  p.filters = 8;
+  p.size = 3;
+  p.padding = 1;
+  expect_error(cuda::split_tf32_patches(nhwc, p, 6, 6, 24, nullptr, nullptr), StatusCode::kInvalidArgument,
+               "split_tf32_patches: null input or destination");
+  expect_error(cuda::split_tf32_patches(nchw, p, 6, 6, 24, fake, nullptr), StatusCode::kUnsupported,
+               "split_tf32_patches: f32 NHWC input only");
+  ConvParams dilated = p;
+  dilated.dilation = 2;
+  expect_error(cuda::split_tf32_patches(nhwc, dilated, 6, 6, 24, fake, nullptr), StatusCode::kInvalidArgument,
+               "dilation 2");
+  expect_error(cuda::split_tf32_patches(nhwc, p, 6, 6, 0, fake, nullptr), StatusCode::kInvalidArgument,
+               "or chunk 0 out of range");
+  expect_error(cuda::sum_partials(fake, 0, nullptr, Activation::kLinear, false, nhwc, nullptr, Activation::kLinear,
+                                  nullptr),
+               StatusCode::kInvalidArgument, "sum_partials: null partials or output, or 0 parts");
+  expect_error(cuda::sum_partials(fake, 2, nullptr, Activation::kLinear, false, nchw, nullptr, Activation::kLinear,
+                                  nullptr),
+               StatusCode::kUnsupported, "sum_partials: the output must be packed f32 NHWC");
+  const TensorView other = TensorView::packed(fake, DType::kF32, Layout::kNHWC, 1, Shape3{8, 6, 5});
+  expect_error(cuda::sum_partials(fake, 2, nullptr, Activation::kLinear, false, nhwc, &other, Activation::kLinear,
+                                  nullptr),
+               StatusCode::kInvalidArgument, "sum_partials: the residual must be f32 with the output's shape");
+}
+
 }  // namespace
 }  // namespace dlr::test
