@@ -63,8 +63,8 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
   p.weight_format = options.weight_format;
   if (device == DeviceKind::kCPU) return p;  // fp32 NCHW, strided views everywhere
   const bool f16 = options.precision == Precision::kFP16;
-  // Auto layout (measured on the H100, yolov4 @608): tensor-core precisions run faster
-  // in NHWC (fp16 1.88 vs 2.67 ms, tf32 2.45 vs 3.19 ms); strict fp32 in NCHW (8.1 vs 9.0 ms).
+  // Auto layout without a target: NHWC for the tensor-core precisions, NCHW for strict
+  // fp32 (compile() resolves fp32's auto for its target first: resolved_layout).
   const bool tensor_cores = options.precision != Precision::kFP32;
   p.layout = options.layout < 0 ? (tensor_cores ? Layout::kNHWC : Layout::kNCHW)
                                 : (options.layout == 1 ? Layout::kNHWC : Layout::kNCHW);
@@ -79,6 +79,13 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
   // A shortcut after a conv runs in that conv's epilogue (runtime/compile/fusion.h).
   p.fold_shortcuts = options.fusion != Fusion::kOff && !options.keep_all_outputs;
   return p;
+}
+
+int resolved_layout(const Target& target, const SessionOptions& options, const EngineSettings& engine) {
+  if (options.layout >= 0 || options.device != DeviceKind::kCUDA || options.precision != Precision::kFP32)
+    return options.layout;
+  const bool x3 = target.tf32_tensor_cores && engine.times_fp32_algorithms() && options.mode == WeightMode::kPreload;
+  return x3 ? 1 : 0;
 }
 
 EngineSettings engine_settings(const SessionOptions& o, const CompileInputs& inputs) {
@@ -133,7 +140,9 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   m.options = std::make_shared<const SessionOptions>(options);
   m.engine = engine_settings(options, inputs);
   m.letterbox = options.letterbox < 0 ? net.net.letter_box : options.letterbox != 0;
-  DLR_ASSIGN_OR_RETURN(m.plan, build_plan(net, planner_options(options.device, options)));
+  SessionOptions planned = options;
+  planned.layout = resolved_layout(target, options, m.engine);
+  DLR_ASSIGN_OR_RETURN(m.plan, build_plan(net, planner_options(options.device, planned)));
   DLR_ASSIGN_OR_RETURN(const int64_t slot, choose_slot_bytes(m.plan, target, options, inputs.placement != nullptr));
   SliceOptions slicing = slice_options(options, slot);
   slicing.layer_axis = inputs.slice_axes;

@@ -49,6 +49,15 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
 // The planner options a target and options give (layout and dtypes per precision).
 PlannerOptions planner_options(DeviceKind device, const SessionOptions& options);
 
+// options.layout with auto (-1) resolved for `target`, as compile() plans: unchanged when
+// given, on the CPU and for fp16 and tf32 (planner_options: NHWC). Strict fp32 on a GPU:
+// 1 (NHWC) where its engine measures 3xTF32 tensor-core convs against the FMA ones
+// (engine.times_fp32_algorithms(), a target with TF32 tensor cores) and every weight is
+// resident (preload): the 3xTF32 convs' split operands need workspace that a bounded weight
+// pool would not leave (docs/benchmarks.md, "Strict fp32"); 0 (NCHW) otherwise, so plans
+// for storage (plan_for_prepare) and streamed plans keep NCHW.
+int resolved_layout(const Target& target, const SessionOptions& options, const EngineSettings& engine);
+
 // The plan whose weight blobs a storage run with `options` reads (layout and dtype from
 // planner_options for options.device, blobs in whole 4 KiB pages as storage plans
 // have them): compile()'s first step without a target or placement, so a CUDA plan can

@@ -245,6 +245,7 @@ nlohmann::json target_json(const Target& t) {
           {"integrated", t.integrated},
           {"memory_bytes", t.memory_bytes},
           {"map_granularity", t.map_granularity},
+          {"tf32_tensor_cores", t.tf32_tensor_cores},
           {"copy_profile_source", t.copy_profile_source},
           // A target without copies (the CPU) has no profile: null.
           {"copy_profile", t.copy_profile.name.empty() ? nlohmann::json() : copy_profile_to_json(t.copy_profile)},
@@ -259,6 +260,7 @@ Status read_target(const nlohmann::json& j, const std::string& what, Target* t) 
   j.at("integrated").get_to(t->integrated);
   j.at("memory_bytes").get_to(t->memory_bytes);
   j.at("map_granularity").get_to(t->map_granularity);
+  if (j.contains("tf32_tensor_cores")) j.at("tf32_tensor_cores").get_to(t->tf32_tensor_cores);
   if (j.contains("copy_profile_source")) j.at("copy_profile_source").get_to(t->copy_profile_source);
   if (!j.at("copy_profile").is_null()) {
     DLR_ASSIGN_OR_RETURN(t->copy_profile, copy_profile_from_json(j.at("copy_profile"), what + ": copy_profile"));

@@ -43,6 +43,13 @@ struct EngineSettings {
   bool prefetch_reads = true;     // weights from storage: read the next inference's first units ahead
   bool warm_up_at_open = false;   // CUDA: a warm-up run at open even where no graph is captured after it
   Fusion fusion = Fusion::kOff;   // CUDA: which convs run as one cuDNN graph (the plan folds the shortcuts)
+
+  // Whether a CUDA engine times strict fp32's conv algorithms at open (FMA algorithms and,
+  // on NHWC plans, 3xTF32 convs) and keeps the choices: fp32, the algorithm cache on,
+  // cudnnFind off, and buffers of its own (a Runtime's engines run nothing at open).
+  bool times_fp32_algorithms() const {
+    return precision == Precision::kFP32 && cache_conv_algos && !find_algorithms && !shared_memory && !shared_ring;
+  }
 };
 
 // Everything the engines need, and nothing they must work out themselves.

@@ -15,6 +15,7 @@ struct Target {
   bool integrated = false;      // GPU shares the host's DRAM (Jetson)
   int64_t memory_bytes = 0;     // device memory in all (0: unknown)
   int64_t map_granularity = 0;  // virtual-memory mapping unit; 0: no VMM, so no ring pool
+  bool tf32_tensor_cores = false;  // compute capability >= 8.0 (3xTF32 convs for strict fp32)
   CopyProfile copy_profile;     // host-to-device copies (stream mode)
   std::string copy_profile_source;  // where copy_profile came from (auto: cache, probe or nearest built-in)
   // Set when copy_profile was calibrated inside an inference (streaming/copy_calibration.h):

@@ -57,6 +57,7 @@ Expected<Target> cuda_target(int device, const std::string& copy_profile) {
   t.name = cuda_device_description(device);
   t.integrated = prop.integrated != 0;
   t.memory_bytes = int64_t(prop.totalGlobalMem);
+  t.tf32_tensor_cores = prop.major >= 8;
   DLR_ASSIGN_OR_RETURN(t.map_granularity, cuda::MirroredBuffer::granularity(device));
   if (copy_profile.empty()) return t;  // no copies planned (preload): no profile
   if (copy_profile != "auto") {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/compile/compiled_model.h"
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/session_fixtures.h"
@@ -51,7 +52,7 @@ nlohmann::json read_algo_cache(const std::string& dir) {
   return text.empty() ? nlohmann::json() : nlohmann::json::parse(text)["algos"];
 }
 
-// yolov4-tiny @416 strict fp32 on `layout` (-1 auto: NCHW, 1 NHWC): the CPU reference,
+// yolov4-tiny @416 strict fp32 on `layout` (0 NCHW, 1 NHWC): the CPU reference,
 // a run whose choices are not kept (cuDNN's, nothing timed), and with the choices kept in
 // a fresh cache directory a first open, a second and a streamed one, and the file after.
 struct ChoiceRuns {
@@ -106,7 +107,7 @@ void expect_timed_once(const ChoiceRuns& r) {
 TEST(AlgoChoiceGpu, StrictFp32TimesOnceKeepsTheBitsAndTheAccuracy) {
   DLR_REQUIRE_GPU();
   DLR_REQUIRE_SHARED_DIR();
-  const ChoiceRuns r = run_choices(-1, 9, "algo-choice-cache");
+  const ChoiceRuns r = run_choices(0, 9, "algo-choice-cache");
   ASSERT_TRUE(r.ok());
   expect_timed_once(r);
   int timed = 0;
@@ -156,6 +157,39 @@ TEST(AlgoChoiceGpu, StrictFp32NhwcRunsThreeTf32WhereItWins) {
               r.first.timing.algos_timed, r.first.timing.algo_choice_ms, r.first.timing.algos_changed, x3, gemm,
               worst, worst_fma);
   EXPECT_LE(worst, 1e-4);
+}
+
+// Strict fp32's auto layout on this GPU (runtime/compile/compile.h, resolved_layout): a
+// preload with the kernel cache is NHWC (3xTF32 convs timed) where the GPU has TF32 tensor
+// cores, NCHW where it has not; without the cache and streamed it is NCHW.
+TEST(AlgoChoiceGpu, StrictFp32AutoLayoutFollowsTheGpu) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  const std::string cfg = required_shared_file("models/yolov4-tiny.cfg");
+  const std::string weights = synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  int major = 0, device = 0;
+  ASSERT_EQ(cudaSuccess, cudaGetDevice(&device));
+  ASSERT_EQ(cudaSuccess, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  const std::string dir = temp_dir() + "/algo-choice-auto-cache";
+  std::filesystem::remove_all(dir);
+  setenv("DLR_CACHE_DIR", dir.c_str(), 1);
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP32;
+  const auto layout_of = [&](const SessionOptions& so) {
+    auto s = Session::open(cfg, weights, so);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (!s.ok()) return Layout::kNCHW;
+    EXPECT_EQ((*s)->model().target.tf32_tensor_cores, major >= 8);
+    return (*s)->model().plan.options.layout;
+  };
+  EXPECT_EQ(layout_of(o), Layout::kNCHW);  // no kernel cache: nothing is timed
+  o.cache_kernel_times = true;
+  EXPECT_EQ(layout_of(o), major >= 8 ? Layout::kNHWC : Layout::kNCHW);
+  o.mode = WeightMode::kStream;
+  EXPECT_EQ(layout_of(o), Layout::kNCHW);
+  unsetenv("DLR_CACHE_DIR");
 }
 
 }  // namespace

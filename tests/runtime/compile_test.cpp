@@ -244,6 +244,62 @@ TEST(Compile, EveryDarknetCfgRoundTrips) {
     EXPECT_TRUE(kinds.count(k)) << layer_kind_name(k);
 }
 
+// Strict fp32's auto layout follows the target and what the engine will measure: NHWC
+// (3xTF32 convs timed against the FMA ones) only for a preload with the kernel cache on,
+// cudnnFind off, buffers of its own and a GPU with TF32 tensor cores; NCHW otherwise. A
+// given layout and the tensor-core precisions are unaffected; the choice is in the plan
+// and in the target's JSON.
+TEST(Compile, StrictFp32AutoLayoutFollowsTheTarget) {
+  auto net = tiny();
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  Target tc = gpu_target();
+  tc.tf32_tensor_cores = true;
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP32;
+  o.cache_kernel_times = true;
+  const auto layout_of = [&](const Target& t, const SessionOptions& so, bool shared = false) {
+    CompileInputs in;
+    in.shared_memory = shared;
+    Expected<CompiledModel> m = compile(*net, t, so, in);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    return m.ok() ? m->plan.options.layout : Layout::kNCHW;
+  };
+  EXPECT_EQ(layout_of(tc, o), Layout::kNHWC);
+  EXPECT_EQ(layout_of(gpu_target(), o), Layout::kNCHW);  // no TF32 tensor cores
+  EXPECT_EQ(layout_of(tc, o, true), Layout::kNCHW);      // a Runtime's model
+  SessionOptions v = o;
+  v.cache_kernel_times = false;
+  EXPECT_EQ(layout_of(tc, v), Layout::kNCHW);
+  v = o;
+  v.find_algorithms = true;
+  EXPECT_EQ(layout_of(tc, v), Layout::kNCHW);
+  v = o;
+  v.mode = WeightMode::kStream;
+  EXPECT_EQ(layout_of(tc, v), Layout::kNCHW);
+  v = o;
+  v.layout = 0;
+  EXPECT_EQ(layout_of(tc, v), Layout::kNCHW);
+  v.layout = 1;
+  EXPECT_EQ(layout_of(gpu_target(), v), Layout::kNHWC);
+  v = o;
+  v.precision = Precision::kTF32;
+  EXPECT_EQ(layout_of(gpu_target(), v), Layout::kNHWC);
+  // The prepared file's plan is made without a target: storage runs stream, so NCHW.
+  v = o;
+  v.mode = WeightMode::kStream;
+  v.weights_from = WeightsFrom::kStorage;
+  Expected<ExecutionPlan> prepared = plan_for_prepare(*net, v);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
+  EXPECT_EQ(prepared->options.layout, Layout::kNCHW);
+  Expected<CompiledModel> m = compile(*net, tc, o);
+  ASSERT_TRUE(m.ok());
+  Expected<CompiledModel> back = compiled_model_from_json(compiled_model_to_json(*m), "round trip");
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_TRUE(back->target.tf32_tensor_cores);
+  EXPECT_EQ(back->plan.options.layout, Layout::kNHWC);
+}
+
 TEST(Compile, Errors) {
   auto net = tiny();
   ASSERT_TRUE(net.ok());

@@ -78,8 +78,9 @@ TEST(SessionFlags, FlagTextsBecomeOptionValues) {
   EXPECT_DOUBLE_EQ(o->max_slowdown, 0.1);
   EXPECT_EQ(o->weight_budget, WeightBudget::percent(25));
   o = options_of(FlagTool::kDlrun, "--device cuda --mode stream --weights-from storage --zero-copy on "
-                                   "--read-block 64KiB --host-budget min --prefetch-reads off --no-graph");
+                                   "--read-block 64KiB --host-budget min --prefetch-reads off --no-graph --layout nhwc");
   ASSERT_TRUE(o.ok()) << o.status().to_string();
+  EXPECT_EQ(o->layout, 1);
   EXPECT_EQ(o->zero_copy, 1);
   EXPECT_EQ(o->read_block_bytes, 65536);
   EXPECT_EQ(o->host_budget, 0);
@@ -146,6 +147,8 @@ TEST(SessionFlags, RefusalsAndBadTextsAreOneLine) {
   EXPECT_EQ(set_session_flag(FlagTool::kDlbench, "zero_copy", "maybe", &s).message(),
             "--zero-copy maybe: expected auto, on or off");
   EXPECT_EQ(set_session_flag(FlagTool::kDlbench, "device", "gpu", &s).message(), "--device gpu: expected cuda or cpu");
+  EXPECT_EQ(set_session_flag(FlagTool::kDlbench, "layout", "nwhc", &s).message(),
+            "--layout nwhc: expected auto, nchw or nhwc");
 }
 
 TEST(SessionFlags, DlbenchResetsWhatDoesNotApply) {

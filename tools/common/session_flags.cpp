@@ -135,6 +135,11 @@ std::vector<SessionFlag> device_rows() {
           "kernel cache: per configuration the faster of the two, timed at the first open and kept; else "
           "epilogue) or off (a pass each)")
           .dflt("auto").one_of("auto,off,epilogue,cudnn"),
+      Row("--layout", "layout", A::kCuda,
+          "cuda: activation layout: auto (NHWC for fp16 and tf32; for fp32 NHWC with 3xTF32 tensor-core convs where "
+          "the kernel cache is on, every weight is resident and the GPU has TF32 tensor cores, which costs workspace "
+          "for their split operands; else NCHW), nchw or nhwc")
+          .dflt("auto").words("auto,nchw,nhwc", "-1,0,1").sweep(),
       Row("--find", "find_algorithms", A::kCuda,
           "cuda: time cuDNN's algorithms at open (cudnnFind) instead of taking its heuristics' first, and with "
           "--fusion auto the fastest of up to four cuDNN engines per fused graph (a longer first open; kept with "

@@ -31,7 +31,6 @@ struct Args {
   std::string report;
   bool warm_up_at_open = false;
   bool find = false;
-  std::string layouts = "auto";
   bool simulate = false;
   bool cold = false;  // drop the prepared file from the page cache before each configuration
   bool startup_floor = false;  // --startup-floor: time the smallest CUDA open, alone in this process

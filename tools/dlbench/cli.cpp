@@ -130,7 +130,6 @@ void add_device_and_storage_options(CLI::App& app, Args* a) {
 
 // Iterations, outputs, and what a CUDA open does.
 void add_run_options(CLI::App& app, Args* a) {
-  app.add_option("--layout", a->layouts, "auto,nchw,nhwc (comma-separated; cuda)");
   app.add_option("--iters", a->iters, "timed iterations (default 50)")->check(CLI::Range(1, 100000));
   app.add_option("--period-ms", a->period_ms,
                  "begin the timed inferences this many ms apart, like a camera's frames (default 0: back to back; "

@@ -15,7 +15,7 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
   const auto list = [&](const char* option) { return split(a.session.text(option)); };
   for (const std::string& precision : device == "cpu" ? split("fp32") : list("precision"))
    for (const std::string& format : list("weight_format"))
-    for (const std::string& layout : split(device == "cpu" ? std::string("auto") : a.layouts))
+    for (const std::string& layout : device == "cpu" ? split("auto") : list("layout"))
       for (const std::string& b : list("batch"))
         for (const std::string& slot : list("slot_bytes"))
         for (const std::string& budget : stream ? list("weight_budget") : split(none))
@@ -37,18 +37,6 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
                   }
 }
 
-// The layout of --layout into opt->layout.
-Status layout_option(const std::string& layout, SessionOptions* opt) {
-  if (layout == "nchw") {
-    opt->layout = 0;
-  } else if (layout == "nhwc") {
-    opt->layout = 1;
-  } else if (layout != "auto") {
-    return invalid_argument("--layout " + layout + ": expected auto, nchw or nhwc");
-  }
-  return Status();
-}
-
 // The texts of one configuration: its item of every list; the flags that do not apply to
 // it (stream-mode ones outside stream mode, storage ones reading from host, zero copy on
 // the CPU) at their defaults, as apply_session_flags() must not refuse them here.
@@ -58,7 +46,7 @@ SessionFlagTexts config_texts(const Args& a, const Config& c) {
       {"device", c.device}, {"precision", c.precision}, {"mode", c.mode == "cpu" ? "preload" : c.mode},
       {"batch", std::to_string(c.batch)}, {"weight_budget", c.budget}, {"weight_pool", c.pool},
       {"unit_search", c.units}, {"residency", c.residency}, {"weights_from", c.from}, {"zero_copy", c.zero},
-      {"slot_bytes", c.slot}, {"weight_format", c.format}};
+      {"slot_bytes", c.slot}, {"weight_format", c.format}, {"layout", c.layout}};
   for (const auto& [option, text] : items) t.set(option, text);
   reset_inapplicable(&t);
   if (c.device != "cuda") t.reset("zero_copy");
@@ -94,7 +82,6 @@ Expected<SessionOptions> config_options(const Args& a, const Config& c) {
   opt.warm_up_at_open = a.warm_up_at_open;
   opt.find_algorithms = a.find;
   opt.profile_layers = false;  // timed runs use the graph; profiling is a separate session (measure.cpp)
-  DLR_RETURN_IF_ERROR(layout_option(c.layout, &opt));
   DLR_RETURN_IF_ERROR(validate_options(opt));
   return opt;
 }

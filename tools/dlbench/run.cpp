@@ -53,7 +53,6 @@ Status check_cuda_only(const Args& a) {
     if (d == "cuda") return Status();
   const std::pair<const char*, bool> cuda_only[] = {{"--mode", a.session.changed("mode")},
                                                     {"--precision", a.session.changed("precision")},
-                                                    {"--layout", a.layouts != Args().layouts},
                                                     {"--find", a.find},
                                                     {"--warm-up-at-open", a.warm_up_at_open}};
   for (const auto& [name, set] : cuda_only)

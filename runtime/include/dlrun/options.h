@@ -88,9 +88,11 @@ struct Options {
   bool arena_staging = true;
   double max_slowdown = 0.05;         // weight_budget "auto": at most this fraction slower than preload
   double latency_target_ms = 0;       // weight_budget "auto": > 0 replaces max_slowdown
-  // -1 auto (NHWC for fp16/tf32, NCHW for fp32); 0 NCHW; 1 NHWC. CUDA fp32 on NHWC with
-  // cache_kernel_times: 3xTF32 tensor-core convs where the first open measures them faster
-  // (within the strict tolerance; more workspace: docs/benchmarks.md, "Strict fp32").
+  // -1 auto; 0 NCHW; 1 NHWC. auto: NHWC for fp16 and tf32; strict fp32 NHWC where the first
+  // open times 3xTF32 tensor-core convs against the FMA ones (cache_kernel_times on, preload,
+  // find_algorithms off, not a Runtime's model, a GPU with TF32 tensor cores), else NCHW.
+  // CUDA fp32 on NHWC with cache_kernel_times: 3xTF32 convs where measured faster (within
+  // the strict tolerance; more workspace: docs/benchmarks.md, "Strict fp32").
   int layout = -1;
   bool cuda_graph = true;             // capture the network once and replay it
   bool profile_layers = false;        // per-layer CUDA event timing for Report::layers
