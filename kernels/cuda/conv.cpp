@@ -413,9 +413,21 @@ Status CudnnConv::Impl::query_algo(cudnnHandle_t handle) {
 
 Status CudnnConv::Impl::choose_algo(cudnnHandle_t handle, const std::string& key) {
   if (config.force_algo >= 0) {
+    // The key names the forced algorithm: its entry is this configuration's workspace size.
     algo = cudnnConvolutionFwdAlgo_t(config.force_algo);
-    DLR_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
-                                                            y_desc.get(), algo, &workspace));
+    cudnnConvolutionFwdAlgo_t cached{};
+    int64_t cached_ws = -1;
+    if (AlgoCache::process().lookup(key, &cached, &cached_ws) && cached == algo && cached_ws >= 0) {
+      workspace = size_t(cached_ws);
+      info.from_cache = true;
+      info.workspace_cached = true;
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      DLR_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
+                                                              y_desc.get(), algo, &workspace));
+      info.workspace_ms += ms_since(t0);
+      AlgoCache::process().store(key, algo, int64_t(workspace));
+    }
     if (workspace > config.workspace_limit)
       return out_of_memory("conv " + desc + ": forced algorithm " + conv_algo_name(algo) + " needs " +
                            std::to_string(workspace) + " bytes of workspace, over the limit");

@@ -164,9 +164,14 @@ Status CudaEngine::make_concat_conv(const Step& st, const std::string& cfg_path)
                                      int(parts.size()), view(st.output));
   if (!cc.ok()) return layer_error(cfg_path, st, cc.status());
   m_concat_convs[size_t(st.index)] = std::move(cc).value();
-  if (!m_cublas) {
-    DLR_ASSIGN_OR_RETURN(m_cublas, cuda::make_cublas());
-  }
+  return make_cublas();
+}
+
+Status CudaEngine::make_cublas() {
+  if (m_cublas) return Status();
+  const auto t0 = Clock::now();
+  DLR_ASSIGN_OR_RETURN(m_cublas, cuda::make_cublas());
+  m_open_timing.cublas_handle_ms += ms_since(t0);
   return Status();
 }
 
@@ -174,9 +179,7 @@ Expected<std::unique_ptr<cuda::Tf32x3Conv>> CudaEngine::make_x3_conv(const Step&
   cuda::Tf32x3Config cfg;
   cfg.params = std::get<ConvParams>(st.params);
   cfg.form = algo == kAlgo3xTf32Gemm ? cuda::Tf32x3Form::kGemm : cuda::Tf32x3Form::kChunks;
-  if (cfg.form == cuda::Tf32x3Form::kGemm && !m_cublas) {
-    DLR_ASSIGN_OR_RETURN(m_cublas, cuda::make_cublas());
-  }
+  if (cfg.form == cuda::Tf32x3Form::kGemm) DLR_RETURN_IF_ERROR(make_cublas());
   cfg.workspace_limit = size_t(m_options.workspace_limit);
   cfg.accumulate = st.accumulate;
   return cuda::Tf32x3Conv::create(m_cudnn.get(), cfg, view(st.inputs[0]), view(st.output));
@@ -186,8 +189,11 @@ Expected<std::unique_ptr<cuda::Tf32x3Conv>> CudaEngine::make_x3_conv(const Step&
 // Tf32x3Conv is made (no cuDNN query), and nothing is timed for it again.
 Status CudaEngine::make_x3_step(const Step& st, int algo, const std::string& cfg_path, const std::string& conv_key,
                                 const std::string& process_key, const ConvAlgoChoice* kept, ConvAlgoMap* chosen) {
+  const auto t0 = Clock::now();
   auto made = make_x3_conv(st, algo);
+  m_open_timing.x3_setup_ms += ms_since(t0);
   if (!made.ok()) return layer_error(cfg_path, st, made.status());
+  m_open_timing.convs_x3 += 1;
   ConvAlgoChoice choice{algo, int64_t((*made)->workspace_bytes())};
   if (kept != nullptr && kept->algo == algo) choice.ms = kept->ms;
   register_x3_choice(process_key, algo);

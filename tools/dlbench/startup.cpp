@@ -45,6 +45,9 @@ nlohmann::json engine_open_json(const EngineOpenTiming& e, bool cuda) {
             {"fused_choice_ms", e.fused_choice_ms},
             {"fused_timed", e.fused_timed},
             {"fused_slower", e.fused_slower},
+            {"x3_setup_ms", e.x3_setup_ms},
+            {"convs_x3", e.convs_x3},
+            {"cublas_handle_ms", e.cublas_handle_ms},
             {"algo_cache", e.algo_cache},
             {"algo_cache_path", e.algo_cache_path}});
   return j;

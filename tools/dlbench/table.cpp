@@ -66,6 +66,9 @@ void print_engine_cuda(const nlohmann::json& en) {
                 en.value("fused_ms", 0.0), en.value("convs_fused", 0), en.value("fused_refused", 0),
                 en.value("fused_loaded", 0), en.value("fused_choice_ms", 0.0), en.value("fused_timed", 0),
                 en.value("fused_slower", 0));
+  if (en.value("convs_x3", 0) > 0)
+    std::printf(", 3xTF32 convs %.1f (%d convs)", en.value("x3_setup_ms", 0.0), en.value("convs_x3", 0));
+  if (en.value("cublas_handle_ms", 0.0) > 0) std::printf(", cuBLAS handle %.1f", en.value("cublas_handle_ms", 0.0));
 }
 
 // The startup line; the CUDA phases only where the JSON has them (startup_json: not on the CPU).
