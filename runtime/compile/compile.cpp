@@ -88,6 +88,25 @@ int resolved_layout(const Target& target, const SessionOptions& options, const E
   return x3 ? 1 : 0;
 }
 
+namespace {
+
+// Why strict fp32's auto layout is what resolved_layout() made it (a note of the model);
+// empty where the layout was given or the precision has one layout.
+std::string layout_note(const Target& target, const SessionOptions& options, const EngineSettings& engine) {
+  if (options.layout >= 0 || options.device != DeviceKind::kCUDA || options.precision != Precision::kFP32) return "";
+  if (resolved_layout(target, options, engine) == 1)
+    return "layout: NHWC, so that strict fp32's convs may run as 3xTF32 on the tensor cores where the first open "
+           "measures them faster (their split operands take workspace; layout nchw: none)";
+  const char* why = !target.tf32_tensor_cores            ? "the GPU has no TF32 tensor cores"
+                    : options.mode != WeightMode::kPreload ? "the weights stream (3xTF32's workspace would outgrow a "
+                                                             "bounded weight pool)"
+                                                           : "nothing is timed at open (the kernel cache off, "
+                                                             "cudnnFind on, or a Runtime's shared buffers)";
+  return std::string("layout: NCHW for strict fp32 with FMA convs: ") + why;
+}
+
+}  // namespace
+
 EngineSettings engine_settings(const SessionOptions& o, const CompileInputs& inputs) {
   EngineSettings e;
   e.device = o.device;
@@ -143,6 +162,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   SessionOptions planned = options;
   planned.layout = resolved_layout(target, options, m.engine);
   DLR_ASSIGN_OR_RETURN(m.plan, build_plan(net, planner_options(options.device, planned)));
+  if (std::string note = layout_note(target, options, m.engine); !note.empty()) m.notes.push_back(std::move(note));
   DLR_ASSIGN_OR_RETURN(const int64_t slot, choose_slot_bytes(m.plan, target, options, inputs.placement != nullptr));
   SliceOptions slicing = slice_options(options, slot);
   slicing.layer_axis = inputs.slice_axes;

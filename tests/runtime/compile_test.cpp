@@ -298,6 +298,17 @@ TEST(Compile, StrictFp32AutoLayoutFollowsTheTarget) {
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_TRUE(back->target.tf32_tensor_cores);
   EXPECT_EQ(back->plan.options.layout, Layout::kNHWC);
+  // The plan's text says why.
+  EXPECT_NE(m->to_text().find("note: layout: NHWC, so that strict fp32's convs may run as 3xTF32"), std::string::npos);
+  v = o;
+  v.mode = WeightMode::kStream;
+  Expected<CompiledModel> streamed = compile(*net, tc, v);
+  ASSERT_TRUE(streamed.ok()) << streamed.status().to_string();
+  EXPECT_NE(streamed->to_text().find("note: layout: NCHW for strict fp32 with FMA convs: the weights stream"),
+            std::string::npos);
+  Expected<CompiledModel> older = compile(*net, gpu_target(), o);
+  ASSERT_TRUE(older.ok());
+  EXPECT_NE(older->to_text().find("the GPU has no TF32 tensor cores"), std::string::npos);
 }
 
 TEST(Compile, Errors) {
