@@ -461,7 +461,8 @@ TEST_F(PreparedFileTest, AnotherPrecisionOrLayoutIsRefused) {
   const ExecutionPlan fp32 = plan(false);
   const std::string path = write(fp32);
   expect_refused(path, plan(true, 0), nullptr, "dtype f32, the run uses f16");   // fp16 NCHW
-  expect_refused(path, plan(true, 1), nullptr, "layout NCHW, the run uses NHWC"); // fp16 NHWC
+  expect_refused(path, plan(true, 1), nullptr,  // fp16 NHWC
+                 "layout NCHW, the run uses NHWC (give the run the file's layout, --layout");
   // And the source refuses a blob asked for in another dtype or layout.
   Expected<PreparedFile> f = PreparedFile::open(path, fp32, nullptr);
   ASSERT_TRUE(f.ok());
