@@ -154,7 +154,7 @@ Status check_plan(const std::string& path, const unsigned char* h, const Prepare
   if (id.layout != plan.options.layout)
     return invalid_argument(made + "layout " + layout_code_name(h[65]) + ", the run uses " +
                             layout_name(plan.options.layout) +
-                            " (give the run the file's layout, --layout, or prepare it again with this run's device, "
+                            " (set the run's layout to the file's, or prepare it again with this run's device, "
                             "precision and layout)");
   if (plan.options.weight_format != id.format)
     return invalid_argument(made + "weight format " + weight_format_name(id.format) + ", the run uses " +

@@ -462,7 +462,7 @@ TEST_F(PreparedFileTest, AnotherPrecisionOrLayoutIsRefused) {
   const std::string path = write(fp32);
   expect_refused(path, plan(true, 0), nullptr, "dtype f32, the run uses f16");   // fp16 NCHW
   expect_refused(path, plan(true, 1), nullptr,  // fp16 NHWC
-                 "layout NCHW, the run uses NHWC (give the run the file's layout, --layout");
+                 "layout NCHW, the run uses NHWC (set the run's layout to the file's");
   // And the source refuses a blob asked for in another dtype or layout.
   Expected<PreparedFile> f = PreparedFile::open(path, fp32, nullptr);
   ASSERT_TRUE(f.ok());
