@@ -199,6 +199,13 @@ __device__ __forceinline__ Chw decompose_memory_order(const TensorView& v, uint3
 constexpr int kBlockThreads = 256;
 constexpr int kMaxBlocksX = 4096;  // grid-stride loops cover the rest
 
+// Blocks of kBlockThreads for a 1-D grid-stride loop over `threads` items (at most
+// 65535 x 8; the loop covers the rest).
+inline unsigned grid_stride_blocks(int64_t threads) {
+  const int64_t blocks = (threads + kBlockThreads - 1) / kBlockThreads;
+  return unsigned(blocks < 65535 * 8 ? blocks : 65535 * 8);
+}
+
 // Grid for a kernel that runs blockIdx.y over the n images and a grid-stride
 // loop over `per_image` work items with blockIdx.x/threadIdx.x. *empty is set
 // when there is nothing to do (no launch then). Errors: per_image must fit a

@@ -41,7 +41,7 @@ Status launch(const int8_t* src, const float* scales, int64_t filters, int64_t r
   const int64_t count = filters * row;
   const bool quads = row % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 4 == 0;
   const int64_t threads = quads ? count / 4 : count;
-  const unsigned blocks = unsigned(std::min<int64_t>((threads + kBlockThreads - 1) / kBlockThreads, 65535 * 8));
+  const unsigned blocks = grid_stride_blocks(threads);
   if (quads)
     dequantize4_kernel<<<blocks, kBlockThreads, 0, stream>>>(reinterpret_cast<const char4*>(src), scales,
                                                              uint32_t(threads), uint32_t(row / 4), dst);

@@ -1,7 +1,6 @@
 // sum_partials (cuda_ops.h): the epilogue of a conv computed as partial sums (the grouped
 // form of the 3xTF32 conv, conv_3xtf32.h). One thread per output element; consecutive
 // threads take consecutive channels, so every partial's loads are coalesced.
-#include <algorithm>
 #include <string>
 
 #include "kernels/cuda/activation.cuh"
@@ -56,8 +55,7 @@ Status sum_partials(const float* partials, int parts, const float* bias, Activat
   PartialSum s{partials, parts, bias, act, accumulate, residual != nullptr ? *residual : TensorView{}, residual_act};
   const int64_t pixels = int64_t(out.n) * out.h * out.w, count = pixels * out.c;
   if (count == 0) return Status();
-  const unsigned blocks = unsigned(std::min<int64_t>((count + kBlockThreads - 1) / kBlockThreads, 65535 * 8));
-  sum_partials_kernel<<<blocks, kBlockThreads, 0, stream>>>(s, static_cast<float*>(out.data), pixels, out.c, out.h,
+  sum_partials_kernel<<<grid_stride_blocks(count), kBlockThreads, 0, stream>>>(s, static_cast<float*>(out.data), pixels, out.c, out.h,
                                                             out.w);
   DLR_CUDA_LAUNCH_CHECK("sum_partials_kernel");
   return Status();

@@ -1,7 +1,6 @@
 // split_tf32 and split_tf32_patches (cuda_ops.h): f32 rows split into their TF32 high
 // part and the f32 remainder, chunk by chunk, as the operands of a 3xTF32 convolution
 // (conv_3xtf32.h). One thread per source element.
-#include <algorithm>
 #include <string>
 
 #include "kernels/cuda/activation.cuh"
@@ -68,10 +67,6 @@ __global__ void split_patches_kernel(TensorView in, Patches p, int chunk, float*
   }
 }
 
-unsigned grid_for(int64_t count) {
-  return unsigned(std::min<int64_t>((count + kBlockThreads - 1) / kBlockThreads, 65535 * 8));
-}
-
 }  // namespace
 
 Status split_tf32(const float* src, int64_t rows, int c, int64_t src_stride, int chunk, Tf32SplitOrder order,
@@ -81,7 +76,7 @@ Status split_tf32(const float* src, int64_t rows, int c, int64_t src_stride, int
                             std::to_string(c) + ", stride " + std::to_string(src_stride) + ", chunk " +
                             std::to_string(chunk) + " out of range");
   if (rows == 0) return Status();
-  split_tf32_kernel<<<grid_for(rows * c), kBlockThreads, 0, stream>>>(src, rows, c, src_stride, chunk, order, layout,
+  split_tf32_kernel<<<grid_stride_blocks(rows * c), kBlockThreads, 0, stream>>>(src, rows, c, src_stride, chunk, order, layout,
                                                                        dst);
   DLR_CUDA_LAUNCH_CHECK("split_tf32_kernel");
   return Status();
@@ -101,7 +96,7 @@ Status split_tf32_patches(const TensorView& in, const ConvParams& p, int oh, int
                             " out of range (no dilation)");
   const int64_t count = int64_t(in.n) * oh * ow * p.size * p.size * in.c;
   if (count == 0) return Status();
-  split_patches_kernel<<<grid_for(count), kBlockThreads, 0, stream>>>(
+  split_patches_kernel<<<grid_stride_blocks(count), kBlockThreads, 0, stream>>>(
       in, Patches{p.size, p.stride_x, p.stride_y, p.padding, oh, ow}, chunk, dst);
   DLR_CUDA_LAUNCH_CHECK("split_patches_kernel");
   return Status();

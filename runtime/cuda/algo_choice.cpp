@@ -55,8 +55,6 @@ void register_x3_choice(const std::string& process_key, int algo) {
   x3_keys()[process_key] = algo;
 }
 
-bool CudaEngine::times_algos() const { return m_options.times_fp32_algorithms(); }
-
 // Times `st`'s 3xTF32 conv (form `algo`) in place of its cuDNN conv; *ms < 0 where it cannot run.
 Status CudaEngine::time_x3(const Step& st, int algo, double* ms, size_t* workspace) {
   *ms = -1;

@@ -252,7 +252,7 @@ Status CudaEngine::make_conv(const Step& st, const std::string& cfg_path, const 
   ConvAlgoChoice choice{int((*conv)->algo()), int64_t((*conv)->workspace_bytes())};
   if (kept != stored.end() && kept->second.algo == choice.algo) choice.ms = kept->second.ms;  // measured earlier
   std::vector<int>& same = m_algo_setup.steps[conv_key];
-  if (same.empty() && !choice.measured() && times_algos()) m_algo_setup.to_time.push_back(conv_key);
+  if (same.empty() && !choice.measured() && m_options.times_fp32_algorithms()) m_algo_setup.to_time.push_back(conv_key);
   same.push_back(st.index);
   (*chosen)[conv_key] = choice;
   m_workspace_need = std::max(m_workspace_need, (*conv)->workspace_bytes());

@@ -182,7 +182,6 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // buffers, with the choices kept: every configuration in m_algo_setup.to_time timed with
   // each direct-summation algorithm (implicit GEMM, precomputed implicit GEMM, GEMM) that
   // fits the workspace, the fastest kept (process-wide and in the cache file).
-  bool times_algos() const;
   Status choose_conv_algos();
   cuda::ConvConfig conv_config(const Step& st) const;  // what make_conv creates for `st`
   // The 3xTF32 conv of `st` in the form `algo` names (is_x3), or an error (unsupported
