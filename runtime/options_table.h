@@ -97,6 +97,10 @@
   /* stream mode, weights from host: after each inference, copy the next one's leading units at once (prefetch      \
      across inferences; docs/streaming.md section 8); on in a Runtime, off alone */                                   \
   X(prefetch_next, bool, false, INTERNAL, true, "")                                                                   \
+  /* stream mode, ring, weights from host, a session outside a Runtime: each inference copies the next one's        \
+     leading units after its own, under its last layers, where the simulator predicts the steady state faster        \
+     (placement pass tail_pass; docs/streaming.md section 3) */                                                       \
+  X(tail_prefetch, bool, false, INTERNAL, true, "")                                                                   \
   /* a Runtime's joint plan: host time (ms) before this model's inference, once the model before it has finished,    \
      without copies to the device, that its prefetch may count (less its input's upload; section 8) */              \
   X(prefetch_lead_ms, double, 0, PUBLIC, v >= 0 && v <= 1000,                                                         \

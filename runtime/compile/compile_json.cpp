@@ -121,11 +121,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TransferUnit, index, group, host_offset, byte
                                    last_blob, first_layer, in_arena)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamAction, kind, index)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightGroup, first_blob, last_blob, host_offset, bytes, slot, last_layer)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamPlan, layout, pool_bytes, slot_bytes, slots, minimal_pool_bytes,
-                                   total_weight_bytes, groups, resident, units, blob_pool_offset, blob_last_unit,
-                                   unit_waits, order, max_copies_ahead, prefetch_limit_bytes, units_searched,
-                                   searched_ms, chunks_ms,
-                                   search_layer_ms, blob_resident, resident_bytes, blob_host_offset, staged_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StreamPlan, layout, pool_bytes, slot_bytes, slots, minimal_pool_bytes,
+                                                total_weight_bytes, groups, resident, units, blob_pool_offset,
+                                                blob_last_unit, unit_waits, order, max_copies_ahead,
+                                                prefetch_limit_bytes, units_searched, searched_ms, chunks_ms,
+                                                search_layer_ms, blob_resident, resident_bytes, blob_host_offset,
+                                                staged_bytes, tail_units, tail_waits)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WeightBudget, kind, fraction, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReadSegment, blob, blob_offset, bytes, staging_offset, joins_previous)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReadUnit, index, staging_offset, bytes, first_blob, last_blob, first_layer,

@@ -251,7 +251,7 @@ Status plan_placement(PlacementState& s) {
   if (two_stage(*s.target, o)) return two_stage_reads_pass(s);
   if (o.device != DeviceKind::kCUDA || o.mode != WeightMode::kStream) return preload_pass(s);
   for (Status (*pass)(PlacementState&) : {budget_pass, auto_budget_pass, pool_note_pass, residency_pass, staging_pass,
-                                          units_pass, reads_pass, predict_pass, bound_pass})
+                                          units_pass, tail_pass, reads_pass, predict_pass, bound_pass})
     DLR_RETURN_IF_ERROR(pass(s));
   return Status();
 }

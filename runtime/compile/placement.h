@@ -85,6 +85,9 @@ Status residency_pass(PlacementState& s);
 Status staging_pass(PlacementState& s);
 // The ring's transfer units chosen by simulation (search_ring_units).
 Status units_pass(PlacementState& s);
+// The next inference's leading units copied under this one's tail, as many as the
+// simulated steady state gains most from (SessionOptions::tail_prefetch).
+Status tail_pass(PlacementState& s);
 // Weights from storage, three stages: the read plan of the streamed units.
 Status reads_pass(PlacementState& s);
 // The prefetch limit, the simulated latency and its checks.

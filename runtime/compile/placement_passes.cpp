@@ -174,6 +174,55 @@ Status units_pass(PlacementState& s) {
   return Status();
 }
 
+// The tail copies need the ring's bytes untouched between two inferences: a session's
+// own ring, weights from host, no Runtime around it.
+bool tail_possible(const PlacementState& s) {
+  const SessionOptions& o = *s.options;
+  return o.tail_prefetch && s.streamed_ring() && o.device == DeviceKind::kCUDA && o.weights_from == WeightsFrom::kHost &&
+         s.placement == nullptr && !o.prefetch_next;
+}
+
+// The steady state with the plan's first n leading units copied under the tail.
+Expected<double> tail_ms(const PlacementState& s, StreamPlan* stream, int n) {
+  DLR_RETURN_IF_ERROR(set_tail_units(*s.plan, stream, n));
+  SimOptions sim;
+  sim.check = false;
+  sim.tail = true;
+  return simulate(*s.plan, *stream, s.profile, *s.layer_ms, sim).latency_ms;
+}
+
+Status tail_pass(PlacementState& s) {
+  if (!tail_possible(s)) return Status();
+  if (!s.has_times()) {
+    s.notes.push_back("tail: chosen once kernel times are measured at open");
+    s.wants_times = true;
+    return Status();
+  }
+  const int candidates = int(tail_wait_steps(*s.plan, s.stream).size());
+  StreamPlan trial = s.stream;
+  DLR_ASSIGN_OR_RETURN(const double without, tail_ms(s, &trial, 0));
+  int best = 0;
+  double best_ms = without;
+  for (int n = 1; n <= candidates; ++n) {
+    DLR_ASSIGN_OR_RETURN(const double ms, tail_ms(s, &trial, n));
+    if (ms < best_ms - 1e-9) best = n, best_ms = ms;
+  }
+  // Kept only where it gains what a unit cut must gain (unit_search_min_gain).
+  if (best > 0 && best_ms > without * (1.0 - s.options->unit_search_min_gain)) best = 0;
+  DLR_RETURN_IF_ERROR(set_tail_units(*s.plan, &s.stream, best));
+  if (best == 0) {
+    s.notes.push_back("tail: none (" + std::to_string(candidates) +
+                      fmt_text(" leading units could go under the tail; none predicted %.1f %% faster than %.3f ms)",
+                               100.0 * s.options->unit_search_min_gain, without));
+    return Status();
+  }
+  s.notes.push_back("tail: the next inference's first " + std::to_string(best) +
+                    fmt_text(" units (%.2f MiB) copied under this one's last layers: %.3f ms predicted back to back, "
+                             "%.3f ms without",
+                             mib(s.stream.tail_bytes()), best_ms, without));
+  return Status();
+}
+
 Status reads_pass(PlacementState& s) {
   if (s.options->weights_from != WeightsFrom::kStorage) return Status();
   s.from_storage = true;
@@ -196,6 +245,7 @@ Status predict_pass(PlacementState& s) {
   SimOptions sim;
   sim.prefetched = s.sim.prefetched;
   sim.prefetch_limit_bytes = s.sim.prefetch_limit_bytes;
+  sim.tail = s.stream.tail_units > 0;  // the steady state: inferences back to back
   const StorageProfile disk = s.target->copy_profile.storage_or_default();
   if (s.from_storage && !s.reads.units.empty()) {
     sim.reads = &s.reads;
@@ -225,7 +275,9 @@ Status bound_pass(PlacementState& s) {
           ? fmt_text(" (%.2f MiB staged in idle activation bytes, outside the bound's model)",
                      double(s.stream.staged_bytes) / (1 << 20))
           : std::string();
-  s.notes.push_back(lb.to_text() + fmt_text("; this plan: %.3f ms predicted", s.predicted_ms) + staged);
+  // Tail copies overlap two inferences: the bound times one inference's copies within it.
+  const std::string tail = s.stream.tail_units > 0 ? " (back to back, with tail copies: outside the bound's model)" : "";
+  s.notes.push_back(lb.to_text() + fmt_text("; this plan: %.3f ms predicted", s.predicted_ms) + staged + tail);
   if (!t.copy_calibrated()) return Status();
   DLR_ASSIGN_OR_RETURN(LatencyBound lc, latency_lower_bound(*s.plan, *s.layer_ms, t.copy_profile, budget,
                                                             t.map_granularity));

@@ -54,7 +54,7 @@ Status CudaEngine::finalize() {
     if (m_graph && !m_from_storage) {
       DLR_CUDA_CHECK(cudaGraphLaunch(m_graph.get(), m_stream.get()));
       DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
-      m_prefetch_issued = 0;  // the replay's copies overwrote the pool
+      pool_overwritten();  // the replay's copies
     } else {
       DLR_RETURN_IF_ERROR(warm_up_eagerly(&eager_ms));
     }
@@ -89,7 +89,7 @@ Status CudaEngine::warm_up_eagerly(double* ms) {
   m_kernels_only = false;
   DLR_RETURN_IF_ERROR(warm);
   DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
-  m_prefetch_issued = 0;  // the warm-up's copies overwrote the pool
+  pool_overwritten();  // the warm-up's copies
   m_open_timing.warmup_eager = true;
   *ms = ms_since(te);
   return Status();
@@ -158,10 +158,12 @@ Status CudaEngine::capture_graph() {
   if (!ring_ready()) return Status();  // captured once the runtime binds the ring (bind_ring)
   DLR_ASSIGN_OR_RETURN(cuda::GraphExec graph, capture([&] { return enqueue_network(m_options.profile_layers); }));
   cuda::GraphExec body;
-  if (prefetch_units() > 0) {
-    m_skip_prefetched = true;
+  // Without the leading units a prefetch (a Runtime) or the previous inference's tail copied.
+  const int skip = prefetch_units() > 0 ? prefetch_units() : tail_units();
+  if (skip > 0) {
+    m_skip_units = skip;
     Expected<cuda::GraphExec> b = capture([&] { return enqueue_network(m_options.profile_layers); });
-    m_skip_prefetched = false;
+    m_skip_units = 0;
     DLR_RETURN_IF_ERROR(b.status());
     body = std::move(b).value();
   }

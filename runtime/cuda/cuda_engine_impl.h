@@ -150,6 +150,18 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   int prefetch_units() const {
     return m_options.prefetch_next && m_streaming && !m_from_storage ? m_stream_plan.prefetch_units() : 0;
   }
+  // The next inference's leading units this one copies under its tail (StreamPlan::tail_units;
+  // the plan has them only for a session's own ring with weights from host).
+  int tail_units() const {
+    return m_streaming && !m_from_storage && !m_stream_plan.resident && !uses_shared_ring() ? m_stream_plan.tail_units
+                                                                                            : 0;
+  }
+  // The pool's bytes were written outside an inference's plan (a measurement, a warm-up, a
+  // new placement): no prefetch or tail copy they held is valid any more.
+  void pool_overwritten() {
+    m_prefetch_issued = 0;
+    m_tail_landed = false;
+  }
   bool zero_copy() const { return m_from_storage && m_reads.two_stage; }
   // Where copy unit u's bytes come from: the pinned store, or the staging area of reads.
   const char* copy_source(const TransferUnit& u) const;
@@ -213,7 +225,9 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status launch_storage_graph();  // one inference as a replay whose device waits follow the reads
   Status check_read_waits();      // after a replay: a device wait that gave up is an error
   Status enqueue_network(bool profile);
-  Status read_profile(bool prefetched);  // prefetched: the leading units were copied before the run
+  Status read_profile(int skipped);  // skipped: the leading units copied before the run (no events)
+  // After an inference's own copies: the next inference's leading units (tail_units()).
+  Status enqueue_tail_copies(int* waited_layer);
   Status clear_foreign_arena();  // zeroes this plan's arena region after another model ran in it
   // cuda_engine_run.cpp. expanded: an int8 step's weights are in its dequant buffer
   // already (cuda_engine_expand.cpp); else they are expanded first, on `s`.
@@ -356,7 +370,8 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   std::vector<int> m_chunk_first;          // prefetch chunk c: units [m_chunk_first[c], m_chunk_first[c + 1])
   std::vector<cuda::Event> m_chunk_ev;     // recorded after each chunk's copies (prefetch())
   int m_prefetch_issued = 0;   // leading units prefetch() enqueued since the last run() (0: no prefetch pending)
-  bool m_skip_prefetched = false;  // enqueue_network: leave out the prefetched copies
+  int m_skip_units = 0;  // enqueue_network: leave out the leading copies (prefetched or copied under a tail)
+  bool m_tail_landed = false;  // the last run() copied the next inference's tail_units() leading units
 
   // Timing (events with timing; recorded only when profiling, read after the run).
   cuda::Event m_ev_upload, m_ev_start, m_ev_end;

@@ -156,21 +156,25 @@ Status CudaEngine::run() {
   DLR_RETURN_IF_ERROR(clear_foreign_arena());
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
   // Prefetched: the leading copies are (being) done on the copy stream; the rest follows.
+  // Tail: the previous run copied them, and it has finished (run() synchronised).
   const bool prefetched = m_prefetch_issued > 0;
+  const bool tail = !prefetched && m_tail_landed;
+  const int skipped = prefetched ? prefetch_units() : tail ? tail_units() : 0;
   m_prefetch_issued = 0;
+  m_tail_landed = false;  // until this run has copied them again
   DLR_RETURN_IF_ERROR(note_prefetch_ready(prefetched));
   // Shared ring: the layers wait for their own prefetch chunk instead (enqueue_network).
   if (prefetched && !uses_shared_ring()) DLR_CUDA_CHECK(cudaStreamWaitEvent(s, m_prefetch_done.get(), 0));
   if (m_graph && m_pipeline) {
     DLR_RETURN_IF_ERROR(launch_storage_graph());
-  } else if (m_graph && (!prefetched || m_graph_body)) {
-    DLR_CUDA_CHECK(cudaGraphLaunch(prefetched ? m_graph_body.get() : m_graph.get(), s));
+  } else if (m_graph && (skipped == 0 || m_graph_body)) {
+    DLR_CUDA_CHECK(cudaGraphLaunch(skipped > 0 ? m_graph_body.get() : m_graph.get(), s));
   } else if (m_from_storage && m_pipeline) {
     DLR_RETURN_IF_ERROR(enqueue_network_storage(m_options.profile_layers));
   } else {
-    m_skip_prefetched = prefetched;
+    m_skip_units = skipped;
     const Status st = enqueue_network(m_options.profile_layers);
-    m_skip_prefetched = false;
+    m_skip_units = 0;
     DLR_RETURN_IF_ERROR(st);
   }
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_end.get(), s));
@@ -186,8 +190,9 @@ Status CudaEngine::run() {
   m_run_timing.network_ms = network;
   m_run_timing.download_ms = 0;  // part of network_ms (the downloads are the last operations)
   m_run_timing.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (m_options.profile_layers) DLR_RETURN_IF_ERROR(read_profile(prefetched));
+  if (m_options.profile_layers) DLR_RETURN_IF_ERROR(read_profile(skipped));
   if (!launch_status.ok()) return launch_status;
+  m_tail_landed = tail_units() > 0;  // this run's graph (or enqueue) ended with them
   // The next inference's leading units, while the host post-processes this one's outputs
   // (with a launch hook, the hook's owner decides when).
   return m_launch_hook ? Status() : prefetch();

@@ -37,7 +37,7 @@ Status CudaEngine::bind_ring(void* base, int64_t bytes, int64_t start) {
   m_sring_base = static_cast<char*>(base);
   m_sring_bytes = bytes;
   m_sring_start = start;
-  m_prefetch_issued = 0;  // a prefetch went to the old place
+  pool_overwritten();  // a prefetch went to the old place
   // The graphs hold the old addresses.
   if (m_finalized && m_options.cuda_graph) DLR_RETURN_IF_ERROR(capture_graph());
   return Status();

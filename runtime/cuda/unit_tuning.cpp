@@ -73,7 +73,7 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
   // (docs/streaming.md section 6, "Kernel times at open"). A resident pool
   // (StreamPlan::resident) holds every weight, copied once at open, and is read as it is:
   // overwriting it would leave a model whose replan keeps the placement with wrong weights.
-  m_prefetch_issued = 0;  // the measurement overwrites the pool
+  pool_overwritten();  // by the measurement
   if (m_streaming && !m_stream_plan.resident && m_stream_plan.pool_bytes > 0)
     DLR_RETURN_IF_ERROR(fill_pool_like_weights());
   std::vector<cuda::Event> stamps;
@@ -135,7 +135,7 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
 }
 
 Expected<std::vector<CopyTiming>> CudaEngine::measure_copy_timings(int runs) {
-  m_prefetch_issued = 0;  // the timed inferences copy everything
+  pool_overwritten();  // the timed inferences copy everything
   if (!m_streaming || m_stream_plan.resident || m_from_storage || m_weights_deferred || m_stream_plan.units.empty())
     return unsupported("copy timings: this plan copies no weights from host memory during an inference");
   if (runs < 1) return invalid_argument("copy timings: runs must be >= 1");
@@ -169,7 +169,7 @@ Expected<std::vector<CopyTiming>> CudaEngine::measure_copy_timings(int runs) {
     DLR_CUDA_CHECK(cudaGraphLaunch(graph.get(), s));
     DLR_CUDA_CHECK(cudaStreamSynchronize(s));
     if (r < 0) continue;
-    DLR_RETURN_IF_ERROR(read_profile(false));
+    DLR_RETURN_IF_ERROR(read_profile(0));
     all.insert(all.end(), m_copy_timings.begin(), m_copy_timings.end());
   }
   m_copy_timings.clear();
@@ -186,7 +186,7 @@ Status CudaEngine::replan(const CompiledModel& model, WeightSource& weights) {
   if (!m_streaming) return Status();
   // A prefetch may still be copying into the pool this replaces.
   if (m_copy_stream) DLR_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream.get()));
-  m_prefetch_issued = 0;
+  pool_overwritten();  // a prefetch or tail copy was made for the old plan's units
   const StreamPlan& s = model.stream;
   // Same placement: every blob at the same device (and host) offset, so what the pool and
   // the resident region hold stays valid. A resident plan (its pool copied once at open)

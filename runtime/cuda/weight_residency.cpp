@@ -192,11 +192,12 @@ Status CudaEngine::make_stream_events() {
     m_copy_done.push_back(std::move(ev));
   }
   m_layer_done.resize(m_plan.steps.size());
-  for (const auto& waits : m_stream_plan.unit_waits)
-    for (int layer : waits)
-      if (!m_layer_done[size_t(layer)]) {
-        DLR_ASSIGN_OR_RETURN(m_layer_done[size_t(layer)], cuda::make_event(false));
-      }
+  std::vector<int> waited = m_stream_plan.tail_waits;  // the tail copies' waits, then the units'
+  for (const auto& waits : m_stream_plan.unit_waits) waited.insert(waited.end(), waits.begin(), waits.end());
+  for (int layer : waited)
+    if (layer >= 0 && !m_layer_done[size_t(layer)]) {
+      DLR_ASSIGN_OR_RETURN(m_layer_done[size_t(layer)], cuda::make_event(false));
+    }
   DLR_RETURN_IF_ERROR(make_ring_events());
   if (m_options.profile_layers) {
     for (auto* v : {&m_ev_copy_start, &m_ev_copy_end})
@@ -290,7 +291,7 @@ Status CudaEngine::enqueue_network(bool profile) {
     return Status();
   };
   const bool copies = m_streaming && !m_stream_plan.resident && !m_kernels_only;
-  const int skipped = m_skip_prefetched ? prefetch_units() : 0;
+  const int skipped = m_skip_units;
   // Shared ring: prefetched units are waited for chunk by chunk, from inside the graph
   // (external wait nodes: prefetch() records the events before each replay).
   const bool chunked = skipped > 0 && uses_shared_ring();
@@ -367,6 +368,7 @@ Status CudaEngine::enqueue_network(bool profile) {
   if (copies) {
     for (const StreamAction& a : m_stream_plan.order)
       DLR_RETURN_IF_ERROR(a.kind == StreamAction::Kind::kCopy ? enqueue_copy(a.index) : enqueue_layer(a.index));
+    DLR_RETURN_IF_ERROR(enqueue_tail_copies(&waited_layer));
     // For other engines' prefetch (an external node inside a graph: recorded at each replay).
     DLR_CUDA_CHECK(cudaEventRecordWithFlags(m_copies_end.get(), ps, m_capturing ? cudaEventRecordExternal : 0));
     DLR_CUDA_CHECK(cudaEventRecord(m_join.get(), ps));
@@ -384,7 +386,22 @@ const char* CudaEngine::copy_source(const TransferUnit& u) const {
   return static_cast<const char*>(m_host->data()) + u.host_offset;
 }
 
-Status CudaEngine::read_profile(bool prefetched) {
+Status CudaEngine::enqueue_tail_copies(int* waited_layer) {
+  cudaStream_t ps = m_copy_stream.get();
+  for (int k = 0; k < tail_units(); ++k) {
+    const TransferUnit& u = m_stream_plan.units[size_t(k)];
+    const int layer = m_stream_plan.tail_waits[size_t(k)];  // -1: no byte of it is read in this inference
+    if (layer > *waited_layer) {
+      DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_layer_done[size_t(layer)].get(), 0));
+      *waited_layer = layer;
+    }
+    DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + pool_pos(u.pool_offset), copy_source(u), size_t(u.bytes),
+                                   cudaMemcpyHostToDevice, ps));
+  }
+  return Status();
+}
+
+Status CudaEngine::read_profile(int skipped) {
   auto since_start = [&](const cuda::Event& ev, double* ms) -> Status {
     float v = 0;
     DLR_CUDA_CHECK(cudaEventElapsedTime(&v, m_ev_start.get(), ev.get()));
@@ -404,7 +421,6 @@ Status CudaEngine::read_profile(bool prefetched) {
   }
   m_copy_timings.clear();
   if (copies) {
-    const int skipped = prefetched ? prefetch_units() : 0;
     for (const TransferUnit& u : m_stream_plan.units) {
       if (u.index < skipped) continue;  // copied before the run (no events recorded)
       CopyTiming c;

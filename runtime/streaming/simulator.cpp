@@ -46,8 +46,14 @@ int64_t peak_in_use(std::vector<std::pair<double, double>> intervals, int64_t by
 // The leading units landed before the inference: the prefetch units, cut at the first
 // whose cumulative bytes exceed options.prefetch_limit_bytes (when >= 0).
 int prefetched_units(const StreamPlan& stream, const SimOptions& options, bool reads) {
-  if (!options.prefetched || reads) return 0;
-  return stream.prefetch_units_within(options.prefetch_limit_bytes);
+  if (reads) return 0;
+  if (options.prefetched) return stream.prefetch_units_within(options.prefetch_limit_bytes);
+  return options.tail && !stream.resident ? stream.tail_units : 0;
+}
+
+// Units copied under the tail for the next inference (SimOptions::tail).
+int tail_units(const StreamPlan& stream, const SimOptions& options, bool reads) {
+  return options.tail && !options.prefetched && !reads && !stream.resident ? stream.tail_units : 0;
 }
 
 // One simulate() call: its inputs (borrowed for the call), the result it fills and
@@ -72,6 +78,8 @@ class Simulation {
   void read_for_copy(int u);
   void wait_for_queue(int depth);
   void launch_layer(int l);
+  double copy_start(const std::vector<int>& waits, int unit, bool tail);
+  void issue_tail();
   void check_all_issued();
   void finish_latency();
   void group_intervals();
@@ -81,6 +89,7 @@ class Simulation {
   void check_war_geometry();
   void check_staged();
   void check_war_slots();
+  void check_war_tail();
   double blob_reader_end(int b) const { return m_r.layer_end_ms[size_t(m_plan.weights[size_t(b)].step)]; }
 
   const ExecutionPlan& m_plan;
@@ -93,6 +102,7 @@ class Simulation {
   std::vector<char> m_launched, m_issued;
   const ReadPlan* m_reads = nullptr;  // nullptr: no reads simulated
   int m_prefetched = 0;
+  int m_tail = 0;             // tail copies made for the next inference
   double m_host = 0;          // host clock
   double m_copy_free = 0;     // copy engine: end of the last issued copy
   double m_compute_free = 0;  // compute stream: end of the last launched layer
@@ -114,6 +124,7 @@ SimResult Simulation::run() {
     else
       launch_layer(a.index);
   }
+  issue_tail();
   check_all_issued();
   finish_latency();
   group_intervals();
@@ -127,6 +138,7 @@ SimResult Simulation::run() {
     check_war_geometry();
     check_staged();
     check_war_slots();
+    check_war_tail();
   }
   return std::move(m_r);
 }
@@ -151,6 +163,14 @@ void Simulation::start() {
     m_r.read_end_ms.assign(size_t(m_units), kInf);
   }
   m_prefetched = prefetched_units(m_stream, m_options, m_reads != nullptr);
+  m_tail = tail_units(m_stream, m_options, m_reads != nullptr);
+  if (m_tail > 0 && (m_stream.tail_waits.size() != size_t(m_tail) || m_tail > m_units)) {
+    violation("tail: " + std::to_string(m_tail) + " units with " + std::to_string(m_stream.tail_waits.size()) +
+              " waits");
+    m_tail = m_prefetched = 0;
+  }
+  m_r.tail_copy_start_ms.assign(size_t(m_tail), kInf);
+  m_r.tail_copy_end_ms.assign(size_t(m_tail), kInf);
   for (int u = 0; u < m_prefetched; ++u) {
     m_r.copy_start_ms[size_t(u)] = m_r.copy_end_ms[size_t(u)] = 0;
     m_issued[size_t(u)] = 1;
@@ -204,16 +224,7 @@ void Simulation::issue_copy(int u) {
   const int depth = m_profile.queue_depth(bytes);
   if (m_reads) read_for_copy(u);
   wait_for_queue(depth);
-  m_host += m_profile.call_us * 1e-3;  // the copy is in the stream when the call returns
-  double start = std::max(m_host, m_copy_free);
-  for (int w : m_stream.unit_waits[size_t(u)]) {
-    if (w < 0 || w >= m_steps || !m_launched[size_t(w)]) {
-      violation("order: unit " + std::to_string(u) + " is enqueued before layer " + std::to_string(w) +
-                " it waits on");
-      continue;  // an unrecorded event: the GPU does not wait
-    }
-    start = std::max(start, m_r.layer_end_ms[size_t(w)]);
-  }
+  const double start = copy_start(m_stream.unit_waits[size_t(u)], u, false);
   m_r.copy_start_ms[size_t(u)] = start;
   m_r.copy_end_ms[size_t(u)] = start + m_profile.copy_ms(bytes);
   m_copy_free = m_r.copy_end_ms[size_t(u)];
@@ -224,6 +235,34 @@ void Simulation::issue_copy(int u) {
   if (queued > std::max(depth, 1))
     violation("unit " + std::to_string(u) + ": " + std::to_string(queued) + " copies queued, profile depth " +
               std::to_string(depth));
+}
+
+// The host's copy call (it returns once the copy is in the stream) and the copy's start:
+// after the previous copy and the layers it waits on.
+double Simulation::copy_start(const std::vector<int>& waits, int unit, bool tail) {
+  m_host += m_profile.call_us * 1e-3;
+  double start = std::max(m_host, m_copy_free);
+  for (int w : waits) {
+    if (w < 0 || w >= m_steps || !m_launched[size_t(w)]) {
+      violation(std::string("order: ") + (tail ? "tail copy of unit " : "unit ") + std::to_string(unit) +
+                " is enqueued before layer " + std::to_string(w) + " it waits on");
+      continue;  // an unrecorded event: the GPU does not wait
+    }
+    start = std::max(start, m_r.layer_end_ms[size_t(w)]);
+  }
+  return start;
+}
+
+// The next inference's units [0, m_tail), enqueued after every unit and layer of this
+// one (nothing is launched after them, so the host's queue limit delays nothing).
+void Simulation::issue_tail() {
+  for (int k = 0; k < m_tail; ++k) {
+    const int64_t bytes = m_stream.units[size_t(k)].bytes;
+    const int w = m_stream.tail_waits[size_t(k)];  // -1: no byte of it is read in this inference
+    const double start = copy_start(w < 0 ? std::vector<int>{} : std::vector<int>{w}, k, true);
+    m_r.tail_copy_start_ms[size_t(k)] = start;
+    m_r.tail_copy_end_ms[size_t(k)] = m_copy_free = start + m_profile.copy_ms(bytes);
+  }
 }
 
 void Simulation::launch_layer(int l) {
@@ -272,6 +311,7 @@ void Simulation::finish_latency() {
       m_r.latency_ms = std::max(m_r.latency_ms, m_r.layer_end_ms[size_t(l)]);
   for (int u = 0; u < m_units; ++u)
     if (m_issued[size_t(u)]) m_r.latency_ms = std::max(m_r.latency_ms, m_r.copy_end_ms[size_t(u)]);
+  for (double end : m_r.tail_copy_end_ms) m_r.latency_ms = std::max(m_r.latency_ms, end);
 }
 
 // A group's slot is in use from its first copy start to its last reader's end
@@ -306,6 +346,11 @@ int64_t Simulation::ring_peak_in_use() const {
       ev.push_back({m_r.copy_start_ms[size_t(tu.index)], hi - lo});
       ev.push_back({blob_reader_end(b), -(hi - lo)});
     }
+  }
+  // Tail copies hold their bytes from their start into the next inference.
+  for (int k = 0; k < m_tail; ++k) {
+    ev.push_back({m_r.tail_copy_start_ms[size_t(k)], m_stream.units[size_t(k)].bytes});
+    ev.push_back({kInf, -m_stream.units[size_t(k)].bytes});
   }
   std::sort(ev.begin(), ev.end());  // at equal times releases (negative) sort first
   int64_t cur = 0, peak = 0;
@@ -426,6 +471,27 @@ void Simulation::check_war_slots() {
                 std::to_string(m_stream.groups[size_t(tu.group)].slot) + " at " +
                 ms_text(m_r.copy_start_ms[size_t(tu.index)]) + " ms while group " + std::to_string(prev) +
                 " is read until " + ms_text(m_group_readers_end[size_t(prev)]) + " ms");
+  }
+}
+
+// WAR, tail copies: the next inference's unit overwrites ring bytes only after every
+// blob of this inference on them has been read.
+void Simulation::check_war_tail() {
+  const int64_t ring = m_stream.ring_bytes();
+  for (int k = 0; k < m_tail; ++k) {
+    const TransferUnit& tu = m_stream.units[size_t(k)];
+    const double start = m_r.tail_copy_start_ms[size_t(k)];
+    for (int b = 0; b < int(m_plan.weights.size()); ++b) {
+      if (!m_stream.in_ring(b)) continue;
+      const int64_t bo = m_stream.blob_pool_offset[size_t(b)], bn = m_plan.weights[size_t(b)].bytes;
+      bool overlap = false;
+      for (int64_t shift : {-ring, int64_t(0), ring})
+        overlap = overlap || (tu.pool_offset < bo + shift + bn && bo + shift < tu.pool_offset + tu.bytes);
+      if (overlap && start + kEps < blob_reader_end(b))
+        violation("tail copy of unit " + std::to_string(k) + " overwrites blob " + std::to_string(b) + " (layer " +
+                  std::to_string(m_plan.weights[size_t(b)].layer) + ") at " + ms_text(start) +
+                  " ms while it is read until " + ms_text(blob_reader_end(b)) + " ms");
+    }
   }
 }
 

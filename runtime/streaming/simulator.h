@@ -35,6 +35,12 @@ struct SimOptions {
   // are copied during the inference as usual. -1: no limit (every prefetch unit
   // landed); 0: none landed.
   int64_t prefetch_limit_bytes = -1;
+  // The steady state of a plan with tail units (StreamPlan::tail_units): the previous
+  // inference copied units [0, tail_units) under its tail (ready at time 0; the host skips
+  // them), and this one copies the next inference's after its own units, each once its
+  // tail_waits step has ended. The latency ends with the last of those copies too.
+  // Ignored with prefetched, reads or a resident plan.
+  bool tail = false;
 };
 
 struct SimResult {
@@ -43,6 +49,8 @@ struct SimResult {
   std::vector<double> layer_end_ms;
   std::vector<double> copy_start_ms;   // per unit
   std::vector<double> copy_end_ms;
+  std::vector<double> tail_copy_start_ms;  // per tail unit (SimOptions::tail): the next inference's copy
+  std::vector<double> tail_copy_end_ms;
   std::vector<double> read_start_ms;   // per read unit (weights from storage)
   std::vector<double> read_end_ms;
   double stall_ms = 0;                 // compute idle waiting for weights

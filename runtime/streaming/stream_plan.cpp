@@ -426,6 +426,7 @@ std::string StreamPlan::to_text() const {
                     mib_text(staged_bytes).c_str());
       out += line;
     }
+    if (tail_units > 0) out += tail_text();
     if (searched_ms > 0) {
       std::snprintf(line, sizeof(line),
                     "units %s: searched cut %.3f ms predicted from measured kernel times, equal chunks %.3f ms\n",
@@ -466,6 +467,20 @@ std::string StreamPlan::to_text() const {
     out += line;
   }
   return out;
+}
+
+int64_t StreamPlan::tail_bytes() const {
+  int64_t bytes = 0;
+  for (int u = 0; u < tail_units && size_t(u) < units.size(); ++u) bytes += units[size_t(u)].bytes;
+  return bytes;
+}
+
+std::string StreamPlan::tail_text() const {
+  const int64_t bytes = tail_bytes();
+  std::string waits;
+  for (int w : tail_waits) waits += (waits.empty() ? "" : ",") + std::to_string(w);
+  return "tail: the next inference's units 0-" + std::to_string(tail_units - 1) + " (" + mib_text(bytes) +
+         " MiB) copied after this one's, waiting for steps " + waits + "\n";
 }
 
 // ---- parse_weight_budget ----------------------------------------------------

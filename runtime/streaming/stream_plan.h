@@ -148,6 +148,13 @@ struct StreamPlan {
   // a Runtime's joint plan gives the model, so that its prefetch ends with the previous
   // model's run and never queues ahead of that run's successor's input upload); -1: no limit.
   int64_t prefetch_limit_bytes = -1;
+  // The next inference's leading units [0, tail_units) copied by this one, after its own
+  // units, each once step tail_waits[u] of this inference has ended: the last step reading
+  // the ring bytes the unit overwrites (tail_wait_steps). The next inference then copies
+  // only the units from tail_units on. A single session's own ring only (placement pass
+  // tail_pass, SessionOptions::tail_prefetch); 0: every inference copies all its units.
+  int tail_units = 0;
+  std::vector<int> tail_waits;
   // Units chosen by search_ring_units (unit_search.h) from kernel times rather than
   // cut into equal chunks. When a search ran (whether or not its cut was kept):
   // the simulated latency of the best searched cut (beside staged blobs: of the whole
@@ -170,14 +177,25 @@ struct StreamPlan {
   // tighter of it and prefetch_limit_bytes applies).
   int prefetch_units_within(int64_t limit_bytes) const;
   int64_t prefetch_bytes() const;            // bytes of those units
+  int64_t tail_bytes() const;                // bytes of the tail units
   int64_t device_bytes() const { return pool_bytes + resident_bytes; }  // the weight budget used
   std::vector<int64_t> unit_ends() const;    // host offset where each ring unit ends (StreamOptions::unit_ends' form)
   std::string to_text() const;
+  std::string tail_text() const;  // one line on the tail units (tail_units > 0)
 };
 
 // The host weight store's layout: blob b (plan.weights order) starts at offset[b];
 // blobs are back to back.
 std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan);
+
+// The candidates for StreamPlan::tail_units of a ring plan: for each leading unit that
+// waits for no step of its own inference and goes through the ring (not the arena), in
+// order up to the first that does not, the last step of an inference that reads any of
+// the ring bytes the unit covers (-1: none does). Empty for slots or a resident plan.
+std::vector<int> tail_wait_steps(const ExecutionPlan& plan, const StreamPlan& s);
+// Sets s->tail_units to n and s->tail_waits to the first n of tail_wait_steps.
+// n outside [0, candidates]: an internal error.
+Status set_tail_units(const ExecutionPlan& plan, StreamPlan* s, int n);
 
 // The largest transfer unit a ring of `ring` bytes allows when the largest blob is
 // `slot_bytes` (a larger unit could overwrite the blob it completes), 256-aligned.

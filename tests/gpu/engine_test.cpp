@@ -104,6 +104,19 @@ const tools::LoadedImage* test_image() {
     FAIL() << "the shared folder has no loadable images/dog.ppm (or dog.jpg with OpenCV)";            \
   }
 
+// Three different inputs: the dog, the dog upside down, the dog with inverted colours.
+std::vector<tools::LoadedImage> dog_variants() {
+  std::vector<tools::LoadedImage> images(3, *test_image());
+  tools::LoadedImage& flipped = images[1];
+  const size_t row = size_t(flipped.width) * 3;
+  for (int y = 0; y < flipped.height / 2; ++y)
+    std::swap_ranges(flipped.pixels.begin() + std::ptrdiff_t(size_t(y) * row),
+                     flipped.pixels.begin() + std::ptrdiff_t(size_t(y + 1) * row),
+                     flipped.pixels.begin() + std::ptrdiff_t(size_t(flipped.height - 1 - y) * row));
+  for (uint8_t& v : images[2].pixels) v = uint8_t(255 - v);
+  return images;
+}
+
 // The network outputs of the session's last inference, image 0.
 std::vector<std::vector<float>> heads_of(Session& s) {
   std::vector<std::vector<float>> heads;
@@ -369,6 +382,61 @@ TEST(StreamMode, BitIdenticalToPreload) {
   std::printf("stream plans with blobs staged in the arena: %d\n", staged);
 }
 
+// Tail copies (SessionOptions::tail_prefetch): each inference copies the next one's leading
+// units under its last layers and the next one skips them. Three different images in turn,
+// twice over, with and without a graph and with per-layer events: every inference's heads
+// bit-identical to preload's on that image (a tail copy landing too early, or a skipped
+// unit the ring does not hold, changes them). unit_search_min_gain 0 keeps any tail the
+// planner predicts faster at all, so that the path runs wherever the copies leave room.
+TEST(StreamMode, TailCopiesKeepEveryInferenceBitIdenticalToPreload) {
+  DLR_REQUIRE_GPU();
+  REQUIRE_TEST_IMAGE();
+  const std::vector<tools::LoadedImage> images = dog_variants();
+  int tails = 0, ran = 0;
+  for (Model m : {kModels[1], kModels[0]}) {
+    if (small_only()) m.size = 320;
+    Resolved r;
+    if (!resolve(m, &r, true)) continue;
+    SessionOptions pre = cuda(Precision::kFP16);
+    pre.width = pre.height = m.size;
+    auto ps = Session::open(r.cfg, r.weights, pre);
+    ASSERT_TRUE(ps.ok()) << ps.status().to_string();
+    std::vector<std::vector<std::vector<float>>> want;  // [image][head]
+    for (const tools::LoadedImage& img : images) {
+      ASSERT_TRUE((*ps)->detect(img.view()).ok());
+      want.push_back(heads_of(**ps));
+    }
+    const bool tiny = std::string(m.cfg).find("tiny") != std::string::npos;  // its minimum is 69 % of it
+    for (const char* budget : tiny ? std::vector<const char*>{"min", "85%"} : std::vector<const char*>{"min", "50%", "75%"})
+      for (int variant = 0; variant < 3; ++variant) {  // graph, no graph, graph with per-layer events
+        if (small_only() && variant > 0) continue;
+        SessionOptions o = pre;
+        o.mode = WeightMode::kStream;
+        o.weight_budget = *WeightBudget::parse(budget);
+        o.tail_prefetch = true;
+        o.unit_search_min_gain = 0;
+        o.cuda_graph = variant != 1;
+        o.profile_layers = variant == 2;
+        auto ss = Session::open(r.cfg, r.weights, o);
+        ASSERT_TRUE(ss.ok()) << ss.status().to_string();
+        const StreamPlan& sp = (*ss)->model().stream;
+        std::printf("[tail] %s budget %s variant %d: %d tail units\n", m.cfg, budget, variant, sp.tail_units);
+        tails += sp.tail_units > 0;
+        for (int k = 0; k < 6; ++k) {
+          ASSERT_TRUE((*ss)->detect(images[size_t(k % 3)].view()).ok());
+          const std::vector<std::vector<float>> got = heads_of(**ss);
+          ASSERT_EQ(got.size(), want[size_t(k % 3)].size());
+          for (size_t h = 0; h < got.size(); ++h)
+            EXPECT_EQ(0, std::memcmp(got[h].data(), want[size_t(k % 3)][h].data(), got[h].size() * 4))
+                << m.cfg << " budget " << budget << " variant " << variant << " inference " << k << " head " << h;
+        }
+        ++ran;
+      }
+  }
+  if (ran == 0) GTEST_SKIP() << "shared data not found";
+  EXPECT_GT(tails, 0) << "no plan copied units under its tail";
+}
+
 TEST(StreamMode, KernelTimesMeasuredAtOpenDescribeThePlan) {
   // The unit search's kernel times (layers alone, timing events' cost removed) must
   // describe the network that runs: one per step, finite, none negative, every
@@ -511,14 +579,8 @@ TEST(CudaEngine, BatchMatchesSingleImagesEveryHead) {
   ASSERT_TRUE(resolve(kModels[3], &r));
   REQUIRE_TEST_IMAGE();
   constexpr int kBatch = 3;
-  std::vector<tools::LoadedImage> images(kBatch, *test_image());
-  tools::LoadedImage& flipped = images[1];
-  const size_t row = size_t(flipped.width) * 3;
-  for (int y = 0; y < flipped.height / 2; ++y)
-    std::swap_ranges(flipped.pixels.begin() + std::ptrdiff_t(size_t(y) * row),
-                     flipped.pixels.begin() + std::ptrdiff_t(size_t(y + 1) * row),
-                     flipped.pixels.begin() + std::ptrdiff_t(size_t(flipped.height - 1 - y) * row));
-  for (uint8_t& v : images[2].pixels) v = uint8_t(255 - v);
+  const std::vector<tools::LoadedImage> images = dog_variants();
+  static_assert(kBatch == 3, "one batch of the three dog variants");
   ImageView views[kBatch];
   for (int i = 0; i < kBatch; ++i) views[i] = images[size_t(i)].view();
 

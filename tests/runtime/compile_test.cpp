@@ -55,6 +55,8 @@ void expect_round_trip(const CompiledModel& m) {
   }
   EXPECT_EQ(back->stream.units.size(), m.stream.units.size());
   EXPECT_EQ(back->stream.unit_waits, m.stream.unit_waits);
+  EXPECT_EQ(back->stream.tail_units, m.stream.tail_units);
+  EXPECT_EQ(back->stream.tail_waits, m.stream.tail_waits);
   EXPECT_EQ(back->layer_ms, m.layer_ms);
   EXPECT_TRUE(back->options->weight_budget == m.options->weight_budget);
   EXPECT_EQ(back->target.copy_profile.name, m.target.copy_profile.name);
@@ -166,6 +168,13 @@ TEST(Compile, StreamModelRoundTripsAndMeasureThenReplan) {
   EXPECT_EQ(second->stream.pool_bytes, first->stream.pool_bytes);  // replan keeps the pool
   EXPECT_EQ(second->stream.search_layer_ms, ms);
   expect_round_trip(*second);
+
+  // Tail copies survive the round trip, and show in the plan's text.
+  CompiledModel tailed = *second;
+  ASSERT_TRUE(set_tail_units(tailed.plan, &tailed.stream, 1).ok());
+  ASSERT_EQ(tailed.stream.tail_units, 1);
+  EXPECT_NE(tailed.stream.to_text().find("tail: the next inference's units 0-0"), std::string::npos);
+  expect_round_trip(tailed);
 
   // The same inputs compile to the same model (deterministic).
   auto again = compile(*net, t, stream_options("min"), ms);

@@ -202,6 +202,72 @@ TEST(PlacementPasses, ReadsFromStorageInThreeOrTwoStages) {
   EXPECT_FALSE(t.streaming);
 }
 
+TEST(PlacementPasses, TailCopiesWhereTheySimulateFasterAndOnlyInASessionsOwnRing) {
+  Fixture f = tiny_fixture();
+  int chosen = 0;
+  // Copy-bound with slow last layers: the copy engine idles under them.
+  std::vector<double> faster = f.ms;
+  for (size_t i = 0; i < faster.size(); ++i) faster[i] *= i + 6 >= faster.size() ? 8.0 : 0.125;
+  for (const char* budget : {"min", "75%", "85%", "95%"}) {
+   for (const std::vector<double>* ms : {&f.ms, &faster}) {
+    SCOPED_TRACE(std::string(budget) + (ms == &faster ? " faster kernels" : ""));
+    SessionOptions o = stream(budget);
+    o.tail_prefetch = true;
+    PlacementState s = placement_state(f.plan, f.target, o, *ms, nullptr);
+    const Status st = plan_placement(s);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    if (!s.streamed_ring()) continue;
+    EXPECT_TRUE(has_note(s, "tail: "));
+    // The steady state is what is predicted; without the tail the plan is no faster
+    // than the chosen one by the units' minimum gain.
+    SimOptions steady;
+    steady.tail = true;
+    EXPECT_DOUBLE_EQ(s.predicted_ms, simulate(f.plan, s.stream, f.target.copy_profile, *ms, steady).latency_ms);
+    StreamPlan without = s.stream;
+    ASSERT_TRUE(set_tail_units(f.plan, &without, 0).ok());
+    const double plain = simulate(f.plan, without, f.target.copy_profile, *ms).latency_ms;
+    if (s.stream.tail_units == 0) {
+      EXPECT_TRUE(has_note(s, "tail: none"));
+      continue;
+    }
+    ++chosen;
+    EXPECT_LE(s.predicted_ms, plain * (1.0 - o.unit_search_min_gain) + 1e-9);
+    EXPECT_TRUE(has_note(s, "tail: the next inference's first"));
+    EXPECT_NE(s.stream.to_text().find("tail: the next inference's units 0-"), std::string::npos);
+   }
+  }
+  EXPECT_GT(chosen, 0) << "no budget of yolov4-tiny gained from tail copies";
+  // Off (the default), in a Runtime's placement, from storage: no tail, no note.
+  SessionOptions off = stream("85%");
+  PlacementState a = placement_state(f.plan, f.target, off, f.ms, nullptr);
+  ASSERT_TRUE(plan_placement(a).ok());
+  EXPECT_EQ(a.stream.tail_units, 0);
+  EXPECT_FALSE(has_note(a, "tail:"));
+  SessionOptions in_runtime = stream("85%");
+  in_runtime.tail_prefetch = true;
+  in_runtime.prefetch_next = true;
+  PlacementState b = placement_state(f.plan, f.target, in_runtime, f.ms, nullptr);
+  ASSERT_TRUE(plan_placement(b).ok());
+  EXPECT_EQ(b.stream.tail_units, 0);
+  SessionOptions storage = stream("85%");
+  storage.tail_prefetch = true;
+  storage.weights_from = WeightsFrom::kStorage;
+  storage.zero_copy = 0;
+  ExecutionPlan splan = *build_plan(f.net, planner_options(DeviceKind::kCUDA, storage));
+  const std::vector<double> sms = model_layer_ms(f.net, splan, 20000.0, 1500.0, 5.0);
+  PlacementState c = placement_state(splan, f.target, storage, sms, nullptr);
+  ASSERT_TRUE(plan_placement(c).ok());
+  EXPECT_EQ(c.stream.tail_units, 0);
+  // Without kernel times the choice waits for them.
+  SessionOptions later = stream("85%");
+  later.tail_prefetch = true;
+  const std::vector<double> none;
+  PlacementState d = placement_state(f.plan, f.target, later, none, nullptr);
+  ASSERT_TRUE(plan_placement(d).ok());
+  EXPECT_TRUE(d.wants_times);
+  EXPECT_TRUE(has_note(d, "tail: chosen once kernel times are measured"));
+}
+
 TEST(PlacementPasses, PredictionAndBoundFollowTheSimulator) {
   Fixture f = tiny_fixture();
   const SessionOptions o = stream("min");

@@ -125,6 +125,10 @@ std::vector<SessionFlag> device_rows() {
           "stream mode, ring pool: the weights kept resident: greedy (chosen by simulation), largest-late (the "
           "largest layers) or none (all streamed)")
           .dflt("greedy").one_of("greedy,largest-late,none").sweep(),
+      Row("--tail-prefetch", "tail_prefetch", A::kCudaStream,
+          "stream mode, weights from host: on (each inference copies the next one's first units under its own last "
+          "layers, as many as the planner predicts a gain from) or off")
+          .dflt("off").one_of("on,off").sweep(),
       Row("--copy-profile", "copy_profile", A::kCudaStream,
           "stream mode: copy-engine profile: auto (measured on this GPU once, then cached), a dlprobe JSON file, "
           "h100, discrete or jetson-xavier")

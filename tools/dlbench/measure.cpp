@@ -208,6 +208,8 @@ nlohmann::json stream_plan_json(const CompiledModel& cm, const StreamPlan& sp, c
                                                          double(sp.slot_bytes)
                                                    : 0.0},
           {"units", sp.units_searched ? "search" : "chunks"},
+          {"tail_units", sp.tail_units},  // the next inference's leading units copied under this one's tail
+          {"tail_bytes", sp.tail_bytes()},
           {"residency", residency_name(opt.residency)},
           {"resident_bytes", sp.resident_bytes},
           {"device_weight_bytes", sp.device_bytes()},
@@ -239,6 +241,7 @@ nlohmann::json stream_json(const Args& a, const Config& c, const SessionOptions&
   for (const std::string& note : cm.notes)
     if (note.rfind("residency: ", 0) == 0) s["residency_note"] = note;
     else if (note.rfind("budget auto: ", 0) == 0) s["auto_budget_note"] = note;
+    else if (note.rfind("tail: ", 0) == 0) s["tail_note"] = note;
   if (sp.searched_ms > 0) {
     s["search_predicted_ms"] = sp.searched_ms;
     s["chunks_predicted_ms"] = sp.chunks_ms;

@@ -147,12 +147,13 @@ Status bound_only_row(const Args& a, const Simulated& s, const std::string& budg
   return Status();
 }
 
-// The planner's prediction at `budget` with residency `res`.
+// The planner's prediction at `budget` with residency `res` and tail prefetch `tail`.
 Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string& budget, const std::string& res,
-                   nlohmann::json* rows) {
+                   const std::string& tail, nlohmann::json* rows) {
   SessionOptions ob = s.options;
   DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "weight_budget", budget, &ob));
   DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "residency", res, &ob));
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "tail_prefetch", tail, &ob));
   auto m = compile(net, s.target, ob, s.ms);
   if (!m.ok()) return Status(m.status().code(), s.precision + " @" + budget + ": " + m.status().message());
   const StreamPlan& sp = m->stream;
@@ -162,6 +163,9 @@ Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string
   const nlohmann::json row = {{"precision", s.precision}, {"weight_format", weight_format_name(s.options.weight_format)},
                               {"budget", budget},
                               {"residency", res},
+                              {"tail_prefetch", ob.tail_prefetch},
+                              {"tail_units", sp.tail_units},
+                              {"tail_bytes", sp.tail_bytes()},
                               {"budget_bytes", std::max<int64_t>(m->budget_bytes, device)},
                               {"device_weight_bytes", device},
                               {"total_weight_bytes", sp.total_weight_bytes},
@@ -177,7 +181,8 @@ Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string
   std::printf("%-10s %-13s %9.1f %7.1f%% %7.1f%% %9.3f ms %+9.1f%% %7.3f ms %9.1f %9.1f %9s\n", s.precision.c_str(),
               budget.c_str(), mib(device), 100.0 * double(device) / total, 100.0 * (1.0 - double(device) / total),
               predicted, 100.0 * (predicted / s.preload - 1.0), row["lower_bound_ms"].get<double>(),
-              mib(row["resident_bytes"]), mib(row["pool_bytes"]), res.c_str());
+              mib(row["resident_bytes"]), mib(row["pool_bytes"]),
+              (res + (sp.tail_units > 0 ? " +tail " + std::to_string(sp.tail_units) : "")).c_str());
   return Status();
 }
 
@@ -195,7 +200,8 @@ Status simulate_precision(const Args& a, const NetworkDesc& net, const Simulated
     const std::vector<std::string> residencies = split(a.session.text("residency"));
     for (const std::string& res : residencies) {
       if ((budget == "min" || budget == "all") && res != residencies.front()) continue;
-      DLR_RETURN_IF_ERROR(planned_row(net, s, budget, res, rows));
+      for (const std::string& tail : split(a.session.text("tail_prefetch")))
+        DLR_RETURN_IF_ERROR(planned_row(net, s, budget, res, tail, rows));
     }
   }
   return Status();
