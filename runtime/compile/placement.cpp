@@ -246,13 +246,38 @@ Expected<PlacementEstimate> estimate_placement(const PlacementModel& model, cons
   return e;
 }
 
+namespace {
+
+Status choice_passes(PlacementState& s) {
+  for (Status (*pass)(PlacementState&) : {residency_pass, staging_pass, units_pass, tail_pass})
+    DLR_RETURN_IF_ERROR(pass(s));
+  return Status();
+}
+
+// With tail copies the residency, staging and units chosen for the steady state, and those
+// chosen for one inference with the tail added after: the faster (ties: the second, which
+// is the plan without tail_prefetch plus its tail). Their greedy searches take different
+// paths, and neither predicts faster everywhere.
+Status choose_with_tail(PlacementState& s) {
+  PlacementState single = s;
+  single.tail_aware = false;
+  DLR_RETURN_IF_ERROR(choice_passes(single));
+  DLR_RETURN_IF_ERROR(choice_passes(s));
+  if (s.predicted_ms < single.predicted_ms) return Status();
+  s = std::move(single);
+  return Status();
+}
+
+}  // namespace
+
 Status plan_placement(PlacementState& s) {
   const SessionOptions& o = *s.options;
   if (two_stage(*s.target, o)) return two_stage_reads_pass(s);
   if (o.device != DeviceKind::kCUDA || o.mode != WeightMode::kStream) return preload_pass(s);
-  for (Status (*pass)(PlacementState&) : {budget_pass, auto_budget_pass, pool_note_pass, residency_pass, staging_pass,
-                                          units_pass, tail_pass, reads_pass, predict_pass, bound_pass})
+  for (Status (*pass)(PlacementState&) : {budget_pass, auto_budget_pass, pool_note_pass})
     DLR_RETURN_IF_ERROR(pass(s));
+  DLR_RETURN_IF_ERROR(tail_possible(s) && s.has_times() ? choose_with_tail(s) : choice_passes(s));
+  for (Status (*pass)(PlacementState&) : {reads_pass, predict_pass, bound_pass}) DLR_RETURN_IF_ERROR(pass(s));
   return Status();
 }
 

@@ -51,6 +51,10 @@ struct PlacementState {
   double predicted_ms = 0, lower_bound_ms = 0, lower_bound_calibrated_ms = 0, auto_preload_ms = 0;
   std::vector<std::string> notes;  // how each choice was made, one line each
   bool wants_times = false;   // a pass deferred its choice until kernel times are measured
+  // Tail copies possible (tail_prefetch): residency, staging and the unit search compare
+  // plans by their steady state with tail copies (true), or as single inferences, the tail
+  // added after (false). plan_placement runs both and keeps the faster.
+  bool tail_aware = true;
   std::vector<char> resident_set;  // the residency pass's choice, per weight blob (empty: the pass did not run)
 
   bool has_times() const { return layer_ms != nullptr && !layer_ms->empty(); }
@@ -86,7 +90,8 @@ Status staging_pass(PlacementState& s);
 // The ring's transfer units chosen by simulation (search_ring_units).
 Status units_pass(PlacementState& s);
 // The next inference's leading units copied under this one's tail, as many as the
-// simulated steady state gains most from (SessionOptions::tail_prefetch).
+// simulated steady state gains most from (SessionOptions::tail_prefetch); predicted_ms
+// becomes that steady state's latency.
 Status tail_pass(PlacementState& s);
 // Weights from storage, three stages: the read plan of the streamed units.
 Status reads_pass(PlacementState& s);

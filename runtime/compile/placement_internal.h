@@ -23,6 +23,8 @@ bool searchable(const PlacementState& s);
 bool stageable(const PlacementState& s);
 // The residency choice itself, without the pass's gating (predict_at_budget).
 Status choose_residency(PlacementState& s);
+// Tail copies can run: tail_prefetch on, a session's own ring from host memory.
+bool tail_possible(const PlacementState& s);
 // The note naming the pool the budget gave (after the automatic budget).
 Status pool_note_pass(PlacementState& s);
 

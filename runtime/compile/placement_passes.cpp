@@ -6,6 +6,7 @@
 #include "runtime/streaming/arena_staging.h"
 #include "runtime/streaming/lower_bound.h"
 #include "runtime/streaming/residency.h"
+#include "runtime/streaming/tail_choice.h"
 #include "runtime/streaming/unit_search.h"
 
 namespace dlr {
@@ -21,10 +22,18 @@ bool residency_planned(const PlacementState& s) {
   return s.streamed_ring() && (auto_budget(s) || (s.options->residency != Residency::kNone && s.budget_bytes > 0));
 }
 
+// What residency, staging and the unit search compare plans by: with tail copies the
+// steady state with each plan's best tail (tail_choice.h).
+SimOptions choice_sim(const PlacementState& s) {
+  SimOptions sim = s.sim;
+  sim.tail = s.tail_aware && tail_possible(s);
+  return sim;
+}
+
 ResidencyOptions residency_options(const PlacementState& s) {
   ResidencyOptions ro;
   ro.strategy = s.options->residency;
-  ro.sim = s.sim;
+  ro.sim = choice_sim(s);
   if (s.in_shared_ring()) ro.max_simulations = kRingResidencySimulations;
   if (s.effort.residency_simulations > 0) ro.max_simulations = s.effort.residency_simulations;
   return ro;
@@ -86,6 +95,14 @@ ReadOptions reads_of(const SessionOptions& o) {
 
 ReadOptions read_options(const SessionOptions& options) { return reads_of(options); }
 
+// The tail copies need the ring's bytes untouched between two inferences: a session's
+// own ring, weights from host, no Runtime around it.
+bool tail_possible(const PlacementState& s) {
+  const SessionOptions& o = *s.options;
+  return o.tail_prefetch && s.streamed_ring() && o.device == DeviceKind::kCUDA && o.weights_from == WeightsFrom::kHost &&
+         s.placement == nullptr && !o.prefetch_next;
+}
+
 bool searchable(const PlacementState& s) {
   return s.streamed_ring() && s.options->unit_search && s.options->chunk_bytes == 0;
 }
@@ -123,9 +140,7 @@ Status staging_pass(PlacementState& s) {
     return Status();
   }
   ArenaStagingOptions st;
-  st.sim.prefetched = s.sim.prefetched;
-  st.sim.prefetch_limit_bytes = s.sim.prefetch_limit_bytes;
-  st.sim.check = s.sim.check;
+  st.sim = choice_sim(s);
   if (s.effort.staging_simulations > 0) st.max_simulations = s.effort.staging_simulations;
   DLR_ASSIGN_OR_RETURN(ArenaStagingResult a, plan_arena_staging(*s.plan, s.profile, s.so, *s.layer_ms, st));
   if (a.staged > 0) {
@@ -150,9 +165,7 @@ Status units_pass(PlacementState& s) {
   }
   UnitSearchOptions search;
   search.min_gain = s.options->unit_search_min_gain;
-  search.sim.prefetched = s.sim.prefetched;
-  search.sim.prefetch_limit_bytes = s.sim.prefetch_limit_bytes;
-  search.sim.check = s.sim.check;
+  search.sim = choice_sim(s);
   DLR_ASSIGN_OR_RETURN(UnitSearchResult r, search_ring_units(*s.plan, s.profile, s.so, *s.layer_ms, search));
   // Same budget, same ring: only the cut of the byte stream (and so the waits) changes.
   if (r.plan.pool_bytes != s.stream.pool_bytes || r.plan.layout != s.stream.layout)
@@ -174,23 +187,6 @@ Status units_pass(PlacementState& s) {
   return Status();
 }
 
-// The tail copies need the ring's bytes untouched between two inferences: a session's
-// own ring, weights from host, no Runtime around it.
-bool tail_possible(const PlacementState& s) {
-  const SessionOptions& o = *s.options;
-  return o.tail_prefetch && s.streamed_ring() && o.device == DeviceKind::kCUDA && o.weights_from == WeightsFrom::kHost &&
-         s.placement == nullptr && !o.prefetch_next;
-}
-
-// The steady state with the plan's first n leading units copied under the tail.
-Expected<double> tail_ms(const PlacementState& s, StreamPlan* stream, int n) {
-  DLR_RETURN_IF_ERROR(set_tail_units(*s.plan, stream, n));
-  SimOptions sim;
-  sim.check = false;
-  sim.tail = true;
-  return simulate(*s.plan, *stream, s.profile, *s.layer_ms, sim).latency_ms;
-}
-
 Status tail_pass(PlacementState& s) {
   if (!tail_possible(s)) return Status();
   if (!s.has_times()) {
@@ -198,28 +194,20 @@ Status tail_pass(PlacementState& s) {
     s.wants_times = true;
     return Status();
   }
-  const int candidates = int(tail_wait_steps(*s.plan, s.stream).size());
-  StreamPlan trial = s.stream;
-  DLR_ASSIGN_OR_RETURN(const double without, tail_ms(s, &trial, 0));
-  int best = 0;
-  double best_ms = without;
-  for (int n = 1; n <= candidates; ++n) {
-    DLR_ASSIGN_OR_RETURN(const double ms, tail_ms(s, &trial, n));
-    if (ms < best_ms - 1e-9) best = n, best_ms = ms;
-  }
   // Kept only where it gains what a unit cut must gain (unit_search_min_gain).
-  if (best > 0 && best_ms > without * (1.0 - s.options->unit_search_min_gain)) best = 0;
-  DLR_RETURN_IF_ERROR(set_tail_units(*s.plan, &s.stream, best));
-  if (best == 0) {
-    s.notes.push_back("tail: none (" + std::to_string(candidates) +
+  const TailChoice c = choose_tail(*s.plan, s.stream, s.profile, *s.layer_ms, s.options->unit_search_min_gain);
+  DLR_RETURN_IF_ERROR(set_tail_units(*s.plan, &s.stream, c.units));
+  s.predicted_ms = c.ms;
+  if (c.units == 0) {
+    s.notes.push_back("tail: none (" + std::to_string(c.candidates) +
                       fmt_text(" leading units could go under the tail; none predicted %.1f %% faster than %.3f ms)",
-                               100.0 * s.options->unit_search_min_gain, without));
+                               100.0 * s.options->unit_search_min_gain, c.without_ms));
     return Status();
   }
-  s.notes.push_back("tail: the next inference's first " + std::to_string(best) +
+  s.notes.push_back("tail: the next inference's first " + std::to_string(c.units) +
                     fmt_text(" units (%.2f MiB) copied under this one's last layers: %.3f ms predicted back to back, "
                              "%.3f ms without",
-                             mib(s.stream.tail_bytes()), best_ms, without));
+                             mib(s.stream.tail_bytes()), c.ms, c.without_ms));
   return Status();
 }
 

@@ -1,6 +1,8 @@
 // plan_arena_staging (arena_staging.h): greedy, largest blob first, by simulation.
 #include "runtime/streaming/arena_staging.h"
 
+#include "runtime/streaming/tail_choice.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -61,7 +63,7 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
   DLR_ASSIGN_OR_RETURN(r.plan, plan_streaming(plan, profile, so));
   SimOptions sim = staging.sim;
   sim.check = false;
-  r.unstaged_ms = r.predicted_ms = simulate(plan, r.plan, profile, layer_ms, sim).latency_ms;
+  r.unstaged_ms = r.predicted_ms = planned_latency(plan, r.plan, profile, layer_ms, sim);
   ++r.simulations;
   if (r.plan.resident || r.plan.layout != PoolLayout::kRing || plan.arena_bytes <= 0 || plan.buffers.empty()) {
     r.how = "arena staging: none (the plan does not stream through a ring)";
@@ -87,7 +89,7 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     t.arena_wait[size_t(b)] = free_after;
     Expected<StreamPlan> p = plan_streaming(plan, profile, t);
     if (!p.ok()) continue;  // e.g. the rest would no longer stream
-    const double ms = simulate(plan, *p, profile, layer_ms, sim).latency_ms;
+    const double ms = planned_latency(plan, *p, profile, layer_ms, sim);
     ++r.simulations;
     if (!(ms < r.predicted_ms - 1e-6)) continue;
     r.offset = std::move(t.arena_offset);

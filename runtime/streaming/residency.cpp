@@ -2,6 +2,7 @@
 // (residency.h has the strategies, docs/streaming.md section 6 the reasoning).
 #include "runtime/streaming/residency.h"
 #include "runtime/core/units.h"
+#include "runtime/streaming/tail_choice.h"
 
 #include <algorithm>
 #include <cmath>
@@ -61,7 +62,7 @@ class Evaluator {
     Expected<StreamPlan> s = plan_streaming(m_plan, m_profile, o);
     if (!s.ok()) return kInf;
     if (m_ring > 0 && (s->layout != PoolLayout::kRing || s->resident || s->pool_bytes != m_ring)) return kInf;
-    const double ms = simulate(m_plan, *s, m_profile, m_layer_ms, m_sim).latency_ms;
+    const double ms = planned_latency(m_plan, *s, m_profile, m_layer_ms, m_sim);
     if (out) *out = std::move(s).value();
     return ms;
   }

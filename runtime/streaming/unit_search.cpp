@@ -1,6 +1,9 @@
 // search_ring_units (unit_search.h): equal chunks of several sizes, then a
-// first-improvement local search over the unit boundaries, all scored by simulate().
+// first-improvement local search over the unit boundaries, all scored by planned_latency()
+// (simulate(); with tail copies, the steady state with the best tail: tail_choice.h).
 #include "runtime/streaming/unit_search.h"
+
+#include "runtime/streaming/tail_choice.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,7 +32,7 @@ class Scorer {
     ++m_count;
     Expected<StreamPlan> s = plan_streaming(m_plan, m_profile, options);
     if (!s.ok()) return kInf;
-    const double ms = simulate(m_plan, *s, m_profile, m_layer_ms, m_search.sim).latency_ms;
+    const double ms = planned_latency(m_plan, *s, m_profile, m_layer_ms, m_search.sim);
     if (out) *out = std::move(s).value();
     return ms;
   }
@@ -190,7 +193,7 @@ Expected<UnitSearchResult> search_beside_staged(const ExecutionPlan& plan, const
                                                 const std::vector<double>& layer_ms, const UnitSearchOptions& search) {
   UnitSearchOptions quiet = search;
   quiet.sim.check = false;
-  const double default_ms = simulate(plan, def, profile, layer_ms, quiet.sim).latency_ms;
+  const double default_ms = planned_latency(plan, def, profile, layer_ms, quiet.sim);
   if (no_cut_can_gain(plan, layer_ms, default_ms, search.min_gain))
     return chunks_kept(std::move(def), default_ms, layer_ms);
   std::vector<char> apart(plan.weights.size(), 0);
@@ -211,7 +214,7 @@ Expected<UnitSearchResult> search_beside_staged(const ExecutionPlan& plan, const
   cut.unit_ends = s.plan.unit_ends();
   Expected<StreamPlan> searched = plan_streaming(plan, profile, cut);
   const double searched_ms =
-      searched.ok() ? simulate(plan, *searched, profile, layer_ms, quiet.sim).latency_ms : r.default_ms;
+      searched.ok() ? planned_latency(plan, *searched, profile, layer_ms, quiet.sim) : r.default_ms;
   r.simulations += searched.ok();
   const bool keep = searched.ok() && s.plan.units_searched && searched_ms <= (1.0 - search.min_gain) * r.default_ms;
   r.plan = keep ? std::move(searched).value() : std::move(def);
@@ -256,7 +259,7 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
   UnitSearchOptions quiet = search;
   quiet.sim.check = false;
   UnitSearchResult r;
-  r.default_ms = def.resident ? 0.0 : simulate(plan, def, profile, layer_ms, quiet.sim).latency_ms;
+  r.default_ms = def.resident ? 0.0 : planned_latency(plan, def, profile, layer_ms, quiet.sim);
   r.predicted_ms = r.default_ms;
   r.simulations = def.resident ? 0 : 1;
   if (def.resident || def.layout != PoolLayout::kRing) {
@@ -282,7 +285,7 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
   StreamOptions o = base;
   o.unit_ends = best.ends;
   DLR_ASSIGN_OR_RETURN(r.plan, plan_streaming(plan, profile, o));
-  r.predicted_ms = simulate(plan, r.plan, profile, layer_ms, quiet.sim).latency_ms;
+  r.predicted_ms = planned_latency(plan, r.plan, profile, layer_ms, quiet.sim);
   ++r.simulations;
   r.plan.units_searched = true;
   r.plan.searched_ms = r.predicted_ms;

@@ -237,6 +237,18 @@ TEST(PlacementPasses, TailCopiesWhereTheySimulateFasterAndOnlyInASessionsOwnRing
    }
   }
   EXPECT_GT(chosen, 0) << "no budget of yolov4-tiny gained from tail copies";
+  // Never predicted slower than the same budget without tail copies (plan_placement keeps
+  // the faster of the choices made for the steady state and for one inference).
+  for (const char* budget : {"min", "75%", "80%", "85%", "90%", "95%"})
+    for (const std::vector<double>* ms : {&f.ms, &faster}) {
+      SessionOptions o = stream(budget);
+      PlacementState without = placement_state(f.plan, f.target, o, *ms, nullptr);
+      ASSERT_TRUE(plan_placement(without).ok());
+      o.tail_prefetch = true;
+      PlacementState with = placement_state(f.plan, f.target, o, *ms, nullptr);
+      ASSERT_TRUE(plan_placement(with).ok());
+      EXPECT_LE(with.predicted_ms, without.predicted_ms + 1e-9) << budget;
+    }
   // Off (the default), in a Runtime's placement, from storage: no tail, no note.
   SessionOptions off = stream("85%");
   PlacementState a = placement_state(f.plan, f.target, off, f.ms, nullptr);
@@ -336,8 +348,9 @@ TEST(PlacementPasses, AutoBudgetOnAModelSmallerThanTheRingsMinimum) {
 // compile() is the pipeline: its placement equals the passes run by hand.
 TEST(PlacementPasses, CompileIsThePipeline) {
   Fixture f = tiny_fixture();
-  for (const char* budget : {"min", "90%", "auto"}) {
-    const SessionOptions o = stream(budget);
+  for (const char* budget : {"min", "90%", "auto", "85%+tail"}) {
+    SessionOptions o = stream(std::string(budget).substr(0, std::string(budget).find('+')));
+    o.tail_prefetch = std::string(budget).find("+tail") != std::string::npos;
     Expected<CompiledModel> m = compile(f.net, f.target, o, f.ms);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     PlacementState s = placement_state(m->plan, f.target, o, f.ms, nullptr);
@@ -346,6 +359,7 @@ TEST(PlacementPasses, CompileIsThePipeline) {
     EXPECT_EQ(s.stream.resident_bytes, m->stream.resident_bytes) << budget;
     EXPECT_EQ(s.budget_bytes, m->budget_bytes) << budget;
     EXPECT_DOUBLE_EQ(s.predicted_ms, m->predicted_ms) << budget;
+    EXPECT_EQ(s.stream.tail_units, m->stream.tail_units) << budget;
   }
 }
 
