@@ -231,6 +231,20 @@ Status check_storage(const SessionOptions& o) {
     return invalid_argument("the CPU backend reads weights where it computes from them: zero copy cannot be off");
   if (o.prefetch_next && o.weights_from == WeightsFrom::kStorage)
     return invalid_argument("prefetch of the next inference copies from the host store: it needs weights_from host");
+  if (o.tail_prefetch && o.weights_from == WeightsFrom::kStorage)
+    return invalid_argument("tail_prefetch copies the next inference's first weights from the host store: it needs "
+                            "weights_from host (from storage, prefetch_reads reads them ahead)");
+  return Status();
+}
+
+// Tail copies: a streamed session's own ring.
+Status check_tail(const SessionOptions& o) {
+  if (!o.tail_prefetch) return Status();
+  if (o.device != DeviceKind::kCUDA || o.mode != WeightMode::kStream)
+    return invalid_argument("tail_prefetch copies streamed weights: it needs device cuda and mode stream");
+  if (o.prefetch_next)
+    return invalid_argument("tail_prefetch is for a session alone: a Runtime's models prefetch across models "
+                            "(prefetch_next)");
   return Status();
 }
 
@@ -241,6 +255,7 @@ Status validate_options(const SessionOptions& o) {
   if (o.latency_target_ms > 0 && o.weight_budget.kind != WeightBudget::Kind::kAuto)
     return invalid_argument("a latency target needs the weight budget auto");
   DLR_RETURN_IF_ERROR(check_storage(o));
+  DLR_RETURN_IF_ERROR(check_tail(o));
   if (o.device == DeviceKind::kCPU) {
     if (o.mode != WeightMode::kPreload)
       return invalid_argument("the CPU backend keeps every weight in host memory (mode stream needs device cuda)");

@@ -469,6 +469,23 @@ TEST(SessionOptions, BadValuesFailBeforeAnyFileWork) {
          o->zero_copy = 0;
        },
        "the CPU backend reads weights where it computes from them: zero copy cannot be off"},
+      {[](SessionOptions* o) { o->tail_prefetch = true; },
+       "tail_prefetch copies streamed weights: it needs device cuda and mode stream"},
+      {[](SessionOptions* o) {
+         o->device = DeviceKind::kCUDA;
+         o->mode = WeightMode::kStream;
+         o->weights_from = WeightsFrom::kStorage;
+         o->tail_prefetch = true;
+       },
+       "tail_prefetch copies the next inference's first weights from the host store: it needs weights_from host "
+       "(from storage, prefetch_reads reads them ahead)"},
+      {[](SessionOptions* o) {
+         o->device = DeviceKind::kCUDA;
+         o->mode = WeightMode::kStream;
+         o->prefetch_next = true;
+         o->tail_prefetch = true;
+       },
+       "tail_prefetch is for a session alone: a Runtime's models prefetch across models (prefetch_next)"},
   };
   for (const Case& c : cases) {
     SessionOptions o;
