@@ -31,6 +31,7 @@ struct CopyTiming {
   int64_t bytes = 0;
   double start_ms = 0;  // ms from the start of the network
   double end_ms = 0;
+  bool next_inference = false;  // a tail copy: the next inference's unit, under this one's last layers
 };
 
 // One read from storage of the last run() (weights from storage): a read unit of the

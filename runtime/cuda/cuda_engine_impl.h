@@ -227,7 +227,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status enqueue_network(bool profile);
   Status read_profile(int skipped);  // skipped: the leading units copied before the run (no events)
   // After an inference's own copies: the next inference's leading units (tail_units()).
-  Status enqueue_tail_copies(int* waited_layer);
+  Status enqueue_tail_copies(bool profile, int* waited_layer);
   Status clear_foreign_arena();  // zeroes this plan's arena region after another model ran in it
   // cuda_engine_run.cpp. expanded: an int8 step's weights are in its dequant buffer
   // already (cuda_engine_expand.cpp); else they are expanded first, on `s`.
@@ -377,6 +377,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   cuda::Event m_ev_upload, m_ev_start, m_ev_end;
   std::vector<cuda::Event> m_ev_layer_start, m_ev_layer_ready, m_ev_layer_end;  // per step
   std::vector<cuda::Event> m_ev_copy_start, m_ev_copy_end;                      // per unit
+  std::vector<cuda::Event> m_ev_tail_start, m_ev_tail_end;                      // per tail copy
   bool m_input_pending = false;
   bool m_capturing = false;  // inside capture()
   bool m_kernels_only = false;  // enqueue_network: the layers alone, no copies or reads (warm-up from storage)

@@ -199,9 +199,16 @@ Status CudaEngine::make_stream_events() {
       DLR_ASSIGN_OR_RETURN(m_layer_done[size_t(layer)], cuda::make_event(false));
     }
   DLR_RETURN_IF_ERROR(make_ring_events());
+  m_ev_tail_start.clear();
+  m_ev_tail_end.clear();
   if (m_options.profile_layers) {
     for (auto* v : {&m_ev_copy_start, &m_ev_copy_end})
       for (size_t u = 0; u < m_stream_plan.units.size(); ++u) {
+        DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(true));
+        v->push_back(std::move(ev));
+      }
+    for (auto* v : {&m_ev_tail_start, &m_ev_tail_end})
+      for (int k = 0; k < tail_units(); ++k) {
         DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(true));
         v->push_back(std::move(ev));
       }
@@ -368,7 +375,7 @@ Status CudaEngine::enqueue_network(bool profile) {
   if (copies) {
     for (const StreamAction& a : m_stream_plan.order)
       DLR_RETURN_IF_ERROR(a.kind == StreamAction::Kind::kCopy ? enqueue_copy(a.index) : enqueue_layer(a.index));
-    DLR_RETURN_IF_ERROR(enqueue_tail_copies(&waited_layer));
+    DLR_RETURN_IF_ERROR(enqueue_tail_copies(profile, &waited_layer));
     // For other engines' prefetch (an external node inside a graph: recorded at each replay).
     DLR_CUDA_CHECK(cudaEventRecordWithFlags(m_copies_end.get(), ps, m_capturing ? cudaEventRecordExternal : 0));
     DLR_CUDA_CHECK(cudaEventRecord(m_join.get(), ps));
@@ -386,8 +393,11 @@ const char* CudaEngine::copy_source(const TransferUnit& u) const {
   return static_cast<const char*>(m_host->data()) + u.host_offset;
 }
 
-Status CudaEngine::enqueue_tail_copies(int* waited_layer) {
+Status CudaEngine::enqueue_tail_copies(bool profile, int* waited_layer) {
   cudaStream_t ps = m_copy_stream.get();
+  // Timing events: external record nodes inside a capture (as enqueue_network's).
+  const unsigned timing_flags = m_capturing ? cudaEventRecordExternal : cudaEventRecordDefault;
+  const bool stamps = profile && m_ev_tail_start.size() == size_t(tail_units());
   for (int k = 0; k < tail_units(); ++k) {
     const TransferUnit& u = m_stream_plan.units[size_t(k)];
     const int layer = m_stream_plan.tail_waits[size_t(k)];  // -1: no byte of it is read in this inference
@@ -395,8 +405,10 @@ Status CudaEngine::enqueue_tail_copies(int* waited_layer) {
       DLR_CUDA_CHECK(cudaStreamWaitEvent(ps, m_layer_done[size_t(layer)].get(), 0));
       *waited_layer = layer;
     }
+    if (stamps) DLR_CUDA_CHECK(cudaEventRecordWithFlags(m_ev_tail_start[size_t(k)].get(), ps, timing_flags));
     DLR_CUDA_CHECK(cudaMemcpyAsync(pool_base() + pool_pos(u.pool_offset), copy_source(u), size_t(u.bytes),
                                    cudaMemcpyHostToDevice, ps));
+    if (stamps) DLR_CUDA_CHECK(cudaEventRecordWithFlags(m_ev_tail_end[size_t(k)].get(), ps, timing_flags));
   }
   return Status();
 }
@@ -429,6 +441,17 @@ Status CudaEngine::read_profile(int skipped) {
       c.bytes = u.bytes;
       DLR_RETURN_IF_ERROR(since_start(m_ev_copy_start[size_t(u.index)], &c.start_ms));
       DLR_RETURN_IF_ERROR(since_start(m_ev_copy_end[size_t(u.index)], &c.end_ms));
+      m_copy_timings.push_back(c);
+    }
+    for (size_t k = 0; k < m_ev_tail_start.size() && k < size_t(tail_units()); ++k) {
+      const TransferUnit& u = m_stream_plan.units[k];
+      CopyTiming c;
+      c.unit = u.index;
+      c.first_layer = u.first_layer;
+      c.bytes = u.bytes;
+      c.next_inference = true;
+      DLR_RETURN_IF_ERROR(since_start(m_ev_tail_start[k], &c.start_ms));
+      DLR_RETURN_IF_ERROR(since_start(m_ev_tail_end[k], &c.end_ms));
       m_copy_timings.push_back(c);
     }
   }

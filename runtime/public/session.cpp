@@ -74,7 +74,7 @@ Report Session::last_report() const {
   for (const dlr::CopyTiming& c : e.copy_timings()) {  // the engine names a copy's first step
     const int layer = c.first_layer >= 0 && size_t(c.first_layer) < plan.steps.size()
                           ? plan.steps[size_t(c.first_layer)].layer : c.first_layer;
-    r.copies.push_back(CopyTiming{c.unit, layer, c.bytes, c.start_ms, c.end_ms});
+    r.copies.push_back(CopyTiming{c.unit, layer, c.bytes, c.start_ms, c.end_ms, c.next_inference});
   }
   const dlr::MemoryReport m = e.memory();
   r.memory = MemoryReport{m.weights, m.activations, m.workspace, m.other, m.host_weights};

@@ -179,10 +179,15 @@ std::string CopyCalibration::to_text() const {
   return buf;
 }
 
-Expected<CopyCalibration> calibrate_profile(const CopyProfile& probed, const std::vector<CopyTiming>& copies,
+Expected<CopyCalibration> calibrate_profile(const CopyProfile& probed, const std::vector<CopyTiming>& all,
                                             const CopyCalibrationOptions& options) {
   if (probed.pinned.empty())
     return invalid_argument("copy calibration: copy profile '" + probed.name + "' has no pinned curve");
+  // The inferences' own copies: a tail copy (the next inference's unit) waits for a layer
+  // and shares its unit number with a copy of the inference.
+  std::vector<CopyTiming> copies;
+  for (const CopyTiming& t : all)
+    if (!t.next_inference) copies.push_back(t);
   CopyCalibration c;
   std::vector<Sample> xs;
   std::vector<double> gaps;

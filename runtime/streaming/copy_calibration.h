@@ -76,7 +76,8 @@ struct CopyCalibration {
 //    b / time(b); queue, call cost, chunk, minimal unit, pageable curve and storage are
 //    the probed profile's;
 //  - an error when the median-size copy comes out more than max_slowdown x the probe,
-//    or when `probed` has no pinned curve.
+//    or when `probed` has no pinned curve;
+//  - tail copies (CopyTiming::next_inference) are left out.
 Expected<CopyCalibration> calibrate_profile(const CopyProfile& probed, const std::vector<CopyTiming>& copies,
                                             const CopyCalibrationOptions& options = {});
 

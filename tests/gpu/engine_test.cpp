@@ -429,6 +429,17 @@ TEST(StreamMode, TailCopiesKeepEveryInferenceBitIdenticalToPreload) {
           for (size_t h = 0; h < got.size(); ++h)
             EXPECT_EQ(0, std::memcmp(got[h].data(), want[size_t(k % 3)][h].data(), got[h].size() * 4))
                 << m.cfg << " budget " << budget << " variant " << variant << " inference " << k << " head " << h;
+          if (variant != 2) continue;
+          // The report: every tail copy once, marked; from the second inference on, the
+          // inference's own copies start at unit tail_units.
+          int tail_copies = 0, own_leading = 0;
+          for (const CopyTiming& c : (*ss)->engine().copy_timings()) {
+            tail_copies += c.next_inference;
+            own_leading += !c.next_inference && c.unit < sp.tail_units;
+            EXPECT_GE(c.end_ms, c.start_ms);
+          }
+          EXPECT_EQ(tail_copies, sp.tail_units) << "inference " << k;
+          EXPECT_EQ(own_leading, k == 0 ? sp.tail_units : 0) << "inference " << k;
         }
         ++ran;
       }

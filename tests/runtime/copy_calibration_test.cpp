@@ -77,6 +77,26 @@ TEST(CopyCalibration, RecoversOverheadBandwidthAndGap) {
   EXPECT_EQ(back->pinned.size(), r->profile.pinned.size());
 }
 
+TEST(CopyCalibration, TailCopiesAreLeftOut) {
+  const std::vector<CopyTiming> own = synthetic(kMixed, 5.0, 50.0, 1.3, 1);
+  std::vector<CopyTiming> with_tail = own;
+  for (int k = 0; k < 3; ++k) {  // units 0-2 again, late and 3x slower: the next inference's, behind a layer
+    CopyTiming c = own[size_t(k)];
+    c.start_ms = own.back().end_ms + 0.002 + k;
+    c.end_ms = c.start_ms + 3 * (own[size_t(k)].end_ms - own[size_t(k)].start_ms);
+    c.next_inference = true;
+    with_tail.push_back(c);
+  }
+  const auto a = calibrate_profile(fast_probe(), own);
+  const auto b = calibrate_profile(fast_probe(), with_tail);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_DOUBLE_EQ(b->overhead_us, a->overhead_us);
+  EXPECT_DOUBLE_EQ(b->gbps, a->gbps);
+  EXPECT_DOUBLE_EQ(b->gap_us, a->gap_us);
+  EXPECT_EQ(b->copies, a->copies);
+  EXPECT_EQ(b->dropped, a->dropped);
+}
+
 TEST(CopyCalibration, NeverFasterThanTheProbe) {
   CopyProfile slow = fast_probe();
   for (BandwidthPoint& p : slow.pinned) p.gbps /= 4;  // 25 GB/s at the top: the copies (50 GB/s) look faster

@@ -70,7 +70,7 @@ nlohmann::json layer_report_json(const NetworkDesc& net, const Engine& e) {
   const size_t n_steps = e.layer_timings().size();
   std::vector<std::pair<double, double>> copy_span(n_steps, {-1, -1});
   for (const CopyTiming& c : e.copy_timings()) {
-    if (c.first_layer < 0 || size_t(c.first_layer) >= n_steps) continue;
+    if (c.next_inference || c.first_layer < 0 || size_t(c.first_layer) >= n_steps) continue;
     auto& s = copy_span[size_t(c.first_layer)];
     s.first = s.first < 0 ? c.start_ms : std::min(s.first, c.start_ms);
     s.second = std::max(s.second, c.end_ms);
@@ -222,7 +222,8 @@ nlohmann::json chrome_trace(const NetworkDesc& net, const Engine& e) {
                   {"dur", (r.end_ms - r.start_ms) * 1000.0},
                   {"args", {{"bytes", r.bytes}, {"first_layer", r.first_layer}}}});
   for (const CopyTiming& c : e.copy_timings())
-    ev.push_back({{"name", "unit " + std::to_string(c.unit) + " (L" + std::to_string(c.first_layer) + ")"},
+    ev.push_back({{"name", "unit " + std::to_string(c.unit) + " (L" + std::to_string(c.first_layer) + ")" +
+                               (c.next_inference ? " for the next inference" : "")},
                   {"ph", "X"},
                   {"pid", 1},
                   {"tid", 2},

@@ -65,6 +65,7 @@ struct CopyTiming {
   int64_t bytes = 0;
   double start_ms = 0;
   double end_ms = 0;
+  bool next_inference = false;  // copied for the next detect(), under this one's last layers (tail copies)
 };
 
 // Bytes the session holds, by purpose.
