@@ -112,6 +112,7 @@ py::dict report_dict(const dlrun::Report& r) {
     py::dict d;
     d["unit"] = c.unit; d["first_layer"] = c.first_layer; d["bytes"] = c.bytes;
     d["start_ms"] = c.start_ms; d["end_ms"] = c.end_ms;
+    if (c.next_inference) d["next_inference"] = true;  // a tail copy (docs/streaming.md)
     copies.append(d);
   }
   py::dict mem;
