@@ -28,5 +28,7 @@ for r in 1 2; do
   done
 done
 b pre16 $y --size 608 --weights $W --precision fp16 --iters 300 --warmup 30
+# the open's cost of planning with the tail (compile_ms), caches warm
+b st_tail $Y --precision fp16 --weight-budget 50% --tail-prefetch off,on --startup 3
 for f in $O/*_[12].txt $O/pre16.txt; do echo "$(basename $f .txt): $(grep -A1 '^config' $f | tail -1)"; done
 grep -h -o "\"tail_note\":\"[^\"]*\"" $O/*_on_1.json | head -10
