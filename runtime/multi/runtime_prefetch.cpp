@@ -8,6 +8,7 @@
 
 #include "runtime/multi/runtime.h"
 #include "runtime/multi/runtime_facets.h"
+#include "runtime/streaming/stream_plan.h"  // ring_overlap
 
 namespace dlr {
 
@@ -51,18 +52,6 @@ Runtime::Member* Runtime::expected_next(const Engine& launched, const Member* sk
     if (&m.model->session().engine() == &launched) return &m;
   return nullptr;
 }
-
-namespace {
-
-// Whether ring ranges [a, a + la) and [b, b + lb) (offsets mod ring) share a byte.
-bool ring_overlap(int64_t a, int64_t la, int64_t b, int64_t lb, int64_t ring) {
-  if (la <= 0 || lb <= 0 || ring <= 0) return false;
-  if (la >= ring || lb >= ring) return true;
-  auto mod = [ring](int64_t x) { return ((x % ring) + ring) % ring; };
-  return mod(b - a) < la || mod(a - b) < lb;
-}
-
-}  // namespace
 
 Status Runtime::drop_overlapping(Engine& engine, bool whole, int64_t bytes) {
   const int64_t ring = m_shared->ring_bytes();

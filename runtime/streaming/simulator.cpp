@@ -46,9 +46,8 @@ int64_t peak_in_use(std::vector<std::pair<double, double>> intervals, int64_t by
 // The leading units landed before the inference: the prefetch units, cut at the first
 // whose cumulative bytes exceed options.prefetch_limit_bytes (when >= 0).
 int prefetched_units(const StreamPlan& stream, const SimOptions& options, bool reads) {
-  if (reads) return 0;
-  if (options.prefetched) return stream.prefetch_units_within(options.prefetch_limit_bytes);
-  return options.tail && !stream.resident ? stream.tail_units : 0;
+  if (!options.prefetched || reads) return 0;
+  return stream.prefetch_units_within(options.prefetch_limit_bytes);
 }
 
 // Units copied under the tail for the next inference (SimOptions::tail).
@@ -78,7 +77,7 @@ class Simulation {
   void read_for_copy(int u);
   void wait_for_queue(int depth);
   void launch_layer(int l);
-  double copy_start(const std::vector<int>& waits, int unit, bool tail);
+  double copy_start(const int* waits, size_t n_waits, int unit, bool tail);
   void issue_tail();
   void check_all_issued();
   void finish_latency();
@@ -167,8 +166,9 @@ void Simulation::start() {
   if (m_tail > 0 && (m_stream.tail_waits.size() != size_t(m_tail) || m_tail > m_units)) {
     violation("tail: " + std::to_string(m_tail) + " units with " + std::to_string(m_stream.tail_waits.size()) +
               " waits");
-    m_tail = m_prefetched = 0;
+    m_tail = 0;
   }
+  if (m_tail > 0) m_prefetched = m_tail;  // the previous inference's tail copied them
   m_r.tail_copy_start_ms.assign(size_t(m_tail), kInf);
   m_r.tail_copy_end_ms.assign(size_t(m_tail), kInf);
   for (int u = 0; u < m_prefetched; ++u) {
@@ -224,7 +224,8 @@ void Simulation::issue_copy(int u) {
   const int depth = m_profile.queue_depth(bytes);
   if (m_reads) read_for_copy(u);
   wait_for_queue(depth);
-  const double start = copy_start(m_stream.unit_waits[size_t(u)], u, false);
+  const std::vector<int>& waits = m_stream.unit_waits[size_t(u)];
+  const double start = copy_start(waits.data(), waits.size(), u, false);
   m_r.copy_start_ms[size_t(u)] = start;
   m_r.copy_end_ms[size_t(u)] = start + m_profile.copy_ms(bytes);
   m_copy_free = m_r.copy_end_ms[size_t(u)];
@@ -239,10 +240,11 @@ void Simulation::issue_copy(int u) {
 
 // The host's copy call (it returns once the copy is in the stream) and the copy's start:
 // after the previous copy and the layers it waits on.
-double Simulation::copy_start(const std::vector<int>& waits, int unit, bool tail) {
+double Simulation::copy_start(const int* waits, size_t n_waits, int unit, bool tail) {
   m_host += m_profile.call_us * 1e-3;
   double start = std::max(m_host, m_copy_free);
-  for (int w : waits) {
+  for (size_t i = 0; i < n_waits; ++i) {
+    const int w = waits[i];
     if (w < 0 || w >= m_steps || !m_launched[size_t(w)]) {
       violation(std::string("order: ") + (tail ? "tail copy of unit " : "unit ") + std::to_string(unit) +
                 " is enqueued before layer " + std::to_string(w) + " it waits on");
@@ -259,7 +261,7 @@ void Simulation::issue_tail() {
   for (int k = 0; k < m_tail; ++k) {
     const int64_t bytes = m_stream.units[size_t(k)].bytes;
     const int w = m_stream.tail_waits[size_t(k)];  // -1: no byte of it is read in this inference
-    const double start = copy_start(w < 0 ? std::vector<int>{} : std::vector<int>{w}, k, true);
+    const double start = copy_start(&w, w < 0 ? 0 : 1, k, true);
     m_r.tail_copy_start_ms[size_t(k)] = start;
     m_r.tail_copy_end_ms[size_t(k)] = m_copy_free = start + m_profile.copy_ms(bytes);
   }
@@ -396,18 +398,12 @@ void Simulation::check_raw() {
 // slots by address).
 void Simulation::check_war_geometry() {
   const int64_t ring = m_stream.ring_bytes();
-  auto overlaps = [&](int64_t a0, int64_t an, int64_t b0, int64_t bn) {
-    if (ring == 0) return a0 < b0 + bn && b0 < a0 + an;
-    // Both ranges are shorter than the ring; compare each against the other shifted by +-ring.
-    for (int64_t shift : {-ring, int64_t(0), ring})
-      if (a0 < b0 + shift + bn && b0 + shift < a0 + an) return true;
-    return false;
-  };
   for (const TransferUnit& tu : m_stream.units) {
     if (!m_issued[size_t(tu.index)] || tu.in_arena) continue;
     for (int b = 0; b < tu.first_blob; ++b) {
       if (!m_stream.in_ring(b)) continue;  // its own region (resident) or arena bytes (staged)
-      if (!overlaps(tu.pool_offset, tu.bytes, m_stream.blob_pool_offset[size_t(b)], m_plan.weights[size_t(b)].bytes))
+      if (!ring_overlap(tu.pool_offset, tu.bytes, m_stream.blob_pool_offset[size_t(b)], m_plan.weights[size_t(b)].bytes,
+                        ring))
         continue;
       if (m_r.copy_start_ms[size_t(tu.index)] + kEps < blob_reader_end(b))
         violation("unit " + std::to_string(tu.index) + " overwrites blob " + std::to_string(b) + " (layer " +
@@ -483,10 +479,8 @@ void Simulation::check_war_tail() {
     const double start = m_r.tail_copy_start_ms[size_t(k)];
     for (int b = 0; b < int(m_plan.weights.size()); ++b) {
       if (!m_stream.in_ring(b)) continue;
-      const int64_t bo = m_stream.blob_pool_offset[size_t(b)], bn = m_plan.weights[size_t(b)].bytes;
-      bool overlap = false;
-      for (int64_t shift : {-ring, int64_t(0), ring})
-        overlap = overlap || (tu.pool_offset < bo + shift + bn && bo + shift < tu.pool_offset + tu.bytes);
+      const bool overlap =
+          ring_overlap(tu.pool_offset, tu.bytes, m_stream.blob_pool_offset[size_t(b)], m_plan.weights[size_t(b)].bytes, ring);
       if (overlap && start + kEps < blob_reader_end(b))
         violation("tail copy of unit " + std::to_string(k) + " overwrites blob " + std::to_string(b) + " (layer " +
                   std::to_string(m_plan.weights[size_t(b)].layer) + ") at " + ms_text(start) +

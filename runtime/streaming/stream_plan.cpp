@@ -475,6 +475,14 @@ int64_t StreamPlan::tail_bytes() const {
   return bytes;
 }
 
+bool ring_overlap(int64_t a, int64_t an, int64_t b, int64_t bn, int64_t ring) {
+  if (an <= 0 || bn <= 0) return false;
+  if (ring <= 0) return a < b + bn && b < a + an;
+  if (an >= ring || bn >= ring) return true;
+  auto mod = [ring](int64_t x) { return ((x % ring) + ring) % ring; };
+  return mod(b - a) < an || mod(a - b) < bn;
+}
+
 std::string StreamPlan::tail_text() const {
   const int64_t bytes = tail_bytes();
   std::string waits;

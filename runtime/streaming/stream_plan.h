@@ -188,6 +188,11 @@ struct StreamPlan {
 // blobs are back to back.
 std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan);
 
+// True when pool bytes [a, a + an) and [b, b + bn) share a byte: offsets modulo `ring`
+// (any offsets; a range of the ring's size or more overlaps everything), or plain addresses
+// when ring <= 0 (slots). Empty ranges overlap nothing.
+bool ring_overlap(int64_t a, int64_t an, int64_t b, int64_t bn, int64_t ring);
+
 // The candidates for StreamPlan::tail_units of a ring plan: for each leading unit that
 // waits for no step of its own inference and goes through the ring (not the arena), in
 // order up to the first that does not, the last step of an inference that reads any of

@@ -8,14 +8,6 @@
 namespace dlr {
 namespace {
 
-// True when ring bytes [a, a + an) and [b, b + bn) share a byte of a ring of `ring`
-// bytes (both shorter than the ring; offsets in [0, 2 * ring)).
-bool ring_overlap(int64_t a, int64_t an, int64_t b, int64_t bn, int64_t ring) {
-  for (int64_t shift : {-ring, int64_t(0), ring})
-    if (a < b + shift + bn && b + shift < a + an) return true;
-  return false;
-}
-
 // The last step of an inference reading any ring byte of [offset, offset + bytes):
 // the step of the highest ring blob overlapping it (blobs are in execution order), or
 // -1 when none does.
