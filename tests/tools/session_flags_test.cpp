@@ -167,5 +167,40 @@ TEST(SessionFlags, DlbenchResetsWhatDoesNotApply) {
   EXPECT_TRUE(apply_session_flags(t, &o).ok());
 }
 
+// Two values of a sweepable row, as dlbench takes a list ("a,b").
+std::string two_values(const SessionFlag& row) {
+  if (row.choices) {
+    const std::string c = row.choices;
+    const size_t second = c.find(',', c.find(',') + 1);
+    return second == std::string::npos ? c : c.substr(0, second);
+  }
+  if (row.min < row.max) return std::to_string(row.min) + "," + std::to_string(row.min + 1);
+  switch (row.convert) {
+    case FlagConvert::kSize: return "0,1MiB";
+    case FlagConvert::kBudget: return "min,50%";
+    case FlagConvert::kUnits: return "search,chunks";
+    default: return "";
+  }
+}
+
+// dlbench makes one configuration per item of every sweepable flag: a list reaches no
+// option's check whole ("--tail-prefetch off,on: expected on or off" was one that did).
+TEST(SessionFlags, DlbenchSweepsEverySweepableRow) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  for (const SessionFlag& row : session_flags()) {
+    if (!row.sweep) continue;
+    const std::string values = two_values(row);
+    ASSERT_NE(values.find(','), std::string::npos) << row.flag << ": no two values for the test";
+    std::string run = row.option == std::string("device") ? "--mode stream" :
+                      row.option == std::string("mode") ? "--device cuda" : "--device cuda --mode stream";
+    if (row.applies == FlagApplies::kStorage) run += " --weights-from storage";
+    const test::ToolResult r = test::run_tool("dlbench " + cfg + " --synthetic --size 64 --iters 1 --warmup 0 " +
+                                              run + " " + flag_name(row, FlagTool::kDlbench) + " " + values);
+    EXPECT_EQ(r.err.find(": expected "), std::string::npos) << row.flag << " " << values << ": " << r.err;
+    EXPECT_EQ(r.err.find(std::string(flag_name(row, FlagTool::kDlbench)) + " " + values), std::string::npos)
+        << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace dlr::tools

@@ -23,7 +23,8 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
             for (const std::string& units : stream ? list("unit_search") : split(none))
               for (const std::string& res : stream ? list("residency") : split(none))
                 for (const std::string& from : list("weights_from"))
-                  for (const std::string& zero : from == "storage" ? list("zero_copy") : split("auto")) {
+                  for (const std::string& zero : from == "storage" ? list("zero_copy") : split("auto"))
+                   for (const std::string& tail : stream ? list("tail_prefetch") : split("off")) {
                     // slots and resident plans never search their units and keep nothing resident
                     // apart: one variant is enough
                     const bool fixed = pool == "slots" || budget == "all" || budget == "min";  // auto varies
@@ -32,8 +33,10 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
                     // storage is read by the CPU and by streaming GPU runs (not by preload)
                     if (from == "storage" && mode == "preload") continue;
                     if (from == "storage" && device == "cpu" && zero != list("zero_copy").front()) continue;
+                    // storage reads ahead itself: the tail is refused there (one row, off)
+                    if (from == "storage" && tail == "on" && list("tail_prefetch").size() > 1) continue;
                     out->push_back(Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool,
-                                          units, res, from, zero, slot, format});
+                                          units, res, from, zero, slot, format, tail});
                   }
 }
 
@@ -46,7 +49,7 @@ SessionFlagTexts config_texts(const Args& a, const Config& c) {
       {"device", c.device}, {"precision", c.precision}, {"mode", c.mode == "cpu" ? "preload" : c.mode},
       {"batch", std::to_string(c.batch)}, {"weight_budget", c.budget}, {"weight_pool", c.pool},
       {"unit_search", c.units}, {"residency", c.residency}, {"weights_from", c.from}, {"zero_copy", c.zero},
-      {"slot_bytes", c.slot}, {"weight_format", c.format}, {"layout", c.layout}};
+      {"slot_bytes", c.slot}, {"weight_format", c.format}, {"layout", c.layout}, {"tail_prefetch", c.tail}};
   for (const auto& [option, text] : items) t.set(option, text);
   reset_inapplicable(&t);
   if (c.device != "cuda") t.reset("zero_copy");
@@ -59,7 +62,7 @@ std::string Config::name() const {
   std::string stream;
   if (mode == "stream")
     stream = "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units) +
-             (residency == "greedy" ? "" : "~" + residency);
+             (residency == "greedy" ? "" : "~" + residency) + (tail == "on" ? "+tail" : "");
   if (from == "storage") stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy");
   return device + "/" + mode + stream + "/" + precision + (format == "fp" ? "" : "/" + format) +
          (layout == "auto" ? "" : "/" + layout) + "/b" +

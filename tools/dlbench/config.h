@@ -23,8 +23,9 @@ struct Config {
   std::string zero = "auto";   // storage: zero copy auto, on, off
   std::string slot = "0";      // --slot-size: 0 (no slices) or a size
   std::string format = "fp";   // --weight-format: fp or int8
+  std::string tail = "off";    // stream mode: --tail-prefetch on or off
   // The row's name, e.g. "cuda/stream@50%:ring~none<storage:zc/fp16/b1" ("/int8" after the
-  // precision for int8 weights).
+  // precision for int8 weights, "+tail" after the budget with --tail-prefetch on).
   std::string name() const;
 };
 
