@@ -35,6 +35,7 @@ CudaEngine::~CudaEngine() {
   if (m_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_stream.get()));
   if (m_copy_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_copy_stream.get()));
   if (m_expand_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_expand_stream.get()));
+  if (m_out_stream) DLR_CUDA_CHECK_LOG(cudaStreamSynchronize(m_out_stream.get()));
 }
 
 const char* CudaEngine::blob_ptr(int blob) const {
@@ -143,6 +144,7 @@ Status CudaEngine::alloc_workspace_and_outputs() {
     out_floats += int64_t(m_plan.options.batch) * m_plan.step_of(y).out.count();
   }
   DLR_ASSIGN_OR_RETURN(m_outputs, PinnedBuffer::alloc(size_t(out_floats) * 4));
+  DLR_RETURN_IF_ERROR(make_output_downloads());
   DLR_RETURN_IF_ERROR(reserve_images(m_options.max_image_width, m_options.max_image_height));
   m_timings.resize(m_plan.steps.size());
   m_open_timing.buffers_ms += ms_since(t0);

@@ -117,7 +117,7 @@ Expected<cuda::GraphExec> CudaEngine::capture(const std::function<Status()>& enq
   m_capturing = true;
   const Status st = enqueue();
   m_capturing = false;
-  // The enqueue failed after forking the copy or expand stream into the capture: join it
+  // The enqueue failed after forking the copy, expand or output stream into the capture: join it
   // back, or the capture cannot end cleanly (cudaErrorStreamCaptureUnjoined).
   auto join = [s](const cuda::Stream& forked, const cuda::Event& ev) {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
@@ -129,6 +129,8 @@ Expected<cuda::GraphExec> CudaEngine::capture(const std::function<Status()>& enq
   if (!st.ok()) {
     join(m_copy_stream, m_join);
     join(m_expand_stream, m_ex_join);
+    join(m_out_stream, m_out_join);
+    m_out_forked = false;
   }
   const cudaError_t end = cudaStreamEndCapture(s, &graph);
   // A failed end of capture leaves its error as the thread's last CUDA error, which the

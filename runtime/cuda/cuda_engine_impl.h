@@ -234,7 +234,14 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status enqueue_step(const Step& st, cudaStream_t s, bool expanded);
   // enqueue_step unless a no-op; errors name the layer.
   Status enqueue_layer_kernels(const Step& st, cudaStream_t s, bool expanded = false);
-  Status enqueue_outputs(cudaStream_t s);
+  // cuda_engine_outputs.cpp: the downloads of the output layers into m_outputs (the only
+  // D2H of an inference). An output layer with kernels after it downloads on m_out_stream
+  // as soon as its own kernels end, under the later layers; the last one on `s`.
+  // enqueue_output after each step's kernels (by step index; a no-op for other steps), join_outputs once
+  // after the last: `s` then waits for every download.
+  Status make_output_downloads();  // at open
+  Status enqueue_output(int step, cudaStream_t s);
+  Status join_outputs(cudaStream_t s);
   // cuda_engine_expand.cpp: int8 weights expanded on m_expand_stream ahead of their step,
   // a group (Step::dequant_group) per launch. One enqueue_network's progress: what is
   // enqueued so far and the expansions issued.
@@ -285,6 +292,12 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   EngineOpenTiming m_open_timing;  // create() and finalize()
   cuda::Stream m_stream;       // compute
   cuda::Stream m_copy_stream;  // stream mode: weight copies
+  cuda::Stream m_out_stream;   // the early output downloads (cuda_engine_outputs.cpp)
+  std::vector<int> m_out_index;          // per step: its index in m_plan.output_layers, or -1
+  std::vector<cuda::Event> m_out_ready;  // per output layer: its kernels ended (ordering only)
+  cuda::Event m_out_join;
+  int m_out_last_step = -1;   // the last step: its output downloads on the compute stream
+  bool m_out_forked = false;  // this enqueue forked m_out_stream (join_outputs joins it)
 
   // Weights. preload: m_weights holds every blob at m_blob_offsets. stream: the pool
   // is m_ring (ring layout) or m_weights (slots, resident), m_host the pinned store,

@@ -132,17 +132,6 @@ Status CudaEngine::enqueue_layer_kernels(const Step& st, cudaStream_t s, bool ex
   return Status();
 }
 
-Status CudaEngine::enqueue_outputs(cudaStream_t s) {
-  // One download per yolo layer into pinned memory (the only D2H of an inference).
-  for (int y : m_plan.output_layers) {
-    const TensorView v = view(m_plan.layer_out[size_t(y)]);
-    DLR_ASSERT(v.contiguous() && v.dtype == DType::kF32);
-    float* dst = static_cast<float*>(m_outputs.data()) + m_output_offsets[size_t(y)];
-    DLR_CUDA_CHECK(cudaMemcpyAsync(dst, v.data, size_t(v.n) * size_t(v.n_stride) * 4, cudaMemcpyDeviceToHost, s));
-  }
-  return Status();
-}
-
 Status CudaEngine::run() {
   const auto t0 = std::chrono::steady_clock::now();
   cudaStream_t s = m_stream.get();

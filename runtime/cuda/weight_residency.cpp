@@ -299,6 +299,7 @@ Status CudaEngine::enqueue_network(bool profile) {
   };
   const bool copies = m_streaming && !m_stream_plan.resident && !m_kernels_only;
   const int skipped = m_skip_units;
+  m_out_forked = false;  // a failed enqueue before may have left it set
   // Shared ring: prefetched units are waited for chunk by chunk, from inside the graph
   // (external wait nodes: prefetch() records the events before each replay).
   const bool chunked = skipped > 0 && uses_shared_ring();
@@ -370,7 +371,7 @@ Status CudaEngine::enqueue_network(bool profile) {
                                               m_capturing ? cudaEventRecordExternal : 0));
     if (two_stage && m_reads.layer_releases[size_t(layer)] && !m_capturing) m_pipeline->progress(layer);
     if (profile) DLR_RETURN_IF_ERROR(stamp(m_ev_layer_end[size_t(layer)], cs));
-    return Status();
+    return enqueue_output(layer, cs);
   };
   if (copies) {
     for (const StreamAction& a : m_stream_plan.order)
@@ -384,7 +385,7 @@ Status CudaEngine::enqueue_network(bool profile) {
     for (const Step& st : m_plan.steps) DLR_RETURN_IF_ERROR(enqueue_layer(st.index));
   }
   DLR_RETURN_IF_ERROR(expand_end());
-  return enqueue_outputs(cs);
+  return join_outputs(cs);
 }
 
 const char* CudaEngine::copy_source(const TransferUnit& u) const {
