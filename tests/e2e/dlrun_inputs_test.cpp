@@ -205,7 +205,8 @@ TEST_F(DlrunInputs, BatchGivesTheSameDetectionsAsOneByOne) {
   const std::string imgs = dir_ + "/imgs/img0.ppm " + dir_ + "/imgs/img1.ppm " + dir_ + "/imgs/img2.ppm";
   auto one = run_tool(dlrun(imgs + " --json --thresh 0.05"));
   ASSERT_EQ(one.code, 0) << one.err;
-  auto two = run_tool(dlrun(imgs + " --json --thresh 0.05 --batch 2"));
+  // two threads: each image of a batch is decoded on its own (Session::detect_batch)
+  auto two = run_tool(dlrun(imgs + " --json --thresh 0.05 --batch 2 --threads 2"));
   ASSERT_EQ(two.code, 0) << two.err;
   EXPECT_EQ(one.out, two.out);
   EXPECT_NE(two.err.find("3 frames, 2 inferences (batch 2)"), std::string::npos) << two.err;

@@ -71,6 +71,7 @@ TEST(RealWeights, BatchOfTwoEqualsTwoSingleRuns) {
   if (!tools::have_opencv()) GTEST_SKIP() << "needs OpenCV to decode jpg";
   SessionOptions two;
   two.batch = 2;
+  two.threads = 2;  // the two images are decoded and suppressed on two threads
   auto sb = Session::open(cfg, weights, two);
   auto s1 = Session::open(cfg, weights);
   ASSERT_TRUE(sb.ok() && s1.ok());
