@@ -170,15 +170,24 @@ Expected<std::vector<std::vector<Detection>>> Session::detect_batch_impl(const I
   post.nms = m_options.nms;
   post.letterbox = m_letterbox;
   // The images of a batch are decoded and suppressed independently: one per thread of the
-  // session's team (CpuThreadScope), each into its own slot.
+  // session's team (CpuThreadScope), each into its own slot. An exception (bad_alloc) may
+  // not leave the parallel region: it is kept per image and rethrown after it, for
+  // detect_batch's no_throw to turn into an error.
   std::vector<std::vector<Detection>> all(static_cast<size_t>(n));
+  std::vector<std::exception_ptr> failed(static_cast<size_t>(n));
   const std::vector<int> outputs = m_net.output_layers();
 #pragma omp parallel for schedule(static) if (n > 1)
   for (int i = 0; i < n; ++i) {
-    std::vector<HeadOutput> heads;
-    for (int y : outputs) heads.push_back(head_output(m_net.layers[size_t(y)], m_engine->output(y, i)));
-    all[size_t(i)] = postprocess(heads, m_net.net.width, m_net.net.height, images[i].width, images[i].height, post);
+    try {
+      std::vector<HeadOutput> heads;
+      for (int y : outputs) heads.push_back(head_output(m_net.layers[size_t(y)], m_engine->output(y, i)));
+      all[size_t(i)] = postprocess(heads, m_net.net.width, m_net.net.height, images[i].width, images[i].height, post);
+    } catch (...) {
+      failed[size_t(i)] = std::current_exception();
+    }
   }
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
   const auto t3 = Clock::now();
   m_timing = InferTiming{ms_between(t0, t1), ms_between(t1, t2), ms_between(t2, t3), cpu::take_team_size()};
   return all;

@@ -10,7 +10,7 @@ Status CudaEngine::make_output_downloads() {
   m_out_index.assign(m_plan.steps.size(), -1);
   for (size_t k = 0; k < m_plan.output_layers.size(); ++k)
     m_out_index[size_t(m_plan.layer_step[size_t(m_plan.output_layers[k])])] = int(k);
-  m_out_last_step = m_plan.steps.empty() ? -1 : m_plan.steps.back().index;
+  m_out_last_step = int(m_plan.steps.size()) - 1;
   bool early = false;
   for (int y : m_plan.output_layers) early = early || m_plan.layer_step[size_t(y)] != m_out_last_step;
   if (!early || m_out_stream) return Status();
