@@ -30,6 +30,18 @@ class WeightSource;
 class SharedMemoryClient;
 class SharedRingClient;
 
+// The candidates the device picked of one [yolo] output for one image (ExecutionPlan::
+// selects; layout in plan.h, OutputSelect), valid until the next run(). rows == nullptr:
+// the output is not selected (read output()).
+struct OutputRows {
+  int count = 0;     // candidates found; above capacity, only the first `capacity` are here
+  int capacity = 0;
+  int entries = 0;   // floats per row
+  const int32_t* keys = nullptr;  // per row: cell * anchors + anchor
+  const float* rows = nullptr;    // count x entries
+  bool complete() const { return rows != nullptr && count <= capacity; }
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -76,8 +88,22 @@ class Engine {
   virtual Status reserve_images(int max_width, int max_height) = 0;
   // Runs the network on the current input; returns when outputs are readable.
   virtual Status run() = 0;
-  // fp32 NCHW output of yolo layer `layer` for image `image` after run().
+  // fp32 NCHW output of output layer `layer` for image `image` after run(). A layer whose
+  // candidates the device picked (output_rows) is downloaded by the first call after run()
+  // (synchronous; null if that fails): call download_output() first where errors matter or
+  // threads read outputs. For a Runtime's model, only until another model runs.
   virtual const float* output(int layer, int image) const = 0;
+  // The candidates the device picked of [yolo] output `layer` for `image` after run().
+  virtual OutputRows output_rows(int layer, int image) const {
+    (void)layer, (void)image;
+    return {};
+  }
+  // Makes output(layer, ...) a plain read after run(): downloads a selected layer's whole
+  // output now (synchronous); a no-op for the others.
+  virtual Status download_output(int layer) const {
+    (void)layer;
+    return Status();
+  }
   // Any layer's output as fp32 NCHW for image `image` (needs PlannerOptions::keep_all_outputs
   // or a layer whose buffer is still live after run()). For tests and debugging.
   virtual Status read_layer(int layer, int image, std::vector<float>* out) const = 0;

@@ -10,6 +10,7 @@
 #include "loaders/weights_file.h"
 #include "runtime/compile/compile.h"
 #include "runtime/core/log.h"
+#include "runtime/engine_outputs.h"
 #include "runtime/storage/prepared_file.h"
 #include "runtime/cpu/cpu_threads.h"
 #include "kernels/cpu/threads.h"
@@ -176,11 +177,12 @@ Expected<std::vector<std::vector<Detection>>> Session::detect_batch_impl(const I
   std::vector<std::vector<Detection>> all(static_cast<size_t>(n));
   std::vector<std::exception_ptr> failed(static_cast<size_t>(n));
   const std::vector<int> outputs = m_net.output_layers();
+  DLR_RETURN_IF_ERROR(download_overflowed_outputs(*m_engine, outputs, n));
 #pragma omp parallel for schedule(static) if (n > 1)
   for (int i = 0; i < n; ++i) {
     try {
       std::vector<HeadOutput> heads;
-      for (int y : outputs) heads.push_back(head_output(m_net.layers[size_t(y)], m_engine->output(y, i)));
+      for (int y : outputs) heads.push_back(engine_head(*m_engine, m_net.layers[size_t(y)], i));
       all[size_t(i)] = postprocess(heads, m_net.net.width, m_net.net.height, images[i].width, images[i].height, post);
     } catch (...) {
       failed[size_t(i)] = std::current_exception();

@@ -169,6 +169,15 @@ Status reorg(const TensorView& in, int stride, ReorgMapping mapping, const Tenso
 // Darknet region forward (cpu::region): in f16/f32 any layout, out normally f32 NCHW packed.
 Status region(const RegionOp& p, const TensorView& in, const TensorView& out, cudaStream_t stream);
 
+// ---- yolo_select.cu ----
+// The candidates of a [yolo] output `in` (f32 NCHW packed, after yolo(): anchors x entries
+// channels): every (cell, anchor) of every image whose objectness (entry 4) is > thresh.
+// Per image b: counts[b] = how many there are (may exceed capacity); the first `capacity`
+// found, in no set order, as keys[b*capacity + r] = cell*anchors + anchor and
+// rows[(b*capacity + r)*entries + e] = entry e (copied). Clears counts on the stream first.
+Status yolo_select(const TensorView& in, int anchors, int entries, float thresh, int capacity, int32_t* counts,
+                   int32_t* keys, float* rows, cudaStream_t stream);
+
 // ---- gaussian_yolo.cu ----
 // Darknet Gaussian_yolo forward (cpu::gaussian_yolo): in f16/f32 any layout, out normally f32 NCHW.
 Status gaussian_yolo(const GaussianYoloOp& p, const TensorView& in, const TensorView& out, cudaStream_t stream);

@@ -78,6 +78,8 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
   p.conv_over_concat = p.layout == Layout::kNHWC;
   // A shortcut after a conv runs in that conv's epilogue (runtime/compile/fusion.h).
   p.fold_shortcuts = options.fusion != Fusion::kOff && !options.keep_all_outputs;
+  // [yolo] candidates picked on the GPU: only they are downloaded (plan.h, OutputSelect).
+  if (options.decode_on_device) p.select_thresh = options.thresh;
   return p;
 }
 

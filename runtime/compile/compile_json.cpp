@@ -116,7 +116,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WeightBlob, layer, step, filter_
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlannerOptions, batch, layout, activation_dtype, weight_dtype,
                                                 weight_format, concat_in_place, alignment, weight_align,
                                                 keep_all_outputs, conv_strided_io, in_place, conv_over_concat,
-                                                fold_shortcuts)
+                                                fold_shortcuts, select_thresh)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutputSelect, layer, anchors, entries, cells, capacity, offset, keys_offset,
+                                   rows_offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TransferUnit, index, group, host_offset, bytes, pool_offset, first_blob,
                                    last_blob, first_layer, in_arena)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamAction, kind, index)
@@ -212,7 +214,7 @@ void to_json(nlohmann::json& j, const ExecutionPlan& p) {
   j = {{"options", p.options},   {"input_shape", p.input_shape}, {"input_buffer", p.input_buffer},
        {"buffers", p.buffers},   {"steps", p.steps},             {"layer_out", p.layer_out},
        {"output_layers", p.output_layers}, {"weights", p.weights},   {"arena_bytes", p.arena_bytes},
-       {"naive_bytes", p.naive_bytes}};
+       {"naive_bytes", p.naive_bytes}, {"selects", p.selects}, {"select_bytes", p.select_bytes}};
 }
 
 void from_json(const nlohmann::json& j, ExecutionPlan& p) {
@@ -226,6 +228,9 @@ void from_json(const nlohmann::json& j, ExecutionPlan& p) {
   j.at("weights").get_to(p.weights);
   j.at("arena_bytes").get_to(p.arena_bytes);
   j.at("naive_bytes").get_to(p.naive_bytes);
+  // A record from before device selection has none (every output downloaded whole).
+  if (j.contains("selects")) j.at("selects").get_to(p.selects);
+  if (j.contains("select_bytes")) j.at("select_bytes").get_to(p.select_bytes);
   // Derived: step positions, each layer's first step; a record from before slicing
   // has no blob "step" (its steps are its layers).
   p.layer_step.assign(p.layer_out.size(), 0);

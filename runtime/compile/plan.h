@@ -147,6 +147,30 @@ struct PlannerOptions {
   // A shortcut that adds one view to the output of the conv just before it, in place, runs
   // inside that conv's epilogue (runtime/compile/fusion.h): no kernel and no pass of its own.
   bool fold_shortcuts = false;
+  // >= 0: the backend picks each [yolo] output's candidates (objectness > select_thresh,
+  // strict like the decode) on the device and downloads only them (ExecutionPlan::selects);
+  // < 0: every output is downloaded whole.
+  float select_thresh = -1.f;
+};
+
+// A [yolo] output whose candidates the device picks (PlannerOptions::select_thresh): per
+// image, how many it found and the first `capacity` of them, in any order, each as its key
+// (cell * anchors + anchor: the decode's order) and its `entries` values (tx, ty, tw, th,
+// objectness, classes) as the layer's output holds them. One block per head in the
+// engine's selection buffer, the same on the device and in the host copy (bytes from the
+// block's start): counts (batch int32), keys (batch x capacity int32), rows (batch x
+// capacity x entries f32). A count above capacity means the rows are incomplete: the
+// whole output is downloaded instead (Engine::download_output).
+struct OutputSelect {
+  int layer = -1;
+  int anchors = 0;
+  int entries = 0;   // 5 + classes
+  int cells = 0;     // w x h
+  int capacity = 0;  // rows kept per image
+  int64_t offset = 0;        // of the block in the selection buffer
+  int64_t keys_offset = 0;   // within the block
+  int64_t rows_offset = 0;   // within the block
+  int64_t bytes = 0;         // of the block
 };
 
 struct ExecutionPlan {
@@ -161,6 +185,10 @@ struct ExecutionPlan {
   // [Gaussian_yolo]), in layer order: whole f32 NCHW buffers live to the end.
   std::vector<int> output_layers;
   std::vector<WeightBlob> weights;
+  // The outputs selected on the device (PlannerOptions::select_thresh), in output order,
+  // and the selection buffer's size; empty / 0 where none.
+  std::vector<OutputSelect> selects;
+  int64_t select_bytes = 0;
 
   int64_t arena_bytes = 0;        // planned activation memory (max offset + bytes)
   int64_t naive_bytes = 0;        // sum of every layer output + input, no reuse
@@ -171,6 +199,7 @@ struct ExecutionPlan {
   // Parameters of a [yolo] output layer.
   const YoloParams& yolo(int layer) const { return std::get<YoloParams>(step_of(layer).params); }
   const Step& step_of(int layer) const { return steps[size_t(layer_step[size_t(layer)])]; }
+  const OutputSelect* select_of(int layer) const;  // null: the layer is downloaded whole
 };
 
 struct NetworkDesc;
@@ -178,5 +207,11 @@ struct NetworkDesc;
 // Builds the plan. Fails only on inputs the planner cannot place (never for a
 // NetworkDesc that parse_network_cfg accepted, with valid options).
 Expected<ExecutionPlan> build_plan(const NetworkDesc& net, const PlannerOptions& options);
+
+// The selection blocks of `net`'s [yolo] outputs for a batch (runtime/compile/output_select.cpp):
+// capacity per image max(64, cells x anchors / 16), at most cells x anchors; none where
+// select_thresh < 0.
+std::vector<OutputSelect> plan_output_selects(const NetworkDesc& net, const PlannerOptions& options,
+                                              int64_t* total_bytes);
 
 }  // namespace dlr

@@ -84,6 +84,17 @@ std::string ExecutionPlan::to_text() const {
                   dtype_name(options.weight_dtype));
   }
   s += line;
+  // Not the threshold itself: the text is the compiled model's identity in the kernel
+  // caches, which the threshold does not change.
+  if (!selects.empty()) {
+    std::string caps;
+    for (const OutputSelect& o : selects) caps += (caps.empty() ? "" : "/") + std::to_string(o.capacity);
+    std::snprintf(line, sizeof(line),
+                  "outputs: %zu [yolo] heads' candidates picked on the device, up to %s rows per image downloaded "
+                  "(%s); more: that head whole\n",
+                  selects.size(), caps.c_str(), mib_text(select_bytes).c_str());
+    s += line;
+  }
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include "runtime/cuda/cuda_engine_impl.h"
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -144,6 +145,12 @@ Status CudaEngine::alloc_workspace_and_outputs() {
     out_floats += int64_t(m_plan.options.batch) * m_plan.step_of(y).out.count();
   }
   DLR_ASSIGN_OR_RETURN(m_outputs, PinnedBuffer::alloc(size_t(out_floats) * 4));
+  m_output_whole.assign(m_plan.layer_out.size(), 1);
+  if (m_plan.select_bytes > 0) {  // the candidates picked on the device (cuda_engine_outputs.cpp)
+    DLR_ASSIGN_OR_RETURN(m_select_dev, DeviceBuffer::alloc(size_t(m_plan.select_bytes)));
+    DLR_ASSIGN_OR_RETURN(m_select_host, PinnedBuffer::alloc(size_t(m_plan.select_bytes)));
+    std::memset(m_select_host.data(), 0, size_t(m_plan.select_bytes));
+  }
   DLR_RETURN_IF_ERROR(make_output_downloads());
   DLR_RETURN_IF_ERROR(reserve_images(m_options.max_image_width, m_options.max_image_height));
   m_timings.resize(m_plan.steps.size());
@@ -167,6 +174,10 @@ Status CudaEngine::reserve_images(int max_width, int max_height) {
 const float* CudaEngine::output(int layer, int image) const {
   const int64_t off = m_output_offsets[size_t(layer)];
   DLR_ASSERT(off >= 0);
+  if (const Status st = download_output(layer); !st.ok()) {
+    DLR_LOG_ERROR("{}", st.message());
+    return nullptr;
+  }
   return static_cast<const float*>(m_outputs.data()) + off + int64_t(image) * m_plan.step_of(layer).out.count();
 }
 
@@ -199,7 +210,7 @@ MemoryReport CudaEngine::memory() const {
     r.shared_activations = m_plan.arena_bytes;
     r.shared_workspace = int64_t(m_workspace_need);
   }
-  r.other = int64_t(m_image_dev.bytes() + m_input_f32.bytes());
+  r.other = int64_t(m_image_dev.bytes() + m_input_f32.bytes() + m_select_dev.bytes());
   r.host_weights = (m_host ? m_host->bytes() : m_pipeline ? m_reads.staging_bytes : 0) +
                    (m_staged_host ? m_staged_host->bytes() : 0);
   r.read_bytes = m_pipeline ? m_reads.read_bytes() : 0;

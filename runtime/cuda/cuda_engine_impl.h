@@ -87,6 +87,8 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status reserve_images(int max_width, int max_height) override;
   Status run() override;
   const float* output(int layer, int image) const override;
+  OutputRows output_rows(int layer, int image) const override;
+  Status download_output(int layer) const override;
   Status read_layer(int layer, int image, std::vector<float>* out) const override;
   MemoryReport memory() const override;
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
@@ -242,6 +244,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status make_output_downloads();  // at open
   Status enqueue_output(int step, cudaStream_t s);
   Status join_outputs(cudaStream_t s);
+  void forget_whole_outputs();  // at each run's start
   // cuda_engine_expand.cpp: int8 weights expanded on m_expand_stream ahead of their step,
   // a group (Step::dequant_group) per launch. One enqueue_network's progress: what is
   // enqueued so far and the expansions issued.
@@ -357,6 +360,12 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   int64_t m_image_capacity = 0;
   cuda::PinnedBuffer m_outputs;
   std::vector<int64_t> m_output_offsets;
+  // Candidates picked on the device (ExecutionPlan::selects): the blocks the select kernels
+  // write and their host copies, downloaded each run in place of the whole outputs; per
+  // layer whether m_outputs holds its whole output of the last run (download_output).
+  cuda::DeviceBuffer m_select_dev;
+  cuda::PinnedBuffer m_select_host;
+  mutable std::vector<char> m_output_whole;
   std::vector<std::unique_ptr<cuda::CudnnConv>> m_convs;          // per step: a conv of one input
   std::vector<std::unique_ptr<cuda::ConcatConv>> m_concat_convs;  // per step: a conv over a concatenation's parts
   // per step: the conv as one cuDNN graph (or null); steps of one configuration share it

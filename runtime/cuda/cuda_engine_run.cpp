@@ -143,6 +143,7 @@ Status CudaEngine::run() {
   if (m_prefetch_issued > 0 && m_prefetch_issued < prefetch_units()) DLR_RETURN_IF_ERROR(prefetch());
   if (!m_input_pending) DLR_CUDA_CHECK(cudaEventRecord(m_ev_upload.get(), s));
   DLR_RETURN_IF_ERROR(clear_foreign_arena());
+  forget_whole_outputs();
   DLR_CUDA_CHECK(cudaEventRecord(m_ev_start.get(), s));
   // Prefetched: the leading copies are (being) done on the copy stream; the rest follows.
   // Tail: the previous run copied them, and it has finished (run() synchronised).

@@ -4,6 +4,7 @@
 // Pure host code, fp32, no CUDA.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,12 @@ struct PostprocessOptions {
 void yolo_candidates(const YoloParams& p, const float* output, int lw, int lh, int net_w, int net_h, float thresh,
                      std::vector<Candidate>* out);
 
+// The same for the candidates the device picked of one head (runtime/engine.h, OutputRows):
+// `count` rows of 5 + classes values, keys[k] = cell * anchors + anchor of row k (any order,
+// each once); appended in the order yolo_candidates appends them, with its arithmetic.
+void yolo_candidates_from_rows(const YoloParams& p, const int32_t* keys, const float* rows, int count, int lw, int lh,
+                               int net_w, int net_h, float thresh, std::vector<Candidate>* out);
+
 // Darknet's [region] decode as its detector runs it (network.c custom_get_region_detections ->
 // region_layer.c get_region_boxes / get_region_box with DOABS, then correct_yolo_boxes): for
 // every cell (row-major) and anchor (inner): x = (col + logistic(tx))/lw, y = (row +
@@ -82,7 +89,9 @@ std::vector<Detection> select_detections(const std::vector<Candidate>& cands, in
 // The whole pipeline for one image, given each output layer's output in network order.
 struct HeadOutput {
   const YoloParams* params = nullptr;  // [yolo]; for [Gaussian_yolo]: &gaussian->yolo
-  const float* data = nullptr;  // fp32 NCHW, one image
+  const float* data = nullptr;  // fp32 NCHW, one image; with keys: the device's rows
+  const int32_t* keys = nullptr;  // kYolo: the candidates the device picked (yolo_candidates_from_rows)
+  int rows = 0;                   // how many
   int w = 0, h = 0;
   LayerKind kind = LayerKind::kYolo;            // kYolo, kRegion or kGaussianYolo
   const RegionParams* region = nullptr;         // kRegion

@@ -40,7 +40,10 @@ std::vector<Detection> postprocess(const std::vector<HeadOutput>& heads, int net
         break;
       default:
         DLR_ASSERT(h.params != nullptr);
-        yolo_candidates(*h.params, h.data, h.w, h.h, net_w, net_h, options.thresh, &cands);
+        if (h.keys != nullptr)
+          yolo_candidates_from_rows(*h.params, h.keys, h.data, h.rows, h.w, h.h, net_w, net_h, options.thresh, &cands);
+        else
+          yolo_candidates(*h.params, h.data, h.w, h.h, net_w, net_h, options.thresh, &cands);
         break;
     }
   }

@@ -8,6 +8,7 @@
 
 #include "loaders/network_desc.h"
 #include "runtime/engine.h"
+#include "tests/common/null_engine.h"
 #include "tests/common/test_paths.h"
 #include "tools/common/report.h"
 
@@ -15,25 +16,13 @@ namespace dlr::tools {
 namespace {
 
 // An engine that only reports the timings it is given.
-class TimingsEngine : public Engine {
+class TimingsEngine : public test::NullEngine {
  public:
   std::vector<LayerTiming> layers;
   std::vector<CopyTiming> copies;
-  DeviceKind device() const override { return DeviceKind::kCUDA; }
-  const ExecutionPlan& plan() const override { return m_plan; }
-  Status set_images(const ImageU8*, int, bool) override { return Status(); }
-  Status set_input(const float*, int) override { return Status(); }
-  Status reserve_images(int, int) override { return Status(); }
-  Status run() override { return Status(); }
-  const float* output(int, int) const override { return nullptr; }
-  Status read_layer(int, int, std::vector<float>*) const override { return unsupported("no layers"); }
-  MemoryReport memory() const override { return {}; }
   std::vector<LayerTiming> layer_timings() const override { return layers; }
   std::vector<CopyTiming> copy_timings() const override { return copies; }
   double last_run_ms() const override { return 1.0; }
-
- private:
-  ExecutionPlan m_plan;
 };
 
 LayerTiming layer(int i, double start, double end) {

@@ -149,6 +149,10 @@ std::vector<SessionFlag> device_rows() {
           "--fusion auto the fastest of up to four cuDNN engines per fused graph (a longer first open; kept with "
           "the kernel cache)")
           .switches_to("true"),
+      Row("--decode", "decode_on_device", A::kCuda,
+          "cuda: where [yolo] heads' candidates are picked: gpu (objectness > thresh on the device, only those rows "
+          "downloaded) or cpu (every output downloaded whole and scanned on the host); the same detections")
+          .dflt("cpu").words("gpu,cpu", "true,false").sweep(),
       Row("--no-graph", "cuda_graph", A::kCuda, "cuda: do not capture the inference in a CUDA graph")
           .switches_to("false"),
       Row("--no-kernel-cache", "cache_kernel_times", A::kEveryRun,

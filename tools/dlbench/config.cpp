@@ -24,7 +24,8 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
               for (const std::string& res : stream ? list("residency") : split(none))
                 for (const std::string& from : list("weights_from"))
                   for (const std::string& zero : from == "storage" ? list("zero_copy") : split("auto"))
-                   for (const std::string& tail : stream ? list("tail_prefetch") : split("off")) {
+                   for (const std::string& tail : stream ? list("tail_prefetch") : split("off"))
+                    for (const std::string& decode : device == "cpu" ? split("cpu") : list("decode_on_device")) {
                     // slots and resident plans never search their units and keep nothing resident
                     // apart: one variant is enough
                     const bool fixed = pool == "slots" || budget == "all" || budget == "min";  // auto varies
@@ -36,7 +37,7 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
                     // storage reads ahead itself: the tail is refused there (one row, off)
                     if (from == "storage" && tail == "on" && list("tail_prefetch").size() > 1) continue;
                     out->push_back(Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool,
-                                          units, res, from, zero, slot, format, tail});
+                                          units, res, from, zero, slot, format, tail, decode});
                   }
 }
 
@@ -49,7 +50,8 @@ SessionFlagTexts config_texts(const Args& a, const Config& c) {
       {"device", c.device}, {"precision", c.precision}, {"mode", c.mode == "cpu" ? "preload" : c.mode},
       {"batch", std::to_string(c.batch)}, {"weight_budget", c.budget}, {"weight_pool", c.pool},
       {"unit_search", c.units}, {"residency", c.residency}, {"weights_from", c.from}, {"zero_copy", c.zero},
-      {"slot_bytes", c.slot}, {"weight_format", c.format}, {"layout", c.layout}, {"tail_prefetch", c.tail}};
+      {"slot_bytes", c.slot}, {"weight_format", c.format}, {"layout", c.layout}, {"tail_prefetch", c.tail},
+      {"decode_on_device", c.decode}};
   for (const auto& [option, text] : items) t.set(option, text);
   reset_inapplicable(&t);
   if (c.device != "cuda") t.reset("zero_copy");
@@ -66,7 +68,7 @@ std::string Config::name() const {
   if (from == "storage") stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy");
   return device + "/" + mode + stream + "/" + precision + (format == "fp" ? "" : "/" + format) +
          (layout == "auto" ? "" : "/" + layout) + "/b" +
-         std::to_string(batch) + (slot == "0" ? "" : "/slot" + slot);
+         std::to_string(batch) + (slot == "0" ? "" : "/slot" + slot) + (decode == "cpu" ? "" : "/decode-gpu");
 }
 
 std::vector<Config> configs(const Args& a) {

@@ -24,8 +24,10 @@ struct Config {
   std::string slot = "0";      // --slot-size: 0 (no slices) or a size
   std::string format = "fp";   // --weight-format: fp or int8
   std::string tail = "off";    // stream mode: --tail-prefetch on or off
+  std::string decode = "cpu";  // cuda: --decode gpu or cpu
   // The row's name, e.g. "cuda/stream@50%:ring~none<storage:zc/fp16/b1" ("/int8" after the
-  // precision for int8 weights, "+tail" after the budget with --tail-prefetch on).
+  // precision for int8 weights, "+tail" after the budget with --tail-prefetch on,
+  // "/decode-gpu" last with --decode gpu).
   std::string name() const;
 };
 

@@ -95,6 +95,10 @@ struct Options {
   // the strict tolerance; more workspace: docs/benchmarks.md, "Strict fp32").
   int layout = -1;
   bool cuda_graph = true;             // capture the network once and replay it
+  // [yolo] heads' candidates (objectness > thresh) picked on the GPU and only they
+  // downloaded; false (the default for now): every output downloaded whole and scanned on
+  // the CPU. The detections are the same either way.
+  bool decode_on_device = false;
   bool profile_layers = false;        // per-layer CUDA event timing for Report::layers
   bool find_algorithms = false;       // cudnnFind instead of heuristics
   int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per convolution, bytes
