@@ -26,6 +26,9 @@ struct Args {
   // --period-ms: the timed inferences begin one period apart, as frames from a camera
   // would (0: back to back); an inference that ends late starts the next at once.
   double period_ms = 0;
+  // --detect N: after the timed network runs, N timed Session::detect_batch calls on 8-bit
+  // images (detect_timing.h); 0: none.
+  int detect = 0;
   std::string json;
   bool opencv = false;
   std::string report;

@@ -131,6 +131,11 @@ void add_device_and_storage_options(CLI::App& app, Args* a) {
 // Iterations, outputs, and what a CUDA open does.
 void add_run_options(CLI::App& app, Args* a) {
   app.add_option("--iters", a->iters, "timed iterations (default 50)")->check(CLI::Range(1, 100000));
+  app.add_option("--detect", a->detect,
+                 "also time N whole detections per configuration, as an application runs them (Session::detect_batch "
+                 "on --batch 640x480 8-bit images: resize or letterbox and upload, the network, decode and NMS), "
+                 "with their parts (default 0: none)")
+      ->check(CLI::Range(0, 100000));
   app.add_option("--period-ms", a->period_ms,
                  "begin the timed inferences this many ms apart, like a camera's frames (default 0: back to back; "
                  "the gaps let weights from storage be read ahead)")

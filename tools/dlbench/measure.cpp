@@ -13,6 +13,7 @@
 #include "tools/common/process_exit.h"
 #include "tools/common/progress.h"
 #include "tools/common/report.h"
+#include "tools/dlbench/detect_timing.h"
 #include "tools/dlbench/startup.h"
 #include "tools/dlbench/stats.h"
 #ifdef DLR_HAVE_CUDA
@@ -322,6 +323,9 @@ Expected<nlohmann::json> measure_config(const Args& a, const std::string& weight
   j["memory"] = memory_json(o, m, host_after);
   if (!o.prepared.empty()) j["storage"] = storage_json(a, opt, o, cache_after, t);
   if (o.session->model().streaming) j["stream"] = stream_json(a, c, opt, *o.session, kernel_ms);
+  if (a.detect > 0) {
+    DLR_ASSIGN_OR_RETURN(j["detect"], time_detect(*o.session, c.batch, a.detect, a.seed));
+  }
   if (!a.report.empty() || a.simulate) {
     DLR_ASSIGN_OR_RETURN(j["profile"], profile_json(a, weights, c, opt, o.session->network(), input, kernel_ms));
   }

@@ -13,6 +13,7 @@
 
 #include "loaders/synthetic_weights.h"
 #include "tools/common/tool_support.h"
+#include "tools/dlbench/detect_timing.h"
 #include "tools/dlbench/isolate.h"
 #include "tools/dlbench/models_bench.h"
 #include "tools/common/session_flags.h"
@@ -26,19 +27,6 @@ namespace dlr::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-ImageU8 bench_image(std::vector<uint8_t>* pixels, int seed) {
-  const int w = 640, h = 480;
-  pixels->resize(size_t(w) * h * 3);
-  std::mt19937 rng{uint32_t(seed)};
-  for (uint8_t& p : *pixels) p = uint8_t(rng() & 0xFF);
-  ImageU8 img;
-  img.data = pixels->data();
-  img.width = w;
-  img.height = h;
-  img.row_stride = w * 3;
-  return img;
-}
 
 // The command line of the process that measures the preload of model `s` (the
 // `index`th) alone: --baseline-only, the same weights (the parent's synthetic file when

@@ -113,6 +113,13 @@ void print_row(const nlohmann::json& j) {
   if (j.contains("stream")) print_stream(j["stream"]);
   if (j.contains("storage")) print_storage(j["storage"], j["memory"]);
   if (j.contains("startup")) print_startup(j["startup"]);
+  if (j.contains("detect")) {
+    const auto& d = j["detect"];
+    std::printf(", detect %.3f ms (pre %.3f, network %.3f, post %.3f; %.1f img/s)",
+                d["end_to_end"]["median_ms"].get<double>(), d["preprocess_median_ms"].get<double>(),
+                d["network_median_ms"].get<double>(), d["postprocess_median_ms"].get<double>(),
+                d["images_per_s"].get<double>());
+  }
   if (j.contains("stream") && j["stream"].contains("search_predicted_ms")) {
     const auto& st = j["stream"];
     std::printf(", units %s: searched %.3f ms predicted, equal chunks %.3f",
