@@ -115,7 +115,7 @@ void print_row(const nlohmann::json& j) {
   if (j.contains("startup")) print_startup(j["startup"]);
   if (j.contains("detect")) {
     const auto& d = j["detect"];
-    std::printf(", detect %.3f ms (pre %.3f, network %.3f, post %.3f; %.1f img/s)",
+    std::printf("\n  detect: %.3f ms a call (preprocess %.3f, network %.3f, postprocess %.3f; %.1f images/s)",
                 d["end_to_end"]["median_ms"].get<double>(), d["preprocess_median_ms"].get<double>(),
                 d["network_median_ms"].get<double>(), d["postprocess_median_ms"].get<double>(),
                 d["images_per_s"].get<double>());
