@@ -1,6 +1,7 @@
 #include "tools/dlbench/config.h"
 
 #include <cstdlib>
+#include <iterator>
 
 #include "tools/common/session_flags.h"
 #include "tools/dlbench/stats.h"
@@ -8,37 +9,68 @@
 namespace dlr::tools {
 namespace {
 
-// The configurations of one device and mode (the innermost lists of configs()).
-void add_configs(const Args& a, const std::string& device, const std::string& mode, std::vector<Config>* out) {
-  const std::string none = "-";
-  const bool stream = mode == "stream";
-  const auto list = [&](const char* option) { return split(a.session.text(option)); };
-  for (const std::string& precision : device == "cpu" ? split("fp32") : list("precision"))
-   for (const std::string& format : list("weight_format"))
-    for (const std::string& layout : device == "cpu" ? split("auto") : list("layout"))
-      for (const std::string& b : list("batch"))
-        for (const std::string& slot : list("slot_bytes"))
-        for (const std::string& budget : stream ? list("weight_budget") : split(none))
-          for (const std::string& pool : stream ? list("weight_pool") : split(none))
-            for (const std::string& units : stream ? list("unit_search") : split(none))
-              for (const std::string& res : stream ? list("residency") : split(none))
-                for (const std::string& from : list("weights_from"))
-                  for (const std::string& zero : from == "storage" ? list("zero_copy") : split("auto"))
-                   for (const std::string& tail : stream ? list("tail_prefetch") : split("off"))
-                    for (const std::string& decode : device == "cpu" ? split("cpu") : list("decode_on_device")) {
-                    // slots and resident plans never search their units and keep nothing resident
-                    // apart: one variant is enough
-                    const bool fixed = pool == "slots" || budget == "all" || budget == "min";  // auto varies
-                    if (fixed && units != list("unit_search").front()) continue;
-                    if (fixed && res != list("residency").front()) continue;
-                    // storage is read by the CPU and by streaming GPU runs (not by preload)
-                    if (from == "storage" && mode == "preload") continue;
-                    if (from == "storage" && device == "cpu" && zero != list("zero_copy").front()) continue;
-                    // storage reads ahead itself: the tail is refused there (one row, off)
-                    if (from == "storage" && tail == "on" && list("tail_prefetch").size() > 1) continue;
-                    out->push_back(Config{device, mode, precision, layout, std::atoi(b.c_str()), budget, pool,
-                                          units, res, from, zero, slot, format, tail, decode});
-                  }
+// Where a swept option takes its list from; elsewhere it holds `fixed`.
+enum class Applies {
+  kAlways,
+  kCuda,     // the cuda device (the cpu runs one variant)
+  kStream,   // stream mode
+  kStorage,  // weights from storage
+};
+
+// The dimensions of a device and mode's rows, outermost first (the rows' order).
+struct Dimension {
+  const char* option;
+  Applies applies;
+  const char* fixed;  // the item where the option does not apply
+};
+
+constexpr Dimension kDimensions[] = {
+    {"precision", Applies::kCuda, "fp32"},       {"weight_format", Applies::kAlways, ""},
+    {"layout", Applies::kCuda, "auto"},          {"batch", Applies::kAlways, ""},
+    {"slot_bytes", Applies::kAlways, ""},        {"weight_budget", Applies::kStream, "-"},
+    {"weight_pool", Applies::kStream, "-"},      {"unit_search", Applies::kStream, "-"},
+    {"residency", Applies::kStream, "-"},        {"weights_from", Applies::kAlways, ""},
+    {"zero_copy", Applies::kStorage, "auto"},    {"tail_prefetch", Applies::kStream, "off"},
+    {"decode_on_device", Applies::kCuda, "cpu"},
+};
+
+std::vector<std::string> list(const Args& a, const char* option) { return split(a.session.text(option)); }
+
+// The items dimension `d` takes in a row whose outer items `c` holds.
+std::vector<std::string> values(const Args& a, const Config& c, const Dimension& d) {
+  const bool applies = d.applies == Applies::kAlways || (d.applies == Applies::kCuda && c.device != "cpu") ||
+                       (d.applies == Applies::kStream && c.mode == "stream") ||
+                       (d.applies == Applies::kStorage && c.item("weights_from") == "storage");
+  return applies ? list(a, d.option) : std::vector<std::string>{d.fixed};
+}
+
+// Combinations that measure nothing new, or that a session refuses.
+bool redundant(const Args& a, const Config& c) {
+  const std::string& budget = c.item("weight_budget");
+  const std::string& from = c.item("weights_from");
+  // slots and resident plans never search their units and keep nothing resident apart:
+  // one variant is enough (auto varies)
+  const bool fixed = c.item("weight_pool") == "slots" || budget == "all" || budget == "min";
+  if (fixed && c.item("unit_search") != list(a, "unit_search").front()) return true;
+  if (fixed && c.item("residency") != list(a, "residency").front()) return true;
+  // storage is read by the CPU and by streaming GPU runs (not by preload)
+  if (from == "storage" && c.mode == "preload") return true;
+  if (from == "storage" && c.device == "cpu" && c.item("zero_copy") != list(a, "zero_copy").front()) return true;
+  // storage reads ahead itself: the tail is refused there (one row, off)
+  return from == "storage" && c.item("tail_prefetch") == "on" && list(a, "tail_prefetch").size() > 1;
+}
+
+// Every combination of dimensions [d, end) under the items `c` holds, in order.
+void expand(const Args& a, Config c, size_t d, std::vector<Config>* out) {
+  if (d == std::size(kDimensions)) {
+    c.batch = std::atoi(c.item("batch").c_str());
+    if (!redundant(a, c)) out->push_back(std::move(c));
+    return;
+  }
+  for (const std::string& v : values(a, c, kDimensions[d])) {
+    c.items[kDimensions[d].option] = v;
+    expand(a, c, d + 1, out);
+  }
 }
 
 // The texts of one configuration: its item of every list; the flags that do not apply to
@@ -46,13 +78,9 @@ void add_configs(const Args& a, const std::string& device, const std::string& mo
 // the CPU) at their defaults, as apply_session_flags() must not refuse them here.
 SessionFlagTexts config_texts(const Args& a, const Config& c) {
   SessionFlagTexts t = a.session;
-  const std::pair<const char*, std::string> items[] = {
-      {"device", c.device}, {"precision", c.precision}, {"mode", c.mode == "cpu" ? "preload" : c.mode},
-      {"batch", std::to_string(c.batch)}, {"weight_budget", c.budget}, {"weight_pool", c.pool},
-      {"unit_search", c.units}, {"residency", c.residency}, {"weights_from", c.from}, {"zero_copy", c.zero},
-      {"slot_bytes", c.slot}, {"weight_format", c.format}, {"layout", c.layout}, {"tail_prefetch", c.tail},
-      {"decode_on_device", c.decode}};
-  for (const auto& [option, text] : items) t.set(option, text);
+  t.set("device", c.device);
+  t.set("mode", c.mode == "cpu" ? "preload" : c.mode);
+  for (const auto& [option, text] : c.items) t.set(option, text);
   reset_inapplicable(&t);
   if (c.device != "cuda") t.reset("zero_copy");
   return t;
@@ -60,22 +88,39 @@ SessionFlagTexts config_texts(const Args& a, const Config& c) {
 
 }  // namespace
 
+const std::string& Config::item(const std::string& option) const {
+  static const std::string none;
+  auto it = items.find(option);
+  return it == items.end() ? none : it->second;
+}
+
 std::string Config::name() const {
   std::string stream;
+  const std::string& pool = item("weight_pool");
+  const std::string& units = item("unit_search");
+  const std::string& residency = item("residency");
   if (mode == "stream")
-    stream = "@" + budget + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units) +
-             (residency == "greedy" ? "" : "~" + residency) + (tail == "on" ? "+tail" : "");
-  if (from == "storage") stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy");
-  return device + "/" + mode + stream + "/" + precision + (format == "fp" ? "" : "/" + format) +
-         (layout == "auto" ? "" : "/" + layout) + "/b" +
-         std::to_string(batch) + (slot == "0" ? "" : "/slot" + slot) + (decode == "cpu" ? "" : "/decode-gpu");
+    stream = "@" + item("weight_budget") + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units) +
+             (residency == "greedy" ? "" : "~" + residency) + (item("tail_prefetch") == "on" ? "+tail" : "");
+  const std::string& zero = item("zero_copy");
+  if (item("weights_from") == "storage") stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy");
+  const std::string& format = item("weight_format");
+  const std::string& layout = item("layout");
+  const std::string& slot = item("slot_bytes");
+  return device + "/" + mode + stream + "/" + item("precision") + (format == "fp" ? "" : "/" + format) +
+         (layout == "auto" ? "" : "/" + layout) + "/b" + std::to_string(batch) + (slot == "0" ? "" : "/slot" + slot) +
+         (item("decode_on_device") == "gpu" ? "/decode-gpu" : "");
 }
 
 std::vector<Config> configs(const Args& a) {
   std::vector<Config> out;
   for (const std::string& device : split(a.session.text("device")))
-    for (const std::string& mode : split(device == "cpu" ? std::string("cpu") : a.session.text("mode")))
-      add_configs(a, device, mode, &out);
+    for (const std::string& mode : split(device == "cpu" ? std::string("cpu") : a.session.text("mode"))) {
+      Config c;
+      c.device = device;
+      c.mode = mode;
+      expand(a, c, 0, &out);
+    }
   return out;
 }
 

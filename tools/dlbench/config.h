@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,19 +13,15 @@
 
 namespace dlr::tools {
 
+// One row: the device, the mode, and the text of every swept option (config.cpp's table of
+// dimensions: precision, weight_format, layout, batch, slot_bytes, the stream plan's
+// options, weights_from, zero_copy, tail_prefetch, decode_on_device), "-" where an option
+// does not apply (a stream-mode one outside stream mode).
 struct Config {
-  std::string device, mode, precision, layout;
+  std::string device, mode;
   int batch = 1;
-  std::string budget;  // stream mode
-  std::string pool;    // stream mode
-  std::string units;   // stream mode: search, chunks or chunks:SIZE
-  std::string residency;  // stream mode: greedy, largest-late, none
-  std::string from = "host";   // host or storage
-  std::string zero = "auto";   // storage: zero copy auto, on, off
-  std::string slot = "0";      // --slot-size: 0 (no slices) or a size
-  std::string format = "fp";   // --weight-format: fp or int8
-  std::string tail = "off";    // stream mode: --tail-prefetch on or off
-  std::string decode = "cpu";  // cuda: --decode gpu or cpu
+  std::map<std::string, std::string> items;  // option name -> its text in this row
+  const std::string& item(const std::string& option) const;
   // The row's name, e.g. "cuda/stream@50%:ring~none<storage:zc/fp16/b1" ("/int8" after the
   // precision for int8 weights, "+tail" after the budget with --tail-prefetch on,
   // "/decode-gpu" last with --decode gpu).

@@ -221,7 +221,7 @@ nlohmann::json stream_plan_json(const CompiledModel& cm, const StreamPlan& sp, c
 }
 
 std::string kernel_times_key(const Config& c) {
-  return c.precision + "/" + c.layout + "/" + std::to_string(c.batch) + "/" + c.slot;
+  return c.item("precision") + "/" + c.item("layout") + "/" + std::to_string(c.batch) + "/" + c.item("slot_bytes");
 }
 
 // Stream mode: the plan, the budget auto picked, the unit search, and with --simulate
@@ -286,7 +286,7 @@ nlohmann::json row_json(const Args& a, const Config& c, const Opened& o, const T
   j["config"] = c.name();
   j["device"] = c.device;
   j["mode"] = c.mode;
-  j["precision"] = c.precision;
+  j["precision"] = c.item("precision");
   j["layout"] = layout_name(session.plan().options.layout);
   j["batch"] = c.batch;
   j["size"] = nd.net.width;
