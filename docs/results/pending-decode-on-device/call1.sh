@@ -23,7 +23,7 @@ y="$M/yolov4.cfg"; W=/tmp/y4.weights; "$B/dlgen" "$y" $W >/dev/null
 L=/tmp/l.txt; : > $L; for _ in $(seq 80); do ls $S/images/*.ppm >> $L; done  # 480 frames
 for r in 1; do for bt in 1 8; do for d in gpu cpu; do
   n=e2e_b${bt}_${d}_$r
-  DLR_CACHE_DIR=/tmp/c timeout 60 "$B/dlrun" "$y" $W --list $L --device cuda --precision fp16 --size 608 \
+  DLR_CACHE_DIR=/tmp/c timeout 60 "$B/dlrun" "$y" $W --list $L --device cuda --precision fp16 --width 608 --height 608 \
     --batch $bt --decode $d --summary always >$O/$n.out 2>$O/$n.err; echo "$n rc=$? $(grep summary $O/$n.err | head -2 | cut -c1-100 | tr '\n' ' ')"
 done; done; done
 cmp <(sort $O/e2e_b8_gpu_1.out) <(sort $O/e2e_b8_cpu_1.out) && echo "b8 detections: same text both ways"
