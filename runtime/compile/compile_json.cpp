@@ -214,7 +214,7 @@ void to_json(nlohmann::json& j, const ExecutionPlan& p) {
   j = {{"options", p.options},   {"input_shape", p.input_shape}, {"input_buffer", p.input_buffer},
        {"buffers", p.buffers},   {"steps", p.steps},             {"layer_out", p.layer_out},
        {"output_layers", p.output_layers}, {"weights", p.weights},   {"arena_bytes", p.arena_bytes},
-       {"naive_bytes", p.naive_bytes}, {"selects", p.selects}, {"select_bytes", p.select_bytes}};
+       {"naive_bytes", p.naive_bytes}, {"selects", p.selects}};
 }
 
 void from_json(const nlohmann::json& j, ExecutionPlan& p) {
@@ -230,7 +230,6 @@ void from_json(const nlohmann::json& j, ExecutionPlan& p) {
   j.at("naive_bytes").get_to(p.naive_bytes);
   // A record from before device selection has none (every output downloaded whole).
   if (j.contains("selects")) j.at("selects").get_to(p.selects);
-  if (j.contains("select_bytes")) j.at("select_bytes").get_to(p.select_bytes);
   // Derived: step positions, each layer's first step; a record from before slicing
   // has no blob "step" (its steps are its layers).
   p.layer_step.assign(p.layer_out.size(), 0);

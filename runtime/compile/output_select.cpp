@@ -20,30 +20,27 @@ int select_capacity(int64_t candidates) {
 
 }  // namespace
 
-std::vector<OutputSelect> plan_output_selects(const NetworkDesc& net, const PlannerOptions& options,
-                                              int64_t* total_bytes) {
+std::vector<OutputSelect> plan_output_selects(const NetworkDesc& net, const PlannerOptions& options) {
   std::vector<OutputSelect> selects;
+  if (options.select_thresh < 0) return selects;
   int64_t at = 0;
-  if (options.select_thresh >= 0) {
-    for (int y : net.output_layers()) {
-      const LayerDesc& l = net.layers[size_t(y)];
-      if (l.kind != LayerKind::kYolo) continue;
-      OutputSelect s;
-      s.layer = y;
-      s.anchors = int(l.yolo().mask.size());
-      s.entries = l.yolo().classes + 5;
-      s.cells = l.out.w * l.out.h;
-      s.capacity = select_capacity(int64_t(s.cells) * s.anchors);
-      const int64_t b = options.batch;
-      s.offset = at;
-      s.keys_offset = align_up(b * 4, kAlign);
-      s.rows_offset = s.keys_offset + align_up(b * s.capacity * 4, kAlign);
-      s.bytes = align_up(s.rows_offset + b * s.capacity * s.entries * 4, kAlign);
-      at += s.bytes;
-      selects.push_back(s);
-    }
+  for (int y : net.output_layers()) {
+    const LayerDesc& l = net.layers[size_t(y)];
+    if (l.kind != LayerKind::kYolo) continue;
+    OutputSelect s;
+    s.layer = y;
+    s.anchors = int(l.yolo().mask.size());
+    s.entries = l.yolo().classes + 5;
+    s.cells = l.out.w * l.out.h;
+    s.capacity = select_capacity(int64_t(s.cells) * s.anchors);
+    const int64_t b = options.batch;
+    s.offset = at;
+    s.keys_offset = align_up(b * 4, kAlign);
+    s.rows_offset = s.keys_offset + align_up(b * s.capacity * 4, kAlign);
+    s.bytes = align_up(s.rows_offset + b * s.capacity * s.entries * 4, kAlign);
+    at += s.bytes;
+    selects.push_back(s);
   }
-  if (total_bytes != nullptr) *total_bytes = at;
   return selects;
 }
 
@@ -52,5 +49,7 @@ const OutputSelect* ExecutionPlan::select_of(int layer) const {
     if (s.layer == layer) return &s;
   return nullptr;
 }
+
+int64_t ExecutionPlan::select_bytes() const { return selects.empty() ? 0 : selects.back().offset + selects.back().bytes; }
 
 }  // namespace dlr

@@ -185,10 +185,9 @@ struct ExecutionPlan {
   // [Gaussian_yolo]), in layer order: whole f32 NCHW buffers live to the end.
   std::vector<int> output_layers;
   std::vector<WeightBlob> weights;
-  // The outputs selected on the device (PlannerOptions::select_thresh), in output order,
-  // and the selection buffer's size; empty / 0 where none.
+  // The outputs selected on the device (PlannerOptions::select_thresh), in output order;
+  // empty where none.
   std::vector<OutputSelect> selects;
-  int64_t select_bytes = 0;
 
   int64_t arena_bytes = 0;        // planned activation memory (max offset + bytes)
   int64_t naive_bytes = 0;        // sum of every layer output + input, no reuse
@@ -200,6 +199,7 @@ struct ExecutionPlan {
   const YoloParams& yolo(int layer) const { return std::get<YoloParams>(step_of(layer).params); }
   const Step& step_of(int layer) const { return steps[size_t(layer_step[size_t(layer)])]; }
   const OutputSelect* select_of(int layer) const;  // null: the layer is downloaded whole
+  int64_t select_bytes() const;                     // the selection buffer's size (0: none)
 };
 
 struct NetworkDesc;
@@ -211,7 +211,6 @@ Expected<ExecutionPlan> build_plan(const NetworkDesc& net, const PlannerOptions&
 // The selection blocks of `net`'s [yolo] outputs for a batch (runtime/compile/output_select.cpp):
 // capacity per image max(64, cells x anchors / 16), at most cells x anchors; none where
 // select_thresh < 0.
-std::vector<OutputSelect> plan_output_selects(const NetworkDesc& net, const PlannerOptions& options,
-                                              int64_t* total_bytes);
+std::vector<OutputSelect> plan_output_selects(const NetworkDesc& net, const PlannerOptions& options);
 
 }  // namespace dlr

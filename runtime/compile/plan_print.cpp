@@ -92,7 +92,7 @@ std::string ExecutionPlan::to_text() const {
     std::snprintf(line, sizeof(line),
                   "outputs: %zu [yolo] heads' candidates picked on the device, up to %s rows per image downloaded "
                   "(%s); more: that head whole\n",
-                  selects.size(), caps.c_str(), mib_text(select_bytes).c_str());
+                  selects.size(), caps.c_str(), mib_text(select_bytes()).c_str());
     s += line;
   }
   return s;

@@ -120,7 +120,7 @@ class Planner {
     }
     plan.input_buffer = resolve(Loc{m_input, 0, m_net.net.channels}).buffer;
     plan.output_layers = m_net.output_layers();
-    plan.selects = plan_output_selects(m_net, m_opt, &plan.select_bytes);
+    plan.selects = plan_output_selects(m_net, m_opt);
     compute_liveness(&plan, reads);
     if (m_opt.in_place && !m_opt.keep_all_outputs) merge_in_place(&plan);
     assign_offsets(&plan);

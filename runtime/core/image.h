@@ -15,4 +15,14 @@ struct ImageU8 {
   bool bgr = true;         // OpenCV order; converted to RGB like Darknet's load_image_cv
 };
 
+// A view of `width` x `height` BGR pixels packed row after row at `data`.
+inline ImageU8 packed_bgr(const uint8_t* data, int width, int height) {
+  ImageU8 img;
+  img.data = data;
+  img.width = width;
+  img.height = height;
+  img.row_stride = int64_t(width) * 3;
+  return img;
+}
+
 }  // namespace dlr

@@ -146,10 +146,10 @@ Status CudaEngine::alloc_workspace_and_outputs() {
   }
   DLR_ASSIGN_OR_RETURN(m_outputs, PinnedBuffer::alloc(size_t(out_floats) * 4));
   m_output_whole.assign(m_plan.layer_out.size(), 1);
-  if (m_plan.select_bytes > 0) {  // the candidates picked on the device (cuda_engine_outputs.cpp)
-    DLR_ASSIGN_OR_RETURN(m_select_dev, DeviceBuffer::alloc(size_t(m_plan.select_bytes)));
-    DLR_ASSIGN_OR_RETURN(m_select_host, PinnedBuffer::alloc(size_t(m_plan.select_bytes)));
-    std::memset(m_select_host.data(), 0, size_t(m_plan.select_bytes));
+  if (const size_t bytes = size_t(m_plan.select_bytes()); bytes > 0) {  // candidates picked on the device
+    DLR_ASSIGN_OR_RETURN(m_select_dev, DeviceBuffer::alloc(bytes));
+    DLR_ASSIGN_OR_RETURN(m_select_host, PinnedBuffer::alloc(bytes));
+    std::memset(m_select_host.data(), 0, bytes);
   }
   DLR_RETURN_IF_ERROR(make_output_downloads());
   DLR_RETURN_IF_ERROR(reserve_images(m_options.max_image_width, m_options.max_image_height));

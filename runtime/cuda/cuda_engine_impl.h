@@ -245,6 +245,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status enqueue_output(int step, cudaStream_t s);
   Status join_outputs(cudaStream_t s);
   void forget_whole_outputs();  // at each run's start
+  Status copy_whole_output(int layer, cudaStream_t s) const;  // into m_outputs, enqueued on s
   // cuda_engine_expand.cpp: int8 weights expanded on m_expand_stream ahead of their step,
   // a group (Step::dequant_group) per launch. One enqueue_network's progress: what is
   // enqueued so far and the expansions issued.

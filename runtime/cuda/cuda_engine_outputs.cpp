@@ -52,8 +52,13 @@ Status CudaEngine::enqueue_output(int step, cudaStream_t s) {
                                    cudaMemcpyDeviceToHost, d));
     return Status();
   }
+  return copy_whole_output(layer, d);
+}
+
+Status CudaEngine::copy_whole_output(int layer, cudaStream_t s) const {
+  const TensorView v = view(m_plan.layer_out[size_t(layer)]);
   float* dst = static_cast<float*>(m_outputs.data()) + m_output_offsets[size_t(layer)];
-  DLR_CUDA_CHECK(cudaMemcpyAsync(dst, v.data, size_t(v.n) * size_t(v.n_stride) * 4, cudaMemcpyDeviceToHost, d));
+  DLR_CUDA_CHECK(cudaMemcpyAsync(dst, v.data, size_t(v.n) * size_t(v.n_stride) * 4, cudaMemcpyDeviceToHost, s));
   return Status();
 }
 
@@ -72,10 +77,7 @@ OutputRows CudaEngine::output_rows(int layer, int image) const {
 
 Status CudaEngine::download_output(int layer) const {
   if (layer < 0 || size_t(layer) >= m_output_whole.size() || m_output_whole[size_t(layer)]) return Status();
-  const TensorView v = view(m_plan.layer_out[size_t(layer)]);
-  float* dst = static_cast<float*>(m_outputs.data()) + m_output_offsets[size_t(layer)];
-  DLR_CUDA_CHECK(cudaMemcpyAsync(dst, v.data, size_t(v.n) * size_t(v.n_stride) * 4, cudaMemcpyDeviceToHost,
-                                 m_stream.get()));
+  DLR_RETURN_IF_ERROR(copy_whole_output(layer, m_stream.get()));
   DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
   m_output_whole[size_t(layer)] = 1;
   return Status();

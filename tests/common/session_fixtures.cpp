@@ -55,12 +55,7 @@ bool same_detections(const std::vector<Detection>& a, const std::vector<Detectio
 ImageU8 pattern_image(std::vector<uint8_t>* pixels, int w, int h, int seed) {
   pixels->resize(size_t(w) * size_t(h) * 3);
   for (size_t i = 0; i < pixels->size(); ++i) (*pixels)[i] = uint8_t((i * 37 + i / 7 + size_t(seed) * 13) & 0xFF);
-  ImageU8 img;
-  img.data = pixels->data();
-  img.width = w;
-  img.height = h;
-  img.row_stride = w * 3;
-  return img;
+  return packed_bgr(pixels->data(), w, h);
 }
 
 }  // namespace dlr::test

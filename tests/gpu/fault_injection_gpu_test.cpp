@@ -25,6 +25,7 @@
 #include "runtime/session.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/fault_site.h"
+#include "tests/common/session_fixtures.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -158,17 +159,7 @@ int64_t device_used() {
 // one page of it.
 constexpr int64_t kPage = int64_t(2) << 20;
 
-ImageU8 test_image(std::vector<uint8_t>* pixels) {
-  const int w = 80, h = 48;
-  pixels->resize(size_t(w) * h * 3);
-  for (size_t i = 0; i < pixels->size(); ++i) (*pixels)[i] = uint8_t((i * 37 + i / 7) & 0xFF);
-  ImageU8 img;
-  img.data = pixels->data();
-  img.width = w;
-  img.height = h;
-  img.row_stride = w * 3;
-  return img;
-}
+ImageU8 test_image(std::vector<uint8_t>* pixels) { return test::pattern_image(pixels, 80, 48, 0); }
 
 // The raw network outputs (every head) of the last run, as bits.
 std::vector<std::vector<float>> outputs(Session& s) {

@@ -51,7 +51,7 @@ TEST(OutputSelect, EveryYoloHeadOfACudaPlan) {
     EXPECT_GE(s.bytes, s.rows_offset + 2 * int64_t(s.capacity) * s.entries * 4);
     at += s.bytes;
   }
-  EXPECT_EQ(p->select_bytes, at);
+  EXPECT_EQ(p->select_bytes(), at);
   EXPECT_EQ(p->select_of(0), nullptr);
   EXPECT_NE(p->to_text().find("2 [yolo] heads' candidates picked on the device, up to 64/126 rows"), std::string::npos)
       << p->to_text();
@@ -63,7 +63,7 @@ TEST(OutputSelect, NoneWhenOffOrOnTheCpu) {
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     EXPECT_LT(p->options.select_thresh, 0.f);
     EXPECT_TRUE(p->selects.empty());
-    EXPECT_EQ(p->select_bytes, 0);
+    EXPECT_EQ(p->select_bytes(), 0);
     EXPECT_EQ(p->to_text().find("picked on the device"), std::string::npos);
   }
 }

@@ -13,12 +13,7 @@ ImageU8 bench_image(std::vector<uint8_t>* pixels, int seed) {
   pixels->resize(size_t(w) * h * 3);
   std::mt19937 rng{uint32_t(seed)};
   for (uint8_t& p : *pixels) p = uint8_t(rng() & 0xFF);
-  ImageU8 img;
-  img.data = pixels->data();
-  img.width = w;
-  img.height = h;
-  img.row_stride = w * 3;
-  return img;
+  return packed_bgr(pixels->data(), w, h);
 }
 
 Expected<nlohmann::json> time_detect(Session& s, int batch, int iters, uint64_t seed) {
