@@ -126,6 +126,7 @@ TEST(SessionFlags, RefusalsAndBadTextsAreOneLine) {
       {"--units chunks", "--units applies to --device cuda --mode stream only"},
       {"--device cuda --no-calibrate --no-graph", "--no-calibrate applies to --device cuda --mode stream only"},
       {"--no-graph", "--no-graph applies to --device cuda only"},
+      {"--decode gpu", "--decode applies to --device cuda only"},
       {"--read-depth 4", "--read-depth applies to --weights-from storage only"},
       {"--device cuda --mode stream --max-slowdown 5x",
        "--max-slowdown \"5x\": expected a percentage such as 5% (>= 0)"},
