@@ -146,6 +146,7 @@ Status staging_pass(PlacementState& s) {
   if (a.staged > 0) {
     s.so.arena_offset = std::move(a.offset);
     s.so.arena_wait = std::move(a.wait);
+    s.so.arena_early = std::move(a.early);
     s.stream = std::move(a.plan);
     s.predicted_ms = a.predicted_ms;
   }
@@ -254,21 +255,19 @@ Status bound_pass(PlacementState& s) {
   // The bound uses the copy engine's probed speed; with a calibrated profile, the bound
   // under the calibrated cost is computed and reported beside it.
   const CopyProfile& physical = t.copy_calibrated() ? t.probed_copy_profile : t.copy_profile;
-  DLR_ASSIGN_OR_RETURN(LatencyBound lb, latency_lower_bound(*s.plan, *s.layer_ms, physical, budget, t.map_granularity));
+  // Where staging may use the arena's idle bytes, the bound counts them too: it then
+  // covers every plan the staging pass can make.
+  const std::vector<int64_t> room = s.options->arena_staging ? arena_idle_bytes(*s.plan) : std::vector<int64_t>();
+  DLR_ASSIGN_OR_RETURN(LatencyBound lb,
+                       latency_lower_bound(*s.plan, *s.layer_ms, physical, budget, t.map_granularity, room));
   s.lower_bound_ms = lb.ms;
-  // Blobs staged in idle activation bytes use memory outside the budget: the bound does
-  // not cover such a plan (it may be predicted below it), and the note says so.
-  const std::string staged =
-      s.stream.staged_bytes > 0
-          ? fmt_text(" (%.2f MiB staged in idle activation bytes, outside the bound's model)",
-                     double(s.stream.staged_bytes) / (1 << 20))
-          : std::string();
-  // Tail copies overlap two inferences: the bound times one inference's copies within it.
-  const std::string tail = s.stream.tail_units > 0 ? " (back to back, with tail copies: outside the bound's model)" : "";
-  s.notes.push_back(lb.to_text() + fmt_text("; this plan: %.3f ms predicted", s.predicted_ms) + staged + tail);
+  const std::string staged = s.stream.staged_bytes > 0 ? fmt_text(" (%.2f MiB staged in idle activation bytes)",
+                                                                  double(s.stream.staged_bytes) / (1 << 20))
+                                                       : std::string();
+  s.notes.push_back(lb.to_text() + fmt_text("; this plan: %.3f ms predicted", s.predicted_ms) + staged);
   if (!t.copy_calibrated()) return Status();
-  DLR_ASSIGN_OR_RETURN(LatencyBound lc, latency_lower_bound(*s.plan, *s.layer_ms, t.copy_profile, budget,
-                                                            t.map_granularity));
+  DLR_ASSIGN_OR_RETURN(LatencyBound lc,
+                       latency_lower_bound(*s.plan, *s.layer_ms, t.copy_profile, budget, t.map_granularity, room));
   s.lower_bound_calibrated_ms = lc.ms;
   s.notes.push_back("calibrated " + lc.to_text());
   return Status();

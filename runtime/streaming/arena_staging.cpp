@@ -57,9 +57,11 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
   StreamOptions so = options;
   so.arena_offset.clear();
   so.arena_wait.clear();
+  so.arena_early.clear();
   ArenaStagingResult r;
   r.offset.assign(n, -1);
   r.wait.assign(n, -1);
+  r.early.assign(n, 0);
   DLR_ASSIGN_OR_RETURN(r.plan, plan_streaming(plan, profile, so));
   SimOptions sim = staging.sim;
   sim.check = false;
@@ -82,25 +84,36 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     int free_after = 0;
     const int64_t o = place(taken, plan.arena_bytes, w.bytes, w.step, &free_after);
     if (o < 0) continue;
-    StreamOptions t = so;
-    t.arena_offset = r.offset;
-    t.arena_wait = r.wait;
-    t.arena_offset[size_t(b)] = o;
-    t.arena_wait[size_t(b)] = free_after;
-    Expected<StreamPlan> p = plan_streaming(plan, profile, t);
-    if (!p.ok()) continue;  // e.g. the rest would no longer stream
-    const double ms = planned_latency(plan, *p, profile, layer_ms, sim);
-    ++r.simulations;
-    if (!(ms < r.predicted_ms - 1e-6)) continue;
-    r.offset = std::move(t.arena_offset);
-    r.wait = std::move(t.arena_wait);
-    r.plan = std::move(p).value();
-    r.predicted_ms = ms;
-    taken.push_back({o, w.bytes, free_after + 1, w.step});
+    // Its copy queued late (just before the ring units after its reader), then early (as
+    // soon as its bytes are free): the faster is kept, if faster than without it.
+    bool kept = false;
+    for (char early : {char(0), char(1)}) {
+      if (r.simulations >= staging.max_simulations) break;
+      StreamOptions t = so;
+      t.arena_offset = r.offset;
+      t.arena_wait = r.wait;
+      t.arena_early = r.early;
+      t.arena_offset[size_t(b)] = o;
+      t.arena_wait[size_t(b)] = free_after;
+      t.arena_early[size_t(b)] = early;
+      Expected<StreamPlan> p = plan_streaming(plan, profile, t);
+      if (!p.ok()) continue;  // e.g. the rest would no longer stream
+      const double ms = planned_latency(plan, *p, profile, layer_ms, sim);
+      ++r.simulations;
+      if (!(ms < r.predicted_ms - 1e-6)) continue;
+      r.offset = std::move(t.arena_offset);
+      r.wait = std::move(t.arena_wait);
+      r.early = std::move(t.arena_early);
+      r.plan = std::move(p).value();
+      r.predicted_ms = ms;
+      kept = true;
+    }
+    if (kept) taken.push_back({o, w.bytes, free_after + 1, w.step});
   }
   for (size_t b = 0; b < n; ++b)
     if (r.offset[b] >= 0) {
       ++r.staged;
+      r.early_copies += r.early[b];
       r.staged_bytes += plan.weights[b].bytes;
     }
   if (r.staged > 0) {
@@ -110,11 +123,12 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     if (!c.violations.empty())
       return internal_error("arena staging: the plan fails a check: " + c.violations.front());
   }
-  char buf[240];
+  char buf[280];
   std::snprintf(buf, sizeof(buf),
-                "arena staging: %d blobs (%.2f MiB) copied into idle activation bytes, predicted %.3f ms (without "
-                "%.3f ms; %d simulations)",
-                r.staged, double(r.staged_bytes) / 1048576.0, r.predicted_ms, r.unstaged_ms, r.simulations);
+                "arena staging: %d blobs (%.2f MiB) copied into idle activation bytes, %d of them as soon as their "
+                "bytes are free, predicted %.3f ms (without %.3f ms; %d simulations)",
+                r.staged, double(r.staged_bytes) / 1048576.0, r.early_copies, r.predicted_ms, r.unstaged_ms,
+                r.simulations);
   r.how = buf;
   return r;
 }

@@ -9,7 +9,8 @@
 // activation buffer (and every blob staged earlier) overlapping them that is written at
 // or before r was last read at step f < r; the copy then waits for step f (f >= 0: after
 // the inference's input). Blobs are tried largest first, each at the offset free
-// earliest, and kept when the simulator predicts the inference faster with it
+// earliest with its copy queued late or early (StreamOptions::arena_early), and kept, with
+// the faster queue place, when the simulator predicts the inference faster with it
 // (plan_streaming with StreamOptions::arena_offset / arena_wait); the final plan is
 // simulated with every check on (simulate() checks the staged bytes against the
 // activations). Ring plans only. Plain C++ (no CUDA); deterministic.
@@ -36,10 +37,12 @@ struct ArenaStagingOptions {
 struct ArenaStagingResult {
   std::vector<int64_t> offset;  // per weight blob: arena offset, -1 not staged (StreamOptions::arena_offset)
   std::vector<int> wait;        // per weight blob: the step its copy waits for (StreamOptions::arena_wait)
+  std::vector<char> early;      // per weight blob: its copy queued as early as its wait allows (StreamOptions::arena_early)
   StreamPlan plan;              // plan_streaming with them (equal-chunk ring units)
   double predicted_ms = 0;      // simulated latency of `plan`
   double unstaged_ms = 0;       // the same options without staging
   int staged = 0;
+  int early_copies = 0;         // staged blobs whose copies are queued early
   int64_t staged_bytes = 0;
   int simulations = 0;
   std::string how;              // one line for the notes

@@ -4,14 +4,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace dlr {
 namespace {
 
 // The bound for one ring size P (resident budget r = B - P); +inf when a blob larger
 // than P cannot be resident within r. bw: bytes per ms.
-double bound_at(const std::vector<int64_t>& w, const std::vector<double>& t, int64_t pool, int64_t resident_budget,
-                double bw, int* binding) {
+double bound_at(const std::vector<int64_t>& w, const std::vector<double>& t, const std::vector<int64_t>& room,
+                int64_t pool, int64_t resident_budget, double bw, int* binding) {
   const size_t n = w.size();
   // Blobs larger than the ring cannot stream through it: they are resident.
   std::vector<double> s(n);  // streamable bytes per layer
@@ -49,8 +51,11 @@ double bound_at(const std::vector<int64_t>& w, const std::vector<double>& t, int
     const double x2 = total_s - pre_s[k] - b;  // streamed bytes of layers >= k
     const double c1 = pre_t[k], c2 = total_t - pre_t[k + 1];  // kernels before and after layer k
     const double before = pre_s[k], after = total_s - pre_s[k + 1];  // bytes resident placement can still reduce
-    const double a_need = std::max(0.0, x1 - c1 * bw);
-    const double c_need = x2 <= double(pool) ? 0.0 : std::max(0.0, x2 - double(pool) - (c2 - c_tail) * bw);
+    // Up to a ring of bytes may have landed before the inference (prefetched, or copied
+    // under the previous inference's tail): the rest is copied under the kernels before k.
+    const double a_need = std::max(0.0, x1 - double(pool) - c1 * bw);
+    const double held = double(pool) + double(room[k]);  // the ring and the idle bytes while layer k runs
+    const double c_need = x2 <= held ? 0.0 : std::max(0.0, x2 - held - (c2 - c_tail) * bw);
     const double a_use = std::min(a_need, before), c_use = std::min(c_need, after);
     const double excess = (a_need - a_use) + (c_need - c_use) + std::max(0.0, a_use + c_use - rem);
     const double v = total_t + excess / bw;  // c1 + t_k + c2 + what copies add
@@ -63,48 +68,84 @@ double bound_at(const std::vector<int64_t>& w, const std::vector<double>& t, int
 }
 
 // The pool-aware bound: every blob streamed in execution order through a pool of
-// `pool` bytes taken as a fluid (a byte's space is taken when it is copied and given
-// back when its reader ends; copies at bw, back to back; a step starts when its blob has
-// landed and the step before has ended), everything as early as it can be. +inf when a
-// blob exceeds the pool. Greedy is optimal here: every constraint only delays.
-double fluid_pool_ms(const std::vector<int64_t>& w, const std::vector<double>& t, int64_t pool, double bw) {
+// `pool` + room[m] bytes while step m runs, taken as a fluid (a byte's space is taken
+// when it is copied and given back when its reader ends; copies at bw, back to back; a
+// step starts when its blob has landed and the step before has ended), everything as
+// early as it can be. While step m runs, the bytes copied so far less those of steps
+// before m fit pool + room[m]; copies made then are held through every later step up to
+// their reader, so the copy limit while m runs is min over m' >= m of
+// (W_<m' + pool + room[m']). That limit grows with m, so greedy is optimal here: a
+// schedule ahead in copies is ahead in steps and faces a limit no lower. +inf when a
+// blob exceeds its step's pool.
+double fluid_pool_ms(const std::vector<int64_t>& w, const std::vector<double>& t, const std::vector<int64_t>& room,
+                     int64_t pool, double bw) {
   const size_t n = w.size();
-  std::vector<double> end(n, 0.0), freed_after(n, 0.0);  // per step: its end, bytes given back by then
+  std::vector<double> limit(n + 1, std::numeric_limits<double>::infinity());  // suffix minima, per running step
+  double before = 0;  // W_<m
+  std::vector<double> w_before(n);
+  for (size_t m = 0; m < n; ++m) {
+    if (w[m] > pool + room[m]) return std::numeric_limits<double>::infinity();
+    w_before[m] = before;
+    before += double(w[m]);
+  }
+  for (size_t m = n; m-- > 0;) limit[m] = std::min(limit[m + 1], w_before[m] + double(pool) + double(room[m]));
+  std::vector<double> end(n, 0.0);
   double copied = 0, copy_t = 0, prev_end = 0, need = 0;
   size_t ended = 0;  // steps whose end is <= copy_t, in order (ends grow with the index)
   for (size_t j = 0; j < n; ++j) {
-    if (double(w[j]) > double(pool)) return std::numeric_limits<double>::infinity();
     need += double(w[j]);
     while (copied < need) {
       while (ended < j && end[ended] <= copy_t) ++ended;
-      const double limit = (ended > 0 ? freed_after[ended - 1] : 0.0) + double(pool);
-      if (limit <= copied) {  // the pool is full until the next step ends
+      if (limit[ended] <= copied) {  // the pool is full until the running step ends
         copy_t = end[ended];
         continue;
       }
-      const double to = std::min(need, limit);
+      const double to = std::min(need, limit[ended]);
       copy_t += (to - copied) / bw;
       copied = to;
     }
     const double start = std::max(prev_end, w[j] > 0 ? copy_t : 0.0);
     end[j] = prev_end = start + t[j];
-    freed_after[j] = need;
   }
   return prev_end;
 }
 
+// The union of [offset, offset + bytes) over `spans`, in bytes.
+int64_t union_bytes(std::vector<std::pair<int64_t, int64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  int64_t covered = 0, reach = std::numeric_limits<int64_t>::min();
+  for (const auto& [lo, hi] : spans) {
+    if (hi <= reach) continue;
+    covered += hi - std::max(lo, reach);
+    reach = hi;
+  }
+  return covered;
+}
+
 }  // namespace
 
+std::vector<int64_t> arena_idle_bytes(const ExecutionPlan& plan) {
+  std::vector<int64_t> idle(plan.steps.size(), 0);
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    std::vector<std::pair<int64_t, int64_t>> live;
+    for (const Buffer& b : plan.buffers)
+      if (b.first_step <= int(k) && int(k) <= b.last_step && b.bytes > 0) live.emplace_back(b.offset, b.offset + b.bytes);
+    idle[k] = std::max<int64_t>(0, plan.arena_bytes - union_bytes(std::move(live)));
+  }
+  return idle;
+}
+
 std::string LatencyBound::to_text() const {
-  char buf[400];
+  char buf[512];
   if (pool_bytes == 0) {
     std::snprintf(buf, sizeof buf, "lower bound: %.3f ms (%s: the kernels alone)", ms,
                   budget_bytes >= total_bytes ? "every weight resident" : "no ring fits this budget");
   } else {
     std::snprintf(buf, sizeof buf,
-                  "lower bound: %.3f ms = %.3f x the kernels' %.3f ms: no resident set or schedule within %.2f MiB, every "
-                  "streamed byte through the ring, is predicted faster (best case: a %.2f MiB ring, >= %.2f MiB copied at %.1f GB/s%s)",
+                  "lower bound: %.3f ms = %.3f x the kernels' %.3f ms: no resident set or schedule within %.2f MiB, %s, "
+                  "is predicted faster (best case: a %.2f MiB ring, >= %.2f MiB copied at %.1f GB/s%s)",
                   ms, compute_ms > 0 ? ms / compute_ms : 0.0, compute_ms, double(budget_bytes) / (1 << 20),
+                  staging ? "blobs staged in idle activation bytes or not" : "every streamed byte through the ring",
                   double(pool_bytes) / (1 << 20), double(min_streamed_bytes) / (1 << 20), peak_gbps,
                   binding_layer >= 0 ? (", binding at layer " + std::to_string(binding_layer)).c_str() : "");
   }
@@ -114,12 +155,19 @@ std::string LatencyBound::to_text() const {
 }
 
 Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std::vector<double>& layer_ms,
-                                           const CopyProfile& profile, int64_t budget_bytes, int64_t granularity) {
+                                           const CopyProfile& profile, int64_t budget_bytes, int64_t granularity,
+                                           const std::vector<int64_t>& staging_room) {
   if (layer_ms.size() != plan.steps.size())
     return invalid_argument("lower bound: " + std::to_string(layer_ms.size()) + " kernel times for " +
                             std::to_string(plan.steps.size()) + " steps");
   if (budget_bytes <= 0) return invalid_argument("lower bound: the budget must be > 0 bytes");
   if (granularity <= 0) return invalid_argument("lower bound: the ring granularity must be > 0 bytes");
+  if (!staging_room.empty() && staging_room.size() != plan.steps.size())
+    return invalid_argument("lower bound: " + std::to_string(staging_room.size()) + " staging rooms for " +
+                            std::to_string(plan.steps.size()) + " steps");
+  for (int64_t r : staging_room)
+    if (r < 0) return invalid_argument("lower bound: a staging room of " + std::to_string(r) + " bytes");
+  const std::vector<int64_t> room = staging_room.empty() ? std::vector<int64_t>(plan.steps.size(), 0) : staging_room;
   const double peak = profile.peak_gbps();
   if (!(peak > 0)) return invalid_argument("lower bound: copy profile '" + profile.name + "' has no bandwidth");
   const size_t n = plan.steps.size();
@@ -141,13 +189,14 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
   lb.peak_gbps = peak;
   lb.budget_bytes = budget_bytes;
   lb.total_bytes = total;
+  lb.staging = std::any_of(room.begin(), room.end(), [](int64_t r) { return r > 0; });
   lb.ms = compute;
   if (budget_bytes >= total) return lb;  // everything resident: the kernels alone
   const double bw = peak * 1e6;          // bytes per ms
   double best = std::numeric_limits<double>::infinity();
   for (int64_t pool = granularity; pool <= budget_bytes; pool += granularity) {
     int binding = -1;
-    const double v = bound_at(w, t, pool, budget_bytes - pool, bw, &binding);
+    const double v = bound_at(w, t, room, pool, budget_bytes - pool, bw, &binding);
     if (v < best) {
       best = v;
       lb.pool_bytes = pool;
@@ -161,7 +210,7 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
   // The pool-aware bound (lower_bound.h): a plan keeping r bytes resident and p bytes
   // prefetched before the inference (r + p <= B) becomes a fluid schedule through a pool
   // of B by copying those bytes first, which takes (r + p) / bw: T >= fluid(B) - B / bw.
-  const double fluid = fluid_pool_ms(w, t, budget_bytes, bw) - double(budget_bytes) / bw;
+  const double fluid = fluid_pool_ms(w, t, room, budget_bytes, bw) - double(budget_bytes) / bw;
   if (fluid < std::numeric_limits<double>::infinity() && fluid > lb.ms) {
     lb.ms = fluid;
     lb.pool_aware = true;

@@ -1,34 +1,34 @@
-// A lower bound on the latency of any streamed plan within a device weight budget whose
-// streamed bytes all pass the ring (blobs staged in the activation arena, arena_staging.h,
-// are outside this model: a staged plan may be predicted below it):
-// no resident set, ring size, cut into units or enqueue order of dlrun's model
-// (resident blobs + a ring of whole mapping units, streamed blobs copied in
-// execution order on one copy engine, kernels in order on one stream) is predicted
-// faster, whatever the planner does. Used to tell a planner that misses a target
-// from a target that physics forbids. docs/streaming.md section 6 has the argument;
-// in short, for every ring size P (a multiple of the granularity, P <= B) and every
-// layer k, with R = B - P bytes resident (blobs larger than P must be resident),
-// peak bandwidth bw and kernel times t_i (C_<k before layer k, C_>k after it):
-//   layer k ends no earlier than end_k = max(C_<k, S_<=k / bw) + t_k, S_<=k the
-//   streamed bytes read by layers <= k (they must have landed before it starts);
-//   until layer k ends, no streamed byte at or past S_<k + P can be copied (its ring
-//   bytes hold layer k's or a later layer's weights), so at least S_>=k - P bytes are
-//   copied after end_k, and after the last copy at least the kernels from the last
-//   layer with a streamed blob on (C_tail) run: T >= end_k + max(C_>k,
-//   (S_>=k - P)/bw + C_tail).
+// A lower bound on the latency of any streamed plan within a device weight budget:
+// no resident set, ring size, cut into units, enqueue order or choice of blobs staged
+// in idle activation bytes (arena_staging.h) of dlrun's model (resident blobs + a ring
+// of whole mapping units + the arena's idle bytes, streamed blobs copied in execution
+// order on one copy engine, kernels in order on one stream) is predicted faster,
+// whatever the planner does. Used to tell a planner that misses a target from a target
+// that physics forbids. docs/streaming.md section 6 has the argument; in short, for
+// every ring size P (a multiple of the granularity, P <= B) and every layer k, with
+// R = B - P bytes resident (blobs larger than P must be resident), peak bandwidth bw,
+// kernel times t_i (C_<k before layer k, C_>k after it) and A_k idle arena bytes while
+// layer k runs (0 where staging is off):
+//   layer k ends no earlier than end_k = max(C_<k, (S_<=k - P) / bw) + t_k, S_<=k the
+//   streamed bytes read by layers <= k (they must have landed before it starts; a ring
+//   of them may have landed before the inference: prefetched or tail copies);
+//   until layer k ends, the ring and the idle bytes hold at most P + A_k bytes of layer
+//   k's or later layers' weights, so at least S_>=k - P - A_k bytes are copied after
+//   end_k, and after the last copy at least the kernels from the last layer with a
+//   streamed blob on (C_tail) run: T >= end_k + max(C_>k, (S_>=k - P - A_k)/bw + C_tail).
 // Resident bytes lower S_<=k and S_>=k; the bound lets them be placed fractionally and
 // differently for every k (each choice only helps the adversary), which gives a
 // closed form per (P, k). The bound is max over k, min over P, and never below the
 // kernels' sum (preload). Plain C++; O(B / granularity x steps).
 //
 // A second, pool-aware bound sees the pool at every layer, not one cut: every blob is
-// streamed in execution order through a fluid pool of the whole budget B (a byte takes
-// its space when copied and gives it back when its reader ends; copies at peak,
-// back to back; each step starts when its blob has landed and the step before ended),
-// as early as possible: fluid(B). Any plan of dlrun's model is such a schedule once its
-// r resident bytes and the p bytes prefetched before the inference (r + p <= B) are
-// copied first, in (r + p) / bw, and copying in execution order is never later than any
-// other order in a fluid pool, so T >= fluid(B) - B / bw. The larger of the two is
+// streamed in execution order through a fluid pool of B + A_k bytes while layer k runs
+// (a byte takes its space when copied and gives it back when its reader ends; copies at
+// peak, back to back; each step starts when its blob has landed and the step before
+// ended), as early as possible: fluid(B). Any plan of dlrun's model is such a schedule
+// once its r resident bytes and the p bytes prefetched before the inference (r + p <= B)
+// are copied first, in (r + p) / bw, and copying in execution order is never later than
+// any other order in a fluid pool, so T >= fluid(B) - B / bw. The larger of the two is
 // reported (`pool_aware` says which); it binds where many layers are copy-bound in a row.
 #pragma once
 
@@ -52,15 +52,25 @@ struct LatencyBound {
   int64_t min_streamed_bytes = 0;  // total - (B - P) at that P: bytes at least copied per inference
   int binding_layer = -1;        // the k whose constraint gives ms at that P (-1: the kernels' sum)
   bool pool_aware = false;       // ms is the pool-aware bound (fluid(B) - B / bw), above the single cut
+  bool staging = false;          // idle activation bytes counted (plans with staged blobs are covered)
   std::string to_text() const;   // one line for --print-plan
 };
+
+// Per step, the activation arena's bytes that no buffer live at that step covers
+// (plan.arena_bytes less the union of [offset, offset + bytes) of every buffer with
+// first_step <= step <= last_step; aliased buffers counted once): where blobs staged in
+// the arena (arena_staging.h) can be while the step runs, fragmentation ignored.
+std::vector<int64_t> arena_idle_bytes(const ExecutionPlan& plan);
 
 // layer_ms: kernel time of every step (simulate()'s contract: no-op steps without
 // copies take no time, whatever layer_ms says). budget_bytes: the whole
 // device weight budget (resident + pool), > 0. granularity: the ring's mapping unit
-// (> 0; the ring size is a multiple of it). Errors: sizes that do not match, a budget
-// or granularity <= 0, a profile without bandwidth.
+// (> 0; the ring size is a multiple of it). staging_room: per step, bytes outside the
+// budget that may hold streamed weights while the step runs (arena_idle_bytes() where
+// arena staging is on); empty: none. Errors: sizes that do not match, a budget or
+// granularity <= 0, a negative room, a profile without bandwidth.
 Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std::vector<double>& layer_ms,
-                                           const CopyProfile& profile, int64_t budget_bytes, int64_t granularity);
+                                           const CopyProfile& profile, int64_t budget_bytes, int64_t granularity,
+                                           const std::vector<int64_t>& staging_room = {});
 
 }  // namespace dlr

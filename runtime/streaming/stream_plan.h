@@ -99,6 +99,11 @@ struct StreamOptions {
   // first one that waits for a later step. Ring layout only.
   std::vector<int64_t> arena_offset;
   std::vector<int> arena_wait;
+  // Per weight blob, or empty (all 0): where a staged blob's copy is queued. 0: before the
+  // ring's first unit needed after its reader (never before an earlier such staged copy);
+  // 1: as early as its wait allows, after the ring's units needed up to step
+  // arena_wait[b] (a copy the engine would otherwise idle before).
+  std::vector<char> arena_early;
 };
 
 struct WeightGroup {

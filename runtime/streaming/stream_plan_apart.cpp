@@ -72,12 +72,14 @@ StreamPlan expand_stream_plan(StreamPlan sub, const ExecutionPlan& plan, const S
 namespace stream_detail {
 
 // The staged blobs of `options` (StreamOptions::arena_offset) added to `s`, a ring plan
-// of the other blobs: one unit each, in the copy queue at the ring's first unit that
-// is needed after the blob's reader (execution order), or later where the blob's arena
-// bytes are not free yet (before the first ring unit that waits for its wait step or a
-// later one), never before an earlier staged unit. Every unit before a staged one waits
-// for steps before its reader (ring units needed up to the reader wait for earlier
-// steps; so do the earlier staged units), so the queue cannot deadlock.
+// of the other blobs: one unit each, in the copy queue before ring unit `pos`, never
+// before a ring unit that waits for an earlier step than the blob's wait (avail), and
+//  - late (arena_early 0): at the ring's first unit needed after the blob's reader
+//    (consume), never before an earlier late staged unit;
+//  - early (1): after the ring's units needed up to its wait step (need).
+// Staged units at one ring position go in reader order. No deadlock: a unit Y queued
+// before X whose wait step reads X (X's reader <= Y's wait) would need pos_Y < pos_X, but
+// Y's need covers X's consume, and Y's avail X's avail (ring waits grow along the ring).
 void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamPlan* s) {
   const size_t n = plan.weights.size();
   if (s->blob_resident.size() != n) s->blob_resident.assign(n, 0);
@@ -88,6 +90,28 @@ void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamP
     for (int l : ring_waits[i]) w = std::max(w, l);
     return w;
   };
+  // Each staged blob's place in the queue: before ring unit `pos`.
+  struct Staged {
+    size_t pos;
+    int reader;
+    size_t blob;
+  };
+  std::vector<Staged> staged;
+  size_t last_late = 0;
+  for (size_t b = 0; b < n; ++b) {
+    if (options.arena_offset[b] < 0) continue;
+    const int reader = plan.weights[b].step, free_after = options.arena_wait[b];
+    size_t consume = 0, avail = 0, need = 0;
+    while (consume < ring.size() && ring[consume].first_layer <= reader) ++consume;
+    while (need < ring.size() && ring[need].first_layer <= free_after) ++need;
+    while (avail < ring.size() && wait_of(avail) < free_after) ++avail;
+    const bool early = !options.arena_early.empty() && options.arena_early[b];
+    const size_t pos = early ? std::max(need, avail) : std::max({consume, avail, last_late});
+    if (!early) last_late = pos;
+    staged.push_back({pos, reader, b});
+  }
+  std::stable_sort(staged.begin(), staged.end(),
+                   [](const Staged& a, const Staged& b) { return a.pos != b.pos ? a.pos < b.pos : a.reader < b.reader; });
   std::vector<TransferUnit> units;
   std::vector<std::vector<int>> waits;
   std::vector<int> new_index(ring.size(), -1);
@@ -99,31 +123,30 @@ void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamP
       waits.push_back(ring_waits[next_ring]);
     }
   };
-  int64_t at = 0;  // the staged store: staged blobs back to back
-  for (size_t b = 0; b < n; ++b) {
-    if (options.arena_offset[b] < 0) continue;
+  // The staged store: staged blobs back to back in execution order.
+  std::vector<int64_t> store(n, -1);
+  int64_t at = 0;
+  for (size_t b = 0; b < n; ++b)
+    if (options.arena_offset[b] >= 0) store[b] = at, at += plan.weights[b].bytes;
+  for (const Staged& st : staged) {
+    const size_t b = st.blob;
     const WeightBlob& w = plan.weights[b];
-    const int reader = w.step, free_after = options.arena_wait[b];
-    size_t consume = next_ring, avail = next_ring;
-    while (consume < ring.size() && ring[consume].first_layer <= reader) ++consume;
-    while (avail < ring.size() && wait_of(avail) < free_after) ++avail;
-    take_ring_until(std::max(consume, avail));
+    take_ring_until(st.pos);
     TransferUnit u;
     u.index = int(units.size());
     u.group = -1;
-    u.host_offset = at;
+    u.host_offset = store[b];
     u.bytes = w.bytes;
     u.pool_offset = options.arena_offset[b];
     u.first_blob = u.last_blob = int(b);
-    u.first_layer = reader;
+    u.first_layer = st.reader;
     u.in_arena = true;
     units.push_back(u);
-    waits.push_back({free_after});
+    waits.push_back({options.arena_wait[b]});
     s->blob_resident[b] = 2;
     s->blob_pool_offset[b] = options.arena_offset[b];
-    s->blob_host_offset[b] = at;
+    s->blob_host_offset[b] = store[b];
     s->blob_last_unit[b] = u.index;
-    at += w.bytes;
   }
   take_ring_until(ring.size());
   for (size_t i = 0; i < units.size(); ++i) units[i].index = int(i);
@@ -144,9 +167,11 @@ Status check_staged(const ExecutionPlan& plan, const StreamOptions& options, int
   *n_staged = 0;
   if (options.arena_offset.empty() && options.arena_wait.empty()) return Status();
   const size_t n = plan.weights.size();
-  if (options.arena_offset.size() != n || options.arena_wait.size() != n)
-    return invalid_argument("arena staging: " + std::to_string(options.arena_offset.size()) + " offsets and " +
-                            std::to_string(options.arena_wait.size()) + " waits for " + std::to_string(n) +
+  if (options.arena_offset.size() != n || options.arena_wait.size() != n ||
+      (!options.arena_early.empty() && options.arena_early.size() != n))
+    return invalid_argument("arena staging: " + std::to_string(options.arena_offset.size()) + " offsets, " +
+                            std::to_string(options.arena_wait.size()) + " waits and " +
+                            std::to_string(options.arena_early.size()) + " queue places for " + std::to_string(n) +
                             " weight blobs");
   for (size_t b = 0; b < n; ++b) {
     const int64_t off = options.arena_offset[b];

@@ -4,7 +4,8 @@
 // 25 %: blobs are staged, the prediction improves, the simulator's checks pass, and every
 // staged blob's arena bytes hold no activation (and no other staged blob) from the step
 // its copy waits for to its reader, checked here from the plan's buffers alone. The
-// byte accounting of the plan, the unit search with staged blobs, and the refusals of
+// byte accounting of the plan, the unit search with staged blobs, the lower bound with
+// the arena's idle bytes below both plans (the ring-only bound above one), the refusals of
 // bad staging options, each with its message; the simulator flags a blob staged over a
 // live activation.
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include "loaders/network_desc.h"
 #include "runtime/compile/compile.h"
 #include "runtime/streaming/arena_staging.h"
+#include "runtime/streaming/lower_bound.h"
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/unit_search.h"
 #include "tests/common/test_paths.h"
@@ -29,7 +31,7 @@ struct Net {
   std::vector<double> ms;
 };
 
-bool yolov4_608(Net* out) {
+bool yolov4_608(Net* out, WeightFormat format = WeightFormat::kFp) {
   const std::string cfg = test::required_shared_file("models/yolov4.cfg");
   if (cfg.empty()) return false;
   CfgOptions co;
@@ -39,6 +41,7 @@ bool yolov4_608(Net* out) {
   if (!net.ok()) return false;
   SessionOptions so;
   so.precision = Precision::kFP16;
+  so.weight_format = format;
   Expected<ExecutionPlan> plan = build_plan(*net, planner_options(DeviceKind::kCUDA, so));
   EXPECT_TRUE(plan.ok()) << plan.status().to_string();
   if (!plan.ok()) return false;
@@ -133,7 +136,74 @@ TEST(ArenaStaging, Yolov4StagesLateBlobsInIdleActivationBytes) {
     EXPECT_LE(u->predicted_ms, u->default_ms + 1e-9);
     const SimResult su = simulate(n.plan, u->plan, prof, n.ms, checked);
     EXPECT_TRUE(su.violations.empty()) << su.violations.front();
+    // The lower bound with the arena's idle bytes covers the staged plans; the bound of
+    // plans streaming every byte through the ring need not.
+    const int64_t budget = s.device_bytes();
+    const Expected<LatencyBound> lb =
+        latency_lower_bound(n.plan, n.ms, prof, budget, so.ring_granularity, arena_idle_bytes(n.plan));
+    const Expected<LatencyBound> ring_only = latency_lower_bound(n.plan, n.ms, prof, budget, so.ring_granularity);
+    ASSERT_TRUE(lb.ok() && ring_only.ok());
+    std::printf("%s: bound %.3f ms with the idle bytes, %.3f ms through the ring only; staged %.3f, searched %.3f\n",
+                c.what, lb->ms, ring_only->ms, r->predicted_ms, u->predicted_ms);
+    EXPECT_LE(lb->ms, std::min(r->predicted_ms, u->predicted_ms) + 1e-9) << lb->to_text();
+    if (c.never_resident) EXPECT_LT(r->predicted_ms, ring_only->ms) << "the ring-only bound covers this plan: no test";
   }
+}
+
+// int8 weights at an 8 MiB ring: the front layers' activations fill the arena while the
+// ring holds the first units, then most of the arena idles; blobs whose bytes free early
+// are copied then (arena_early) instead of behind ring units needed after their readers.
+TEST(ArenaStaging, CopiesQueuedAsSoonAsTheirBytesAreFreeWhereTheEngineWouldIdle) {
+  DLR_REQUIRE_SHARED_DIR();
+  Net n;
+  ASSERT_TRUE(yolov4_608(&n, WeightFormat::kInt8));
+  const CopyProfile prof = *CopyProfile::builtin("h100");
+  StreamOptions so;
+  so.layout = PoolLayout::kRing;
+  so.budget_bytes = 8 * kMiB;
+  so.never_resident = true;
+  ArenaStagingOptions st;
+  st.sim.prefetched = true;
+  const Expected<ArenaStagingResult> r = plan_arena_staging(n.plan, prof, so, n.ms, st);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::printf("%s\n", r->how.c_str());
+  EXPECT_GT(r->early_copies, 0);
+  EXPECT_NE(r->how.find(std::to_string(r->early_copies) + " of them as soon as their bytes are free"),
+            std::string::npos);
+  StreamOptions o = so;
+  o.arena_offset = r->offset;
+  o.arena_wait = r->wait;
+  o.arena_early = r->early;
+  check_arena_bytes(n.plan, r->plan, o);
+  SimOptions checked = st.sim;
+  checked.check = true;
+  const SimResult sim = simulate(n.plan, r->plan, prof, n.ms, checked);
+  EXPECT_TRUE(sim.violations.empty()) << sim.violations.front();
+  // An early copy is queued before a ring unit needed before its reader.
+  int early_ahead = 0;
+  for (size_t i = 0; i < r->plan.units.size(); ++i) {
+    const TransferUnit& u = r->plan.units[i];
+    if (!u.in_arena || !r->early[size_t(u.first_blob)]) continue;
+    for (size_t j = i + 1; j < r->plan.units.size(); ++j)
+      if (!r->plan.units[j].in_arena && r->plan.units[j].first_layer < u.first_layer) {
+        ++early_ahead;
+        break;
+      }
+  }
+  EXPECT_GT(early_ahead, 0);
+  // The same blobs and bytes, every copy late: predicted slower.
+  o.arena_early.clear();
+  const Expected<StreamPlan> late = plan_streaming(n.plan, prof, o);
+  ASSERT_TRUE(late.ok()) << late.status().to_string();
+  const SimResult late_sim = simulate(n.plan, *late, prof, n.ms, checked);
+  EXPECT_TRUE(late_sim.violations.empty()) << late_sim.violations.front();
+  EXPECT_LT(r->predicted_ms, late_sim.latency_ms - 1e-6);
+  // Every copy early: still a valid queue.
+  o.arena_early.assign(n.plan.weights.size(), 1);
+  const Expected<StreamPlan> early = plan_streaming(n.plan, prof, o);
+  ASSERT_TRUE(early.ok()) << early.status().to_string();
+  const SimResult early_sim = simulate(n.plan, *early, prof, n.ms, checked);
+  EXPECT_TRUE(early_sim.violations.empty()) << early_sim.violations.front();
 }
 
 TEST(ArenaStaging, BadOptionsAreRefusedAndTheSimulatorFlagsLiveBytes) {
@@ -180,7 +250,12 @@ TEST(ArenaStaging, BadOptionsAreRefusedAndTheSimulatorFlagsLiveBytes) {
   sizes.arena_wait.pop_back();
   bad = plan_streaming(n.plan, prof, sizes);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("offsets and"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("waits and"), std::string::npos) << bad.status().message();
+  StreamOptions places = with(0, 20);
+  places.arena_early.assign(3, 1);
+  bad = plan_streaming(n.plan, prof, places);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(" 3 queue places for "), std::string::npos) << bad.status().message();
   // Staged over an activation that is live at its reader (the network's outputs live to
   // the end): a plan that builds, and a simulation that says why it is wrong.
   int64_t live_offset = -1;

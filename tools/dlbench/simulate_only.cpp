@@ -125,8 +125,10 @@ Status bound_only_row(const Args& a, const Simulated& s, const std::string& budg
                       nlohmann::json* rows) {
   const int64_t total_bytes = s.minimal.plan.weight_bytes();
   const int64_t minimal = s.minimal.stream.device_bytes();
+  const std::vector<int64_t> room =
+      s.options.arena_staging ? arena_idle_bytes(s.minimal.plan) : std::vector<int64_t>();
   DLR_ASSIGN_OR_RETURN(const LatencyBound lb, latency_lower_bound(s.minimal.plan, s.ms, s.target.copy_profile,
-                                                                  std::max<int64_t>(want, 1), a.granularity));
+                                                                  std::max<int64_t>(want, 1), a.granularity, room));
   const bool feasible = lb.pool_bytes > 0;
   rows->push_back({{"precision", s.precision}, {"weight_format", weight_format_name(s.options.weight_format)},
                    {"budget", budget},
