@@ -89,6 +89,9 @@
   /* stream mode, ring, CUDA, weights from host: streamed blobs may be copied into activation bytes idle at that     \
      point instead of the ring, where the plan predicts it faster (runtime/streaming/arena_staging.h) */              \
   X(arena_staging, bool, true, PUBLIC, true, "")                                                                      \
+  /* arena staging: a staged blob's copy may be queued as soon as its arena bytes are free, where the plan predicts    \
+     it faster (StreamOptions::arena_early); off: always behind the ring's units needed after its reader */           \
+  X(staging_early, bool, true, INTERNAL, true, "")                                                                    \
   /* weight budget auto: predicted latency at most (1 + this) x preload's */                                          \
   X(max_slowdown, double, 0.05, PUBLIC, v >= 0 && v <= 10,                                                            \
     "max slowdown " + std::to_string(v * 100) + " % must be in [0, 1000] %")                                          \

@@ -142,6 +142,7 @@ Status staging_pass(PlacementState& s) {
   ArenaStagingOptions st;
   st.sim = choice_sim(s);
   if (s.effort.staging_simulations > 0) st.max_simulations = s.effort.staging_simulations;
+  st.early = s.options->staging_early;
   DLR_ASSIGN_OR_RETURN(ArenaStagingResult a, plan_arena_staging(*s.plan, s.profile, s.so, *s.layer_ms, st));
   if (a.staged > 0) {
     s.so.arena_offset = std::move(a.offset);
@@ -257,9 +258,11 @@ Status bound_pass(PlacementState& s) {
   const CopyProfile& physical = t.copy_calibrated() ? t.probed_copy_profile : t.copy_profile;
   // Where staging may use the arena's idle bytes, the bound counts them too: it then
   // covers every plan the staging pass can make.
-  const std::vector<int64_t> room = s.options->arena_staging ? arena_idle_bytes(*s.plan) : std::vector<int64_t>();
+  BoundModel model;
+  if (s.options->arena_staging) model.staging_room = arena_idle_bytes(*s.plan);
+  model.copies_before = s.sim.prefetched || s.stream.tail_units > 0;
   DLR_ASSIGN_OR_RETURN(LatencyBound lb,
-                       latency_lower_bound(*s.plan, *s.layer_ms, physical, budget, t.map_granularity, room));
+                       latency_lower_bound(*s.plan, *s.layer_ms, physical, budget, t.map_granularity, model));
   s.lower_bound_ms = lb.ms;
   const std::string staged = s.stream.staged_bytes > 0 ? fmt_text(" (%.2f MiB staged in idle activation bytes)",
                                                                   double(s.stream.staged_bytes) / (1 << 20))
@@ -267,7 +270,7 @@ Status bound_pass(PlacementState& s) {
   s.notes.push_back(lb.to_text() + fmt_text("; this plan: %.3f ms predicted", s.predicted_ms) + staged);
   if (!t.copy_calibrated()) return Status();
   DLR_ASSIGN_OR_RETURN(LatencyBound lc,
-                       latency_lower_bound(*s.plan, *s.layer_ms, t.copy_profile, budget, t.map_granularity, room));
+                       latency_lower_bound(*s.plan, *s.layer_ms, t.copy_profile, budget, t.map_granularity, model));
   s.lower_bound_calibrated_ms = lc.ms;
   s.notes.push_back("calibrated " + lc.to_text());
   return Status();

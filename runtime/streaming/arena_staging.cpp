@@ -88,7 +88,7 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     // soon as its bytes are free): the faster is kept, if faster than without it.
     bool kept = false;
     for (char early : {char(0), char(1)}) {
-      if (r.simulations >= staging.max_simulations) break;
+      if (r.simulations >= staging.max_simulations || (early && !staging.early)) break;
       StreamOptions t = so;
       t.arena_offset = r.offset;
       t.arena_wait = r.wait;

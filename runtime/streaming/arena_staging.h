@@ -32,6 +32,7 @@ struct ArenaStagingOptions {
   SimOptions sim;                       // as the plan will run (prefetch); checks are off while choosing
   int max_simulations = 160;            // bounds the work (one simulation per blob tried)
   int64_t min_blob_bytes = 256 << 10;   // smaller blobs are not worth a copy of their own
+  bool early = true;                    // also try each copy queued as soon as its bytes are free
 };
 
 struct ArenaStagingResult {

@@ -13,7 +13,7 @@ namespace {
 // The bound for one ring size P (resident budget r = B - P); +inf when a blob larger
 // than P cannot be resident within r. bw: bytes per ms.
 double bound_at(const std::vector<int64_t>& w, const std::vector<double>& t, const std::vector<int64_t>& room,
-                int64_t pool, int64_t resident_budget, double bw, int* binding) {
+                bool copies_before, int64_t pool, int64_t resident_budget, double bw, int* binding) {
   const size_t n = w.size();
   // Blobs larger than the ring cannot stream through it: they are resident.
   std::vector<double> s(n);  // streamable bytes per layer
@@ -53,7 +53,8 @@ double bound_at(const std::vector<int64_t>& w, const std::vector<double>& t, con
     const double before = pre_s[k], after = total_s - pre_s[k + 1];  // bytes resident placement can still reduce
     // Up to a ring of bytes may have landed before the inference (prefetched, or copied
     // under the previous inference's tail): the rest is copied under the kernels before k.
-    const double a_need = std::max(0.0, x1 - double(pool) - c1 * bw);
+    const double before_inference = copies_before ? double(pool) : 0.0;
+    const double a_need = std::max(0.0, x1 - before_inference - c1 * bw);
     const double held = double(pool) + double(room[k]);  // the ring and the idle bytes while layer k runs
     const double c_need = x2 <= held ? 0.0 : std::max(0.0, x2 - held - (c2 - c_tail) * bw);
     const double a_use = std::min(a_need, before), c_use = std::min(c_need, after);
@@ -156,7 +157,8 @@ std::string LatencyBound::to_text() const {
 
 Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std::vector<double>& layer_ms,
                                            const CopyProfile& profile, int64_t budget_bytes, int64_t granularity,
-                                           const std::vector<int64_t>& staging_room) {
+                                           const BoundModel& model) {
+  const std::vector<int64_t>& staging_room = model.staging_room;
   if (layer_ms.size() != plan.steps.size())
     return invalid_argument("lower bound: " + std::to_string(layer_ms.size()) + " kernel times for " +
                             std::to_string(plan.steps.size()) + " steps");
@@ -196,7 +198,7 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
   double best = std::numeric_limits<double>::infinity();
   for (int64_t pool = granularity; pool <= budget_bytes; pool += granularity) {
     int binding = -1;
-    const double v = bound_at(w, t, room, pool, budget_bytes - pool, bw, &binding);
+    const double v = bound_at(w, t, room, model.copies_before, pool, budget_bytes - pool, bw, &binding);
     if (v < best) {
       best = v;
       lb.pool_bytes = pool;

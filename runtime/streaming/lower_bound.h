@@ -9,9 +9,10 @@
 // R = B - P bytes resident (blobs larger than P must be resident), peak bandwidth bw,
 // kernel times t_i (C_<k before layer k, C_>k after it) and A_k idle arena bytes while
 // layer k runs (0 where staging is off):
-//   layer k ends no earlier than end_k = max(C_<k, (S_<=k - P) / bw) + t_k, S_<=k the
-//   streamed bytes read by layers <= k (they must have landed before it starts; a ring
-//   of them may have landed before the inference: prefetched or tail copies);
+//   layer k ends no earlier than end_k = max(C_<k, (S_<=k - Q) / bw) + t_k, S_<=k the
+//   streamed bytes read by layers <= k (they must have landed before it starts; Q = P
+//   of them may have landed before the inference where copies run then: prefetch across
+//   inferences, tail copies; else Q = 0);
 //   until layer k ends, the ring and the idle bytes hold at most P + A_k bytes of layer
 //   k's or later layers' weights, so at least S_>=k - P - A_k bytes are copied after
 //   end_k, and after the last copy at least the kernels from the last layer with a
@@ -62,15 +63,23 @@ struct LatencyBound {
 // the arena (arena_staging.h) can be while the step runs, fragmentation ignored.
 std::vector<int64_t> arena_idle_bytes(const ExecutionPlan& plan);
 
+// What the plans the bound covers may do beyond resident blobs and a ring.
+struct BoundModel {
+  // Per step, bytes outside the budget that may hold streamed weights while the step runs
+  // (arena_idle_bytes() where arena staging is on); empty: none.
+  std::vector<int64_t> staging_room;
+  // Copies may run before the inference (prefetch across inferences, tail copies): up to
+  // a ring of streamed bytes has landed when it starts.
+  bool copies_before = false;
+};
+
 // layer_ms: kernel time of every step (simulate()'s contract: no-op steps without
 // copies take no time, whatever layer_ms says). budget_bytes: the whole
 // device weight budget (resident + pool), > 0. granularity: the ring's mapping unit
-// (> 0; the ring size is a multiple of it). staging_room: per step, bytes outside the
-// budget that may hold streamed weights while the step runs (arena_idle_bytes() where
-// arena staging is on); empty: none. Errors: sizes that do not match, a budget or
+// (> 0; the ring size is a multiple of it). Errors: sizes that do not match, a budget or
 // granularity <= 0, a negative room, a profile without bandwidth.
 Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std::vector<double>& layer_ms,
                                            const CopyProfile& profile, int64_t budget_bytes, int64_t granularity,
-                                           const std::vector<int64_t>& staging_room = {});
+                                           const BoundModel& model = {});
 
 }  // namespace dlr

@@ -9,6 +9,7 @@
 #include "runtime/options.h"  // WeightBudget (parse_weight_budget)
 
 #include <algorithm>
+#include <limits>
 #include <cstdio>
 
 #include "runtime/streaming/stream_plan_detail.h"
@@ -365,6 +366,17 @@ std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan) {
 }
 
 int64_t StreamPlan::host_store_bytes() const { return total_weight_bytes - resident_bytes - staged_bytes; }
+
+int StreamPlan::staged_copies_ahead() const {
+  int ahead = 0;
+  int first_ring_after = std::numeric_limits<int>::max();  // the smallest layer of a ring unit later in the queue
+  for (size_t i = units.size(); i-- > 0;) {
+    const TransferUnit& u = units[i];
+    if (!u.in_arena) first_ring_after = std::min(first_ring_after, u.first_layer);
+    else if (first_ring_after < u.first_layer) ++ahead;
+  }
+  return ahead;
+}
 
 int64_t StreamPlan::ring_streamed_bytes() const {
   if (resident) return 0;

@@ -143,6 +143,7 @@ struct StreamPlan {
   bool is_staged(int blob) const { return !blob_resident.empty() && blob_resident[size_t(blob)] == 2; }
   bool in_ring(int blob) const { return blob_resident.empty() || blob_resident[size_t(blob)] == 0; }
   int64_t host_store_bytes() const;          // bytes of the ring's blobs (the host store; staged ones apart)
+  int staged_copies_ahead() const;           // staged units queued before a ring unit needed before their layer
   std::vector<TransferUnit> units;
   std::vector<int64_t> blob_pool_offset;     // per weight blob: its region in the pool
   std::vector<int> blob_last_unit;           // per weight blob: the unit whose completion makes it ready

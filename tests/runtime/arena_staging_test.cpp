@@ -10,6 +10,7 @@
 // live activation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "loaders/network_desc.h"
@@ -139,9 +140,12 @@ TEST(ArenaStaging, Yolov4StagesLateBlobsInIdleActivationBytes) {
     // The lower bound with the arena's idle bytes covers the staged plans; the bound of
     // plans streaming every byte through the ring need not.
     const int64_t budget = s.device_bytes();
-    const Expected<LatencyBound> lb =
-        latency_lower_bound(n.plan, n.ms, prof, budget, so.ring_granularity, arena_idle_bytes(n.plan));
-    const Expected<LatencyBound> ring_only = latency_lower_bound(n.plan, n.ms, prof, budget, so.ring_granularity);
+    BoundModel model, ring_model;
+    model.staging_room = arena_idle_bytes(n.plan);
+    model.copies_before = ring_model.copies_before = true;  // st.sim.prefetched
+    const Expected<LatencyBound> lb = latency_lower_bound(n.plan, n.ms, prof, budget, so.ring_granularity, model);
+    const Expected<LatencyBound> ring_only =
+        latency_lower_bound(n.plan, n.ms, prof, budget, so.ring_granularity, ring_model);
     ASSERT_TRUE(lb.ok() && ring_only.ok());
     std::printf("%s: bound %.3f ms with the idle bytes, %.3f ms through the ring only; staged %.3f, searched %.3f\n",
                 c.what, lb->ms, ring_only->ms, r->predicted_ms, u->predicted_ms);
@@ -180,17 +184,8 @@ TEST(ArenaStaging, CopiesQueuedAsSoonAsTheirBytesAreFreeWhereTheEngineWouldIdle)
   const SimResult sim = simulate(n.plan, r->plan, prof, n.ms, checked);
   EXPECT_TRUE(sim.violations.empty()) << sim.violations.front();
   // An early copy is queued before a ring unit needed before its reader.
-  int early_ahead = 0;
-  for (size_t i = 0; i < r->plan.units.size(); ++i) {
-    const TransferUnit& u = r->plan.units[i];
-    if (!u.in_arena || !r->early[size_t(u.first_blob)]) continue;
-    for (size_t j = i + 1; j < r->plan.units.size(); ++j)
-      if (!r->plan.units[j].in_arena && r->plan.units[j].first_layer < u.first_layer) {
-        ++early_ahead;
-        break;
-      }
-  }
-  EXPECT_GT(early_ahead, 0);
+  EXPECT_GT(r->plan.staged_copies_ahead(), 0);
+  EXPECT_LE(r->plan.staged_copies_ahead(), r->early_copies);
   // The same blobs and bytes, every copy late: predicted slower.
   o.arena_early.clear();
   const Expected<StreamPlan> late = plan_streaming(n.plan, prof, o);
@@ -204,6 +199,51 @@ TEST(ArenaStaging, CopiesQueuedAsSoonAsTheirBytesAreFreeWhereTheEngineWouldIdle)
   ASSERT_TRUE(early.ok()) << early.status().to_string();
   const SimResult early_sim = simulate(n.plan, *early, prof, n.ms, checked);
   EXPECT_TRUE(early_sim.violations.empty()) << early_sim.violations.front();
+  // Off (SessionOptions::staging_early): every copy late, and a slower prediction.
+  EXPECT_EQ(late->staged_copies_ahead(), 0);
+  ArenaStagingOptions off = st;
+  off.early = false;
+  const Expected<ArenaStagingResult> l = plan_arena_staging(n.plan, prof, so, n.ms, off);
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
+  EXPECT_EQ(l->early_copies, 0);
+  EXPECT_EQ(std::count(l->early.begin(), l->early.end(), 1), 0);
+  EXPECT_GT(l->predicted_ms, r->predicted_ms);
+}
+
+// The option reaches the staging pass through compile(): on, the minimum pool of int8
+// weights queues some staged copies early; off, none.
+TEST(ArenaStaging, StagingEarlyOptionReachesThePlan) {
+  DLR_REQUIRE_SHARED_DIR();
+  CfgOptions co;
+  co.width = co.height = 608;
+  const Expected<NetworkDesc> net = parse_network_cfg(test::required_shared_file("models/yolov4.cfg"), co);
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  Net n;
+  ASSERT_TRUE(yolov4_608(&n, WeightFormat::kInt8));
+  Target t;
+  t.device = DeviceKind::kCUDA;
+  t.name = "hand-made H100-like target";
+  t.map_granularity = 2 * kMiB;
+  t.copy_profile = *CopyProfile::builtin("h100");
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  o.weight_format = WeightFormat::kInt8;
+  o.mode = WeightMode::kStream;
+  o.width = o.height = 608;
+  o.weight_budget = *WeightBudget::parse("8MiB");
+  int early_units[2] = {0, 0};
+  double predicted[2] = {0, 0};
+  for (bool early : {true, false}) {
+    o.staging_early = early;
+    const Expected<CompiledModel> m = compile(*net, t, o, n.ms);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    early_units[early] = m->stream.staged_copies_ahead();
+    predicted[early] = m->predicted_ms;
+  }
+  EXPECT_GT(early_units[1], 0);
+  EXPECT_EQ(early_units[0], 0);
+  EXPECT_LT(predicted[1], predicted[0]);
 }
 
 TEST(ArenaStaging, BadOptionsAreRefusedAndTheSimulatorFlagsLiveBytes) {

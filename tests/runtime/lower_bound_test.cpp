@@ -74,16 +74,22 @@ TEST(LowerBound, BelowEveryPlanOnRandomNetworks) {
 
 TEST(LowerBound, ClosedFormCopyBound) {
   // Four 8 MiB blobs, no compute, a 16 MiB budget: the ring holds at least one blob
-  // (8 MiB), so at most 8 MiB stay resident and >= 24 MiB are copied per inference, of
-  // which a ring (8 MiB) may have been prefetched: >= 16 MiB at peak within it.
+  // (8 MiB), so at most 8 MiB stay resident and >= 24 MiB are copied per inference at
+  // peak; where copies run before the inference a ring of them (8 MiB) may have landed:
+  // >= 16 MiB within it.
   const ExecutionPlan plan = fake_plan({8 * kMiB, 8 * kMiB, 8 * kMiB, 8 * kMiB}, nullptr);
   const std::vector<double> ms(plan.steps.size(), 0.0);
   const CopyProfile prof = h100_like();
   Expected<LatencyBound> lb = latency_lower_bound(plan, ms, prof, 16 * kMiB, kGran);
   ASSERT_TRUE(lb.ok());
-  EXPECT_NEAR(lb->ms, double(16 * kMiB) / (prof.peak_gbps() * 1e6), 1e-12);
+  EXPECT_NEAR(lb->ms, double(24 * kMiB) / (prof.peak_gbps() * 1e6), 1e-12);
   EXPECT_EQ(lb->pool_bytes, 8 * kMiB);
   EXPECT_EQ(lb->min_streamed_bytes, 24 * kMiB);
+  BoundModel before;
+  before.copies_before = true;
+  Expected<LatencyBound> pre = latency_lower_bound(plan, ms, prof, 16 * kMiB, kGran, before);
+  ASSERT_TRUE(pre.ok());
+  EXPECT_NEAR(pre->ms, double(16 * kMiB) / (prof.peak_gbps() * 1e6), 1e-12);
 }
 
 TEST(LowerBound, ClosedFormComputeAfterTheLastCopy) {
@@ -97,15 +103,21 @@ TEST(LowerBound, ClosedFormComputeAfterTheLastCopy) {
   EXPECT_DOUBLE_EQ(none->ms, 0.5);
   EXPECT_EQ(none->pool_bytes, 0);
   // Two blobs, 8 MiB then 8 MiB, 0.5 ms each, budget 8 MiB: both stream through an
-  // 8 MiB ring; the first may have been prefetched before the inference, layer 0 runs
+  // 8 MiB ring; the first lands before layer 0 starts (8 MiB / peak), layer 0 runs
   // 0.5 ms; the second copy can start only after layer 0 ends (the ring is full), then
-  // layer 1 runs: 0.5 + copy + 0.5.
+  // layer 1 runs: copy + 0.5 + copy + 0.5. Where copies run before the inference the
+  // first may have landed: 0.5 + copy + 0.5.
   plan = fake_plan({8 * kMiB, 8 * kMiB}, nullptr);
   ms.assign(plan.steps.size(), 0.5);
   Expected<LatencyBound> two = latency_lower_bound(plan, ms, prof, 8 * kMiB, kGran);
   ASSERT_TRUE(two.ok());
   const double copy = double(8 * kMiB) / (prof.peak_gbps() * 1e6);
-  EXPECT_NEAR(two->ms, copy + 1.0, 1e-12);
+  EXPECT_NEAR(two->ms, 2 * copy + 1.0, 1e-12);
+  BoundModel before;
+  before.copies_before = true;
+  Expected<LatencyBound> pre = latency_lower_bound(plan, ms, prof, 8 * kMiB, kGran, before);
+  ASSERT_TRUE(pre.ok());
+  EXPECT_NEAR(pre->ms, copy + 1.0, 1e-12);
 }
 
 TEST(LowerBound, PoolAwareBoundSeesEveryCopyBoundRegion) {
@@ -198,8 +210,10 @@ TEST(LowerBound, CoversPlansStagingBlobsInIdleActivationBytes) {
     if (!r.ok()) continue;  // no ring fits this budget
     if (r->staged == 0) continue;
     ++staged;
-    const std::vector<int64_t> room = arena_idle_bytes(plan);
-    Expected<LatencyBound> lb = latency_lower_bound(plan, ms, prof, budget, kGran, room);
+    BoundModel model;
+    model.staging_room = arena_idle_bytes(plan);
+    model.copies_before = st.sim.prefetched;
+    Expected<LatencyBound> lb = latency_lower_bound(plan, ms, prof, budget, kGran, model);
     ASSERT_TRUE(lb.ok()) << lb.status().to_string();
     EXPECT_TRUE(lb->staging);
     SCOPED_TRACE("trial " + std::to_string(trial) + ": " + lb->to_text() + "; " + r->how);
@@ -212,7 +226,9 @@ TEST(LowerBound, CoversPlansStagingBlobsInIdleActivationBytes) {
     Expected<UnitSearchResult> u = search_ring_units(plan, prof, with, ms, us);
     ASSERT_TRUE(u.ok()) << u.status().to_string();
     EXPECT_LE(lb->ms, u->predicted_ms + 1e-9) << "searched units";
-    Expected<LatencyBound> ring_only = latency_lower_bound(plan, ms, prof, budget, kGran);
+    BoundModel ring_model;
+    ring_model.copies_before = st.sim.prefetched;
+    Expected<LatencyBound> ring_only = latency_lower_bound(plan, ms, prof, budget, kGran, ring_model);
     ASSERT_TRUE(ring_only.ok());
     EXPECT_LE(lb->ms, ring_only->ms + 1e-12) << "idle bytes only help the adversary";
     if (r->predicted_ms < ring_only->ms - 1e-9) ++below_ring_only;
@@ -223,8 +239,9 @@ TEST(LowerBound, CoversPlansStagingBlobsInIdleActivationBytes) {
 
 TEST(LowerBound, ClosedFormWithIdleArenaBytes) {
   // Two 8 MiB blobs, 0.5 ms each, an 8 MiB budget. Through the ring alone the second
-  // copy waits for layer 0 (the first was prefetched): 0.5 + c + 0.5. With 8 MiB idle in
-  // the arena at both steps it can be copied under layer 0 (c <= 0.5): the kernels alone.
+  // copy waits for layer 0: c + 0.5 + c + 0.5. With 8 MiB idle in the arena at both steps
+  // it can be copied under layer 0 (c <= 0.5): only the first copy is exposed, and with
+  // copies before the inference not even that one.
   const ExecutionPlan plan = fake_plan({8 * kMiB, 8 * kMiB}, nullptr);
   const std::vector<double> ms(plan.steps.size(), 0.5);
   const CopyProfile prof = h100_like();
@@ -232,17 +249,25 @@ TEST(LowerBound, ClosedFormWithIdleArenaBytes) {
   ASSERT_LE(c, 0.5);
   Expected<LatencyBound> ring = latency_lower_bound(plan, ms, prof, 8 * kMiB, kGran);
   ASSERT_TRUE(ring.ok());
-  EXPECT_NEAR(ring->ms, c + 1.0, 1e-12);
+  EXPECT_NEAR(ring->ms, 2 * c + 1.0, 1e-12);
   EXPECT_FALSE(ring->staging);
-  Expected<LatencyBound> staged = latency_lower_bound(plan, ms, prof, 8 * kMiB, kGran, {8 * kMiB, 8 * kMiB});
+  BoundModel idle;
+  idle.staging_room = {8 * kMiB, 8 * kMiB};
+  Expected<LatencyBound> staged = latency_lower_bound(plan, ms, prof, 8 * kMiB, kGran, idle);
   ASSERT_TRUE(staged.ok());
-  EXPECT_NEAR(staged->ms, 1.0, 1e-12) << staged->to_text();
+  EXPECT_NEAR(staged->ms, c + 1.0, 1e-12) << staged->to_text();
   EXPECT_TRUE(staged->staging);
   EXPECT_NE(staged->to_text().find("idle activation bytes"), std::string::npos);
+  idle.copies_before = true;
+  Expected<LatencyBound> pre = latency_lower_bound(plan, ms, prof, 8 * kMiB, kGran, idle);
+  ASSERT_TRUE(pre.ok());
+  EXPECT_NEAR(pre->ms, 1.0, 1e-12) << pre->to_text();
   // Idle bytes at layer 1 only: the second blob still cannot be copied before layer 0 ends.
-  Expected<LatencyBound> late = latency_lower_bound(plan, ms, prof, 8 * kMiB, kGran, {0, 8 * kMiB});
-  ASSERT_TRUE(late.ok());
-  EXPECT_NEAR(late->ms, c + 1.0, 1e-12) << late->to_text();
+  BoundModel late;
+  late.staging_room = {0, 8 * kMiB};
+  Expected<LatencyBound> l = latency_lower_bound(plan, ms, prof, 8 * kMiB, kGran, late);
+  ASSERT_TRUE(l.ok());
+  EXPECT_NEAR(l->ms, 2 * c + 1.0, 1e-12) << l->to_text();
 }
 
 TEST(LowerBound, ArenaIdleBytesCountAliasedBuffersOnce) {
@@ -273,8 +298,11 @@ TEST(LowerBound, InputErrors) {
   EXPECT_FALSE(latency_lower_bound(plan, {0.1}, h100_like(), 8 * kMiB, kGran).ok());
   EXPECT_FALSE(latency_lower_bound(plan, ms, h100_like(), 0, kGran).ok());
   EXPECT_FALSE(latency_lower_bound(plan, ms, h100_like(), 8 * kMiB, 0).ok());
-  EXPECT_FALSE(latency_lower_bound(plan, ms, h100_like(), 8 * kMiB, kGran, {0}).ok());
-  const Expected<LatencyBound> negative = latency_lower_bound(plan, ms, h100_like(), 8 * kMiB, kGran, {0, -1});
+  BoundModel short_room, negative_room;
+  short_room.staging_room = {0};
+  negative_room.staging_room = {0, -1};
+  EXPECT_FALSE(latency_lower_bound(plan, ms, h100_like(), 8 * kMiB, kGran, short_room).ok());
+  const Expected<LatencyBound> negative = latency_lower_bound(plan, ms, h100_like(), 8 * kMiB, kGran, negative_room);
   ASSERT_FALSE(negative.ok());
   EXPECT_NE(negative.status().message().find("staging room of -1 bytes"), std::string::npos);
   CopyProfile empty;

@@ -129,6 +129,11 @@ std::vector<SessionFlag> device_rows() {
           "stream mode, weights from host: on (each inference copies the next one's first units under its own last "
           "layers, as many as the planner predicts a gain from) or off")
           .dflt("off").one_of("on,off").sweep(),
+      Row("--staging-early", "staging_early", A::kCudaStream,
+          "stream mode, ring: on (a weight blob staged in idle activation bytes may be copied as soon as those bytes "
+          "are free, where the planner predicts it faster) or off (always just before the ring's units needed after "
+          "its layer)")
+          .dflt("on").one_of("on,off").sweep(),
       Row("--copy-profile", "copy_profile", A::kCudaStream,
           "stream mode: copy-engine profile: auto (measured on this GPU once, then cached), a dlprobe JSON file, "
           "h100, discrete or jetson-xavier")

@@ -31,7 +31,7 @@ constexpr Dimension kDimensions[] = {
     {"weight_pool", Applies::kStream, "-"},      {"unit_search", Applies::kStream, "-"},
     {"residency", Applies::kStream, "-"},        {"weights_from", Applies::kAlways, ""},
     {"zero_copy", Applies::kStorage, "auto"},    {"tail_prefetch", Applies::kStream, "off"},
-    {"decode_on_device", Applies::kCuda, "cpu"},
+    {"decode_on_device", Applies::kCuda, "cpu"}, {"staging_early", Applies::kStream, "on"},
 };
 
 std::vector<std::string> list(const Args& a, const char* option) { return split(a.session.text(option)); }
@@ -101,7 +101,8 @@ std::string Config::name() const {
   const std::string& residency = item("residency");
   if (mode == "stream")
     stream = "@" + item("weight_budget") + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units) +
-             (residency == "greedy" ? "" : "~" + residency) + (item("tail_prefetch") == "on" ? "+tail" : "");
+             (residency == "greedy" ? "" : "~" + residency) + (item("tail_prefetch") == "on" ? "+tail" : "") +
+             (item("staging_early") == "off" ? "+late" : "");
   const std::string& zero = item("zero_copy");
   if (item("weights_from") == "storage") stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy");
   const std::string& format = item("weight_format");

@@ -15,7 +15,7 @@ namespace dlr::tools {
 
 // One row: the device, the mode, and the text of every swept option (config.cpp's table of
 // dimensions: precision, weight_format, layout, batch, slot_bytes, the stream plan's
-// options, weights_from, zero_copy, tail_prefetch, decode_on_device), "-" where an option
+// options, weights_from, zero_copy, tail_prefetch, decode_on_device, staging_early), "-" where an option
 // does not apply (a stream-mode one outside stream mode).
 struct Config {
   std::string device, mode;
@@ -23,7 +23,8 @@ struct Config {
   std::map<std::string, std::string> items;  // option name -> its text in this row
   const std::string& item(const std::string& option) const;
   // The row's name, e.g. "cuda/stream@50%:ring~none<storage:zc/fp16/b1" ("/int8" after the
-  // precision for int8 weights, "+tail" after the budget with --tail-prefetch on,
+  // precision for int8 weights, "+tail" after the budget with --tail-prefetch on, "+late"
+  // there with --staging-early off,
   // "/decode-gpu" last with --decode gpu).
   std::string name() const;
 };

@@ -125,10 +125,11 @@ Status bound_only_row(const Args& a, const Simulated& s, const std::string& budg
                       nlohmann::json* rows) {
   const int64_t total_bytes = s.minimal.plan.weight_bytes();
   const int64_t minimal = s.minimal.stream.device_bytes();
-  const std::vector<int64_t> room =
-      s.options.arena_staging ? arena_idle_bytes(s.minimal.plan) : std::vector<int64_t>();
+  BoundModel model;
+  if (s.options.arena_staging) model.staging_room = arena_idle_bytes(s.minimal.plan);
+  model.copies_before = s.options.prefetch_next || a.session.text("tail_prefetch").find("on") != std::string::npos;
   DLR_ASSIGN_OR_RETURN(const LatencyBound lb, latency_lower_bound(s.minimal.plan, s.ms, s.target.copy_profile,
-                                                                  std::max<int64_t>(want, 1), a.granularity, room));
+                                                                  std::max<int64_t>(want, 1), a.granularity, model));
   const bool feasible = lb.pool_bytes > 0;
   rows->push_back({{"precision", s.precision}, {"weight_format", weight_format_name(s.options.weight_format)},
                    {"budget", budget},
@@ -149,13 +150,21 @@ Status bound_only_row(const Args& a, const Simulated& s, const std::string& budg
   return Status();
 }
 
-// The planner's prediction at `budget` with residency `res` and tail prefetch `tail`.
-Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string& budget, const std::string& res,
-                   const std::string& tail, nlohmann::json* rows) {
+// The items of one planned row beside its budget (--residency, --tail-prefetch,
+// --staging-early).
+struct RowItems {
+  std::string residency, tail, early;
+};
+
+// The planner's prediction at `budget` with the row's items.
+Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string& budget, const RowItems& it,
+                   nlohmann::json* rows) {
+  const std::string& res = it.residency;
   SessionOptions ob = s.options;
   DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "weight_budget", budget, &ob));
   DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "residency", res, &ob));
-  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "tail_prefetch", tail, &ob));
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "tail_prefetch", it.tail, &ob));
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "staging_early", it.early, &ob));
   auto m = compile(net, s.target, ob, s.ms);
   if (!m.ok()) return Status(m.status().code(), s.precision + " @" + budget + ": " + m.status().message());
   const StreamPlan& sp = m->stream;
@@ -166,6 +175,7 @@ Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string
                               {"budget", budget},
                               {"residency", res},
                               {"tail_prefetch", ob.tail_prefetch},
+                              {"staging_early", ob.staging_early},
                               {"tail_units", sp.tail_units},
                               {"tail_bytes", sp.tail_bytes()},
                               {"budget_bytes", std::max<int64_t>(m->budget_bytes, device)},
@@ -184,7 +194,9 @@ Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string
               budget.c_str(), mib(device), 100.0 * double(device) / total, 100.0 * (1.0 - double(device) / total),
               predicted, 100.0 * (predicted / s.preload - 1.0), row["lower_bound_ms"].get<double>(),
               mib(row["resident_bytes"]), mib(row["pool_bytes"]),
-              (res + (sp.tail_units > 0 ? " +tail " + std::to_string(sp.tail_units) : "")).c_str());
+              (res + (sp.tail_units > 0 ? " +tail " + std::to_string(sp.tail_units) : "") +
+               (ob.staging_early ? "" : " +late"))
+                  .c_str());
   return Status();
 }
 
@@ -203,7 +215,8 @@ Status simulate_precision(const Args& a, const NetworkDesc& net, const Simulated
     for (const std::string& res : residencies) {
       if ((budget == "min" || budget == "all") && res != residencies.front()) continue;
       for (const std::string& tail : split(a.session.text("tail_prefetch")))
-        DLR_RETURN_IF_ERROR(planned_row(net, s, budget, res, tail, rows));
+        for (const std::string& early : split(a.session.text("staging_early")))
+          DLR_RETURN_IF_ERROR(planned_row(net, s, budget, {res, tail, early}, rows));
     }
   }
   return Status();

@@ -7,8 +7,11 @@
 #    --decode gpu and cpu: the same detections' text either way;
 # 3. dlbench rows, each its own process: fp16 preload b1 and b8, --decode gpu,cpu, each
 #    with --detect (Session::detect_batch end to end on 8-bit images, with its parts);
-#    issue 33's int8 row at the minimum pool beside fp16 preload; issue 30's fp32 in 8 MiB.
-# Needs device-carry/bin.tar.xz: a device build of the commit that adds --decode.
+#    issue 33's int8 row at the minimum pool beside fp16 preload, and fp16 at min and 50 %,
+#    staged copies queued early where predicted faster (--staging-early on, the default) and
+#    always late (off); issue 30's fp32 in 8 MiB.
+# Needs device-carry/bin.tar.xz: a device build with --decode and --staging-early (the
+# twenty-fourth session's HEAD or later).
 set -u
 O=/tmp/o; mkdir -p $O; fin() { tar czf "$OUT/all.tgz" -C /tmp o; }; trap fin EXIT
 mkdir -p /tmp/nb && tar xJf device-carry/bin.tar.xz -C /tmp/nb; B=/tmp/nb/bin
@@ -35,8 +38,8 @@ for r in 1 2; do
   b pre_$r 60 --precision fp16 --decode gpu,cpu --iters 300 --warmup 30 --detect 300
   b b8_$r 60 --precision fp16 --batch 8 --decode gpu,cpu --iters 60 --warmup 10 --detect 60
 done
-b int8 90 --precision fp16 --mode preload,stream --weight-budget min --weight-format int8 --iters 300 --warmup 30
-b fp16min 60 --precision fp16 --mode stream --weight-budget min,50% --iters 300 --warmup 30
+b int8 90 --precision fp16 --mode preload,stream --weight-budget min --weight-format int8 --staging-early on,off --iters 300 --warmup 30
+b fp16min 90 --precision fp16 --mode stream --weight-budget min,50% --staging-early on,off --iters 300 --warmup 30
 echo "rows done at ${SECONDS}s"
 left=$((540 - SECONDS)); [ $left -gt 60 ] && b fp32_8m $left --precision fp32 --mode preload,stream --weight-budget 8MiB --iters 60 --warmup 5
 echo "all done at ${SECONDS}s"
