@@ -56,6 +56,7 @@ struct PlacementState {
   // added after (false). plan_placement runs both and keeps the faster.
   bool tail_aware = true;
   std::vector<char> resident_set;  // the residency pass's choice, per weight blob (empty: the pass did not run)
+  bool units_chosen = false;  // the staging pass ran the units pass with each unit size it tried
 
   bool has_times() const { return layer_ms != nullptr && !layer_ms->empty(); }
   bool streamed_ring() const { return streaming && !stream.resident && stream.layout == PoolLayout::kRing; }
@@ -85,7 +86,10 @@ Status auto_budget_pass(PlacementState& s);
 // Blobs kept resident within the budget (plan_residency; in a shared ring plan_residency_in_ring,
 // or the placement's fixed set).
 Status residency_pass(PlacementState& s);
-// Streamed blobs staged in the activation arena's idle bytes (plan_arena_staging).
+// Streamed blobs staged in the activation arena's idle bytes (plan_arena_staging). Where
+// the units are the planner's (a session's own ring, unit search on), it also runs the
+// units pass for each equal-chunk size it stages with (the default, x2, x4) and keeps the
+// fastest whole (units_chosen).
 Status staging_pass(PlacementState& s);
 // The ring's transfer units chosen by simulation (search_ring_units).
 Status units_pass(PlacementState& s);

@@ -133,12 +133,10 @@ Status residency_pass(PlacementState& s) {
   return Status();
 }
 
-Status staging_pass(PlacementState& s) {
-  if (!stageable(s)) return Status();
-  if (!s.has_times()) {
-    s.wants_times = true;
-    return Status();
-  }
+namespace {
+
+// Staging with the state's options as they are (the ring's units from s.so.chunk_bytes).
+Status stage(PlacementState& s) {
   ArenaStagingOptions st;
   st.sim = choice_sim(s);
   if (s.effort.staging_simulations > 0) st.max_simulations = s.effort.staging_simulations;
@@ -155,7 +153,41 @@ Status staging_pass(PlacementState& s) {
   return Status();
 }
 
+}  // namespace
+
+Status staging_pass(PlacementState& s) {
+  if (!stageable(s)) return Status();
+  if (!s.has_times()) {
+    s.wants_times = true;
+    return Status();
+  }
+  if (!searchable(s) || s.in_shared_ring()) return stage(s);
+  // The ring's unit size decides which blobs gain from staging, and the staged blobs
+  // which units are fastest: where the units are the planner's to choose (a session's
+  // own ring), staging and the units pass run with the default equal chunks and with
+  // chunks two and four times as large, and the fastest whole is kept.
+  int64_t unit = 0;
+  for (const TransferUnit& u : s.stream.units) unit = std::max(unit, u.bytes);
+  const int64_t max_unit = ring_max_unit(s.stream.pool_bytes, s.stream.slot_bytes);
+  PlacementState best;
+  for (int64_t c : {int64_t(0), 2 * unit, 4 * unit}) {  // 0: plan_streaming's own chunks
+    if (c > max_unit || (c > 0 && unit == 0)) continue;
+    PlacementState t = s;
+    t.so.chunk_bytes = c;
+    Status done = stage(t);
+    if (done.ok()) done = units_pass(t);
+    if (!done.ok() && c == 0) return done;
+    if (!done.ok()) continue;  // e.g. units too large for the profile's copy queue
+    if (c > 0) t.notes.push_back(fmt_text("ring units of %.2f MiB before the unit search", double(c) / (1 << 20)));
+    if (c == 0 || t.predicted_ms < best.predicted_ms - 1e-6) best = std::move(t);
+  }
+  s = std::move(best);
+  s.units_chosen = true;
+  return Status();
+}
+
 Status units_pass(PlacementState& s) {
+  if (s.units_chosen) return Status();  // with staging (staging_pass)
   if (!searchable(s)) {
     s.notes.push_back(fmt_text("units: %.0f equal chunks", double(s.stream.units.size())));
     return Status();

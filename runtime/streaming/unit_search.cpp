@@ -186,8 +186,9 @@ void improve_boundaries(Scorer& scorer, const ExecutionPlan& plan, const StreamO
 }
 
 // Blobs staged in the arena: search the cut of the ring's blobs alone (the staged and
-// resident ones left out), then keep it only when the whole plan, staged copies queued
-// among the ring's, is predicted min_gain faster than equal chunks (`def`).
+// resident ones left out), and equal chunks of every size on the whole plan (the staged
+// copies among them, which the sub-plan's search does not see); keep the faster only
+// when the whole plan is predicted min_gain faster than plan_streaming's chunks (`def`).
 Expected<UnitSearchResult> search_beside_staged(const ExecutionPlan& plan, const CopyProfile& profile,
                                                 const StreamOptions& base, StreamPlan def,
                                                 const std::vector<double>& layer_ms, const UnitSearchOptions& search) {
@@ -213,11 +214,21 @@ Expected<UnitSearchResult> search_beside_staged(const ExecutionPlan& plan, const
   r.simulations = s.simulations + 1;
   StreamOptions cut = base;
   cut.unit_ends = s.plan.unit_ends();
+  Scorer whole(plan, profile, layer_ms, search);
+  Cut chunks{def.unit_ends(), default_ms};
+  try_equal_chunks(whole, base, ring_max_unit(def.pool_bytes, def.slot_bytes), &chunks);
+  r.simulations += whole.count();
   Expected<StreamPlan> searched = plan_streaming(plan, profile, cut);
-  const double searched_ms =
-      searched.ok() ? planned_latency(plan, *searched, profile, layer_ms, quiet.sim) : r.default_ms;
+  double searched_ms = searched.ok() && s.plan.units_searched
+                           ? planned_latency(plan, *searched, profile, layer_ms, quiet.sim)
+                           : kInf;
   r.simulations += searched.ok();
-  const bool keep = searched.ok() && s.plan.units_searched && searched_ms <= (1.0 - search.min_gain) * r.default_ms;
+  if (chunks.ms < searched_ms) {
+    cut.unit_ends = chunks.ends;
+    searched = plan_streaming(plan, profile, cut);
+    searched_ms = chunks.ms;
+  }
+  const bool keep = searched.ok() && searched_ms <= (1.0 - search.min_gain) * r.default_ms;
   r.plan = keep ? std::move(searched).value() : std::move(def);
   r.predicted_ms = keep ? searched_ms : r.default_ms;
   r.plan.units_searched = keep;

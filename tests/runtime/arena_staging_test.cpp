@@ -5,7 +5,8 @@
 // staged blob's arena bytes hold no activation (and no other staged blob) from the step
 // its copy waits for to its reader, checked here from the plan's buffers alone. The
 // byte accounting of the plan, the unit search with staged blobs, the lower bound with
-// the arena's idle bytes below both plans (the ring-only bound above one), the refusals of
+// the arena's idle bytes below both plans (the ring-only bound above one), copies queued
+// as soon as their bytes are free, the unit size chosen with the staged blobs, the refusals of
 // bad staging options, each with its message; the simulator flags a blob staged over a
 // live activation.
 #include <gtest/gtest.h>
@@ -244,6 +245,68 @@ TEST(ArenaStaging, StagingEarlyOptionReachesThePlan) {
   EXPECT_GT(early_units[1], 0);
   EXPECT_EQ(early_units[0], 0);
   EXPECT_LT(predicted[1], predicted[0]);
+}
+
+// Staging and the ring's unit size depend on each other: compile() stages and cuts with
+// the default equal chunks and with chunks two and four times as large, so its plan is
+// predicted no slower than any of those sizes given by hand (no search then), and the
+// unit search beside staged blobs is no slower than equal chunks of any size.
+TEST(ArenaStaging, UnitSizeChosenWithTheStagedBlobs) {
+  DLR_REQUIRE_SHARED_DIR();
+  CfgOptions co;
+  co.width = co.height = 608;
+  const Expected<NetworkDesc> net = parse_network_cfg(test::required_shared_file("models/yolov4.cfg"), co);
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  Net n;
+  ASSERT_TRUE(yolov4_608(&n, WeightFormat::kInt8));
+  Target t;
+  t.device = DeviceKind::kCUDA;
+  t.name = "hand-made H100-like target";
+  t.map_granularity = 2 * kMiB;
+  t.copy_profile = *CopyProfile::builtin("h100");
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.precision = Precision::kFP16;
+  o.weight_format = WeightFormat::kInt8;
+  o.mode = WeightMode::kStream;
+  o.width = o.height = 608;
+  o.weight_budget = *WeightBudget::parse("8MiB");
+  const Expected<CompiledModel> chosen = compile(*net, t, o, n.ms);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().to_string();
+  ASSERT_GT(chosen->stream.staged_bytes, 0);
+  for (int64_t chunk : {kMiB, 2 * kMiB, 4 * kMiB}) {
+    SessionOptions fixed = o;
+    fixed.chunk_bytes = chunk;
+    const Expected<CompiledModel> m = compile(*net, t, fixed, n.ms);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    std::printf("int8 8 MiB: chunks of %lld KiB %.3f ms; chosen %.3f ms\n", static_cast<long long>(chunk >> 10),
+                m->predicted_ms, chosen->predicted_ms);
+    EXPECT_LE(chosen->predicted_ms, m->predicted_ms + 1e-9) << "chunks of " << chunk;
+  }
+  // The search beside staged blobs against equal chunks of every size on the whole plan.
+  StreamOptions so;
+  so.layout = PoolLayout::kRing;
+  so.budget_bytes = 8 * kMiB;
+  so.never_resident = true;
+  ArenaStagingOptions st;
+  const Expected<ArenaStagingResult> r = plan_arena_staging(n.plan, t.copy_profile, so, n.ms, st);
+  ASSERT_TRUE(r.ok() && r->staged > 0);
+  so.arena_offset = r->offset;
+  so.arena_wait = r->wait;
+  so.arena_early = r->early;
+  UnitSearchOptions us;
+  const Expected<UnitSearchResult> u = search_ring_units(n.plan, t.copy_profile, so, n.ms, us);
+  ASSERT_TRUE(u.ok()) << u.status().to_string();
+  for (int64_t chunk = 512 << 10; chunk <= 4 * kMiB; chunk *= 2) {
+    StreamOptions c = so;
+    c.chunk_bytes = chunk;
+    const Expected<StreamPlan> p = plan_streaming(n.plan, t.copy_profile, c);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    SimOptions quiet;
+    quiet.check = false;
+    const double ms = simulate(n.plan, *p, t.copy_profile, n.ms, quiet).latency_ms;
+    EXPECT_LE(u->predicted_ms, ms + 1e-9) << "equal chunks of " << chunk;
+  }
 }
 
 TEST(ArenaStaging, BadOptionsAreRefusedAndTheSimulatorFlagsLiveBytes) {

@@ -90,17 +90,26 @@ Expected<double> prepare_layer_ms(const Args& a, const NetworkDesc& net, Simulat
   return sum;
 }
 
+// The options of precision `prec`'s rows: every session flag given (one value each),
+// CUDA stream mode at --size, the options each row sets (planned_row) at their defaults.
+Expected<SessionOptions> simulated_options(const Args& a, const std::string& prec) {
+  SessionFlagTexts t = a.session;
+  for (const char* per_row : {"weight_budget", "residency", "tail_prefetch", "staging_early"}) t.reset(per_row);
+  t.set("device", "cuda");
+  t.set("mode", "stream");
+  t.set("precision", prec);
+  SessionOptions o;
+  DLR_RETURN_IF_ERROR(apply_session_flags(t, &o));
+  o.width = o.height = a.size;
+  return o;
+}
+
 // Everything one precision's rows need; prints its "# precision: kernel times" line.
 Expected<Simulated> simulated(const Args& a, const NetworkDesc& net, const CopyProfile& profile,
                               const std::string& prec) {
   Simulated s;
   s.precision = prec;
-  s.options.device = DeviceKind::kCUDA;
-  s.options.mode = WeightMode::kStream;
-  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "precision", prec, &s.options));
-  DLR_RETURN_IF_ERROR(
-      set_session_flag(FlagTool::kDlbench, "weight_format", a.session.text("weight_format"), &s.options));
-  s.options.width = s.options.height = a.size;
+  DLR_ASSIGN_OR_RETURN(s.options, simulated_options(a, prec));
   DLR_ASSIGN_OR_RETURN(s.ms, layer_ms_from_json(a.layer_ms_from, prec, a.layer_ms_config, &s.used));
   s.target = simulated_target(profile, a.granularity);
   DLR_ASSIGN_OR_RETURN(const double sum, prepare_layer_ms(a, net, &s));
