@@ -211,28 +211,45 @@ TEST(ArenaStaging, CopiesQueuedAsSoonAsTheirBytesAreFreeWhereTheEngineWouldIdle)
   EXPECT_GT(l->predicted_ms, r->predicted_ms);
 }
 
+// yolov4 @608 fp16 with int8 weights streamed in 8 MiB, compiled on a hand-made
+// H100-like target with the cost model's kernel times.
+struct Int8Compile {
+  NetworkDesc net;
+  Net n;
+  Target t;
+  SessionOptions o;
+};
+
+bool int8_in_8mib(Int8Compile* c) {
+  CfgOptions co;
+  co.width = co.height = 608;
+  const Expected<NetworkDesc> net = parse_network_cfg(test::required_shared_file("models/yolov4.cfg"), co);
+  EXPECT_TRUE(net.ok()) << net.status().to_string();
+  if (!net.ok() || !yolov4_608(&c->n, WeightFormat::kInt8)) return false;
+  c->net = *net;
+  c->t.device = DeviceKind::kCUDA;
+  c->t.name = "hand-made H100-like target";
+  c->t.map_granularity = 2 * kMiB;
+  c->t.copy_profile = *CopyProfile::builtin("h100");
+  c->o.device = DeviceKind::kCUDA;
+  c->o.precision = Precision::kFP16;
+  c->o.weight_format = WeightFormat::kInt8;
+  c->o.mode = WeightMode::kStream;
+  c->o.width = c->o.height = 608;
+  c->o.weight_budget = *WeightBudget::parse("8MiB");
+  return true;
+}
+
 // The option reaches the staging pass through compile(): on, the minimum pool of int8
 // weights queues some staged copies early; off, none.
 TEST(ArenaStaging, StagingEarlyOptionReachesThePlan) {
   DLR_REQUIRE_SHARED_DIR();
-  CfgOptions co;
-  co.width = co.height = 608;
-  const Expected<NetworkDesc> net = parse_network_cfg(test::required_shared_file("models/yolov4.cfg"), co);
-  ASSERT_TRUE(net.ok()) << net.status().to_string();
-  Net n;
-  ASSERT_TRUE(yolov4_608(&n, WeightFormat::kInt8));
-  Target t;
-  t.device = DeviceKind::kCUDA;
-  t.name = "hand-made H100-like target";
-  t.map_granularity = 2 * kMiB;
-  t.copy_profile = *CopyProfile::builtin("h100");
-  SessionOptions o;
-  o.device = DeviceKind::kCUDA;
-  o.precision = Precision::kFP16;
-  o.weight_format = WeightFormat::kInt8;
-  o.mode = WeightMode::kStream;
-  o.width = o.height = 608;
-  o.weight_budget = *WeightBudget::parse("8MiB");
+  Int8Compile c;
+  ASSERT_TRUE(int8_in_8mib(&c));
+  const NetworkDesc* net = &c.net;
+  const Net& n = c.n;
+  const Target& t = c.t;
+  SessionOptions o = c.o;
   int early_units[2] = {0, 0};
   double predicted[2] = {0, 0};
   for (bool early : {true, false}) {
@@ -253,24 +270,12 @@ TEST(ArenaStaging, StagingEarlyOptionReachesThePlan) {
 // unit search beside staged blobs is no slower than equal chunks of any size.
 TEST(ArenaStaging, UnitSizeChosenWithTheStagedBlobs) {
   DLR_REQUIRE_SHARED_DIR();
-  CfgOptions co;
-  co.width = co.height = 608;
-  const Expected<NetworkDesc> net = parse_network_cfg(test::required_shared_file("models/yolov4.cfg"), co);
-  ASSERT_TRUE(net.ok()) << net.status().to_string();
-  Net n;
-  ASSERT_TRUE(yolov4_608(&n, WeightFormat::kInt8));
-  Target t;
-  t.device = DeviceKind::kCUDA;
-  t.name = "hand-made H100-like target";
-  t.map_granularity = 2 * kMiB;
-  t.copy_profile = *CopyProfile::builtin("h100");
-  SessionOptions o;
-  o.device = DeviceKind::kCUDA;
-  o.precision = Precision::kFP16;
-  o.weight_format = WeightFormat::kInt8;
-  o.mode = WeightMode::kStream;
-  o.width = o.height = 608;
-  o.weight_budget = *WeightBudget::parse("8MiB");
+  Int8Compile c;
+  ASSERT_TRUE(int8_in_8mib(&c));
+  const NetworkDesc* net = &c.net;
+  const Net& n = c.n;
+  const Target& t = c.t;
+  SessionOptions o = c.o;
   const Expected<CompiledModel> chosen = compile(*net, t, o, n.ms);
   ASSERT_TRUE(chosen.ok()) << chosen.status().to_string();
   ASSERT_GT(chosen->stream.staged_bytes, 0);
