@@ -123,6 +123,7 @@ TEST(ArenaStaging, Yolov4StagesLateBlobsInIdleActivationBytes) {
     StreamOptions o = so;
     o.arena_offset = r->offset;
     o.arena_wait = r->wait;
+    o.arena_early = r->early;
     check_arena_bytes(n.plan, s, o);
     SimOptions checked = st.sim;
     checked.check = true;

@@ -221,6 +221,7 @@ TEST(LowerBound, CoversPlansStagingBlobsInIdleActivationBytes) {
     StreamOptions with = o;
     with.arena_offset = r->offset;
     with.arena_wait = r->wait;
+    with.arena_early = r->early;
     UnitSearchOptions us;
     us.sim = st.sim;
     Expected<UnitSearchResult> u = search_ring_units(plan, prof, with, ms, us);
