@@ -2,7 +2,7 @@
 // lower bound over a budget curve from kernel times in a dlbench JSON file, scaled to a
 // given preload latency, with a named copy profile (how docs/streaming.md section 6,
 // "The paper's figures, in simulation", puts the paper's Jetson figures next to the
-// planner's); its errors.
+// planner's); session flags reaching the simulated plan, --staging-early swept; its errors.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -121,6 +121,41 @@ TEST(DlbenchSimulateOnly, Int8WeightsAreSimulatedWithTheirBytes) {
                                         "--layer-ms-from " + ms + " --weight-format fp,int8");
   EXPECT_EQ(two.code, 1);
   EXPECT_NE(two.err.find("--simulate-only takes one --weight-format"), std::string::npos) << two.err;
+}
+
+// Every session flag given reaches the simulated plan (one value each); --staging-early,
+// like --weight-budget, takes a list: a row per item, the "off" row marked.
+TEST(DlbenchSimulateOnly, SessionFlagsApplyAndStagingEarlyIsSwept) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const std::string ms = layer_ms_file(steps_of(cfg));
+  const std::string base = "dlbench " + cfg + " --size 416 --simulate-only --precision fp32 --copy-profile h100 "
+                           "--layer-ms-from " + ms + " --weight-budget 90%";
+  nlohmann::json units[2];
+  int k = 0;
+  for (const char* u : {"chunks:512KiB", "chunks:2MiB"}) {
+    const std::string out = test::temp_dir() + "/units_" + std::to_string(k) + ".json";
+    const test::ToolResult r = run_tool(base + " --units " + u + " --json " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::ifstream in(out);
+    units[k++] = nlohmann::json::parse(in)["rows"][0];
+  }
+  EXPECT_NE(units[0]["notes"].dump(), units[1]["notes"].dump()) << "--units did not reach the plan";
+  const test::ToolResult list = run_tool(base + " --units search,chunks");
+  EXPECT_EQ(list.code, 1);
+  EXPECT_NE(list.err.find("--units search,chunks: expected search, chunks or chunks:SIZE"), std::string::npos)
+      << list.err;
+  const std::string out = test::temp_dir() + "/early.json";
+  const test::ToolResult swept = run_tool(base + " --staging-early on,off --json " + out);
+  ASSERT_EQ(swept.code, 0) << swept.err;
+  EXPECT_NE(swept.out.find("+late"), std::string::npos) << swept.out;
+  std::ifstream in(out);
+  const nlohmann::json rows = nlohmann::json::parse(in)["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["staging_early"], true);
+  EXPECT_EQ(rows[1]["staging_early"], false);
+  const test::ToolResult bad = run_tool(base + " --staging-early maybe");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--staging-early maybe: expected on or off"), std::string::npos) << bad.err;
 }
 
 TEST(DlbenchSimulateOnly, Errors) {

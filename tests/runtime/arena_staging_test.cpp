@@ -152,7 +152,9 @@ TEST(ArenaStaging, Yolov4StagesLateBlobsInIdleActivationBytes) {
     std::printf("%s: bound %.3f ms with the idle bytes, %.3f ms through the ring only; staged %.3f, searched %.3f\n",
                 c.what, lb->ms, ring_only->ms, r->predicted_ms, u->predicted_ms);
     EXPECT_LE(lb->ms, std::min(r->predicted_ms, u->predicted_ms) + 1e-9) << lb->to_text();
-    if (c.never_resident) EXPECT_LT(r->predicted_ms, ring_only->ms) << "the ring-only bound covers this plan: no test";
+    if (c.never_resident) {
+      EXPECT_LT(r->predicted_ms, ring_only->ms) << "the ring-only bound covers this plan: no test";
+    }
   }
 }
 
@@ -219,6 +221,7 @@ struct Int8Compile {
   Net n;
   Target t;
   SessionOptions o;
+  Expected<CompiledModel> compiled(const SessionOptions& with) const { return compile(net, t, with, n.ms); }
 };
 
 bool int8_in_8mib(Int8Compile* c) {
@@ -247,15 +250,12 @@ TEST(ArenaStaging, StagingEarlyOptionReachesThePlan) {
   DLR_REQUIRE_SHARED_DIR();
   Int8Compile c;
   ASSERT_TRUE(int8_in_8mib(&c));
-  const NetworkDesc* net = &c.net;
-  const Net& n = c.n;
-  const Target& t = c.t;
-  SessionOptions o = c.o;
   int early_units[2] = {0, 0};
   double predicted[2] = {0, 0};
   for (bool early : {true, false}) {
+    SessionOptions o = c.o;
     o.staging_early = early;
-    const Expected<CompiledModel> m = compile(*net, t, o, n.ms);
+    const Expected<CompiledModel> m = c.compiled(o);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     early_units[early] = m->stream.staged_copies_ahead();
     predicted[early] = m->predicted_ms;
@@ -273,17 +273,15 @@ TEST(ArenaStaging, UnitSizeChosenWithTheStagedBlobs) {
   DLR_REQUIRE_SHARED_DIR();
   Int8Compile c;
   ASSERT_TRUE(int8_in_8mib(&c));
-  const NetworkDesc* net = &c.net;
   const Net& n = c.n;
   const Target& t = c.t;
-  SessionOptions o = c.o;
-  const Expected<CompiledModel> chosen = compile(*net, t, o, n.ms);
+  const Expected<CompiledModel> chosen = c.compiled(c.o);
   ASSERT_TRUE(chosen.ok()) << chosen.status().to_string();
   ASSERT_GT(chosen->stream.staged_bytes, 0);
   for (int64_t chunk : {kMiB, 2 * kMiB, 4 * kMiB}) {
-    SessionOptions fixed = o;
+    SessionOptions fixed = c.o;
     fixed.chunk_bytes = chunk;
-    const Expected<CompiledModel> m = compile(*net, t, fixed, n.ms);
+    const Expected<CompiledModel> m = c.compiled(fixed);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     std::printf("int8 8 MiB: chunks of %lld KiB %.3f ms; chosen %.3f ms\n", static_cast<long long>(chunk >> 10),
                 m->predicted_ms, chosen->predicted_ms);
