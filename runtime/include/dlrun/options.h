@@ -96,8 +96,8 @@ struct Options {
   int layout = -1;
   bool cuda_graph = true;             // capture the network once and replay it
   // [yolo] heads' candidates (objectness > thresh) picked on the GPU and only they
-  // downloaded; false (the default for now): every output downloaded whole and scanned on
-  // the CPU. The detections are the same either way.
+  // downloaded; false: every output downloaded whole and scanned on the CPU. The detections
+  // are the same either way; true pays at batches of several images, false at batch 1.
   bool decode_on_device = false;
   bool profile_layers = false;        // per-layer CUDA event timing for Report::layers
   bool find_algorithms = false;       // cudnnFind instead of heuristics
