@@ -116,10 +116,10 @@
   X(layout, int, -1, PUBLIC, v >= -1 && v <= 1, "layout must be -1 (auto), 0 (NCHW) or 1 (NHWC)")                     \
   /* capture the network once and replay it */                                                                        \
   X(cuda_graph, bool, true, PUBLIC, true, "")                                                                         \
-  /* [yolo] heads' candidates (objectness > thresh) picked on the GPU, only they downloaded; off: every output     \
-     downloaded whole and scanned on the CPU. Off by default: at batch 1 the whole downloads run under the later     \
-     layers and the selection adds to the last head's (docs/benchmarks.md, "Outputs picked on the GPU") */           \
-  X(decode_on_device, bool, false, PUBLIC, true, "")                                                                  \
+  /* where [yolo] heads' candidates (objectness > thresh) are picked: gpu (only their rows downloaded), cpu (every  \
+     output downloaded whole and scanned on the host), auto (gpu for a batch of several images; at batch 1 the whole  \
+     downloads run under the later layers and cpu is faster: docs/benchmarks.md, "Outputs picked on the GPU") */     \
+  X(decode, Decode, Decode::kAuto, PUBLIC, true, "")                                                                  \
   /* run the network once at open where no graph is captured (cuda_graph off); off, the first inference loads      \
      its kernels itself while its reads run (docs/streaming.md section 9) */                                          \
   X(warm_up_at_open, bool, false, INTERNAL, true, "")                                                                 \

@@ -117,6 +117,10 @@ Status parse_value(const std::string& text, Fusion* out) {
   static const Fusion all[] = {Fusion::kAuto, Fusion::kOff, Fusion::kEpilogue, Fusion::kCudnn};
   return parse_name(text, all, fusion_name, out);
 }
+Status parse_value(const std::string& text, Decode* out) {
+  static const Decode all[] = {Decode::kAuto, Decode::kCpu, Decode::kGpu};
+  return parse_name(text, all, decode_name, out);
+}
 Status parse_value(const std::string& text, WeightsFrom* out) {
   static const WeightsFrom all[] = {WeightsFrom::kHost, WeightsFrom::kStorage};
   return parse_name(text, all, weights_from_name, out);
@@ -159,6 +163,7 @@ std::string value_text(Residency v) { return residency_name(v); }
 std::string value_text(SliceBy v) { return slice_by_name(v); }
 std::string value_text(WeightFormat v) { return weight_format_name(v); }
 std::string value_text(Fusion v) { return fusion_name(v); }
+std::string value_text(Decode v) { return decode_name(v); }
 std::string value_text(WeightsFrom v) { return weights_from_name(v); }
 std::string value_text(ReaderKind v) { return reader_kind_name(v); }
 std::string value_text(const WeightBudget& v) { return v.to_string(); }

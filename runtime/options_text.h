@@ -24,6 +24,7 @@ Status parse_value(const std::string& text, Precision* out);    // fp32, tf32, f
 Status parse_value(const std::string& text, WeightMode* out);   // preload, stream
 Status parse_value(const std::string& text, WeightFormat* out);  // fp, int8
 Status parse_value(const std::string& text, Fusion* out);  // auto, off, epilogue, cudnn
+Status parse_value(const std::string& text, Decode* out);  // auto, cpu, gpu
 Status parse_value(const std::string& text, PoolLayout* out);   // auto, slots, ring
 Status parse_value(const std::string& text, Residency* out);    // none, largest-late, greedy
 Status parse_value(const std::string& text, SliceBy* out);      // auto, filters, channels
@@ -45,6 +46,7 @@ std::string value_text(Precision v);
 std::string value_text(WeightMode v);
 std::string value_text(WeightFormat v);
 std::string value_text(Fusion v);
+std::string value_text(Decode v);
 std::string value_text(PoolLayout v);
 std::string value_text(Residency v);
 std::string value_text(SliceBy v);

@@ -53,6 +53,10 @@ void take_placement(PlacementState& s, CompiledModel* m) {
 
 }  // namespace
 
+bool decodes_on_device(const SessionOptions& options) {
+  return options.decode == Decode::kGpu || (options.decode == Decode::kAuto && options.batch > 1);
+}
+
 PlannerOptions planner_options(DeviceKind device, const SessionOptions& options) {
   PlannerOptions p;
   p.batch = options.batch;
@@ -79,7 +83,7 @@ PlannerOptions planner_options(DeviceKind device, const SessionOptions& options)
   // A shortcut after a conv runs in that conv's epilogue (runtime/compile/fusion.h).
   p.fold_shortcuts = options.fusion != Fusion::kOff && !options.keep_all_outputs;
   // [yolo] candidates picked on the GPU: only they are downloaded (plan.h, OutputSelect).
-  if (options.decode_on_device) p.select_thresh = options.thresh;
+  if (decodes_on_device(options)) p.select_thresh = options.thresh;
   return p;
 }
 

@@ -48,6 +48,9 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
 
 // The planner options a target and options give (layout and dtypes per precision).
 PlannerOptions planner_options(DeviceKind device, const SessionOptions& options);
+// Whether a CUDA plan picks its [yolo] candidates on the device (SessionOptions::decode:
+// gpu, or auto with a batch of more than one image).
+bool decodes_on_device(const SessionOptions& options);
 
 // options.layout with auto (-1) resolved for `target`, as compile() plans: unchanged when
 // given, on the CPU and for fp16 and tf32 (planner_options: NHWC). Strict fp32 on a GPU:

@@ -8,6 +8,15 @@ std::string Shape3::to_string() const {
 
 const char* dtype_name(DType t) { return t == DType::kF16 ? "f16" : "f32"; }
 const char* weight_format_name(WeightFormat f) { return f == WeightFormat::kInt8 ? "int8" : "fp"; }
+const char* decode_name(Decode d) {
+  switch (d) {
+    case Decode::kAuto: return "auto";
+    case Decode::kCpu: return "cpu";
+    case Decode::kGpu: return "gpu";
+  }
+  return "?";
+}
+
 const char* fusion_name(Fusion f) {
   switch (f) {
     case Fusion::kAuto: return "auto";

@@ -35,6 +35,11 @@ const char* weight_format_name(WeightFormat f);  // "fp", "int8"
 // NHWC; strict fp32 never runs graphs).
 enum class Fusion : uint8_t { kAuto, kOff, kEpilogue, kCudnn };
 const char* fusion_name(Fusion f);  // "auto", "off", "epilogue", "cudnn"
+// Where a CUDA run picks its [yolo] heads' candidates (docs/architecture.md, "Outputs
+// picked on the GPU"): kGpu on the device, only their rows downloaded; kCpu every output
+// downloaded whole; kAuto the GPU for batches of more than one image, else the CPU.
+enum class Decode : uint8_t { kAuto, kCpu, kGpu };
+const char* decode_name(Decode d);  // "auto", "cpu", "gpu"
 
 // Memory order of an activation tensor. NCHW: per image, channel planes.
 // NHWC: per image, pixels with channels innermost.

@@ -47,6 +47,8 @@ static_assert(uint8_t(SliceBy::kFilters) == uint8_t(dlr::SliceBy::kFilters) &&
 static_assert(uint8_t(WeightFormat::kInt8) == uint8_t(dlr::WeightFormat::kInt8), "WeightFormat");
 static_assert(uint8_t(Fusion::kOff) == uint8_t(dlr::Fusion::kOff) && uint8_t(Fusion::kEpilogue) == uint8_t(dlr::Fusion::kEpilogue) &&
                   uint8_t(Fusion::kCudnn) == uint8_t(dlr::Fusion::kCudnn), "Fusion");
+static_assert(uint8_t(Decode::kCpu) == uint8_t(dlr::Decode::kCpu) && uint8_t(Decode::kGpu) == uint8_t(dlr::Decode::kGpu),
+              "Decode");
 static_assert(uint8_t(ThreadPriority::kHigh) == uint8_t(dlr::ThreadPriority::kHigh) &&
                   uint8_t(ThreadPriority::kRealtime) == uint8_t(dlr::ThreadPriority::kRealtime), "ThreadPriority");
 template <class P, class I>
@@ -62,6 +64,7 @@ dlr::Status convert(Residency p, dlr::Residency* s) { return as_internal(p, s); 
 dlr::Status convert(SliceBy p, dlr::SliceBy* s) { return as_internal(p, s); }
 dlr::Status convert(WeightFormat p, dlr::WeightFormat* s) { return as_internal(p, s); }
 dlr::Status convert(Fusion p, dlr::Fusion* s) { return as_internal(p, s); }
+dlr::Status convert(Decode p, dlr::Decode* s) { return as_internal(p, s); }
 dlr::Status convert(ThreadPriority p, dlr::ThreadPriority* s) { return as_internal(p, s); }
 
 // A parsed value into its public field: a public enum from the internal one, or as it is.

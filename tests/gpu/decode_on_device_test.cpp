@@ -1,4 +1,4 @@
-// Candidates picked on the GPU (SessionOptions::decode_on_device, ExecutionPlan::selects)
+// Candidates picked on the GPU (SessionOptions::decode, ExecutionPlan::selects)
 // against every output downloaded whole and scanned on the host: the same detections, bit
 // for bit, for a batch of the shared images, preload and stream, on the real
 // yolo-fastest-1.1 weights and a synthetic yolov4-tiny; and where a head has more
@@ -56,7 +56,7 @@ std::unique_ptr<Session> open(const Model& m, int batch, WeightMode mode, bool o
   o.batch = batch;
   o.mode = mode;
   o.thresh = thresh;
-  o.decode_on_device = on;
+  o.decode = on ? Decode::kGpu : Decode::kCpu;
   auto s = Session::open(cfg, weights, o);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return s.ok() ? std::move(s).value() : nullptr;

@@ -1,7 +1,9 @@
 // The plan's outputs selected on the device (plan.h, OutputSelect; output_select.cpp):
-// which heads, their capacity and block layout, the option that turns it off, the CPU
-// plan without it, and the plan's text and JSON carrying it.
+// which heads, their capacity and block layout, the option that turns it off, auto's
+// choice by batch, the CPU plan without it, and the plan's text and JSON carrying it.
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "loaders/network_desc.h"
 #include "runtime/compile/compile.h"
@@ -12,7 +14,7 @@
 namespace dlr {
 namespace {
 
-Expected<ExecutionPlan> tiny_plan(DeviceKind device, bool decode_on_device, int batch = 1) {
+Expected<ExecutionPlan> tiny_plan(DeviceKind device, Decode decode, int batch = 1) {
   Expected<NetworkDesc> net = parse_network_cfg(test::source_file("models/yolov4-tiny.cfg"));
   if (!net.ok()) return net.status();
   SessionOptions o;
@@ -20,12 +22,12 @@ Expected<ExecutionPlan> tiny_plan(DeviceKind device, bool decode_on_device, int 
   o.precision = device == DeviceKind::kCUDA ? Precision::kFP16 : Precision::kFP32;
   o.thresh = 0.3f;
   o.batch = batch;
-  o.decode_on_device = decode_on_device;
+  o.decode = decode;
   return build_plan(*net, planner_options(device, o));
 }
 
 TEST(OutputSelect, EveryYoloHeadOfACudaPlan) {
-  Expected<ExecutionPlan> p = tiny_plan(DeviceKind::kCUDA, true, 2);
+  Expected<ExecutionPlan> p = tiny_plan(DeviceKind::kCUDA, Decode::kGpu, 2);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_EQ(p->options.select_thresh, 0.3f);
   ASSERT_EQ(p->selects.size(), 2u);
@@ -57,9 +59,22 @@ TEST(OutputSelect, EveryYoloHeadOfACudaPlan) {
       << p->to_text();
 }
 
+// auto: the device picks them for a batch of several images only.
+TEST(OutputSelect, AutoPicksOnTheDeviceForBatches) {
+  for (int batch : {1, 2, 8}) {
+    Expected<ExecutionPlan> p = tiny_plan(DeviceKind::kCUDA, Decode::kAuto, batch);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(p->selects.size(), batch > 1 ? 2u : 0u) << "batch " << batch;
+    EXPECT_EQ(p->options.select_thresh, batch > 1 ? 0.3f : -1.f) << "batch " << batch;
+  }
+  EXPECT_EQ(SessionOptions().decode, Decode::kAuto);
+}
+
 TEST(OutputSelect, NoneWhenOffOrOnTheCpu) {
-  for (const auto& [device, on] : {std::pair{DeviceKind::kCUDA, false}, std::pair{DeviceKind::kCPU, true}}) {
-    Expected<ExecutionPlan> p = tiny_plan(device, on);
+  for (const auto& [device, decode, batch] :
+       {std::tuple{DeviceKind::kCUDA, Decode::kCpu, 1}, std::tuple{DeviceKind::kCUDA, Decode::kCpu, 8},
+        std::tuple{DeviceKind::kCPU, Decode::kGpu, 1}, std::tuple{DeviceKind::kCPU, Decode::kAuto, 8}}) {
+    Expected<ExecutionPlan> p = tiny_plan(device, decode, batch);
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     EXPECT_LT(p->options.select_thresh, 0.f);
     EXPECT_TRUE(p->selects.empty());

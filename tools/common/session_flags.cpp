@@ -154,10 +154,11 @@ std::vector<SessionFlag> device_rows() {
           "--fusion auto the fastest of up to four cuDNN engines per fused graph (a longer first open; kept with "
           "the kernel cache)")
           .switches_to("true"),
-      Row("--decode", "decode_on_device", A::kCuda,
+      Row("--decode", "decode", A::kCuda,
           "cuda: where [yolo] heads' candidates are picked: gpu (objectness > thresh on the device, only those rows "
-          "downloaded) or cpu (every output downloaded whole and scanned on the host); the same detections")
-          .dflt("cpu").words("gpu,cpu", "true,false").sweep(),
+          "downloaded), cpu (every output downloaded whole and scanned on the host) or auto (gpu for a batch of "
+          "several images, cpu for one); the same detections")
+          .dflt("auto").one_of("auto,cpu,gpu").sweep(),
       Row("--no-graph", "cuda_graph", A::kCuda, "cuda: do not capture the inference in a CUDA graph")
           .switches_to("false"),
       Row("--no-kernel-cache", "cache_kernel_times", A::kEveryRun,

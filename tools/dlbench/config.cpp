@@ -31,7 +31,7 @@ constexpr Dimension kDimensions[] = {
     {"weight_pool", Applies::kStream, "-"},      {"unit_search", Applies::kStream, "-"},
     {"residency", Applies::kStream, "-"},        {"weights_from", Applies::kAlways, ""},
     {"zero_copy", Applies::kStorage, "auto"},    {"tail_prefetch", Applies::kStream, "off"},
-    {"decode_on_device", Applies::kCuda, "cpu"}, {"staging_early", Applies::kStream, "on"},
+    {"decode", Applies::kCuda, "auto"},          {"staging_early", Applies::kStream, "on"},
 };
 
 std::vector<std::string> list(const Args& a, const char* option) { return split(a.session.text(option)); }
@@ -110,7 +110,7 @@ std::string Config::name() const {
   const std::string& slot = item("slot_bytes");
   return device + "/" + mode + stream + "/" + item("precision") + (format == "fp" ? "" : "/" + format) +
          (layout == "auto" ? "" : "/" + layout) + "/b" + std::to_string(batch) + (slot == "0" ? "" : "/slot" + slot) +
-         (item("decode_on_device") == "gpu" ? "/decode-gpu" : "");
+         (item("decode") == "auto" ? "" : "/decode-" + item("decode"));
 }
 
 std::vector<Config> configs(const Args& a) {

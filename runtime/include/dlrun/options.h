@@ -38,6 +38,11 @@ enum class WeightFormat : uint8_t { kFp, kInt8 };
 // graph where cuDNN runs it) or auto (cudnn for each conv where it measures faster at
 // open, else epilogue). Detections are Darknet's in every mode (docs/architecture.md, "Fused steps").
 enum class Fusion : uint8_t { kAuto, kOff, kEpilogue, kCudnn };
+// CUDA: where the [yolo] heads' candidates (objectness > thresh) are picked: gpu (on the
+// device, only their rows downloaded), cpu (every output downloaded whole and scanned on
+// the host) or auto (gpu for batches of more than one image, where it is faster, else cpu).
+// The detections are the same either way (docs/library.md, "Options").
+enum class Decode : uint8_t { kAuto, kCpu, kGpu };
 // The priority of the runtime's threads (and, through apply_thread_options(), of the
 // caller's): normal (nothing changed), high (nice -10), realtime (SCHED_FIFO 10). Raising
 // needs CAP_SYS_NICE or RLIMIT_NICE / RLIMIT_RTPRIO; where not permitted, one warning
@@ -95,10 +100,7 @@ struct Options {
   // the strict tolerance; more workspace: docs/benchmarks.md, "Strict fp32").
   int layout = -1;
   bool cuda_graph = true;             // capture the network once and replay it
-  // [yolo] heads' candidates (objectness > thresh) picked on the GPU and only they
-  // downloaded; false: every output downloaded whole and scanned on the CPU. The detections
-  // are the same either way; true pays at batches of several images, false at batch 1.
-  bool decode_on_device = false;
+  Decode decode = Decode::kAuto;      // where [yolo] candidates are picked (see Decode)
   bool profile_layers = false;        // per-layer CUDA event timing for Report::layers
   bool find_algorithms = false;       // cudnnFind instead of heuristics
   int64_t workspace_limit = int64_t(256) << 20;  // cuDNN workspace per convolution, bytes
