@@ -24,8 +24,8 @@ struct Config {
   const std::string& item(const std::string& option) const;
   // The row's name, e.g. "cuda/stream@50%:ring~none<storage:zc/fp16/b1" ("/int8" after the
   // precision for int8 weights, "+tail" after the budget with --tail-prefetch on, "+late"
-  // there with --staging-early off,
-  // "/decode-gpu" last with --decode gpu).
+  // there with --staging-early off, "/decode-gpu" or "/decode-cpu" last with --decode gpu or
+  // cpu).
   std::string name() const;
 };
 
