@@ -136,7 +136,8 @@ Status bound_only_row(const Args& a, const Simulated& s, const std::string& budg
   const int64_t minimal = s.minimal.stream.device_bytes();
   BoundModel model;
   if (s.options.arena_staging) model.staging_room = arena_idle_bytes(s.minimal.plan);
-  model.copies_before = s.options.prefetch_next || a.session.text("tail_prefetch").find("on") != std::string::npos;
+  const std::vector<std::string> tails = split(a.session.text("tail_prefetch"));
+  model.copies_before = s.options.prefetch_next || std::find(tails.begin(), tails.end(), "on") != tails.end();
   DLR_ASSIGN_OR_RETURN(const LatencyBound lb, latency_lower_bound(s.minimal.plan, s.ms, s.target.copy_profile,
                                                                   std::max<int64_t>(want, 1), a.granularity, model));
   const bool feasible = lb.pool_bytes > 0;
