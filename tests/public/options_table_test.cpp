@@ -118,6 +118,9 @@ TEST(OptionsTable, EveryOptionReadsBackFromItsText) {
             "residency 'most': expected one of none, largest-late, greedy");
   EXPECT_EQ(set_option_text(&o, "slice_by", "rows").message(),
             "slice_by 'rows': expected one of auto, filters, channels");
+  ASSERT_TRUE(set_option_text(&o, "decode", "gpu").ok());
+  EXPECT_EQ(o.decode, Decode::kGpu);
+  EXPECT_EQ(set_option_text(&o, "decode", "true").message(), "decode 'true': expected one of auto, cpu, gpu");
   EXPECT_EQ(set_option_text(&o, "no_such", "1").message(), "unknown option 'no_such'");
 }
 
