@@ -60,11 +60,13 @@ TEST(Int8Gpu, DequantizeKernelGivesTheCpuProducts) {
 }
 
 // One launch over several blobs (an expansion group) gives each blob's products as the
-// single-blob kernel does; a batch of 0 or more than kMaxDequantJobs is refused.
+// single-blob kernel does, eight weights a thread or one (odd jobs start one element past
+// an aligned address; counts not multiples of 8, rows shorter than 8 and rows crossing an
+// eight); a batch of 0 or more than kMaxDequantJobs is refused.
 TEST(Int8Gpu, BatchedExpansionGivesEachBlobsProducts) {
   DLR_REQUIRE_GPU();
   std::mt19937 rng(5);
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{32, 27}, {64, 9}, {255, 512}, {7, 4608}, {1, 1}, {96, 25}};
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{32, 27}, {64, 9}, {255, 512}, {7, 4608}, {1, 1}, {96, 25}, {13, 7}, {3, 5}, {5, 3}, {40, 1}};
   const int n = int(shapes.size());
   std::vector<std::vector<float>> want(shapes.size());
   std::vector<cuda::DeviceBuffer> bufs;  // per job: int8, scales, f32 out, f16 out
@@ -77,16 +79,18 @@ TEST(Int8Gpu, BatchedExpansionGivesEachBlobsProducts) {
     for (float& s : scales) s = std::uniform_real_distribution<float>(1e-5f, 0.5f)(rng);
     want[size_t(j)].resize(size_t(count));
     cpu::dequantize_weights(q.data(), scales.data(), filters, row, want[size_t(j)].data(), 1);
-    for (size_t bytes : {size_t(count), size_t(filters) * 4, size_t(count) * 4, size_t(count) * 2}) {
+    const size_t skew = size_t(j % 2);  // elements past the buffer's (256-byte aligned) start
+    for (size_t bytes : {size_t(count) + 1, size_t(filters) * 4, size_t(count + 1) * 4, size_t(count + 1) * 2}) {
       Expected<cuda::DeviceBuffer> b = cuda::DeviceBuffer::alloc(bytes);
       ASSERT_TRUE(b.ok()) << b.status().to_string();
       bufs.push_back(std::move(*b));
     }
     cuda::DeviceBuffer* b = &bufs[bufs.size() - 4];
-    ASSERT_EQ(test::to_device(b[0].data(), q.data(), size_t(count)), cudaSuccess);
+    const auto* src = static_cast<const int8_t*>(b[0].data()) + skew;
+    ASSERT_EQ(test::to_device(static_cast<char*>(b[0].data()) + skew, q.data(), size_t(count)), cudaSuccess);
     ASSERT_EQ(test::to_device(b[1].data(), scales.data(), size_t(filters) * 4), cudaSuccess);
-    j32[j] = {static_cast<const int8_t*>(b[0].data()), static_cast<const float*>(b[1].data()), b[2].data(), filters, row};
-    j16[j] = {static_cast<const int8_t*>(b[0].data()), static_cast<const float*>(b[1].data()), b[3].data(), filters, row};
+    j32[j] = {src, static_cast<const float*>(b[1].data()), static_cast<float*>(b[2].data()) + skew, filters, row};
+    j16[j] = {src, static_cast<const float*>(b[1].data()), static_cast<uint16_t*>(b[3].data()) + skew, filters, row};
   }
   ASSERT_TRUE(cuda::dequantize_weights_batch(j32, n, DType::kF32, nullptr).ok());
   ASSERT_TRUE(cuda::dequantize_weights_batch(j16, n, DType::kF16, nullptr).ok());
