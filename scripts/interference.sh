@@ -18,7 +18,11 @@
 # read plan's MiB per inference is recorded beside it) with their reader, depth and block,
 # pass after pass: row "disk-spread" of the condition (the same statistics, the first 5
 # passes dropped like the first 5 frames), and a line setting the storage rows' p99/p50
-# beside the disk's. The prepared file is made first by a one-frame storage run whose
+# beside the disk's. ROUNDS (default 1): the disk's passes and the storage and zero-copy
+# rows of a condition run as ROUNDS rounds of one ROUNDS-th of their count each (disk,
+# storage, zero copy, disk, ...), pooled, so that a disk whose throughput drifts over
+# minutes is seen by all three alike; the JSON keeps each round's p50 (round_p50).
+# The prepared file is made first by a one-frame storage run whose
 # plan goes to OUT/plan_storage.txt. DISK_FLAGS: more dlprobe flags (e.g. --read-depth 4
 # when EXTRA_FLAGS changes dlrun's).
 # A mode may carry thread placements after '+' (docs/library.md, "Thread priority and CPU
@@ -76,6 +80,9 @@ base_flags_of() {
 # where the runtime streams through its shared ring.
 two_models() { echo "--model $S/models/yolov4.cfg:$W@608 --model $S/models/yolov4-tiny.cfg:$W2@416"; }
 count_of() { case ${1%%+*} in storage|zero-copy) echo "${N_SLOW:-500}" ;; *) echo "${N_FAST:-2000}" ;; esac; }
+is_disk_mode() { case ${1%%+*} in storage|zero-copy) return 0 ;; *) return 1 ;; esac; }
+ROUNDS=${ROUNDS:-1}
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS=$ROUNDS: expected a count >= 1"; exit 2; }
 
 hogs=()
 start_interference() {
@@ -110,28 +117,40 @@ prepare_storage() {
   [ -n "$prepared" ] || echo "no prepared yolov4 file in $DLR_CACHE_DIR/prepared: no disk-spread rows"
   [ -n "$prepared" ]
 }
-# The disk's own spread in condition $1, before its storage rows (once per condition).
+# The disk's own spread in condition $1, round $2 (of ROUNDS), before its storage rows.
 disk_spread() {
-  [ "${DISK_PASSES:-${N_SLOW:-500}}" -gt 0 ] && [ ! -f "$OUT/disk_$1.json" ] && prepare_storage || return 0
+  local passes=$(( ${DISK_PASSES:-${N_SLOW:-500}} / ROUNDS )) json="$OUT/disk_$1.r$2.json"
+  [ "$passes" -gt 0 ] && [ ! -f "$json" ] && prepare_storage || return 0
   # shellcheck disable=SC2086
-  "$B/dlprobe" --storage-only --storage-file "$prepared" --storage-passes "${DISK_PASSES:-${N_SLOW:-500}}" \
-    --json "$OUT/disk_$1.json" ${DISK_FLAGS:-} >"$OUT/disk_$1.txt" 2>&1
-  echo "$1 disk-spread rc=$? $(grep -E '^p99/p50' "$OUT/disk_$1.txt")"
+  "$B/dlprobe" --storage-only --storage-file "$prepared" --storage-passes "$passes" \
+    --json "$json" ${DISK_FLAGS:-} >"$OUT/disk_$1.r$2.txt" 2>&1
+  echo "$1 disk-spread round $2 rc=$? $(grep -E '^p99/p50' "$OUT/disk_$1.r$2.txt")"
+}
+# One row: dlrun over a list of $3 frames in condition $1, mode $2; output lat_$1_$2$4.txt.
+row() {
+  local net="$S/models/yolov4.cfg $W"
+  case $2 in models*) net="" ;; esac
+  # shellcheck disable=SC2086,SC2046
+  "$B/dlrun" $net --list "$(list "$3")" --device cuda --precision fp16 \
+    $(flags_of "$2") >"$OUT/lat_$1_$2$4.txt" 2>"$OUT/err_$1_$2$4.txt"
+  echo "$1 $2$4 rc=$?"
 }
 
 for mode in ${MODES:-preload stream-min stream-50 storage zero-copy}; do flags_of "$mode" >/dev/null || exit 2; done
 export DLR_CACHE_DIR=/tmp/dlrcache-interference
 rm -f "$OUT"/disk_*.json
 for cond in ${CONDITIONS:-alone cpu gpu disk}; do
+  rm -f "$OUT/lat_${cond}_"*.txt
   start_interference "$cond"
   for mode in ${MODES:-preload stream-min stream-50 storage zero-copy}; do
-    case ${mode%%+*} in storage|zero-copy) disk_spread "$cond" ;; esac
-    net="$S/models/yolov4.cfg $W"
-    case $mode in models*) net="" ;; esac
-    # shellcheck disable=SC2086
-    "$B/dlrun" $net --list "$(list "$(count_of "$mode")")" --device cuda --precision fp16 \
-      $(flags_of "$mode") >"$OUT/lat_${cond}_$mode.txt" 2>"$OUT/err_${cond}_$mode.txt"
-    echo "$cond $mode rc=$?"
+    is_disk_mode "$mode" || row "$cond" "$mode" "$(count_of "$mode")" ""
+  done
+  for r in $(seq "$ROUNDS"); do  # the disk's passes and the rows that read the disk, in rounds
+    for mode in ${MODES:-preload stream-min stream-50 storage zero-copy}; do
+      is_disk_mode "$mode" || continue
+      disk_spread "$cond" "$r"
+      row "$cond" "$mode" $(( $(count_of "$mode") / ROUNDS )) ".r$r"
+    done
   done
   stop_interference
 done
@@ -139,32 +158,41 @@ python3 - "$OUT" <<'PY'
 import glob, json, os, re, sys
 out = sys.argv[1]
 res = {}
+def quantiles(v):  # nearest rank
+    v = sorted(v)
+    q = lambda p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+    return {"n": len(v), "p50": q(50), "p90": q(90), "p99": q(99), "p99_9": q(99.9), "max": v[-1]}
+pooled = {}  # (cond, key) -> per file (round): its values, the first five dropped
 for f in sorted(glob.glob(f"{out}/lat_*.txt")):
     cond, mode = os.path.basename(f)[4:-4].split("_", 1)
+    mode = re.sub(r"\.r[0-9]+$", "", mode)
     per_model = {}  # "" for one model, else the --model tag
     for tag, ms in re.findall(r"^(?:\[([^\]]+)\] )?.*Predicted in ([0-9.]+) milli-seconds", open(f).read(), re.M):
         per_model.setdefault(tag, []).append(float(ms))
     for tag, v in per_model.items():
         if len(v) < 20: continue
-        v = sorted(v[5:])  # the first five frames fill caches and capture graphs
-        q = lambda p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
         key = f"{mode}[{tag}]" if tag else mode
-        res.setdefault(cond, {})[key] = {"n": len(v), "p50": q(50), "p90": q(90), "p99": q(99), "p99_9": q(99.9),
-                                         "max": v[-1]}
-def stats(v):  # the first five dropped, nearest rank as above
-    v = sorted(v[5:])
-    q = lambda p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
-    return {"n": len(v), "p50": q(50), "p90": q(90), "p99": q(99), "p99_9": q(99.9), "max": v[-1]}
+        pooled.setdefault((cond, key), []).append(v[5:])  # the first five frames fill caches and capture graphs
+for (cond, key), runs in pooled.items():
+    r = quantiles([x for v in runs for x in v])
+    if len(runs) > 1: r["round_p50"] = [quantiles(v)["p50"] for v in runs]
+    res.setdefault(cond, {})[key] = r
 # The disk's own spread (dlprobe --storage-passes on the storage rows' prepared file).
 plan = open(f"{out}/plan_storage.txt").read() if os.path.exists(f"{out}/plan_storage.txt") else ""
 m = re.search(r"^read plan: .* of ([0-9.]+) MiB per inference", plan, re.M)
-for f in sorted(glob.glob(f"{out}/disk_*.json")):
-    cond, d = os.path.basename(f)[5:-5], json.load(open(f))
-    if len(d["pass_ms"]) < 20: continue
+disk = {}  # cond -> the rounds' JSON
+for f in sorted(glob.glob(f"{out}/disk_*.r*.json")):
+    cond = re.match(r"disk_(.*)\.r[0-9]+\.json$", os.path.basename(f)).group(1)
+    d = json.load(open(f))
+    if len(d["pass_ms"]) >= 20: disk.setdefault(cond, []).append(d)
+for cond, ds in disk.items():
+    d, runs = ds[0], [x["pass_ms"][5:] for x in ds]
+    r = quantiles([x for v in runs for x in v])
+    if len(runs) > 1: r["round_p50"] = [quantiles(v)["p50"] for v in runs]
     res.setdefault(cond, {})["disk-spread"] = dict(
-        stats(d["pass_ms"]), file=d["file"], pass_mib=d["pass_bytes"] / 2**20,
+        r, file=d["file"], pass_mib=d["pass_bytes"] / 2**20,
         read_plan_mib=float(m.group(1)) if m else None, reader=d["reader"], read_depth=d["read_depth"],
-        read_block_bytes=d["read_block_bytes"], mbps_at_p50=d["pass_bytes"] / (stats(d["pass_ms"])["p50"] * 1e3))
+        read_block_bytes=d["read_block_bytes"], mbps_at_p50=d["pass_bytes"] / (r["p50"] * 1e3))
 json.dump(res, open(f"{out}/interference.json", "w"), indent=1)
 print("%-6s %-28s %5s %8s %8s %8s %8s %8s %7s" % ("cond", "mode", "n", "p50", "p90", "p99", "p99.9", "max", "p99/p50"))
 for cond in ("alone", "cpu", "gpu", "disk"):
@@ -179,4 +207,7 @@ for cond in ("alone", "cpu", "gpu", "disk"):
     print("%s: p99/p50 %s; the disk's own %.2f over the same %.2f MiB (read plan: %s MiB per inference), %d passes, "
           "p50 %.2f ms (%.0f MB/s)" % (cond, rows or "(no storage rows)", d["p99"] / d["p50"], d["pass_mib"],
           "%.2f" % d["read_plan_mib"] if d["read_plan_mib"] else "?", d["n"], d["p50"], d["mbps_at_p50"]))
+for cond in ("alone", "cpu", "gpu", "disk"):
+    for mode, r in res.get(cond, {}).items():
+        if "round_p50" in r: print("%s %s: p50 per round %s" % (cond, mode, " ".join("%.1f" % x for x in r["round_p50"])))
 PY
