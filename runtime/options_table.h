@@ -138,8 +138,8 @@
   /* ---- weights from storage (CPU, or CUDA stream mode; docs/streaming.md section 7) ---- */                        \
   /* host: prepared once into host memory; storage: read each inference from a prepared weight file */                \
   X(weights_from, WeightsFrom, WeightsFrom::kHost, PUBLIC_STORAGE, true, "")                                          \
-  /* storage: host bytes for weights (0: the minimum, 2 x the largest read): a GPU's staging; on the CPU the staging \
-     and the blobs kept in memory */                                                                                  \
+  /* storage: host bytes for weights (0: the minimum, 2 x the largest read): a GPU's staging, which caps the copy  \
+     units below that minimum; on the CPU the staging and the blobs kept in memory */                                 \
   X(host_budget, int64_t, 0, PUBLIC, v >= 0, "host budget must be >= 0 bytes (0: the minimum)")                       \
   /* storage, CUDA: 1: reads land in mapped pinned memory the kernels read (no device pool); 0: read -> copy ->      \
      kernel; -1: auto (1 on integrated GPUs) */                                                                       \

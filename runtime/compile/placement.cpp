@@ -129,12 +129,23 @@ Status two_stage_reads_pass(PlacementState& s) {
   return Status();
 }
 
+namespace {
+// Weights from storage with a host budget (three stages: one read per transfer unit):
+// the largest unit whose read, rounded out to 4096 bytes at both ends, fits twice in the
+// staging (read_plan.h: the staging holds at least two reads). 0: no cap.
+int64_t storage_unit_cap(const SessionOptions& o) {
+  if (o.weights_from != WeightsFrom::kStorage || o.host_budget <= 0) return 0;
+  return std::max<int64_t>(kReadAlign, (o.host_budget / 2 - 2 * kReadAlign) / kReadAlign * kReadAlign);
+}
+}  // namespace
+
 // The stream plan's inputs the options and the placement give (budget_pass before it plans).
 void init_stream(PlacementState& s) {
   const SessionOptions& o = *s.options;
   s.streaming = true;
   s.so.budget_bytes = requested_budget(s);
   s.so.chunk_bytes = o.chunk_bytes;
+  s.so.max_unit_bytes = storage_unit_cap(o);
   s.so.layout = o.weight_pool;
   s.so.ring_granularity = s.target->map_granularity;
   // Budget auto searches in mapping units of the ring: with the layout left to the plan,

@@ -168,7 +168,7 @@ Status staging_pass(PlacementState& s) {
   // chunks two and four times as large, and the fastest whole is kept.
   int64_t unit = 0;
   for (const TransferUnit& u : s.stream.units) unit = std::max(unit, u.bytes);
-  const int64_t max_unit = ring_max_unit(s.stream.pool_bytes, s.stream.slot_bytes);
+  const int64_t max_unit = ring_max_unit(s.stream.pool_bytes, s.stream.slot_bytes, s.so.max_unit_bytes);
   PlacementState best;
   for (int64_t c : {int64_t(0), 2 * unit, 4 * unit}) {  // 0: plan_streaming's own chunks
     if (c > max_unit || (c > 0 && unit == 0)) continue;

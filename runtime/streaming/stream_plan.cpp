@@ -210,8 +210,9 @@ void plan_resident(const ExecutionPlan& plan, const HostLayout& h, int64_t chunk
 
 // StreamOptions::unit_ends: increasing multiples of 256, each unit within what a ring
 // of `ring` bytes allows, the last at the end of the weights.
-Status check_unit_ends(const std::vector<int64_t>& unit_ends, int64_t ring, int64_t slot_bytes, int64_t total) {
-  const int64_t max_unit = ring_max_unit(ring, slot_bytes);
+Status check_unit_ends(const std::vector<int64_t>& unit_ends, int64_t ring, int64_t slot_bytes, int64_t cap,
+                       int64_t total) {
+  const int64_t max_unit = ring_max_unit(ring, slot_bytes, cap);
   int64_t prev = 0;
   for (size_t i = 0; i < unit_ends.size(); ++i) {
     const int64_t e = unit_ends[i];
@@ -335,12 +336,12 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
   }
   if (!options.unit_ends.empty()) {
     if (!pool.use_ring) return invalid_argument("explicit transfer unit boundaries apply to the ring pool only");
-    DLR_RETURN_IF_ERROR(check_unit_ends(options.unit_ends, pool.ring, s.slot_bytes, h.total));
+    DLR_RETURN_IF_ERROR(check_unit_ends(options.unit_ends, pool.ring, s.slot_bytes, options.max_unit_bytes, h.total));
   }
   if (pool.use_ring) {
     const int64_t unit_chunk =
         options.chunk_bytes > 0 ? chunk : stream_detail::ring_chunk(chunk, min_unit, pool.ring);
-    stream_detail::plan_ring(plan, h, pool.ring, unit_chunk, min_unit, options.unit_ends, &s);
+    stream_detail::plan_ring(plan, h, pool.ring, unit_chunk, min_unit, options.max_unit_bytes, options.unit_ends, &s);
   } else {
     plan_slots(plan, h, pool.budget, chunk, min_unit, &s);
   }
@@ -353,7 +354,10 @@ Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile
 // A unit starting inside blob B must end within B's start + ring: otherwise it would
 // overwrite bytes of B itself and wait for B's reader, which waits for it. Units of at
 // most ring - slot_bytes bytes never do (they start less than slot_bytes into B).
-int64_t ring_max_unit(int64_t ring, int64_t slot_bytes) { return (ring - slot_bytes) / kAlign * kAlign; }
+int64_t ring_max_unit(int64_t ring, int64_t slot_bytes, int64_t cap) {
+  const int64_t ring_limit = (ring - slot_bytes) / kAlign * kAlign;
+  return cap > 0 ? std::min(ring_limit, std::max(kAlign, cap / kAlign * kAlign)) : ring_limit;
+}
 
 std::vector<int64_t> blob_host_offsets(const ExecutionPlan& plan) {
   std::vector<int64_t> offset;

@@ -71,6 +71,10 @@ struct StreamOptions {
   int64_t budget_bytes = 0;      // device pool bytes; 0 = the minimal pool of the chosen layout
   int64_t chunk_bytes = 0;       // 0 = the profile's
   int64_t min_unit_bytes = 0;    // 0 = the profile's
+  // Ring layout: > 0: no transfer unit larger than this (rounded down to 256), besides the
+  // ring's own limit (ring_max_unit). Weights from storage: half the host staging less
+  // the reads' 4096-byte rounding, so that the two reads the staging must hold fit.
+  int64_t max_unit_bytes = 0;
   int max_copies_ahead = 0;      // 0 = from the profile's queue depth
   PoolLayout layout = PoolLayout::kAuto;  // auto: ring when ring_granularity > 0 and the budget holds a ring
   int64_t ring_granularity = int64_t(2) << 20;  // device mapping granularity; 0 = no ring on this device
@@ -209,8 +213,9 @@ std::vector<int> tail_wait_steps(const ExecutionPlan& plan, const StreamPlan& s)
 Status set_tail_units(const ExecutionPlan& plan, StreamPlan* s, int n);
 
 // The largest transfer unit a ring of `ring` bytes allows when the largest blob is
-// `slot_bytes` (a larger unit could overwrite the blob it completes), 256-aligned.
-int64_t ring_max_unit(int64_t ring, int64_t slot_bytes);
+// `slot_bytes` (a larger unit could overwrite the blob it completes), 256-aligned, and
+// at most `cap` where cap > 0 (StreamOptions::max_unit_bytes).
+int64_t ring_max_unit(int64_t ring, int64_t slot_bytes, int64_t cap);
 
 // The streamed blobs of a plan with resident ones, as a plan of their own: the same
 // steps, `weights` reduced to the blobs not resident, each step's `weight`

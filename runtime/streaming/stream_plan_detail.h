@@ -36,9 +36,10 @@ void cut_units(const HostLayout& h, int first_blob, int last_blob, int group, in
 int64_t ring_chunk(int64_t chunk, int64_t min_unit, int64_t ring);
 
 // Fills `s` (slot_bytes set) as a ring of `ring` bytes: units (ending at unit_ends when
-// given, else chunks), pool offsets, last units and copy waits; not the order.
+// given, else chunks of at most ring_max_unit(ring, slot_bytes, unit_cap)), pool offsets,
+// last units and copy waits; not the order.
 void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int64_t chunk, int64_t min_unit,
-               const std::vector<int64_t>& unit_ends, StreamPlan* s);
+               int64_t unit_cap, const std::vector<int64_t>& unit_ends, StreamPlan* s);
 
 // The host enqueue order of `s`'s copies and plan's launches (StreamPlan::order).
 std::vector<StreamAction> host_order(const ExecutionPlan& plan, const StreamPlan& s);

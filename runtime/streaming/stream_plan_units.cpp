@@ -101,7 +101,7 @@ int64_t ring_chunk(int64_t chunk, int64_t min_unit, int64_t ring) {
 // waits for the reader of byte a + n - 1 - ring (readers run in order, so the last
 // one covers every earlier byte).
 void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int64_t chunk, int64_t min_unit,
-               const std::vector<int64_t>& unit_ends, StreamPlan* s) {
+               int64_t unit_cap, const std::vector<int64_t>& unit_ends, StreamPlan* s) {
   const int n_blobs = int(plan.weights.size());
   DLR_ASSERT(n_blobs > 0 && ring >= s->slot_bytes);  // ring >= total: StreamOptions::never_resident
   s->layout = PoolLayout::kRing;
@@ -110,7 +110,7 @@ void plan_ring(const ExecutionPlan& plan, const HostLayout& h, int64_t ring, int
   if (!unit_ends.empty()) {
     units_from_ends(h, unit_ends, &s->units);
   } else {
-    chunk = std::max(kAlign, std::min(chunk, ring_max_unit(ring, s->slot_bytes)));
+    chunk = std::max(kAlign, std::min(chunk, ring_max_unit(ring, s->slot_bytes, unit_cap)));
     const int64_t first_chunk = min_unit > 0 ? std::max(kAlign, std::min(chunk, min_unit) / kAlign * kAlign) : chunk;
     cut_units(h, 0, n_blobs - 1, -1, chunk, first_chunk, min_unit, &s->units);
   }

@@ -216,7 +216,7 @@ Expected<UnitSearchResult> search_beside_staged(const ExecutionPlan& plan, const
   cut.unit_ends = s.plan.unit_ends();
   Scorer whole(plan, profile, layer_ms, search);
   Cut chunks{def.unit_ends(), default_ms};
-  try_equal_chunks(whole, base, ring_max_unit(def.pool_bytes, def.slot_bytes), &chunks);
+  try_equal_chunks(whole, base, ring_max_unit(def.pool_bytes, def.slot_bytes, base.max_unit_bytes), &chunks);
   r.simulations += whole.count();
   Expected<StreamPlan> searched = plan_streaming(plan, profile, cut);
   double searched_ms = searched.ok() && s.plan.units_searched
@@ -283,7 +283,7 @@ Expected<UnitSearchResult> search_ring_units(const ExecutionPlan& plan, const Co
 
   Scorer scorer(plan, profile, layer_ms, search);
   Cut best{def.unit_ends(), r.default_ms};
-  try_equal_chunks(scorer, base, ring_max_unit(def.pool_bytes, def.slot_bytes), &best);
+  try_equal_chunks(scorer, base, ring_max_unit(def.pool_bytes, def.slot_bytes, base.max_unit_bytes), &best);
   improve_boundaries(scorer, plan, base, &best);
 
   r.simulations = scorer.count() + 1;

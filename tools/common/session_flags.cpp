@@ -186,7 +186,7 @@ std::vector<SessionFlag> storage_and_batch_rows() {
           .dflt("host").one_of("host,storage").sweep(),
       Row("--host-budget", "host_budget", A::kStorage,
           "storage: host memory for weights (staging; on the CPU also blobs kept): min (2 x the largest read) or a "
-          "size")
+          "size (on a GPU below min: smaller copy units, two reads to the staging)")
           .dflt("min").convert(C::kMinOrSize),
       Row("--zero-copy", "zero_copy", A::kStorage,
           "storage, cuda: on (reads land in mapped memory the kernels read; Jetson), off (read -> copy -> kernel) "

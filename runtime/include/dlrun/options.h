@@ -119,7 +119,8 @@ struct Options {
   // ---- weights from storage (CPU, or CUDA stream mode; docs/streaming.md section 7) ----
   bool weights_from_storage = false;  // read the weights each inference from a prepared weight file
   int64_t host_budget = 0;            // host bytes for weights (0: the minimum, 2 x the largest read): on a GPU the
-                                      // staging for reads; on the CPU also blobs kept in memory, largest first
+                                      // staging for reads (below that minimum the copy units shrink so that two
+                                      // reads fit); on the CPU also blobs kept in memory, largest first
   int zero_copy = -1;                 // CUDA: 1 reads land in memory the kernels read; 0 read->copy->kernel; -1 auto
   int read_depth = 8;                 // reads in flight, 1..64
   int64_t read_block_bytes = int64_t(1) << 20;  // bytes per read request, a multiple of 4096
