@@ -72,6 +72,14 @@ TEST(StorageUnitCap, HostBudgetBelowTheRingsLargestReadCapsTheUnits) {
       EXPECT_GT(m->stream.units.size(), free->stream.units.size());
     }
   }
+  // A budget too small for two reads of the smallest unit (4096 bytes): refused with one
+  // line naming both sizes.
+  auto tiny_budget = compile(*net, t, storage_options(4096));
+  ASSERT_FALSE(tiny_budget.ok());
+  EXPECT_NE(tiny_budget.status().message().find("host budget 0.00 MiB is below the minimum for reading from storage, "
+                                                "0.01 MiB (2 x the largest read, 0.00 MiB)"),
+            std::string::npos)
+      << tiny_budget.status().message();
   // A budget that holds the uncapped reads plans them as before.
   auto roomy = compile(*net, t, storage_options(2 * minimum));
   ASSERT_TRUE(roomy.ok()) << roomy.status().to_string();
