@@ -66,6 +66,11 @@ class BlockReader {
   // errno text; a read that meets the end of the file is an error. A ticket never
   // issued is an invalid_argument error.
   virtual Status wait(int64_t ticket) = 0;
+  // As wait(), for at most `timeout_us` microseconds (>= 0): true once read `ticket` has
+  // completed, false if it is still in flight when the time is up (nothing is lost: a
+  // later wait or wait_for covers it). For a caller that must also watch something else
+  // (streaming's reader, ReadPipeline, watches staging coming free).
+  virtual Expected<bool> wait_for(int64_t ticket, int64_t timeout_us) = 0;
   virtual Status wait_all() = 0;
   virtual ReaderKind kind() const = 0;  // the backend in use (never kAuto)
   // Reads submitted and not yet reaped by a submit/wait (0..queue_depth).

@@ -337,7 +337,8 @@ Status ReadPipeline::read_inference(int gen, bool* cancelled) {
     bool submitted = false;
     DLR_RETURN_IF_ERROR(submit_next(gen, &c, cancelled, &submitted));
     if (submitted) continue;
-    // Nothing more may be submitted now: land the oldest request in flight.
+    // Nothing more may be submitted now: land the oldest request in flight (gated: or
+    // look at the gate again after kGatePollUs).
     if (c.land_unit == c.submit_unit && c.land_seg == c.submit_seg) return Status();  // cancelled, nothing in flight
     bool unit_done = false;
     DLR_RETURN_IF_ERROR(land_next(&c, &unit_done));
@@ -350,6 +351,7 @@ Status ReadPipeline::read_inference(int gen, bool* cancelled) {
 // and its unit may be read now.
 Status ReadPipeline::submit_next(int gen, Cursor* c, bool* cancelled, bool* submitted) {
   *submitted = false;
+  c->gated = false;
   const int n = int(m_plan->units.size());
   if (c->submit_unit >= n || c->in_flight >= m_plan->queue_depth || *cancelled) return Status();
   const size_t ui = size_t(c->submit_unit);
@@ -358,6 +360,7 @@ Status ReadPipeline::submit_next(int gen, Cursor* c, bool* cancelled, bool* subm
     const bool pending = c->in_flight > 0 || c->land_unit < c->submit_unit;
     bool passed = false;
     DLR_RETURN_IF_ERROR(gate(gen, u, pending, &passed, cancelled));
+    c->gated = !passed && pending && !*cancelled;
     if (!passed) return Status();
     m_submitted[ui] = std::chrono::steady_clock::now();
   }
@@ -381,14 +384,21 @@ Status ReadPipeline::submit_next(int gen, Cursor* c, bool* cancelled, bool* subm
   return Status();
 }
 
-// Waits for the oldest request submitted and checks its segments' bytes (requests
+// Waits for the oldest request submitted (for kGatePollUs at most when c->gated: then
+// it may still be in flight on return) and checks its segments' bytes (requests
 // complete in any order; they are landed in order). *unit_done: every segment of its unit is in.
 Status ReadPipeline::land_next(Cursor* c, bool* unit_done) {
+  *unit_done = false;
   const size_t ui = size_t(c->land_unit);
   const ReadUnit& u = m_plan->units[ui];
   if (size_t(c->land_seg) < u.segments.size()) {
     const size_t first = size_t(c->land_seg), end = request_end(u, first);
-    DLR_RETURN_IF_ERROR(m_reader->wait(m_tickets[ui][first]));
+    if (c->gated) {
+      DLR_ASSIGN_OR_RETURN(const bool done, m_reader->wait_for(m_tickets[ui][first], kGatePollUs));
+      if (!done) return Status();
+    } else {
+      DLR_RETURN_IF_ERROR(m_reader->wait(m_tickets[ui][first]));
+    }
     for (size_t k = first; k < end; ++k) DLR_RETURN_IF_ERROR(check_segment(u, u.segments[k]));
     --c->in_flight;
     c->land_seg = int(end);

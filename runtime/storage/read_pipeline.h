@@ -118,7 +118,13 @@ class ReadPipeline {
     int submit_unit = 0, submit_seg = 0;
     int land_unit = 0, land_seg = 0;
     int64_t in_flight = 0;
+    // The next unit's gate did not pass while requests were in flight (its staging
+    // still in use): the oldest request is then waited for in slices of kGatePollUs,
+    // the gate checked again between them, so that staging coming free is read into
+    // at once rather than when that request lands.
+    bool gated = false;
   };
+  static constexpr int64_t kGatePollUs = 20;
   Status read_inference(int gen, bool* cancelled);
   Status submit_next(int gen, Cursor* c, bool* cancelled, bool* submitted);
   Status land_next(Cursor* c, bool* unit_done);

@@ -3,6 +3,7 @@
 // read is complete. All tables are sized at open; a read allocates nothing.
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -94,6 +95,26 @@ class ThreadReader final : public BlockReader {
     }
     if (!m_error.ok()) drain();
     return m_error;
+  }
+
+  Expected<bool> wait_for(int64_t ticket, int64_t timeout_us) override {
+    DLR_RETURN_IF_ERROR(m_slots.check_ticket(m_path, ticket));
+    if (timeout_us < 0) return invalid_argument("block reader for '" + m_path + "': negative wait timeout");
+    if (!m_error.ok()) return m_error;
+    bool done = true;
+    {
+      std::unique_lock<std::mutex> lk(m_mutex);
+      const ThreadSlot* s = find_locked(ticket);
+      if (s)
+        done = m_done_cv.wait_for(lk, std::chrono::microseconds(timeout_us),
+                                  [&] { return s->state == State::kDone; });
+      reap_locked();
+    }
+    if (!m_error.ok()) {
+      drain();
+      return m_error;
+    }
+    return done;
   }
 
   Status wait_all() override {

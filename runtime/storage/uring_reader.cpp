@@ -35,6 +35,9 @@ class UringReader final : public BlockReader {
       return io_error("block reader for '" + m_path + "': io_uring_queue_init(" + std::to_string(m_queue_depth) +
                       ") failed: " + errno_text(-rc));
     m_ring_ok = true;
+    // Without EXT_ARG (Linux < 5.11) a timed wait would take a submission entry of its
+    // own, and every entry may be a read: wait_for then waits whole, as wait does.
+    m_timed_waits = (m_ring.features & IORING_FEAT_EXT_ARG) != 0;
     return Status();
   }
 
@@ -69,6 +72,21 @@ class UringReader final : public BlockReader {
     while (m_error.ok() && in_flight(ticket)) reap_one();
     if (!m_error.ok()) drain();
     return m_error;
+  }
+
+  Expected<bool> wait_for(int64_t ticket, int64_t timeout_us) override {
+    DLR_RETURN_IF_ERROR(m_slots.check_ticket(m_path, ticket));
+    if (timeout_us < 0) return invalid_argument("block reader for '" + m_path + "': negative wait timeout");
+    __kernel_timespec ts;
+    ts.tv_sec = timeout_us / 1000000;
+    ts.tv_nsec = (timeout_us % 1000000) * 1000;
+    bool reaped = true;
+    while (m_error.ok() && reaped && in_flight(ticket)) reaped = reap_one(&ts);
+    if (!m_error.ok()) {
+      drain();
+      return m_error;
+    }
+    return !in_flight(ticket);
   }
 
   Status wait_all() override {
@@ -118,20 +136,23 @@ class UringReader final : public BlockReader {
     --m_in_flight;
   }
 
-  // Waits for one completion and handles it (continue, retry, finish or fail).
-  void reap_one() {
+  // Waits for one completion (for at most *timeout, when given) and handles it
+  // (continue, retry, finish or fail). False: the time ran out, nothing was reaped.
+  bool reap_one(__kernel_timespec* timeout = nullptr) {
     io_uring_cqe* cqe = nullptr;
+    if (!m_timed_waits) timeout = nullptr;
     int rc;
     do {
-      rc = io_uring_wait_cqe(&m_ring, &cqe);
+      rc = timeout ? io_uring_wait_cqe_timeout(&m_ring, &cqe, timeout) : io_uring_wait_cqe(&m_ring, &cqe);
     } while (rc == -EINTR || rc == -EAGAIN);
+    if (rc == -ETIME && timeout) return false;
     if (rc < 0) {
       // Nothing can be reaped: the ring is unusable. Keep the slots (their reads may
       // still be running) and report; the destructor's drain stops at the same error.
       if (m_error.ok())
         m_error = io_error("block reader for '" + m_path + "': io_uring_wait_cqe: " + errno_text(-rc));
       m_ring_broken = true;
-      return;
+      return true;
     }
     const int idx = int(io_uring_cqe_get_data64(cqe));
     const int res = cqe->res;
@@ -139,23 +160,24 @@ class UringReader final : public BlockReader {
     Slot& s = m_slots[idx];
     if (res == -EINTR || res == -EAGAIN) {
       issue(idx);
-      return;
+      return true;
     }
     if (res < 0) {
       fail(idx, errno_text(-res) + " after " + std::to_string(s.done) + " bytes");
-      return;
+      return true;
     }
     if (res == 0) {
       fail(idx, "the file ended after " + std::to_string(s.done) + " of its bytes");
-      return;
+      return true;
     }
     s.done += res;
     if (s.done < s.req.bytes) {
       issue(idx);
-      return;
+      return true;
     }
     m_bytes_read += s.req.bytes;
     release(idx);
+    return true;
   }
 
   void drain() {
@@ -165,6 +187,7 @@ class UringReader final : public BlockReader {
   io_uring m_ring{};
   bool m_ring_ok = false;
   bool m_ring_broken = false;
+  bool m_timed_waits = false;  // the kernel waits with a timeout without an SQE (IORING_FEAT_EXT_ARG)
   SlotTable<Slot> m_slots;
   int m_in_flight = 0;
   Status m_error;
@@ -200,6 +223,7 @@ Expected<std::unique_ptr<BlockReader>> open_uring_reader(const std::string& path
     Closer(const std::string& p, int f) : BlockReader(p, f, false, 1, 0) {}
     Expected<int64_t> submit(const ReadRequest&) override { return internal_error("unused"); }
     Status wait(int64_t) override { return Status(); }
+    Expected<bool> wait_for(int64_t, int64_t) override { return true; }
     Status wait_all() override { return Status(); }
     ReaderKind kind() const override { return ReaderKind::kUring; }
     int in_flight() const override { return 0; }

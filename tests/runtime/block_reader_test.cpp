@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -171,6 +172,47 @@ TEST_F(BlockReaderTest, QueueDepthBounds) {
       ASSERT_TRUE((*r)->wait_all().ok());
       EXPECT_EQ((*r)->in_flight(), 0);
       EXPECT_EQ(std::memcmp(buf.get(), data.data(), size_t(n) * kAlign), 0) << label(kind, true, depth);
+    }
+}
+
+// wait_for: true once the read has landed (then its bytes are the file's), false while it
+// is in flight, in which case a later wait or wait_for still covers it; a finished ticket
+// answers true at once; a ticket never issued or a negative timeout is refused.
+TEST_F(BlockReaderTest, TimedWaitsSayWhetherTheReadLanded) {
+  for (ReaderKind kind : kinds())
+    for (bool direct : {false, true}) {
+      SCOPED_TRACE(label(kind, direct, 4));
+      auto r = BlockReader::open(path, kind, 4, direct);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      BlockReader& reader = **r;
+      const int64_t piece = kFileBytes / kAlign / 4 * kAlign;
+      std::vector<Buffer> bufs;
+      std::vector<int64_t> tickets;
+      for (int i = 0; i < 4; ++i) {
+        bufs.push_back(aligned_buffer(piece));
+        auto t = reader.submit({i * piece, piece, bufs.back().get()});
+        ASSERT_TRUE(t.ok()) << t.status().to_string();
+        tickets.push_back(*t);
+      }
+      int timed_out = 0;
+      for (int i = 0; i < 4; ++i) {
+        bool landed = false;
+        for (int polls = 0; !landed && polls < 200000; ++polls) {  // at most about 4 s of 20 us waits
+          auto done = reader.wait_for(tickets[size_t(i)], i == 3 ? 0 : 20);
+          ASSERT_TRUE(done.ok()) << done.status().to_string();
+          landed = *done;
+          timed_out += landed ? 0 : 1;
+        }
+        ASSERT_TRUE(landed) << "read " << i << " never landed";
+        ASSERT_EQ(std::memcmp(bufs[size_t(i)].get(), data.data() + i * piece, size_t(piece)), 0) << "read " << i;
+        auto again = reader.wait_for(tickets[size_t(i)], 0);
+        ASSERT_TRUE(again.ok() && *again);
+      }
+      std::printf("%s: %d timed waits ended before their read\n", label(kind, direct, 4).c_str(), timed_out);
+      EXPECT_EQ(reader.in_flight(), 0);
+      EXPECT_EQ(reader.wait_for(99, 10).status().code(), StatusCode::kInvalidArgument);
+      EXPECT_EQ(reader.wait_for(tickets[0], -1).status().code(), StatusCode::kInvalidArgument);
+      EXPECT_TRUE(reader.wait_all().ok());
     }
 }
 
