@@ -9,7 +9,7 @@
 #   s5  = 1 MiB slots + 5 MiB staging (7 MiB in all).
 set -u
 O=/tmp/o; mkdir -p $O; fin() { tar czf "$OUT/all.tgz" -C /tmp o; }; trap fin EXIT
-mkdir -p /tmp/nb; tar xJf device-carry/nb.tar.xz -C /tmp/nb; B=/tmp/nb/bin
+mkdir -p /tmp/nb; tar xJf device-carry/nb.tar.xz -C /tmp/nb; B=/tmp/nb/bin  # a device build of 09a5c3f or later
 nvidia-smi -L | tee "$O/gpu.txt"
 S="$PWD/device-carry/shared"; export DLR_SHARED_DIR="$S"
 y="$S/models/yolov4.cfg"; W=/tmp/y4.weights; $B/dlgen "$y" $W >/dev/null
