@@ -6,7 +6,9 @@
 #   s3  = 1 MiB slots + 6 MiB staging (call 3's best);
 #   s3h = the same with 512 KiB requests;
 #   s4  = 512 KiB slots + 7 MiB staging;
-#   s5  = 1 MiB slots + 5 MiB staging (7 MiB in all).
+#   s5  = 1 MiB slots + 5 MiB staging (7 MiB in all);
+#   s2c = 2 MiB slots + 4 MiB staging with 1 MiB units (--units chunks:1MiB): four units
+#         in the staging instead of two.
 set -u
 O=/tmp/o; mkdir -p $O; fin() { tar czf "$OUT/all.tgz" -C /tmp o; }; trap fin EXIT
 mkdir -p /tmp/nb; tar xJf device-carry/nb.tar.xz -C /tmp/nb; B=/tmp/nb/bin  # a device build of 09a5c3f or later
@@ -26,5 +28,6 @@ row s4_0 512KiB 7MiB; row s3_0 1MiB 6MiB; f=$(newest); echo "file: $f"
 for r in 1 2; do
   disk "$f" 8 1MiB d8b1_$r
   row s3_$r 1MiB 6MiB; row s3h_$r 1MiB 6MiB --read-block 512KiB; row s4_$r 512KiB 7MiB; row s5_$r 1MiB 5MiB
+  row s2c_$r 2MiB 4MiB --units chunks:1MiB
 done
 disk "$f" 8 1MiB d8b1_3
