@@ -5,6 +5,7 @@
 // one-line unsupported error and kAuto falls back to threads.
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -77,11 +78,17 @@ class UringReader final : public BlockReader {
   Expected<bool> wait_for(int64_t ticket, int64_t timeout_us) override {
     DLR_RETURN_IF_ERROR(m_slots.check_ticket(m_path, ticket));
     if (timeout_us < 0) return invalid_argument("block reader for '" + m_path + "': negative wait timeout");
-    __kernel_timespec ts;
-    ts.tv_sec = timeout_us / 1000000;
-    ts.tv_nsec = (timeout_us % 1000000) * 1000;
+    // Other reads may complete first: each wait gets what is left of the time.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us);
     bool reaped = true;
-    while (m_error.ok() && reaped && in_flight(ticket)) reaped = reap_one(&ts);
+    while (m_error.ok() && reaped && in_flight(ticket)) {
+      const int64_t left = std::max<int64_t>(
+          0, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - std::chrono::steady_clock::now()).count());
+      __kernel_timespec ts;
+      ts.tv_sec = left / 1000000000;
+      ts.tv_nsec = left % 1000000000;
+      reaped = reap_one(&ts);
+    }
     if (!m_error.ok()) {
       drain();
       return m_error;
