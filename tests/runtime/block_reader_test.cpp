@@ -211,7 +211,9 @@ TEST_F(BlockReaderTest, TimedWaitsSayWhetherTheReadLanded) {
       std::printf("%s: %d timed waits ended before their read\n", label(kind, direct, 4).c_str(), timed_out);
       EXPECT_EQ(reader.in_flight(), 0);
       EXPECT_EQ(reader.wait_for(99, 10).status().code(), StatusCode::kInvalidArgument);
-      EXPECT_EQ(reader.wait_for(tickets[0], -1).status().code(), StatusCode::kInvalidArgument);
+      const Status negative = reader.wait_for(tickets[0], -1).status();
+      EXPECT_EQ(negative.code(), StatusCode::kInvalidArgument);
+      EXPECT_EQ(negative.message(), "block reader for '" + path + "': negative wait timeout");
       EXPECT_TRUE(reader.wait_all().ok());
     }
 }
