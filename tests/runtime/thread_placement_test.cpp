@@ -131,6 +131,9 @@ std::string refused_priority_run(ThreadPriority priority, const std::string& cfg
   });
   SessionOptions o;
   o.width = o.height = 160;
+  // One CPU thread: a forked child cannot use the OpenMP team its parent may have
+  // started (libgomp is not fork-safe; the whole binary in one process hung here).
+  o.threads = 1;
   o.weights_from = WeightsFrom::kStorage;
   o.reader = ReaderKind::kThreads;
   o.prepared_path = prepared;
