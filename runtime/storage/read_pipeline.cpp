@@ -37,6 +37,22 @@ Status check_joined(const ReadPlan& plan, const BlobFile& file) {
 
 Status aborted() { return internal_error("read pipeline: inference aborted"); }
 
+// Per unit, the latest earlier unit whose staging bytes it overwrites (-1: none).
+std::vector<int> overwritten_units(const ReadPlan& plan) {
+  std::vector<int> out(plan.units.size(), -1);
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    const ReadUnit& a = plan.units[u];
+    for (size_t v = u; v-- > 0;) {
+      const ReadUnit& b = plan.units[v];
+      if (a.staging_offset < b.staging_offset + b.bytes && b.staging_offset < a.staging_offset + a.bytes) {
+        out[u] = int(v);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan, const BlobFile& file, char* staging,
@@ -60,6 +76,7 @@ Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan,
         return internal_error("read pipeline: a read lands outside the staging area");
     }
   p->m_file_offset = file.offsets;
+  p->m_overwrites = overwritten_units(plan);
   DLR_RETURN_IF_ERROR(check_joined(plan, file));
   p->m_crc_expected = file.crc32c;
   if (!p->m_crc_expected.empty() && p->m_crc_expected.size() != file.offsets.size())
@@ -295,15 +312,14 @@ Status ReadPipeline::gate(int gen, const ReadUnit& u, bool in_flight, bool* pass
   return Status();
 }
 
-// Chains the CRC32C of the unit's own bytes within segment s into its blob's running
-// checksum; a blob whose bytes are all in compares it with the prepared file's header.
-// Segments are checked in order as they land (the bytes just written, while the rest
-// of the unit is still being read); units arrive in order and cover each blob's bytes
-// in order, once.
-Status ReadPipeline::check_segment(const ReadUnit& u, const ReadSegment& s) {
+// Chains the CRC32C of the unit's own bytes within staging [staging_lo, staging_lo +
+// bytes) of segment s into its blob's running checksum; a blob whose bytes are all in
+// compares it with the prepared file's header. Checked in order (Cursor): units are
+// published in order and cover each blob's bytes in order, once.
+Status ReadPipeline::check_range(const ReadUnit& u, const ReadSegment& s, int64_t staging_lo, int64_t bytes) {
   if (m_crc_expected.empty()) return Status();
   const int64_t own_lo = u.own_offset, own_hi = u.own_offset + u.own_bytes;
-  const int64_t lo = std::max(own_lo, s.staging_offset), hi = std::min(own_hi, s.staging_offset + s.bytes);
+  const int64_t lo = std::max(own_lo, staging_lo), hi = std::min(own_hi, staging_lo + bytes);
   if (lo >= hi) return Status();
   const size_t b = size_t(s.blob);
   const int64_t blob_lo = s.blob_offset + (lo - s.staging_offset);
@@ -322,14 +338,50 @@ Status ReadPipeline::check_segment(const ReadUnit& u, const ReadSegment& s) {
   return Status();
 }
 
+// Whether bytes have landed that are not checked yet.
+bool ReadPipeline::unchecked(const Cursor& c) {
+  return c.check_unit < c.land_unit || (c.check_unit == c.land_unit && c.check_seg < c.land_seg);
+}
+
+// Checks up to kCheckSliceBytes of the oldest landed bytes not checked yet.
+Status ReadPipeline::check_next(Cursor* c) {
+  const ReadUnit& u = m_plan->units[size_t(c->check_unit)];
+  if (size_t(c->check_seg) < u.segments.size()) {
+    const ReadSegment& s = u.segments[size_t(c->check_seg)];
+    const int64_t n = std::min(kCheckSliceBytes, s.bytes - c->check_off);
+    DLR_RETURN_IF_ERROR(check_range(u, s, s.staging_offset + c->check_off, n));
+    c->check_off += n;
+    if (c->check_off < s.bytes) return Status();
+    c->check_off = 0;
+    ++c->check_seg;
+  }
+  if (size_t(c->check_seg) == u.segments.size()) {
+    ++c->check_unit;
+    c->check_seg = 0;
+  }
+  return Status();
+}
+
+// Checks every unit up to `unit` (landed: its staging is about to be read into again).
+Status ReadPipeline::check_through(Cursor* c, int unit) {
+  while (c->check_unit <= unit) {
+    if (!unchecked(*c))
+      return internal_error("read pipeline: read unit " + std::to_string(unit) +
+                            "'s staging is needed again before it landed");
+    DLR_RETURN_IF_ERROR(check_next(c));
+  }
+  return Status();
+}
+
 // Reads the units of inference `gen` in order, request by request: the queue is refilled
 // one request at a time as the oldest one lands, across unit boundaries, so that
 // queue_depth requests stay in flight while staging allows (a unit's gate passes once,
 // before its first segment). Units are published in order once all their segments have
-// landed and been checked.
+// landed; their bytes are checked after, a slice at a time whenever nothing can be
+// submitted and the oldest request has not landed yet, and before a unit overwrites
+// their staging. The inference's reads are over once every byte is checked.
 Status ReadPipeline::read_inference(int gen, bool* cancelled) {
-  const std::vector<ReadUnit>& units = m_plan->units;
-  const int n = int(units.size());
+  const int n = int(m_plan->units.size());
   std::fill(m_crc.begin(), m_crc.end(), 0u);
   std::fill(m_crc_done.begin(), m_crc_done.end(), int64_t(0));
   Cursor c;
@@ -337,13 +389,24 @@ Status ReadPipeline::read_inference(int gen, bool* cancelled) {
     bool submitted = false;
     DLR_RETURN_IF_ERROR(submit_next(gen, &c, cancelled, &submitted));
     if (submitted) continue;
-    // Nothing more may be submitted now: land the oldest request in flight (gated: or
-    // look at the gate again after kGatePollUs).
-    if (c.land_unit == c.submit_unit && c.land_seg == c.submit_seg) return Status();  // cancelled, nothing in flight
-    bool unit_done = false;
-    DLR_RETURN_IF_ERROR(land_next(&c, &unit_done));
+    const bool in_flight = !(c.land_unit == c.submit_unit && c.land_seg == c.submit_seg);
+    bool landed = true, unit_done = false;
+    if (unchecked(c)) {
+      // A request that has landed comes first (its slot is refilled, its unit published);
+      // else the oldest unchecked bytes are checked.
+      if (in_flight) DLR_RETURN_IF_ERROR(land_next(&c, 0, &landed, &unit_done));
+      if (!in_flight || !landed) {
+        DLR_RETURN_IF_ERROR(check_next(&c));
+        continue;
+      }
+    } else {
+      if (!in_flight) return Status();  // cancelled, nothing in flight
+      // Land the oldest request in flight (gated: or look at the gate again after kGatePollUs).
+      DLR_RETURN_IF_ERROR(land_next(&c, c.gated ? kGatePollUs : -1, &landed, &unit_done));
+    }
     if (unit_done) DLR_RETURN_IF_ERROR(publish(gen, &c));
   }
+  while (unchecked(c)) DLR_RETURN_IF_ERROR(check_next(&c));
   return Status();
 }
 
@@ -357,11 +420,12 @@ Status ReadPipeline::submit_next(int gen, Cursor* c, bool* cancelled, bool* subm
   const size_t ui = size_t(c->submit_unit);
   const ReadUnit& u = m_plan->units[ui];
   if (c->submit_seg == 0) {  // the unit's first segment: its gate
-    const bool pending = c->in_flight > 0 || c->land_unit < c->submit_unit;
+    const bool pending = c->in_flight > 0 || c->land_unit < c->submit_unit || unchecked(*c);
     bool passed = false;
     DLR_RETURN_IF_ERROR(gate(gen, u, pending, &passed, cancelled));
     c->gated = !passed && pending && !*cancelled;
     if (!passed) return Status();
+    DLR_RETURN_IF_ERROR(check_through(c, m_overwrites[ui]));
     m_submitted[ui] = std::chrono::steady_clock::now();
   }
   if (size_t(c->submit_seg) < u.segments.size()) {
@@ -384,24 +448,24 @@ Status ReadPipeline::submit_next(int gen, Cursor* c, bool* cancelled, bool* subm
   return Status();
 }
 
-// Waits for the oldest request submitted (for kGatePollUs at most when c->gated: then
-// it may still be in flight on return) and checks its segments' bytes (requests
-// complete in any order; they are landed in order). *unit_done: every segment of its unit is in.
-Status ReadPipeline::land_next(Cursor* c, bool* unit_done) {
+// Waits for the oldest request submitted (for timeout_us at most when >= 0: *landed
+// false when it is still in flight then). Requests complete in any order; they are
+// landed in order. *unit_done: every segment of its unit is in.
+Status ReadPipeline::land_next(Cursor* c, int64_t timeout_us, bool* landed, bool* unit_done) {
+  *landed = true;
   *unit_done = false;
   const size_t ui = size_t(c->land_unit);
   const ReadUnit& u = m_plan->units[ui];
   if (size_t(c->land_seg) < u.segments.size()) {
-    const size_t first = size_t(c->land_seg), end = request_end(u, first);
-    if (c->gated) {
-      DLR_ASSIGN_OR_RETURN(const bool done, m_reader->wait_for(m_tickets[ui][first], kGatePollUs));
-      if (!done) return Status();
+    const size_t first = size_t(c->land_seg);
+    if (timeout_us >= 0) {
+      DLR_ASSIGN_OR_RETURN(*landed, m_reader->wait_for(m_tickets[ui][first], timeout_us));
+      if (!*landed) return Status();
     } else {
       DLR_RETURN_IF_ERROR(m_reader->wait(m_tickets[ui][first]));
     }
-    for (size_t k = first; k < end; ++k) DLR_RETURN_IF_ERROR(check_segment(u, u.segments[k]));
     --c->in_flight;
-    c->land_seg = int(end);
+    c->land_seg = int(request_end(u, first));
   }
   *unit_done = size_t(c->land_seg) == u.segments.size();
   return Status();

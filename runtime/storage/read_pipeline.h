@@ -4,7 +4,12 @@
 // in flight) into the staging area, and publishes units in order as they land. The
 // engine's thread consumes them (copy or kernel) and reports its progress, which
 // frees staging for later reads. Every blob's bytes are checked against the prepared
-// file's CRC32C as they land (a corrupt or changed file fails the inference).
+// file's CRC32C by the reader thread after their unit is published, while the engine
+// uses them: the reader lands and resubmits requests first and checks in the time it
+// would otherwise wait. A unit's bytes are checked before any read overwrites its
+// staging and before the inference's reads are over, so a corrupt or changed file fails
+// the inference (finish() returns the error; the device or the CPU may have computed
+// with the bad bytes, but the inference returns no result).
 //
 // Read ahead (open's `read_ahead`): once an inference's reads have all landed without
 // error, the reader goes on with the next inference's units [0, plan.read_ahead_units),
@@ -56,8 +61,8 @@ class ReadPipeline {
   // `landed` (optional): one word per read unit in host memory that device work polls
   // instead of the engine's thread waiting in wait_unit() (a CUDA graph replays a whole
   // inference: kernels/cuda/host_wait.h). The reader stores the inference's number (the
-  // value start() returned) into word u with release order once unit u has landed and
-  // been checked. After an error in an inference, or its abort, every word still below
+  // value start() returned) into word u with release order once unit u has landed (its
+  // check may still be running; a failed check fails the inference). After an error in an inference, or its abort, every word still below
   // its number is set to it once the reads in flight have drained, so that the device
   // work waiting on them ends (the inference reports the error; the staging then holds
   // whatever was read). A read ahead that is given up puts its words back to the
@@ -86,12 +91,13 @@ class ReadPipeline {
   // The number start() returned last (0 before the first start()).
   int started() const;
   // Blocks until read unit u of this inference has landed in staging. An error of the
-  // reader (one line naming the file and offset) is returned here and by finish().
+  // reader (one line naming the file and offset) is returned here and by finish(); a
+  // failed check of u's bytes may be found after this returned (finish() returns it).
   Status wait_unit(int u);
   // The engine's progress: three stages, the highest copy unit enqueued (its copy_done
   // event recorded); two stages, the highest layer finished (CPU) or whose done event
   // is recorded (GPU). Monotonic within an inference. A layer is reported only after
-  // wait_unit() of the read it needs has returned (its bytes are checked when they land).
+  // wait_unit() of the read it needs has returned.
   void progress(int index);
   // Waits until the reader is done with this inference (every read landed or, after
   // an error or abort(), every read in flight drained). Returns this inference's first
@@ -112,11 +118,13 @@ class ReadPipeline {
   void thread_main();
   bool may_read_ahead(int gen) const;  // m_mu held
   Gate gate_state(int gen, const ReadUnit& u) const;  // m_mu held
-  // read_inference's position: the next segment to submit and to land (unit, segment),
-  // and the requests in flight.
+  // read_inference's position: the next segment to submit, to land and to check (unit,
+  // segment; check_off bytes into it), and the requests in flight. Checks trail landing.
   struct Cursor {
     int submit_unit = 0, submit_seg = 0;
     int land_unit = 0, land_seg = 0;
+    int check_unit = 0, check_seg = 0;
+    int64_t check_off = 0;
     int64_t in_flight = 0;
     // The next unit's gate did not pass while requests were in flight (its staging
     // still in use): the oldest request is then waited for in slices of kGatePollUs,
@@ -125,18 +133,27 @@ class ReadPipeline {
     bool gated = false;
   };
   static constexpr int64_t kGatePollUs = 20;
+  // The most bytes checked before the reader looks at its requests and gates again.
+  static constexpr int64_t kCheckSliceBytes = int64_t(256) << 10;
   Status read_inference(int gen, bool* cancelled);
   Status submit_next(int gen, Cursor* c, bool* cancelled, bool* submitted);
-  Status land_next(Cursor* c, bool* unit_done);
+  // Lands the oldest request; timeout_us < 0 waits for it, else *landed says whether it did.
+  Status land_next(Cursor* c, int64_t timeout_us, bool* landed, bool* unit_done);
   Status publish(int gen, Cursor* c);
   Status gate(int gen, const ReadUnit& u, bool in_flight, bool* passed, bool* cancelled);
-  Status check_segment(const ReadUnit& u, const ReadSegment& s);
+  static bool unchecked(const Cursor& c);
+  Status check_next(Cursor* c);
+  Status check_through(Cursor* c, int unit);
+  Status check_range(const ReadUnit& u, const ReadSegment& s, int64_t staging_lo, int64_t bytes);
   void set_landed(int unit, int value);
   void release_landed(int gen);
   void take_back_landed(int gen);
 
   const ReadPlan* m_plan = nullptr;
   std::vector<int64_t> m_file_offset;
+  // Per unit: the latest earlier unit of its inference whose staging it overwrites (-1
+  // none); that unit's bytes are checked before this one is read.
+  std::vector<int> m_overwrites;
   // Checksums (BlobFile::crc32c): per blob, expected, running over this inference, bytes in.
   std::vector<uint32_t> m_crc_expected;
   std::vector<int64_t> m_blob_bytes;

@@ -4,6 +4,7 @@
 // inference's waits allow, before its start(); an error found while reading ahead fails
 // the next inference, not the current one, and the pipeline recovers once the file is
 // whole; a pipeline destroyed in the middle of an inference or of a read ahead stops.
+// A byte changed in the file fails the inference that read it, whichever blob it is in.
 // Its threads (the reader, the pread workers) run at the priority and on the CPUs asked
 // (read back from the kernel); with nothing asked they keep what they inherited.
 #include "runtime/storage/read_pipeline.h"
@@ -234,6 +235,42 @@ TEST(ReadPipelineLanded, WordsFollowTheReadsAndAreReleasedOrTakenBack) {
   for (int u = 0; u < 3; ++u) EXPECT_GE(word(u), failed) << "unit " << u << " not released after the failure";
   ASSERT_TRUE(test::write_bytes_in_place(f.file.path, f.bytes));
   EXPECT_TRUE(run(pipe, f).ok());
+}
+
+// A byte changed in the file (same size) fails the inference that read it, with one
+// line naming the file, the blob and both checksums, whichever blob it is in: a unit's
+// bytes are checked after it is published, but before its staging is read into again
+// (two slots: unit 2 overwrites unit 0) and before the inference's reads are over. The
+// bytes the engine saw are not compared here: they are the changed ones.
+TEST(ReadPipelineCheck, ChangedBytesFailTheInferenceThatReadThem) {
+  for (int slots : {2, 3})
+    for (int blob = 0; blob < 3; ++blob) {
+      Fixture f;
+      make(&f, slots, "changed_" + std::to_string(slots) + "_" + std::to_string(blob), kBlob / 4);
+      Expected<std::unique_ptr<ReadPipeline>> p =
+          ReadPipeline::open(f.reads, f.file, static_cast<char*>(f.staging.data()), ReaderKind::kAuto, {});
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      ASSERT_TRUE(run(**p, f).ok());
+      std::string changed = f.bytes;
+      changed[size_t(blob * kBlob + kBlob / 2 + 7)] ^= 0x10;
+      ASSERT_TRUE(test::write_bytes_in_place(f.file.path, changed));
+      (*p)->start();
+      Status seen;
+      for (const Step& st : f.plan.steps) {
+        const int unit = f.reads.layer_read_unit[size_t(st.layer)];
+        if (unit >= 0 && seen.ok()) seen = (*p)->wait_unit(unit);
+        if (f.reads.layer_releases[size_t(st.layer)]) (*p)->progress(st.layer);
+      }
+      const Status bad = (*p)->finish();
+      ASSERT_FALSE(bad.ok()) << "slots " << slots << ", blob " << blob;
+      EXPECT_NE(bad.message().find(f.file.path), std::string::npos) << bad.message();
+      EXPECT_NE(bad.message().find("blob " + std::to_string(blob) + " at offset"), std::string::npos) << bad.message();
+      EXPECT_NE(bad.message().find("CRC32C"), std::string::npos) << bad.message();
+      EXPECT_EQ(bad.message().find('\n'), std::string::npos) << bad.message();
+      if (!seen.ok()) EXPECT_EQ(seen.message(), bad.message());
+      ASSERT_TRUE(test::write_bytes_in_place(f.file.path, f.bytes));
+      EXPECT_TRUE(run(**p, f).ok()) << "slots " << slots << ", blob " << blob;
+    }
 }
 
 // The queue is refilled request by request across unit boundaries: with units of two
