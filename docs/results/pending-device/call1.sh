@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Call 1 (twenty-eighth session; fifteen starts failed), three builds: nb = main at 9b1cb1f or later (nb.tar.xz); nc = nb +
-# deferred-check.patch (the reader checking each unit's CRC32C after publishing it, in the time it would wait)
-# (run from nx.tar.xz without the variable); nx = nc with the checks switched off by DLR_EXPERIMENT_NO_CHECK (nx.tar.xz,
+# Call 1 (twenty-eighth session; only its rows of call1s.sh and call1b.sh ran, docs/results/h100-2026-12-06), three builds: nb = main at 0af523c, before the checks after publishing (nb.tar.xz); nc = nb +
+# the reader checking each unit's CRC32C after publishing it, in the time it would wait
+# (= main from 704c750; run from nx.tar.xz without the variable); nx = nc with the checks switched off by DLR_EXPERIMENT_NO_CHECK (nx.tar.xz,
 # an experiment build, not on main: the rows' bound without any check). Issue 30's
 # storage rows within 8 MiB, each its own dlbench process, 2 interleaved rounds after one
 # that makes the prepared files, with the disk's own pass (8 x 1 MiB) before and after:

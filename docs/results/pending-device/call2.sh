@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call 2 (twenty-eighth session), builds as in call 1 (nb = main at 9b1cb1f; nc = the
+# Call 2 (twenty-eighth session, not run), builds as in call 1 (nb = main at 0af523c; nc = main with the
 # checks after publishing, run from nx.tar.xz without DLR_EXPERIMENT_NO_CHECK). Issue 31:
 # dlrun from storage (prepared file made, caches warm), exec to exit with one detection
 # of dog, yolov4 @608, fp16 and fp32, 5 rounds alternating the builds after a round 0
