@@ -37,22 +37,6 @@ Status check_joined(const ReadPlan& plan, const BlobFile& file) {
 
 Status aborted() { return internal_error("read pipeline: inference aborted"); }
 
-// Per unit, the latest earlier unit whose staging bytes it overwrites (-1: none).
-std::vector<int> overwritten_units(const ReadPlan& plan) {
-  std::vector<int> out(plan.units.size(), -1);
-  for (size_t u = 0; u < plan.units.size(); ++u) {
-    const ReadUnit& a = plan.units[u];
-    for (size_t v = u; v-- > 0;) {
-      const ReadUnit& b = plan.units[v];
-      if (a.staging_offset < b.staging_offset + b.bytes && b.staging_offset < a.staging_offset + a.bytes) {
-        out[u] = int(v);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan, const BlobFile& file, char* staging,
@@ -76,7 +60,9 @@ Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan,
         return internal_error("read pipeline: a read lands outside the staging area");
     }
   p->m_file_offset = file.offsets;
-  p->m_overwrites = overwritten_units(plan);
+  p->m_overwrites.resize(plan.units.size());
+  for (size_t u = 0; u < plan.units.size(); ++u)
+    p->m_overwrites[u] = latest_overlapping(plan.units, int(u), plan.units[u]);
   DLR_RETURN_IF_ERROR(check_joined(plan, file));
   p->m_crc_expected = file.crc32c;
   if (!p->m_crc_expected.empty() && p->m_crc_expected.size() != file.offsets.size())

@@ -66,13 +66,7 @@ std::vector<int> place_fifo(std::vector<ReadUnit>* units, int64_t staging) {
     if (cursor + u.bytes > staging) cursor = 0;
     u.staging_offset = cursor;
     cursor += u.bytes;
-    for (size_t v = i; v-- > 0;) {
-      const ReadUnit& o = (*units)[v];
-      if (o.staging_offset < u.staging_offset + u.bytes && u.staging_offset < o.staging_offset + o.bytes) {
-        latest[i] = int(v);
-        break;
-      }
-    }
+    latest[i] = latest_overlapping(*units, int(i), u);
   }
   return latest;
 }
@@ -279,15 +273,6 @@ Expected<std::vector<char>> choose_host_resident(const ExecutionPlan& plan, int6
 
 namespace {
 
-// The latest unit of the previous inference whose staging bytes overlap u's; -1: none.
-int latest_overlapping(const ReadPlan& r, const ReadUnit& u) {
-  for (int v = int(r.units.size()); v-- > 0;) {
-    const ReadUnit& o = r.units[size_t(v)];
-    if (o.staging_offset < u.staging_offset + u.bytes && u.staging_offset < o.staging_offset + o.bytes) return v;
-  }
-  return -1;
-}
-
 // Three stages: the leading units that overlap nothing earlier in their inference wait,
 // when read for the next inference, for the copy of the previous inference's latest
 // unit overlapping them (copies finish in order on the copy stream).
@@ -295,11 +280,19 @@ void plan_read_ahead_three_stage(ReadPlan* r) {
   const int n = int(r->units.size());
   int ahead = 0;
   while (ahead < n && r->units[size_t(ahead)].wait_unit < 0) ++ahead;
-  for (int k = 0; k < ahead; ++k) r->units[size_t(k)].wait_unit_prev = latest_overlapping(*r, r->units[size_t(k)]);
+  for (int k = 0; k < ahead; ++k) r->units[size_t(k)].wait_unit_prev = latest_overlapping(r->units, n, r->units[size_t(k)]);
   r->read_ahead_units = ahead;
 }
 
 }  // namespace
+
+int latest_overlapping(const std::vector<ReadUnit>& units, int before, const ReadUnit& u) {
+  for (int v = before; v-- > 0;) {
+    const ReadUnit& o = units[size_t(v)];
+    if (o.staging_offset < u.staging_offset + u.bytes && u.staging_offset < o.staging_offset + o.bytes) return v;
+  }
+  return -1;
+}
 
 void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r) {
   r->read_ahead_units = 0;
@@ -319,7 +312,7 @@ void plan_read_ahead(const ExecutionPlan& plan, ReadPlan* r) {
   while (ahead < n && r->units[size_t(ahead)].wait_layer < 0) ++ahead;
   for (int k = 0; k < ahead; ++k) {
     ReadUnit& u = r->units[size_t(k)];
-    const int v = latest_overlapping(*r, u);
+    const int v = latest_overlapping(r->units, n, u);  // of the previous inference
     if (v < 0) continue;
     u.wait_layer_prev = plan.weights[size_t(r->units[size_t(v)].last_blob)].step;
     r->layer_releases[size_t(u.wait_layer_prev)] = 1;

@@ -110,6 +110,10 @@ struct ReadPlan {
   std::string to_text() const;
 };
 
+// The latest of units[0, before) whose staging bytes overlap u's (what a read of u
+// overwrites); -1: none.
+int latest_overlapping(const std::vector<ReadUnit>& units, int before, const ReadUnit& u);
+
 struct ReadOptions {
   int64_t staging_bytes = 0;   // 0 = min_staging_bytes; less than the minimum is an error naming both
   int queue_depth = 8;         // 1..64

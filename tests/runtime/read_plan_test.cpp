@@ -376,6 +376,32 @@ TEST(ReadPlan, ThreeStageReadAheadNeverOverwritesWhatACopyStillNeeds) {
 
 // Blobs that follow each other are read in requests of a whole block, across blob
 // boundaries (a 1 MiB + 4 KiB blob is not read as 1 MiB and then 4 KiB).
+// What a read overwrites (latest_overlapping, used by the plans and by ReadPipeline to
+// check a unit's bytes before its staging is read into again): against a byte-by-byte
+// record of which unit last held each staging byte, on random FIFO rings.
+TEST(ReadPlan, LatestOverlappingIsTheLastUnitHoldingAnyOfTheBytes) {
+  std::mt19937 rng{7};
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t staging = 4 + int64_t(rng() % 60);
+    std::vector<ReadUnit> units(1 + rng() % 30);
+    std::vector<int> owner(size_t(staging), -1);
+    int64_t cursor = 0;
+    for (size_t i = 0; i < units.size(); ++i) {
+      ReadUnit& u = units[i];
+      u.index = int(i);
+      u.bytes = 1 + int64_t(rng() % uint32_t(staging / 2));
+      if (cursor + u.bytes > staging) cursor = 0;
+      u.staging_offset = cursor;
+      cursor += u.bytes;
+      int expected = -1;
+      for (int64_t b = u.staging_offset; b < u.staging_offset + u.bytes; ++b) expected = std::max(expected, owner[size_t(b)]);
+      EXPECT_EQ(latest_overlapping(units, int(i), u), expected) << "trial " << trial << " unit " << i;
+      for (int64_t b = u.staging_offset; b < u.staging_offset + u.bytes; ++b) owner[size_t(b)] = int(i);
+    }
+    EXPECT_EQ(latest_overlapping(units, 0, units.back()), -1);
+  }
+}
+
 TEST(ReadPlan, RunsOfBlobsAreReadInBlockSizedRequests) {
   const int64_t page = kReadAlign, mib = int64_t(1) << 20;
   const ExecutionPlan plan = fake_plan({page, page, page, 2 * page, mib + page, page}, nullptr);
