@@ -123,6 +123,10 @@
   /* run the network once at open where no graph is captured (cuda_graph off); off, the first inference loads      \
      its kernels itself while its reads run (docs/streaming.md section 9) */                                          \
   X(warm_up_at_open, bool, false, INTERNAL, true, "")                                                                 \
+  /* CUDA: threads that run each distinct convolution once at open, before the graph capture or the first           \
+     inference, so that cuDNN and the driver load their kernels in parallel; 0: none (docs/architecture.md,          \
+     "Kernels loaded at open") */                                                                                     \
+  X(warm_threads, int, 4, INTERNAL, v >= 0 && v <= 64, "warm threads " + std::to_string(v) + ": expected 0 to 64")   \
   /* keep what is measured or chosen at open per GPU and model in the user's cache and reuse it: stream mode's       \
      kernel times (runtime/cache/kernel_times_cache.h) and, on CUDA, the cuDNN algorithm choices (conv_algo_cache.h) */ \
   X(cache_kernel_times, bool, false, PUBLIC, true, "")                                                                \

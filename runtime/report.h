@@ -124,6 +124,10 @@ struct EngineOpenTiming {
                                    // EngineSettings::warm_up_at_open); else the first inference loads the kernels
   bool warmup_eager = false;       // the warm-up ran outside a graph (no graph, or the capture needed it first)
   double graph_ms = 0;             // finalize(): CUDA graph capture (with a graph: it loads the kernels)
+  // finalize(): each distinct convolution run once before the capture (runtime/warm_split.h)
+  double kernels_warm_ms = 0;      // wall time, threads started to joined
+  int kernels_warm_convs = 0;      // configurations run
+  int kernels_warm_threads = 0;    // threads that ran them (0: no warm-up)
 };
 
 }  // namespace dlr

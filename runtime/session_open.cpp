@@ -217,14 +217,15 @@ void Session::log_open() const {
   }
   DLR_LOG_DEBUG("open {:.1f} ms: parse {:.1f}, target {:.1f}, compile {:.1f}, prepared file {:.1f}, engine {:.1f} "
                 "(cuDNN handle {:.1f}, weights {:.1f}, convolutions {:.1f}: {} of {} cached, {} with their workspace "
-                "size, algorithm cache {}), kernel times {:.1f}, finalize {:.1f} (warm-up {:.1f}{}, graph {:.1f}); CUDA "
-                "context {:.1f} on the helper thread (waited {:.1f})",
+                "size, algorithm cache {}), kernel times {:.1f}, finalize {:.1f} (kernels warmed {:.1f} on {} threads, warm-up {:.1f}{}, graph "
+                "{:.1f}); CUDA context {:.1f} on the helper thread (waited {:.1f})",
                 timing.open_ms, timing.parse_ms, timing.target_ms, timing.compile_ms, timing.prepared_ms,
                 timing.engine_ms, timing.engine.cudnn_handle_ms + timing.context_cudnn_ms, timing.engine.weights_ms,
                 timing.engine.conv_setup_ms, timing.engine.convs_cached, timing.engine.convs,
                 timing.engine.convs_workspace_cached,
                 timing.engine.algo_cache.empty() ? "-" : timing.engine.algo_cache, timing.kernel_times_ms,
-                timing.finalize_ms, timing.engine.warmup_ms,
+                timing.finalize_ms, timing.engine.kernels_warm_ms, timing.engine.kernels_warm_threads,
+                timing.engine.warmup_ms,
                 timing.engine.warmup_run ? "" : ", none: the first inference loads the kernels",
                 timing.engine.graph_ms, timing.context_ms, timing.context_wait_ms);
 }

@@ -133,6 +133,7 @@ EngineSettings engine_settings(const SessionOptions& o, const CompileInputs& inp
   e.shared_ring = inputs.placement && inputs.placement->shared_ring_bytes > 0 && o.mode == WeightMode::kStream;
   e.prefetch_reads = o.prefetch_reads;
   e.warm_up_at_open = o.warm_up_at_open;
+  e.warm_threads = o.warm_threads;
   e.fusion = o.fusion;
   return e;
 }

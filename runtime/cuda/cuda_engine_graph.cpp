@@ -47,6 +47,7 @@ Status CudaEngine::finalize() {
   m_open_timing.warmup_eager = false;
   double eager_ms = 0;
   m_graph = cuda::GraphExec();
+  DLR_RETURN_IF_ERROR(warm_kernels());
   if (m_options.cuda_graph) DLR_RETURN_IF_ERROR(capture_at_open(&eager_ms));
   if (m_graph && m_from_storage) DLR_CUDA_CHECK(cudaGraphUpload(m_graph.get(), m_stream.get()));
   const auto t2 = Clock::now();

@@ -30,6 +30,7 @@
 #include "runtime/cuda/mirrored_buffer.h"
 #include "runtime/storage/read_pipeline.h"
 #include "runtime/streaming/stream_plan.h"
+#include "runtime/warm_split.h"
 #include "runtime/weight_source.h"
 #include "runtime/weight_store.h"
 
@@ -233,7 +234,15 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status clear_foreign_arena();  // zeroes this plan's arena region after another model ran in it
   // cuda_engine_run.cpp. expanded: an int8 step's weights are in its dequant buffer
   // already (cuda_engine_expand.cpp); else they are expanded first, on `s`.
-  Status enqueue_step(const Step& st, cudaStream_t s, bool expanded);
+  // The cuDNN handle and workspace a step's convolution uses instead of the engine's
+  // (the warm-up's threads, cuda_engine_warm.cpp).
+  struct StepContext {
+    cudnnContext* cudnn = nullptr;
+    void* workspace = nullptr;
+    size_t workspace_bytes = 0;
+  };
+  // ctx null: the engine's handle and workspace.
+  Status enqueue_step(const Step& st, cudaStream_t s, bool expanded, const StepContext* ctx = nullptr);
   // enqueue_step unless a no-op; errors name the layer.
   Status enqueue_layer_kernels(const Step& st, cudaStream_t s, bool expanded = false);
   // cuda_engine_outputs.cpp: the downloads of the output layers into m_outputs (the only
@@ -282,6 +291,11 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   Status make_layer_events();  // profile_layers: the per-layer timing events (once)
   // The network run eagerly once, synchronised (sets m_open_timing.warmup_eager); *ms: its time.
   Status warm_up_eagerly(double* ms);
+  // Each distinct convolution run once on EngineSettings::warm_threads threads, each on a
+  // slice of the workspace (runtime/warm_split.h); synchronises. Not for an engine whose
+  // arena or ring a Runtime shares (another model may be running on them).
+  Status warm_kernels();
+  std::vector<WarmItem> warm_items() const;  // the distinct convolutions, with their workspace
   // finalize()'s capture: after a failure, an eager warm-up (*eager_ms) and a second try;
   // a second failure leaves no graph (a warning), not an error.
   Status capture_at_open(double* eager_ms);

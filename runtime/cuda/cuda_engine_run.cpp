@@ -67,7 +67,7 @@ Status CudaEngine::set_input(const float* nchw, int n) {
   return Status();
 }
 
-Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s, bool expanded) {
+Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s, bool expanded, const StepContext* ctx) {
   // Views of the step's inputs and copies (on the stack for the usual few).
   constexpr size_t kInline = 16;
   using Copy = std::pair<TensorView, TensorView>;
@@ -119,6 +119,11 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s, bool expanded) {
     call.bias = wb.bias_elems > 0 ? reinterpret_cast<const float*>(blob + wb.bias_offset) : nullptr;
     call.workspace = workspace_ptr();
     call.workspace_bytes = workspace_bytes();
+    if (ctx != nullptr) {
+      call.cudnn = ctx->cudnn;
+      call.workspace = ctx->workspace;
+      call.workspace_bytes = ctx->workspace_bytes;
+    }
   }
   return cuda::run_op(st.kind, call);
 }

@@ -287,6 +287,62 @@ TEST(StartupTiming, StorageOpensWithoutWarmUpAndMatchesTheWarmedUpOpen) {
   }
 }
 
+// The kernels warmed at open on several threads (runtime/warm_split.h): every distinct
+// convolution ran once before the capture, the report says so, and the outputs are
+// bit-identical to an open without the warm-up, for preload, the minimum pool, int8
+// weights and weights from storage (with and without zero copy). A Runtime's engines
+// (shared arena) skip it: RuntimeGpu's tests run with the default.
+TEST(StartupTiming, KernelsWarmedOnThreadsKeepTheBits) {
+  DLR_REQUIRE_GPU();
+  const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  const std::string weights = test::required_shared_file("weights/yolo-fastest-1.1.weights");
+  if (cfg.empty() || weights.empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
+  const CacheDir scope(test::temp_dir() + "/kernels-warm");
+  struct Row {
+    const char* name;
+    WeightMode mode;
+    WeightFormat format;
+    int storage;  // -1: host; else zero_copy
+  };
+  const Row rows[] = {{"preload", WeightMode::kPreload, WeightFormat::kFp, -1},
+                      {"stream min", WeightMode::kStream, WeightFormat::kFp, -1},
+                      {"stream min, int8", WeightMode::kStream, WeightFormat::kInt8, -1},
+                      {"storage", WeightMode::kStream, WeightFormat::kFp, 0},
+                      {"storage, zero copy", WeightMode::kStream, WeightFormat::kFp, 1}};
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    SessionOptions o;
+    o.device = DeviceKind::kCUDA;
+    o.precision = Precision::kFP16;
+    o.mode = r.mode;
+    o.weight_format = r.format;
+    o.cache_kernel_times = true;  // both opens run the same algorithms and graphs
+    if (r.mode == WeightMode::kStream) o.weight_budget = *WeightBudget::parse("min");
+    if (r.storage >= 0) {
+      o.weights_from = WeightsFrom::kStorage;
+      o.prepared_path = test::temp_dir() + "/kernels-warm-" + std::to_string(r.storage) + ".dlrw";
+      o.zero_copy = r.storage;
+    }
+    o.warm_threads = 0;
+    (void)open_and_run(cfg, weights, o);  // fills the caches
+    const Opened cold = open_and_run(cfg, weights, o);
+    SessionOptions w = o;
+    w.warm_threads = 4;
+    const Opened warmed = open_and_run(cfg, weights, w);
+    EXPECT_EQ(cold.timing.engine.kernels_warm_threads, 0);
+    EXPECT_EQ(cold.timing.engine.kernels_warm_convs, 0);
+    EXPECT_GE(warmed.timing.engine.kernels_warm_threads, 2);
+    EXPECT_LE(warmed.timing.engine.kernels_warm_threads, 4);
+    EXPECT_GT(warmed.timing.engine.kernels_warm_convs, warmed.timing.engine.kernels_warm_threads);
+    EXPECT_LE(warmed.timing.engine.kernels_warm_convs, warmed.timing.engine.convs);
+    EXPECT_GT(warmed.timing.engine.kernels_warm_ms, 0.0);
+    std::printf("  %s: %d convolutions warmed on %d threads in %.1f ms; graph %.1f ms (without: %.1f ms)\n", r.name,
+                warmed.timing.engine.kernels_warm_convs, warmed.timing.engine.kernels_warm_threads,
+                warmed.timing.engine.kernels_warm_ms, warmed.timing.engine.graph_ms, cold.timing.engine.graph_ms);
+    expect_identical(cold, warmed);
+  }
+}
+
 TEST(StartupTiming, OpenPartsAreFilledAndTheFloorRuns) {
   DLR_REQUIRE_GPU();
   const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");

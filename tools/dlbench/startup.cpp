@@ -111,6 +111,9 @@ nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms, bool
               {"context_cudnn_ms", t.context_cudnn_ms},
               {"context_prime_ms", t.context_prime_ms},
               {"context_wait_ms", t.context_wait_ms},
+              {"kernels_warm_ms", t.engine.kernels_warm_ms},
+              {"kernels_warm_convs", t.engine.kernels_warm_convs},
+              {"kernels_warm_threads", t.engine.kernels_warm_threads},
               {"graph_ms", t.engine.graph_ms}});
   return j;
 }

@@ -39,7 +39,7 @@ double field(const nlohmann::json& su, const std::string& path) {
 // The parts reported per configuration (medians over the rounds).
 const char* const kParts[] = {"process_age_at_first_result_ms", "open_ms", "parse_ms", "compile_ms",
                               "prepared_ms", "engine.weights_ms", "engine.weights_prepare_ms",
-                              "engine.conv_setup_ms", "kernel_times_ms", "finalize_ms", "graph_ms",
+                              "engine.conv_setup_ms", "kernel_times_ms", "finalize_ms", "kernels_warm_ms", "graph_ms",
                               "first_inference_ms", "context_wait_ms"};
 
 struct Series {
@@ -92,11 +92,11 @@ void print_report(const nlohmann::json& report) {
                 c["exec_to_exit"]["max_ms"].get<double>());
     if (c.contains("above_floor_ms")) std::printf(", floor + %.1f ms", c["above_floor_ms"].get<double>());
     std::printf("\n    first result at %.0f ms of age; open %.1f = parse %.1f, compile %.1f, prepared file %.1f, weights "
-                "%.1f (preparing %.1f), convolutions %.1f, kernel times %.1f, finalize %.1f (graph %.1f); first "
-                "inference %.1f\n",
+                "%.1f (preparing %.1f), convolutions %.1f, kernel times %.1f, finalize %.1f (kernels warmed %.1f, graph %.1f); "
+                "first inference %.1f\n",
                 part("process_age_at_first_result_ms"), part("open_ms"), part("parse_ms"), part("compile_ms"),
                 part("prepared_ms"), part("engine.weights_ms"), part("engine.weights_prepare_ms"),
-                part("engine.conv_setup_ms"), part("kernel_times_ms"), part("finalize_ms"), part("graph_ms"),
+                part("engine.conv_setup_ms"), part("kernel_times_ms"), part("finalize_ms"), part("kernels_warm_ms"), part("graph_ms"),
                 part("first_inference_ms"));
   }
 }

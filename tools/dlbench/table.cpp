@@ -89,7 +89,9 @@ void print_startup(const nlohmann::json& su) {
   std::printf("], kernel times %.1f, warm-up %.1f%s", su["kernel_times_ms"].get<double>(),
               su["warmup_ms"].get<double>(), warmup_kind(su));
   if (cuda)
-    std::printf(", graph %.1f; CUDA context %.1f + cuDNN handle %.1f + priming %.1f on the helper thread, waited %.1f",
+    std::printf(", kernels warmed %.1f (%d configurations on %d threads), graph %.1f; CUDA context %.1f + cuDNN "
+                "handle %.1f + priming %.1f on the helper thread, waited %.1f",
+                su.value("kernels_warm_ms", 0.0), su.value("kernels_warm_convs", 0), su.value("kernels_warm_threads", 0),
                 su["graph_ms"].get<double>(), su["context_ms"].get<double>(), su["context_cudnn_ms"].get<double>(),
                 su["context_prime_ms"].get<double>(), su["context_wait_ms"].get<double>());
 }

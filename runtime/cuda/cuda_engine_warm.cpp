@@ -1,0 +1,90 @@
+// CudaEngine's warm-up of the convolutions' kernels at open (docs/architecture.md,
+// "Kernels loaded at open"): each distinct configuration run once, on several threads,
+// before the graph capture or the first inference. Thread 0 is the calling thread with
+// the engine's handle and stream; the others create a cuDNN handle and a stream of their
+// own and use a slice of the engine's workspace (runtime/warm_split.h). The outputs land
+// in the engine's own arena and are overwritten by the first inference; the weights read
+// are whatever the engine's weight memory holds.
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "runtime/core/log.h"
+#include "runtime/cuda/cuda_engine_impl.h"
+
+namespace dlr {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+// One item per configuration cuDNN runs (a CudnnConv's key, or a shared cuDNN graph);
+// 3xTF32 convs and convs over a concatenation's parts are left to the capture.
+std::vector<WarmItem> CudaEngine::warm_items() const {
+  std::vector<WarmItem> items;
+  std::set<std::string> seen;
+  for (const Step& st : m_plan.steps) {
+    if (st.kind != LayerKind::kConv || st.weight < 0 || st.inputs.size() != 1) continue;
+    const size_t i = size_t(st.index);
+    if (m_x3_convs[i]) continue;
+    const cuda::FusedConv* fused = m_fused_convs[i].get();
+    if (fused == nullptr && !m_convs[i]) continue;
+    const std::string key = fused != nullptr
+                                ? "graph " + std::to_string(reinterpret_cast<uintptr_t>(fused))
+                                : cuda::CudnnConv::config_key(conv_config(st), view(st.inputs[0]), view(st.output));
+    if (!seen.insert(key).second) continue;
+    items.push_back({st.index, int64_t(fused != nullptr ? fused->workspace_bytes() : m_convs[i]->workspace_bytes())});
+  }
+  return items;
+}
+
+Status CudaEngine::warm_kernels() {
+  const int asked = m_options.warm_threads;
+  if (asked <= 0 || m_options.shared_memory || m_options.shared_ring) return Status();
+  const auto t0 = Clock::now();
+  const std::vector<WarmItem> items = warm_items();
+  if (items.empty()) return Status();
+  const WarmSplit split = split_warm_up(items, asked, int64_t(workspace_bytes()));
+  const int n = int(split.threads.size());
+  char* const ws = static_cast<char*>(workspace_ptr());
+  // Thread t's items on `cudnn` and `s`, with its slice of the workspace; synchronises `s`.
+  auto run = [&](int t, cudnnContext* cudnn, cudaStream_t s) -> Status {
+    const StepContext ctx{cudnn, ws + t * split.slice_bytes, size_t(split.slice_bytes)};
+    for (int i : split.threads[size_t(t)])
+      DLR_RETURN_IF_ERROR(enqueue_step(m_plan.steps[size_t(items[size_t(i)].step)], s, true, &ctx));
+    DLR_CUDA_CHECK(cudaStreamSynchronize(s));
+    return Status();
+  };
+  std::vector<Status> outcome(static_cast<size_t>(n));
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < n; ++t) {
+    helpers.emplace_back([&, t] {
+      outcome[size_t(t)] = [&]() -> Status {
+        DLR_CUDA_CHECK(cudaSetDevice(m_options.cuda_device));
+        DLR_ASSIGN_OR_RETURN(cuda::CudnnHandle cudnn, cuda::make_cudnn());
+        DLR_ASSIGN_OR_RETURN(cuda::Stream s, cuda::make_stream());
+        return run(t, cudnn.get(), s.get());
+      }();
+    });
+  }
+  outcome[0] = run(0, m_cudnn.get(), m_stream.get());
+  for (std::thread& h : helpers) h.join();
+  for (const Status& st : outcome) DLR_RETURN_IF_ERROR(st);
+  const StepContext whole{m_cudnn.get(), ws, workspace_bytes()};
+  for (int i : split.after)
+    DLR_RETURN_IF_ERROR(enqueue_step(m_plan.steps[size_t(items[size_t(i)].step)], m_stream.get(), true, &whole));
+  DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
+  m_open_timing.kernels_warm_ms = ms_since(t0);
+  m_open_timing.kernels_warm_convs = int(items.size());
+  m_open_timing.kernels_warm_threads = n;
+  DLR_LOG_DEBUG("cuda engine: {} convolutions warmed on {} threads ({} after them, whole workspace) in {:.1f} ms",
+                items.size(), n, split.after.size(), m_open_timing.kernels_warm_ms);
+  return Status();
+}
+
+}  // namespace dlr
