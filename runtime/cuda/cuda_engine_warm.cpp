@@ -8,6 +8,7 @@
 #include <chrono>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -61,29 +62,34 @@ Status CudaEngine::warm_kernels() {
     return Status();
   };
   std::vector<Status> outcome(static_cast<size_t>(n));
+  std::vector<int> after = split.after;  // and the items of a thread that could not start
   std::vector<std::thread> helpers;
   for (int t = 1; t < n; ++t) {
-    helpers.emplace_back([&, t] {
-      outcome[size_t(t)] = [&]() -> Status {
-        DLR_CUDA_CHECK(cudaSetDevice(m_options.cuda_device));
-        DLR_ASSIGN_OR_RETURN(cuda::CudnnHandle cudnn, cuda::make_cudnn());
-        DLR_ASSIGN_OR_RETURN(cuda::Stream s, cuda::make_stream());
-        return run(t, cudnn.get(), s.get());
-      }();
-    });
+    try {
+      helpers.emplace_back([&, t] {
+        outcome[size_t(t)] = [&]() -> Status {
+          DLR_CUDA_CHECK(cudaSetDevice(m_options.cuda_device));
+          DLR_ASSIGN_OR_RETURN(cuda::CudnnHandle cudnn, cuda::make_cudnn());
+          DLR_ASSIGN_OR_RETURN(cuda::Stream s, cuda::make_stream());
+          return run(t, cudnn.get(), s.get());
+        }();
+      });
+    } catch (const std::system_error&) {
+      after.insert(after.end(), split.threads[size_t(t)].begin(), split.threads[size_t(t)].end());
+    }
   }
   outcome[0] = run(0, m_cudnn.get(), m_stream.get());
   for (std::thread& h : helpers) h.join();
   for (const Status& st : outcome) DLR_RETURN_IF_ERROR(st);
   const StepContext whole{m_cudnn.get(), ws, workspace_bytes()};
-  for (int i : split.after)
+  for (int i : after)
     DLR_RETURN_IF_ERROR(enqueue_step(m_plan.steps[size_t(items[size_t(i)].step)], m_stream.get(), true, &whole));
   DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
   m_open_timing.kernels_warm_ms = ms_since(t0);
   m_open_timing.kernels_warm_convs = int(items.size());
-  m_open_timing.kernels_warm_threads = n;
+  m_open_timing.kernels_warm_threads = 1 + int(helpers.size());
   DLR_LOG_DEBUG("cuda engine: {} convolutions warmed on {} threads ({} after them, whole workspace) in {:.1f} ms",
-                items.size(), n, split.after.size(), m_open_timing.kernels_warm_ms);
+                items.size(), m_open_timing.kernels_warm_threads, after.size(), m_open_timing.kernels_warm_ms);
   return Status();
 }
 
