@@ -164,7 +164,7 @@ std::vector<SessionFlag> device_rows() {
       Row("--warm-threads", "warm_threads", A::kCuda,
           "cuda: threads that run each distinct convolution once at open, so that cuDNN and the driver load their "
           "kernels in parallel before the graph capture or the first inference (0: none)")
-          .dflt("4").ints(0, 64),
+          .dflt("4").ints(0, 64).sweep(),
       Row("--no-kernel-cache", "cache_kernel_times", A::kEveryRun,
           "keep nothing between runs: measure kernel times at open (stream mode) and ask cuDNN for every "
           "convolution's algorithm (cuda) (default: reuse this GPU's kernel times and cuDNN algorithm choices for "

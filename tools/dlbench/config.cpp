@@ -32,6 +32,7 @@ constexpr Dimension kDimensions[] = {
     {"residency", Applies::kStream, "-"},        {"weights_from", Applies::kAlways, ""},
     {"zero_copy", Applies::kStorage, "auto"},    {"tail_prefetch", Applies::kStream, "off"},
     {"decode", Applies::kCuda, "auto"},          {"staging_early", Applies::kStream, "on"},
+    {"warm_threads", Applies::kCuda, "4"},
 };
 
 std::vector<std::string> list(const Args& a, const char* option) { return split(a.session.text(option)); }
@@ -110,7 +111,8 @@ std::string Config::name() const {
   const std::string& slot = item("slot_bytes");
   return device + "/" + mode + stream + "/" + item("precision") + (format == "fp" ? "" : "/" + format) +
          (layout == "auto" ? "" : "/" + layout) + "/b" + std::to_string(batch) + (slot == "0" ? "" : "/slot" + slot) +
-         (item("decode") == "auto" ? "" : "/decode-" + item("decode"));
+         (item("decode") == "auto" ? "" : "/decode-" + item("decode")) +
+         (item("warm_threads") == "4" ? "" : "/warm" + item("warm_threads"));
 }
 
 std::vector<Config> configs(const Args& a) {
