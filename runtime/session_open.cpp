@@ -7,6 +7,7 @@
 #include "runtime/backend.h"
 #include "runtime/cache/kernel_times_cache.h"
 #include "runtime/compile/compile.h"
+#include "runtime/core/clock.h"
 #include "runtime/core/log.h"
 #include "runtime/engine_sharing.h"
 #include "runtime/session.h"
@@ -15,13 +16,6 @@
 #include "runtime/weight_source.h"
 
 namespace dlr {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-}  // namespace
 
 // The network and the weights file checked against it (a prepared file given as the
 // weights is read as it is, with --weights-from storage only).

@@ -6,14 +6,11 @@
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_handles.h"
+#include "runtime/core/clock.h"
 #include "runtime/cuda/context_init_impl.h"
 
 namespace dlr {
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The helper thread's body: context, then the cuDNN handle (both on `device`).
 void init_context(CudaContextInit::Impl* m) {

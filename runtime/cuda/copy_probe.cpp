@@ -14,12 +14,11 @@
 
 #include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/spin.h"
-
+#include "runtime/core/clock.h"
 
 namespace dlr::probe {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * 1024;
 
@@ -30,8 +29,6 @@ constexpr double kDeadlineMarginMs = 60; // stop enqueuing this long before the 
 constexpr double kKernelEndSlackMs = 5;  // a blocked call returns no earlier than this before the kernel's end
 constexpr int kQueueCap = 1500;          // copies per queue test at most
 constexpr double kSpinCheckMs = 50;
-
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;

@@ -16,6 +16,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_handles.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "runtime/core/clock.h"
 #include "runtime/core/log.h"
 #include "runtime/cuda/context_init_impl.h"
 
@@ -23,13 +24,6 @@ namespace dlr {
 
 using cuda::DeviceBuffer;
 using cuda::PinnedBuffer;
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-}  // namespace
 
 CudaEngine::~CudaEngine() {
   m_pipeline.reset();  // its thread may wait on this engine's events

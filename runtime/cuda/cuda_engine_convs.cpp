@@ -12,15 +12,13 @@
 #include "kernels/cuda/conv_graph.h"
 #include "kernels/cuda/cuda_check.h"
 #include "runtime/cache/conv_algo_cache.h"
+#include "runtime/core/clock.h"
 #include "runtime/core/log.h"
 #include "runtime/cuda/cuda_engine_impl.h"
 #include "runtime/streaming/profile_select.h"
 
 namespace dlr {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // The cuDNN algorithm choices kept for this model and GPU (runtime/cache/conv_algo_cache.h).
 struct AlgoCacheFile {

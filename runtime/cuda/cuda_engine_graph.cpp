@@ -6,17 +6,12 @@
 #include <utility>
 
 #include "kernels/cuda/cuda_check.h"
+#include "runtime/core/clock.h"
 #include "runtime/core/fault_injection.h"
 #include "runtime/core/log.h"
 #include "runtime/cuda/cuda_engine_impl.h"
 
 namespace dlr {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-}  // namespace
 
 Status CudaEngine::finalize() {
   if (m_options.shared_memory && !m_bound)

@@ -13,16 +13,11 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "runtime/core/clock.h"
 #include "runtime/core/log.h"
 #include "runtime/cuda/cuda_engine_impl.h"
 
 namespace dlr {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-}  // namespace
 
 // One item per configuration cuDNN runs (a CudnnConv's key, or a shared cuDNN graph);
 // 3xTF32 convs and convs over a concatenation's parts are left to the capture.

@@ -4,13 +4,10 @@
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_handles.h"
+#include "runtime/core/clock.h"
 #include "runtime/cuda/cuda_engine.h"
 
 namespace dlr {
-namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-}  // namespace
 
 Expected<StartupFloor> measure_startup_floor(int device) {
   StartupFloor f;

@@ -5,13 +5,11 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_handles.h"
+#include "runtime/core/clock.h"
 #include "runtime/weight_store.h"
 
 namespace dlr {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // Synchronises the stream when it goes out of scope, so that no copy still reads a
 // pinned buffer when the buffers are freed (on an error return too).

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "runtime/compile/compile.h"
+#include "runtime/core/clock.h"
 #include "runtime/cpu/cpu_threads.h"
 #include "runtime/session.h"
 #include "runtime/storage/block_reader.h"
@@ -23,9 +24,7 @@
 namespace dlr::tools {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // A configuration's session and what was measured around its open.
 struct Opened {
