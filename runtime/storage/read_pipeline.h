@@ -62,12 +62,13 @@ class ReadPipeline {
   // instead of the engine's thread waiting in wait_unit() (a CUDA graph replays a whole
   // inference: kernels/cuda/host_wait.h). The reader stores the inference's number (the
   // value start() returned) into word u with release order once unit u has landed (its
-  // check may still be running; a failed check fails the inference). After an error in an inference, or its abort, every word still below
-  // its number is set to it once the reads in flight have drained, so that the device
-  // work waiting on them ends (the inference reports the error; the staging then holds
-  // whatever was read). A read ahead that is given up puts its words back to the
-  // inference before (the units are read again after start()). Only the reader thread
-  // writes the words; they never decrease below an inference that has started.
+  // check may still be running; a failed check fails the inference). After an error in
+  // an inference, or its abort, every word still below its number is set to it once the
+  // reads in flight have drained, so that the device work waiting on them ends (the
+  // inference reports the error; the staging then holds whatever was read). A read ahead
+  // that is given up puts its words back to the inference before (the units are read
+  // again after start()). Only the reader thread writes the words; they never decrease
+  // below an inference that has started.
   struct DeviceWait {
     std::function<bool(int index)> ready;
     std::function<Status(int index)> wait;

@@ -132,7 +132,9 @@ TEST(DlbenchCli, BadOptionValuesFailBeforeTheCfgIsRead) {
            {"--device cpu --mode stream", "--mode applies to --device cuda only"},
            {"--device cpu --weight-budget 50%", "--weight-budget applies to --device cuda only"},
            {"--device cpu --residency none", "--residency applies to --device cuda only"},
-           {"--device cpu --no-calibrate", "--no-calibrate applies to --device cuda only"}}) {
+           {"--device cpu --no-calibrate", "--no-calibrate applies to --device cuda only"},
+           {"--device cpu --warm-threads 0,4", "--warm-threads applies to --device cuda only"},
+           {"--warm-threads 0,65", "warm threads 65: expected 0 to 64"}}) {
     const Result r = run_tool("dlbench " + cfg + " --synthetic " + args);
     EXPECT_EQ(r.code, 1) << args;
     EXPECT_EQ(r.err, "dlbench: " + message + "\n") << args;

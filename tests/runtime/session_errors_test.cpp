@@ -58,6 +58,11 @@ TEST_F(SessionErrors, OptionsOutOfRange) {
   o.mode = WeightMode::kStream;
   EXPECT_EQ(open_error(o),
             "the CPU backend keeps every weight in host memory (mode stream needs device cuda)");
+  for (int bad : {-1, 65}) {
+    o = SessionOptions();
+    o.warm_threads = bad;
+    EXPECT_EQ(open_error(o), "warm threads " + std::to_string(bad) + ": expected 0 to 64");
+  }
 }
 
 TEST_F(SessionErrors, ImagesAreChecked) {
