@@ -32,7 +32,7 @@ set(DLRUN_PC_STATIC_LIBS "-lfmt -fopenmp -lpthread")
 set(DLRUN_CONFIG_CUDA "")
 if(DLR_HAVE_CUDA)
   get_filename_component(_cudnn_dir ${CUDNN_LIBRARY} DIRECTORY)
-  string(APPEND DLRUN_PC_STATIC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -L${_cudnn_dir} -lcudnn -lcublas -lcudart")
+  string(APPEND DLRUN_PC_STATIC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -L${_cudnn_dir} -lcudnn -lcudart -ldl")
   set(DLRUN_CONFIG_CUDA "ON")
 endif()
 

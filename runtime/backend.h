@@ -33,6 +33,10 @@ class DeviceStart {
   // call); later calls return the same without waiting.
   virtual Status wait() = 0;
   virtual DeviceStartTiming timing() const = 0;  // after wait()
+  // The first compile is done: libraries `model` may need start loading beside the
+  // device's start-up (CUDA: cuBLAS, cublas_loader.h), so the engine finds them loaded.
+  // A hint: what it does not load, the engine loads when it needs it. Call at most once.
+  virtual void load_for(const CompiledModel& model) { (void)model; }
 };
 
 // Starts `device` early; null where there is nothing to start (the CPU).

@@ -112,7 +112,8 @@ struct EngineOpenTiming {
   int algos_changed = 0;           // of which cuDNN's own choice was measured slower
   double x3_setup_ms = 0;          // of conv_setup_ms: 3xTF32 convs made (their chunk convs, the cuBLAS handle)
   int convs_x3 = 0;                // convs run as 3xTF32 (either form)
-  double cublas_handle_ms = 0;     // of conv_setup_ms: the cuBLAS handle (convs over a concatenation, 3xTF32 GEMMs)
+  double cublas_handle_ms = 0;     // of conv_setup_ms: the cuBLAS handle (convs over a concatenation, 3xTF32 GEMMs),
+                                   // with the wait for cuBLAS where the open had not loaded it yet
   int convs = 0;                   // convolutions created
   int convs_cached = 0;            // of which with a cached algorithm (confirmed by cuDNN, or with its size)
   int convs_workspace_cached = 0;  // of convs_cached: the workspace size came with it (no cuDNN call)

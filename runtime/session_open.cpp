@@ -178,6 +178,7 @@ Expected<std::unique_ptr<Session>> Session::open_impl(const std::string& cfg_pat
   s->m_model = std::make_unique<CompiledModel>(std::move(model));
   s->m_letterbox = s->m_model->letterbox;
   timing.compile_ms = ms_since(t0);
+  if (start) start->load_for(*s->m_model);
   DLR_LOG_DEBUG("compiled {} for {}: {}", cfg_path, target.name, s->m_model->notes.back());
   t0 = Clock::now();
   const bool storage = options.weights_from == WeightsFrom::kStorage;

@@ -165,9 +165,10 @@ Status Tf32x3Conv::Impl::run_gemm(cublasContext* cublas, const float* xs, const 
                                   cudaStream_t stream) const {
   const float one = 1.f, zero = 0.f;
   const int k3 = 3 * cols(), step = 3 * chunk;
-  DLR_CUBLAS_CHECK(cublasSetStream(cublas, stream));
-  DLR_CUBLAS_CHECK(cublasSetWorkspace(cublas, nullptr, 0));  // shapes alone choose the kernels
-  DLR_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out.c, int(out_pixels()), step, &one,
+  DLR_ASSIGN_OR_RETURN(const CublasApi* api, cuda::cublas());
+  DLR_CUBLAS_CHECK(api->set_stream(cublas, stream));
+  DLR_CUBLAS_CHECK(api->set_workspace(cublas, nullptr, 0));  // shapes alone choose the kernels
+  DLR_CUBLAS_CHECK(api->gemm_strided_batched_ex(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out.c, int(out_pixels()), step, &one,
                                               ws, CUDA_R_32F, k3, step, xs, CUDA_R_32F, k3, step, &zero, partials,
                                               CUDA_R_32F, parts * out.c, out.c, parts, CUBLAS_COMPUTE_32F_FAST_TF32,
                                               CUBLAS_GEMM_DEFAULT));

@@ -75,14 +75,15 @@ Status ConcatConv::run(cublasContext* handle, const TensorView* parts, int n_par
                        const float* bias, const TensorView& out, cudaStream_t stream) const {
   const Impl& m = *m_impl;
   if (n_parts != int(m.c_offset.size())) return invalid_argument("conv over a concatenation: part count changed");
-  DLR_CUBLAS_CHECK(cublasSetStream(handle, stream));
-  DLR_CUBLAS_CHECK(cublasSetWorkspace(handle, nullptr, 0));  // shapes alone choose the kernels
+  DLR_ASSIGN_OR_RETURN(const CublasApi* api, cublas());
+  DLR_CUBLAS_CHECK(api->set_stream(handle, stream));
+  DLR_CUBLAS_CHECK(api->set_workspace(handle, nullptr, 0));  // shapes alone choose the kernels
   const float one = 1.0f, zero = 0.0f;
   const size_t elem = out.dtype == DType::kF16 ? 2 : 4;
   for (int i = 0; i < n_parts; ++i) {
     const TensorView& x = parts[i];
     const void* w = static_cast<const char*>(weights) + size_t(m.c_offset[size_t(i)]) * elem;
-    DLR_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m.k, int(m.m), x.c, &one, w, m.dtype, m.c, x.data,
+    DLR_CUBLAS_CHECK(api->gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, m.k, int(m.m), x.c, &one, w, m.dtype, m.c, x.data,
                                   m.dtype, x.pixel_stride, i == 0 ? &zero : &one, out.data, m.dtype, out.pixel_stride,
                                   m.compute, CUBLAS_GEMM_DEFAULT));
   }

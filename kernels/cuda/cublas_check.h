@@ -1,21 +1,22 @@
 // DLR_CUBLAS_CHECK: a checked cuBLAS call, as DLR_CUDA_CHECK (cuda_check.h) for the CUDA
 // runtime: a failure returns a Status naming the call, cuBLAS's status and the place;
 // fault injection (runtime/core/fault.h) hits it as any other CUDA call. For .cpp files
-// of kernels/cuda only (includes cublas_v2.h).
+// of kernels/cuda only (includes cublas_v2.h). The call goes through the loaded library's
+// table (cublas_loader.h): `api->gemm_ex(...)`.
 #pragma once
 
 #include <cublas_v2.h>
 
 #include <string>
 
+#include "kernels/cuda/cublas_loader.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace dlr::cuda {
 
 inline Status cublas_status(cublasStatus_t e, const char* call, const char* file, int line) {
   return Status(e == CUBLAS_STATUS_ALLOC_FAILED ? StatusCode::kOutOfMemory : StatusCode::kCudaError,
-                std::string(call) + " failed: " + cublasGetStatusName(e) + " (" + cublasGetStatusString(e) + ") at " +
-                    file + ":" + std::to_string(line));
+                std::string(call) + " failed: " + cublas_status_text(e) + " at " + file + ":" + std::to_string(line));
 }
 
 }  // namespace dlr::cuda

@@ -1,5 +1,7 @@
 #include "kernels/cuda/cuda_handles.h"
 
+#include "kernels/cuda/cublas_loader.h"
+
 #include "runtime/core/fault_injection.h"
 #include "runtime/core/log.h"
 
@@ -19,16 +21,18 @@ void CudnnTraits::destroy(cudnnHandle_t h) {
 }
 
 void CublasTraits::destroy(cublasHandle_t h) {
-  const cublasStatus_t s = cublasDestroy(h);
-  if (s != CUBLAS_STATUS_SUCCESS) DLR_LOG_ERROR("cublasDestroy failed: {}", cublasGetStatusString(s));
+  const Expected<const CublasApi*> api = cublas();  // loaded: the handle was made through it
+  const cublasStatus_t s = api.ok() ? (*api)->destroy(h) : CUBLAS_STATUS_NOT_INITIALIZED;
+  if (s != CUBLAS_STATUS_SUCCESS) DLR_LOG_ERROR("cublasDestroy failed: {}", cublas_status_text(s));
 }
 
 Expected<CublasHandle> make_cublas() {
+  DLR_ASSIGN_OR_RETURN(const CublasApi* api, cublas());
   cublasHandle_t h = nullptr;
-  const cublasStatus_t s = cublasCreate(&h);
+  const cublasStatus_t s = api->create(&h);
   if (s != CUBLAS_STATUS_SUCCESS)
     return Status(s == CUBLAS_STATUS_ALLOC_FAILED ? StatusCode::kOutOfMemory : StatusCode::kCudaError,
-                  std::string("cublasCreate failed: ") + cublasGetStatusString(s));
+                  std::string("cublasCreate failed: ") + cublas_status_text(s));
   return CublasHandle(h);
 }
 

@@ -5,6 +5,10 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <system_error>
+#include <thread>
+
+#include "kernels/cuda/cublas_loader.h"
 #include "runtime/core/log.h"
 #include "runtime/cuda/context_init.h"
 #include "runtime/cuda/cuda_engine.h"
@@ -12,18 +16,40 @@
 namespace dlr {
 namespace {
 
-// The CUDA context and a cuDNN handle made on a helper thread (runtime/cuda/context_init.h).
+// The CUDA context and a cuDNN handle made on a helper thread (runtime/cuda/context_init.h),
+// and cuBLAS loaded on a second one when the plan may use it (load_for).
 class CudaStart final : public DeviceStart {
  public:
   explicit CudaStart(int index) : m_init(index) {}
+  ~CudaStart() override {
+    if (m_libraries.joinable()) m_libraries.join();
+  }
   Status wait() override { return m_init.wait(); }
   DeviceStartTiming timing() const override {
     return {m_init.context_ms(), m_init.cudnn_ms(), m_init.prime_ms(), m_init.waited_ms()};
   }
+  void load_for(const CompiledModel& model) override {
+    if (m_libraries.joinable() || !may_use_cublas(model)) return;
+    try {
+      m_libraries = std::thread([] { (void)cuda::cublas(); });  // its error is the engine's to report
+    } catch (const std::system_error&) {
+      // No thread: the engine loads cuBLAS itself when it needs it.
+    }
+  }
   CudaContextInit* init() { return &m_init; }
 
  private:
+  // Convolutions over a concatenation's parts (NHWC plans) and fp32's 3xTF32 GEMMs run on
+  // cuBLAS (runtime/cuda/cuda_engine_convs.cpp).
+  static bool may_use_cublas(const CompiledModel& model) {
+    for (const Step& st : model.plan.steps)
+      if (st.kind == LayerKind::kConv && (st.inputs.size() > 1 || model.engine.precision == Precision::kFP32))
+        return true;
+    return false;
+  }
+
   CudaContextInit m_init;
+  std::thread m_libraries;
 };
 
 std::unique_ptr<DeviceStart> start(int index) { return std::make_unique<CudaStart>(index); }

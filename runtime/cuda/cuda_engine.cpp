@@ -88,8 +88,9 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const CompiledModel& mo
   DLR_RETURN_IF_ERROR(e->choose_conv_algos());   // strict fp32: also keeps the measured choices
   const EngineOpenTiming& t = e->m_open_timing;
   DLR_LOG_DEBUG("cuda engine: convolutions ready, workspace {} bytes; open parts: device {:.1f} ms, cuDNN handle {:.1f} "
-                "ms, weights {:.1f} ms, buffers {:.1f} ms, convolutions {:.1f} ms",
-                e->m_workspace_need, t.device_ms, t.cudnn_handle_ms, t.weights_ms, t.buffers_ms, t.conv_setup_ms);
+                "ms, weights {:.1f} ms, buffers {:.1f} ms, convolutions {:.1f} ms (cuBLAS handle {:.1f} ms)",
+                e->m_workspace_need, t.device_ms, t.cudnn_handle_ms, t.weights_ms, t.buffers_ms, t.conv_setup_ms,
+                t.cublas_handle_ms);
   return e;
 }
 

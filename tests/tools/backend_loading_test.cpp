@@ -1,8 +1,8 @@
 // Backends load when used (docs/architecture.md): in a CUDA build, libdlrun.so and the
 // user-facing tools need no CUDA library, a CPU detection maps none, and the CUDA backend
 // is a plugin that exports one symbol, loads for --version and is refused with one line
-// when it is missing or of another build. In a build without CUDA the first two hold
-// trivially and the plugin tests skip.
+// when it is missing or of another build; cuBLAS is not among its libraries. In a build
+// without CUDA the first two hold trivially and the plugin tests skip.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -52,6 +52,13 @@ TEST(BackendLoading, PluginExportsOnlyItsEntryPoint) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find(" T dlr_cuda_backend_v1"), std::string::npos) << r.out;
   EXPECT_EQ(count_lines(r.out), 1) << r.out;
+}
+
+// cuBLAS is loaded when a plan needs it (kernels/cuda/cublas_loader.h), not with the plugin.
+TEST(BackendLoading, PluginDoesNotNeedCublas) {
+  const std::string needed = needed_libraries(DLR_CUDA_PLUGIN);
+  EXPECT_NE(needed.find("libcudnn.so"), std::string::npos) << needed;  // readelf read the plugin's list
+  EXPECT_EQ(needed.find("libcublas"), std::string::npos) << "the CUDA backend links cuBLAS:\n" << needed;
 }
 
 TEST(BackendLoading, VersionLoadsThePlugin) {
