@@ -159,7 +159,8 @@ std::vector<SessionFlag> device_rows() {
           "downloaded), cpu (every output downloaded whole and scanned on the host) or auto (gpu for a batch of "
           "several images, cpu for one); the same detections")
           .dflt("auto").one_of("auto,cpu,gpu").sweep(),
-      Row("--no-graph", "cuda_graph", A::kCuda, "cuda: do not capture the inference in a CUDA graph")
+      Row("--no-graph", "cuda_graph", A::kCuda,
+          "cuda: do not capture the inference in a CUDA graph (dlrun: a run of one image never does)")
           .switches_to("false"),
       Row("--warm-threads", "warm_threads", A::kCuda,
           "cuda: threads that run each distinct convolution once at open, so that cuDNN and the driver load their "

@@ -365,6 +365,16 @@ void memory_summary(const SessionOptions& opt, const DlrunModels& models, RunSum
   }
 }
 
+// A run of one image is one inference: on CUDA it runs without a graph, whose capture
+// at open costs more than its one replay saves (docs/dlrun-io.md, "One image").
+SessionOptions options_for_inputs(SessionOptions opt, const std::vector<InputItem>& items) {
+  if (opt.device == DeviceKind::kCUDA && opt.cuda_graph && items.size() == 1 && items[0].kind == InputKind::kImage) {
+    opt.cuda_graph = false;
+    DLR_LOG_DEBUG("one image: no CUDA graph (one inference does not repay its capture)");
+  }
+  return opt;
+}
+
 // The whole run; errors are values, the exit code is chosen by the caller.
 Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bool* show_summary) {
   std::vector<std::string> names;  // empty until the models' classes are known, without --names
@@ -384,7 +394,7 @@ Status run_all(const Args& a, const SessionOptions& opt, RunSummary* summary, bo
   bool streams = false;
   for (const InputItem& it : items) streams = streams || it.kind != InputKind::kImage;
 
-  DLR_ASSIGN_OR_RETURN(std::unique_ptr<DlrunModels> models, open_measured(a, opt, summary));
+  DLR_ASSIGN_OR_RETURN(std::unique_ptr<DlrunModels> models, open_measured(a, options_for_inputs(opt, items), summary));
   DLR_ASSIGN_OR_RETURN(const std::vector<ModelTag> tags, model_tags(*models, names, a.names_file));
   if (a.names_file.empty() && !plan_only) names = default_names(tags);
   DLR_RETURN_IF_ERROR(show_plans(a, *models));
