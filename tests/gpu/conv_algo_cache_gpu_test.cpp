@@ -290,8 +290,9 @@ TEST(StartupTiming, StorageOpensWithoutWarmUpAndMatchesTheWarmedUpOpen) {
 // The kernels warmed at open on several threads (runtime/warm_split.h): every distinct
 // convolution ran once before the capture, the report says so, and the outputs are
 // bit-identical to an open without the warm-up, for preload, the minimum pool, int8
-// weights and weights from storage (with and without zero copy). A Runtime's engines
-// (shared arena) skip it: RuntimeGpu's tests run with the default.
+// weights and weights from storage (with and without zero copy), in fp16 (convs over a
+// concatenation's parts on cuBLAS among them) and strict fp32 (3xTF32 convs). A
+// Runtime's engines (shared arena) skip it: RuntimeGpu's tests run with the default.
 TEST(StartupTiming, KernelsWarmedOnThreadsKeepTheBits) {
   DLR_REQUIRE_GPU();
   const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
@@ -303,24 +304,28 @@ TEST(StartupTiming, KernelsWarmedOnThreadsKeepTheBits) {
     WeightMode mode;
     WeightFormat format;
     int storage;  // -1: host; else zero_copy
+    Precision precision;
   };
-  const Row rows[] = {{"preload", WeightMode::kPreload, WeightFormat::kFp, -1},
-                      {"stream min", WeightMode::kStream, WeightFormat::kFp, -1},
-                      {"stream min, int8", WeightMode::kStream, WeightFormat::kInt8, -1},
-                      {"storage", WeightMode::kStream, WeightFormat::kFp, 0},
-                      {"storage, zero copy", WeightMode::kStream, WeightFormat::kFp, 1}};
+  const Row rows[] = {{"preload", WeightMode::kPreload, WeightFormat::kFp, -1, Precision::kFP16},
+                      {"stream min", WeightMode::kStream, WeightFormat::kFp, -1, Precision::kFP16},
+                      {"stream min, int8", WeightMode::kStream, WeightFormat::kInt8, -1, Precision::kFP16},
+                      {"storage", WeightMode::kStream, WeightFormat::kFp, 0, Precision::kFP16},
+                      {"storage, zero copy", WeightMode::kStream, WeightFormat::kFp, 1, Precision::kFP16},
+                      {"preload fp32", WeightMode::kPreload, WeightFormat::kFp, -1, Precision::kFP32},
+                      {"storage fp32", WeightMode::kStream, WeightFormat::kFp, 0, Precision::kFP32}};
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
     SessionOptions o;
     o.device = DeviceKind::kCUDA;
-    o.precision = Precision::kFP16;
+    o.precision = r.precision;
     o.mode = r.mode;
     o.weight_format = r.format;
     o.cache_kernel_times = true;  // both opens run the same algorithms and graphs
     if (r.mode == WeightMode::kStream) o.weight_budget = *WeightBudget::parse("min");
     if (r.storage >= 0) {
       o.weights_from = WeightsFrom::kStorage;
-      o.prepared_path = test::temp_dir() + "/kernels-warm-" + std::to_string(r.storage) + ".dlrw";
+      o.prepared_path = test::temp_dir() + "/kernels-warm-" + std::to_string(r.storage) + "-" +
+                        precision_name(r.precision) + ".dlrw";
       o.zero_copy = r.storage;
     }
     o.warm_threads = 0;
@@ -334,11 +339,15 @@ TEST(StartupTiming, KernelsWarmedOnThreadsKeepTheBits) {
     EXPECT_GE(warmed.timing.engine.kernels_warm_threads, 2);
     EXPECT_LE(warmed.timing.engine.kernels_warm_threads, 4);
     EXPECT_GT(warmed.timing.engine.kernels_warm_convs, warmed.timing.engine.kernels_warm_threads);
-    EXPECT_LE(warmed.timing.engine.kernels_warm_convs, warmed.timing.engine.convs);
-    EXPECT_GT(warmed.timing.engine.kernels_warm_ms, 0.0);
-    std::printf("  %s: %d convolutions warmed on %d threads in %.1f ms; graph %.1f ms (without: %.1f ms)\n", r.name,
-                warmed.timing.engine.kernels_warm_convs, warmed.timing.engine.kernels_warm_threads,
-                warmed.timing.engine.kernels_warm_ms, warmed.timing.engine.graph_ms, cold.timing.engine.graph_ms);
+    const EngineOpenTiming& e = warmed.timing.engine;
+    EXPECT_LE(e.kernels_warm_convs, e.convs + e.convs_concat);
+    EXPECT_GT(e.kernels_warm_ms, 0.0);
+    // Convs over a concatenation's parts (cuBLAS) are warmed too where the plan has some.
+    if (e.convs_concat > 0) EXPECT_GT(e.kernels_warm_cublas, 0);
+    std::printf("  %s: %d convolutions (%d on cuBLAS; %d 3xTF32, %d over a concatenation) warmed on %d threads in "
+                "%.1f ms; graph %.1f ms (without: %.1f ms)\n",
+                r.name, e.kernels_warm_convs, e.kernels_warm_cublas, e.convs_x3, e.convs_concat,
+                e.kernels_warm_threads, e.kernels_warm_ms, e.graph_ms, cold.timing.engine.graph_ms);
     expect_identical(cold, warmed);
   }
 }
