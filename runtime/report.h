@@ -112,7 +112,6 @@ struct EngineOpenTiming {
   int algos_changed = 0;           // of which cuDNN's own choice was measured slower
   double x3_setup_ms = 0;          // of conv_setup_ms: 3xTF32 convs made (their chunk convs, the cuBLAS handle)
   int convs_x3 = 0;                // convs run as 3xTF32 (either form)
-  int convs_concat = 0;            // 1x1 convs over a concatenation's parts (cuBLAS; not in `convs`)
   double cublas_handle_ms = 0;     // of conv_setup_ms: the cuBLAS handle (convs over a concatenation, 3xTF32 GEMMs),
                                    // with the wait for cuBLAS where the open had not loaded it yet
   int convs = 0;                   // convolutions created
@@ -129,7 +128,6 @@ struct EngineOpenTiming {
   // finalize(): each distinct convolution run once before the capture (runtime/warm_split.h)
   double kernels_warm_ms = 0;      // wall time, threads started to joined
   int kernels_warm_convs = 0;      // configurations run
-  int kernels_warm_cublas = 0;     // of which on cuBLAS (convs over a concatenation, 3xTF32 GEMMs)
   int kernels_warm_threads = 0;    // threads that ran them (0: no warm-up)
 };
 

@@ -160,7 +160,6 @@ Status Tf32x3Conv::Impl::run_chunks(cudnnHandle_t handle, const float* xs, const
   if (bias == nullptr && act == Activation::kLinear) return Status();
   return bias_activation(out_v, bias, act, stream);
 }
-bool Tf32x3Conv::uses_cublas() const { return m_impl->gemm(); }
 
 Status Tf32x3Conv::Impl::run_gemm(cublasContext* cublas, const float* xs, const float* ws, float* partials,
                                   cudaStream_t stream) const {

@@ -76,7 +76,6 @@ class Tf32x3Conv {
 
   size_t workspace_bytes() const;
   int chunks() const;  // pieces of the reduction
-  bool uses_cublas() const;  // the GEMM form
   // cublas: needed by kGemm only (may be null otherwise).
   Status run(cudnnHandle_t handle, cublasContext* cublas, const TensorView& in, const float* weights,
              const float* bias, const TensorView& out, void* workspace, size_t workspace_bytes, cudaStream_t stream,

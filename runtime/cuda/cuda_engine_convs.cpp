@@ -162,7 +162,6 @@ Status CudaEngine::make_concat_conv(const Step& st, const std::string& cfg_path)
                                      int(parts.size()), view(st.output));
   if (!cc.ok()) return layer_error(cfg_path, st, cc.status());
   m_concat_convs[size_t(st.index)] = std::move(cc).value();
-  m_open_timing.convs_concat += 1;
   return make_cublas();
 }
 

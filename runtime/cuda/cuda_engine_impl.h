@@ -238,11 +238,10 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // (the warm-up's threads, cuda_engine_warm.cpp).
   struct StepContext {
     cudnnContext* cudnn = nullptr;
-    cublasContext* cublas = nullptr;  // for the steps that run on cuBLAS (uses_cublas)
     void* workspace = nullptr;
     size_t workspace_bytes = 0;
   };
-  // ctx null: the engine's handles and workspace.
+  // ctx null: the engine's handle and workspace.
   Status enqueue_step(const Step& st, cudaStream_t s, bool expanded, const StepContext* ctx = nullptr);
   // enqueue_step unless a no-op; errors name the layer.
   Status enqueue_layer_kernels(const Step& st, cudaStream_t s, bool expanded = false);
@@ -297,7 +296,6 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // arena or ring a Runtime shares (another model may be running on them).
   Status warm_kernels();
   std::vector<WarmItem> warm_items() const;  // the distinct convolutions, with their workspace
-  bool uses_cublas(int step) const;           // a conv over a concatenation, or a 3xTF32 conv's GEMM form
   // finalize()'s capture: after a failure, an eager warm-up (*eager_ms) and a second try;
   // a second failure leaves no graph (a warning), not an error.
   Status capture_at_open(double* eager_ms);

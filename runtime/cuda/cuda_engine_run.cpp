@@ -121,7 +121,6 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s, bool expanded, c
     call.workspace_bytes = workspace_bytes();
     if (ctx != nullptr) {
       call.cudnn = ctx->cudnn;
-      call.cublas = ctx->cublas;
       call.workspace = ctx->workspace;
       call.workspace_bytes = ctx->workspace_bytes;
     }

@@ -47,8 +47,6 @@ nlohmann::json engine_open_json(const EngineOpenTiming& e, bool cuda) {
             {"fused_slower", e.fused_slower},
             {"x3_setup_ms", e.x3_setup_ms},
             {"convs_x3", e.convs_x3},
-            {"convs_concat", e.convs_concat},
-            {"kernels_warm_cublas", e.kernels_warm_cublas},
             {"cublas_handle_ms", e.cublas_handle_ms},
             {"algo_cache", e.algo_cache},
             {"algo_cache_path", e.algo_cache_path}});
