@@ -51,6 +51,7 @@ TEST(DlbenchStartup, ReportOverFreshProcesses) {
                                 " --device cpu --size 160 --iters 7 --threads 1 --startup 2 --json " + json);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("startup over 2 fresh processes each"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("process: spawn to main "), std::string::npos) << r.out;
   std::ifstream f(json);
   const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
   ASSERT_FALSE(j.is_discarded());
@@ -64,10 +65,17 @@ TEST(DlbenchStartup, ReportOverFreshProcesses) {
     EXPECT_GT(run["exec_to_exit_ms"].get<double>(), 0.0);
     EXPECT_GE(run["startup"]["process_age_at_first_result_ms"].get<double>(), 0.0);
     EXPECT_LE(run["startup"]["first_inference_ms"].get<double>(), run["exec_to_exit_ms"].get<double>());
+    // The child's own start and end, read from its clock against this process's.
+    const double start = run["startup"]["process_start_ms"].get<double>();
+    const double end = run["startup"]["process_end_ms"].get<double>();
+    EXPECT_GT(start, 0.0);
+    EXPECT_GE(end, 0.0);
+    EXPECT_LT(start + end + run["startup"]["open_ms"].get<double>(), run["exec_to_exit_ms"].get<double>());
   }
   EXPECT_GE(c["exec_to_exit"]["max_ms"].get<double>(), c["exec_to_exit"]["median_ms"].get<double>());
   EXPECT_GE(c["exec_to_exit"]["median_ms"].get<double>(), c["exec_to_exit"]["min_ms"].get<double>());
-  for (const char* part : {"open_ms", "engine.weights_ms", "first_inference_ms", "process_age_at_first_result_ms"})
+  for (const char* part : {"open_ms", "engine.weights_ms", "first_inference_ms", "process_age_at_first_result_ms",
+                           "process_start_ms", "process_end_ms"})
     EXPECT_TRUE(c["median_parts"].contains(part)) << part << " in " << c["median_parts"].dump();
 }
 

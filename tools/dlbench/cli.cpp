@@ -157,7 +157,8 @@ void add_run_options(CLI::App& app, Args* a) {
   app.add_option("--startup", a->startup,
                  "N: time to the first result instead of the inference: every configuration in N fresh processes (one "
                  "inference each, after one more that fills the caches), timed from spawn to exit, beside N of "
-                 "--startup-floor on a CUDA device; medians of each open part (JSON startup_report)")
+                 "--startup-floor on a CUDA device; medians of each open part, of the process's start (spawn to main) and "
+                 "of its end (last output to exit) (JSON startup_report)")
       ->check(CLI::Range(1, 1000));
   app.add_flag("--startup-floor", a->startup_floor,
                "time only the smallest CUDA open on this GPU (context, cuDNN handle, one 1x1 convolution), as the "

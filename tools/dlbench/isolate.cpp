@@ -10,6 +10,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "tools/dlbench/stats.h"
+
 extern char** environ;
 
 namespace dlr::tools {
@@ -56,12 +58,18 @@ Expected<nlohmann::json> child_result(int status, const std::string& json, const
   std::ifstream f(json);
   if (!f) return internal_error("its process exited with code " + std::to_string(code) + " and wrote no result");
   nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
-  if (!j.is_discarded() && j.contains(key) && j[key].is_object()) return j[key];
-  if (j.is_discarded() || !j.contains(key) || !j[key].is_array() || j[key].size() != 1) {
+  nlohmann::json out;
+  if (!j.is_discarded() && j.contains(key) && j[key].is_object()) {
+    out = j[key];
+  } else if (j.is_discarded() || !j.contains(key) || !j[key].is_array() || j[key].size() != 1) {
     return internal_error("failed in its own process (exit code " + std::to_string(code) +
                           ", no result row; its message is above)");
+  } else {
+    out = j[key][0];
   }
-  return j[key][0];
+  if (out.is_object() && j.contains("process_clock") && j["process_clock"].is_object())
+    out["process_clock"] = j["process_clock"];
+  return out;
 }
 
 }  // namespace
@@ -81,6 +89,7 @@ Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args_
   if (posix_spawn_file_actions_init(&actions) != 0) return internal_error("posix_spawn_file_actions_init failed");
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
+  const double spawn_ms = steady_clock_ms();
   const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, cargs.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0)
@@ -89,7 +98,12 @@ Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args_
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return internal_error(std::string("waitpid failed: ") + std::strerror(errno));
   }
+  const double reaped_ms = steady_clock_ms();
   Expected<nlohmann::json> result = child_result(status, json, key);
+  if (result.ok() && result->contains("process_clock")) {
+    (*result)["process_clock"]["spawn_ms"] = spawn_ms;
+    (*result)["process_clock"]["reaped_ms"] = reaped_ms;
+  }
   std::remove(json.c_str());
   return result;
 }

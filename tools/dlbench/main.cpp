@@ -11,10 +11,12 @@
 #include "tools/dlbench/cli.h"
 #include "tools/dlbench/models.h"
 #include "tools/dlbench/run.h"
+#include "tools/dlbench/stats.h"
 
 namespace {
 
 int tool_main(int argc, char** argv) {
+  dlr::tools::note_process_start();
   dlr::init_logging();
   dlr::tools::Args a;
   dlr::tools::ModelsBenchArgs mb;

@@ -37,10 +37,24 @@ double field(const nlohmann::json& su, const std::string& path) {
 }
 
 // The parts reported per configuration (medians over the rounds).
-const char* const kParts[] = {"process_age_at_first_result_ms", "open_ms", "parse_ms", "compile_ms",
+const char* const kParts[] = {"process_start_ms", "process_end_ms", "process_age_at_first_result_ms", "open_ms", "parse_ms", "compile_ms",
                               "prepared_ms", "engine.weights_ms", "engine.weights_prepare_ms",
                               "engine.conv_setup_ms", "kernel_times_ms", "finalize_ms", "kernels_warm_ms", "graph_ms",
                               "first_inference_ms", "context_wait_ms"};
+
+// A child's own start (spawn to its main) and end (its JSON written to its exit seen by
+// this process), ms, from its process_clock (isolate.h) into its startup row; -1 without.
+nlohmann::json with_process_parts(nlohmann::json su, const nlohmann::json& result) {
+  su["process_start_ms"] = -1.0;
+  su["process_end_ms"] = -1.0;
+  if (!result.contains("process_clock")) return su;
+  const nlohmann::json& c = result["process_clock"];
+  if (c.value("main_ms", -1.0) >= 0 && c.contains("spawn_ms"))
+    su["process_start_ms"] = c["main_ms"].get<double>() - c["spawn_ms"].get<double>();
+  if (c.contains("written_ms") && c.contains("reaped_ms"))
+    su["process_end_ms"] = c["reaped_ms"].get<double>() - c["written_ms"].get<double>();
+  return su;
+}
 
 struct Series {
   std::string name;
@@ -80,10 +94,11 @@ void print_report(const nlohmann::json& report) {
   std::printf("\nstartup over %d fresh processes each (medians; exec to exit as this process timed it)\n",
               report["rounds"].get<int>());
   if (report.contains("floor"))
-    std::printf("  %-34s exec to exit %7.1f ms (min %.1f, max %.1f); its open %.1f ms\n", "floor (--startup-floor)",
-                report["floor"]["exec_to_exit"]["median_ms"].get<double>(),
+    std::printf("  %-34s exec to exit %7.1f ms (min %.1f, max %.1f); its open %.1f ms, its teardown %.1f ms\n",
+                "floor (--startup-floor)", report["floor"]["exec_to_exit"]["median_ms"].get<double>(),
                 report["floor"]["exec_to_exit"]["min_ms"].get<double>(),
-                report["floor"]["exec_to_exit"]["max_ms"].get<double>(), report["floor"]["total_ms"].get<double>());
+                report["floor"]["exec_to_exit"]["max_ms"].get<double>(), report["floor"]["total_ms"].get<double>(),
+                report["floor"]["process_end_ms"].get<double>());
   for (const nlohmann::json& c : report["configs"]) {
     const nlohmann::json& p = c["median_parts"];
     auto part = [&](const char* k) { return p.contains(k) ? p[k].get<double>() : -1.0; };
@@ -98,6 +113,9 @@ void print_report(const nlohmann::json& report) {
                 part("prepared_ms"), part("engine.weights_ms"), part("engine.weights_prepare_ms"),
                 part("engine.conv_setup_ms"), part("kernel_times_ms"), part("finalize_ms"), part("kernels_warm_ms"), part("graph_ms"),
                 part("first_inference_ms"));
+    if (part("process_end_ms") >= 0)
+      std::printf("    process: spawn to main %.1f ms; its last output to its exit (the teardown) %.1f ms\n",
+                  part("process_start_ms"), part("process_end_ms"));
   }
 }
 
@@ -118,7 +136,7 @@ int startup_report(const Args& a, const std::vector<Config>& configs, const std:
     }
   }
   Series floor;
-  std::vector<double> floor_open;
+  std::vector<double> floor_open, floor_end;
   for (int round = 0; round < a.startup; ++round) {
     double ms = 0;
     if (cuda) {
@@ -127,6 +145,8 @@ int startup_report(const Args& a, const std::vector<Config>& configs, const std:
       if (!f.ok()) return fail("dlbench", "--startup-floor: " + f.status().message());
       floor.exit_ms.push_back(ms);
       floor_open.push_back((*f)["total_ms"].get<double>());
+      const double end = field(with_process_parts(nlohmann::json::object(), *f), "process_end_ms");
+      if (end >= 0) floor_end.push_back(end);
     }
     for (size_t k = 0; k < configs.size(); ++k) {
       Expected<nlohmann::json> r =
@@ -137,11 +157,14 @@ int startup_report(const Args& a, const std::vector<Config>& configs, const std:
         continue;
       }
       series[k].exit_ms.push_back(ms);
-      series[k].runs.push_back({{"exec_to_exit_ms", ms}, {"startup", (*r)["startup"]}});
+      series[k].runs.push_back({{"exec_to_exit_ms", ms}, {"startup", with_process_parts((*r)["startup"], *r)}});
     }
   }
   nlohmann::json report = {{"rounds", a.startup}, {"configs", nlohmann::json::array()}};
-  if (cuda) report["floor"] = {{"exec_to_exit", summary(floor.exit_ms)}, {"total_ms", median(floor_open)}};
+  if (cuda)
+    report["floor"] = {{"exec_to_exit", summary(floor.exit_ms)},
+                       {"total_ms", median(floor_open)},
+                       {"process_end_ms", floor_end.empty() ? -1.0 : median(floor_end)}};
   for (const Series& s : series) {
     nlohmann::json c = config_json(s);
     if (cuda && !s.exit_ms.empty())

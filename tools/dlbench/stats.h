@@ -25,7 +25,14 @@ nlohmann::json stats_json(const Stats& s);
 // The non-empty items of a comma-separated list, in order.
 std::vector<std::string> split(const std::string& list);
 
+// The steady clock (CLOCK_MONOTONIC on Linux: one clock for every process of the machine),
+// ms; note_process_start() keeps its value at the start of main.
+double steady_clock_ms();
+void note_process_start();
+
 // Writes `j` (indented, then a newline) to `path`; false when the file cannot be written.
+// An object gets "process_clock": {"main_ms", "written_ms"} (steady_clock_ms at the
+// start of main and now), which a parent that spawned this process reads (isolate.h).
 bool write_json(const std::string& path, const nlohmann::json& j);
 
 }  // namespace dlr::tools
