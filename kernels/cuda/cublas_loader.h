@@ -1,8 +1,8 @@
 // cuBLAS loaded on first use (dlopen of libcublas.so.MAJOR, the major version of the
 // headers this build was compiled with) instead of linked: the CUDA backend needs it
 // only for convolutions over a concatenation and 3xTF32 GEMMs, and loading it (with
-// cuBLASLt, which it needs) costs tens of milliseconds of start-up and over 100 MB of
-// mapped pages. docs/architecture.md, "cuBLAS loaded when a plan needs it".
+// cuBLASLt, which it needs) is a large part of a process's start-up and of its mapped
+// pages (docs/architecture.md, "cuBLAS loaded when a plan needs it").
 //
 // Threads: cublas() may be called from any thread; the first call loads, concurrent
 // callers wait for it, later calls return the same result without locking (the library
