@@ -100,7 +100,7 @@ Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args_
   }
   const double reaped_ms = steady_clock_ms();
   Expected<nlohmann::json> result = child_result(status, json, key);
-  if (result.ok() && result->contains("process_clock")) {
+  if (result.ok() && result->is_object()) {
     (*result)["process_clock"]["spawn_ms"] = spawn_ms;
     (*result)["process_clock"]["reaped_ms"] = reaped_ms;
   }

@@ -26,11 +26,10 @@ struct ChildArgs {
 // only a name) plus --json FILE (a file of its own, removed after) and waits for it. The
 // child's stdout is discarded, its stderr is this process's. Returns the object `key`
 // of the child's JSON, or the only element of the array `key`; an error says how the child ended (killed by a
-// signal, its exit code; the caller names what the child measured). When that object
-// is an object and the child's JSON has its process_clock (stats.h), it gets
-// "process_clock": {"spawn_ms", "main_ms", "written_ms", "reaped_ms"} (steady_clock_ms
-// before the spawn and when waitpid returned, beside the child's own two). One child
-// at a time (not thread-safe).
+// signal, its exit code; the caller names what the child measured). An object gets
+// "process_clock": {"spawn_ms", "reaped_ms"} (steady_clock_ms before the spawn and when
+// waitpid returned) with the child's own "main_ms" and "written_ms" where its JSON had
+// them (stats.h). One child at a time (not thread-safe).
 Expected<nlohmann::json> run_self_in_child(const std::vector<std::string>& args, const std::string& key);
 
 // Runs this executable again (/proc/self/exe) with `argv` (the parent's own command

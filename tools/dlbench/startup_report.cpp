@@ -1,8 +1,6 @@
 #include "tools/dlbench/startup_report.h"
 
 #include <algorithm>
-#include <chrono>
-#include <functional>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -15,8 +13,6 @@
 
 namespace dlr::tools {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A child's command line: one timed inference after open, no warm-up, no --startup.
 ChildArgs one_inference() { return {{"--startup", "--iters", "--warmup"}, {"--iters", "1", "--warmup", "0"}}; }
@@ -42,18 +38,20 @@ const char* const kParts[] = {"process_start_ms", "process_end_ms", "process_age
                               "engine.conv_setup_ms", "kernel_times_ms", "finalize_ms", "kernels_warm_ms", "graph_ms",
                               "first_inference_ms", "context_wait_ms"};
 
-// A child's own start (spawn to its main) and end (its JSON written to its exit seen by
-// this process), ms, from its process_clock (isolate.h) into its startup row; -1 without.
-nlohmann::json with_process_parts(nlohmann::json su, const nlohmann::json& result) {
-  su["process_start_ms"] = -1.0;
-  su["process_end_ms"] = -1.0;
-  if (!result.contains("process_clock")) return su;
+// One child's times, ms, from its process_clock (isolate.h): spawn to exit as this process
+// saw it; its own start (spawn to its main) and end (its JSON written to that exit), -1
+// where the child did not say.
+struct ChildTimes {
+  double exit_ms = 0, start_ms = -1, end_ms = -1;
+};
+
+ChildTimes child_times(const nlohmann::json& result) {
   const nlohmann::json& c = result["process_clock"];
-  if (c.value("main_ms", -1.0) >= 0 && c.contains("spawn_ms"))
-    su["process_start_ms"] = c["main_ms"].get<double>() - c["spawn_ms"].get<double>();
-  if (c.contains("written_ms") && c.contains("reaped_ms"))
-    su["process_end_ms"] = c["reaped_ms"].get<double>() - c["written_ms"].get<double>();
-  return su;
+  ChildTimes t;
+  t.exit_ms = c["reaped_ms"].get<double>() - c["spawn_ms"].get<double>();
+  if (c.value("main_ms", -1.0) >= 0) t.start_ms = c["main_ms"].get<double>() - c["spawn_ms"].get<double>();
+  if (c.contains("written_ms")) t.end_ms = c["reaped_ms"].get<double>() - c["written_ms"].get<double>();
+  return t;
 }
 
 struct Series {
@@ -80,14 +78,6 @@ nlohmann::json config_json(const Series& s) {
     if (!v.empty()) parts[p] = median(v);
   }
   return {{"config", s.name}, {"exec_to_exit", summary(s.exit_ms)}, {"median_parts", parts}, {"runs", s.runs}};
-}
-
-// One child, timed from spawn to exit.
-Expected<nlohmann::json> timed(const std::function<Expected<nlohmann::json>()>& run, double* ms) {
-  const auto t0 = Clock::now();
-  Expected<nlohmann::json> r = run();
-  *ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  return r;
 }
 
 void print_report(const nlohmann::json& report) {
@@ -138,26 +128,27 @@ int startup_report(const Args& a, const std::vector<Config>& configs, const std:
   Series floor;
   std::vector<double> floor_open, floor_end;
   for (int round = 0; round < a.startup; ++round) {
-    double ms = 0;
     if (cuda) {
-      Expected<nlohmann::json> f =
-          timed([&] { return run_self_in_child({a.argv[0], "--startup-floor"}, "startup_floor"); }, &ms);
+      Expected<nlohmann::json> f = run_self_in_child({a.argv[0], "--startup-floor"}, "startup_floor");
       if (!f.ok()) return fail("dlbench", "--startup-floor: " + f.status().message());
-      floor.exit_ms.push_back(ms);
+      const ChildTimes t = child_times(*f);
+      floor.exit_ms.push_back(t.exit_ms);
       floor_open.push_back((*f)["total_ms"].get<double>());
-      const double end = field(with_process_parts(nlohmann::json::object(), *f), "process_end_ms");
-      if (end >= 0) floor_end.push_back(end);
+      if (t.end_ms >= 0) floor_end.push_back(t.end_ms);
     }
     for (size_t k = 0; k < configs.size(); ++k) {
-      Expected<nlohmann::json> r =
-          timed([&] { return run_config_in_child(a.argv, int(k), own_weights, one_inference()); }, &ms);
+      Expected<nlohmann::json> r = run_config_in_child(a.argv, int(k), own_weights, one_inference());
       if (!r.ok()) {
         std::fprintf(stderr, "dlbench: %s: %s\n", series[k].name.c_str(), r.status().message().c_str());
         rc = kExitError;
         continue;
       }
-      series[k].exit_ms.push_back(ms);
-      series[k].runs.push_back({{"exec_to_exit_ms", ms}, {"startup", with_process_parts((*r)["startup"], *r)}});
+      const ChildTimes t = child_times(*r);
+      nlohmann::json su = (*r)["startup"];
+      su["process_start_ms"] = t.start_ms;
+      su["process_end_ms"] = t.end_ms;
+      series[k].exit_ms.push_back(t.exit_ms);
+      series[k].runs.push_back({{"exec_to_exit_ms", t.exit_ms}, {"startup", su}});
     }
   }
   nlohmann::json report = {{"rounds", a.startup}, {"configs", nlohmann::json::array()}};

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/core/clock.h"
+
 namespace dlr::tools {
 
 Stats stats_of(std::vector<double> v) {
@@ -40,7 +42,7 @@ double g_process_start_ms = -1;
 }  // namespace
 
 double steady_clock_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
 }
 
 void note_process_start() { g_process_start_ms = steady_clock_ms(); }
