@@ -5,7 +5,9 @@
 // the medians of their parts, and no floor on the CPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <utility>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -50,13 +52,16 @@ TEST(DlbenchStartup, ReportOverFreshProcesses) {
   const auto r = test::run_tool("dlbench " + cfg + " --weights " + w +
                                 " --device cpu --size 160 --iters 7 --threads 1 --startup 2 --json " + json);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("startup over 2 fresh processes each"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("startup over 2 fresh processes each, no other process holding the GPU"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("process: spawn to main "), std::string::npos) << r.out;
   std::ifstream f(json);
   const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
   ASSERT_FALSE(j.is_discarded());
-  const nlohmann::json& rep = j["startup_report"];
-  EXPECT_EQ(rep["rounds"].get<int>(), 2);
+  EXPECT_EQ(j["startup_report"]["rounds"].get<int>(), 2);
+  ASSERT_EQ(j["startup_report"]["conditions"].size(), 1u) << "the default --startup-gpu is idle alone";
+  const nlohmann::json& rep = j["startup_report"]["conditions"][0];
+  EXPECT_EQ(rep["gpu"].get<std::string>(), "idle");
   EXPECT_FALSE(rep.contains("floor")) << "no floor on the CPU";
   ASSERT_EQ(rep["configs"].size(), 1u) << rep.dump();
   const nlohmann::json& c = rep["configs"][0];
@@ -77,6 +82,39 @@ TEST(DlbenchStartup, ReportOverFreshProcesses) {
   for (const char* part : {"open_ms", "engine.weights_ms", "first_inference_ms", "process_age_at_first_result_ms",
                            "process_start_ms", "process_end_ms"})
     EXPECT_TRUE(c["median_parts"].contains(part)) << part << " in " << c["median_parts"].dump();
+}
+
+// --startup-gpu: each value refused with one line naming the option and what it needs.
+TEST(DlbenchStartup, GpuConditionRefusals) {
+  const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "../shared is not available";
+  const std::string base = "dlbench " + cfg + " --synthetic --size 160 --threads 1 ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--device cpu --startup 1 --startup-gpu held", "--startup-gpu held: needs --device cuda"},
+      {"--device cpu --startup 1 --startup-gpu idle,busy", "--startup-gpu: 'busy' is not idle or held"},
+      {"--device cpu --startup 1 --startup-gpu idle,idle", "--startup-gpu: give idle, held or idle,held, each once"},
+      {"--device cpu --startup-gpu held", "--startup-gpu applies to --startup N"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const auto r = test::run_tool(base + flags);
+    EXPECT_NE(r.code, 0) << flags;
+    EXPECT_NE(r.err.find(message), std::string::npos) << flags << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << flags << ": " << r.err;
+  }
+}
+
+// --hold-gpu with its input at an end: where a GPU is usable it says "held" and ends at
+// once; where none is (CI, a build without CUDA) one line on stderr, a failing exit and
+// no "held", so a --startup-gpu held report stops at its first round.
+TEST(DlbenchStartup, HoldGpuEndsWithItsInput) {
+  const auto r = test::run_tool("dlbench --hold-gpu < /dev/null");
+  if (r.code == 0) {
+    EXPECT_EQ(r.out, "held\n");
+    return;
+  }
+  EXPECT_EQ(r.out.find("held"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("dlbench: --hold-gpu: "), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 }  // namespace

@@ -38,6 +38,10 @@ struct Args {
   bool cold = false;  // drop the prepared file from the page cache before each configuration
   bool startup_floor = false;  // --startup-floor: time the smallest CUDA open, alone in this process
   int startup = 0;             // --startup N: every configuration in N fresh processes (startup_report.h)
+  // --startup-gpu idle,held: whether another process holds the GPU while --startup's children
+  // run (startup_report.h); each a report of its own, in this order.
+  std::string startup_gpu = "idle";
+  bool hold_gpu = false;  // --hold-gpu: keep a CUDA context on GPU 0 until stdin ends (the holder of "held")
   // --budget-curve N: N budgets from the minimal pool to all the weights (preload in the same run).
   int budget_curve = 0;
   // --isolate: every configuration in a process of its own (tools/dlbench/isolate.h);

@@ -160,6 +160,14 @@ void add_run_options(CLI::App& app, Args* a) {
                  "--startup-floor on a CUDA device; medians of each open part, of the process's start (spawn to main) and "
                  "of its end (last output to exit) (JSON startup_report)")
       ->check(CLI::Range(1, 1000));
+  app.add_option("--startup-gpu", a->startup_gpu,
+                 "with --startup on a CUDA device: idle (no other process holds the GPU while each child runs: the "
+                 "driver starts it for every process unless persistence mode keeps it), held (a process of "
+                 "--hold-gpu keeps a CUDA context on it: another detector, a daemon), or idle,held (both, each round "
+                 "running idle then held) (default idle)");
+  app.add_flag("--hold-gpu", a->hold_gpu,
+               "make a CUDA context on GPU 0, print 'held' and keep the context until standard input ends (what "
+               "--startup-gpu held runs beside its children); no configuration runs");
   app.add_flag("--startup-floor", a->startup_floor,
                "time only the smallest CUDA open on this GPU (context, cuDNN handle, one 1x1 convolution), as the "
                "process's first CUDA work; no configuration runs");

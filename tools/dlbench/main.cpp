@@ -11,6 +11,7 @@
 #include "tools/dlbench/cli.h"
 #include "tools/dlbench/models.h"
 #include "tools/dlbench/run.h"
+#include "tools/dlbench/startup.h"
 #include "tools/dlbench/stats.h"
 
 namespace {
@@ -31,6 +32,7 @@ int tool_main(int argc, char** argv) {
     return dlr::tools::kExitUsage;
   }
   if (!mb.models.empty()) return dlr::tools::run_models_bench(dlr::tools::models_args(app, a, mb, no_isolate_baselines));
+  if (a.hold_gpu) return dlr::tools::hold_gpu();
   if (a.cfg.empty() && !a.startup_floor) {
     std::fprintf(stderr, "dlbench: give a cfg (or --models, or --startup-floor)\n");
     return dlr::tools::kExitUsage;

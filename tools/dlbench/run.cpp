@@ -63,10 +63,15 @@ Status check_cuda_only(const Args& a) {
   return Status();
 }
 
+// The --startup report's own process (not its children): it makes no CUDA call, which
+// would hold the GPU for its children (startup_report.h).
+bool startup_parent(const Args& a) { return a.startup > 0 && a.config_index < 0; }
+
 // dlbench's default device is cuda: without --device, a machine (or a build) with no usable
-// GPU is told so up front, with the flag that benchmarks the CPU instead.
+// GPU is told so up front, with the flag that benchmarks the CPU instead. The --startup
+// report's children tell it in its place.
 Status check_default_device(const Args& a) {
-  if (a.session.changed("device")) return Status();
+  if (a.session.changed("device") || startup_parent(a)) return Status();
   int64_t free_bytes = 0, total_bytes = 0;
   const Status st = device_memory_info(DeviceKind::kCUDA, 0, &free_bytes, &total_bytes);
   if (st.ok()) return st;
@@ -81,7 +86,12 @@ Status check_before_work(const Args& a) {
   for (const std::string& u : split(a.session.text("unit_search")))
     DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "unit_search", u, &scratch));
   DLR_RETURN_IF_ERROR(check_cuda_only(a));
-  for (const Config& c : configs(a)) DLR_RETURN_IF_ERROR(config_options(a, c).status());
+  bool cuda = false;
+  for (const Config& c : configs(a)) {
+    DLR_RETURN_IF_ERROR(config_options(a, c).status());
+    cuda = cuda || c.device == "cuda";
+  }
+  DLR_RETURN_IF_ERROR(check_startup_gpu(a, cuda));
   return check_default_device(a);
 }
 
@@ -112,7 +122,7 @@ std::vector<float> bench_input(const Args& a, const NetworkDesc& net) {
 // rest of its process, as another session's run does (tools/dlbench/isolate.h).
 Status resolve_copy_profile_once(const Args& a, const std::vector<Config>& all) {
 #ifdef DLR_HAVE_CUDA
-  if (!a.isolate || a.config_index >= 0 || a.session.text("copy_profile") != "auto") return Status();
+  if (!a.isolate || a.config_index >= 0 || startup_parent(a) || a.session.text("copy_profile") != "auto") return Status();
   for (const Config& c : all)
     if (c.device == "cuda" && c.mode == "stream") return cuda_target(0, "auto").status();
 #else
@@ -129,7 +139,7 @@ nlohmann::json run_json(const Args& a, const NetworkDesc& net) {
   all["size"] = net.net.width;
   all["gflops"] = net.total_gflops();
 #ifdef DLR_HAVE_CUDA
-  all["gpu"] = cuda_device_description(0);
+  if (!startup_parent(a)) all["gpu"] = cuda_device_description(0);
 #endif
   all["results"] = nlohmann::json::array();
   return all;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "runtime/backend.h"
 #include "tools/common/process_exit.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlbench/stats.h"
@@ -57,7 +58,8 @@ nlohmann::json engine_open_json(const EngineOpenTiming& e, bool cuda) {
 nlohmann::json startup_floor_json(const StartupFloor& f, double age_before, double age_after) {
   return {{"gpu", cuda_device_description(0)},
           {"startup_floor",
-           {{"total_ms", f.total_ms},
+           {{"gpu", cuda_device_description(0)},
+            {"total_ms", f.total_ms},
             {"context_ms", f.context_ms},
             {"cudnn_handle_ms", f.cudnn_handle_ms},
             {"buffers_ms", f.buffers_ms},
@@ -138,6 +140,18 @@ int startup_floor(const Args& a) {
   (void)a;
   return fail("dlbench", "--startup-floor measures a CUDA open: this build has no CUDA backend");
 #endif
+}
+
+int hold_gpu() {
+  int64_t free_bytes = 0, total_bytes = 0;
+  const Status st = device_memory_info(DeviceKind::kCUDA, 0, &free_bytes, &total_bytes);
+  if (!st.ok()) return fail("dlbench", "--hold-gpu: " + st.message());
+  std::printf("held\n");
+  std::fflush(stdout);
+  char buf[256];
+  while (std::fread(buf, 1, sizeof buf, stdin) > 0) {
+  }
+  return kExitOk;
 }
 
 }  // namespace dlr::tools

@@ -22,4 +22,9 @@ nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms, bool
 // process's first CUDA work; printed and written to --json. Returns the exit code.
 int startup_floor(const Args& a);
 
+// --hold-gpu: makes a CUDA context on GPU 0 (device_memory_info), prints "held" on stdout
+// and keeps it until standard input ends; the process that --startup-gpu held runs beside
+// its children (isolate.h, HeldGpu). Returns the exit code; an error when no GPU is usable.
+int hold_gpu();
+
 }  // namespace dlr::tools

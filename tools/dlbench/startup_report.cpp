@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "tools/common/tool_support.h"
+#include "tools/dlbench/held_gpu.h"
 #include "tools/dlbench/isolate.h"
 #include "tools/dlbench/stats.h"
 
@@ -15,7 +17,9 @@ namespace dlr::tools {
 namespace {
 
 // A child's command line: one timed inference after open, no warm-up, no --startup.
-ChildArgs one_inference() { return {{"--startup", "--iters", "--warmup"}, {"--iters", "1", "--warmup", "0"}}; }
+ChildArgs one_inference() {
+  return {{"--startup", "--startup-gpu", "--iters", "--warmup"}, {"--iters", "1", "--warmup", "0"}};
+}
 
 // A startup value of a child's row by its path ("engine.weights_ms"), or -1.
 double field(const nlohmann::json& su, const std::string& path) {
@@ -80,9 +84,15 @@ nlohmann::json config_json(const Series& s) {
   return {{"config", s.name}, {"exec_to_exit", summary(s.exit_ms)}, {"median_parts", parts}, {"runs", s.runs}};
 }
 
-void print_report(const nlohmann::json& report) {
-  std::printf("\nstartup over %d fresh processes each (medians; exec to exit as this process timed it)\n",
-              report["rounds"].get<int>());
+// What each --startup-gpu condition means, for the report's heading.
+const char* condition_text(const std::string& gpu) {
+  return gpu == "held" ? "the GPU held by another process (dlbench --hold-gpu)"
+                       : "no other process holding the GPU";
+}
+
+void print_report(const nlohmann::json& report, int rounds) {
+  std::printf("\nstartup over %d fresh processes each, %s (medians; exec to exit as this process timed it)\n", rounds,
+              condition_text(report["gpu"].get<std::string>()));
   if (report.contains("floor"))
     std::printf("  %-34s exec to exit %7.1f ms (min %.1f, max %.1f); its open %.1f ms, its teardown %.1f ms\n",
                 "floor (--startup-floor)", report["floor"]["exec_to_exit"]["median_ms"].get<double>(),
@@ -109,60 +119,119 @@ void print_report(const nlohmann::json& report) {
   }
 }
 
+// One --startup-gpu condition's runs: the floor's and every configuration's.
+struct Condition {
+  std::string gpu;  // "idle" or "held"
+  Series floor;
+  std::vector<double> floor_open, floor_end;
+  std::string gpu_name;  // the floor's GPU, as it printed it
+  std::vector<Series> series;
+};
+
+// One round of `c`: a floor process on a CUDA device, then each configuration's.
+int run_round(const Args& a, const std::vector<Config>& configs, const std::string& own_weights, bool cuda,
+              Condition* c) {
+  if (cuda) {
+    Expected<nlohmann::json> f = run_self_in_child({a.argv[0], "--startup-floor"}, "startup_floor");
+    if (!f.ok()) return fail("dlbench", "--startup-floor: " + f.status().message());
+    const ChildTimes t = child_times(*f);
+    c->floor.exit_ms.push_back(t.exit_ms);
+    c->floor_open.push_back((*f)["total_ms"].get<double>());
+    if (t.end_ms >= 0) c->floor_end.push_back(t.end_ms);
+    c->gpu_name = f->value("gpu", std::string());
+  }
+  int rc = kExitOk;
+  for (size_t k = 0; k < configs.size(); ++k) {
+    Expected<nlohmann::json> r = run_config_in_child(a.argv, int(k), own_weights, one_inference());
+    if (!r.ok()) {
+      std::fprintf(stderr, "dlbench: %s: %s\n", c->series[k].name.c_str(), r.status().message().c_str());
+      rc = kExitError;
+      continue;
+    }
+    const ChildTimes t = child_times(*r);
+    nlohmann::json su = (*r)["startup"];
+    su["process_start_ms"] = t.start_ms;
+    su["process_end_ms"] = t.end_ms;
+    c->series[k].exit_ms.push_back(t.exit_ms);
+    c->series[k].runs.push_back({{"exec_to_exit_ms", t.exit_ms}, {"startup", su}});
+  }
+  return rc;
+}
+
+nlohmann::json condition_json(const Condition& c, bool cuda) {
+  nlohmann::json report = {{"gpu", c.gpu}, {"configs", nlohmann::json::array()}};
+  if (cuda)
+    report["floor"] = {{"exec_to_exit", summary(c.floor.exit_ms)},
+                       {"total_ms", median(c.floor_open)},
+                       {"process_end_ms", c.floor_end.empty() ? -1.0 : median(c.floor_end)}};
+  for (const Series& s : c.series) {
+    nlohmann::json j = config_json(s);
+    if (cuda && !s.exit_ms.empty())
+      j["above_floor_ms"] = j["exec_to_exit"]["median_ms"].get<double>() - median(c.floor.exit_ms);
+    report["configs"].push_back(j);
+  }
+  return report;
+}
+
 }  // namespace
+
+std::vector<std::string> startup_gpu_conditions(const std::string& list) {
+  std::vector<std::string> out;
+  for (const char* gpu : {"idle", "held"})
+    for (const std::string& g : split(list))
+      if (g == gpu) {
+        out.push_back(gpu);
+        break;
+      }
+  return out;
+}
+
+Status check_startup_gpu(const Args& a, bool cuda) {
+  const std::vector<std::string> given = split(a.startup_gpu);
+  if (a.startup == 0 && a.startup_gpu != "idle") return invalid_argument("--startup-gpu applies to --startup N");
+  for (const std::string& g : given)
+    if (g != "idle" && g != "held")
+      return invalid_argument("--startup-gpu: '" + g + "' is not idle or held");
+  if (given.empty() || startup_gpu_conditions(a.startup_gpu).size() != given.size())
+    return invalid_argument("--startup-gpu: give idle, held or idle,held, each once");
+  if (!cuda && a.startup_gpu != "idle") return invalid_argument("--startup-gpu " + a.startup_gpu + ": needs --device cuda");
+  return Status();
+}
 
 int startup_report(const Args& a, const std::vector<Config>& configs, const std::string& weights, nlohmann::json* all) {
   const std::string own_weights = a.synthetic ? weights : std::string();
   bool cuda = false;
   for (const Config& c : configs) cuda = cuda || c.device == "cuda";
-  std::vector<Series> series(configs.size());
-  int rc = kExitOk;
+  std::vector<Condition> conditions;
+  for (const std::string& gpu : startup_gpu_conditions(a.startup_gpu)) {
+    conditions.push_back({gpu, {}, {}, {}, {}, std::vector<Series>(configs.size())});
+    for (size_t k = 0; k < configs.size(); ++k) conditions.back().series[k].name = configs[k].name();
+  }
   for (size_t k = 0; k < configs.size(); ++k) {  // fills the caches; not counted
-    series[k].name = configs[k].name();
     Expected<nlohmann::json> r = run_config_in_child(a.argv, int(k), own_weights, one_inference());
     if (!r.ok()) {
-      std::fprintf(stderr, "dlbench: %s: %s\n", series[k].name.c_str(), r.status().message().c_str());
+      std::fprintf(stderr, "dlbench: %s: %s\n", configs[k].name().c_str(), r.status().message().c_str());
       return kExitError;
     }
   }
-  Series floor;
-  std::vector<double> floor_open, floor_end;
+  int rc = kExitOk;
   for (int round = 0; round < a.startup; ++round) {
-    if (cuda) {
-      Expected<nlohmann::json> f = run_self_in_child({a.argv[0], "--startup-floor"}, "startup_floor");
-      if (!f.ok()) return fail("dlbench", "--startup-floor: " + f.status().message());
-      const ChildTimes t = child_times(*f);
-      floor.exit_ms.push_back(t.exit_ms);
-      floor_open.push_back((*f)["total_ms"].get<double>());
-      if (t.end_ms >= 0) floor_end.push_back(t.end_ms);
-    }
-    for (size_t k = 0; k < configs.size(); ++k) {
-      Expected<nlohmann::json> r = run_config_in_child(a.argv, int(k), own_weights, one_inference());
-      if (!r.ok()) {
-        std::fprintf(stderr, "dlbench: %s: %s\n", series[k].name.c_str(), r.status().message().c_str());
-        rc = kExitError;
-        continue;
+    for (Condition& c : conditions) {
+      std::unique_ptr<HeldGpu> held;
+      if (c.gpu == "held") {
+        Expected<std::unique_ptr<HeldGpu>> h = HeldGpu::start();
+        if (!h.ok()) return fail("dlbench", h.status());
+        held = std::move(*h);
       }
-      const ChildTimes t = child_times(*r);
-      nlohmann::json su = (*r)["startup"];
-      su["process_start_ms"] = t.start_ms;
-      su["process_end_ms"] = t.end_ms;
-      series[k].exit_ms.push_back(t.exit_ms);
-      series[k].runs.push_back({{"exec_to_exit_ms", t.exit_ms}, {"startup", su}});
+      if (run_round(a, configs, own_weights, cuda, &c) != kExitOk) rc = kExitError;
     }
   }
-  nlohmann::json report = {{"rounds", a.startup}, {"configs", nlohmann::json::array()}};
-  if (cuda)
-    report["floor"] = {{"exec_to_exit", summary(floor.exit_ms)},
-                       {"total_ms", median(floor_open)},
-                       {"process_end_ms", floor_end.empty() ? -1.0 : median(floor_end)}};
-  for (const Series& s : series) {
-    nlohmann::json c = config_json(s);
-    if (cuda && !s.exit_ms.empty())
-      c["above_floor_ms"] = c["exec_to_exit"]["median_ms"].get<double>() - median(floor.exit_ms);
-    report["configs"].push_back(c);
+  nlohmann::json report = {{"rounds", a.startup}, {"conditions", nlohmann::json::array()}};
+  for (const Condition& c : conditions) {
+    report["conditions"].push_back(condition_json(c, cuda));
+    print_report(report["conditions"].back(), a.startup);
+    if (!c.gpu_name.empty()) (*all)["gpu"] = c.gpu_name;
   }
-  print_report(report);
   (*all)["startup_report"] = report;
   return rc;
 }
