@@ -1,6 +1,8 @@
 #include "tools/dlbench/held_gpu.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +16,8 @@ extern char** environ;
 namespace dlr::tools {
 namespace {
 
+constexpr int kHoldTimeoutMs = 120000;  // how long --hold-gpu may take to make its context
+
 // Waits for `pid`; its exit code, or -1 when a signal ended it.
 int reap(pid_t pid) {
   int status = 0;
@@ -22,18 +26,25 @@ int reap(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// Reads `fd` to the holder's "held" line or to its end; true when the line came.
-bool read_held(int fd) {
+enum class Said { kHeld, kEnded, kLate };
+
+// Reads `fd` to the holder's "held" line, to its end, or until `timeout_ms` passed
+// without a byte.
+Said read_held(int fd, int timeout_ms) {
   std::string got;
   char c = 0;
   while (got.size() < 64) {
-    const ssize_t n = ::read(fd, &c, 1);
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, timeout_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) return Said::kLate;
+    const ssize_t n = ready < 0 ? -1 : ::read(fd, &c, 1);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    if (c == '\n') return got == "held";
+    if (n <= 0) return Said::kEnded;
+    if (c == '\n') return got == "held" ? Said::kHeld : Said::kEnded;
     got.push_back(c);
   }
-  return false;
+  return Said::kEnded;
 }
 
 }  // namespace
@@ -63,10 +74,14 @@ Expected<std::unique_ptr<HeldGpu>> HeldGpu::start() {
     return internal_error(std::string("--startup-gpu held: could not start dlbench --hold-gpu: ") + std::strerror(rc));
   }
   std::unique_ptr<HeldGpu> held(new HeldGpu(pid, in[1]));
-  const bool ok = read_held(out[0]);
+  const Said said = read_held(out[0], kHoldTimeoutMs);
   ::close(out[0]);
-  if (ok) return held;
-  held.reset();  // ends and reaps it
+  if (said == Said::kHeld) return held;
+  if (said == Said::kLate) ::kill(pid, SIGKILL);  // stuck making its context: the destructor reaps it
+  held.reset();
+  if (said == Said::kLate)
+    return internal_error("--startup-gpu held: dlbench --hold-gpu held no GPU within " +
+                          std::to_string(kHoldTimeoutMs / 1000) + " s");
   return internal_error("--startup-gpu held: dlbench --hold-gpu ended before it held the GPU (its message is above)");
 }
 
