@@ -161,8 +161,8 @@ void add_run_options(CLI::App& app, Args* a) {
                  "of its end (last output to exit) (JSON startup_report)")
       ->check(CLI::Range(1, 1000));
   app.add_option("--startup-gpu", a->startup_gpu,
-                 "with --startup on a CUDA device: idle (no other process holds the GPU while each child runs: the "
-                 "driver starts it for every process unless persistence mode keeps it), held (a process of "
+                 "with --startup on a CUDA device: idle (no other process holds the GPU while each child runs: its "
+                 "context is the only one on the GPU, slower to make and to end even in persistence mode), held (a process of "
                  "--hold-gpu keeps a CUDA context on it: another detector, a daemon), or idle,held (both, each round "
                  "running idle then held) (default idle)");
   app.add_flag("--hold-gpu", a->hold_gpu,
