@@ -128,24 +128,25 @@ struct Condition {
   std::vector<Series> series;
 };
 
-// One round of `c`: a floor process on a CUDA device, then each configuration's.
-int run_round(const Args& a, const std::vector<Config>& configs, const std::string& own_weights, bool cuda,
-              Condition* c) {
+// One round of `c`: a floor process on a CUDA device, then each configuration's. A
+// configuration that fails is said on stderr and sets *failed; a floor that fails ends
+// the report (the error).
+Status run_round(const Args& a, const std::vector<Config>& configs, const std::string& own_weights, bool cuda,
+                 Condition* c, bool* failed) {
   if (cuda) {
     Expected<nlohmann::json> f = run_self_in_child({a.argv[0], "--startup-floor"}, "startup_floor");
-    if (!f.ok()) return fail("dlbench", "--startup-floor: " + f.status().message());
+    if (!f.ok()) return Status(f.status().code(), "--startup-floor: " + f.status().message());
     const ChildTimes t = child_times(*f);
     c->floor.exit_ms.push_back(t.exit_ms);
     c->floor_open.push_back((*f)["total_ms"].get<double>());
     if (t.end_ms >= 0) c->floor_end.push_back(t.end_ms);
     c->gpu_name = f->value("gpu", std::string());
   }
-  int rc = kExitOk;
   for (size_t k = 0; k < configs.size(); ++k) {
     Expected<nlohmann::json> r = run_config_in_child(a.argv, int(k), own_weights, one_inference());
     if (!r.ok()) {
       std::fprintf(stderr, "dlbench: %s: %s\n", c->series[k].name.c_str(), r.status().message().c_str());
-      rc = kExitError;
+      *failed = true;
       continue;
     }
     const ChildTimes t = child_times(*r);
@@ -155,7 +156,7 @@ int run_round(const Args& a, const std::vector<Config>& configs, const std::stri
     c->series[k].exit_ms.push_back(t.exit_ms);
     c->series[k].runs.push_back({{"exec_to_exit_ms", t.exit_ms}, {"startup", su}});
   }
-  return rc;
+  return Status();
 }
 
 nlohmann::json condition_json(const Condition& c, bool cuda) {
@@ -214,7 +215,7 @@ int startup_report(const Args& a, const std::vector<Config>& configs, const std:
       return kExitError;
     }
   }
-  int rc = kExitOk;
+  bool failed = false;
   for (int round = 0; round < a.startup; ++round) {
     for (Condition& c : conditions) {
       std::unique_ptr<HeldGpu> held;
@@ -223,7 +224,8 @@ int startup_report(const Args& a, const std::vector<Config>& configs, const std:
         if (!h.ok()) return fail("dlbench", h.status());
         held = std::move(*h);
       }
-      if (run_round(a, configs, own_weights, cuda, &c) != kExitOk) rc = kExitError;
+      const Status st = run_round(a, configs, own_weights, cuda, &c, &failed);
+      if (!st.ok()) return fail("dlbench", st);
     }
   }
   nlohmann::json report = {{"rounds", a.startup}, {"conditions", nlohmann::json::array()}};
@@ -233,7 +235,7 @@ int startup_report(const Args& a, const std::vector<Config>& configs, const std:
     if (!c.gpu_name.empty()) (*all)["gpu"] = c.gpu_name;
   }
   (*all)["startup_report"] = report;
-  return rc;
+  return failed ? kExitError : kExitOk;
 }
 
 }  // namespace dlr::tools
