@@ -127,6 +127,7 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
   m_fused = FusedSetup();
   m_algo_setup = AlgoSetup();
   open_fused_plans(algo_file, model.model_name, m_options.fusion, &m_fused, &timing);
+  DLR_RETURN_IF_ERROR(load_fused_plans_on_threads());
   std::map<std::string, std::shared_ptr<const cuda::FusedConv>> fused_made;
   m_convs.resize(m_plan.steps.size());
   m_concat_convs.resize(m_plan.steps.size());
@@ -148,6 +149,7 @@ Status CudaEngine::setup_convs(const CompiledModel& model) {
     m_algo_setup.path = algo_file.path;
     m_algo_setup.key = algo_file.key;
   }
+  m_fused_loaded.clear();
   m_algo_setup.stored = std::move(algo_file.stored);
   m_algo_setup.chosen = std::move(chosen);
   timing.conv_setup_ms = ms_since(t_conv);
@@ -280,13 +282,7 @@ bool CudaEngine::chooses_fused() const {
 Status CudaEngine::make_fused_conv(const Step& st, const std::string& cfg_path,
                                    std::map<std::string, std::shared_ptr<const cuda::FusedConv>>* made) {
   if (!wants_fused(st)) return Status();
-  cuda::FusedConvConfig cfg;
-  cfg.params = std::get<ConvParams>(st.params);
-  cfg.residual = st.residual.buffer >= 0;
-  cfg.post = st.residual_activation;
-  cfg.workspace_limit = size_t(m_options.workspace_limit);
-  // find_algorithms: several of cuDNN's engines finalised, timed by choose_fused_convs
-  cfg.max_plans = chooses_fused() && m_options.find_algorithms ? kFusedPlansToTime : 1;
+  const cuda::FusedConvConfig cfg = fused_config(st);
   const TensorView in = view(st.inputs[0]), out = view(st.output);
   const std::string key = cuda::FusedConv::key(cfg, in, out);
   m_fused.steps[key].push_back(st.index);
@@ -306,7 +302,10 @@ Status CudaEngine::make_fused_conv(const Step& st, const std::string& cfg_path,
   }
   const auto t0 = Clock::now();
   Expected<std::unique_ptr<cuda::FusedConv>> fused = unsupported("not built");
-  if (stored != m_fused.stored.end() && !stored->second.plan.empty()) {
+  if (const auto loaded = m_fused_loaded.find(key); loaded != m_fused_loaded.end()) {
+    fused = std::move(loaded->second);
+    m_fused_loaded.erase(loaded);
+  } else if (stored != m_fused.stored.end() && !stored->second.plan.empty()) {
     fused = cuda::FusedConv::load(m_cudnn.get(), cfg, in, out, stored->second.plan);
     if (!fused.ok()) DLR_LOG_WARN("layer {}: stored cuDNN plan not taken ({}); building it", st.layer, fused.status().message());
   }

@@ -185,6 +185,10 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   bool chooses_fused() const;  // Fusion::kAuto on an engine that owns its arena and pool: time both variants
   Status make_fused_conv(const Step& st, const std::string& cfg_path,
                          std::map<std::string, std::shared_ptr<const cuda::FusedConv>>* made);
+  cuda::FusedConvConfig fused_config(const Step& st) const;  // the graph make_fused_conv makes for st
+  // cuda_engine_fused_load.cpp: the plans m_fused.stored holds for this plan's graphs,
+  // loaded on up to warm_threads threads into m_fused_loaded (make_fused_conv takes them).
+  Status load_fused_plans_on_threads();
   // fused_choice.cpp (after the workspace exists): every configuration in
   // m_fused.to_time timed as a graph and as conv + epilogue pass on this engine's
   // buffers (outputs overwritten: open only); the slower graph dropped; the cache written.
@@ -307,6 +311,9 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   EngineSettings m_options;  // as compiled (model.engine)
   ExecutionPlan m_plan;
   cuda::CudnnHandle m_cudnn;
+  // The handles the helper threads of load_fused_plans_on_threads loaded plans with: a
+  // plan keeps its handle, so these live as long as the graphs (declared before them).
+  std::vector<cuda::CudnnHandle> m_aux_cudnn;
   EngineOpenTiming m_open_timing;  // create() and finalize()
   cuda::Stream m_stream;       // compute
   cuda::Stream m_copy_stream;  // stream mode: weight copies
@@ -388,6 +395,9 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // per step: the conv as a 3xTF32 conv (strict fp32 NHWC, chosen at open) or null
   std::vector<std::unique_ptr<cuda::Tf32x3Conv>> m_x3_convs;
   FusedSetup m_fused;  // the fused configurations of the open (cleared by choose_fused_convs)
+  // Plans loaded ahead by load_fused_plans_on_threads, by configuration; make_fused_conv
+  // moves each out (empty after setup_convs).
+  std::map<std::string, std::unique_ptr<cuda::FusedConv>> m_fused_loaded;
   AlgoSetup m_algo_setup;  // the algorithm choices of the open (cleared by choose_conv_algos)
   cuda::CublasHandle m_cublas;  // made at open only for a conv over a concatenation or a 3xTF32 GEMM form
   cuda::GraphExec m_graph;

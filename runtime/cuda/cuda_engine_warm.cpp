@@ -1,8 +1,9 @@
 // CudaEngine's warm-up of the convolutions' kernels at open (docs/architecture.md,
 // "Kernels loaded at open"): each distinct configuration run once, on several threads,
 // before the graph capture or the first inference. Thread 0 is the calling thread with
-// the engine's handle and stream; the others create a cuDNN handle and a stream of their
-// own and use a slice of the engine's workspace (runtime/warm_split.h). The outputs land
+// the engine's handle and stream; the others take the cuDNN handle the plans' loading
+// thread of their number kept (cuda_engine_fused_load.cpp) or create one, create a stream
+// of their own and use a slice of the engine's workspace (runtime/warm_split.h). The outputs land
 // in the engine's own arena and are overwritten by the first inference; the weights read
 // are whatever the engine's weight memory holds.
 #include <chrono>
@@ -64,9 +65,13 @@ Status CudaEngine::warm_kernels() {
       helpers.emplace_back([&, t] {
         outcome[size_t(t)] = [&]() -> Status {
           DLR_CUDA_CHECK(cudaSetDevice(m_options.cuda_device));
-          DLR_ASSIGN_OR_RETURN(cuda::CudnnHandle cudnn, cuda::make_cudnn());
+          cuda::CudnnHandle own;  // a plan-loading thread's handle where there is one
+          if (size_t(t - 1) >= m_aux_cudnn.size() || !m_aux_cudnn[size_t(t - 1)]) {
+            DLR_ASSIGN_OR_RETURN(own, cuda::make_cudnn());
+          }
+          cudnnContext* cudnn = own ? own.get() : m_aux_cudnn[size_t(t - 1)].get();
           DLR_ASSIGN_OR_RETURN(cuda::Stream s, cuda::make_stream());
-          return run(t, cudnn.get(), s.get());
+          return run(t, cudnn, s.get());
         }();
       });
     } catch (const std::system_error&) {
