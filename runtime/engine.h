@@ -113,6 +113,8 @@ class Engine {
   virtual std::vector<LayerTiming> layer_timings() const = 0;  // of the last run()
   virtual std::vector<CopyTiming> copy_timings() const { return {}; }
   virtual std::vector<ReadTiming> read_timings() const { return {}; }
+  // Weights from storage: of the last run()'s reads, the bytes read from the page cache.
+  virtual int64_t read_cached_bytes() const { return 0; }
   // The host memory device work reads each inference (weights; not the image or output
   // staging); empty where none (preload, the CPU).
   virtual std::vector<HostRegion> streamed_host_regions() const { return {}; }

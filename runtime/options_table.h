@@ -163,4 +163,7 @@
   /* storage: io_uring or a pool of pread threads (auto: io_uring where the kernel allows it) */                      \
   X(reader, ReaderKind, ReaderKind::kAuto, PUBLIC, true, "")                                                          \
   /* storage: once an inference's reads are done, read the next inference's first units while it still runs */     \
-  X(prefetch_reads, bool, true, INTERNAL, true, "")
+  X(prefetch_reads, bool, true, INTERNAL, true, "")                                                                  \
+  /* storage: bytes of the prepared file that the page cache holds are read from it (buffered, never waiting for   \
+     the disk, so the cache neither grows nor is read past), the rest with direct I/O; false: every read direct */  \
+  X(cache_hits, bool, true, INTERNAL, true, "")

@@ -369,7 +369,7 @@ for phase in "$@"; do
         --json "$OUT/int8_yolov4_608_fp16.json" >"$OUT/int8_yolov4_608_fp16.txt" 2>&1
       note "int8 host yolov4@608 fp16 rc=$?"; grep -v '^  layer' "$OUT/int8_yolov4_608_fp16.txt" | tee -a "$summary"
       timeout 150 "$B/dlbench" "$M/yolov4.cfg" --weights $W --size 608 --precision fp16 --mode stream \
-        --weights-from storage --weight-format fp,int8 --isolate --iters 20 --warmup 2 \
+        --weights-from storage --cache-hits off --weight-format fp,int8 --isolate --iters 20 --warmup 2 \
         --json "$OUT/int8_storage_yolov4_608_fp16.json" >"$OUT/int8_storage_yolov4_608_fp16.txt" 2>&1
       note "int8 storage yolov4@608 fp16 rc=$?"; grep -v '^  layer' "$OUT/int8_storage_yolov4_608_fp16.txt" | tee -a "$summary"
       ls -l "$DLR_CACHE_DIR"/prepared/ 2>&1 | tee -a "$summary"

@@ -11,7 +11,8 @@
 # N_FAST (2000): inferences of the GPU-resident and host-streamed modes; N_SLOW (500): of
 # storage and zero copy (each ~0.07-0.1 s; any count, e.g. 2000: ~2.5 min a row); MODES and
 # CONDITIONS: subsets, space-separated (modes: preload stream-min stream-50 storage
-# zero-copy models models-ring).
+# zero-copy models models-ring). Storage and zero copy read with --cache-hits off, from the
+# disk whatever the page cache holds, as the disk's own passes do.
 # The disk's own spread: in each condition, right before its first storage or zero-copy
 # row, `dlprobe --storage-only --storage-passes DISK_PASSES` (default N_SLOW; 0: none)
 # reads the prepared weight file those rows read (whole, ~the bytes of one inference; the
@@ -67,8 +68,8 @@ base_flags_of() {
     preload) echo "" ;;
     stream-min) echo "--mode stream --weight-budget min" ;;
     stream-50) echo "--mode stream --weight-budget 50%" ;;
-    storage) echo "--mode stream --weights-from storage --zero-copy off" ;;
-    zero-copy) echo "--mode stream --weights-from storage --zero-copy on" ;;
+    storage) echo "--mode stream --weights-from storage --zero-copy off --cache-hits off" ;;
+    zero-copy) echo "--mode stream --weights-from storage --zero-copy on --cache-hits off" ;;
     models) echo "$(two_models) --runtime-budget all" ;;
     models-ring) echo "$(two_models) --runtime-budget ${RING_BUDGET:-200MiB}" ;;
     *) echo "unknown mode $1" >&2; return 2 ;;

@@ -132,6 +132,7 @@ EngineSettings engine_settings(const SessionOptions& o, const CompileInputs& inp
   e.shared_memory = inputs.shared_memory;
   e.shared_ring = inputs.placement && inputs.placement->shared_ring_bytes > 0 && o.mode == WeightMode::kStream;
   e.prefetch_reads = o.prefetch_reads;
+  e.cache_hits = o.cache_hits;
   e.warm_up_at_open = o.warm_up_at_open;
   e.warm_threads = o.warm_threads;
   e.fusion = o.fusion;

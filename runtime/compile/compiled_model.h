@@ -41,6 +41,7 @@ struct EngineSettings {
   bool shared_memory = false;     // the activation arena and the workspace belong to a Runtime (bind_shared)
   bool shared_ring = false;       // a ring pool is the Runtime's (bind_ring), shared by its models
   bool prefetch_reads = true;     // weights from storage: read the next inference's first units ahead
+  bool cache_hits = true;         // weights from storage: bytes the page cache holds are read from it
   bool warm_up_at_open = false;   // CUDA: a warm-up run at open even where no graph is captured after it
   int warm_threads = 0;           // CUDA: threads loading the convolutions' kernels at open (0: none; runtime/warm_split.h)
   Fusion fusion = Fusion::kOff;   // CUDA: which convs run as one cuDNN graph (the plan folds the shortcuts)

@@ -54,7 +54,7 @@ Expected<std::unique_ptr<CpuEngine>> CpuEngine::create(const CompiledModel& mode
       DLR_ASSIGN_OR_RETURN(e->m_pipeline,
                            ReadPipeline::open(e->m_reads, *file, static_cast<char*>(e->m_staging.data()),
                                               model.engine.reader, {}, model.engine.prefetch_reads,
-                                              model.engine.thread_placement));
+                                              model.engine.thread_placement, model.engine.cache_hits));
     }
   } else {
     // Blobs prepared on the session's threads (every CPU for auto), as the convolutions run.
@@ -197,6 +197,8 @@ const char* CpuEngine::blob(int index) const {
 std::vector<ReadTiming> CpuEngine::read_timings() const {
   return m_pipeline ? m_pipeline->timings() : std::vector<ReadTiming>();
 }
+
+int64_t CpuEngine::read_cached_bytes() const { return m_pipeline ? m_pipeline->cached_bytes() : 0; }
 
 // Two stages: before a layer, the read bringing its weights; after it, staging it frees.
 Status CpuEngine::run_storage() {

@@ -33,6 +33,7 @@ class CpuEngine final : public Engine, public SharedMemoryClient {
   MemoryReport memory() const override;
   std::vector<LayerTiming> layer_timings() const override { return m_timings; }
   std::vector<ReadTiming> read_timings() const override;
+  int64_t read_cached_bytes() const override;
   double last_run_ms() const override { return m_last_ms; }
   EngineOpenTiming open_timing() const override { return m_open_timing; }  // weights and buffers only
   SharedMemoryClient* shared_memory() override { return this; }

@@ -30,6 +30,10 @@ std::vector<ReadTiming> CudaEngine::read_timings() const {
   return m_pipeline && !m_reads_started ? m_pipeline->timings() : std::vector<ReadTiming>();
 }
 
+int64_t CudaEngine::read_cached_bytes() const {
+  return m_pipeline && !m_reads_started ? m_pipeline->cached_bytes() : 0;
+}
+
 // The words a graph's device waits poll: one per read unit (the pipeline's landed
 // words), then the inference the graph waits for, then the first wait that gave up.
 Status CudaEngine::setup_read_words() {
@@ -112,7 +116,7 @@ Status CudaEngine::setup_storage_reads(WeightSource& source) {
   // previous one's staging free (ReadPipeline's contract).
   DLR_ASSIGN_OR_RETURN(m_pipeline, ReadPipeline::open(m_reads, *file, m_staging_host, m_options.reader,
                                                       std::move(wait), m_options.prefetch_reads,
-                                                      m_options.thread_placement));
+                                                      m_options.thread_placement, m_options.cache_hits));
   if (two)
     DLR_LOG_INFO("weights from storage, zero copy: {:.2f} MiB read from {} each inference into {:.2f} MiB of mapped "
                  "pinned staging that the kernels read ({} reads, {} in flight, {} reader)",

@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,7 +53,8 @@ BlockReader::~BlockReader() {
 }
 
 Expected<std::unique_ptr<BlockReader>> BlockReader::open(const std::string& path, ReaderKind kind, int queue_depth,
-                                                         bool direct, const ThreadPlacement& threads) {
+                                                         bool direct, const ThreadPlacement& threads,
+                                                         bool cache_hits) {
   if (queue_depth < 1 || queue_depth > kMaxQueueDepth)
     return invalid_argument("block reader for '" + path + "': queue depth " + std::to_string(queue_depth) +
                             " is outside 1.." + std::to_string(kMaxQueueDepth));
@@ -85,10 +84,30 @@ Expected<std::unique_ptr<BlockReader>> BlockReader::open(const std::string& path
   if (!S_ISREG(st.st_mode)) return invalid_argument("block reader: '" + path + "' is not a regular file");
   const int64_t size = int64_t(st.st_size);
   const bool uring = kind == ReaderKind::kUring || (kind == ReaderKind::kAuto && uring_available());
+  // Taking cache hits is worth nothing to a buffered reader, and a view that cannot be
+  // made (mmap refused) leaves every read direct, as without cache_hits.
+  std::unique_ptr<PageCacheView> view;
+  if (direct && cache_hits) {
+    Expected<std::unique_ptr<PageCacheView>> v = PageCacheView::open(path);
+    if (v.ok()) view = std::move(v).value();
+  }
   const int owned = fd.release();  // the backend owns it from here, on success and on failure
-  return uring ? storage_detail::open_uring_reader(path, owned, direct, queue_depth, size)
-               : storage_detail::open_thread_reader(path, owned, direct, queue_depth, size, threads);
+  Expected<std::unique_ptr<BlockReader>> reader =
+      uring ? storage_detail::open_uring_reader(path, owned, direct, queue_depth, size)
+            : storage_detail::open_thread_reader(path, owned, direct, queue_depth, size, threads);
+  // No read has been submitted yet: the workers see the view through submit's lock.
+  if (reader.ok()) (*reader)->m_cache = std::move(view);
+  return reader;
 }
+
+int64_t BlockReader::read_cached(const ReadRequest& r, int64_t from) {
+  const int64_t n = m_cache->read_nowait(static_cast<char*>(r.dst) + from, r.file_offset + from, r.bytes - from);
+  const int64_t resume = from + n == r.bytes ? r.bytes : (from + n) / kDirectAlign * kDirectAlign;
+  count_cached(resume - from);
+  return resume;
+}
+
+int BlockReader::cache_fd() const { return m_cache ? m_cache->fd() : -1; }
 
 Status BlockReader::check_request(const ReadRequest& r) const {
   if (r.bytes <= 0 || r.file_offset < 0 || !r.dst)
@@ -111,44 +130,6 @@ Status BlockReader::check_request(const ReadRequest& r) const {
 Status BlockReader::read_error(const ReadRequest& r, const std::string& what) const {
   return io_error("read of '" + m_path + "' at offset " + std::to_string(r.file_offset) + ", " +
                   std::to_string(r.bytes) + " bytes failed: " + what);
-}
-
-Expected<int64_t> page_cache_bytes(const std::string& path) {
-  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (raw < 0) return io_error("page cache of '" + path + "': cannot open: " + errno_text(errno));
-  FdGuard fd(raw);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return io_error("page cache of '" + path + "': cannot stat: " + errno_text(errno));
-  const int64_t size = int64_t(st.st_size);
-  if (size == 0) return int64_t(0);
-  const int64_t page = ::sysconf(_SC_PAGESIZE);
-  // Map and query in windows of 1 GiB: bounded address space and mincore vector.
-  constexpr int64_t kWindow = int64_t(1) << 30;
-  std::vector<unsigned char> vec(size_t(std::min(size, kWindow) / page + 1));
-  int64_t resident = 0;
-  for (int64_t off = 0; off < size; off += kWindow) {
-    const int64_t len = std::min(kWindow, size - off);
-    void* p = ::mmap(nullptr, size_t(len), PROT_READ, MAP_SHARED, fd.get(), off);
-    if (p == MAP_FAILED) return io_error("page cache of '" + path + "': mmap failed: " + errno_text(errno));
-    const int rc = ::mincore(p, size_t(len), vec.data());
-    const int e = errno;
-    ::munmap(p, size_t(len));
-    if (rc != 0) return io_error("page cache of '" + path + "': mincore failed: " + errno_text(e));
-    const int64_t pages = (len + page - 1) / page;
-    for (int64_t i = 0; i < pages; ++i)
-      if (vec[size_t(i)] & 1) resident += std::min(page, len - i * page);
-  }
-  return resident;
-}
-
-Status drop_page_cache(const std::string& path) {
-  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (raw < 0) return io_error("drop page cache of '" + path + "': cannot open: " + errno_text(errno));
-  FdGuard fd(raw);
-  ::fdatasync(fd.get());  // dirty pages cannot be dropped; a failure here only leaves them cached
-  const int rc = ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
-  if (rc != 0) return io_error("drop page cache of '" + path + "': posix_fadvise failed: " + errno_text(rc));
-  return Status();
 }
 
 }  // namespace dlr

@@ -1,11 +1,15 @@
 // BlockReader: reads byte ranges of one file into caller memory, several reads in
 // flight, with direct I/O (O_DIRECT: the bytes bypass the page cache) or buffered.
+// With direct I/O a reader may take the bytes the page cache already holds from it
+// (open's `cache_hits`): those reads are buffered and never wait for the disk, the rest
+// are direct, so the cache neither grows nor is passed by for bytes already in memory.
 // Two backends: io_uring (Debian's liburing, linked statically) and a pool of threads
 // calling pread. Streaming reads a prepared weight file (every blob 4 KiB-aligned)
 // into a pinned staging ring through it (docs/streaming.md, "Reading from storage").
 // Plain C++ (no CUDA).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,6 +17,7 @@
 #include "runtime/core/status.h"
 #include "runtime/core/thread_placement.h"
 #include "runtime/core/types.h"  // ReaderKind
+#include "runtime/storage/page_cache_view.h"
 
 namespace dlr {
 
@@ -50,8 +55,13 @@ class BlockReader {
   // takes io_uring when available, else threads (why: docs/streaming.md section 7,
   // "Reading from storage").
   // threads: the placement of the threads backend's workers (io_uring starts none).
+  // cache_hits (direct only): a read whose bytes the page cache holds when it is issued
+  // (mincore) is read through the cache without waiting for the disk (RWF_NOWAIT); one
+  // that meets a page no longer held goes on with direct I/O from there. Its bytes are
+  // the file's either way.
   static Expected<std::unique_ptr<BlockReader>> open(const std::string& path, ReaderKind kind, int queue_depth,
-                                                     bool direct, const ThreadPlacement& threads = {});
+                                                     bool direct, const ThreadPlacement& threads = {},
+                                                     bool cache_hits = false);
   virtual ~BlockReader();  // waits for (or cancels) reads in flight, then releases everything
   BlockReader(const BlockReader&) = delete;
   BlockReader& operator=(const BlockReader&) = delete;
@@ -80,12 +90,23 @@ class BlockReader {
   int queue_depth() const { return m_queue_depth; }
   int64_t file_bytes() const { return m_file_bytes; }  // the file's size at open()
   int64_t bytes_read() const { return m_bytes_read; }  // bytes of completed reads, for reports
+  // Of those, the bytes read from the page cache (cache_hits); any thread may ask.
+  int64_t bytes_cached() const { return m_bytes_cached.load(std::memory_order_relaxed); }
 
  protected:
   BlockReader(std::string path, int fd, bool direct, int queue_depth, int64_t file_bytes);
   Status check_request(const ReadRequest& r) const;  // the submit() argument checks
   // "read of 'path' at offset O, B bytes failed: <what>"
   Status read_error(const ReadRequest& r, const std::string& what) const;
+  // cache_hits: whether the page cache holds all of r's bytes now. Thread-safe.
+  bool cached(const ReadRequest& r) const { return m_cache && m_cache->resident_prefix(r.file_offset, r.bytes) >= r.bytes; }
+  // Reads r from byte `from` (a kDirectAlign multiple) on through the page cache without
+  // waiting (cached() said yes) and returns where direct I/O takes over: r.bytes, or a
+  // kDirectAlign multiple below it when a page was no longer held. Counts the bytes it
+  // read. Thread-safe.
+  int64_t read_cached(const ReadRequest& r, int64_t from);
+  int cache_fd() const;  // the buffered descriptor of cache_hits (-1 without)
+  void count_cached(int64_t bytes) { m_bytes_cached.fetch_add(bytes, std::memory_order_relaxed); }
 
   std::string m_path;
   int m_fd = -1;  // owned; closed by ~BlockReader after the backend has stopped using it
@@ -93,14 +114,8 @@ class BlockReader {
   int m_queue_depth = 1;
   int64_t m_file_bytes = 0;
   int64_t m_bytes_read = 0;
+  std::unique_ptr<PageCacheView> m_cache;  // cache_hits, else null
+  std::atomic<int64_t> m_bytes_cached{0};
 };
-
-// Bytes of `path` resident in the page cache now (mincore over a read-only mapping;
-// the last page counts only up to the file's end). For memory reports.
-Expected<int64_t> page_cache_bytes(const std::string& path);
-// Asks the kernel to drop `path`'s clean pages from the page cache (fdatasync, then
-// posix_fadvise DONTNEED over the whole file). Advisory: pages mapped or locked by
-// someone stay. For benchmarks (cold reads) and tests.
-Status drop_page_cache(const std::string& path);
 
 }  // namespace dlr

@@ -41,7 +41,8 @@ Status aborted() { return internal_error("read pipeline: inference aborted"); }
 
 Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan, const BlobFile& file, char* staging,
                                                            ReaderKind kind, DeviceWait device_wait,
-                                                           bool read_ahead, const ThreadPlacement& threads) {
+                                                           bool read_ahead, const ThreadPlacement& threads,
+                                                           bool cache_hits) {
   if (read_ahead && !plan.two_stage && !(device_wait.ready && device_wait.wait))
     return invalid_argument("read pipeline: read ahead of copies needs a device wait (three stages)");
   if (bool(device_wait.ready) != bool(device_wait.wait))
@@ -77,7 +78,9 @@ Expected<std::unique_ptr<ReadPipeline>> ReadPipeline::open(const ReadPlan& plan,
   p->m_path = file.path;
   p->m_kind = kind;
   p->m_threads = threads;
-  DLR_ASSIGN_OR_RETURN(p->m_reader, BlockReader::open(file.path, kind, plan.queue_depth, /*direct=*/true, threads));
+  p->m_cache_hits = cache_hits;
+  DLR_ASSIGN_OR_RETURN(p->m_reader,
+                       BlockReader::open(file.path, kind, plan.queue_depth, /*direct=*/true, threads, cache_hits));
   p->m_reader_kind = p->m_reader->kind();
   const int waits = plan.two_stage ? int(plan.layer_releases.size()) : int(plan.units.size());
   for (const ReadUnit& u : plan.units)
@@ -208,14 +211,17 @@ void ReadPipeline::thread_main() {
     bool cancelled = false;
     if (!m_reader) {
       Expected<std::unique_ptr<BlockReader>> again =
-          BlockReader::open(m_path, m_kind, m_plan->queue_depth, /*direct=*/true, m_threads);
+          BlockReader::open(m_path, m_kind, m_plan->queue_depth, /*direct=*/true, m_threads, m_cache_hits);
       if (again.ok()) m_reader = std::move(again).value();
       else st = again.status();
     }
+    int64_t cached = 0;
     if (m_reader) {
+      const int64_t cached_before = m_reader->bytes_cached();
       st = read_inference(gen, &cancelled);
       const Status drained = m_reader->wait_all();  // no read may still write into staging
       if (st.ok() && !drained.ok()) st = drained;
+      cached = m_reader->bytes_cached() - cached_before;
       if (!st.ok()) m_reader.reset();  // waits for (or cancels) whatever is still in flight
     }
     {
@@ -239,6 +245,7 @@ void ReadPipeline::thread_main() {
         const auto ms = [&](std::chrono::steady_clock::time_point t) {
           return std::chrono::duration<double, std::milli>(t - m_t0).count();
         };
+        m_cached_bytes = cached;
         if (st.ok())
           for (const ReadUnit& u : m_plan->units)
             m_timings[size_t(u.index)] = ReadTiming{u.index, u.first_layer, u.bytes, ms(m_submitted[size_t(u.index)]),

@@ -78,10 +78,12 @@ class ReadPipeline {
   // `staging` holds plan.staging_bytes (4096-aligned). `file` gives every blob's offset.
   // `read_ahead`: read the next inference's first units early (above); a three-stage plan
   // needs a DeviceWait for it. `threads`: the placement of the reader thread
-  // ("dlr-reader") and of the block reader's workers (thread_placement.h).
+  // ("dlr-reader") and of the block reader's workers (thread_placement.h). `cache_hits`:
+  // bytes the page cache holds are read from it, the rest direct (BlockReader::open).
   static Expected<std::unique_ptr<ReadPipeline>> open(const ReadPlan& plan, const BlobFile& file, char* staging,
                                                       ReaderKind kind, DeviceWait device_wait,
-                                                      bool read_ahead = false, const ThreadPlacement& threads = {});
+                                                      bool read_ahead = false, const ThreadPlacement& threads = {},
+                                                      bool cache_hits = false);
   ~ReadPipeline();
   ReadPipeline(const ReadPipeline&) = delete;
   ReadPipeline& operator=(const ReadPipeline&) = delete;
@@ -110,6 +112,8 @@ class ReadPipeline {
   // This inference's reads, valid after finish() until the next start(); ms from
   // start(), negative for units read ahead (before start()).
   const std::vector<ReadTiming>& timings() const { return m_timings; }
+  // Of this inference's reads (valid as timings()), the bytes read from the page cache.
+  int64_t cached_bytes() const { return m_cached_bytes; }
   ReaderKind reader_kind() const;
   bool read_ahead() const { return m_read_ahead; }
 
@@ -168,6 +172,7 @@ class ReadPipeline {
   ThreadPlacement m_threads;
   DeviceWait m_device;
   bool m_read_ahead = false;
+  bool m_cache_hits = false;
 
   // Reader thread only: per unit, when its first request was submitted and its last landed.
   std::vector<std::chrono::steady_clock::time_point> m_submitted, m_landed;
@@ -192,6 +197,7 @@ class ReadPipeline {
   int m_error_gen = 0;
   std::chrono::steady_clock::time_point m_t0;  // start() of m_generation
   std::vector<ReadTiming> m_timings;           // of m_done_gen, filled by the reader when it is done
+  int64_t m_cached_bytes = 0;                  // of m_done_gen, likewise
 };
 
 }  // namespace dlr

@@ -16,6 +16,7 @@ struct Slot {
   int64_t ticket = -1;  // -1: free
   ReadRequest req;
   int64_t done = 0;     // bytes read so far (short reads are continued)
+  bool cached = false;  // cache hits: being read through the page cache (until a page is not there)
 };
 
 // The slots of the reads in flight, shared by the backends: `queue_depth` slots, a
@@ -38,6 +39,7 @@ class SlotTable {
     s.ticket = m_next_ticket++;
     s.req = r;
     s.done = 0;
+    s.cached = false;
     return idx;
   }
   void release(int idx) {

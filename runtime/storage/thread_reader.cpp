@@ -1,6 +1,7 @@
 // The threads backend: queue_depth worker threads ("dlr-pread", placed as the session
 // asks), each taking one read at a time from a bounded FIFO and calling pread until the
-// read is complete. All tables are sized at open; a read allocates nothing.
+// read is complete (with cache hits, first through the page cache while it holds the
+// bytes). All tables are sized at open; a read allocates nothing.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -189,7 +190,7 @@ class ThreadReader final : public BlockReader {
       s.state = State::kRunning;
       const ReadRequest r = s.req;
       lk.unlock();
-      int64_t done = 0;
+      int64_t done = cached(r) ? read_cached(r, 0) : 0;  // bytes in memory already; the rest direct
       int err = 0;
       bool eof = false;
       while (done < r.bytes) {

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "runtime/storage/page_cache_view.h"
 #include "tests/common/test_paths.h"
 
 namespace dlr {
@@ -423,6 +424,150 @@ TEST_F(BlockReaderTest, PageCache) {
   }
   EXPECT_FALSE(page_cache_bytes(path + ".missing").ok());
   EXPECT_FALSE(drop_page_cache(path + ".missing").ok());
+}
+
+// Reads of [0, kFileBytes) in requests of `piece` bytes (the last one shorter), waited
+// for at the end; the bytes must be the file's.
+void read_all(BlockReader& reader, int64_t file_bytes, int64_t piece, char* buf, const std::vector<char>& data) {
+  for (int64_t off = 0; off < file_bytes; off += piece)
+    ASSERT_TRUE(reader.submit({off, std::min(piece, file_bytes - off), buf + off}).ok());
+  ASSERT_TRUE(reader.wait_all().ok());
+  ASSERT_EQ(std::memcmp(buf, data.data(), size_t(file_bytes)), 0);
+}
+
+// Whether the page cache holds the whole file after a buffered read of it, and serves
+// reads that may not wait (RWF_NOWAIT): else cache hits cannot be seen here.
+bool cache_hits_observable(const std::string& path, int64_t file_bytes, std::string* why) {
+  Buffer buf = aligned_buffer(file_bytes);
+  auto r = BlockReader::open(path, ReaderKind::kThreads, 4, false);
+  if (!r.ok() || !(*r)->submit({0, file_bytes, buf.get()}).ok() || !(*r)->wait_all().ok()) {
+    *why = "buffered read failed";
+    return false;
+  }
+  auto view = PageCacheView::open(path);
+  if (!view.ok() || (*view)->resident_prefix(0, file_bytes) < file_bytes) {
+    *why = "this filesystem does not report the file as resident after reading it (mincore)";
+    return false;
+  }
+  if ((*view)->read_nowait(buf.get(), 0, kAlign) != kAlign) {
+    *why = "this kernel or filesystem refuses buffered reads that may not wait (RWF_NOWAIT)";
+    return false;
+  }
+  return true;
+}
+
+// With cache hits, a direct reader takes a resident file from the page cache (every
+// byte, both backends, several request sizes); a dropped file is read direct and the
+// cache does not grow; cache hits mean nothing to a buffered reader.
+TEST_F(BlockReaderTest, CacheHitsReadResidentBytesFromTheCache) {
+  std::string why;
+  if (!cache_hits_observable(path, kFileBytes, &why)) GTEST_SKIP() << why;
+  Buffer buf = aligned_buffer(kFileBytes);
+  for (ReaderKind kind : kinds())
+    for (int64_t piece : {kAlign, 64 * kAlign, kFileBytes}) {
+      SCOPED_TRACE(std::string(reader_kind_name(kind)) + " piece " + std::to_string(piece));
+      auto r = BlockReader::open(path, kind, 8, true, {}, /*cache_hits=*/true);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      std::memset(buf.get(), 0, size_t(kFileBytes));
+      read_all(**r, kFileBytes, piece, buf.get(), data);
+      EXPECT_EQ((*r)->bytes_read(), kFileBytes);
+      EXPECT_EQ((*r)->bytes_cached(), kFileBytes);
+    }
+  for (ReaderKind kind : kinds()) {  // without cache hits, and buffered: nothing counted
+    for (bool direct : {true, false}) {
+      auto r = BlockReader::open(path, kind, 8, direct, {}, /*cache_hits=*/!direct);
+      ASSERT_TRUE(r.ok());
+      read_all(**r, kFileBytes, 64 * kAlign, buf.get(), data);
+      EXPECT_EQ((*r)->bytes_cached(), 0) << reader_kind_name(kind) << (direct ? " direct" : " buffered");
+    }
+  }
+  ASSERT_TRUE(drop_page_cache(path).ok());
+  auto dropped = page_cache_bytes(path);
+  ASSERT_TRUE(dropped.ok());
+  if (*dropped > kFileBytes / 2) GTEST_SKIP() << "the page cache keeps the file after POSIX_FADV_DONTNEED";
+  for (ReaderKind kind : kinds()) {
+    auto r = BlockReader::open(path, kind, 8, true, {}, true);
+    ASSERT_TRUE(r.ok());
+    std::memset(buf.get(), 0, size_t(kFileBytes));
+    read_all(**r, kFileBytes, 64 * kAlign, buf.get(), data);
+    EXPECT_LE((*r)->bytes_cached(), *dropped) << reader_kind_name(kind);
+    auto after = page_cache_bytes(path);
+    ASSERT_TRUE(after.ok());
+    EXPECT_LE(*after, *dropped + 16 * kAlign) << "cache-hit reads filled the page cache (" << reader_kind_name(kind) << ")";
+  }
+}
+
+// A file partly in the page cache: the requests it holds whole are read from it, the
+// others direct, every byte the file's; the cache does not grow.
+TEST_F(BlockReaderTest, CacheHitsOnAPartlyResidentFile) {
+  std::string why;
+  if (!cache_hits_observable(path, kFileBytes, &why)) GTEST_SKIP() << why;
+  constexpr int64_t kPiece = 64 * kAlign;
+  Buffer buf = aligned_buffer(kFileBytes);
+  for (ReaderKind kind : kinds()) {
+    SCOPED_TRACE(reader_kind_name(kind));
+    ASSERT_TRUE(drop_page_cache(path).ok());
+    {  // every other piece into the cache, without read-ahead
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      ASSERT_GE(fd, 0);
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+      for (int64_t off = 0; off < kFileBytes; off += 2 * kPiece)
+        ASSERT_GT(::pread(fd, buf.get(), size_t(std::min(kPiece, kFileBytes - off)), off_t(off)), 0);
+      ::close(fd);
+    }
+    auto view = PageCacheView::open(path);
+    ASSERT_TRUE(view.ok());
+    int64_t expected = 0, resident = 0;
+    for (int64_t off = 0; off < kFileBytes; off += kPiece) {
+      const int64_t bytes = std::min(kPiece, kFileBytes - off);
+      if ((*view)->resident_prefix(off, bytes) == bytes) expected += bytes;
+    }
+    resident = (*view)->resident_bytes();
+    if (expected == 0 || expected == kFileBytes) GTEST_SKIP() << "could not make the file partly resident";
+    auto r = BlockReader::open(path, kind, 8, true, {}, true);
+    ASSERT_TRUE(r.ok());
+    std::memset(buf.get(), 0, size_t(kFileBytes));
+    read_all(**r, kFileBytes, kPiece, buf.get(), data);
+    EXPECT_EQ((*r)->bytes_cached(), expected);
+    EXPECT_EQ((*r)->bytes_read(), kFileBytes);
+    EXPECT_LE((*view)->resident_bytes(), resident + 16 * kAlign) << "the reads filled the page cache";
+  }
+}
+
+// resident_prefix counts from the offset up to the first page the cache lacks, clipped
+// to the file; read_nowait stops where the cache does.
+TEST_F(BlockReaderTest, PageCacheViewPrefixes) {
+  std::string why;
+  if (!cache_hits_observable(path, kFileBytes, &why)) GTEST_SKIP() << why;
+  auto view = PageCacheView::open(path);
+  ASSERT_TRUE(view.ok()) << view.status().to_string();
+  EXPECT_EQ((*view)->file_bytes(), kFileBytes);
+  EXPECT_EQ((*view)->resident_prefix(0, kFileBytes), kFileBytes);
+  EXPECT_EQ((*view)->resident_prefix(100, 1000), 1000);
+  EXPECT_EQ((*view)->resident_prefix(kFileBytes - 10, 1000), 10);  // clipped to the file
+  EXPECT_EQ((*view)->resident_prefix(kFileBytes, 10), 0);
+  EXPECT_EQ((*view)->resident_prefix(-1, 10), 0);
+  EXPECT_EQ((*view)->resident_bytes(), kFileBytes);
+  ASSERT_TRUE(drop_page_cache(path).ok());
+  if ((*view)->resident_bytes() > kFileBytes / 2) GTEST_SKIP() << "the page cache keeps the file after DONTNEED";
+  {  // one page in the middle back into the cache
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    char b[16];
+    ASSERT_EQ(::pread(fd, b, sizeof b, off_t(40 * kAlign)), ssize_t(sizeof b));
+    ::close(fd);
+  }
+  const int64_t held = (*view)->resident_prefix(40 * kAlign, 8 * kAlign);
+  EXPECT_GE(held, kAlign);
+  EXPECT_LT(held, 8 * kAlign);
+  Buffer buf = aligned_buffer(8 * kAlign);
+  const int64_t got = (*view)->read_nowait(buf.get(), 40 * kAlign, 8 * kAlign);
+  EXPECT_GE(got, kAlign);
+  EXPECT_LE(got, held);
+  EXPECT_EQ(std::memcmp(buf.get(), data.data() + 40 * kAlign, size_t(got)), 0);
+  EXPECT_FALSE(PageCacheView::open(path + ".missing").ok());
+  EXPECT_FALSE(PageCacheView::open(test::temp_dir()).ok());  // not a regular file
 }
 
 }  // namespace

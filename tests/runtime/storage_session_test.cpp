@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "runtime/compile/compile.h"
 #include "runtime/cpu/cpu_engine.h"
 #include "runtime/session.h"
+#include "runtime/storage/page_cache_view.h"
 #include "tests/common/model_fixtures.h"
 #include "tests/common/test_paths.h"
 
@@ -77,6 +79,7 @@ TEST(StorageCpu, BitIdenticalToHostWeightsForEveryHostBudgetAndReader) {
       o.reader = reader;
       o.read_depth = quarters == 3 ? 2 : 8;
       o.prefetch_reads = !(quarters == 3 && reader == ReaderKind::kThreads);  // read ahead is the default
+      o.cache_hits = reader == ReaderKind::kAuto;  // the threads reader reads direct whatever the cache holds
       auto s = Session::open(f.cfg, f.weights, o);
       ASSERT_TRUE(s.ok()) << s.status().to_string();
       const CompiledModel& m = (*s)->model();
@@ -100,6 +103,9 @@ TEST(StorageCpu, BitIdenticalToHostWeightsForEveryHostBudgetAndReader) {
       }
       EXPECT_EQ(m.reads.read_bytes() + kept, m.plan.weight_bytes());
       EXPECT_EQ((*s)->prepared_path(), prepared);
+      auto resident = page_cache_bytes(prepared);
+      ASSERT_TRUE(resident.ok()) << resident.status().to_string();
+      const bool whole_file_cached = *resident == std::filesystem::file_size(prepared);
       for (int run = 0; run < 2; ++run) {
         const auto got = heads(**s, input);
         ASSERT_EQ(got.size(), want.size());
@@ -107,6 +113,10 @@ TEST(StorageCpu, BitIdenticalToHostWeightsForEveryHostBudgetAndReader) {
           ASSERT_EQ(got[h], want[h]) << "head " << h << " host budget " << quarters << "/4 x run " << run;
       }
       EXPECT_EQ((*s)->engine().read_timings().size(), m.reads.units.size());
+      // Bytes from the page cache: none without cache hits; every read with them where
+      // the cache holds the file (just written).
+      if (!o.cache_hits) EXPECT_EQ((*s)->engine().read_cached_bytes(), 0);
+      else if (whole_file_cached) EXPECT_EQ((*s)->engine().read_cached_bytes(), m.reads.read_bytes());
     }
 }
 

@@ -207,6 +207,10 @@ std::vector<SessionFlag> storage_and_batch_rows() {
       Row("--prefetch-reads", "prefetch_reads", A::kStorage,
           "storage: on (read the next inference's first weights while this one still runs) or off")
           .dflt("on").one_of("on,off"),
+      Row("--cache-hits", "cache_hits", A::kStorage,
+          "storage: on (bytes of the prepared file that the page cache holds are read from it, the rest with direct "
+          "I/O) or off (every read direct, as a cold start reads)")
+          .dflt("on").one_of("on,off").sweep(),
       Row("--prepared", "prepared_path", A::kStorage,
           "storage: the prepared weight file (made on first use; default: in $DLR_CACHE_DIR or ~/.cache/dlrun)"),
       // ---- inputs ----

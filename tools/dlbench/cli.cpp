@@ -124,7 +124,7 @@ void add_isolate_and_simulate_options(CLI::App& app, Args* a) {
 // The devices, and the weights read from storage.
 void add_device_and_storage_options(CLI::App& app, Args* a) {
   add_session_flags(app, &a->session, {"--device", "--weights-from", "--zero-copy", "--host-budget", "--read-depth",
-                                       "--read-block", "--reader", "--prepared", "--prefetch-reads"});
+                                       "--read-block", "--reader", "--prepared", "--prefetch-reads", "--cache-hits"});
   app.add_flag("--cold", a->cold, "storage: drop the prepared file from the page cache after open");
 }
 

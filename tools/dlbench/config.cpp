@@ -32,7 +32,7 @@ constexpr Dimension kDimensions[] = {
     {"residency", Applies::kStream, "-"},        {"weights_from", Applies::kAlways, ""},
     {"zero_copy", Applies::kStorage, "auto"},    {"tail_prefetch", Applies::kStream, "off"},
     {"decode", Applies::kCuda, "auto"},          {"staging_early", Applies::kStream, "on"},
-    {"warm_threads", Applies::kCuda, "4"},
+    {"warm_threads", Applies::kCuda, "4"},       {"cache_hits", Applies::kStorage, "on"},
 };
 
 std::vector<std::string> list(const Args& a, const char* option) { return split(a.session.text(option)); }
@@ -105,7 +105,9 @@ std::string Config::name() const {
              (residency == "greedy" ? "" : "~" + residency) + (item("tail_prefetch") == "on" ? "+tail" : "") +
              (item("staging_early") == "off" ? "+late" : "");
   const std::string& zero = item("zero_copy");
-  if (item("weights_from") == "storage") stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy");
+  if (item("weights_from") == "storage")
+    stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy") +
+              (item("cache_hits") == "off" ? "+direct" : "");
   const std::string& format = item("weight_format");
   const std::string& layout = item("layout");
   const std::string& slot = item("slot_bytes");

@@ -75,6 +75,8 @@ struct Timings {
   double age_at_first_result = 0;
   Stats network, end_to_end, upload;
   Stats read_ahead_mib;  // weights from storage: MiB whose reads landed before the inference began
+  Stats cached_mib;      // ... and MiB read from the page cache
+  double first_cached_mib = 0;  // the first inference's
   Stats reads_end_ms;    // ... and when its last read landed, ms from its start (negative: all read ahead)
 };
 
@@ -104,9 +106,10 @@ Expected<Timings> time_inferences(const Args& a, Engine& e, const std::vector<fl
   const auto t_first = Clock::now();
   DLR_RETURN_IF_ERROR(run_once(e, input, batch));
   t.first_inference_ms = ms_since(t_first);
+  t.first_cached_mib = mib(e.read_cached_bytes());
   t.age_at_first_result = process_age_ms();
   for (int i = 0; i < a.warmup; ++i) DLR_RETURN_IF_ERROR(run_once(e, input, batch));
-  std::vector<double> net, e2e, upload, ahead, reads_end;
+  std::vector<double> net, e2e, upload, ahead, reads_end, cached;
   const auto paced_from = Clock::now();
   for (int i = 0; i < a.iters; ++i) {
     if (a.period_ms > 0)
@@ -120,12 +123,14 @@ Expected<Timings> time_inferences(const Args& a, Engine& e, const std::vector<fl
     upload.push_back(rt.upload_ms);
     ahead.push_back(read_ahead_mib(e));
     reads_end.push_back(reads_end_ms(e));
+    cached.push_back(mib(e.read_cached_bytes()));
   }
   t.network = stats_of(net);
   t.end_to_end = stats_of(e2e);
   t.upload = stats_of(upload);
   t.read_ahead_mib = stats_of(ahead);
   t.reads_end_ms = stats_of(reads_end);
+  t.cached_mib = stats_of(cached);
   return t;
 }
 
@@ -166,6 +171,9 @@ nlohmann::json storage_json(const Args& a, const SessionOptions& opt, const Open
                       // The reads' end against the network time: what follows the last read.
                       {"reads_end_ms",
                        {{"median", t.reads_end_ms.median}, {"p90", t.reads_end_ms.p90}, {"min", t.reads_end_ms.min}}},
+                      {"cache_hits", opt.cache_hits},
+                      {"cached_mib", {{"median", t.cached_mib.median}, {"min", t.cached_mib.min}, {"mean", t.cached_mib.mean}}},
+                      {"first_inference_cached_mib", t.first_cached_mib},
                       {"cold", a.cold}};
   if (median_ms > 0) s["read_gbps_at_median"] = double(rp.read_bytes()) / (median_ms * 1e6);
   // The floor the disk sets: the bytes read at the profile's O_DIRECT bandwidth for this

@@ -41,6 +41,8 @@ void print_storage(const nlohmann::json& sg, const nlohmann::json& memory) {
     std::printf(", read ahead %.1f MiB/inference (median)", sg["read_ahead_mib"].value("median", 0.0));
   if (sg.contains("reads_end_ms"))
     std::printf(", last read landed at %.2f ms (median)", sg["reads_end_ms"].value("median", 0.0));
+  if (sg.value("cache_hits", false) && sg.contains("cached_mib"))
+    std::printf(", from the page cache %.1f MiB/inference (median)", sg["cached_mib"].value("median", 0.0));
 }
 
 const char* warmup_kind(const nlohmann::json& su) {

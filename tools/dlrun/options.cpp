@@ -127,7 +127,7 @@ void add_device(CLI::App& app, Args* a) {
 
 void add_storage(CLI::App& app, Args* a) {
   add_session_flags(app, &a->session, {"--weights-from", "--host-budget", "--zero-copy", "--read-depth", "--read-block",
-                                       "--reader", "--prefetch-reads", "--prepared"},
+                                       "--reader", "--prefetch-reads", "--cache-hits", "--prepared"},
                     "Weights from storage");
 }
 
