@@ -105,7 +105,7 @@ TEST(StorageCpu, BitIdenticalToHostWeightsForEveryHostBudgetAndReader) {
       EXPECT_EQ((*s)->prepared_path(), prepared);
       auto resident = page_cache_bytes(prepared);
       ASSERT_TRUE(resident.ok()) << resident.status().to_string();
-      const bool whole_file_cached = *resident == std::filesystem::file_size(prepared);
+      const bool whole_file_cached = uintmax_t(*resident) == std::filesystem::file_size(prepared);
       for (int run = 0; run < 2; ++run) {
         const auto got = heads(**s, input);
         ASSERT_EQ(got.size(), want.size());
@@ -115,8 +115,11 @@ TEST(StorageCpu, BitIdenticalToHostWeightsForEveryHostBudgetAndReader) {
       EXPECT_EQ((*s)->engine().read_timings().size(), m.reads.units.size());
       // Bytes from the page cache: none without cache hits; every read with them where
       // the cache holds the file (just written).
-      if (!o.cache_hits) EXPECT_EQ((*s)->engine().read_cached_bytes(), 0);
-      else if (whole_file_cached) EXPECT_EQ((*s)->engine().read_cached_bytes(), m.reads.read_bytes());
+      if (!o.cache_hits) {
+        EXPECT_EQ((*s)->engine().read_cached_bytes(), 0);
+      } else if (whole_file_cached) {
+        EXPECT_EQ((*s)->engine().read_cached_bytes(), m.reads.read_bytes());
+      }
     }
 }
 
