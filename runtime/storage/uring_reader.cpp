@@ -2,8 +2,9 @@
 // each read is one IORING_OP_READ whose user_data is its slot; a short completion is
 // resubmitted for the remaining bytes, -EINTR/-EAGAIN completions are resubmitted as
 // they are. With cache hits a read the page cache holds goes to the buffered descriptor
-// with RWF_NOWAIT on the ring's workers (IOSQE_ASYNC), and on to direct I/O if it stops. Without liburing (DLR_HAVE_LIBURING undefined) opening fails with a
-// one-line unsupported error and kAuto falls back to threads.
+// with RWF_NOWAIT on the ring's workers (IOSQE_ASYNC), and on to direct I/O if it stops.
+// Without liburing (DLR_HAVE_LIBURING undefined) opening fails with a one-line
+// unsupported error and kAuto falls back to threads.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
