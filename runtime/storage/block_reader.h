@@ -99,7 +99,9 @@ class BlockReader {
   // "read of 'path' at offset O, B bytes failed: <what>"
   Status read_error(const ReadRequest& r, const std::string& what) const;
   // cache_hits: whether the page cache holds all of r's bytes now. Thread-safe.
-  bool cached(const ReadRequest& r) const { return m_cache && m_cache->resident_prefix(r.file_offset, r.bytes) >= r.bytes; }
+  bool cached(const ReadRequest& r) const {
+    return m_cache && m_cache->resident_prefix(r.file_offset, r.bytes) >= r.bytes;
+  }
   // Reads r from byte `from` (a kDirectAlign multiple) on through the page cache without
   // waiting (cached() said yes) and returns where direct I/O takes over: r.bytes, or a
   // kDirectAlign multiple below it when a page was no longer held. Counts the bytes it
