@@ -101,6 +101,7 @@ struct OpenTiming {
   double engine_ms = 0;        // engine creation in all (split in `engine`; slice_axes_ms included)
   double slice_axes_ms = 0;    // CUDA, auto slicing axis: both variants timed (or the choice read from the cache)
   double kernel_times_ms = 0;  // stream mode: kernel times (cache or measured), compile again, replan
+  bool compiled_beside_engine = false;  // stream mode: kept kernel times, the compile ran during the engine's set-up
   double finalize_ms = 0;      // warm-up (+ graph capture)
   double open_ms = 0;          // the whole open
   double first_detect_ms = 0;  // the first detect() after open (0 until it ran)
@@ -159,6 +160,11 @@ class Session {
   // Compiles again with `target` and the current inputs, and sets the engine up for it.
   Status recompile(const Target& target);
   Expected<std::vector<double>> kernel_times();
+  // Kernel times known before the engine exists (kept per GPU and model, or from the
+  // slicing choice): the compile that uses them starts on a thread of its own and runs
+  // beside the engine's set-up; settle_placement takes its model (take_early_compile).
+  void start_early_compile();
+  Expected<bool> take_early_compile();  // true: the engine runs the early compile's model
   // session_slices.cpp: the slicing axis per layer from the kernel times of both variants.
   struct SliceVariants;
   Status choose_slice_axes(DeviceStart* start);
@@ -184,6 +190,10 @@ class Session {
   std::vector<double> m_layer_ms;  // kernel times measured at open (stream mode), for compiling again
   std::map<int, SliceAxis> m_slice_axes;  // the axis per sliced layer chosen at open (empty: the options')
   std::optional<Placement> m_placement;  // a Runtime's placement of the weights (stream mode, after open)
+  // start_early_compile's target and the model coming (session_open.cpp); null when none
+  // was started or it was taken. Destroyed before the members its thread reads.
+  struct EarlyCompile;
+  std::shared_ptr<EarlyCompile> m_early;
   std::mutex m_detect_mutex;       // one detect at a time per session
 };
 

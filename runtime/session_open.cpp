@@ -2,6 +2,9 @@
 // made, then the measure -> compile -> replan loop that settles the weight placement,
 // and the engine finalized (docs/architecture.md, "Opening a session").
 #include <chrono>
+#include <exception>
+#include <future>
+#include <system_error>
 
 #include "loaders/weights_file.h"
 #include "runtime/backend.h"
@@ -62,6 +65,7 @@ Status Session::make_engine(DeviceStart* start) {
   const auto t0 = Clock::now();
   DLR_RETURN_IF_ERROR(choose_slice_axes(start));
   timing.slice_axes_ms = ms_since(t0);
+  start_early_compile();
   DLR_ASSIGN_OR_RETURN(m_engine, create_engine(*m_model, *m_source, start));
   if (m_host == nullptr) return Status();
   DLR_RETURN_IF_ERROR(m_host->attach(*m_engine));
@@ -88,6 +92,49 @@ Expected<std::vector<double>> Session::kernel_times() {
     if (!saved.ok()) DLR_LOG_WARN("kernel times not kept: {}", saved.message());
   }
   return ms;
+}
+
+struct Session::EarlyCompile {
+  Target target;
+  std::future<Expected<CompiledModel>> model;
+};
+
+void Session::start_early_compile() {
+  if (m_host != nullptr || !m_model->needs_layer_times()) return;
+  if (m_layer_ms.size() != m_model->plan.steps.size())
+    m_layer_ms = m_options.cache_kernel_times ? load_kernel_times(*m_model) : std::vector<double>();
+  if (m_layer_ms.empty()) return;  // measured by the engine once it exists, then compiled
+  auto early = std::make_shared<EarlyCompile>();
+  early->target = kept_calibration(m_model->target);
+  CompileInputs inputs;
+  inputs.layer_ms = m_layer_ms;
+  inputs.slice_axes = m_slice_axes;
+  const EarlyCompile* e = early.get();
+  try {
+    early->model = std::async(std::launch::async, [this, e, inputs]() -> Expected<CompiledModel> {
+      try {
+        return compile(m_net, e->target, m_options, inputs);
+      } catch (const std::exception& ex) {
+        return internal_error(std::string("compile with the kept kernel times: ") + ex.what());
+      }
+    });
+  } catch (const std::system_error&) {
+    return;  // no thread: settle_placement compiles after the engine, as without kept times
+  }
+  m_early = std::move(early);
+}
+
+Expected<bool> Session::take_early_compile() {
+  if (!m_early) return false;
+  Expected<CompiledModel> early = m_early->model.get();
+  m_early.reset();
+  if (!early.ok()) {
+    DLR_LOG_DEBUG("the compile beside the engine's set-up failed ({}); compiling again", early.status().message());
+    return false;
+  }
+  DLR_RETURN_IF_ERROR(m_engine->replan(*early, *m_source));
+  *m_model = std::move(early).value();
+  return true;
 }
 
 Status Session::recompile(const Target& target) {
@@ -133,8 +180,12 @@ Status Session::settle_placement(const Target& target) {
   // A calibrated copy profile kept beside the kernel times is used from the first
   // compile on: one compile and one weight set-up instead of two.
   const Target kept = kept_calibration(target);
-  DLR_RETURN_IF_ERROR(recompile(kept));
-  DLR_LOG_DEBUG("compiled again with kernel times measured at open: {}", m_model->notes.back());
+  DLR_ASSIGN_OR_RETURN(const bool early, take_early_compile());
+  if (!early) DLR_RETURN_IF_ERROR(recompile(kept));
+  m_open_timing.compiled_beside_engine = early;
+  DLR_LOG_DEBUG("compiled again with kernel times {}: {}",
+                early ? "kept from an earlier run, beside the engine's set-up" : "measured at open",
+                m_model->notes.back());
   if (hosted_stream) DLR_RETURN_IF_ERROR(m_host->bind_ring(*m_engine));
   if (kept.copy_calibrated() && !target.copy_calibrated())
     DLR_LOG_INFO("copy profile calibrated in an inference (from the kernel-times cache, used from the first compile)");

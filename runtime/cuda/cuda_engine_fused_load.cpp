@@ -9,13 +9,12 @@
 #include <algorithm>
 #include <set>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/log.h"
+#include "runtime/core/thread_fan.h"
 #include "runtime/cuda/cuda_engine_impl.h"
 
 namespace dlr {
@@ -71,26 +70,21 @@ Status CudaEngine::load_fused_plans_on_threads() {
     for (size_t i = size_t(t); i < loads.size(); i += size_t(n))
       loads[i].made = cuda::FusedConv::load(cudnn, loads[i].config, loads[i].in, loads[i].out, *loads[i].plan);
   };
-  std::vector<Status> started(static_cast<size_t>(n));
-  std::vector<std::thread> helpers;
-  for (int t = 1; t < n; ++t) {
-    try {
-      helpers.emplace_back([&, t] {
-        started[size_t(t)] = [&]() -> Status {
-          DLR_CUDA_CHECK(cudaSetDevice(m_options.cuda_device));
-          DLR_ASSIGN_OR_RETURN(m_aux_cudnn[size_t(t - 1)], cuda::make_cudnn());
-          load(t, m_aux_cudnn[size_t(t - 1)].get());
-          return Status();
-        }();
-      });
-    } catch (const std::system_error&) {
-      started[size_t(t)] = internal_error("no thread could be started");
+  const ThreadFan fan = run_on_threads(n, [&](int t) -> Status {
+    if (t == 0) {
+      load(0, m_cudnn.get());
+      return Status();
     }
-  }
-  load(0, m_cudnn.get());
-  for (std::thread& h : helpers) h.join();
-  for (const Status& st : started)  // that thread's plans are loaded by make_fused_conv
-    if (!st.ok()) DLR_LOG_DEBUG("cuda engine: a plan-loading thread did not run: {}", st.message());
+    DLR_CUDA_CHECK(cudaSetDevice(m_options.cuda_device));
+    DLR_ASSIGN_OR_RETURN(m_aux_cudnn[size_t(t - 1)], cuda::make_cudnn());
+    load(t, m_aux_cudnn[size_t(t - 1)].get());
+    return Status();
+  });
+  // A thread that did not run or failed leaves its plans to make_fused_conv.
+  for (int t = 1; t < n; ++t)
+    if (!fan.started[size_t(t)] || !fan.status[size_t(t)].ok())
+      DLR_LOG_DEBUG("cuda engine: plan-loading thread {} did not run: {}", t,
+                    fan.started[size_t(t)] ? fan.status[size_t(t)].message() : std::string("no thread could be started"));
   int loaded = 0;
   for (PlanLoad& l : loads) {
     if (!l.made.ok()) continue;

@@ -9,13 +9,12 @@
 #include <chrono>
 #include <set>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/log.h"
+#include "runtime/core/thread_fan.h"
 #include "runtime/cuda/cuda_engine_impl.h"
 
 namespace dlr {
@@ -57,37 +56,28 @@ Status CudaEngine::warm_kernels() {
     DLR_CUDA_CHECK(cudaStreamSynchronize(s));
     return Status();
   };
-  std::vector<Status> outcome(static_cast<size_t>(n));
-  std::vector<int> after = split.after;  // and the items of a thread that could not start
-  std::vector<std::thread> helpers;
-  for (int t = 1; t < n; ++t) {
-    try {
-      helpers.emplace_back([&, t] {
-        outcome[size_t(t)] = [&]() -> Status {
-          DLR_CUDA_CHECK(cudaSetDevice(m_options.cuda_device));
-          cuda::CudnnHandle own;  // a plan-loading thread's handle where there is one
-          if (size_t(t - 1) >= m_aux_cudnn.size() || !m_aux_cudnn[size_t(t - 1)]) {
-            DLR_ASSIGN_OR_RETURN(own, cuda::make_cudnn());
-          }
-          cudnnContext* cudnn = own ? own.get() : m_aux_cudnn[size_t(t - 1)].get();
-          DLR_ASSIGN_OR_RETURN(cuda::Stream s, cuda::make_stream());
-          return run(t, cudnn, s.get());
-        }();
-      });
-    } catch (const std::system_error&) {
-      after.insert(after.end(), split.threads[size_t(t)].begin(), split.threads[size_t(t)].end());
+  const ThreadFan fan = run_on_threads(n, [&](int t) -> Status {
+    if (t == 0) return run(0, m_cudnn.get(), m_stream.get());
+    DLR_CUDA_CHECK(cudaSetDevice(m_options.cuda_device));
+    cuda::CudnnHandle own;  // a plan-loading thread's handle where there is one
+    if (size_t(t - 1) >= m_aux_cudnn.size() || !m_aux_cudnn[size_t(t - 1)]) {
+      DLR_ASSIGN_OR_RETURN(own, cuda::make_cudnn());
     }
-  }
-  outcome[0] = run(0, m_cudnn.get(), m_stream.get());
-  for (std::thread& h : helpers) h.join();
-  for (const Status& st : outcome) DLR_RETURN_IF_ERROR(st);
+    cudnnContext* cudnn = own ? own.get() : m_aux_cudnn[size_t(t - 1)].get();
+    DLR_ASSIGN_OR_RETURN(cuda::Stream s, cuda::make_stream());
+    return run(t, cudnn, s.get());
+  });
+  for (const Status& st : fan.status) DLR_RETURN_IF_ERROR(st);
+  std::vector<int> after = split.after;  // and the items of a thread that could not start
+  for (int t = 1; t < n; ++t)
+    if (!fan.started[size_t(t)]) after.insert(after.end(), split.threads[size_t(t)].begin(), split.threads[size_t(t)].end());
   const StepContext whole{m_cudnn.get(), ws, workspace_bytes()};
   for (int i : after)
     DLR_RETURN_IF_ERROR(enqueue_step(m_plan.steps[size_t(items[size_t(i)].step)], m_stream.get(), true, &whole));
   DLR_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));
   m_open_timing.kernels_warm_ms = ms_since(t0);
   m_open_timing.kernels_warm_convs = int(items.size());
-  m_open_timing.kernels_warm_threads = 1 + int(helpers.size());
+  m_open_timing.kernels_warm_threads = fan.ran();
   DLR_LOG_DEBUG("cuda engine: {} convolutions warmed on {} threads ({} after them, whole workspace) in {:.1f} ms",
                 items.size(), m_open_timing.kernels_warm_threads, after.size(), m_open_timing.kernels_warm_ms);
   return Status();

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -542,6 +543,45 @@ TEST(StreamMode, CopyProfileCalibratedAtOpenAndKept) {
   ASSERT_TRUE((*c)->model().target.copy_calibrated());
   EXPECT_EQ((*c)->model().target.copy_profile.to_json_text(), m.target.copy_profile.to_json_text());
   unsetenv("DLR_CACHE_DIR");
+}
+
+// Kernel times kept by an earlier open: the next open compiles with them on a thread
+// beside the engine's set-up instead of after it, settles on the same placement, and
+// computes the same outputs bit for bit.
+TEST(StreamMode, KeptKernelTimesCompileBesideTheEngine) {
+  DLR_REQUIRE_GPU();
+  Resolved r;
+  REQUIRE_TEST_IMAGE();
+  if (!resolve(kModels[1], &r)) GTEST_SKIP() << "shared data not found";
+  const std::string cache = test::temp_dir() + "/early-compile-cache";
+  std::filesystem::remove_all(cache);
+  ASSERT_EQ(setenv("DLR_CACHE_DIR", cache.c_str(), 1), 0);
+  SessionOptions o = cuda(Precision::kFP16);
+  o.width = o.height = 416;
+  o.mode = WeightMode::kStream;  // the minimal ring: the units are cut by the kernel times
+  o.cache_kernel_times = true;
+  auto a = Session::open(r.cfg, r.weights, o);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  auto b = Session::open(r.cfg, r.weights, o);
+  unsetenv("DLR_CACHE_DIR");
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_FALSE((*a)->open_timing().compiled_beside_engine) << "the first open measures its kernel times";
+  EXPECT_TRUE((*b)->open_timing().compiled_beside_engine) << "the second open has them from the cache";
+  const StreamPlan& sa = (*a)->model().stream;
+  const StreamPlan& sb = (*b)->model().stream;
+  EXPECT_EQ(sa.pool_bytes, sb.pool_bytes);
+  ASSERT_EQ(sa.units.size(), sb.units.size());
+  for (size_t u = 0; u < sa.units.size(); ++u) {
+    EXPECT_EQ(sa.units[u].host_offset, sb.units[u].host_offset) << "unit " << u;
+    EXPECT_EQ(sa.units[u].bytes, sb.units[u].bytes) << "unit " << u;
+  }
+  EXPECT_EQ((*a)->model().target.copy_profile.name, (*b)->model().target.copy_profile.name);
+  ASSERT_TRUE((*a)->detect(test_image()->view()).ok());
+  ASSERT_TRUE((*b)->detect(test_image()->view()).ok());
+  for (int y : (*a)->network().yolo_layers()) {
+    const int64_t n = (*a)->network().layers[size_t(y)].out.count();
+    EXPECT_EQ(0, std::memcmp((*a)->engine().output(y, 0), (*b)->engine().output(y, 0), size_t(n) * 4)) << "layer " << y;
+  }
 }
 
 TEST(CudaEngine, RepeatedRunsAndGraphAreBitIdentical) {

@@ -102,6 +102,7 @@ nlohmann::json startup_json(const OpenTiming& t, double first_inference_ms, bool
                       {"engine_ms", t.engine_ms},
                       {"engine", engine_open_json(t.engine, cuda)},
                       {"kernel_times_ms", t.kernel_times_ms},
+                      {"compiled_beside_engine", t.compiled_beside_engine},
                       {"warmup_ms", t.engine.warmup_ms},
                       {"warmup_run", t.engine.warmup_run},
                       {"warmup_eager", t.engine.warmup_eager},
