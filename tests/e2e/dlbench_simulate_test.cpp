@@ -2,7 +2,8 @@
 // lower bound over a budget curve from kernel times in a dlbench JSON file, scaled to a
 // given preload latency, with a named copy profile (how docs/streaming.md section 6,
 // "The paper's figures, in simulation", puts the paper's Jetson figures next to the
-// planner's); session flags reaching the simulated plan, --staging-early swept; its errors.
+// planner's); session flags reaching the simulated plan, --staging-early swept; the copy
+// profile a measured row was planned with (--profile-from-row); its errors.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/cfg_parser.h"
+#include "runtime/streaming/copy_profile_json.h"
 #include "tests/common/test_paths.h"
 #include "tests/e2e/tool_runner.h"
 
@@ -156,6 +158,59 @@ TEST(DlbenchSimulateOnly, SessionFlagsApplyAndStagingEarlyIsSwept) {
   const test::ToolResult bad = run_tool(base + " --staging-early maybe");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("--staging-early maybe: expected on or off"), std::string::npos) << bad.err;
+}
+
+// --profile-from-row plans with the row's own stream.copy_profile (as dlbench writes it on
+// stream rows): the same predictions as the built-in it copies under another name, not
+// those of another profile; a row without one, or both flags, is refused with one line.
+TEST(DlbenchSimulateOnly, ProfileFromTheRow) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const int n = steps_of(cfg);
+  nlohmann::json ms = nlohmann::json::array();
+  for (int i = 0; i < n; ++i) ms.push_back(0.002);  // copy-bound: the profile decides
+  Expected<CopyProfile> h100 = CopyProfile::builtin("h100");
+  ASSERT_TRUE(h100.ok());
+  CopyProfile calibrated = *h100;
+  calibrated.name = "h100-in-an-inference";
+  auto file = [&](const nlohmann::json& stream, const std::string& name) {
+    const nlohmann::json j = {
+        {"results", {{{"config", "cuda/stream@min/fp16/b1"}, {"precision", "fp16"}, {"stream", stream}}}}};
+    const std::string path = test::temp_dir() + "/" + name + ".json";
+    std::ofstream(path) << j.dump();
+    return path;
+  };
+  const std::string with_path =
+      file({{"kernel_ms_at_open", ms}, {"copy_profile", copy_profile_to_json(calibrated)}}, "row_profile");
+  const std::string without_path = file({{"kernel_ms_at_open", ms}}, "no_profile");
+  const std::string base = "dlbench " + cfg + " --size 416 --simulate-only --precision fp16 --weight-budget min,90% ";
+  auto predicted = [&](const std::string& flags, const std::string& name) {
+    const std::string out = test::temp_dir() + "/profile_" + name + ".json";
+    const test::ToolResult r = run_tool(base + flags + " --json " + out);
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::ifstream in(out);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["rows"].size(), 2u);
+    return j;
+  };
+  const nlohmann::json row = predicted("--profile-from-row --layer-ms-from " + with_path, "row");
+  const nlohmann::json named = predicted("--copy-profile h100 --layer-ms-from " + with_path, "named");
+  const nlohmann::json other = predicted("--copy-profile discrete --layer-ms-from " + with_path, "other");
+  EXPECT_EQ(row["copy_profile"], "h100-in-an-inference");
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(row["rows"][i]["predicted_ms"].get<double>(), named["rows"][i]["predicted_ms"].get<double>());
+    EXPECT_NE(row["rows"][i]["predicted_ms"].get<double>(), other["rows"][i]["predicted_ms"].get<double>());
+  }
+  test::ToolResult r = run_tool(base + "--profile-from-row --layer-ms-from " + without_path);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--profile-from-row: " + without_path + ": cuda/stream@min/fp16/b1 has no stream.copy_profile"),
+            std::string::npos)
+      << r.err;
+  r = run_tool(base + "--profile-from-row --copy-profile h100 --layer-ms-from " + with_path);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("give it or --copy-profile, not both"), std::string::npos) << r.err;
+  r = run_tool("dlbench " + cfg + " --synthetic --profile-from-row --layer-ms-from " + with_path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("go with --simulate-only"), std::string::npos) << r.err;
 }
 
 TEST(DlbenchSimulateOnly, Errors) {

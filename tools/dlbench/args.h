@@ -56,6 +56,7 @@ struct Args {
   std::string layer_ms_from;
   std::string layer_ms_config;
   double scale_preload_ms = 0;
+  bool profile_from_row = false;  // --simulate-only: the copy profile of the --layer-ms-from row
   int64_t granularity = int64_t(2) << 20;
 };
 

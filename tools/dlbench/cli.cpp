@@ -119,6 +119,10 @@ void add_isolate_and_simulate_options(CLI::App& app, Args* a) {
                  "--simulate-only: scale the kernel times so that they sum to this many ms (e.g. 160.8: the "
                  "paper's YOLOv4 on Jetson AGX Xavier)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--profile-from-row", a->profile_from_row,
+               "--simulate-only: plan with the copy profile the --layer-ms-from row was planned with on its GPU (its "
+               "stream.copy_profile: calibrated in an inference unless that run said otherwise) instead of "
+               "--copy-profile");
 }
 
 // The devices, and the weights read from storage.

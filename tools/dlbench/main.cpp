@@ -37,6 +37,12 @@ int tool_main(int argc, char** argv) {
     std::fprintf(stderr, "dlbench: give a cfg (or --models, or --startup-floor)\n");
     return dlr::tools::kExitUsage;
   }
+  if (!a.simulate_only && (!a.layer_ms_from.empty() || !a.layer_ms_config.empty() || a.scale_preload_ms > 0 ||
+                           a.profile_from_row)) {
+    std::fprintf(stderr, "dlbench: --layer-ms-from, --layer-ms-config, --scale-preload-ms and --profile-from-row go "
+                         "with --simulate-only\n");
+    return dlr::tools::kExitUsage;
+  }
   if (a.weights.empty() && !a.synthetic && !a.simulate_only && !a.startup_floor) {
     std::fprintf(stderr, "dlbench: give --weights FILE or --synthetic\n");
     return dlr::tools::kExitUsage;

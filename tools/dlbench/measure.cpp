@@ -10,6 +10,7 @@
 #include "runtime/cpu/cpu_threads.h"
 #include "runtime/session.h"
 #include "runtime/storage/block_reader.h"
+#include "runtime/streaming/copy_profile_json.h"
 #include "runtime/streaming/simulator.h"
 #include "tools/common/process_exit.h"
 #include "tools/common/progress.h"
@@ -209,6 +210,8 @@ nlohmann::json stream_plan_json(const CompiledModel& cm, const StreamPlan& sp, c
           {"probed_profile", probed.name},
           {"probed_peak_gbps", probed.peak_gbps()},
           {"profile_gbps_at_4mib", double(4 << 20) / (profile.copy_ms(4 << 20) * 1e6)},
+          // The whole profile the plan was made with, for dlbench --simulate-only --profile-from-row.
+          {"copy_profile", copy_profile_to_json(profile)},
           {"probed_gbps_at_4mib", double(4 << 20) / (probed.copy_ms(4 << 20) * 1e6)},
           {"copy_floor_ms", copy_floor_ms},
           // The copy floor at the slot's size: streamed bytes at the probed bandwidth of one slot-sized copy.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/compile/compile.h"
+#include "runtime/streaming/copy_profile_json.h"
 #include "runtime/streaming/lower_bound.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlbench/budget_curve.h"
@@ -57,6 +58,47 @@ Expected<nlohmann::json> read_dlbench_json(const std::string& path) {
   if (!j.is_object() || !j.contains("results") || !j["results"].is_array())
     return parse_error("--layer-ms-from " + path + ": not dlbench JSON (no 'results' list)");
   return j;
+}
+
+// The result of `path` whose kernel times layer_ms_from_json takes (into *ms, *used).
+Expected<nlohmann::json> layer_ms_result(const std::string& path, const std::string& precision,
+                                         const std::string& config, std::vector<double>* ms, std::string* used) {
+  DLR_ASSIGN_OR_RETURN(const nlohmann::json j, read_dlbench_json(path));
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& r : j["results"]) {
+      if (!r.is_object() || r.value("precision", std::string()) != precision) continue;
+      const std::string name = r.value("config", std::string());
+      if (!config.empty() && name.find(config) == std::string::npos) continue;
+      ms->clear();
+      try {
+        if (!result_layer_ms(r, pass, name, ms, used)) continue;
+      } catch (const nlohmann::json::exception& e) {
+        return parse_error("--layer-ms-from " + path + ": " + name + ": " + printable(e.what()));
+      }
+      for (double v : *ms)
+        if (!std::isfinite(v) || v < 0)
+          return parse_error("--layer-ms-from " + path + ": " + name + ": a kernel time is negative or not finite");
+      return r;
+    }
+  }
+  return invalid_argument("--layer-ms-from " + path + ": no " + precision + " result" +
+                          (config.empty() ? "" : " whose config contains '" + config + "'") +
+                          " with kernel_ms_at_open or a profiled run");
+}
+
+// --profile-from-row: the copy profile of the result whose kernel times the first
+// --precision takes (stream.copy_profile, which dlbench writes on stream rows).
+Expected<CopyProfile> row_copy_profile(const Args& a) {
+  const std::vector<std::string> precisions = split(a.session.text("precision"));
+  std::vector<double> ms;
+  std::string used;
+  DLR_ASSIGN_OR_RETURN(const nlohmann::json r, layer_ms_result(a.layer_ms_from, precisions.empty() ? "" : precisions[0],
+                                                               a.layer_ms_config, &ms, &used));
+  const std::string name = r.value("config", std::string());
+  if (!r.contains("stream") || !r["stream"].is_object() || !r["stream"].contains("copy_profile"))
+    return invalid_argument("--profile-from-row: " + a.layer_ms_from + ": " + name +
+                            " has no stream.copy_profile (a stream row of dlbench from 2026-12-06 on has it)");
+  return copy_profile_from_json(r["stream"]["copy_profile"], a.layer_ms_from + ": " + name + ": stream.copy_profile");
 }
 
 Target simulated_target(const CopyProfile& profile, int64_t granularity) {
@@ -239,10 +281,16 @@ Status simulation_inputs(const Args& a, const NetworkDesc& net, CopyProfile* pro
   if (split(a.session.text("weight_format")).size() != 1)
     return invalid_argument("--simulate-only takes one --weight-format, not a list");
   const std::string copy_profile = a.session.text("copy_profile");
-  if (copy_profile == "auto")
-    return invalid_argument("--simulate-only needs a named --copy-profile (a built-in or a JSON file): auto is "
-                            "measured on a GPU");
-  DLR_ASSIGN_OR_RETURN(*profile, CopyProfile::resolve(copy_profile));
+  if (a.profile_from_row) {
+    if (a.session.changed("copy_profile"))
+      return invalid_argument("--profile-from-row takes the row's copy profile: give it or --copy-profile, not both");
+    DLR_ASSIGN_OR_RETURN(*profile, row_copy_profile(a));
+  } else if (copy_profile == "auto") {
+    return invalid_argument("--simulate-only needs a named --copy-profile (a built-in or a JSON file) or "
+                            "--profile-from-row: auto is measured on a GPU");
+  } else {
+    DLR_ASSIGN_OR_RETURN(*profile, CopyProfile::resolve(copy_profile));
+  }
   *budgets = a.session.text("weight_budget");
   if (!a.session.changed("weight_budget") || a.budget_curve > 0) {
     DLR_ASSIGN_OR_RETURN(*budgets, curve_budgets(net, split(a.session.text("precision")), a.granularity,
@@ -277,26 +325,9 @@ Status run_simulation(const Args& a, const NetworkDesc& net) {
 
 Expected<std::vector<double>> layer_ms_from_json(const std::string& path, const std::string& precision,
                                                  const std::string& config, std::string* used) {
-  DLR_ASSIGN_OR_RETURN(const nlohmann::json j, read_dlbench_json(path));
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const auto& r : j["results"]) {
-      if (!r.is_object() || r.value("precision", std::string()) != precision) continue;
-      const std::string name = r.value("config", std::string());
-      if (!config.empty() && name.find(config) == std::string::npos) continue;
-      std::vector<double> ms;
-      try {
-        if (!result_layer_ms(r, pass, name, &ms, used)) continue;
-      } catch (const nlohmann::json::exception& e) {
-        return parse_error("--layer-ms-from " + path + ": " + name + ": " + printable(e.what()));
-      }
-      for (double& v : ms)
-        if (!std::isfinite(v) || v < 0) return parse_error("--layer-ms-from " + path + ": " + name + ": a kernel time is negative or not finite");
-      return ms;
-    }
-  }
-  return invalid_argument("--layer-ms-from " + path + ": no " + precision + " result" +
-                          (config.empty() ? "" : " whose config contains '" + config + "'") +
-                          " with kernel_ms_at_open or a profiled run");
+  std::vector<double> ms;
+  DLR_RETURN_IF_ERROR(layer_ms_result(path, precision, config, &ms, used).status());
+  return ms;
 }
 
 int simulate_only(const Args& a, const NetworkDesc& net) {
