@@ -1,5 +1,5 @@
-// BlockReader: open() (checks, O_DIRECT, backend choice), request checks, and the page
-// cache helpers. The backends are uring_reader.cpp and thread_reader.cpp.
+// BlockReader: open() (checks, O_DIRECT, backend choice, the page cache view for cache
+// hits) and request checks. The backends are uring_reader.cpp and thread_reader.cpp.
 #include "runtime/storage/block_reader.h"
 
 #include <algorithm>
@@ -10,35 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/storage/posix_fd.h"
 #include "runtime/storage/reader_backends.h"
 
 namespace dlr {
-namespace {
-
-std::string errno_text(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
-
-// Closes an fd on every path that does not hand it to a backend.
-class FdGuard {
- public:
-  explicit FdGuard(int fd) : m_fd(fd) {}
-  ~FdGuard() {
-    if (m_fd >= 0) ::close(m_fd);
-  }
-  FdGuard(const FdGuard&) = delete;
-  FdGuard& operator=(const FdGuard&) = delete;
-  int get() const { return m_fd; }
-  int release() {
-    const int fd = m_fd;
-    m_fd = -1;
-    return fd;
-  }
-
- private:
-  int m_fd;
-};
-
-}  // namespace
-
 
 bool uring_available() {
   static const bool available = storage_detail::uring_compiled_in() && storage_detail::uring_probe() == 0;
@@ -78,7 +53,7 @@ Expected<std::unique_ptr<BlockReader>> BlockReader::open(const std::string& path
                       errno_text(e) + "); put the file on a disk filesystem (ext4, xfs) or read it buffered");
     return io_error("cannot open '" + path + "'" + (direct ? " with O_DIRECT" : "") + ": " + errno_text(e));
   }
-  FdGuard fd(raw);
+  Fd fd(raw);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return io_error("cannot stat '" + path + "': " + errno_text(errno));
   if (!S_ISREG(st.st_mode)) return invalid_argument("block reader: '" + path + "' is not a regular file");

@@ -12,10 +12,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "runtime/storage/posix_fd.h"
+
 namespace dlr {
 namespace {
-
-std::string errno_text(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
 
 constexpr int64_t kQueryPages = 256;  // pages per mincore call (1 MiB of 4 KiB pages)
 
@@ -30,33 +30,23 @@ PageCacheView::~PageCacheView() {
 }
 
 Expected<std::unique_ptr<PageCacheView>> PageCacheView::open(const std::string& path) {
-  int fd = -1;
+  int raw = -1;
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return io_error("page cache of '" + path + "': cannot open: " + errno_text(errno));
+    raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (raw < 0 && errno == EINTR);
+  if (raw < 0) return io_error("page cache of '" + path + "': cannot open: " + errno_text(errno));
+  Fd fd(raw);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return io_error("page cache of '" + path + "': cannot stat: " + errno_text(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument("page cache of '" + path + "': not a regular file");
-  }
+  if (::fstat(fd.get(), &st) != 0) return io_error("page cache of '" + path + "': cannot stat: " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) return invalid_argument("page cache of '" + path + "': not a regular file");
   const int64_t size = int64_t(st.st_size);
   void* map = nullptr;
   if (size > 0) {
-    map = ::mmap(nullptr, size_t(size), PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) {
-      const int e = errno;
-      ::close(fd);
-      return io_error("page cache of '" + path + "': mmap failed: " + errno_text(e));
-    }
+    map = ::mmap(nullptr, size_t(size), PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (map == MAP_FAILED) return io_error("page cache of '" + path + "': mmap failed: " + errno_text(errno));
   }
   const int64_t page = std::max<int64_t>(1, ::sysconf(_SC_PAGESIZE));
-  return std::unique_ptr<PageCacheView>(new PageCacheView(fd, map, size, page));
+  return std::unique_ptr<PageCacheView>(new PageCacheView(fd.release(), map, size, page));
 }
 
 int64_t PageCacheView::resident_prefix(int64_t offset, int64_t bytes) const {
@@ -106,11 +96,10 @@ Expected<int64_t> page_cache_bytes(const std::string& path) {
 }
 
 Status drop_page_cache(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error("drop page cache of '" + path + "': cannot open: " + errno_text(errno));
-  ::fdatasync(fd);  // dirty pages cannot be dropped; a failure here only leaves them cached
-  const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return io_error("drop page cache of '" + path + "': cannot open: " + errno_text(errno));
+  ::fdatasync(fd.get());  // dirty pages cannot be dropped; a failure here only leaves them cached
+  const int rc = ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
   if (rc != 0) return io_error("drop page cache of '" + path + "': posix_fadvise failed: " + errno_text(rc));
   return Status();
 }

@@ -1,6 +1,7 @@
 // What prepared_file.cpp (identity, writing, cache) and prepared_read.cpp (opening,
 // verifying, the weight source) share: the format's constants (prepared_file.h has
-// the byte table), little-endian encoding, an owned file descriptor and exact reads.
+// the byte table), little-endian encoding and exact reads (the owned descriptor, Fd, is
+// posix_fd.h's).
 // Private to runtime/storage.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "runtime/core/status.h"
+#include "runtime/storage/posix_fd.h"
 #include "runtime/storage/prepared_file.h"
 
 namespace dlr::prepared_detail {
@@ -53,38 +55,6 @@ inline uint64_t get_u64(const unsigned char* p) {
 }
 
 inline int64_t header_bytes_for(int64_t blobs) { return align_up(kFixedHeader + kEntryBytes * blobs, kPreparedAlign); }
-
-// An owned file descriptor (closed by the destructor or reset()).
-class Fd {
- public:
-  explicit Fd(int fd = -1) : m_fd(fd) {}
-  Fd(Fd&& o) noexcept : m_fd(o.m_fd) { o.m_fd = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      m_fd = o.m_fd;
-      o.m_fd = -1;
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return m_fd; }
-  void reset() {
-    if (m_fd >= 0) ::close(m_fd);
-    m_fd = -1;
-  }
-  // Gives up ownership: returns the descriptor, which the caller closes.
-  int release() {
-    const int fd = m_fd;
-    m_fd = -1;
-    return fd;
-  }
-
- private:
-  int m_fd;
-};
 
 // Reads exactly n bytes at off (retrying short reads and EINTR); errors name `path`.
 inline Status pread_all(int fd, void* dst, size_t n, int64_t off, const std::string& path) {

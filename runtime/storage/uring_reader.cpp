@@ -13,6 +13,7 @@
 
 #include <sys/uio.h>
 
+#include "runtime/storage/posix_fd.h"
 #include "runtime/storage/reader_backends.h"
 
 #ifdef DLR_HAVE_LIBURING
@@ -25,8 +26,6 @@ namespace dlr::storage_detail {
 namespace {
 
 constexpr int64_t kMaxSqe = int64_t(1) << 30;  // an SQE's length is 32-bit; larger reads go in parts
-
-std::string errno_text(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
 
 class UringReader final : public BlockReader {
  public:
