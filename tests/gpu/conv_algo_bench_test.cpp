@@ -28,6 +28,7 @@
 
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_3xtf32.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "loaders/network_desc.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -485,6 +486,141 @@ TEST_F(ConvAlgoBench, ThreeTf32Forms) {
                           {"sum_best_us", sum_best}}
                .dump(1);
   }
+}
+
+// The convs of yolov4 @608 that a 4 MiB fp32 slot slices (weights over 4 MiB), as the
+// engine runs them in NHWC: whole, and as input-channel slices (each its own Tf32x3Conv
+// over a channel slice of the input, accumulating into the output after the first, its
+// weights a contiguous O x k x k x n block), in both forms and with chunks of 512, 256 and
+// 128 products; per slice also the two split passes alone. What slicing costs the 3xTF32
+// kernels and which part of a slice costs it.
+TEST_F(ConvAlgoBench, SlicedThreeTf32) {
+  const std::string cfg = shared_file("models/yolov4.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "shared data not found";
+  constexpr int64_t kSlot = int64_t(4) << 20;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [name, cs] : yolov4_convs(cfg, 608)) {
+    const int C = cs.in.c, O = cs.p.filters, kk = cs.p.size * cs.p.size;
+    if (cs.p.groups != 1 || int64_t(C) * O * kk * 4 <= kSlot) continue;
+    const int n = int(kSlot / (int64_t(O) * kk * 4)) / 8 * 8;
+    if (n < 8) continue;
+    HostTensor x = random_tensor(1, cs.in, 11, -1.f, 1.f);
+    std::vector<float> w(size_t(O) * size_t(C) * size_t(kk));
+    fill_random(&w, 12, -1.f / std::sqrt(float(C * kk)), 1.f / std::sqrt(float(C * kk)));
+    const std::vector<float> ohwi = weights_for(w, O, C, cs.p.size, Layout::kNHWC);
+    HostTensor ref;
+    ASSERT_TRUE(measure(cs, Precision::kFP32, Layout::kNCHW, int(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM), x, w,
+                        nullptr, &ref)
+                    .ran);
+    const ViewSpec spec = packed_spec(DType::kF32, Layout::kNHWC);
+    DeviceTensor dx, dy;
+    ASSERT_EQ(cudaSuccess, dx.upload(x, spec, stream()));
+    ASSERT_EQ(cudaSuccess, dy.create(1, cs.out, spec, stream()));
+    // Each slice's weights contiguous (O x k x k x n_s), back to back.
+    std::vector<int> c0s;
+    std::vector<float> sliced;
+    for (int c0 = 0; c0 < C; c0 += n) {
+      c0s.push_back(c0);
+      const int ns = std::min(n, C - c0);
+      for (int o = 0; o < O; ++o)
+        for (int k = 0; k < kk; ++k)
+          for (int c = 0; c < ns; ++c) sliced.push_back(ohwi[(size_t(o) * kk + k) * C + c0 + c]);
+    }
+    auto dw = cuda::DeviceBuffer::alloc(sliced.size() * 4);
+    auto dwhole = cuda::DeviceBuffer::alloc(ohwi.size() * 4);
+    ASSERT_TRUE(dw.ok() && dwhole.ok());
+    ASSERT_EQ(cudaSuccess, to_device(dw->data(), sliced.data(), sliced.size() * 4));
+    ASSERT_EQ(cudaSuccess, to_device(dwhole->data(), ohwi.data(), ohwi.size() * 4));
+    nlohmann::json row{{"conv", name}, {"count", cs.count}, {"slice_channels", n}, {"slices", c0s.size()}};
+    std::string line;
+    for (const cuda::Tf32x3Form form : {cuda::Tf32x3Form::kChunks, cuda::Tf32x3Form::kGemm}) {
+      for (const int chunk : {512, 256, 128}) {
+        if (chunk < kk) continue;
+        const std::string key = std::string(form == cuda::Tf32x3Form::kGemm ? "gemm" : "chunked") + std::to_string(chunk);
+        cuda::Tf32x3Config tc;
+        tc.params = cs.p;
+        tc.params.activation = Activation::kLinear;
+        tc.params.batch_normalize = false;
+        tc.form = form;
+        tc.chunk_products = chunk;
+        tc.workspace_limit = size_t(1) << 30;
+        auto whole = cuda::Tf32x3Conv::create(cudnn(), tc, dx.view(), dy.view());
+        std::vector<std::unique_ptr<cuda::Tf32x3Conv>> convs;
+        std::vector<TensorView> ins;
+        size_t ws_bytes = whole.ok() ? (*whole)->workspace_bytes() : 0;
+        bool ok = whole.ok();
+        for (size_t s = 0; s < c0s.size() && ok; ++s) {
+          TensorView v = dx.view();
+          v.data = static_cast<float*>(v.data) + c0s[s];
+          v.c = std::min(n, C - c0s[s]);
+          tc.accumulate = s > 0;
+          auto made = cuda::Tf32x3Conv::create(cudnn(), tc, v, dy.view());
+          ok = made.ok();
+          if (!ok) break;
+          ws_bytes = std::max(ws_bytes, (*made)->workspace_bytes());
+          convs.push_back(std::move(made).value());
+          ins.push_back(v);
+        }
+        if (!ok) {
+          cudaGetLastError();
+          row[key] = {{"ran", false}};
+          continue;
+        }
+        auto ws = cuda::DeviceBuffer::alloc(ws_bytes);
+        ASSERT_TRUE(ws.ok());
+        const float* wbase = static_cast<const float*>(dw->data());
+        auto run_slices = [&](cudaStream_t st) -> Status {
+          const float* wp = wbase;
+          for (size_t s = 0; s < convs.size(); ++s) {
+            DLR_RETURN_IF_ERROR(convs[s]->run(cudnn(), cublas(), ins[s], wp, nullptr, dy.view(), ws->data(), ws_bytes, st));
+            wp += size_t(O) * kk * size_t(ins[s].c);
+          }
+          return Status();
+        };
+        auto run_whole = [&](cudaStream_t st) {
+          return (*whole)->run(cudnn(), cublas(), dx.view(), static_cast<const float*>(dwhole->data()), nullptr,
+                               dy.view(), ws->data(), ws_bytes, st);
+        };
+        Timed ts, tw;
+        ASSERT_TRUE(run_slices(stream()).ok());
+        record_error(dy, ref, stream(), &ts);
+        ts.us = time_us(run_slices);
+        ASSERT_TRUE(run_whole(stream()).ok());
+        record_error(dy, ref, stream(), &tw);
+        tw.us = time_us(run_whole);
+        // The split passes of the first slice alone.
+        float* scratch = static_cast<float*>(ws->data());
+        const int cols = form == cuda::Tf32x3Form::kGemm ? kk * n : n;
+        int ch = std::min(n, chunk / kk);  // as Tf32x3Conv cuts: kChunks whole channels, kGemm a divisor of cols
+        if (form == cuda::Tf32x3Form::kGemm)
+          for (ch = std::min(cols, chunk); ch > 1 && cols % ch != 0;) --ch;
+        const double split_w = time_us([&](cudaStream_t st) {
+          return cuda::split_tf32(wbase, form == cuda::Tf32x3Form::kGemm ? O : int64_t(O) * kk, cols, cols, ch,
+                                  cuda::Tf32SplitOrder::kHighLowHigh,
+                                  form == cuda::Tf32x3Form::kGemm ? cuda::Tf32SplitLayout::kChunksInRow
+                                                                  : cuda::Tf32SplitLayout::kChunkBlocks,
+                                  scratch, st);
+        });
+        double split_x = 0;
+        if (form == cuda::Tf32x3Form::kGemm) {
+          split_x = time_us([&](cudaStream_t st) {
+            return cuda::split_tf32_patches(ins[0], cs.p, cs.out.h, cs.out.w, ch, scratch, st);
+          });
+        }
+        row[key] = {{"ran", true},         {"whole_us", tw.us},         {"slices_us", ts.us},
+                    {"whole_max_rel", tw.max_rel}, {"slices_max_rel", ts.max_rel}, {"chunks_whole", (*whole)->chunks()},
+                    {"chunks_slice", convs[0]->chunks()}, {"split_w_slice_us", split_w}, {"split_x_slice_us", split_x}};
+        char buf[200];
+        std::snprintf(buf, sizeof buf, " %s %.1f/%.1f (w %.1f x %.1f)", key.c_str(), tw.us, ts.us, split_w, split_x);
+        line += buf;
+        EXPECT_LE(ts.max_rel, 1e-5) << name << " " << key;
+      }
+    }
+    std::printf("[sliced] %-22s x%-2d %zu slices of %d:%s\n", name.c_str(), cs.count, c0s.size(), n, line.c_str());
+    rows.push_back(row);
+  }
+  if (const char* path = std::getenv("DLR_BENCH_JSON"))
+    std::ofstream(std::string(path) + ".sliced.json") << nlohmann::json{{"rows", rows}}.dump(1);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Thirty-third session, not run (no device time was left): where issue 30's fp32 row at
+# Thirty-third session (written), run in the thirty-fourth as call 1: where issue 30's fp32 row at
 # 8 MiB and issue 33's int8 row at the minimum pool lose time against their bounds. Each
 # streamed row beside the same sliced plan preloaded (no copies, no cross-stream edges)
 # and the same slices streamed
@@ -9,10 +9,10 @@
 #   big ring - preload sliced     = what streaming's copies and edges cost the kernels
 #   8 MiB ring - big ring         = what the small pool costs (copies held back)
 # Every row its own process (dlbench, 60 inferences after 5), caches filled first, rounds
-# interleaved. V (default h11): the build, device-carry/$V.tar.xz (pending-device/README.md).
+# interleaved. V (default h12): the build, device-carry/$V.tar.xz (pending-device/README.md).
 set -u
 O=/tmp/o; rm -rf $O; mkdir -p $O; fin() { tar czf "$OUT/all.tgz" -C /tmp o; }; trap fin EXIT
-v=${V:-h11}; rm -rf /tmp/$v; mkdir -p /tmp/$v; tar xJf device-carry/$v.tar.xz -C /tmp/$v; X=/tmp/$v/bin
+v=${V:-h12}; rm -rf /tmp/$v; mkdir -p /tmp/$v; tar xJf device-carry/$v.tar.xz -C /tmp/$v; X=/tmp/$v/bin
 nvidia-smi -L | tee "$O/gpu.txt"
 S="$PWD/device-carry/shared"; export DLR_SHARED_DIR="$S"
 y="$S/models/yolov4.cfg"; W=/tmp/y4.weights; $X/dlgen "$y" $W >/dev/null
@@ -39,5 +39,9 @@ rows=(
 for r in "${rows[@]}"; do set -- $r; n=$1; shift; b fill_$n 3 "$@"; done
 for round in 1 2; do
   for r in "${rows[@]}"; do set -- $r; n=$1; shift; b ${n}_$round 60 "$@"; done
+done
+# One profiled run each (CUDA events per layer inside the graph): where the streamed rows wait.
+for n in st8_nhwc big4_nhwc pres4_nhwc mini8 bigi8 prei8; do
+  for r in "${rows[@]}"; do set -- $r; [ "$1" = "$n" ] && { shift; b prof_$n 10 "$@" --report table; }; done
 done
 echo "end at ${SECONDS}s"
