@@ -182,7 +182,10 @@ Expected<std::unique_ptr<cuda::Tf32x3Conv>> CudaEngine::make_x3_conv(const Step&
   if (cfg.form == cuda::Tf32x3Form::kGemm) DLR_RETURN_IF_ERROR(make_cublas());
   cfg.workspace_limit = size_t(m_options.workspace_limit);
   cfg.accumulate = st.accumulate;
-  return cuda::Tf32x3Conv::create(m_cudnn.get(), cfg, view(st.inputs[0]), view(st.output));
+  // An input-channel slice with a pack: made for the pack's source, the channel slice of
+  // the layer's input, which run_conv hands it in place of the packed copy.
+  const TensorView in = st.packs.size() == 1 ? view(st.packs[0].first) : view(st.inputs[0]);
+  return cuda::Tf32x3Conv::create(m_cudnn.get(), cfg, in, view(st.output));
 }
 
 // A conv chosen as 3xTF32 at an earlier open (`kept`) or by this process: only its

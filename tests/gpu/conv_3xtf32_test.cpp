@@ -4,7 +4,8 @@
 // conv in each form (chunked, GEMM) stays within 1e-5 of a double-precision
 // reference (rel L2 and every element against the largest output) with reductions cut into several chunks,
 // strides, batches, a channel-slice input, bias and activations, accumulation and a
-// residual; bad views and workspaces are refused.
+// residual; a channel slice read in place gives its packed copy's output bit for bit;
+// bad views and workspaces are refused.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -208,6 +209,51 @@ TEST_F(Tf32x3Test, WithinTheStrictToleranceOfADoubleReference) {
   for (const Case& k : cases)
     for (auto form : {cuda::Tf32x3Form::kChunks, cuda::Tf32x3Form::kGemm})
       check_case(cudnn(), cublas(), stream(), k, form);
+}
+
+// The engine hands a 3xTF32 conv an input-channel slice in place of its packed copy
+// (kernels/cuda/conv_op.cpp): the same values read through a channel-slice view give the
+// same output bit for bit, in both forms, for a 3x3 (patches unrolled) and a 1x1 conv.
+TEST_F(Tf32x3Test, ChannelSliceInPlaceBitIdenticalToItsPackedCopy) {
+  for (const int size : {3, 1}) {
+    const int c = 72, h = 11, w = 9, filters = 40, pad = size / 2;
+    const HostTensor x = random_tensor(1, Shape3{c, h, w}, 31, -1.f, 1.f);
+    std::vector<float> ohwi(size_t(filters) * c * size * size);
+    fill_random(&ohwi, 32, -0.1f, 0.1f);
+    DeviceTensor sliced, packed, y_sliced, y_packed;
+    ASSERT_EQ(cudaSuccess, sliced.upload(x, ViewSpec{DType::kF32, Layout::kNHWC, 8, 24, 0}, stream()));
+    ASSERT_EQ(cudaSuccess, packed.upload(x, packed_spec(DType::kF32, Layout::kNHWC), stream()));
+    const Shape3 out{filters, h, w};
+    ASSERT_EQ(cudaSuccess, y_sliced.create(1, out, packed_spec(DType::kF32, Layout::kNHWC), stream()));
+    ASSERT_EQ(cudaSuccess, y_packed.create(1, out, packed_spec(DType::kF32, Layout::kNHWC), stream()));
+    DeviceArray<float> dw(ohwi.size());
+    ASSERT_EQ(cudaSuccess, to_device(dw.p, ohwi.data(), ohwi.size() * 4));
+    for (auto form : {cuda::Tf32x3Form::kChunks, cuda::Tf32x3Form::kGemm}) {
+      SCOPED_TRACE(std::string(form_name(form)) + ", k" + std::to_string(size));
+      cuda::Tf32x3Config cfg;
+      cfg.params.filters = filters;
+      cfg.params.size = size;
+      cfg.params.padding = pad;
+      cfg.params.activation = Activation::kLeaky;
+      cfg.chunk_products = 256;
+      cfg.form = form;
+      HostTensor got[2];
+      DeviceTensor* ins[2] = {&sliced, &packed};
+      DeviceTensor* outs[2] = {&y_sliced, &y_packed};
+      for (int k = 0; k < 2; ++k) {
+        auto conv = cuda::Tf32x3Conv::create(cudnn(), cfg, ins[k]->view(), outs[k]->view());
+        ASSERT_TRUE(conv.ok()) << conv.status().to_string();
+        DeviceArray<char> ws((*conv)->workspace_bytes());
+        ASSERT_TRUE((*conv)->run(cudnn(), cublas(), ins[k]->view(), dw.p, nullptr, outs[k]->view(), ws.p,
+                                 (*conv)->workspace_bytes(), stream())
+                        .ok());
+        int64_t touched = 0, first = -1;
+        ASSERT_EQ(cudaSuccess, outs[k]->download(&got[k], &touched, &first, stream()));
+      }
+      ASSERT_EQ(got[0].data.size(), got[1].data.size());
+      EXPECT_EQ(0, std::memcmp(got[0].data.data(), got[1].data.data(), got[0].data.size() * sizeof(float)));
+    }
+  }
 }
 
 // Each refusal names what was expected.
