@@ -12,19 +12,15 @@ namespace dlr::cuda {
 
 // Entry point of [convolutional] (cuda_ops.h OpCall): the layer's prepared CudnnConv.
 Status run_conv(const OpCall& call) {
-  // An input-channel slice that reads a packed copy of its channels: that copy first. A
-  // 3xTF32 conv reads the slice in place instead (it takes channel-slice views; the
-  // engine makes it for the pack's source view), so it skips the copy.
-  const bool x3_in_place = call.x3 != nullptr && call.n_in == 1 && call.n_packs == 1;
-  for (int i = 0; i < call.n_packs && !x3_in_place; ++i)
+  // An input-channel slice that reads a packed copy of its channels: that copy first.
+  for (int i = 0; i < call.n_packs; ++i)
     DLR_RETURN_IF_ERROR(copy_channels(call.packs[i].first, call.packs[i].second, call.stream));
   if (call.n_in > 1) {
     if (call.concat == nullptr || call.cublas == nullptr)
       return internal_error("conv over " + std::to_string(call.n_in) + " inputs without its GEMMs");
     DLR_RETURN_IF_ERROR(call.concat->run(call.cublas, call.in, call.n_in, call.weights, call.bias, call.out, call.stream));
   } else if (call.x3 != nullptr) {
-    const TensorView& in = x3_in_place ? call.packs[0].first : call.in[0];
-    DLR_RETURN_IF_ERROR(call.x3->run(call.cudnn, call.cublas, in, static_cast<const float*>(call.weights), call.bias,
+    DLR_RETURN_IF_ERROR(call.x3->run(call.cudnn, call.cublas, call.in[0], static_cast<const float*>(call.weights), call.bias,
                                      call.out, call.workspace, call.workspace_bytes, call.stream,
                                      ConvResidual{call.residual, call.residual_act}));
   } else if (call.fused != nullptr) {

@@ -182,11 +182,13 @@ Expected<std::unique_ptr<cuda::Tf32x3Conv>> CudaEngine::make_x3_conv(const Step&
   if (cfg.form == cuda::Tf32x3Form::kGemm) DLR_RETURN_IF_ERROR(make_cublas());
   cfg.workspace_limit = size_t(m_options.workspace_limit);
   cfg.accumulate = st.accumulate;
-  // An input-channel slice with a pack: made for the pack's source, the channel slice of
-  // the layer's input, which run_conv hands it in place of the packed copy.
-  const TensorView in = st.packs.size() == 1 ? view(st.packs[0].first) : view(st.inputs[0]);
-  return cuda::Tf32x3Conv::create(m_cudnn.get(), cfg, in, view(st.output));
+  return cuda::Tf32x3Conv::create(m_cudnn.get(), cfg, view(x3_input(st)), view(st.output));
 }
+
+// A 3xTF32 conv takes channel-slice views, so an input-channel slice whose plan packs its
+// channels for cuDNN (Step::packs) reads them in place: the pack's source. Both the conv's
+// creation and enqueue_step (which then skips the pack) read its input here.
+ViewRef CudaEngine::x3_input(const Step& st) { return st.packs.size() == 1 ? st.packs[0].first : st.inputs[0]; }
 
 // A conv chosen as 3xTF32 at an earlier open (`kept`) or by this process: only its
 // Tf32x3Conv is made (no cuDNN query), and nothing is timed for it again.

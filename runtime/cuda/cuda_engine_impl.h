@@ -207,6 +207,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   // The 3xTF32 conv of `st` in the form `algo` names (is_x3), or an error (unsupported
   // where it cannot run); the GEMM form makes the engine's cuBLAS handle first.
   Expected<std::unique_ptr<cuda::Tf32x3Conv>> make_x3_conv(const Step& st, int algo);
+  static ViewRef x3_input(const Step& st);  // the view a 3xTF32 conv of `st` reads
   Status make_cublas();  // m_cublas, once (timed into the open's cublas_handle_ms)
   Status make_x3_step(const Step& st, int algo, const std::string& cfg_path, const std::string& conv_key,
                       const std::string& process_key, const ConvAlgoChoice* kept, ConvAlgoMap* chosen);

@@ -81,9 +81,11 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s, bool expanded, c
   if (st.inputs.size() > kInline) in = (in_heap.resize(st.inputs.size()), in_heap.data());
   if (st.copies.size() > kInline) copies = (copies_heap.resize(st.copies.size()), copies_heap.data());
   if (st.packs.size() > 1) return internal_error("a step with more than one pack");
+  const bool x3 = st.weight >= 0 && m_x3_convs[size_t(st.index)] != nullptr;
   for (size_t i = 0; i < st.inputs.size(); ++i) in[i] = view(st.inputs[i]);
+  if (x3) in[0] = view(x3_input(st));  // the slice in place: no pack
   for (size_t i = 0; i < st.copies.size(); ++i) copies[i] = Copy(view(st.copies[i].first), view(st.copies[i].second));
-  for (size_t i = 0; i < st.packs.size(); ++i) packs[i] = Copy(view(st.packs[i].first), view(st.packs[i].second));
+  for (size_t i = 0; i < st.packs.size() && !x3; ++i) packs[i] = Copy(view(st.packs[i].first), view(st.packs[i].second));
   cuda::OpCall call;
   call.layer = st.layer;
   call.params = &st.params;
@@ -93,7 +95,7 @@ Status CudaEngine::enqueue_step(const Step& st, cudaStream_t s, bool expanded, c
   call.copies = copies;
   call.n_copies = int(st.copies.size());
   call.packs = packs;
-  call.n_packs = int(st.packs.size());
+  call.n_packs = x3 ? 0 : int(st.packs.size());
   call.accumulate = st.accumulate;
   TensorView residual;
   if (st.residual.buffer >= 0) {  // a shortcut folded into this conv (runtime/compile/fusion.h)

@@ -212,7 +212,7 @@ TEST_F(Tf32x3Test, WithinTheStrictToleranceOfADoubleReference) {
 }
 
 // The engine hands a 3xTF32 conv an input-channel slice in place of its packed copy
-// (kernels/cuda/conv_op.cpp): the same values read through a channel-slice view give the
+// (CudaEngine::x3_input): the same values read through a channel-slice view give the
 // same output bit for bit, in both forms, for a 3x3 (patches unrolled) and a 1x1 conv.
 TEST_F(Tf32x3Test, ChannelSliceInPlaceBitIdenticalToItsPackedCopy) {
   for (const int size : {3, 1}) {
