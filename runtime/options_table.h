@@ -92,6 +92,10 @@
   /* arena staging: a staged blob's copy may be queued as soon as its arena bytes are free, where the plan predicts    \
      it faster (StreamOptions::arena_early); off: always behind the ring's units needed after its reader */           \
   X(staging_early, bool, true, INTERNAL, true, "")                                                                    \
+  /* slices, stream mode, ring, CUDA, weights from host, arena staging on: a layer above the slot whose whole blob  \
+     finds room in idle activation bytes before it runs is kept whole and staged there instead of sliced           \
+     (runtime/compile/whole_staging.h) */                                                                           \
+  X(stage_whole, bool, true, PUBLIC, true, "")                                                                        \
   /* weight budget auto: predicted latency at most (1 + this) x preload's */                                          \
   X(max_slowdown, double, 0.05, PUBLIC, v >= 0 && v <= 10,                                                            \
     "max slowdown " + std::to_string(v * 100) + " % must be in [0, 1000] %")                                          \

@@ -1,13 +1,14 @@
 #include "runtime/compile/compile.h"
 
 #include <cstdio>
+#include <set>
 
 #include "loaders/network_desc.h"
-#include "runtime/compile/dequant_buffers.h"
-#include "runtime/compile/fusion.h"
+#include "runtime/compile/placement.h"
 #include "runtime/compile/slice_choice.h"
 #include "runtime/compile/slicing.h"
 #include "runtime/compile/slot_choice.h"
+#include "runtime/compile/whole_staging.h"
 #include "runtime/core/units.h"
 
 namespace dlr {
@@ -111,6 +112,21 @@ std::string layout_note(const Target& target, const SessionOptions& options, con
   return std::string("layout: NCHW for strict fp32 with FMA convs: ") + why;
 }
 
+// Layers above the slot may be staged whole (whole_staging.h) where arena staging may
+// run: a session's own ring on CUDA, weights from host memory.
+bool stages_whole(const Target& target, const SessionOptions& o, const CompileInputs& inputs) {
+  return o.stage_whole && o.arena_staging && o.device == DeviceKind::kCUDA && o.mode == WeightMode::kStream &&
+         o.weights_from == WeightsFrom::kHost && o.weight_pool != PoolLayout::kSlots && target.map_granularity > 0 &&
+         inputs.placement == nullptr && !inputs.shared_memory && !o.keep_all_outputs;
+}
+
+std::string whole_note(const ExecutionPlan& plan, const std::set<int>& whole) {
+  int64_t bytes = 0;
+  for (const WeightBlob& w : plan.weights) bytes += w.arena_offset >= 0 ? w.bytes : 0;
+  return fmt("slices: %.0f layers above the slot kept whole, their %.2f MiB copied into idle activation bytes",
+             int(whole.size()), mib(bytes));
+}
+
 }  // namespace
 
 EngineSettings engine_settings(const SessionOptions& o, const CompileInputs& inputs) {
@@ -157,6 +173,38 @@ int64_t CompiledModel::device_weight_bytes() const {
   return streaming ? stream.device_bytes() : plan.weight_bytes();
 }
 
+namespace {
+
+// `built` sliced at `slot` (layers above it kept whole and staged where `whole` and the
+// arena has room: whole_staging.h), then the placement passes, into *m. *staged: whether
+// a layer was kept whole.
+Status slice_and_place(const NetworkDesc& net, const SessionOptions& options, const CompileInputs& inputs,
+                       const ExecutionPlan& built, int64_t slot, bool whole, CompiledModel* m, bool* staged) {
+  SliceOptions slicing = slice_options(options, slot);
+  slicing.layer_axis = inputs.slice_axes;
+  if (whole) slicing.whole_layers = layers_above_slot(built, slot, planning_profile(m->target, options));
+  m->plan = built;
+  std::set<int> kept;
+  int folded = 0;
+  DLR_RETURN_IF_ERROR(slice_and_stage(&m->plan, slicing, net.cfg_path, &kept, &folded));
+  *staged = !kept.empty();
+  if (folded > 0) m->notes.push_back(fmt("fusion: %.0f shortcuts run in the epilogue of the conv before them", folded));
+  if (!kept.empty()) m->notes.push_back(whole_note(m->plan, kept));
+  if (!inputs.slice_axes.empty()) m->notes.push_back(slice_axes_note(m->plan));
+  if (!inputs.layer_ms.empty() && inputs.layer_ms.size() != m->plan.steps.size())
+    return invalid_argument("compile: " + std::to_string(inputs.layer_ms.size()) + " kernel times for " +
+                            std::to_string(m->plan.steps.size()) + " steps");
+  m->layer_ms = inputs.layer_ms;
+  m->notes.push_back(fmt("activations: %.2f MiB planned (%.2f MiB without reuse)", mib(m->plan.arena_bytes),
+                         mib(m->plan.naive_bytes)));
+  PlacementState s = placement_state(m->plan, m->target, options, m->layer_ms, inputs.placement);
+  DLR_RETURN_IF_ERROR(plan_placement(s));
+  take_placement(s, m);
+  return Status();
+}
+
+}  // namespace
+
 Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, const SessionOptions& options,
                                 const CompileInputs& inputs) {
   DLR_RETURN_IF_ERROR(check_inputs(target, options, inputs));
@@ -172,25 +220,23 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   DLR_ASSIGN_OR_RETURN(m.plan, build_plan(net, planner_options(options.device, planned)));
   if (std::string note = layout_note(target, options, m.engine); !note.empty()) m.notes.push_back(std::move(note));
   DLR_ASSIGN_OR_RETURN(const int64_t slot, choose_slot_bytes(m.plan, target, options, inputs.placement != nullptr));
-  SliceOptions slicing = slice_options(options, slot);
-  slicing.layer_axis = inputs.slice_axes;
-  DLR_RETURN_IF_ERROR(slice_plan(&m.plan, slicing, net.cfg_path));
-  const int folded = fold_shortcuts(&m.plan);
-  if (folded > 0) m.notes.push_back(fmt("fusion: %d shortcuts run in the epilogue of the conv before them", folded));
-  DLR_RETURN_IF_ERROR(add_dequant_buffers(&m.plan));
   if (slot > 0 && options.slot_bytes == 0)
     m.notes.push_back(fmt("slices: the budget is below the smallest pool of whole layers; layers above %.2f MiB run "
                           "in slices", mib(slot)));
-  if (!inputs.slice_axes.empty()) m.notes.push_back(slice_axes_note(m.plan));
-  if (!inputs.layer_ms.empty() && inputs.layer_ms.size() != m.plan.steps.size())
-    return invalid_argument("compile: " + std::to_string(inputs.layer_ms.size()) + " kernel times for " +
-                            std::to_string(m.plan.steps.size()) + " steps");
-  m.layer_ms = inputs.layer_ms;
-  m.notes.push_back(fmt("activations: %.2f MiB planned (%.2f MiB without reuse)", mib(m.plan.arena_bytes),
-                        mib(m.plan.naive_bytes)));
-  PlacementState s = placement_state(m.plan, m.target, options, m.layer_ms, inputs.placement);
-  DLR_RETURN_IF_ERROR(plan_placement(s));
-  take_placement(s, &m);
+  const ExecutionPlan built = std::move(m.plan);
+  const std::vector<std::string> notes = m.notes;
+  const bool whole = stages_whole(target, options, inputs);
+  bool staged = false;
+  Status placed = slice_and_place(net, options, inputs, built, slot, whole, &m, &staged);
+  if (!placed.ok() && staged) {
+    // A plan whose layers above the slot stay whole may find no pool (a budget below
+    // the ring's mapping unit takes slots, which cannot stage): every such layer sliced.
+    const std::string why = placed.message();
+    m.notes = notes;
+    placed = slice_and_place(net, options, inputs, built, slot, false, &m, &staged);
+    if (placed.ok()) m.notes.push_back("slices: no layer kept whole (" + why + ")");
+  }
+  DLR_RETURN_IF_ERROR(placed);
   settle_graph(&m);
   return m;
 }

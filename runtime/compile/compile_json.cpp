@@ -112,7 +112,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Buffer, id, offset, bytes, dtype, layout, c, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ViewRef, buffer, c_offset, c)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WeightBlob, layer, step, filter_begin, filters, channel_begin, channels,
                                                 weight_elems, bias_elems, dtype, format, scale_elems, scale_offset,
-                                                bias_offset, bytes)
+                                                bias_offset, bytes, arena_offset, arena_wait)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlannerOptions, batch, layout, activation_dtype, weight_dtype,
                                                 weight_format, concat_in_place, alignment, weight_align,
                                                 keep_all_outputs, conv_strided_io, in_place, conv_over_concat,

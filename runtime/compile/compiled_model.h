@@ -56,9 +56,9 @@ struct EngineSettings {
 
 // Everything the engines need, and nothing they must work out themselves.
 struct CompiledModel {
-  int format_version = 5;       // of the JSON form (2: resident blobs in stream mode; 3: weights from storage;
+  int format_version = 6;       // of the JSON form (2: resident blobs in stream mode; 3: weights from storage;
                                // 4: in-place shortcuts, convs over a concatenation's parts; 5: blobs staged
-                               // in the activation arena)
+                               // in the activation arena; 6: layers above the slot staged whole)
   std::string cfg_path;
   std::string model_name;       // cfg file name without directory
   Target target;

@@ -116,6 +116,12 @@ struct WeightBlob {
   int64_t scale_offset = 0;   // int8: bytes from the blob start, 256-aligned; fp: 0
   int64_t bias_offset = 0;    // bytes from the blob start, 256-aligned
   int64_t bytes = 0;          // whole blob, a multiple of PlannerOptions::weight_align (>= 256)
+  // Staged whole (runtime/compile/whole_staging.h): a conv blob above the slot kept whole
+  // and copied, every inference a stream plan runs, into activation arena bytes
+  // [arena_offset, arena_offset + bytes) that no buffer holds from the end of step
+  // arena_wait to the end of its reader. -1: not.
+  int64_t arena_offset = -1;
+  int arena_wait = -1;
 };
 
 struct PlannerOptions {

@@ -38,6 +38,9 @@ std::string ExecutionPlan::to_text() const {
     for (const auto& cp : st.packs) reads += (reads.empty() ? "pack " : ",pack ") + view_text(cp.first, *this);
     std::string w = "-";
     if (st.weight >= 0) w = "w" + std::to_string(st.weight) + " " + mib_text(weights[size_t(st.weight)].bytes);
+    if (st.weight >= 0 && weights[size_t(st.weight)].arena_offset >= 0)
+      w += " staged whole @" + std::to_string(weights[size_t(st.weight)].arena_offset) + " after step " +
+           std::to_string(weights[size_t(st.weight)].arena_wait);
     if (st.dequant >= 0) w += " int8 -> b" + std::to_string(st.dequant) + " (group " + std::to_string(st.dequant_group) + ")";
     if (st.slice >= 0 && st.axis == SliceAxis::kFilters)
       w += " slice " + std::to_string(st.slice + 1) + "/" + std::to_string(st.slices) + " of filters [" +

@@ -223,7 +223,8 @@ Status slice_plan(ExecutionPlan* plan, const SliceOptions& options, const std::s
   bool sliced = false;
   for (const Step& st : plan->steps) {
     x.first[size_t(st.index)] = int(x.steps.size());
-    const bool over = st.weight >= 0 && plan->weights[size_t(st.weight)].bytes > options.max_blob_bytes;
+    const bool over = st.weight >= 0 && plan->weights[size_t(st.weight)].bytes > options.max_blob_bytes &&
+                      options.whole_layers.count(st.layer) == 0;
     std::vector<int> sizes;
     const SliceAxis axis = axis_for(st, options);
     if (over) {

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "runtime/compile/blob_layout.h"
@@ -36,6 +37,7 @@ struct SliceOptions {
   SliceAxis axis = SliceAxis::kFilters;  // how single-input convs are cut (a conv over a concatenation: filters)
   std::map<int, SliceAxis> layer_axis;   // per network layer index: overrides `axis` for that layer's conv
   int unit_fallback = 1;  // where fewer than unit_multiple fit, a multiple of this many where that fits
+  std::set<int> whole_layers = {};  // network layers kept whole above the slot (staged whole: whole_staging.h)
 };
 
 // The slice sizes (filters per slice, in order) of a conv of `filters` filters whose

@@ -1,54 +1,13 @@
 // plan_arena_staging (arena_staging.h): greedy, largest blob first, by simulation.
 #include "runtime/streaming/arena_staging.h"
 
+#include "runtime/streaming/arena_room.h"
 #include "runtime/streaming/tail_choice.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <limits>
 
 namespace dlr {
-namespace {
-
-constexpr int64_t kAlign = 256;
-
-// Bytes [offset, offset + bytes) of the arena taken from step `first` through step `last`.
-struct Taken {
-  int64_t offset = 0, bytes = 0;
-  int first = 0, last = 0;
-};
-
-// The offset where `bytes` for a reader at step `reader` are free earliest: the step
-// after which they are (*free_after), or -1 when no offset is free before the reader.
-int64_t place(const std::vector<Taken>& taken, int64_t arena, int64_t bytes, int reader, int* free_after) {
-  std::vector<int64_t> offsets = {0};
-  for (const Taken& t : taken) offsets.push_back(align_up(t.offset + t.bytes, kAlign));
-  std::sort(offsets.begin(), offsets.end());
-  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
-  int64_t best = -1;
-  int best_f = std::numeric_limits<int>::max();
-  for (int64_t o : offsets) {
-    if (o + bytes > arena) break;
-    int f = 0;  // after step 0 at the earliest: after the input's upload and the arena's clearing
-    bool ok = true;
-    for (const Taken& t : taken) {
-      if (t.offset >= o + bytes || o >= t.offset + t.bytes || t.first > reader) continue;
-      if (t.last >= reader) {
-        ok = false;
-        break;
-      }
-      f = std::max(f, t.last);
-    }
-    if (ok && f < reader && f < best_f) {
-      best = o;
-      best_f = f;
-    }
-  }
-  *free_after = best_f;
-  return best;
-}
-
-}  // namespace
 
 Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const CopyProfile& profile,
                                                 const StreamOptions& options, const std::vector<double>& layer_ms,
@@ -71,8 +30,7 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     r.how = "arena staging: none (the plan does not stream through a ring)";
     return r;
   }
-  std::vector<Taken> taken;
-  for (const Buffer& b : plan.buffers) taken.push_back({b.offset, b.bytes, b.first_step, b.last_step});
+  std::vector<ArenaTaken> taken = arena_taken(plan);  // the buffers and the blobs staged whole
   std::vector<int> order;
   for (size_t b = 0; b < n; ++b)
     if (r.plan.in_ring(int(b)) && plan.weights[b].bytes >= staging.min_blob_bytes) order.push_back(int(b));
@@ -82,7 +40,7 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     if (r.simulations >= staging.max_simulations) break;
     const WeightBlob& w = plan.weights[size_t(b)];
     int free_after = 0;
-    const int64_t o = place(taken, plan.arena_bytes, w.bytes, w.step, &free_after);
+    const int64_t o = place_in_arena(taken, plan.arena_bytes, w.bytes, w.step, &free_after);
     if (o < 0) continue;
     // Its copy queued late (just before the ring units after its reader), then early (as
     // soon as its bytes are free): the faster is kept, if faster than without it.

@@ -13,13 +13,15 @@ namespace {
 // The bound for one ring size P (resident budget r = B - P); +inf when a blob larger
 // than P cannot be resident within r. bw: bytes per ms.
 double bound_at(const std::vector<int64_t>& w, const std::vector<double>& t, const std::vector<int64_t>& room,
-                bool copies_before, int64_t pool, int64_t resident_budget, double bw, int* binding) {
+                const std::vector<char>& whole, bool copies_before, int64_t pool, int64_t resident_budget, double bw, int* binding) {
   const size_t n = w.size();
-  // Blobs larger than the ring cannot stream through it: they are resident.
+  // Blobs larger than the ring cannot stream through it: they are resident, unless the
+  // plan stages them whole (WeightBlob::arena_offset) and the idle bytes while their
+  // layer runs hold them.
   std::vector<double> s(n);  // streamable bytes per layer
   double forced = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (w[i] > pool) {
+    if (w[i] > pool && !(whole[i] && w[i] <= pool + room[i])) {
       forced += double(w[i]);
       s[i] = 0;
     } else {
@@ -174,12 +176,14 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
   if (!(peak > 0)) return invalid_argument("lower bound: copy profile '" + profile.name + "' has no bandwidth");
   const size_t n = plan.steps.size();
   std::vector<int64_t> w(n, 0);
+  std::vector<char> whole(n, 0);  // the step's blob is staged whole
   std::vector<double> t(n, 0);
   int64_t total = 0;
   double compute = 0;
   for (size_t i = 0; i < n; ++i) {
     const int b = plan.steps[i].weight;
     if (b >= 0) w[i] = plan.weights[size_t(b)].bytes;
+    if (b >= 0) whole[i] = plan.weights[size_t(b)].arena_offset >= 0;
     total += w[i];
     // A no-op step (a route without copies) reaches no GPU: no time, as in simulate().
     const Step& st = plan.steps[i];
@@ -198,7 +202,7 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
   double best = std::numeric_limits<double>::infinity();
   for (int64_t pool = granularity; pool <= budget_bytes; pool += granularity) {
     int binding = -1;
-    const double v = bound_at(w, t, room, model.copies_before, pool, budget_bytes - pool, bw, &binding);
+    const double v = bound_at(w, t, room, whole, model.copies_before, pool, budget_bytes - pool, bw, &binding);
     if (v < best) {
       best = v;
       lb.pool_bytes = pool;

@@ -297,6 +297,9 @@ std::string stream_detail::mib_text(int64_t b, int decimals) {
 
 Expected<StreamPlan> plan_streaming(const ExecutionPlan& plan, const CopyProfile& profile,
                                     const StreamOptions& options) {
+  bool whole_added = false;
+  const StreamOptions with_whole = stream_detail::with_whole_staged(plan, options, &whole_added);
+  if (whole_added) return plan_streaming(plan, profile, with_whole);
   const int n_blobs = int(plan.weights.size());
   DLR_RETURN_IF_ERROR(check_blobs(plan));
   if (options.budget_bytes < 0)

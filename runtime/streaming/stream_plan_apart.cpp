@@ -160,6 +160,33 @@ void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamP
   s->order = host_order(plan, *s);
 }
 
+StreamOptions with_whole_staged(const ExecutionPlan& plan, const StreamOptions& options, bool* added) {
+  *added = false;
+  StreamOptions o = options;
+  const size_t n = plan.weights.size();
+  // A budget that holds every other blob plans no ring to stage beside: the blobs staged
+  // whole then go with the others (resident, or through a ring the budget makes).
+  int64_t others = 0;
+  for (const WeightBlob& w : plan.weights) others += w.arena_offset < 0 ? w.bytes : 0;
+  if (options.budget_bytes > 0 && options.budget_bytes >= others) return o;
+  for (size_t b = 0; b < n; ++b) {
+    const WeightBlob& w = plan.weights[b];
+    if (w.arena_offset < 0 || (!options.resident.empty() && options.resident[b])) continue;
+    if (o.arena_offset.size() != n) {
+      o.arena_offset.assign(n, -1);
+      o.arena_wait.assign(n, -1);
+      o.arena_early.assign(n, 0);
+    }
+    if (o.arena_early.size() != n) o.arena_early.assign(n, 0);
+    if (o.arena_offset[b] == w.arena_offset && o.arena_wait[b] == w.arena_wait && o.arena_early[b]) continue;
+    o.arena_offset[b] = w.arena_offset;
+    o.arena_wait[b] = w.arena_wait;
+    o.arena_early[b] = 1;
+    *added = true;
+  }
+  return o;
+}
+
 // Sizes, offsets inside the arena (multiples of 256), waits before the reader; the
 // arena bytes themselves are arena_staging.h's to choose (simulate() checks them
 // against the activations).

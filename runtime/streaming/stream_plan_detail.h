@@ -51,6 +51,11 @@ Status check_queueable(const CopyProfile& profile, const StreamPlan& s);
 // staged blobs.
 Status check_staged(const ExecutionPlan& plan, const StreamOptions& options, int* n_staged);
 
+// `options` with the plan's blobs staged whole (WeightBlob::arena_offset) among its staged
+// ones, each copied as soon as its bytes are free (a blob `options` makes resident stays
+// resident), unless the budget holds every other blob. *added: whether any entry changed.
+StreamOptions with_whole_staged(const ExecutionPlan& plan, const StreamOptions& options, bool* added);
+
 // Adds the staged blobs of `options` to `s`, a ring plan of the other blobs, and sets
 // its order.
 void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamPlan* s);

@@ -113,6 +113,7 @@ TEST_P(SlicedGpu, MatchesUnslicedAndStreamsBitIdenticalToItsPreload) {
         for (const char* pool : {"ring", "slots"}) {
           o.mode = WeightMode::kStream;
           o.weight_budget = WeightBudget::min();
+          o.stage_whole = false;  // the same slices as the preload (WholeStagingGpu keeps layers whole)
           EXPECT_TRUE(parse_pool_layout(pool, &o.weight_pool));
           const Heads st = run(cfg, weights, o, input);
           ASSERT_TRUE(st.ok);
@@ -167,6 +168,7 @@ TEST(SlicedGpuAuto, AxisPerLayerChosenAtOpenAndKept) {
   o.mode = WeightMode::kStream;
   o.weight_budget = WeightBudget::min();
   o.cache_kernel_times = true;  // off by default in the internal options (dlrun turns it on)
+  o.stage_whole = false;        // every layer above the slot sliced, so that it has an axis
   const Heads first = run(cfg, weights, o, input);
   const bool kept = cache_holds(cache, "\"slice_axes\"");
   const Heads again = run(cfg, weights, o, input);
@@ -186,6 +188,47 @@ TEST(SlicedGpuAuto, AxisPerLayerChosenAtOpenAndKept) {
   EXPECT_LE(test::worst_relative(first.out, ref.out, 1e-6),
             2.5 * test::worst_relative(whole.out, ref.out, 1e-6) + 1e-3);
   for (size_t k = 0; k < first.out.size(); ++k) ASSERT_EQ(again.out[k], first.out[k]) << "head " << k;
+}
+
+// Layers above the slot kept whole (runtime/compile/whole_staging.h): streamed through a
+// pool smaller than the largest layer, with the large layers copied whole into idle
+// activation bytes. Where every layer above the slot stays whole the plan's kernels are
+// the unsliced plan's and the outputs are bit-identical to its preload; where some stay
+// sliced they are within the slicing tolerance.
+TEST(WholeStagingGpu, LayersKeptWholeStreamLikeTheirPreload) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  const std::string cfg = test::required_shared_file("models/yolov4.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "shared models not found";
+  const std::string weights = test::synthetic_weights(cfg);
+  ASSERT_FALSE(weights.empty());
+  const int size = 416;
+  const std::vector<float> input = test::random_input(1, 3, size, size, 7);
+  for (Precision p : {Precision::kFP32, Precision::kFP16}) {
+    SessionOptions o = cuda(p, size);
+    o.layout = 1;  // NHWC for both runs (strict fp32's auto layout differs between preload and stream)
+    const Heads pre = run(cfg, weights, o, input);
+    ASSERT_TRUE(pre.ok);
+    o.mode = WeightMode::kStream;
+    o.weight_budget = WeightBudget::min();
+    o.slot_bytes = p == Precision::kFP32 ? 4 * (int64_t(1) << 20) : 2 * (int64_t(1) << 20);
+    const Heads st = run(cfg, weights, o, input);
+    ASSERT_TRUE(st.ok);
+    bool noted = false;
+    for (const std::string& n : st.notes) noted = noted || n.find("kept whole") != std::string::npos;
+    EXPECT_TRUE(noted) << precision_name(p);
+    EXPECT_LE(st.pool_bytes, 4 * o.slot_bytes);
+    EXPECT_GT(st.largest_blob, o.slot_bytes) << "a layer above the slot kept whole";
+    const double err = test::worst_relative(st.out, pre.out, 1e-6);
+    std::printf("yolov4 @%d %s, %lld MiB slots: %zu steps (unsliced %zu), %lld KiB pool, error vs preload %.3g\n",
+                size, precision_name(p), (long long)(o.slot_bytes >> 20), st.steps, pre.steps,
+                (long long)(st.pool_bytes >> 10), err);
+    if (st.steps == pre.steps) {
+      for (size_t k = 0; k < pre.out.size(); ++k) ASSERT_EQ(st.out[k], pre.out[k]) << precision_name(p) << " head " << k;
+    } else {
+      EXPECT_LE(err, p == Precision::kFP32 ? 5e-4 : 2e-2) << precision_name(p);
+    }
+  }
 }
 
 }  // namespace

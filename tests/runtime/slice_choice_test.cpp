@@ -30,6 +30,7 @@ SessionOptions sliced_options(SliceBy by) {
   o.mode = WeightMode::kStream;
   o.slot_bytes = int64_t(1) << 20;
   o.slice_by = by;
+  o.stage_whole = false;  // every layer above the slot sliced (whole_staging_test.cpp keeps some whole)
   return o;
 }
 

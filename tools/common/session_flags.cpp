@@ -134,6 +134,11 @@ std::vector<SessionFlag> device_rows() {
           "are free, where the planner predicts it faster) or off (always just before the ring's units needed after "
           "its layer)")
           .dflt("on").one_of("on,off").sweep(),
+      Row("--stage-whole", "stage_whole", A::kCudaStream,
+          "stream mode, ring, with slices: on (a layer above the slot whose whole weights find room in idle "
+          "activation bytes before it runs is copied there whole and runs unsliced) or off (every such layer "
+          "in slices)")
+          .dflt("on").one_of("on,off").sweep(),
       Row("--copy-profile", "copy_profile", A::kCudaStream,
           "stream mode: copy-engine profile: auto (measured on this GPU once, then cached), a dlprobe JSON file, "
           "h100, discrete or jetson-xavier")

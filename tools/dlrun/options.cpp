@@ -118,7 +118,7 @@ void add_device(CLI::App& app, Args* a) {
                  "--max-slowdown)")
       ->check(CLI::Range(0.0, 1e6))
       ->group(g);
-  add_session_flags(app, &a->session, {"--weight-pool", "--units", "--residency"}, g);
+  add_session_flags(app, &a->session, {"--weight-pool", "--units", "--residency", "--stage-whole"}, g);
   app.add_flag("--no-arena-staging", a->no_arena_staging,
                "stream mode, ring pool: never stage streamed weights in idle activation bytes")
       ->group(g);

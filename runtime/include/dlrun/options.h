@@ -91,6 +91,10 @@ struct Options {
   // Stream mode, ring: streamed weights may be copied into activation bytes idle at that
   // point of the network instead of the ring, where the plan predicts it faster.
   bool arena_staging = true;
+  // With slices (slot_bytes, or a budget below two of the largest layer): a layer above
+  // the slot whose whole weights find room in idle activation bytes before it runs is
+  // copied there whole and runs unsliced.
+  bool stage_whole = true;
   double max_slowdown = 0.05;         // weight_budget "auto": at most this fraction slower than preload
   double latency_target_ms = 0;       // weight_budget "auto": > 0 replaces max_slowdown
   // -1 auto; 0 NCHW; 1 NHWC. auto: NHWC for fp16 and tf32; strict fp32 NHWC where the first
