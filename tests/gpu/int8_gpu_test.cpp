@@ -168,6 +168,7 @@ TEST(Int8Gpu, StreamedStorageAndZeroCopyBitIdenticalToPreload) {
       SessionOptions st = o;
       st.mode = WeightMode::kStream;
       st.weight_pool = pool;
+      st.stage_whole = false;  // the preload's slices (layers kept whole: WholeStagingGpu)
       EXPECT_TRUE(test::same_bits(heads(cfg, weights, st, input), pre)) << what << " " << pool_layout_name(pool);
     }
     SessionOptions storage = o;

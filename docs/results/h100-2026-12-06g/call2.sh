@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Thirty-fifth session, call 2: strict fp32 in 8 MiB in the layout streamed fp32 takes by
 # default (NCHW) with --stage-whole on and off beside its preload (two rounds, each row its
-# own process), then the whole GPU suite of build V (default h16: main with layers staged whole).
+# own process), then the whole GPU suite of build V (default h17: main with layers staged whole and the int8 test that keeps its slices).
 set -u
 O=/tmp/o2; rm -rf $O; mkdir -p $O; fin() { gzip -f $O/tests.log; tar czf "$OUT/all.tgz" -C /tmp o2; }; trap fin EXIT
-v=${V:-h16}; [ -d /tmp/$v ] || { mkdir -p /tmp/$v; tar xJf device-carry/$v.tar.xz -C /tmp/$v; }; X=/tmp/$v/bin
+v=${V:-h17}; [ -d /tmp/$v ] || { mkdir -p /tmp/$v; tar xJf device-carry/$v.tar.xz -C /tmp/$v; }; X=/tmp/$v/bin
 nvidia-smi -L | tee "$O/gpu.txt"
 S="$PWD/device-carry/shared"; export DLR_SHARED_DIR="$S"
 y="$S/models/yolov4.cfg"; W=/tmp/y4.weights; [ -f $W ] || $X/dlgen "$y" $W >/dev/null
