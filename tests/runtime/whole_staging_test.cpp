@@ -192,5 +192,62 @@ TEST(WholeStaging, ABudgetWithoutARingSlicesEveryLayer) {
   EXPECT_TRUE(noted);
 }
 
+// Every shared model, three precisions (int8 weights with fp16 compute the third), slots
+// and budgets that slice: the plan compiles without and with kernel times, every blob
+// kept whole is placed where check_places says, the ring holds only blobs within the
+// slot and stays within the budget, the simulator's checks pass and the bound stays
+// below the prediction; the same options with stage_whole off compile too.
+TEST(WholeStaging, EveryModelPrecisionAndSlotCompilesAndChecks) {
+  DLR_REQUIRE_SHARED_DIR();
+  int models = 0, kept = 0;
+  for (const char* rel : {"models/yolov4.cfg", "models/yolov4-tiny.cfg", "models/yolov4-csp.cfg",
+                          "models/yolov4x-mish.cfg", "models/yolov3.cfg", "models/yolov3-tiny.cfg",
+                          "models/yolov7-tiny.cfg"}) {
+    const std::string cfg = test::required_shared_file(rel);
+    if (cfg.empty()) continue;
+    CfgOptions co;
+    co.width = co.height = 416;
+    Expected<NetworkDesc> net = parse_network_cfg(cfg, co);
+    ASSERT_TRUE(net.ok()) << net.status().to_string();
+    ++models;
+    for (int prec = 0; prec < 3; ++prec)
+      for (const char* setting : {"slot 1MiB", "slot 2MiB", "budget 8MiB", "slot 512KiB, budget 25%"}) {
+        Yolov4 y;
+        y.net = *net;
+        y.o.device = DeviceKind::kCUDA;
+        y.o.precision = prec == 0 ? Precision::kFP32 : Precision::kFP16;
+        y.o.weight_format = prec == 2 ? WeightFormat::kInt8 : WeightFormat::kFp;
+        y.o.mode = WeightMode::kStream;
+        const std::string s = setting;
+        y.o.slot_bytes = s == "slot 1MiB" ? kMiB : s == "slot 2MiB" ? 2 * kMiB : s == "budget 8MiB" ? 0 : kMiB / 2;
+        y.o.weight_budget = s == "budget 8MiB"           ? WeightBudget::of_bytes(8 * kMiB)
+                            : s == "slot 512KiB, budget 25%" ? WeightBudget::percent(25)
+                                                             : WeightBudget::min();
+        const std::string what = std::string(rel) + " " + precision_name(y.o.precision) +
+                                 (prec == 2 ? " int8 " : " ") + setting;
+        for (bool whole : {true, false}) {
+          SessionOptions o = y.o;
+          o.stage_whole = whole;
+          const Expected<CompiledModel> m = with_times(y, o);
+          if (!m.ok() && m.status().message().find("below the minimum") != std::string::npos) continue;  // 8 MiB < a blob
+          ASSERT_TRUE(m.ok()) << what << ": " << m.status().to_string();
+          check_places(m->plan);
+          for (size_t b = 0; b < m->plan.weights.size(); ++b) {
+            const WeightBlob& w = m->plan.weights[b];
+            kept += w.arena_offset >= 0;
+            if (!whole) EXPECT_EQ(w.arena_offset, -1) << what;
+            if (m->streaming && m->stream.in_ring(int(b))) EXPECT_LE(w.bytes, m->stream.pool_bytes) << what << " blob " << b;
+          }
+          const SimResult checked = simulate(m->plan, m->stream, m->target.copy_profile, m->layer_ms);
+          EXPECT_TRUE(checked.violations.empty()) << what << ": " << checked.violations.front();
+          if (m->lower_bound_ms > 0) EXPECT_LE(m->lower_bound_ms, m->predicted_ms + 1e-9) << what;
+        }
+      }
+  }
+  if (models == 0) GTEST_SKIP() << "shared models not found";
+  std::printf("%d models: %d blobs kept whole over all settings\n", models, kept);
+  EXPECT_GT(kept, 0);
+}
+
 }  // namespace
 }  // namespace dlr
