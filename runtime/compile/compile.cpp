@@ -1,7 +1,6 @@
 #include "runtime/compile/compile.h"
 
 #include <cstdio>
-#include <set>
 
 #include "loaders/network_desc.h"
 #include "runtime/compile/placement.h"
@@ -120,11 +119,11 @@ bool stages_whole(const Target& target, const SessionOptions& o, const CompileIn
          inputs.placement == nullptr && !inputs.shared_memory && !o.keep_all_outputs;
 }
 
-std::string whole_note(const ExecutionPlan& plan, const std::set<int>& whole) {
-  int64_t bytes = 0;
-  for (const WeightBlob& w : plan.weights) bytes += w.arena_offset >= 0 ? w.bytes : 0;
+std::string whole_note(const ExecutionPlan& plan) {
+  int layers = 0;
+  const int64_t bytes = staged_whole_bytes(plan, &layers);
   return fmt("slices: %.0f layers above the slot kept whole, their %.2f MiB copied into idle activation bytes",
-             int(whole.size()), mib(bytes));
+             layers, mib(bytes));
 }
 
 }  // namespace
@@ -176,20 +175,17 @@ int64_t CompiledModel::device_weight_bytes() const {
 namespace {
 
 // `built` sliced at `slot` (layers above it kept whole and staged where `whole` and the
-// arena has room: whole_staging.h), then the placement passes, into *m. *staged: whether
-// a layer was kept whole.
+// arena has room: whole_staging.h), then the placement passes, into *m (whose plan is
+// the sliced one even where the placement fails).
 Status slice_and_place(const NetworkDesc& net, const SessionOptions& options, const CompileInputs& inputs,
-                       const ExecutionPlan& built, int64_t slot, bool whole, CompiledModel* m, bool* staged) {
+                       const ExecutionPlan& built, int64_t slot, bool whole, CompiledModel* m) {
   SliceOptions slicing = slice_options(options, slot);
   slicing.layer_axis = inputs.slice_axes;
   if (whole) slicing.whole_layers = layers_above_slot(built, slot, planning_profile(m->target, options));
   m->plan = built;
-  std::set<int> kept;
-  int folded = 0;
-  DLR_RETURN_IF_ERROR(slice_and_stage(&m->plan, slicing, net.cfg_path, &kept, &folded));
-  *staged = !kept.empty();
+  DLR_ASSIGN_OR_RETURN(const int folded, slice_and_stage(&m->plan, slicing, net.cfg_path));
   if (folded > 0) m->notes.push_back(fmt("fusion: %.0f shortcuts run in the epilogue of the conv before them", folded));
-  if (!kept.empty()) m->notes.push_back(whole_note(m->plan, kept));
+  if (staged_whole_bytes(m->plan) > 0) m->notes.push_back(whole_note(m->plan));
   if (!inputs.slice_axes.empty()) m->notes.push_back(slice_axes_note(m->plan));
   if (!inputs.layer_ms.empty() && inputs.layer_ms.size() != m->plan.steps.size())
     return invalid_argument("compile: " + std::to_string(inputs.layer_ms.size()) + " kernel times for " +
@@ -226,14 +222,13 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
   const ExecutionPlan built = std::move(m.plan);
   const std::vector<std::string> notes = m.notes;
   const bool whole = stages_whole(target, options, inputs);
-  bool staged = false;
-  Status placed = slice_and_place(net, options, inputs, built, slot, whole, &m, &staged);
-  if (!placed.ok() && staged) {
+  Status placed = slice_and_place(net, options, inputs, built, slot, whole, &m);
+  if (!placed.ok() && staged_whole_bytes(m.plan) > 0) {
     // A plan whose layers above the slot stay whole may find no pool (a budget below
     // the ring's mapping unit takes slots, which cannot stage): every such layer sliced.
     const std::string why = placed.message();
     m.notes = notes;
-    placed = slice_and_place(net, options, inputs, built, slot, false, &m, &staged);
+    placed = slice_and_place(net, options, inputs, built, slot, false, &m);
     if (placed.ok()) m.notes.push_back("slices: no layer kept whole (" + why + ")");
   }
   DLR_RETURN_IF_ERROR(placed);

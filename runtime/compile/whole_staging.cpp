@@ -46,20 +46,29 @@ std::set<int> stage_whole(ExecutionPlan* plan, const std::set<int>& layers) {
   return left;
 }
 
-Status slice_and_stage(ExecutionPlan* plan, SliceOptions slicing, const std::string& cfg_path, std::set<int>* whole,
-                       int* folded) {
+Expected<int> slice_and_stage(ExecutionPlan* plan, SliceOptions slicing, const std::string& cfg_path) {
   const ExecutionPlan built = *plan;
   for (;;) {  // each round slices at least one more layer, or ends
     *plan = built;
     DLR_RETURN_IF_ERROR(slice_plan(plan, slicing, cfg_path));
-    *folded = fold_shortcuts(plan);
+    const int folded = fold_shortcuts(plan);
     DLR_RETURN_IF_ERROR(add_dequant_buffers(plan));
     const std::set<int> left = stage_whole(plan, slicing.whole_layers);
-    if (left.empty()) break;
+    if (left.empty()) return folded;
     for (int layer : left) slicing.whole_layers.erase(layer);
   }
-  *whole = slicing.whole_layers;
-  return Status();
+}
+
+int64_t staged_whole_bytes(const ExecutionPlan& plan, int* layers) {
+  int64_t bytes = 0;
+  int n = 0;
+  for (const WeightBlob& w : plan.weights)
+    if (w.arena_offset >= 0) {
+      bytes += w.bytes;
+      ++n;  // a layer kept whole has one blob
+    }
+  if (layers != nullptr) *layers = n;
+  return bytes;
 }
 
 }  // namespace dlr

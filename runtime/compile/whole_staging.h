@@ -30,9 +30,10 @@ std::set<int> stage_whole(ExecutionPlan* plan, const std::set<int>& layers);
 // Slices `plan` (built, not sliced) with `slicing`, folds shortcuts and adds the int8
 // expansion buffers (the steps compile() runs), keeping the layers of
 // slicing.whole_layers whole where the final arena has room for them and slicing those
-// that have none, until every layer kept whole is placed. *whole: the layers staged
-// whole; *folded: fold_shortcuts' count.
-Status slice_and_stage(ExecutionPlan* plan, SliceOptions slicing, const std::string& cfg_path, std::set<int>* whole,
-                       int* folded);
+// that have none, until every layer kept whole is placed. Returns fold_shortcuts' count.
+Expected<int> slice_and_stage(ExecutionPlan* plan, SliceOptions slicing, const std::string& cfg_path);
+
+// The bytes of the plan's blobs staged whole; *layers: how many (one blob per layer).
+int64_t staged_whole_bytes(const ExecutionPlan& plan, int* layers = nullptr);
 
 }  // namespace dlr

@@ -172,11 +172,8 @@ StreamOptions with_whole_staged(const ExecutionPlan& plan, const StreamOptions& 
   for (size_t b = 0; b < n; ++b) {
     const WeightBlob& w = plan.weights[b];
     if (w.arena_offset < 0 || (!options.resident.empty() && options.resident[b])) continue;
-    if (o.arena_offset.size() != n) {
-      o.arena_offset.assign(n, -1);
-      o.arena_wait.assign(n, -1);
-      o.arena_early.assign(n, 0);
-    }
+    if (o.arena_offset.size() != n) o.arena_offset.assign(n, -1);
+    if (o.arena_wait.size() != n) o.arena_wait.assign(n, -1);
     if (o.arena_early.size() != n) o.arena_early.assign(n, 0);
     if (o.arena_offset[b] == w.arena_offset && o.arena_wait[b] == w.arena_wait && o.arena_early[b]) continue;
     o.arena_offset[b] = w.arena_offset;

@@ -70,8 +70,9 @@ void check_places(const ExecutionPlan& plan) {
           << "blob " << b << " and buffer b" << buf.id;
     for (size_t o = 0; o < b; ++o) {
       const WeightBlob& v = plan.weights[o];
-      if (v.arena_offset >= 0)
+      if (v.arena_offset >= 0) {
         EXPECT_FALSE(overlaps(v.arena_offset, v.bytes, v.arena_wait + 1, v.step)) << "blobs " << o << " and " << b;
+      }
     }
   }
 }
@@ -235,12 +236,18 @@ TEST(WholeStaging, EveryModelPrecisionAndSlotCompilesAndChecks) {
           for (size_t b = 0; b < m->plan.weights.size(); ++b) {
             const WeightBlob& w = m->plan.weights[b];
             kept += w.arena_offset >= 0;
-            if (!whole) EXPECT_EQ(w.arena_offset, -1) << what;
-            if (m->streaming && m->stream.in_ring(int(b))) EXPECT_LE(w.bytes, m->stream.pool_bytes) << what << " blob " << b;
+            if (!whole) {
+              EXPECT_EQ(w.arena_offset, -1) << what;
+            }
+            if (m->streaming && m->stream.in_ring(int(b))) {
+              EXPECT_LE(w.bytes, m->stream.pool_bytes) << what << " blob " << b;
+            }
           }
           const SimResult checked = simulate(m->plan, m->stream, m->target.copy_profile, m->layer_ms);
           EXPECT_TRUE(checked.violations.empty()) << what << ": " << checked.violations.front();
-          if (m->lower_bound_ms > 0) EXPECT_LE(m->lower_bound_ms, m->predicted_ms + 1e-9) << what;
+          if (m->lower_bound_ms > 0) {
+            EXPECT_LE(m->lower_bound_ms, m->predicted_ms + 1e-9) << what;
+          }
         }
       }
   }
