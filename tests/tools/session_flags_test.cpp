@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/options_text.h"
@@ -200,6 +201,24 @@ TEST(SessionFlags, DlbenchSweepsEverySweepableRow) {
     EXPECT_EQ(r.err.find(": expected "), std::string::npos) << row.flag << " " << values << ": " << r.err;
     EXPECT_EQ(r.err.find(std::string(flag_name(row, FlagTool::kDlbench)) + " " + values), std::string::npos)
         << r.err;
+  }
+}
+
+// dlbench --models hands --slot-size, --slice-by and --stage-whole to the runtime's
+// models; any other session flag it would not use is refused with one line naming it
+// (before, --slot-size was accepted and ignored), and so is a list where one value goes.
+TEST(SessionFlags, DlbenchModelsRefusesFlagsItDoesNotUse) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const std::string models = "dlbench --device cpu --models " + cfg + "@64 --iters 1 --warmup 0 ";
+  const std::pair<const char*, const char*> refused[] = {{"--weight-budget 8MiB", "--weight-budget is not used by --models"},
+                                                         {"--batch 2", "--batch is not used by --models"},
+                                                         {"--slot-size 1MiB,2MiB", "--slot-size with --models takes one value"},
+                                                         {"--stage-whole maybe", "--stage-whole"}};
+  for (const auto& [flags, why] : refused) {
+    const test::ToolResult r = test::run_tool(models + flags);
+    EXPECT_NE(r.code, 0) << flags;
+    EXPECT_NE(r.err.find(why), std::string::npos) << flags << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << flags << ": " << r.err;
   }
 }
 

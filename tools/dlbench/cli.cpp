@@ -1,6 +1,8 @@
 #include "tools/dlbench/cli.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 namespace dlr::tools {
 namespace {
@@ -191,8 +193,39 @@ void add_options(CLI::App& app, Args* a, ModelsBenchArgs* mb, bool* no_isolate_b
   add_other_session_flags(app, &a->session);  // a shared flag not placed above
 }
 
-ModelsBenchArgs models_args(const CLI::App& app, const Args& a, const ModelsBenchArgs& mb,
-                            bool no_isolate_baselines) {
+namespace {
+
+// The session flags --models reads itself (device, precision, copy profile, threads; the
+// kernel cache is always on) and those it hands to the runtime's models.
+constexpr const char* kModelsReads[] = {"device", "precision", "copy_profile", "threads", "cache_kernel_times"};
+constexpr const char* kModelsHands[] = {"slot_bytes", "slice_by", "stage_whole"};
+
+// *m's model_flags from the session flags given; any other session flag given is refused
+// (--models would not use it).
+Status models_session_flags(const SessionFlagTexts& t, ModelsBenchArgs* m) {
+  for (const SessionFlag& row : session_flags()) {
+    const std::string option = row.option;
+    if (!t.changed(option)) continue;
+    const auto is = [&](const char* o) { return option == o; };
+    if (std::any_of(std::begin(kModelsReads), std::end(kModelsReads), is)) continue;
+    const std::string flag = flag_name(row, FlagTool::kDlbench);
+    if (std::none_of(std::begin(kModelsHands), std::end(kModelsHands), is))
+      return invalid_argument(flag + " is not used by --models (its models take --slot-size, --slice-by and "
+                              "--stage-whole; the runtime decides the rest)");
+    const std::string text = t.text(option);
+    if (text.find(',') != std::string::npos)
+      return invalid_argument(flag + " with --models takes one value, got '" + text + "'");
+    SessionOptions check;  // its text is checked before any model opens
+    DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, option, text, &check));
+    m->model_flags.emplace_back(option, text);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Expected<ModelsBenchArgs> models_args(const CLI::App& app, const Args& a, const ModelsBenchArgs& mb,
+                                      bool no_isolate_baselines) {
   ModelsBenchArgs m = mb;
   m.device = a.session.text("device");
   // --models on the GPU: fp16 unless --precision is given (the configuration).
@@ -204,6 +237,7 @@ ModelsBenchArgs models_args(const CLI::App& app, const Args& a, const ModelsBenc
   m.threads = std::atoi(a.session.text("threads").c_str());
   m.json = a.json;
   m.isolate_baselines = !no_isolate_baselines;
+  DLR_RETURN_IF_ERROR(models_session_flags(a.session, &m));
   return m;
 }
 

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/core/status.h"
 #include "tools/dlbench/args.h"
 #include "tools/dlbench/models.h"
 
@@ -13,8 +14,10 @@ namespace dlr::tools {
 void add_options(CLI::App& app, Args* a, ModelsBenchArgs* mb, bool* no_isolate_baselines);
 
 // --models' arguments once parsed: *mb plus the flags it shares with one network (device,
-// precision, copy profile, rounds, seed, threads, --json).
-ModelsBenchArgs models_args(const CLI::App& app, const Args& a, const ModelsBenchArgs& mb,
-                            bool no_isolate_baselines);
+// precision, copy profile, rounds, seed, threads, --json) and the session flags it hands
+// to the runtime's models (--slot-size, --slice-by, --stage-whole). Any other session
+// flag given is an error naming it.
+Expected<ModelsBenchArgs> models_args(const CLI::App& app, const Args& a, const ModelsBenchArgs& mb,
+                                      bool no_isolate_baselines);
 
 }  // namespace dlr::tools

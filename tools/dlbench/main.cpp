@@ -31,7 +31,14 @@ int tool_main(int argc, char** argv) {
     std::fprintf(stderr, "dlbench: %s\n", placed.message().c_str());
     return dlr::tools::kExitUsage;
   }
-  if (!mb.models.empty()) return dlr::tools::run_models_bench(dlr::tools::models_args(app, a, mb, no_isolate_baselines));
+  if (!mb.models.empty()) {
+    dlr::Expected<dlr::tools::ModelsBenchArgs> m = dlr::tools::models_args(app, a, mb, no_isolate_baselines);
+    if (!m.ok()) {
+      std::fprintf(stderr, "dlbench: %s\n", m.status().message().c_str());
+      return dlr::tools::kExitUsage;
+    }
+    return dlr::tools::run_models_bench(*m);
+  }
   if (a.hold_gpu) return dlr::tools::hold_gpu();
   if (a.cfg.empty() && !a.startup_floor) {
     std::fprintf(stderr, "dlbench: give a cfg (or --models, or --startup-floor)\n");

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dlr::tools {
 
@@ -62,6 +64,10 @@ struct ModelsBenchArgs {
   // --baseline-only (the child of isolate_baselines): only the separate preload sessions,
   // timed as in the parent, then the JSON; no runtime, no detections.
   bool baseline_only = false;
+  // The session flags --models hands to the runtime's models (not to the preload
+  // baselines): option name -> text, one value each (--slot-size, --slice-by,
+  // --stage-whole where given).
+  std::vector<std::pair<std::string, std::string>> model_flags;
 };
 
 // Runs the benchmark; prints a table on stdout; returns a tool exit code.

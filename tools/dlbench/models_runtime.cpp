@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tools/common/progress.h"
+#include "tools/common/session_flags.h"
 #include "tools/common/tool_support.h"
 #include "tools/dlbench/models_bench.h"
 #include "tools/dlbench/stats.h"
@@ -86,6 +87,7 @@ Status open_models(const ModelsBench& b, const Variant& v, Runtime& rt, Models* 
     o.workspace_limit = b.workspace_limits.at(v.workspace);
     o.prefetch_lead_ms = b.a.prefetch_lead_ms;
     o.arena_staging = v.staging == "on";
+    for (const auto& [option, text] : b.a.model_flags) DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, option, text, &o));
     const size_t k = models->size();
     o.alone_ms = v.alone == "own" && b.own_ms[k] > 0 ? b.own_ms[k] : 0.0;
     auto m = rt.open(s.cfg, s.weights, o);
