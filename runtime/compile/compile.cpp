@@ -112,11 +112,14 @@ std::string layout_note(const Target& target, const SessionOptions& options, con
 }
 
 // Layers above the slot may be staged whole (whole_staging.h) where arena staging may
-// run: a session's own ring on CUDA, weights from host memory.
-bool stages_whole(const Target& target, const SessionOptions& o, const CompileInputs& inputs) {
+// run: a ring on CUDA (a session's own or a Runtime's shared one: its models run one at a
+// time, each run ending before the next starts, so the shared arena's idle bytes are the
+// running model's), weights from host memory. The decision reads the plan alone, so a
+// Runtime's model compiles alike before and after its placement.
+bool stages_whole(const Target& target, const SessionOptions& o) {
   return o.stage_whole && o.arena_staging && o.device == DeviceKind::kCUDA && o.mode == WeightMode::kStream &&
          o.weights_from == WeightsFrom::kHost && o.weight_pool != PoolLayout::kSlots && target.map_granularity > 0 &&
-         inputs.placement == nullptr && !inputs.shared_memory && !o.keep_all_outputs;
+         !o.keep_all_outputs;
 }
 
 std::string whole_note(const ExecutionPlan& plan) {
@@ -221,7 +224,7 @@ Expected<CompiledModel> compile(const NetworkDesc& net, const Target& target, co
                           "in slices", mib(slot)));
   const ExecutionPlan built = std::move(m.plan);
   const std::vector<std::string> notes = m.notes;
-  const bool whole = stages_whole(target, options, inputs);
+  const bool whole = stages_whole(target, options);
   Status placed = slice_and_place(net, options, inputs, built, slot, whole, &m);
   if (!placed.ok() && staged_whole_bytes(m.plan) > 0) {
     // A plan whose layers above the slot stay whole may find no pool (a budget below

@@ -329,11 +329,15 @@ Expected<RingSplit> Splitter::run() {
     consider(center + step);
   }
   if (!m_best.ok) {
-    char buf[240];
+    bool sliced = false;
+    for (const RingModel& m : m_models) sliced = sliced || m.options.slot_bytes > 0;
+    char buf[360];
     std::snprintf(buf, sizeof(buf),
                   "ring split: the weight budget %.2f MiB holds no shared ring with the models' resident blobs "
-                  "(%zu rings tried; all weights %.2f MiB)",
-                  double(m_budget) / 1048576.0, m_tried.size(), double(m_sum_total) / 1048576.0);
+                  "(%zu rings tried; all weights %.2f MiB)%s",
+                  double(m_budget) / 1048576.0, m_tried.size(), double(m_sum_total) / 1048576.0,
+                  sliced ? "" : "; a model's slot_bytes slices the layers above the slot, so that a ring "
+                                "of two slots runs");
     return out_of_memory(buf);
   }
   // The limits and predictions of the choice as the round runs it (each model's window

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -192,6 +193,70 @@ TEST(RuntimeGpu, SharedRingAndOwnRingsMatchPreloadInAnyOrder) {
           << models[size_t(k)].name << (shared ? " (shared ring, prefetch depth " : " (own rings")
           << (shared ? std::to_string(ro.prefetch_depth) + ")" : ")");
   }
+}
+
+// 1 MiB slots on a runtime whose budget leaves 8 MiB for every weight, below the ring of
+// two of yolov4's largest blob (docs/streaming.md section 8): the layers above the slot
+// kept whole in the shared arena's idle bytes, the rest sliced through a small shared
+// ring. Every output the same bits as the model's own streaming session with the same
+// slices and whole layers, in an order that is not a round robin.
+TEST(RuntimeGpu, LayersKeptWholeOnASmallSharedRingMatchTheirOwnSession) {
+  if (!test::have_cuda_device()) GTEST_SKIP() << test::cuda_device_message();
+  const std::vector<Model> models = streaming_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const auto sliced = [](int size) {
+    SessionOptions o = fp16(size);
+    o.slot_bytes = int64_t(1) << 20;
+    o.slice_by = SliceBy::kChannels;  // the same cut in both sessions (auto measures at open)
+    return o;
+  };
+  Reference own;
+  for (size_t i = 0; i < models.size(); ++i) {
+    SessionOptions o = sliced(models[i].size);
+    o.mode = WeightMode::kStream;
+    o.weight_budget = WeightBudget::min();
+    auto s = Session::open(models[i].cfg, models[i].weights, o);
+    ASSERT_TRUE(s.ok()) << models[i].name << ": " << s.status().to_string();
+    own.inputs.push_back(test::random_input(1, 3, models[i].size, models[i].size, uint32_t(i + 11)));
+    own.heads.push_back(test::network_heads(**s, own.inputs.back()));
+  }
+  // The shared arena and workspace the models need, from a runtime without a limit.
+  int64_t fixed = 0;
+  {
+    auto rt = Runtime::create(RuntimeOptions());
+    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    std::vector<std::unique_ptr<RuntimeModel>> ms;
+    for (const Model& m : models) {
+      auto r = (*rt)->open(m.cfg, m.weights, sliced(m.size));
+      ASSERT_TRUE(r.ok()) << m.name << ": " << r.status().to_string();
+      ms.push_back(std::move(r).value());
+    }
+    fixed = (*rt)->memory().arena + (*rt)->memory().workspace;
+  }
+  RuntimeOptions ro;
+  ro.budget = std::to_string(fixed + (int64_t(8) << 20));
+  auto rt = Runtime::create(ro);
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  std::vector<std::unique_ptr<RuntimeModel>> ms;
+  for (const Model& m : models) {
+    auto r = (*rt)->open(m.cfg, m.weights, sliced(m.size));
+    ASSERT_TRUE(r.ok()) << m.name << ": " << r.status().to_string();
+    ms.push_back(std::move(r).value());
+  }
+  const RuntimeMemory mem = (*rt)->memory();
+  std::cout << mem.to_text() << "\n" << (*rt)->plan_text() << "\n";
+  EXPECT_LE(mem.total(), (*rt)->budget_bytes());
+  EXPECT_GT(mem.ring, 0);
+  EXPECT_LE(mem.ring, int64_t(8) << 20);
+  const ExecutionPlan& v4 = ms[1]->session().model().plan;
+  int64_t largest = 0;
+  for (const WeightBlob& w : v4.weights) largest = std::max(largest, w.bytes);
+  EXPECT_GT(largest, int64_t(4) << 20) << "yolov4's largest layers kept whole";
+  const int order[] = {0, 1, 2, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2};
+  for (int k : order)
+    EXPECT_TRUE(test::same_bits(test::network_heads(ms[size_t(k)]->session(), own.inputs[size_t(k)]),
+                                own.heads[size_t(k)]))
+        << models[size_t(k)].name;
 }
 
 // A model reading its weights from storage (three stages) on a runtime beside models
