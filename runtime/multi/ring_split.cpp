@@ -368,4 +368,13 @@ Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int6
   return s.run();
 }
 
+Placement placement_of(const RingSplit& split, size_t i) {
+  Placement p;
+  p.budget_bytes = split.budget[i];
+  p.shared_ring_bytes = split.in_ring[i] ? split.ring_bytes : 0;
+  p.prefetch_limit_bytes = split.prefetch_limit[i];
+  if (p.shared_ring_bytes > 0) p.resident = split.resident_set[i];
+  return p;
+}
+
 }  // namespace dlr

@@ -126,4 +126,8 @@ struct RingSplit {
 Expected<RingSplit> split_shared_ring(const std::vector<RingModel>& models, int64_t weight_budget, int64_t granularity,
                                       SplitObjective objective, int ring_points = 8, int resident_points = 12);
 
+// Model i's placement in `split`, as the runtime hands it to compile()
+// (CompileInputs::placement).
+Placement placement_of(const RingSplit& split, size_t i);
+
 }  // namespace dlr

@@ -25,16 +25,6 @@ class NoRing final : public SharedRingClient {
   Status drop_prefetch(Engine&) override { return Status(); }
 };
 
-// Model i's placement in a shared-ring split.
-Placement placement_of(const RingSplit& split, size_t i) {
-  Placement p;
-  p.budget_bytes = split.budget[i];
-  p.shared_ring_bytes = split.in_ring[i] ? split.ring_bytes : 0;
-  p.prefetch_limit_bytes = split.prefetch_limit[i];
-  if (p.shared_ring_bytes > 0) p.resident = split.resident_set[i];
-  return p;
-}
-
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);

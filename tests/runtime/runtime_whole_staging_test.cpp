@@ -72,18 +72,10 @@ Status host(const Spec& s, int64_t slot, bool whole, Hosted* h) {
   return Status();
 }
 
-Placement placement_of(const RingSplit& split, size_t i) {  // as the Runtime hands it over
-  Placement p;
-  p.budget_bytes = split.budget[i];
-  p.shared_ring_bytes = split.in_ring[i] ? split.ring_bytes : 0;
-  p.prefetch_limit_bytes = split.prefetch_limit[i];
-  if (p.shared_ring_bytes > 0) p.resident = split.resident_set[i];
-  return p;
-}
-
 // The joint plan of the hosted models in `weight_budget`, each model compiled again with
 // its placement and checked; returns the split.
-RingSplit split_and_place(std::vector<Hosted>& hosted, int64_t weight_budget) {
+// What the joint plan reads of each hosted model (the plans stay in `hosted`).
+std::vector<RingModel> ring_models(const std::vector<Hosted>& hosted) {
   std::vector<RingModel> models;
   for (size_t i = 0; i < hosted.size(); ++i) {
     RingModel m;
@@ -94,8 +86,12 @@ RingSplit split_and_place(std::vector<Hosted>& hosted, int64_t weight_budget) {
     m.options = hosted[i].o;
     models.push_back(std::move(m));
   }
+  return models;
+}
+
+RingSplit split_and_place(std::vector<Hosted>& hosted, int64_t weight_budget) {
   const Expected<RingSplit> s =
-      split_shared_ring(models, weight_budget, test::h100_like_target().map_granularity, SplitObjective::kMaxSlowdown);
+      split_shared_ring(ring_models(hosted), weight_budget, test::h100_like_target().map_granularity, SplitObjective::kMaxSlowdown);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   if (!s.ok()) return RingSplit();
   for (size_t i = 0; i < hosted.size(); ++i) {
@@ -191,18 +187,8 @@ TEST(RuntimeWholeStaging, ModelsCompileAlikeBeforeAndAfterTheJointPlan) {
 // fits, and keeping the large layers whole is predicted faster than slicing them.
 TEST(RuntimeWholeStaging, SlicesLetTheRuntimeRunBelowTheRingOfWholeLayers) {
   DLR_REQUIRE_SHARED_DIR();
-  std::vector<Hosted> whole_layers = host_all(kVariants[1]);
-  std::vector<RingModel> models;
-  for (size_t i = 0; i < whole_layers.size(); ++i) {
-    RingModel m;
-    m.name = kSpecs[i].name;
-    m.plan = &whole_layers[i].first.plan;
-    m.layer_ms = whole_layers[i].ms;
-    m.target = test::h100_like_target();
-    m.options = whole_layers[i].o;
-    models.push_back(std::move(m));
-  }
-  const Expected<RingSplit> refused = split_shared_ring(models, 8 * kMiB, 2 * kMiB, SplitObjective::kMaxSlowdown);
+  const std::vector<Hosted> whole_layers = host_all(kVariants[1]);
+  const Expected<RingSplit> refused = split_shared_ring(ring_models(whole_layers), 8 * kMiB, 2 * kMiB, SplitObjective::kMaxSlowdown);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kOutOfMemory);
   EXPECT_EQ(refused.status().message().find('\n'), std::string::npos);
