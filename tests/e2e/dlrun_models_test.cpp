@@ -209,6 +209,8 @@ TEST(DlrunModels, UsageErrorsAreOneLine) {
       {both + " --save-labels", "--save-labels is not supported with --model", 2},
       {both + " --report table", "--report is not supported with --model", 2},
       {both + " --weights-from storage --prepared x.dlrw", "--prepared is not supported with --model", 2},
+      {both + " --weight-budget 8MiB", "--weight-budget is not used with --model (the runtime decides", 2},
+      {both + " --no-calibrate", "--no-calibrate is not used with --model", 2},
       {both + " --runtime-budget 2MiB", "runtime budget 2MiB: ", 1},
       {"--model /nonexistent.cfg:x.weights " + s.images, "/nonexistent.cfg", 1},
   };
@@ -219,6 +221,10 @@ TEST(DlrunModels, UsageErrorsAreOneLine) {
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_EQ(r.out, "") << c.args;
   }
+  // On the GPU the runtime streams every model, so the flags of streaming apply to them
+  // (they were refused as "--mode stream only" while --mode is refused with --model).
+  const auto r = run_tool("dlrun --device cuda --stage-whole off" + both);
+  EXPECT_EQ(r.err.find("applies to"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ Expected<std::unique_ptr<DlrunModels>> open_models(const Args& a, const SessionO
   ro.device = opt.device;
   ro.cuda_device = opt.cuda_device;
   ro.budget = a.runtime_budget;
+  ro.copy_profile = opt.copy_profile;  // the runtime plans every model with one profile
   DLR_ASSIGN_OR_RETURN(m->runtime, Runtime::create(ro));
   for (const ModelSpec& s : specs) {
     SessionOptions o = opt;

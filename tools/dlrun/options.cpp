@@ -1,5 +1,7 @@
 #include "tools/dlrun/options.h"
 
+#include <utility>
+
 #include "runtime/options.h"
 #include "tools/common/class_names.h"
 #include "tools/common/model_specs.h"
@@ -218,6 +220,18 @@ Status check_model_args(const Args& a) {
       return invalid_argument("--model " + m + ": no WEIGHTS: expected CFG:WEIGHTS[@SIZE] (dlgen writes synthetic "
                               "weights for a cfg)");
   }
+  // On the GPU the runtime's joint plan gives each model its weight budget, pool and
+  // resident weights, and plans every copy with the runtime's copy profile.
+  const std::pair<const char*, const char*> runtime_decides[] = {
+      {"weight_budget", "its weight budget"}, {"weight_pool", "its pool"},
+      {"max_slowdown", "its weight budget"},  {"residency", "its resident weights"},
+      {"calibrate_copies", "the copy profile every model is planned with, from --copy-profile"}};
+  for (const auto& [option, what] : runtime_decides)
+    if (a.session.changed(option))
+      for (const SessionFlag& row : session_flags())
+        if (row.option == std::string(option))
+          return invalid_argument(std::string(flag_name(row, FlagTool::kDlrun)) +
+                                  " is not used with --model (the runtime decides " + what + ")");
   for (const std::string& in : a.inputs)
     if (ends_with(in, ".cfg") || ends_with(in, ".weights"))
       return invalid_argument("--model replaces the positional CFG WEIGHTS: give the models as --model "

@@ -39,7 +39,11 @@ constexpr const char* kTool = "dlrun";
 // ones given where they mean nothing, then dlrun's own.
 Expected<SessionOptions> session_options(const Args& a) {
   SessionOptions opt;
-  DLR_RETURN_IF_ERROR(apply_session_flags(a.session, &opt));
+  SessionFlagTexts flags = a.session;
+  // --model on the GPU: the runtime streams every model (--mode is refused there), so
+  // the flags that apply to streaming apply to them.
+  if (!a.models.empty() && flags.text("device") == "cuda") flags.set("mode", "stream");
+  DLR_RETURN_IF_ERROR(apply_session_flags(flags, &opt));
   const std::pair<const char*, bool> stream_only[] = {{"--latency-target", a.latency_target_ms != 0},
                                                       {"--no-arena-staging", a.no_arena_staging}};
   for (const auto& [name, given] : stream_only)
