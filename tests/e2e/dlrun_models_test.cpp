@@ -211,6 +211,7 @@ TEST(DlrunModels, UsageErrorsAreOneLine) {
       {both + " --weights-from storage --prepared x.dlrw", "--prepared is not supported with --model", 2},
       {both + " --weight-budget 8MiB", "--weight-budget is not used with --model (the runtime decides", 2},
       {both + " --no-calibrate", "--no-calibrate is not used with --model", 2},
+      {both + " --latency-target 5", "--latency-target is not used with --model", 2},
       {both + " --runtime-budget 2MiB", "runtime budget 2MiB: ", 1},
       {"--model /nonexistent.cfg:x.weights " + s.images, "/nonexistent.cfg", 1},
   };

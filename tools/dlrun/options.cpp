@@ -232,6 +232,8 @@ Status check_model_args(const Args& a) {
         if (row.option == std::string(option))
           return invalid_argument(std::string(flag_name(row, FlagTool::kDlrun)) +
                                   " is not used with --model (the runtime decides " + what + ")");
+  if (a.latency_target_ms != 0)
+    return invalid_argument("--latency-target is not used with --model (the runtime decides its weight budget)");
   for (const std::string& in : a.inputs)
     if (ends_with(in, ".cfg") || ends_with(in, ".weights"))
       return invalid_argument("--model replaces the positional CFG WEIGHTS: give the models as --model "
