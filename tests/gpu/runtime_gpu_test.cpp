@@ -220,32 +220,39 @@ TEST(RuntimeGpu, LayersKeptWholeOnASmallSharedRingMatchTheirOwnSession) {
     own.inputs.push_back(test::random_input(1, 3, models[i].size, models[i].size, uint32_t(i + 11)));
     own.heads.push_back(test::network_heads(**s, own.inputs.back()));
   }
+  // Every model opened on a runtime of `budget`; false where one fails.
+  const auto open_all = [&](const std::string& budget, std::unique_ptr<Runtime>* rt,
+                            std::vector<std::unique_ptr<RuntimeModel>>* ms) {
+    RuntimeOptions ro;
+    ro.budget = budget;
+    auto created = Runtime::create(ro);
+    EXPECT_TRUE(created.ok()) << created.status().to_string();
+    if (!created.ok()) return false;
+    *rt = std::move(created).value();
+    for (const Model& m : models) {
+      auto r = (*rt)->open(m.cfg, m.weights, sliced(m.size));
+      EXPECT_TRUE(r.ok()) << m.name << ": " << r.status().to_string();
+      if (!r.ok()) return false;
+      ms->push_back(std::move(r).value());
+    }
+    return true;
+  };
   // The shared arena and workspace the models need, from a runtime without a limit.
   int64_t fixed = 0;
   {
-    auto rt = Runtime::create(RuntimeOptions());
-    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    std::unique_ptr<Runtime> all;
     std::vector<std::unique_ptr<RuntimeModel>> ms;
-    for (const Model& m : models) {
-      auto r = (*rt)->open(m.cfg, m.weights, sliced(m.size));
-      ASSERT_TRUE(r.ok()) << m.name << ": " << r.status().to_string();
-      ms.push_back(std::move(r).value());
-    }
-    fixed = (*rt)->memory().arena + (*rt)->memory().workspace;
+    ASSERT_TRUE(open_all("all", &all, &ms));
+    fixed = all->memory().arena + all->memory().workspace;
+    ms.clear();
   }
-  RuntimeOptions ro;
-  ro.budget = std::to_string(fixed + (int64_t(8) << 20));
-  auto rt = Runtime::create(ro);
-  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  std::unique_ptr<Runtime> runtime;
   std::vector<std::unique_ptr<RuntimeModel>> ms;
-  for (const Model& m : models) {
-    auto r = (*rt)->open(m.cfg, m.weights, sliced(m.size));
-    ASSERT_TRUE(r.ok()) << m.name << ": " << r.status().to_string();
-    ms.push_back(std::move(r).value());
-  }
-  const RuntimeMemory mem = (*rt)->memory();
-  std::cout << mem.to_text() << "\n" << (*rt)->plan_text() << "\n";
-  EXPECT_LE(mem.total(), (*rt)->budget_bytes());
+  ASSERT_TRUE(open_all(std::to_string(fixed + (int64_t(8) << 20)), &runtime, &ms));
+  Runtime* rt = runtime.get();
+  const RuntimeMemory mem = rt->memory();
+  std::cout << mem.to_text() << "\n" << rt->plan_text() << "\n";
+  EXPECT_LE(mem.total(), rt->budget_bytes());
   EXPECT_GT(mem.ring, 0);
   EXPECT_LE(mem.ring, int64_t(8) << 20);
   const ExecutionPlan& v4 = ms[1]->session().model().plan;
