@@ -7,7 +7,7 @@
 # in one tarball under $OUT.
 set -u
 O=/tmp/om; rm -rf $O; mkdir -p $O; fin() { tar czf "$OUT/models.tgz" -C /tmp om; }; trap fin EXIT
-v=${V:-h20}; [ -d /tmp/$v ] || { mkdir -p /tmp/$v; tar xJf device-carry/$v.tar.xz -C /tmp/$v; }; X=/tmp/$v/bin
+v=${V:-h21}; [ -d /tmp/$v ] || { mkdir -p /tmp/$v; tar xJf device-carry/$v.tar.xz -C /tmp/$v; }; X=/tmp/$v/bin
 nvidia-smi -L | tee "$O/gpu.txt"
 S="$PWD/device-carry/shared"; export DLR_SHARED_DIR="$S"; M=$S/models; SW="$S/weights"
 (cd $X && timeout 200 ./dlr_gpu_tests --gtest_filter='RuntimeGpu.LayersKeptWhole*:WholeStagingGpu.*' > $O/tests.log 2>&1;
