@@ -213,7 +213,8 @@ TEST(SessionFlags, DlbenchModelsRefusesFlagsItDoesNotUse) {
   const std::pair<const char*, const char*> refused[] = {{"--weight-budget 8MiB", "--weight-budget is not used by --models"},
                                                          {"--batch 2", "--batch is not used by --models"},
                                                          {"--slot-size 1MiB,2MiB", "--slot-size with --models takes one value"},
-                                                         {"--stage-whole maybe", "--stage-whole"}};
+                                                         {"--stage-whole maybe", "--stage-whole"},
+                                                         {"--stage-whole off", "--stage-whole applies to --device cuda"}};
   for (const auto& [flags, why] : refused) {
     const test::ToolResult r = test::run_tool(models + flags);
     EXPECT_NE(r.code, 0) << flags;

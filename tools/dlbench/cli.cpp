@@ -203,6 +203,9 @@ constexpr const char* kModelsHands[] = {"slot_bytes", "slice_by", "stage_whole"}
 // *m's model_flags from the session flags given; any other session flag given is refused
 // (--models would not use it).
 Status models_session_flags(const SessionFlagTexts& t, ModelsBenchArgs* m) {
+  SessionOptions models;  // the runtime's models: on the GPU they stream
+  DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "device", t.text("device"), &models));
+  models.mode = WeightMode::kStream;
   for (const SessionFlag& row : session_flags()) {
     const std::string option = row.option;
     if (!t.changed(option)) continue;
@@ -212,6 +215,7 @@ Status models_session_flags(const SessionFlagTexts& t, ModelsBenchArgs* m) {
     if (std::none_of(std::begin(kModelsHands), std::end(kModelsHands), is))
       return invalid_argument(flag + " is not used by --models (its models take --slot-size, --slice-by and "
                               "--stage-whole; the runtime decides the rest)");
+    if (!flag_applies(row.applies, models)) return flag_refused(flag, row.applies);
     const std::string text = t.text(option);
     if (text.find(',') != std::string::npos)
       return invalid_argument(flag + " with --models takes one value, got '" + text + "'");

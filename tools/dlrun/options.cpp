@@ -226,12 +226,13 @@ Status check_model_args(const Args& a) {
       {"weight_budget", "its weight budget"}, {"weight_pool", "its pool"},
       {"max_slowdown", "its weight budget"},  {"residency", "its resident weights"},
       {"calibrate_copies", "the copy profile every model is planned with, from --copy-profile"}};
-  for (const auto& [option, what] : runtime_decides)
-    if (a.session.changed(option))
-      for (const SessionFlag& row : session_flags())
-        if (row.option == std::string(option))
-          return invalid_argument(std::string(flag_name(row, FlagTool::kDlrun)) +
-                                  " is not used with --model (the runtime decides " + what + ")");
+  for (const SessionFlag& row : session_flags()) {
+    if (!a.session.changed(row.option)) continue;
+    for (const auto& [option, what] : runtime_decides)
+      if (row.option == std::string(option))
+        return invalid_argument(std::string(flag_name(row, FlagTool::kDlrun)) +
+                                " is not used with --model (the runtime decides " + what + ")");
+  }
   if (a.latency_target_ms != 0)
     return invalid_argument("--latency-target is not used with --model (the runtime decides its weight budget)");
   for (const std::string& in : a.inputs)
