@@ -65,8 +65,10 @@
   X(copy_profile, std::string, "auto", PUBLIC, copy_profile_name_valid(v), copy_profile_name_error(v))                \
   /* stream mode: copy chunk size (0: the profile's) */                                                               \
   X(chunk_bytes, int64_t, 0, PUBLIC, v >= 0, "chunk size must be >= 0 bytes (0: the copy profile's)")                 \
-  /* > 0: a conv whose weight blob is larger runs as slices, each blob at most this many bytes, so the weight pool  \
-     can be smaller than the largest layer (runtime/compile/slicing.h); 0: no slices */                               \
+  /* > 0: a conv whose weight blob is larger runs as slices, each blob at most this many bytes, so the weight pool    \
+     can be smaller than the largest layer (runtime/compile/slicing.h); 0: no slices, unless the pool of whole        \
+     layers does not fit (stream mode on CUDA: a session's budget takes the largest slot that fits                    \
+     (compile/slot_choice.h), a Runtime's joint plan kRuntimeSlotBytes) */                                            \
   X(slot_bytes, int64_t, 0, PUBLIC, v >= 0, "slot size must be >= 0 bytes (0: no layer is sliced)")                   \
   /* how a sliced conv is cut: auto (channels on CUDA, filters on the CPU), filters (output channels) or channels    \
      (input channels, partial sums added into the output) */                                                          \

@@ -296,12 +296,13 @@ RingSplit Splitter::result() const {
     else
       std::snprintf(line, sizeof(line),
                     "%s: %s resident + the shared ring, predicted %.3f ms, %.2f x its %s %.3f ms "
-                    "(weight %g; prefetch limit %s%s)",
+                    "(weight %g; prefetch limit %s%s%s)",
                     m.name.c_str(), mib_text(p.resident).c_str(), p.ms, p.ms / baseline(i),
                     m.options.alone_ms > 0 ? "latency alone" : "all-resident", baseline(i), m.weight,
                     r.prefetch_limit[i] < 0 ? "none" : mib_text(r.prefetch_limit[i]).c_str(),
                     r.prefetch_early[i] > 0 ? (", " + mib_text(r.prefetch_early[i]) + " of it two models ahead").c_str()
-                                            : "");
+                                            : "",
+                    m.options.slot_bytes > 0 ? ("; slots of " + mib_text(m.options.slot_bytes)).c_str() : "");
     r.how += std::string(line) + "\n";
   }
   char line[320];
@@ -329,16 +330,18 @@ Expected<RingSplit> Splitter::run() {
     consider(center + step);
   }
   if (!m_best.ok) {
-    bool sliced = false;
-    for (const RingModel& m : m_models) sliced = sliced || m.options.slot_bytes > 0;
+    std::string whole;  // the models without a slot
+    for (const RingModel& m : m_models)
+      if (m.options.slot_bytes == 0) whole += (whole.empty() ? "" : ", ") + m.name;
     char buf[360];
     std::snprintf(buf, sizeof(buf),
                   "ring split: the weight budget %.2f MiB holds no shared ring with the models' resident blobs "
-                  "(%zu rings tried; all weights %.2f MiB)%s",
-                  double(m_budget) / 1048576.0, m_tried.size(), double(m_sum_total) / 1048576.0,
-                  sliced ? "" : "; a model's slot_bytes slices the layers above the slot, so that a ring "
-                                "of two slots runs");
-    return out_of_memory(buf);
+                  "(%zu rings tried; all weights %.2f MiB)",
+                  double(m_budget) / 1048576.0, m_tried.size(), double(m_sum_total) / 1048576.0);
+    std::string why = buf;
+    if (!whole.empty())
+      why += "; slot_bytes on " + whole + " would slice the layers above the slot, so that a ring of two slots runs";
+    return out_of_memory(why);
   }
   // The limits and predictions of the choice as the round runs it (each model's window
   // from its predecessors' simulated plans, two ahead included): the search may have

@@ -198,7 +198,10 @@ Expected<RingSplit> Runtime::split_ring(const RingModel* extra) {
   const int64_t weight_budget = m_budget - fixed;
   if (weight_budget <= 0) return no_weight_budget(fixed);
   Expected<RingSplit> s = split_shared_ring(models, weight_budget, m_target.map_granularity, m_options.objective);
-  if (!s.ok()) return split_failed(s.status(), fixed);
+  if (!s.ok()) {
+    if (extra != nullptr && s.status().code() == StatusCode::kOutOfMemory) m_pending_ring_refused = true;
+    return split_failed(s.status(), fixed);
+  }
   m_plan_text = s->how;
   return s;
 }
@@ -325,18 +328,13 @@ Status Runtime::replan_all() {
   return apply(s, false);
 }
 
-Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_path, const std::string& weights_path,
-                                                      SessionOptions options, double weight) {
-  if (!(weight > 0)) return invalid_argument("runtime: a model's weight must be > 0");
-  DLR_RETURN_IF_ERROR(hosted_options(m_options, m_target.device, &options));
-  const std::lock_guard<std::mutex> lock(m_mutex);
-  m_pending_name = base_name(cfg_path);
+Expected<std::unique_ptr<Session>> Runtime::open_session(const std::string& cfg_path, const std::string& weights_path,
+                                                         const SessionOptions& options) {
   m_pending_curve = ModelCurve();
-  m_pending_weight = weight;
   m_pending_ring = RingModel();
   m_pending_plan.reset();
   m_pending_given = Placement();
-  DLR_RETURN_IF_ERROR(cancel_prefetch());
+  m_pending_ring_refused = false;
   Expected<std::unique_ptr<Session>> session = Session::open_hosted(cfg_path, weights_path, options, this);
   if (!session.ok()) {
     // Give back what the failed open grew, and what the others gave up for it.
@@ -344,8 +342,26 @@ Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_pat
     if (!refit.ok()) DLR_LOG_ERROR("runtime: after a failed open: {}", refit.message());
     const Status st = replan_all();
     if (!st.ok()) DLR_LOG_ERROR("runtime: after a failed open: {}", st.message());
-    return session.status();
   }
+  return session;
+}
+
+Expected<std::unique_ptr<RuntimeModel>> Runtime::open(const std::string& cfg_path, const std::string& weights_path,
+                                                      SessionOptions options, double weight) {
+  if (!(weight > 0)) return invalid_argument("runtime: a model's weight must be > 0");
+  DLR_RETURN_IF_ERROR(hosted_options(m_options, m_target.device, &options));
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  m_pending_name = base_name(cfg_path);
+  m_pending_weight = weight;
+  DLR_RETURN_IF_ERROR(cancel_prefetch());
+  Expected<std::unique_ptr<Session>> session = open_session(cfg_path, weights_path, options);
+  if (!session.ok() && m_pending_ring_refused && options.slot_bytes == 0) {
+    DLR_LOG_INFO("runtime: {}: {}; opening it again with {} slots", m_pending_name, session.status().message(),
+                 mib_text(kRuntimeSlotBytes));
+    options.slot_bytes = kRuntimeSlotBytes;
+    session = open_session(cfg_path, weights_path, options);
+  }
+  if (!session.ok()) return session.status();
   std::unique_ptr<RuntimeModel> model(new RuntimeModel());
   model->m_runtime = this;
   model->m_session = std::move(session).value();

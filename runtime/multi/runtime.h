@@ -67,6 +67,10 @@ struct RuntimeOptions {
   bool shared_ring = true;
 };
 
+// The slot (bytes) a Runtime gives a model opened without slot_bytes when the shared
+// ring of its whole layers does not fit the budget: two such slots are the ring's floor.
+inline constexpr int64_t kRuntimeSlotBytes = int64_t(1) << 20;
+
 class Runtime;
 
 // A model opened on a Runtime. Closing it (the destructor) returns its memory and
@@ -135,7 +139,10 @@ class Runtime final : public SessionHost {
   // joint plan predicts with the runtime's copy profile) and shared_memory itself;
   // weights from storage run three stages there (zero copy is refused). weight: the
   // model's priority or expected rate (> 0); options.prefetch_lead_ms: host time before its
-  // inferences that its prefetch may count.
+  // inferences that its prefetch may count. A model without slot_bytes whose joint plan
+  // holds no shared ring of whole layers is opened again with kRuntimeSlotBytes (its
+  // layers above the slot sliced or kept whole in the shared arena, as a session does
+  // under a budget below its smallest pool of whole layers).
   Expected<std::unique_ptr<RuntimeModel>> open(const std::string& cfg_path, const std::string& weights_path,
                                                SessionOptions options, double weight = 1);
 
@@ -206,6 +213,10 @@ class Runtime final : public SessionHost {
   // The errors of a split: the shared memory (and unstreamed weights, `fixed` bytes)
   // leave no weight budget; the split itself failed.
   Status no_weight_budget(int64_t fixed) const;
+  // Session::open_hosted with the pending state reset; a failed open gives back what it
+  // grew and what the others gave up for it.
+  Expected<std::unique_ptr<Session>> open_session(const std::string& cfg_path, const std::string& weights_path,
+                                                  const SessionOptions& options);
   Status split_failed(const Status& why, int64_t fixed) const;
   RuntimeMemory memory_locked() const;
 
@@ -221,6 +232,7 @@ class Runtime final : public SessionHost {
   std::shared_ptr<ExecutionPlan> m_pending_plan;
   int64_t m_pending_offset = 0;
   Placement m_pending_given;     // shared ring: what the joint plan gave the model being opened
+  bool m_pending_ring_refused = false;  // shared ring: the joint plan with it found no ring
   // The engines whose prefetch into the shared ring is pending (the next model's, and
   // the one two ahead), at most two.
   std::vector<Engine*> m_prefetch_owners;

@@ -220,9 +220,10 @@ TEST(RuntimeGpu, LayersKeptWholeOnASmallSharedRingMatchTheirOwnSession) {
     own.inputs.push_back(test::random_input(1, 3, models[i].size, models[i].size, uint32_t(i + 11)));
     own.heads.push_back(test::network_heads(**s, own.inputs.back()));
   }
-  // Every model opened on a runtime of `budget`; false where one fails.
+  // Every model opened on a runtime of `budget` (with 1 MiB slots, or with none given:
+  // the runtime's own where the ring of whole layers does not fit); false where one fails.
   const auto open_all = [&](const std::string& budget, std::unique_ptr<Runtime>* rt,
-                            std::vector<std::unique_ptr<RuntimeModel>>* ms) {
+                            std::vector<std::unique_ptr<RuntimeModel>>* ms, bool slot_given = true) {
     RuntimeOptions ro;
     ro.budget = budget;
     auto created = Runtime::create(ro);
@@ -230,7 +231,9 @@ TEST(RuntimeGpu, LayersKeptWholeOnASmallSharedRingMatchTheirOwnSession) {
     if (!created.ok()) return false;
     *rt = std::move(created).value();
     for (const Model& m : models) {
-      auto r = (*rt)->open(m.cfg, m.weights, sliced(m.size));
+      SessionOptions o = sliced(m.size);
+      if (!slot_given) o.slot_bytes = 0;
+      auto r = (*rt)->open(m.cfg, m.weights, o);
       EXPECT_TRUE(r.ok()) << m.name << ": " << r.status().to_string();
       if (!r.ok()) return false;
       ms->push_back(std::move(r).value());
@@ -260,6 +263,31 @@ TEST(RuntimeGpu, LayersKeptWholeOnASmallSharedRingMatchTheirOwnSession) {
   for (const WeightBlob& w : v4.weights) largest = std::max(largest, w.bytes);
   EXPECT_GT(largest, int64_t(4) << 20) << "yolov4's largest layers kept whole";
   const int order[] = {0, 1, 2, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2};
+  for (int k : order)
+    EXPECT_TRUE(test::same_bits(test::network_heads(ms[size_t(k)]->session(), own.inputs[size_t(k)]),
+                                own.heads[size_t(k)]))
+        << models[size_t(k)].name;
+  // The same budget with no slot given: yolov4, whose whole layers find no ring, is
+  // opened again with kRuntimeSlotBytes (1 MiB, as above); a model that kept its whole
+  // layers is compared with its own unsliced streaming session.
+  ms.clear();
+  runtime.reset();
+  ASSERT_TRUE(open_all(std::to_string(fixed + (int64_t(8) << 20)), &runtime, &ms, false));
+  std::cout << runtime->memory().to_text() << "\n" << runtime->plan_text() << "\n";
+  EXPECT_EQ(ms[1]->session().options().slot_bytes, kRuntimeSlotBytes) << models[1].name;
+  EXPECT_LE(runtime->memory().total(), runtime->budget_bytes());
+  for (size_t i = 0; i < models.size(); ++i) {
+    const int64_t slot = ms[i]->session().options().slot_bytes;
+    std::cout << models[i].name << ": slot " << slot << "\n";
+    if (slot == kRuntimeSlotBytes) continue;
+    ASSERT_EQ(slot, 0) << models[i].name;
+    SessionOptions o = fp16(models[i].size);
+    o.mode = WeightMode::kStream;
+    o.weight_budget = WeightBudget::min();
+    auto whole = Session::open(models[i].cfg, models[i].weights, o);
+    ASSERT_TRUE(whole.ok()) << models[i].name << ": " << whole.status().to_string();
+    own.heads[i] = test::network_heads(**whole, own.inputs[i]);
+  }
   for (int k : order)
     EXPECT_TRUE(test::same_bits(test::network_heads(ms[size_t(k)]->session(), own.inputs[size_t(k)]),
                                 own.heads[size_t(k)]))

@@ -105,7 +105,8 @@ std::vector<SessionFlag> device_rows() {
           .dflt("auto").one_of("auto,ring,slots").sweep(),
       Row("--slot-size", "slot_bytes", A::kEveryRun,
           "run every layer whose weights exceed SIZE as slices that fit (e.g. 1MiB), so the stream pool can be "
-          "smaller than the largest layer; 0: no slices")
+          "smaller than the largest layer; 0: none unless the budget holds no pool of whole layers (then a session "
+          "takes the largest slot that fits, a runtime's model 1MiB)")
           .dflt("0").convert(C::kSize).sweep(),
       Row("--slice-by", "slice_by", A::kEveryRun,
           "how --slot-size cuts a layer: auto (cuda: the faster of the two per layer, timed at the first open; cpu: "
