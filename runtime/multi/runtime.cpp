@@ -97,8 +97,10 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
       break;
     case WeightBudget::Kind::kFraction:
       if (rt->m_target.memory_bytes <= 0)
-        return invalid_argument("runtime budget \"" + options.budget +
-                                "\": a percentage needs a device with a known memory size (give a size)");
+        return invalid_argument("runtime budget \"" + options.budget + "\": a percentage is of the device's memory, " +
+                                (options.device == DeviceKind::kCPU ? "and the CPU backend has none"
+                                                                    : "and this device reports no size") +
+                                " (give a size, e.g. 512MiB)");
       rt->m_budget = int64_t(b.fraction * double(rt->m_target.memory_bytes));
       break;
     default:

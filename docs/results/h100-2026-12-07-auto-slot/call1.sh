@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Thirty-seventh session, build h22: a Runtime opens a model without a slot again with
 # 1 MiB slots when the shared ring of its whole layers does not fit. The runtime's GPU
-# tests, then four models at 15 % and 30 % with no --slot-size (the runtime's choice)
+# tests of slices and whole layers, then four models at 15 % and 30 % with no --slot-size (the runtime's choice)
 # beside 1 MiB slots given, and dlrun --model on the six images at 15 %. One tarball.
 set -u
 O=/tmp/oa; rm -rf $O; mkdir -p $O; fin() { tar czf "$OUT/auto.tgz" -C /tmp oa; }; trap fin EXIT
 v=${V:-h22}; [ -d /tmp/$v ] || { mkdir -p /tmp/$v; tar xJf device-carry/$v.tar.xz -C /tmp/$v; }; X=/tmp/$v/bin
 nvidia-smi -L | tee "$O/gpu.txt"
 S="$PWD/device-carry/shared"; export DLR_SHARED_DIR="$S"; M=$S/models; SW="$S/weights"
-(cd $X && timeout 240 ./dlr_gpu_tests --gtest_filter='RuntimeGpu.*:WholeStagingGpu.*' > $O/tests.log 2>&1;
+(cd $X && timeout 150 ./dlr_gpu_tests --gtest_filter='RuntimeGpu.LayersKeptWhole*:RuntimeGpu.ModelsMatch*:WholeStagingGpu.*' > $O/tests.log 2>&1;
  echo "tests rc=$? at ${SECONDS}s"); grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests ran|: slot ' $O/tests.log; fin
 export DLR_CACHE_DIR=/tmp/c_models
 MODELS="$M/yolov4.cfg@608,$M/yolov3.cfg@608,$M/yolov4-tiny.cfg@416,$SW/yolo-fastest-1.1.cfg:$SW/yolo-fastest-1.1.weights@416"
