@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Thirty-seventh session, build h22: dlrun --model with the four models on the six images,
+# Thirty-seventh session (pending), build h22: dlrun --model with the four models on the six images,
 # every weight resident (--runtime-budget all) and in 52 MiB (no --slot-size: the runtime
 # opens yolov4 and yolov3 with 1 MiB slots), fp16; the detections compared. One tarball.
 set -u
