@@ -80,7 +80,9 @@ struct Options {
   std::string copy_profile = "auto";
   int64_t chunk_bytes = 0;            // stream mode: copy chunk override (0: the profile's)
   // > 0: every layer whose weights exceed this many bytes runs as slices that fit (cut
-  // as slice_by says), so the weight pool can be smaller than the largest layer; 0: none.
+  // as slice_by says), so the weight pool can be smaller than the largest layer; 0: none,
+  // unless the pool of whole layers does not fit (a session's weight_budget size takes the
+  // largest slot that fits; a Runtime opens the model again with 1 MiB slots).
   int64_t slot_bytes = 0;
   SliceBy slice_by = SliceBy::kAuto;
   WeightFormat weight_format = WeightFormat::kFp;
