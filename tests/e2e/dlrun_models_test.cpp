@@ -213,6 +213,9 @@ TEST(DlrunModels, UsageErrorsAreOneLine) {
       {both + " --no-calibrate", "--no-calibrate is not used with --model", 2},
       {both + " --latency-target 5", "--latency-target is not used with --model", 2},
       {both + " --runtime-budget 2MiB", "runtime budget 2MiB: ", 1},
+      {both + " --runtime-budget 15%", "runtime budget \"15%\": a percentage is of the device's memory, and the CPU "
+                                       "backend has none",
+       1},
       {"--model /nonexistent.cfg:x.weights " + s.images, "/nonexistent.cfg", 1},
   };
   for (const Case& c : cases) {

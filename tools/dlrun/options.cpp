@@ -22,7 +22,8 @@ void add_inputs(CLI::App& app, Args* a) {
       ->allow_extra_args(false)  // each --model takes one spec; the next words are inputs
       ->group(g);
   app.add_option("--runtime-budget", a->runtime_budget,
-                 "--model: device memory for all the models (CPU: the host memory they hold): all, NN% or a size")
+                 "--model: device memory for all the models: all, NN% of the GPU's memory or a size (CPU: the host "
+                 "memory they hold, all or a size)")
       ->group(g);
   app.add_option("inputs", a->inputs,
                  "images, videos (.mp4 .avi .mkv ...), streams (a URL: rtsp://, http://, udp://, ...; or a quoted "
