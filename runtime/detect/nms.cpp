@@ -7,6 +7,9 @@
 // moved: each class sorts an index list with std::stable_sort by probability
 // descending, ties broken by the original candidate index (lower first, i.e.
 // the earlier candidate - earlier head, cell, anchor - wins a tie).
+// Darknet compares every pair of every class; here the pairs whose criterion passes
+// the threshold are found once (suppression_graph) and each class walks them, which
+// zeroes the same probabilities (tests/runtime/detect_nms_graph_test.cpp).
 // No contraction into FMA (it would change the last bit of an IoU).
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -71,6 +74,116 @@ float box_iou(const Box& a, const Box& b) {
 
 float box_diou(const Box& a, const Box& b, float beta) { return diou_impl(a, b, static_cast<double>(beta)); }
 
+namespace {
+
+// The criterion NMS compares with its threshold: IoU, or DIoU with `exponent`.
+float criterion(const Box& a, const Box& b, NmsKind kind, double exponent) {
+  return kind == NmsKind::kDefault ? box_iou(a, b) : diou_impl(a, b, exponent);
+}
+
+// A box's edges as overlap() computes them.
+struct Extent {
+  float l, r, t, b;
+};
+
+Extent extent_of(const Box& a) { return {a.x - a.w / 2, a.x + a.w / 2, a.y - a.h / 2, a.y + a.h / 2}; }
+
+bool all_finite(const Box& a, const Extent& e) {
+  for (float v : {a.x, a.y, a.w, a.h, e.l, e.r, e.t, e.b})
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+// Above this many edges the suppression graph is not built (memory); NMS then compares
+// every pair of every class as Darknet does.
+constexpr size_t kMaxEdges = size_t(1) << 22;
+
+// The suppression graph over the candidates dets[order[p]]: out[p] holds every q with
+// criterion(box p, box q) > thresh, the only pairs in which p can suppress q. One pass
+// for all classes: the criterion does not depend on the class. Between finite boxes it
+// is symmetric and, for thresh >= 0, needs the two boxes to overlap with positive width
+// and height (else the intersection, the IoU and so the criterion are at most 0), so
+// a sweep over the boxes sorted by left edge compares only boxes whose x ranges meet.
+// A box with a non-finite coordinate is compared with every other, both ways (with a
+// NaN the criterion is not symmetric). false when the graph passes kMaxEdges.
+bool suppression_graph(const std::vector<Candidate>& dets, const std::vector<int>& order, float thresh, NmsKind kind,
+                       double exponent, std::vector<std::vector<int>>* out) {
+  const size_t m = order.size();
+  out->assign(m, {});
+  std::vector<Extent> ext(m);
+  std::vector<int> sweep, other;
+  for (size_t p = 0; p < m; ++p) {
+    ext[p] = extent_of(dets[size_t(order[p])].box);
+    (thresh >= 0 && all_finite(dets[size_t(order[p])].box, ext[p]) ? sweep : other).push_back(int(p));
+  }
+  size_t edges = 0;
+  auto box = [&](int p) -> const Box& { return dets[size_t(order[size_t(p)])].box; };
+  auto link = [&](int p, int q) {
+    if (criterion(box(p), box(q), kind, exponent) > thresh) (*out)[size_t(p)].push_back(q), ++edges;
+  };
+  std::stable_sort(sweep.begin(), sweep.end(), [&](int a, int b) { return ext[size_t(a)].l < ext[size_t(b)].l; });
+  for (size_t i = 0; i < sweep.size() && edges <= kMaxEdges; ++i) {
+    const int a = sweep[i];
+    const Extent& ea = ext[size_t(a)];
+    for (size_t j = i + 1; j < sweep.size(); ++j) {
+      const int b = sweep[j];
+      const Extent& eb = ext[size_t(b)];
+      if (eb.l >= ea.r) break;  // this and every later box: no x overlap with a
+      if (std::max(ea.t, eb.t) >= std::min(ea.b, eb.b)) continue;
+      if (criterion(box(a), box(b), kind, exponent) <= thresh) continue;
+      (*out)[size_t(a)].push_back(b);
+      (*out)[size_t(b)].push_back(a);
+      edges += 2;
+    }
+  }
+  std::vector<char> is_other(m, 0);
+  for (int a : other) is_other[size_t(a)] = 1;
+  for (int a : other)
+    for (size_t q = 0; q < m && edges <= kMaxEdges; ++q) {
+      if (int(q) == a) continue;
+      link(a, int(q));
+      if (!is_other[q]) link(int(q), a);  // two such boxes are linked from each side in turn
+    }
+  return edges <= kMaxEdges;
+}
+
+// Darknet's loop for one class over `idx` (sorted by probability): every candidate
+// still above 0 zeroes each later one whose criterion with it passes thresh.
+void suppress_pairs(std::vector<Candidate>& dets, const std::vector<int>& idx, int k, float thresh, NmsKind kind,
+                    double exponent) {
+  const size_t n = idx.size();
+  for (size_t i = 0; i < n; ++i) {
+    const Candidate& ci = dets[size_t(idx[i])];
+    if (ci.prob[size_t(k)] == 0) continue;
+    const Box a = ci.box;
+    for (size_t j = i + 1; j < n; ++j) {
+      Candidate& cj = dets[size_t(idx[j])];
+      if (cj.prob[size_t(k)] == 0) continue;  // already suppressed: nothing to change
+      if (criterion(a, cj.box, kind, exponent) > thresh) cj.prob[size_t(k)] = 0;
+    }
+  }
+}
+
+// The same through the suppression graph: p zeroes its neighbours ranked after it.
+// pos[i]: the position in `order` of candidate i; rank: per position, -1 or its place
+// in idx (left -1 again).
+void suppress_graph(std::vector<Candidate>& dets, const std::vector<int>& order, const std::vector<int>& pos,
+                    const std::vector<std::vector<int>>& out, const std::vector<int>& idx, int k,
+                    std::vector<int>* rank) {
+  for (size_t r = 0; r < idx.size(); ++r) (*rank)[size_t(pos[size_t(idx[r])])] = int(r);
+  for (size_t r = 0; r < idx.size(); ++r) {
+    const int p = pos[size_t(idx[r])];
+    if (dets[size_t(idx[r])].prob[size_t(k)] == 0) continue;
+    for (int q : out[size_t(p)]) {
+      float& prob = dets[size_t(order[size_t(q)])].prob[size_t(k)];
+      if ((*rank)[size_t(q)] > int(r) && prob != 0) prob = 0;
+    }
+  }
+  for (int i : idx) (*rank)[size_t(pos[size_t(i)])] = -1;
+}
+
+}  // namespace
+
 void nms_sort(std::vector<Candidate>* cands, int classes, float thresh, NmsKind kind, float beta) {
   DLR_ASSERT(cands != nullptr);
   std::vector<Candidate>& dets = *cands;
@@ -84,7 +197,11 @@ void nms_sort(std::vector<Candidate>* cands, int classes, float thresh, NmsKind 
   // GREEDY_NMS calls box_diou (pow(.., 0.6) with a double literal); DIOU_NMS calls
   // box_diounms(.., l.beta_nms) whose float exponent is promoted to double.
   const double exponent = kind == NmsKind::kGreedy ? 0.6 : static_cast<double>(beta);
-
+  // With more than one class to go through, the pairs that can suppress are found once.
+  std::vector<std::vector<int>> out;
+  const bool graph = classes > 1 && order.size() > 2 && suppression_graph(dets, order, thresh, kind, exponent, &out);
+  std::vector<int> pos(graph ? dets.size() : 0, -1), rank(graph ? order.size() : 0, -1);
+  for (size_t p = 0; p < pos.size() && p < order.size(); ++p) pos[size_t(order[p])] = int(p);
   std::vector<int> idx;
   for (int k = 0; k < classes; ++k) {
     // Only candidates with prob[k] != 0 can suppress; zeroing a zero is a no-op,
@@ -96,18 +213,10 @@ void nms_sort(std::vector<Candidate>* cands, int classes, float thresh, NmsKind 
     if (idx.size() < 2) continue;
     // `order` is ascending, so stable_sort leaves equal probabilities in index order.
     std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return dets[a].prob[k] > dets[b].prob[k]; });
-    const size_t n = idx.size();
-    for (size_t i = 0; i < n; ++i) {
-      const Candidate& ci = dets[idx[i]];
-      if (ci.prob[k] == 0) continue;
-      const Box a = ci.box;
-      for (size_t j = i + 1; j < n; ++j) {
-        Candidate& cj = dets[idx[j]];
-        if (cj.prob[k] == 0) continue;  // already suppressed: nothing to change
-        const float crit = kind == NmsKind::kDefault ? box_iou(a, cj.box) : diou_impl(a, cj.box, exponent);
-        if (crit > thresh) cj.prob[k] = 0;
-      }
-    }
+    if (graph)
+      suppress_graph(dets, order, pos, out, idx, k, &rank);
+    else
+      suppress_pairs(dets, idx, k, thresh, kind, exponent);
   }
 }
 
