@@ -175,8 +175,9 @@ void suppress_graph(std::vector<Candidate>& dets, const std::vector<int>& order,
     const int p = pos[size_t(idx[r])];
     if (dets[size_t(idx[r])].prob[size_t(k)] == 0) continue;
     for (int q : out[size_t(p)]) {
+      if ((*rank)[size_t(q)] <= int(r)) continue;  // ranked before p, or not in this class's list
       float& prob = dets[size_t(order[size_t(q)])].prob[size_t(k)];
-      if ((*rank)[size_t(q)] > int(r) && prob != 0) prob = 0;
+      if (prob != 0) prob = 0;
     }
   }
   for (int i : idx) (*rank)[size_t(pos[size_t(i)])] = -1;

@@ -27,7 +27,9 @@ void reference_nms(std::vector<Candidate>* cands, int classes, float thresh, Nms
   for (int i = 0; i < int(d.size()); ++i)
     if (d[size_t(i)].objectness != 0) order.push_back(i);
   for (int k = 0; k < classes; ++k) {
-    std::vector<int> idx = order;
+    std::vector<int> idx;
+    for (int i : order)
+      if (k < int(d[size_t(i)].prob.size())) idx.push_back(i);  // a shorter list: no probability there
     std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return d[size_t(a)].prob[size_t(k)] > d[size_t(b)].prob[size_t(k)]; });
     for (size_t i = 0; i < idx.size(); ++i) {
       if (d[size_t(idx[i])].prob[size_t(k)] == 0) continue;
@@ -42,8 +44,9 @@ void reference_nms(std::vector<Candidate>* cands, int classes, float thresh, Nms
 }
 
 // n candidates in a few clusters (so that many overlap), some exact copies, some with a
-// zero or negative size, some with NaN or infinite coordinates when `odd`, probabilities
-// from a few levels (ties) or 0, objectness 0 now and then.
+// zero or negative size, some with NaN or infinite coordinates and some with fewer class
+// probabilities than `classes` when `odd`, probabilities from a few levels (ties) or 0,
+// objectness 0 now and then.
 std::vector<Candidate> random_candidates(std::mt19937& rng, int n, int classes, bool odd) {
   std::uniform_real_distribution<float> u(0.f, 1.f);
   std::vector<Candidate> out;
@@ -61,7 +64,8 @@ std::vector<Candidate> random_candidates(std::mt19937& rng, int n, int classes, 
       *field[rng() % 4] = bad[rng() % 4];
     }
     c.objectness = u(rng) < 0.05f ? 0.f : 0.9f;
-    for (int k = 0; k < classes; ++k) c.prob.push_back(u(rng) < 0.3f ? 0.f : float(1 + rng() % 6) / 8);
+    const int listed = odd && u(rng) < 0.05f ? int(rng() % unsigned(classes)) : classes;  // now and then fewer
+    for (int k = 0; k < listed; ++k) c.prob.push_back(u(rng) < 0.3f ? 0.f : float(1 + rng() % 6) / 8);
     out.push_back(std::move(c));
   }
   return out;
@@ -89,7 +93,7 @@ TEST(DetectNmsGraph, SameAsEveryPairOfEveryClass) {
         reference_nms(&slow, classes, thresh, kind, 0.6f);
         ASSERT_TRUE(same_probs(fast, slow)) << "round " << round << " kind " << int(kind) << " thresh " << thresh;
         for (size_t i = 0; i < base.size(); ++i)
-          for (int k = 0; k < classes; ++k) suppressed += base[i].prob[size_t(k)] != 0 && fast[i].prob[size_t(k)] == 0;
+          for (size_t k = 0; k < base[i].prob.size(); ++k) suppressed += base[i].prob[k] != 0 && fast[i].prob[k] == 0;
         ++cases;
       }
   }
