@@ -183,6 +183,8 @@ void suppress_graph(std::vector<Candidate>& dets, const std::vector<int>& order,
   for (int i : idx) (*rank)[size_t(pos[size_t(i)])] = -1;
 }
 
+double all_pairs(size_t n) { return 0.5 * double(n) * double(n > 0 ? n - 1 : 0); }
+
 }  // namespace
 
 void nms_sort(std::vector<Candidate>* cands, int classes, float thresh, NmsKind kind, float beta) {
@@ -198,12 +200,15 @@ void nms_sort(std::vector<Candidate>* cands, int classes, float thresh, NmsKind 
   // GREEDY_NMS calls box_diou (pow(.., 0.6) with a double literal); DIOU_NMS calls
   // box_diounms(.., l.beta_nms) whose float exponent is promoted to double.
   const double exponent = kind == NmsKind::kGreedy ? 0.6 : static_cast<double>(beta);
-  // With more than one class to go through, the pairs that can suppress are found once.
+  // Darknet's loop compares the pairs of each class's candidates. Where those pairs, at
+  // the rate of the classes so far, would add up to more than the pairs of all the
+  // candidates (the most the sweep compares), as with an untrained detector's many
+  // candidates in many classes, the pairs that can suppress are found once and the
+  // remaining classes walk them. Each class's result is the same either way.
   std::vector<std::vector<int>> out;
-  const bool graph = classes > 1 && order.size() > 2 && suppression_graph(dets, order, thresh, kind, exponent, &out);
-  std::vector<int> pos(graph ? dets.size() : 0, -1), rank(graph ? order.size() : 0, -1);
-  for (size_t p = 0; p < pos.size() && p < order.size(); ++p) pos[size_t(order[p])] = int(p);
-  std::vector<int> idx;
+  std::vector<int> pos, rank, idx;
+  bool graph = false, tried = false;
+  double compared = 0;
   for (int k = 0; k < classes; ++k) {
     // Only candidates with prob[k] != 0 can suppress; zeroing a zero is a no-op,
     // so the sorted list is restricted to the nonzero ones (same outcome).
@@ -214,10 +219,20 @@ void nms_sort(std::vector<Candidate>* cands, int classes, float thresh, NmsKind 
     if (idx.size() < 2) continue;
     // `order` is ascending, so stable_sort leaves equal probabilities in index order.
     std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return dets[a].prob[k] > dets[b].prob[k]; });
-    if (graph)
+    const double expected = (compared + all_pairs(idx.size())) * double(classes) / double(k + 1);
+    if (!tried && expected > all_pairs(order.size())) {
+      tried = true;
+      graph = suppression_graph(dets, order, thresh, kind, exponent, &out);
+      pos.assign(dets.size(), -1);
+      rank.assign(order.size(), -1);
+      for (size_t p = 0; p < order.size(); ++p) pos[size_t(order[p])] = int(p);
+    }
+    if (graph) {
       suppress_graph(dets, order, pos, out, idx, k, &rank);
-    else
+    } else {
       suppress_pairs(dets, idx, k, thresh, kind, exponent);
+      compared += all_pairs(idx.size());
+    }
   }
 }
 
