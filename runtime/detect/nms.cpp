@@ -7,9 +7,10 @@
 // moved: each class sorts an index list with std::stable_sort by probability
 // descending, ties broken by the original candidate index (lower first, i.e.
 // the earlier candidate - earlier head, cell, anchor - wins a tie).
-// Darknet compares every pair of every class; here the pairs whose criterion passes
-// the threshold are found once (suppression_graph) and each class walks them, which
-// zeroes the same probabilities (tests/runtime/detect_nms_graph_test.cpp).
+// Darknet compares every pair of every class; where that adds up to more pairs than
+// the candidates have, the pairs whose criterion passes the threshold are found once
+// (suppression_graph) and the classes walk them, which zeroes the same probabilities
+// (tests/runtime/detect_nms_graph_test.cpp).
 // No contraction into FMA (it would change the last bit of an IoU).
 #if defined(__clang__)
 #pragma clang fp contract(off)
