@@ -6,11 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <random>
 #include <vector>
 
