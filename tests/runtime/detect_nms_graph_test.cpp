@@ -2,7 +2,7 @@
 // sorted by left edge) instead of comparing every pair of every class. It must give
 // Darknet's do_nms_sort result bit for bit: checked here against that loop written
 // out plainly, on random candidates with overlapping, identical, degenerate and
-// non-finite boxes, tied probabilities, every kind of NMS and thresholds from -0.1 to 1.
+// non-finite boxes, tied probabilities, IoU and DIoU NMS and thresholds from -0.1 to 1.
 #include <gtest/gtest.h>
 
 #include <algorithm>
