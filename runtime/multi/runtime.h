@@ -37,6 +37,7 @@
 #include "runtime/compile/compile.h"
 #include "runtime/multi/budget_split.h"
 #include "runtime/multi/ring_split.h"
+#include "runtime/multi/round_bound.h"
 #include "runtime/multi/shared_memory.h"
 #include "runtime/session.h"
 
@@ -150,6 +151,11 @@ class Runtime final : public SessionHost {
   const RuntimeOptions& options() const { return m_options; }
   int64_t budget_bytes() const { return m_budget; }  // 0: no limit
   std::string plan_text() const;                      // the last joint plan, one line per model
+  // The lower bound of a round robin over the open models in the order they were opened
+  // (multi/round_bound.h), every byte at `gbps` (0: the planning profile's peak), with
+  // their kernel times measured at open and the arena's idle bytes of the models that
+  // stage. Shared ring and a budget only; unsupported otherwise.
+  Expected<RoundBound> round_bound(double gbps = 0) const;
 
   // SessionHost
   const Target& target() const override { return m_target; }

@@ -1,5 +1,5 @@
-// A Runtime's memory report (RuntimeMemory: each part of the budget named) and its
-// joint plan's text.
+// A Runtime's memory report (RuntimeMemory: each part of the budget named), its
+// joint plan's text and the lower bound of its round.
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -9,9 +9,6 @@
 #include "runtime/core/units.h"
 
 namespace dlr {
-namespace {
-
-}  // namespace
 
 RuntimeMemory Runtime::memory() const {
   const std::lock_guard<std::mutex> lock(m_mutex);
@@ -61,6 +58,21 @@ RuntimeMemory Runtime::memory_locked() const {
 std::string Runtime::plan_text() const {
   const std::lock_guard<std::mutex> lock(m_mutex);
   return m_plan_text;
+}
+
+Expected<RoundBound> Runtime::round_bound(double gbps) const {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  if (!shared()) return unsupported("round bound: only for a runtime with one shared ring (CUDA)");
+  if (m_budget == 0) return unsupported("round bound: the runtime has no budget (every weight resident)");
+  if (m_members.empty()) return unsupported("round bound: no model is open");
+  std::vector<RoundModel> models;
+  for (const Member& m : m_members) {
+    if (!m.plan_copy) return unsupported("round bound: model '" + m.model->name() + "' has no plan of its own");
+    models.push_back(runtime_round_model(m.model->name(), *m.plan_copy, m.ring.layer_ms, m.ring.options.arena_staging,
+                                         m_shared->arena_bytes()));
+  }
+  const double rate = gbps > 0 ? gbps : m_members.front().ring.profile().peak_gbps();
+  return round_lower_bound(models, m_budget - m_shared->arena_bytes() - m_shared->workspace_bytes(), rate);
 }
 
 std::string RuntimeMemory::to_text() const {

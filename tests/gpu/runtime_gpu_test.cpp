@@ -106,6 +106,16 @@ TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
   }
   const RuntimeMemory mem = (*rt)->memory();
   std::cout << mem.to_text() << "\n" << (*rt)->plan_text() << "\n";
+  // The round's bound: below the joint plan's own prediction of the round.
+  const Expected<RoundBound> bound = (*rt)->round_bound();
+  ASSERT_TRUE(bound.ok()) << bound.status().to_string();
+  std::cout << bound->to_text() << "\n";
+  double predicted = 0;
+  for (const auto& m : mem.models) predicted += m.predicted_ms;
+  ASSERT_EQ(bound->names.size(), models.size());
+  EXPECT_EQ(bound->names.front(), mem.models.front().name);
+  EXPECT_GE(bound->ms, bound->compute_ms);
+  EXPECT_LE(bound->ms, predicted + 1e-9);
   int64_t streamed = 0;
   for (const auto& m : mem.models) streamed += m.streamed;
   EXPECT_GT(streamed, 0) << "a budget of half the separate memory should make some model stream";

@@ -20,6 +20,7 @@
 #include "runtime/streaming/simulator.h"
 #include "runtime/streaming/stream_plan.h"
 #include "tests/common/test_paths.h"
+#include "tests/runtime/ring_fixtures.h"
 #include "tests/runtime/stream_fixtures.h"
 
 namespace dlr {
@@ -30,26 +31,9 @@ using test::h100_like;
 using test::kMiB;
 using test::random_sizes;
 using test::random_times;
+using test::ring_model;
 
 constexpr int64_t kGran = 2 * kMiB;
-
-RingModel ring_model(const std::string& name, const ExecutionPlan& plan, std::vector<double> ms, bool prefetched,
-                     double weight = 1) {
-  RingModel m;
-  m.name = name;
-  m.weight = weight;
-  m.plan = &plan;
-  m.layer_ms = std::move(ms);
-  m.target.device = DeviceKind::kCUDA;
-  m.target.map_granularity = kGran;
-  m.target.copy_profile = h100_like();
-  m.options.device = DeviceKind::kCUDA;
-  m.options.mode = WeightMode::kStream;
-  m.options.weight_pool = PoolLayout::kRing;
-  m.options.prefetch_next = prefetched;
-  m.options.arena_staging = false;  // tests that stage turn it on
-  return m;
-}
 
 // The split fits the budget, the ring is whole mapping units, and every model's plan
 // (plan_streaming with its set and budget, and plan_residency_in_ring from the ring and

@@ -242,6 +242,30 @@ void run_soak(const ModelsBench& b, const Models& models, nlohmann::json* run, i
 }
 
 // One combination: the runtime opened with every model, its line and plan printed, the
+// The round robin's period (the models' medians added) against the round's lower bound
+// (multi/round_bound.h), where the runtime has one shared ring and a budget.
+void round_bound_line(const Runtime& rt, const std::vector<Timed>& rr, nlohmann::json* run) {
+  double round = 0;
+  for (const Timed& t : rr) round += median(t.total_ms);
+  (*run)["round_ms"] = round;
+  const Expected<RoundBound> b = rt.round_bound();
+  if (!b.ok()) {
+    std::printf("round robin %.3f ms a round (no bound: %s)\n", round, b.status().message().c_str());
+    return;
+  }
+  std::printf("round robin %.3f ms a round = %.3f x the %s\n", round, round / b->ms, b->to_text().c_str());
+  (*run)["round_bound"] = {{"ms", b->ms},
+                           {"compute_ms", b->compute_ms},
+                           {"bytes_ms", b->bytes_ms},
+                           {"gbps", b->gbps},
+                           {"weight_bytes", b->weight_bytes},
+                           {"budget_bytes", b->budget_bytes},
+                           {"window_ms", b->window_ms},
+                           {"window_bytes", b->window_bytes},
+                           {"end_room", b->end_room},
+                           {"text", b->to_text()}};
+}
+
 // round robin, then the concurrent and soak runs when asked for.
 Status run_variant(ModelsBench& b, const Variant& v, int* rc) {
   const RuntimeOptions ro = runtime_options(b, v);
@@ -262,6 +286,7 @@ Status run_variant(ModelsBench& b, const Variant& v, int* rc) {
   DLR_RETURN_IF_ERROR(round_robin(b, models, &rr));
   nlohmann::json run = run_json(b, v, *rt, ro, mem, open_s);
   models_table(b, mem, rr, &run);
+  round_bound_line(*rt, rr, &run);
   if (b.a.concurrent_iters > 0) run_concurrent(b, models, &run, rc);
   if (b.a.soak > 0) run_soak(b, models, &run, rc);
   run["host_rss_before_open"] = host_before.rss;
