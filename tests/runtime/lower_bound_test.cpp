@@ -19,6 +19,7 @@
 namespace dlr {
 namespace {
 
+using test::add_random_buffers;
 using test::fake_plan;
 using test::h100_like;
 using test::jetson_like;
@@ -166,23 +167,6 @@ TEST(LowerBound, KernelsAloneWhenEverythingFitsAndNeverGrowsWithTheBudget) {
     EXPECT_GE(lb->ms, compute - 1e-12);
     last = lb->ms;
   }
-}
-
-// Activation buffers for a fake plan: one per step, 64 KiB .. 16 MiB, most read by the
-// next step or two, some kept for many steps (routes); placed as the planner places them.
-void add_random_buffers(ExecutionPlan* plan, std::mt19937_64* rng) {
-  const int n = int(plan->steps.size());
-  std::uniform_real_distribution<double> size(std::log(64.0 * 1024), std::log(16.0 * kMiB));
-  std::uniform_int_distribution<int> near(1, 2), far(3, 30), kind(0, 4);
-  for (int i = -1; i < n; ++i) {
-    Buffer b;
-    b.id = int(plan->buffers.size());
-    b.bytes = align_up(int64_t(std::exp(size(*rng))), 256);
-    b.first_step = i;
-    b.last_step = std::min(n, i + (kind(*rng) == 0 ? far(*rng) : near(*rng)));
-    plan->buffers.push_back(b);
-  }
-  plan->arena_bytes = place_buffers(&plan->buffers, 256);
 }
 
 TEST(LowerBound, CoversPlansStagingBlobsInIdleActivationBytes) {

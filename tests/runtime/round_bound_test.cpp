@@ -5,6 +5,7 @@
 // errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -16,6 +17,7 @@
 namespace dlr {
 namespace {
 
+using test::add_random_buffers;
 using test::fake_plan;
 using test::h100_like;
 using test::kMiB;
@@ -106,20 +108,25 @@ TEST(RoundBound, AWindowAcrossTheRoundsEnd) {
   EXPECT_EQ(b->end_model, 0);
 }
 
-// Random models (two to four, compute-heavy or copy-heavy), budgets and objectives: the
-// round the shared-ring split predicts (each model simulated with the prefetch window its
-// predecessor leaves it) is never below the bound.
-TEST(RoundBound, BelowEveryPredictedRound) {
-  std::mt19937_64 rng(21);
+// Random models (two to four, compute-heavy or copy-heavy), budgets and objectives, with
+// and without blobs staged in idle activation bytes: the round the shared-ring split
+// predicts (each model simulated with the prefetch window its predecessor leaves it) is
+// never below the bound.
+// min_windows: how many of the bounds a window must set (not only the kernels or the bytes).
+void check_predicted_rounds(bool staging, uint64_t seed, int trials, int min_windows) {
+  std::mt19937_64 rng(seed);
   int checked = 0, windows = 0;
   double closest = 1e9;
-  for (int trial = 0; trial < 12; ++trial) {
+  for (int trial = 0; trial < trials; ++trial) {
     const int count = 2 + trial % 3;
     std::vector<ExecutionPlan> plans;
     std::vector<std::vector<double>> times;
+    int64_t arena = 0;
     for (int i = 0; i < count; ++i) {
       const bool small = (trial + i) % 3 == 0;  // few weights, long kernels: a window to bind
       plans.push_back(fake_plan(random_sizes(&rng, small ? 6 : 20 + int(rng() % 30)), &rng));
+      if (staging) add_random_buffers(&plans.back(), &rng);
+      arena = std::max(arena, plans.back().arena_bytes);
       times.push_back(random_times(plans.back(), &rng, small ? 0.05 : 0.002, small ? 0.4 : 0.05));
     }
     int64_t total = 0;
@@ -127,9 +134,10 @@ TEST(RoundBound, BelowEveryPredictedRound) {
     std::vector<RoundModel> round;
     for (int i = 0; i < count; ++i) {
       total += plans[size_t(i)].weight_bytes();
-      const RingModel m = ring_model("m" + std::to_string(i), plans[size_t(i)], times[size_t(i)], trial % 4 != 3);
+      RingModel m = ring_model("m" + std::to_string(i), plans[size_t(i)], times[size_t(i)], trial % 4 != 3);
+      m.options.arena_staging = staging;
       ring.push_back(m);
-      round.push_back(round_model(m.name, plans[size_t(i)], times[size_t(i)]));
+      round.push_back(runtime_round_model(m.name, plans[size_t(i)], times[size_t(i)], staging, arena));
     }
     for (double frac : {0.3, 0.6}) {
       const int64_t budget = int64_t(frac * double(total));
@@ -148,11 +156,16 @@ TEST(RoundBound, BelowEveryPredictedRound) {
       if (b->first_model >= 0) ++windows;
     }
   }
-  std::printf("%d predicted rounds checked against the bound (%d bound by a window); the closest was %.3f x the bound\n",
-              checked, windows, closest);
-  EXPECT_GE(checked, 16);
-  EXPECT_GE(windows, 4);  // the window, not only the kernels' sum or the bytes, is what is checked
+  std::printf("%s: %d predicted rounds checked against the bound (%d bound by a window); the closest was %.3f x the "
+              "bound\n",
+              staging ? "staging" : "ring only", checked, windows, closest);
+  EXPECT_GE(checked, trials + trials / 3);
+  EXPECT_GE(windows, min_windows);
 }
+
+TEST(RoundBound, BelowEveryPredictedRound) { check_predicted_rounds(false, 21, 12, 3); }
+
+TEST(RoundBound, BelowEveryPredictedRoundStagingInIdleActivations) { check_predicted_rounds(true, 23, 9, 1); }
 
 // A Runtime's model: no room where it does not stage; where it does, its plan's idle
 // bytes plus what the shared arena has beyond its own arena.

@@ -2,11 +2,13 @@
 // skewed blob sizes, random layer times, and hand-made copy profiles.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "runtime/compile/arena_placement.h"
 #include "runtime/compile/plan.h"
 #include "runtime/streaming/copy_profile.h"
 
@@ -56,6 +58,23 @@ inline std::vector<double> random_times(const ExecutionPlan& p, std::mt19937_64*
   std::vector<double> t;
   for (const Step& s : p.steps) t.push_back(s.no_op ? 0.0 : std::exp(u(*rng)));
   return t;
+}
+
+// Activation buffers for a fake plan: one per step, 64 KiB .. 16 MiB, most read by the
+// next step or two, some kept for many steps (routes); placed as the planner places them.
+inline void add_random_buffers(ExecutionPlan* plan, std::mt19937_64* rng) {
+  const int n = int(plan->steps.size());
+  std::uniform_real_distribution<double> size(std::log(64.0 * 1024), std::log(16.0 * kMiB));
+  std::uniform_int_distribution<int> near(1, 2), far(3, 30), kind(0, 4);
+  for (int i = -1; i < n; ++i) {
+    Buffer b;
+    b.id = int(plan->buffers.size());
+    b.bytes = align_up(int64_t(std::exp(size(*rng))), 256);
+    b.first_step = i;
+    b.last_step = std::min(n, i + (kind(*rng) == 0 ? far(*rng) : near(*rng)));
+    plan->buffers.push_back(b);
+  }
+  plan->arena_bytes = place_buffers(&plan->buffers, 256);
 }
 
 inline CopyProfile h100_like() {
