@@ -1,5 +1,5 @@
 // dlbench --models on the CPU: each model's own session, then the models on one
-// runtime (round robin, concurrent threads and a soak checking every output against the
+// runtime (round robin and its round, concurrent threads and a soak checking every output against the
 // single runs), the JSON's memory parts; each model's preload also in a process of its
 // own (or not, --no-isolate-baselines; the child, --baseline-only, measures only that);
 // a budget the models cannot fit fails with one line naming it; usage errors.
@@ -55,7 +55,16 @@ TEST(DlbenchModels, CpuRuntimeRoundRobinSoakAndJson) {
   EXPECT_GE(arena, max_activations);
   EXPECT_LT(total, int64_t(j["separate_device_bytes"]));
   EXPECT_EQ(int(run["soak"]["mismatches"]), 0);
-  for (const auto& m : run["models"]) EXPECT_GT(double(m["round_robin_ms"]), 0.0);
+  double round = 0;
+  for (const auto& m : run["models"]) {
+    EXPECT_GT(double(m["round_robin_ms"]), 0.0);
+    round += double(m["round_robin_ms"]);
+  }
+  // The round, and no lower bound for it on the CPU (it needs the shared ring of CUDA).
+  EXPECT_NEAR(double(run["round_ms"]), round, 1e-9);
+  EXPECT_FALSE(run.contains("round_bound"));
+  EXPECT_NE(r.out.find("ms a round (round bound: only for a runtime with one shared ring (CUDA))"), std::string::npos)
+      << r.out;
   // Each model's preload in a process of its own: a column, a line, a ratio per model.
   EXPECT_NE(r.out.find("own process ms"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("preload in a process of its own (ms): yolo-fastest-1.1@160 "), std::string::npos) << r.out;

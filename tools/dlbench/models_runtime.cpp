@@ -250,7 +250,7 @@ void round_bound_line(const Runtime& rt, const std::vector<Timed>& rr, nlohmann:
   (*run)["round_ms"] = round;
   const Expected<RoundBound> b = rt.round_bound();
   if (!b.ok()) {
-    std::printf("round robin %.3f ms a round (no bound: %s)\n", round, b.status().message().c_str());
+    std::printf("round robin %.3f ms a round (%s)\n", round, b.status().message().c_str());
     return;
   }
   std::printf("round robin %.3f ms a round = %.3f x the %s\n", round, round / b->ms, b->to_text().c_str());
