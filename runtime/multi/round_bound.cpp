@@ -17,6 +17,9 @@ struct Flat {
   std::vector<double> t;       // kernel time, ms
   std::vector<int64_t> room;   // idle arena bytes while it runs
   std::vector<int> model, step;
+  // Every blob some step reads, once (a blob two steps read counts twice in w: a window's
+  // W_w counted too high only lowers the bound).
+  int64_t weight_bytes = 0;
 };
 
 Expected<Flat> flatten(const std::vector<RoundModel>& models) {
@@ -32,8 +35,16 @@ Expected<Flat> flatten(const std::vector<RoundModel>& models) {
     if (!rm.room.empty() && rm.room.size() != n)
       return invalid_argument("round bound: model '" + rm.name + "': " + std::to_string(rm.room.size()) +
                               " rooms for " + std::to_string(n) + " steps");
+    std::vector<char> read(plan.weights.size(), 0);
     for (size_t i = 0; i < n; ++i) {
       const Step& st = plan.steps[i];
+      if (st.weight >= int(plan.weights.size()))
+        return invalid_argument("round bound: model '" + rm.name + "': step " + std::to_string(i) + " reads blob " +
+                                std::to_string(st.weight) + " of " + std::to_string(plan.weights.size()));
+      if (st.weight >= 0 && !read[size_t(st.weight)]) {
+        read[size_t(st.weight)] = 1;
+        f.weight_bytes += plan.weights[size_t(st.weight)].bytes;
+      }
       const int64_t room = rm.room.empty() ? 0 : rm.room[i];
       if (room < 0) return invalid_argument("round bound: model '" + rm.name + "': a room of " + std::to_string(room) + " bytes");
       f.w.push_back(st.weight >= 0 ? plan.weights[size_t(st.weight)].bytes : 0);
@@ -75,8 +86,8 @@ Expected<RoundBound> round_lower_bound(const std::vector<RoundModel>& models, in
   rb.budget_bytes = budget_bytes;
   for (const RoundModel& m : models) rb.names.push_back(m.name);
   int64_t min_room = n > 0 ? std::numeric_limits<int64_t>::max() : 0;
+  rb.weight_bytes = f.weight_bytes;
   for (size_t i = 0; i < n; ++i) {
-    rb.weight_bytes += f.w[i];
     rb.compute_ms += f.t[i];
     min_room = std::min(min_room, f.room[i]);
   }

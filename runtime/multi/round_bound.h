@@ -4,9 +4,10 @@
 // budget into a shared ring and resident sets, no unit, no prefetch across models and
 // no blob staged in idle activation bytes makes the round shorter.
 //
-// The argument, with W every model's weight bytes, B the weight budget, bw the peak
-// copy rate, R the resident bytes (present all the time, so R <= B + the smallest room)
-// and room_k the arena bytes idle while step k runs (0 where a model does not stage):
+// The argument, with W every model's weight bytes (each blob a step reads, once), B the
+// weight budget, bw the peak copy rate, R the resident bytes (present all the time, so
+// R <= B + the smallest room) and room_k the arena bytes idle while step k runs (0 where
+// a model does not stage):
 // - every byte not resident is copied at least once a period: T >= (W - R) / bw.
 // - take any window of steps [a, b) in the cyclic order of the round (shorter than the
 //   round). The window lasts at least the kernels of its steps, C_w. What the copy
@@ -65,8 +66,8 @@ struct RoundBound {
 RoundModel runtime_round_model(std::string name, const ExecutionPlan& plan, std::vector<double> layer_ms, bool staging,
                                int64_t shared_arena_bytes);
 
-// Errors: no model, a null plan, kernel times or rooms that do not match the steps, a
-// budget <= 0, a rate <= 0, a negative room.
+// Errors: no model, a null plan, a step reading a blob the plan lacks, kernel times or
+// rooms that do not match the steps, a budget <= 0, a rate <= 0, a negative room.
 Expected<RoundBound> round_lower_bound(const std::vector<RoundModel>& models, int64_t budget_bytes, double gbps);
 
 }  // namespace dlr

@@ -205,6 +205,13 @@ TEST(RoundBound, RefusesBadInputWithOneLine) {
   m = t.models();
   m[0].plan = nullptr;
   EXPECT_FALSE(round_lower_bound(m, kMiB, kGbps).ok());
+  ExecutionPlan bad = t.large;
+  bad.steps[2].weight = 9;
+  m = t.models();
+  m[1].plan = &bad;
+  const Expected<RoundBound> missing = round_lower_bound(m, kMiB, kGbps);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("step 2 reads blob 9 of 4"), std::string::npos) << missing.status().message();
 }
 
 }  // namespace
