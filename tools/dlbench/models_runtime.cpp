@@ -241,7 +241,6 @@ void run_soak(const ModelsBench& b, const Models& models, nlohmann::json* run, i
   if (mismatches > 0 || failures > 0) *rc = kExitError;
 }
 
-// One combination: the runtime opened with every model, its line and plan printed, the
 // The round robin's period (the models' medians added) against the round's lower bound
 // (multi/round_bound.h), where the runtime has one shared ring and a budget.
 void round_bound_line(const Runtime& rt, const std::vector<Timed>& rr, nlohmann::json* run) {
@@ -253,7 +252,9 @@ void round_bound_line(const Runtime& rt, const std::vector<Timed>& rr, nlohmann:
     std::printf("round robin %.3f ms a round (%s)\n", round, b.status().message().c_str());
     return;
   }
-  std::printf("round robin %.3f ms a round = %.3f x the %s\n", round, round / b->ms, b->to_text().c_str());
+  char ratio[32] = "-";
+  if (b->ms > 0) std::snprintf(ratio, sizeof ratio, "%.3f", round / b->ms);
+  std::printf("round robin %.3f ms a round = %s x the %s\n", round, ratio, b->to_text().c_str());
   (*run)["round_bound"] = {{"ms", b->ms},
                            {"compute_ms", b->compute_ms},
                            {"bytes_ms", b->bytes_ms},
@@ -266,6 +267,7 @@ void round_bound_line(const Runtime& rt, const std::vector<Timed>& rr, nlohmann:
                            {"text", b->to_text()}};
 }
 
+// One combination: the runtime opened with every model, its line and plan printed, the
 // round robin, then the concurrent and soak runs when asked for.
 Status run_variant(ModelsBench& b, const Variant& v, int* rc) {
   const RuntimeOptions ro = runtime_options(b, v);
