@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "runtime/multi/round_bound.h"
 #include "tests/runtime/ring_fixtures.h"
@@ -29,12 +30,9 @@ constexpr int64_t kGran = 2 * kMiB;  // ring_model's mapping unit
 constexpr double kGbps = 50;
 constexpr double kBytesPerMs = kGbps * 1e6;
 
+// A model that stages nothing.
 RoundModel round_model(const std::string& name, const ExecutionPlan& plan, std::vector<double> ms) {
-  RoundModel m;
-  m.name = name;
-  m.plan = &plan;
-  m.layer_ms = std::move(ms);
-  return m;
+  return runtime_round_model(name, plan, std::move(ms), false, 0);
 }
 
 // A model of one weightless 2 ms step ("small") and a model of four 8 MiB blobs at
