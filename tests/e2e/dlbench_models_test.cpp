@@ -26,6 +26,30 @@ std::string two_models() {
   return cfg + ":" + w + "@160," + tiny + "@128";
 }
 
+// A paced round robin: the gap in the JSON and on the round's line, which then compares
+// with no bound (the bound's argument has no host gaps).
+TEST(DlbenchModels, CpuRoundRobinWithGaps) {
+  const std::string models = two_models();
+  if (models.empty()) GTEST_SKIP() << "../shared is not available";
+  const std::string json = test::temp_dir() + "/paced.json";
+  const auto r = run_tool("dlbench --device cpu --models " + models +
+                          " --runtime-budget all --iters 2 --warmup 1 --threads 1 --no-isolate-baselines --gap-ms 3 "
+                          "--prefetch-lead 3 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("prefetch lead 3 ms, gap 3 ms,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ms of inferences a round, each after a gap of 3 ms (the round's lower bound is for back to "
+                       "back)"),
+            std::string::npos)
+      << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  const nlohmann::json& run = j["runs"][0];
+  EXPECT_EQ(double(run["gap_ms"]), 3.0);
+  EXPECT_EQ(double(run["prefetch_lead_ms"]), 3.0);
+  EXPECT_GT(double(run["round_ms"]), 0.0);
+  EXPECT_FALSE(run.contains("round_bound"));
+}
+
 TEST(DlbenchModels, CpuRuntimeRoundRobinSoakAndJson) {
   const std::string models = two_models();
   if (models.empty()) GTEST_SKIP() << "../shared is not available";
@@ -161,6 +185,9 @@ TEST(DlbenchModels, UsageErrors) {
   r = run_tool("dlbench --device cpu --models " + models + " --prefetch-lead 2000");
   EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
   EXPECT_NE(r.err.find("--prefetch-lead"), std::string::npos) << r.err;
+  r = run_tool("dlbench --device cpu --models " + models + " --gap-ms -1");
+  EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
+  EXPECT_NE(r.err.find("--gap-ms"), std::string::npos) << r.err;
   r = run_tool("dlbench --device cpu --models " + models + " --frames 0");
   EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
   EXPECT_NE(r.err.find("--frames: Value 0 not in range 1 to 256"), std::string::npos) << r.err;

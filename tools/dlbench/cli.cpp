@@ -49,6 +49,10 @@ void add_models_runtime_options(CLI::App& app, ModelsBenchArgs* mb) {
                  "--models: ms of host time without copies before each model's inference that its prefetch may count "
                  "in the runtime's joint plan (SessionOptions::prefetch_lead_ms; default 0; the bench's own gap, "
                  "set_input, is an upload and does not count)")->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--gap-ms", mb->gap_ms,
+                 "--models: ms of host time between one round-robin inference's end and the next one's input "
+                 "(frames that arrive at a rate; the next model's prefetch may run in it; pair with --prefetch-lead); "
+                 "default 0: back to back")->check(CLI::Range(0.0, 1000.0));
   app.add_option("--prefetch-depth", mb->prefetch_depths,
                  "--models, shared ring: how far ahead a model's prefetch may begin, comma-separated to compare in "
                  "one run: 1 (default: only while its predecessor runs) or 2 (from two models ahead, while the "
