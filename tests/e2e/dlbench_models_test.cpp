@@ -1,10 +1,11 @@
 // dlbench --models on the CPU: each model's own session, then the models on one
 // runtime (round robin and its round, concurrent threads and a soak checking every output against the
-// single runs), the JSON's memory parts; each model's preload also in a process of its
+// single runs; paced by --period-ms), the JSON's memory parts; each model's preload also in a process of its
 // own (or not, --no-isolate-baselines; the child, --baseline-only, measures only that);
 // a budget the models cannot fit fails with one line naming it; usage errors.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
 
@@ -26,25 +27,30 @@ std::string two_models() {
   return cfg + ":" + w + "@160," + tiny + "@128";
 }
 
-// A paced round robin: the gap in the JSON and on the round's line, which then compares
-// with no bound (the bound's argument has no host gaps).
-TEST(DlbenchModels, CpuRoundRobinWithGaps) {
+// A paced round robin (--period-ms): every inference begins a period after the one before
+// (the run takes at least that long), the period in the JSON and on the round's line,
+// which then compares with no bound (the bound's argument has no host gaps).
+TEST(DlbenchModels, CpuRoundRobinOneInferenceAPeriod) {
   const std::string models = two_models();
   if (models.empty()) GTEST_SKIP() << "../shared is not available";
   const std::string json = test::temp_dir() + "/paced.json";
+  const int period_ms = 1000, inferences = 2 * (2 + 1);  // two models, two rounds after one
+  const auto t0 = std::chrono::steady_clock::now();
   const auto r = run_tool("dlbench --device cpu --models " + models +
-                          " --runtime-budget all --iters 2 --warmup 1 --threads 1 --no-isolate-baselines --gap-ms 3 "
-                          "--prefetch-lead 3 --json " + json);
+                          " --runtime-budget all --iters 2 --warmup 1 --threads 1 --no-isolate-baselines --period-ms " +
+                          std::to_string(period_ms) + " --prefetch-lead 3 --json " + json);
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.code, 0) << r.err << r.out;
-  EXPECT_NE(r.out.find("prefetch lead 3 ms, gap 3 ms,"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("ms of inferences a round, each after a gap of 3 ms (the round's lower bound is for back to "
+  EXPECT_GE(wall_ms, (inferences - 1) * period_ms);
+  EXPECT_NE(r.out.find("prefetch lead 3 ms, period 1000 ms,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ms of inferences a round, one begun every 1000 ms (the round's lower bound is for back to "
                        "back)"),
             std::string::npos)
       << r.out;
   std::ifstream f(json);
   const nlohmann::json j = nlohmann::json::parse(f);
   const nlohmann::json& run = j["runs"][0];
-  EXPECT_EQ(double(run["gap_ms"]), 3.0);
+  EXPECT_EQ(double(run["period_ms"]), double(period_ms));
   EXPECT_EQ(double(run["prefetch_lead_ms"]), 3.0);
   EXPECT_GT(double(run["round_ms"]), 0.0);
   EXPECT_FALSE(run.contains("round_bound"));
@@ -185,9 +191,9 @@ TEST(DlbenchModels, UsageErrors) {
   r = run_tool("dlbench --device cpu --models " + models + " --prefetch-lead 2000");
   EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
   EXPECT_NE(r.err.find("--prefetch-lead"), std::string::npos) << r.err;
-  r = run_tool("dlbench --device cpu --models " + models + " --gap-ms -1");
+  r = run_tool("dlbench --device cpu --models " + models + " --period-ms -1");
   EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
-  EXPECT_NE(r.err.find("--gap-ms"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--period-ms"), std::string::npos) << r.err;
   r = run_tool("dlbench --device cpu --models " + models + " --frames 0");
   EXPECT_EQ(r.code, 2) << r.err;  // CLI11's range check
   EXPECT_NE(r.err.find("--frames: Value 0 not in range 1 to 256"), std::string::npos) << r.err;

@@ -49,10 +49,6 @@ void add_models_runtime_options(CLI::App& app, ModelsBenchArgs* mb) {
                  "--models: ms of host time without copies before each model's inference that its prefetch may count "
                  "in the runtime's joint plan (SessionOptions::prefetch_lead_ms; default 0; the bench's own gap, "
                  "set_input, is an upload and does not count)")->check(CLI::Range(0.0, 1000.0));
-  app.add_option("--gap-ms", mb->gap_ms,
-                 "--models: ms of host time between one round-robin inference's end and the next one's input "
-                 "(frames that arrive at a rate; the next model's prefetch may run in it; pair with --prefetch-lead); "
-                 "default 0: back to back")->check(CLI::Range(0.0, 1000.0));
   app.add_option("--prefetch-depth", mb->prefetch_depths,
                  "--models, shared ring: how far ahead a model's prefetch may begin, comma-separated to compare in "
                  "one run: 1 (default: only while its predecessor runs) or 2 (from two models ahead, while the "
@@ -148,7 +144,8 @@ void add_run_options(CLI::App& app, Args* a) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--period-ms", a->period_ms,
                  "begin the timed inferences this many ms apart, like a camera's frames (default 0: back to back; "
-                 "the gaps let weights from storage be read ahead)")
+                 "the gaps let weights from storage be read ahead; --models: each round-robin inference, the models "
+                 "in turn, the next model's prefetch running in the gaps; pair with --prefetch-lead)")
       ->check(CLI::Range(0.0, 10000.0));
   app.add_option("--warmup", a->warmup, "untimed iterations first (default 10), after the first inference (timed alone: the startup line)")->check(CLI::Range(0, 100000));
   app.add_option("--json", a->json, "write all results to this JSON file");
@@ -243,6 +240,7 @@ Expected<ModelsBenchArgs> models_args(const CLI::App& app, const Args& a, const 
   m.copy_profile = a.session.text("copy_profile");
   m.iters = a.iters;
   m.warmup = a.warmup;
+  m.period_ms = a.period_ms;
   m.seed = a.seed;
   m.threads = std::atoi(a.session.text("threads").c_str());
   m.json = a.json;

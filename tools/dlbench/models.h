@@ -48,11 +48,11 @@ struct ModelsBenchArgs {
   // gap before each run() is set_input, an upload: it queues behind a prefetch, so it is
   // not a lead (docs/streaming.md section 8).
   double prefetch_lead_ms = 0;
-  // Host time, ms, between one round-robin inference's end and the next one's set_input
-  // (frames that arrive at a rate, not back to back): copies enqueued before it, such as
-  // the next model's prefetch, may run in it. 0: back to back. Pair it with
-  // prefetch_lead_ms so that the joint plan counts it.
-  double gap_ms = 0;
+  // --period-ms: each round-robin inference (warm-up included) begins this many ms after
+  // the one before it began, the models taking frames in turn (0: back to back; one that
+  // ends late starts the next at once). Copies enqueued before a gap, such as the next
+  // model's prefetch, run in it; prefetch_lead_ms lets the joint plan count it.
+  double period_ms = 0;
   int iters = 50;      // timed round-robin rounds
   int warmup = 10;
   int concurrent_iters = 0;  // > 0: one thread per model, this many detect() calls each

@@ -98,10 +98,13 @@ Status open_models(const ModelsBench& b, const Variant& v, Runtime& rt, Models* 
 }
 
 Status round_robin(ModelsBench& b, const Models& models, std::vector<Timed>* rr) {
-  const std::chrono::duration<double, std::milli> gap(b.a.gap_ms);
+  const auto paced_from = Clock::now();
+  const std::chrono::duration<double, std::milli> period(b.a.period_ms);
+  int n = 0;
   for (int k = 0; k < b.a.warmup + b.a.iters; ++k)
-    for (size_t i = 0; i < models.size(); ++i) {
-      if (b.a.gap_ms > 0) std::this_thread::sleep_for(gap);
+    for (size_t i = 0; i < models.size(); ++i, ++n) {
+      if (b.a.period_ms > 0)
+        std::this_thread::sleep_until(paced_from + std::chrono::duration_cast<Clock::duration>(period * n));
       DLR_RETURN_IF_ERROR(infer(models[i]->session(), b.inputs[i], k < b.a.warmup ? nullptr : &(*rr)[i],
                                 b.a.time_input));
     }
@@ -116,7 +119,7 @@ nlohmann::json run_json(const ModelsBench& b, const Variant& v, const Runtime& r
   run["ring"] = v.ring;
   run["workspace_limit"] = v.workspace;
   run["prefetch_lead_ms"] = b.a.prefetch_lead_ms;
-  run["gap_ms"] = b.a.gap_ms;
+  run["period_ms"] = b.a.period_ms;
   run["prefetch_depth"] = ro.prefetch_depth;
   run["arena_staging"] = v.staging == "on";
   run["alone"] = v.alone;
@@ -248,13 +251,13 @@ void run_soak(const ModelsBench& b, const Models& models, nlohmann::json* run, i
 // The round robin's period (the models' medians added) against the round's lower bound
 // (multi/round_bound.h), where the runtime has one shared ring and a budget and the
 // models run back to back (copies in host gaps are outside the bound's argument).
-void round_bound_line(const Runtime& rt, const std::vector<Timed>& rr, double gap_ms, nlohmann::json* run) {
+void round_bound_line(const Runtime& rt, const std::vector<Timed>& rr, double period_ms, nlohmann::json* run) {
   double round = 0;
   for (const Timed& t : rr) round += median(t.total_ms);
   (*run)["round_ms"] = round;
-  if (gap_ms > 0) {
-    std::printf("round robin %.3f ms of inferences a round, each after a gap of %g ms (the round's lower bound is "
-                "for back to back)\n", round, gap_ms);
+  if (period_ms > 0) {
+    std::printf("round robin %.3f ms of inferences a round, one begun every %g ms (the round's lower bound is for "
+                "back to back)\n", round, period_ms);
     return;
   }
   const Expected<RoundBound> b = rt.round_bound();
@@ -288,9 +291,9 @@ Status run_variant(ModelsBench& b, const Variant& v, int* rc) {
   DLR_RETURN_IF_ERROR(open_models(b, v, *rt, &models));
   const double open_s = std::chrono::duration<double>(Clock::now() - t_open).count();
   const RuntimeMemory mem = rt->memory();
-  std::printf("\nruntime budget %s, %s ring, workspace limit %s, prefetch lead %g ms, gap %g ms, prefetch depth %s, arena "
+  std::printf("\nruntime budget %s, %s ring, workspace limit %s, prefetch lead %g ms, period %g ms, prefetch depth %s, arena "
               "staging %s, slowdowns against %s (%.2f MiB, %.1f %% of the separate sessions), opened in %.2f s\n%s\n",
-              v.budget.c_str(), v.ring.c_str(), v.workspace.c_str(), b.a.prefetch_lead_ms, b.a.gap_ms, v.depth.c_str(),
+              v.budget.c_str(), v.ring.c_str(), v.workspace.c_str(), b.a.prefetch_lead_ms, b.a.period_ms, v.depth.c_str(),
               v.staging.c_str(), v.alone == "own" ? "the latency alone" : "the all-resident prediction",
               mib(rt->budget_bytes()), b.separate > 0 ? 100.0 * double(mem.total()) / double(b.separate) : 0.0, open_s,
               mem.to_text().c_str());
@@ -298,7 +301,7 @@ Status run_variant(ModelsBench& b, const Variant& v, int* rc) {
   DLR_RETURN_IF_ERROR(round_robin(b, models, &rr));
   nlohmann::json run = run_json(b, v, *rt, ro, mem, open_s);
   models_table(b, mem, rr, &run);
-  round_bound_line(*rt, rr, b.a.gap_ms, &run);
+  round_bound_line(*rt, rr, b.a.period_ms, &run);
   if (b.a.concurrent_iters > 0) run_concurrent(b, models, &run, rc);
   if (b.a.soak > 0) run_soak(b, models, &run, rc);
   run["host_rss_before_open"] = host_before.rss;
