@@ -39,6 +39,7 @@
 #include "runtime/multi/ring_split.h"
 #include "runtime/multi/round_bound.h"
 #include "runtime/multi/shared_memory.h"
+#include "runtime/streaming/lower_bound.h"
 #include "runtime/session.h"
 
 namespace dlr {
@@ -156,6 +157,13 @@ class Runtime final : public SessionHost {
   // their kernel times measured at open and the arena's idle bytes of the models that
   // stage. Shared ring and a budget only; unsupported otherwise.
   Expected<RoundBound> round_bound(double gbps = 0) const;
+  // Each open model's latency lower bound alone within the same weight budget
+  // (streaming/lower_bound.h, latency_lower_bound), with the budget's ring full of its
+  // first weights when it starts (copies_before: as after a host gap long enough for any
+  // prefetch) and the arena's idle bytes counted where it stages: what no pacing, split or
+  // schedule of dlrun's model beats for that model. In the order opened; the same
+  // conditions as round_bound.
+  Expected<std::vector<LatencyBound>> alone_bounds() const;
 
   // SessionHost
   const Target& target() const override { return m_target; }

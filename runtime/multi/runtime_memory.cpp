@@ -75,6 +75,26 @@ Expected<RoundBound> Runtime::round_bound(double gbps) const {
   return round_lower_bound(models, m_budget - m_shared->arena_bytes() - m_shared->workspace_bytes(), rate);
 }
 
+Expected<std::vector<LatencyBound>> Runtime::alone_bounds() const {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  if (!shared()) return unsupported("alone bounds: only for a runtime with one shared ring (CUDA)");
+  if (m_budget == 0) return unsupported("alone bounds: the runtime has no budget (every weight resident)");
+  if (m_members.empty()) return unsupported("alone bounds: no model is open");
+  const int64_t weights = m_budget - m_shared->arena_bytes() - m_shared->workspace_bytes();
+  std::vector<LatencyBound> out;
+  for (const Member& m : m_members) {
+    if (!m.plan_copy) return unsupported("alone bounds: model '" + m.model->name() + "' has no plan of its own");
+    BoundModel bm;
+    bm.copies_before = true;
+    bm.staging_room = runtime_round_model(m.model->name(), *m.plan_copy, {}, m.ring.options.arena_staging,
+                                          m_shared->arena_bytes()).room;
+    DLR_ASSIGN_OR_RETURN(LatencyBound b, latency_lower_bound(*m.plan_copy, m.ring.layer_ms, m.ring.profile(), weights,
+                                                             m_target.map_granularity, bm));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 std::string RuntimeMemory::to_text() const {
   char buf[512];
   std::snprintf(buf, sizeof(buf),

@@ -116,6 +116,16 @@ TEST(RuntimeGpu, ModelsMatchPreloadBitForBitUnderHalfTheirSeparateMemory) {
   EXPECT_EQ(bound->names.front(), mem.models.front().name);
   EXPECT_GE(bound->ms, bound->compute_ms);
   EXPECT_LE(bound->ms, predicted + 1e-9);
+  // Each model's bound alone within the weight budget: below its own prediction in the
+  // joint plan (a plan of dlrun's model in that budget), never below its kernels.
+  const Expected<std::vector<LatencyBound>> alone = (*rt)->alone_bounds();
+  ASSERT_TRUE(alone.ok()) << alone.status().to_string();
+  ASSERT_EQ(alone->size(), mem.models.size());
+  for (size_t i = 0; i < alone->size(); ++i) {
+    std::cout << mem.models[i].name << " alone: " << (*alone)[i].to_text() << "\n";
+    EXPECT_GE((*alone)[i].ms, (*alone)[i].compute_ms) << mem.models[i].name;
+    EXPECT_LE((*alone)[i].ms, mem.models[i].predicted_ms + 1e-9) << mem.models[i].name;
+  }
   int64_t streamed = 0;
   for (const auto& m : mem.models) streamed += m.streamed;
   EXPECT_GT(streamed, 0) << "a budget of half the separate memory should make some model stream";

@@ -75,10 +75,14 @@ TEST(RuntimeCpu, ModelsMatchTheirOwnSessionsBitForBit) {
   EXPECT_EQ(m.weights, (*sa)->engine().memory().weights + (*sb)->engine().memory().weights);
   EXPECT_EQ(m.total(), m.arena + m.workspace + m.weights);
   EXPECT_NE(m.to_text().find("shared activations"), std::string::npos);
-  // The round's bound needs a shared ring (CUDA): refused on the CPU with one line.
+  // The round's bound and the models' bounds alone need a shared ring (CUDA): refused on
+  // the CPU with one line.
   const Expected<RoundBound> bound = (*rt)->round_bound();
   ASSERT_FALSE(bound.ok());
   EXPECT_NE(bound.status().message().find("one shared ring"), std::string::npos) << bound.status().message();
+  const Expected<std::vector<LatencyBound>> alone = (*rt)->alone_bounds();
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.status().message(), "alone bounds: only for a runtime with one shared ring (CUDA)");
 
   // Closing the larger model shrinks the shared arena to the other's.
   const bool a_larger = arena_a > arena_b;

@@ -280,6 +280,24 @@ void round_bound_line(const Runtime& rt, const std::vector<Timed>& rr, double pe
                            {"text", b->to_text()}};
 }
 
+// Each model's round-robin latency against its bound alone within the weight budget
+// (Runtime::alone_bounds), on one line, and models[i].alone_bound_ms in the JSON.
+void alone_bounds_line(const Runtime& rt, const ModelsBench& b, const std::vector<Timed>& rr, nlohmann::json* run) {
+  const Expected<std::vector<LatencyBound>> bounds = rt.alone_bounds();
+  if (!bounds.ok()) return;  // the round's line said why
+  std::string line = "each model alone within the weight budget, its ring full when it starts, is no faster than:";
+  for (size_t i = 0; i < bounds->size() && i < rr.size(); ++i) {
+    const double ms = (*bounds)[i].ms, got = median(rr[i].total_ms);
+    char part[160];
+    std::snprintf(part, sizeof part, " %s %.3f ms (round robin %.3f x it);", b.specs[i].name.c_str(), ms,
+                  ms > 0 ? got / ms : 0.0);
+    line += part;
+    (*run)["models"][i]["alone_bound_ms"] = ms;
+  }
+  line.pop_back();
+  std::printf("%s\n", line.c_str());
+}
+
 // One combination: the runtime opened with every model, its line and plan printed, the
 // round robin, then the concurrent and soak runs when asked for.
 Status run_variant(ModelsBench& b, const Variant& v, int* rc) {
@@ -302,6 +320,7 @@ Status run_variant(ModelsBench& b, const Variant& v, int* rc) {
   nlohmann::json run = run_json(b, v, *rt, ro, mem, open_s);
   models_table(b, mem, rr, &run);
   round_bound_line(*rt, rr, b.a.period_ms, &run);
+  alone_bounds_line(*rt, b, rr, &run);
   if (b.a.concurrent_iters > 0) run_concurrent(b, models, &run, rc);
   if (b.a.soak > 0) run_soak(b, models, &run, rc);
   run["host_rss_before_open"] = host_before.rss;
