@@ -160,9 +160,9 @@ class Runtime final : public SessionHost {
   // Each open model's latency lower bound alone within the same weight budget
   // (streaming/lower_bound.h, latency_lower_bound), with the budget's ring full of its
   // first weights when it starts (copies_before: as after a host gap long enough for any
-  // prefetch) and the arena's idle bytes counted where it stages: what no pacing, split or
-  // schedule of dlrun's model beats for that model's plan (its steps as compiled). In the order opened; the same
-  // conditions as round_bound.
+  // prefetch) and the arena's idle bytes counted where it stages: what no pacing, split
+  // or schedule of dlrun's model beats for that model's plan (its steps as compiled). In
+  // the order opened; the same conditions as round_bound.
   Expected<std::vector<LatencyBound>> alone_bounds() const;
 
   // SessionHost
