@@ -60,17 +60,21 @@ Expected<Flat> flatten(const std::vector<RoundModel>& models) {
 
 }  // namespace
 
+std::vector<int64_t> shared_arena_room(const ExecutionPlan& plan, bool staging, int64_t shared_arena_bytes) {
+  if (!staging) return {};
+  std::vector<int64_t> room = arena_idle_bytes(plan);
+  const int64_t beyond = std::max<int64_t>(0, shared_arena_bytes - plan.arena_bytes);
+  for (int64_t& r : room) r += beyond;
+  return room;
+}
+
 RoundModel runtime_round_model(std::string name, const ExecutionPlan& plan, std::vector<double> layer_ms, bool staging,
                                int64_t shared_arena_bytes) {
   RoundModel m;
   m.name = std::move(name);
   m.plan = &plan;
   m.layer_ms = std::move(layer_ms);
-  if (staging) {
-    m.room = arena_idle_bytes(plan);
-    const int64_t beyond = std::max<int64_t>(0, shared_arena_bytes - plan.arena_bytes);
-    for (int64_t& r : m.room) r += beyond;
-  }
+  m.room = shared_arena_room(plan, staging, shared_arena_bytes);
   return m;
 }
 

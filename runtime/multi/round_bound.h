@@ -59,10 +59,13 @@ struct RoundBound {
   std::string to_text() const;  // one line
 };
 
-// A Runtime's model in its round: the plan and the kernel times measured at open, and
-// where the model stages blobs in idle activation bytes (`staging`), those of its own
-// plan (arena_idle_bytes) plus what the shared arena of `shared_arena_bytes` has
-// beyond the plan's.
+// Per step, where a Runtime's model may stage blobs in idle activation bytes: those of
+// its own plan (arena_idle_bytes) plus what the shared arena of `shared_arena_bytes` has
+// beyond the plan's; empty where it does not stage.
+std::vector<int64_t> shared_arena_room(const ExecutionPlan& plan, bool staging, int64_t shared_arena_bytes);
+
+// A Runtime's model in its round: the plan, the kernel times measured at open and its
+// shared_arena_room.
 RoundModel runtime_round_model(std::string name, const ExecutionPlan& plan, std::vector<double> layer_ms, bool staging,
                                int64_t shared_arena_bytes);
 

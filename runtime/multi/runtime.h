@@ -193,6 +193,10 @@ class Runtime final : public SessionHost {
     int64_t prefetch_early = 0;  // shared ring: its prefetch two models ahead (RingSplit::prefetch_early)
   };
   bool shared() const { return m_options.shared_ring && m_target.device == DeviceKind::kCUDA; }
+  // round_bound and alone_bounds (mutex held): the weight budget they bound within (the
+  // budget less the shared arena and workspace), or why there is none; `what` starts
+  // the message.
+  Expected<int64_t> bound_weight_bytes(const std::string& what) const;
   // Shared ring: the joint plan with the members (+ `extra`), fills m_plan_text.
   Expected<RingSplit> split_ring(const RingModel* extra);
   // Shared ring: gives every streamed member its placement of `split` (the ring freed

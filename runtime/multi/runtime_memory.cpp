@@ -60,34 +60,34 @@ std::string Runtime::plan_text() const {
   return m_plan_text;
 }
 
+Expected<int64_t> Runtime::bound_weight_bytes(const std::string& what) const {
+  if (!shared()) return unsupported(what + ": only for a runtime with one shared ring (CUDA)");
+  if (m_budget == 0) return unsupported(what + ": the runtime has no budget (every weight resident)");
+  if (m_members.empty()) return unsupported(what + ": no model is open");
+  for (const Member& m : m_members)
+    if (!m.plan_copy) return unsupported(what + ": model '" + m.model->name() + "' has no plan of its own");
+  return m_budget - m_shared->arena_bytes() - m_shared->workspace_bytes();
+}
+
 Expected<RoundBound> Runtime::round_bound(double gbps) const {
   const std::lock_guard<std::mutex> lock(m_mutex);
-  if (!shared()) return unsupported("round bound: only for a runtime with one shared ring (CUDA)");
-  if (m_budget == 0) return unsupported("round bound: the runtime has no budget (every weight resident)");
-  if (m_members.empty()) return unsupported("round bound: no model is open");
+  DLR_ASSIGN_OR_RETURN(const int64_t weights, bound_weight_bytes("round bound"));
   std::vector<RoundModel> models;
-  for (const Member& m : m_members) {
-    if (!m.plan_copy) return unsupported("round bound: model '" + m.model->name() + "' has no plan of its own");
+  for (const Member& m : m_members)
     models.push_back(runtime_round_model(m.model->name(), *m.plan_copy, m.ring.layer_ms, m.ring.options.arena_staging,
                                          m_shared->arena_bytes()));
-  }
   const double rate = gbps > 0 ? gbps : m_members.front().ring.profile().peak_gbps();
-  return round_lower_bound(models, m_budget - m_shared->arena_bytes() - m_shared->workspace_bytes(), rate);
+  return round_lower_bound(models, weights, rate);
 }
 
 Expected<std::vector<LatencyBound>> Runtime::alone_bounds() const {
   const std::lock_guard<std::mutex> lock(m_mutex);
-  if (!shared()) return unsupported("alone bounds: only for a runtime with one shared ring (CUDA)");
-  if (m_budget == 0) return unsupported("alone bounds: the runtime has no budget (every weight resident)");
-  if (m_members.empty()) return unsupported("alone bounds: no model is open");
-  const int64_t weights = m_budget - m_shared->arena_bytes() - m_shared->workspace_bytes();
+  DLR_ASSIGN_OR_RETURN(const int64_t weights, bound_weight_bytes("alone bounds"));
   std::vector<LatencyBound> out;
   for (const Member& m : m_members) {
-    if (!m.plan_copy) return unsupported("alone bounds: model '" + m.model->name() + "' has no plan of its own");
     BoundModel bm;
     bm.copies_before = true;
-    bm.staging_room = runtime_round_model(m.model->name(), *m.plan_copy, {}, m.ring.options.arena_staging,
-                                          m_shared->arena_bytes()).room;
+    bm.staging_room = shared_arena_room(*m.plan_copy, m.ring.options.arena_staging, m_shared->arena_bytes());
     DLR_ASSIGN_OR_RETURN(LatencyBound b, latency_lower_bound(*m.plan_copy, m.ring.layer_ms, m.ring.profile(), weights,
                                                              m_target.map_granularity, bm));
     out.push_back(std::move(b));

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <thread>
 
 #include "runtime/compile/compile.h"
 #include "runtime/core/clock.h"
@@ -111,11 +110,9 @@ Expected<Timings> time_inferences(const Args& a, Engine& e, const std::vector<fl
   t.age_at_first_result = process_age_ms();
   for (int i = 0; i < a.warmup; ++i) DLR_RETURN_IF_ERROR(run_once(e, input, batch));
   std::vector<double> net, e2e, upload, ahead, reads_end, cached;
-  const auto paced_from = Clock::now();
+  const double paced_from = steady_clock_ms();
   for (int i = 0; i < a.iters; ++i) {
-    if (a.period_ms > 0)
-      std::this_thread::sleep_until(paced_from + std::chrono::duration_cast<Clock::duration>(
-                                                     std::chrono::duration<double, std::milli>(a.period_ms * i)));
+    wait_for_frame(paced_from, a.period_ms, i);
     const auto t0 = Clock::now();
     DLR_RETURN_IF_ERROR(run_once(e, input, batch));
     e2e.push_back(ms_since(t0));

@@ -98,13 +98,11 @@ Status open_models(const ModelsBench& b, const Variant& v, Runtime& rt, Models* 
 }
 
 Status round_robin(ModelsBench& b, const Models& models, std::vector<Timed>* rr) {
-  const auto paced_from = Clock::now();
-  const std::chrono::duration<double, std::milli> period(b.a.period_ms);
+  const double paced_from = steady_clock_ms();
   int n = 0;
   for (int k = 0; k < b.a.warmup + b.a.iters; ++k)
     for (size_t i = 0; i < models.size(); ++i, ++n) {
-      if (b.a.period_ms > 0)
-        std::this_thread::sleep_until(paced_from + std::chrono::duration_cast<Clock::duration>(period * n));
+      wait_for_frame(paced_from, b.a.period_ms, n);
       DLR_RETURN_IF_ERROR(infer(models[i]->session(), b.inputs[i], k < b.a.warmup ? nullptr : &(*rr)[i],
                                 b.a.time_input));
     }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "runtime/core/clock.h"
 
@@ -46,6 +47,12 @@ double steady_clock_ms() {
 }
 
 void note_process_start() { g_process_start_ms = steady_clock_ms(); }
+
+void wait_for_frame(double from_ms, double period_ms, int frame) {
+  if (period_ms <= 0) return;
+  const std::chrono::duration<double, std::milli> at(from_ms + period_ms * frame);
+  std::this_thread::sleep_until(Clock::time_point(std::chrono::duration_cast<Clock::duration>(at)));
+}
 
 bool write_json(const std::string& path, const nlohmann::json& j) {
   std::ofstream f(path);

@@ -1,4 +1,4 @@
-// The numbers dlbench reports: order statistics of timed runs, MiB, and the
+// The numbers dlbench reports: order statistics of timed runs, MiB, the clock and the
 // comma-separated lists of its command line.
 #pragma once
 
@@ -29,6 +29,9 @@ std::vector<std::string> split(const std::string& list);
 // ms; note_process_start() keeps its value at the start of main.
 double steady_clock_ms();
 void note_process_start();
+// Paced runs (--period-ms): returns once `frame` periods of `period_ms` have passed since
+// `from_ms` (a steady_clock_ms() value); at once for period_ms <= 0 or a time passed.
+void wait_for_frame(double from_ms, double period_ms, int frame);
 
 // Writes `j` (indented, then a newline) to `path`; false when the file cannot be written.
 // An object gets "process_clock": {"main_ms", "written_ms"} (steady_clock_ms at the
