@@ -16,8 +16,8 @@ CLI::Option* add_models_options(CLI::App& app, ModelsBenchArgs* mb, bool* no_iso
       "\"own process ms\", \"x own\"), then round robin per --runtime-budget (docs/streaming.md section 8)");
   app.add_flag("--no-isolate-baselines", *no_isolate_baselines,
                "--models: do not measure each model's preload in a process of its own (by default this executable "
-               "runs once more per model, first: on the H100 every CUDA session after the first of a process ran "
-               "~5 % slower; docs/benchmarks.md, \"Position in the process\")");
+               "runs once more per model, first: on the H100 of 2026-11-26 every CUDA session after the first of a "
+               "process ran ~5 % slower; docs/streaming.md section 6, \"Position in the process\")");
   app.add_flag("--baseline-only", mb->baseline_only,
                "internal (the processes of --models' own-process baselines): measure the models' preload sessions "
                "only, write --json")
@@ -103,9 +103,9 @@ void add_cuda_config_options(CLI::App& app, Args* a) {
 // --isolate and --simulate-only.
 void add_isolate_and_simulate_options(CLI::App& app, Args* a) {
   app.add_flag("--isolate", a->isolate,
-               "measure every configuration in a process of its own (the default with --budget-curve): on the "
-               "H100 every CUDA session after the first of a process ran ~5 % slower, preload included "
-               "(docs/benchmarks.md, \"Position in the process\")");
+               "measure every configuration in a process of its own (the default with --budget-curve), so that no "
+               "row depends on the ones before it (on the H100 of 2026-11-26 every CUDA session after the first of "
+               "a process ran ~5 % slower; docs/streaming.md section 6, \"Position in the process\")");
   app.add_flag("--no-isolate", a->no_isolate, "--budget-curve: every configuration in this process, one after another");
   app.add_option("--config-index", a->config_index, "internal (the processes of --isolate): measure configuration K only")
       ->check(CLI::NonNegativeNumber)

@@ -1,10 +1,10 @@
 // dlbench --isolate: each configuration measured in a process of its own; also each
 // model's preload baseline of dlbench --models (models.h).
 //
-// Why: on the H100 every CUDA session after the first of a process runs slower
-// (docs/benchmarks.md, "Position in the process"), so rows measured one after another
-// in one process favour the first. In a process of its own every configuration is the
-// first CUDA session.
+// Why: where a CUDA session after the first of a process runs slower (the H100 of
+// 2026-11-26; docs/streaming.md section 6, "Position in the process"), rows measured one
+// after another in one process favour the first. In a process of its own every
+// configuration is the first CUDA session.
 #pragma once
 
 #include <string>

@@ -257,9 +257,9 @@ void print_own_baselines(const ModelsBench& b) {
 }
 
 // Each preload session once more, now that other sessions of this process have run
-// their networks: a CUDA session after the first of its process runs slower
-// (docs/streaming.md section 6, "Position in the process"), which the first pass
-// spares its first model and the runtime's models never are.
+// their networks: where a CUDA session after the first of its process runs slower
+// (docs/streaming.md section 6, "Position in the process"), the first pass spares its
+// first model, and the runtime's models never are; this row shows whether it does.
 Status measure_again(ModelsBench& b) {
   std::printf("preload again, after the others (ms):");
   for (size_t i = 0; i < b.specs.size(); ++i) {

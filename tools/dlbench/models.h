@@ -62,9 +62,9 @@ struct ModelsBenchArgs {
   int threads = 0;  // CPU threads per session (0: auto)
   std::string json;
   // Each model's preload also measured in a process of its own (this executable again,
-  // --baseline-only, one model): on the H100 every CUDA session after the first of a
-  // process runs slower (docs/benchmarks.md, "Position in the process"), so the preload
-  // rows measured here are not each model's honest "alone" latency.
+  // --baseline-only, one model): where a CUDA session after the first of a process runs
+  // slower (the H100 of 2026-11-26; docs/streaming.md section 6, "Position in the
+  // process"), the preload rows measured here are not each model's honest "alone" latency.
   bool isolate_baselines = true;
   // --baseline-only (the child of isolate_baselines): only the separate preload sessions,
   // timed as in the parent, then the JSON; no runtime, no detections.
