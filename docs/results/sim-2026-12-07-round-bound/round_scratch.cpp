@@ -12,7 +12,9 @@
 // split: split_shared_ring planned with PROFILE (a built-in name such as h100, or
 // "row:FILE" for stream.copy_profile of FILE's first result), the largest slowdown
 // (dlbench --split max-slowdown) or with OBJECTIVE=sum in the environment the sum of
-// latencies; its predicted round and the bound at the profile's peak.
+// latencies; its predicted round and the bound at the profile's peak. LEAD_MS in the
+// environment (forty-second session): every model's prefetch_lead_ms, as dlbench
+// --prefetch-lead gives it for paced frames.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -78,6 +80,7 @@ bool load(int argc, char** argv, int first, int64_t arena, const CopyProfile& pr
     o.width = o.height = size;
     o.weight_budget = WeightBudget::min();
     o.prefetch_next = true;
+    if (const char* lead = std::getenv("LEAD_MS")) o.prefetch_lead_ms = std::atof(lead);
     const std::vector<double> ms = kernel_times(j, *net, t, o, cfg);
     auto cm = compile(*net, t, o, ms);
     if (!cm.ok()) { std::fprintf(stderr, "%s: %s\n", cfg.c_str(), cm.status().to_string().c_str()); return false; }
