@@ -14,7 +14,10 @@
 // (dlbench --split max-slowdown) or with OBJECTIVE=sum in the environment the sum of
 // latencies; its predicted round and the bound at the profile's peak. LEAD_MS in the
 // environment (forty-second session): every model's prefetch_lead_ms, as dlbench
-// --prefetch-lead gives it for paced frames.
+// --prefetch-lead gives it for paced frames. ARENA_ALL: each model's plan may stage
+// weights anywhere in the shared arena (its arena_bytes raised to the shared arena's), a
+// what-if: no dlrun plan stages beyond its own arena.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -85,6 +88,7 @@ bool load(int argc, char** argv, int first, int64_t arena, const CopyProfile& pr
     auto cm = compile(*net, t, o, ms);
     if (!cm.ok()) { std::fprintf(stderr, "%s: %s\n", cfg.c_str(), cm.status().to_string().c_str()); return false; }
     l->plans.push_back(cm->plan);
+    if (std::getenv("ARENA_ALL")) l->plans.back().arena_bytes = std::max(l->plans.back().arena_bytes, arena);
     const ExecutionPlan& p = l->plans.back();
     RingModel m;
     m.name = cfg.substr(cfg.rfind('/') + 1) + "@" + std::to_string(size);
