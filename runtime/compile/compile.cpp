@@ -256,9 +256,9 @@ std::string CompiledModel::to_text() const {
   if (predicted_ms > 0) s += fmt("predicted: %.3f ms per inference (simulator, kernel times measured at open)\n",
                                  predicted_ms);
   if (lower_bound_ms > 0)
-    s += fmt("lower bound: %.3f ms (no plan within the budget streaming every byte through the ring is predicted "
-             "faster)\n",
-             lower_bound_ms);
+    s += fmt("lower bound: %.3f ms (no plan within the budget is predicted faster", lower_bound_ms) +
+         (plan.expanded_steps() > 0 ? "; int8 expansions counted on the compute stream: high by up to their time)\n"
+                                    : ")\n");
   if (lower_bound_calibrated_ms > 0)
     s += fmt("lower bound, calibrated copies: %.3f ms (the same bound at the copy bandwidth measured in an inference)\n",
              lower_bound_calibrated_ms);

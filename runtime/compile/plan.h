@@ -198,6 +198,7 @@ struct ExecutionPlan {
   int64_t arena_bytes = 0;        // planned activation memory (max offset + bytes)
   int64_t naive_bytes = 0;        // sum of every layer output + input, no reuse
   int64_t weight_bytes() const;
+  int expanded_steps() const;  // steps whose weights are stored int8 and expanded (Step::dequant >= 0)
 
   const Buffer& buffer(const ViewRef& v) const { return buffers[size_t(v.buffer)]; }
   std::string to_text() const;  // human-readable, one line per step

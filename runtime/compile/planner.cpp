@@ -420,6 +420,12 @@ int64_t ExecutionPlan::weight_bytes() const {
   return total;
 }
 
+int ExecutionPlan::expanded_steps() const {
+  int n = 0;
+  for (const Step& st : steps) n += st.dequant >= 0;
+  return n;
+}
+
 Expected<ExecutionPlan> build_plan(const NetworkDesc& net, const PlannerOptions& options) {
   if (options.batch < 1 || options.batch > 1024)
     return invalid_argument("batch " + std::to_string(options.batch) + " is out of range (1..1024)");

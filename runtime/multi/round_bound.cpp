@@ -88,7 +88,10 @@ Expected<RoundBound> round_lower_bound(const std::vector<RoundModel>& models, in
   RoundBound rb;
   rb.gbps = gbps;
   rb.budget_bytes = budget_bytes;
-  for (const RoundModel& m : models) rb.names.push_back(m.name);
+  for (const RoundModel& m : models) {
+    rb.names.push_back(m.name);
+    rb.expanded_steps += m.plan->expanded_steps();
+  }
   int64_t min_room = n > 0 ? std::numeric_limits<int64_t>::max() : 0;
   rb.weight_bytes = f.weight_bytes;
   for (size_t i = 0; i < n; ++i) {
@@ -138,7 +141,7 @@ std::string RoundBound::to_text() const {
                   double(window_bytes) / mib, double(end_room) / mib);
   else if (k > 0 && size_t(k) < sizeof buf)
     std::snprintf(buf + k, sizeof buf - size_t(k), "%s)", ms == compute_ms ? "; binding: the kernels" : "; binding: the copies");
-  return buf;
+  return buf + expansions_note(expanded_steps);
 }
 
 }  // namespace dlr

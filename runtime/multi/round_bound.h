@@ -56,6 +56,9 @@ struct RoundBound {
   double window_ms = 0;       // the window's kernels, C_w
   int64_t window_bytes = 0;   // its weight bytes, W_w
   int64_t end_room = 0;       // room at its end step
+  // Steps of the models whose kernel times count an int8 expansion on the compute stream
+  // (ExecutionPlan::expanded_steps; lower_bound.h): the bound errs high where > 0.
+  int expanded_steps = 0;
   std::string to_text() const;  // one line
 };
 

@@ -154,7 +154,13 @@ std::string LatencyBound::to_text() const {
   }
   std::string text = buf;
   if (pool_aware) text += "; binding: the pool-aware bound (every layer's copies through the budget as a fluid pool)";
-  return text;
+  return text + expansions_note(expanded_steps);
+}
+
+std::string expansions_note(int n) {
+  if (n <= 0) return std::string();
+  return "; the kernel times count " + std::to_string(n) +
+         " int8 expansions on the compute stream, which the CUDA engine runs beside it: high by up to their time";
 }
 
 Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std::vector<double>& layer_ms,
@@ -196,6 +202,7 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
   lb.budget_bytes = budget_bytes;
   lb.total_bytes = total;
   lb.staging = std::any_of(room.begin(), room.end(), [](int64_t r) { return r > 0; });
+  lb.expanded_steps = plan.expanded_steps();
   lb.ms = compute;
   if (budget_bytes >= total) return lb;  // everything resident: the kernels alone
   const double bw = peak * 1e6;          // bytes per ms

@@ -54,8 +54,17 @@ struct LatencyBound {
   int binding_layer = -1;        // the k whose constraint gives ms at that P (-1: the kernels' sum)
   bool pool_aware = false;       // ms is the pool-aware bound (fluid(B) - B / bw), above the single cut
   bool staging = false;          // idle activation bytes counted (plans with staged blobs are covered)
+  // Steps whose int8 weights are expanded (ExecutionPlan::expanded_steps). The kernel times
+  // measured at open count each expansion on the compute stream, where the CUDA engine
+  // runs them on a stream of its own: for such a plan the bound errs high, by up to the
+  // expansions' time, and to_text says so.
+  int expanded_steps = 0;
   std::string to_text() const;   // one line for --print-plan
 };
+
+// "; the kernel times count N int8 expansions ...: high by up to their time" for a bound
+// whose kernel times count n > 0 expansions (LatencyBound::expanded_steps); "" for n <= 0.
+std::string expansions_note(int n);
 
 // Per step, the activation arena's bytes that no buffer live at that step covers
 // (plan.arena_bytes less the union of [offset, offset + bytes) of every buffer with

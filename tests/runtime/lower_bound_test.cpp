@@ -3,7 +3,7 @@
 // profiles, and, with the arena's idle bytes counted, below every plan staging blobs
 // there (random activations too); exact on closed forms; the kernels' sum when
 // everything fits; never grows with the budget; the idle bytes of aliased buffers;
-// input errors.
+// says when the kernel times count int8 expansions; input errors.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -275,6 +275,28 @@ TEST(LowerBound, ArenaIdleBytesCountAliasedBuffersOnce) {
   EXPECT_EQ(idle[0], 40);  // [0, 60) live
   EXPECT_EQ(idle[1], 40);
   EXPECT_EQ(idle[2], 40);  // [20, 60) and [80, 100)
+}
+
+TEST(LowerBound, SaysWhenTheKernelTimesCountInt8Expansions) {
+  // The same bound; two steps expand int8 weights (Step::dequant), whose kernel times
+  // count the expansion on the compute stream: the bound counts them and its text says
+  // it errs high. Without them the text says nothing of it.
+  ExecutionPlan plan = fake_plan({8 * kMiB, 8 * kMiB, 8 * kMiB, 8 * kMiB}, nullptr);
+  const std::vector<double> ms(plan.steps.size(), 0.01);
+  Expected<LatencyBound> fp = latency_lower_bound(plan, ms, h100_like(), 16 * kMiB, kGran);
+  ASSERT_TRUE(fp.ok());
+  EXPECT_EQ(fp->expanded_steps, 0);
+  EXPECT_EQ(fp->to_text().find("int8"), std::string::npos) << fp->to_text();
+  int marked = 0;
+  for (Step& st : plan.steps)
+    if (st.weight >= 0 && marked < 2) st.dequant = marked++;
+  ASSERT_EQ(marked, 2);
+  EXPECT_EQ(plan.expanded_steps(), 2);
+  Expected<LatencyBound> i8 = latency_lower_bound(plan, ms, h100_like(), 16 * kMiB, kGran);
+  ASSERT_TRUE(i8.ok());
+  EXPECT_EQ(i8->expanded_steps, 2);
+  EXPECT_DOUBLE_EQ(i8->ms, fp->ms);
+  EXPECT_NE(i8->to_text().find("count 2 int8 expansions on the compute stream"), std::string::npos) << i8->to_text();
 }
 
 TEST(LowerBound, InputErrors) {

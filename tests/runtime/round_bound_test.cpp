@@ -1,8 +1,8 @@
 // round_lower_bound (runtime/multi/round_bound.h): exact on closed forms (the kernels,
 // the copies alone, a compute-heavy model whose window the ring cannot fill, idle
 // activation bytes at the window's end, a window across the round's end); below every
-// round the shared-ring split predicts on random models, budgets and objectives; input
-// errors.
+// round the shared-ring split predicts on random models, budgets and objectives; says
+// when the kernel times count int8 expansions; input errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -60,6 +60,25 @@ TEST(RoundBound, CopiesAloneWithoutKernels) {
   ASSERT_TRUE(b.ok()) << b.status().to_string();
   EXPECT_NEAR(b->ms, double(24 * kMiB) / kBytesPerMs, 1e-12) << b->to_text();
   EXPECT_NEAR(b->bytes_ms, b->ms, 1e-12);
+}
+
+// The kernel times of a model with int8 weights count each expansion on the compute
+// stream: the same bound, and its line says that it errs high.
+TEST(RoundBound, SaysWhenTheKernelTimesCountInt8Expansions) {
+  ExecutionPlan p = fake_plan({8 * kMiB, 8 * kMiB, 8 * kMiB, 8 * kMiB}, nullptr);
+  const Expected<RoundBound> fp = round_lower_bound({round_model("a", p, {0, 0, 0, 0})}, 8 * kMiB, kGbps);
+  ASSERT_TRUE(fp.ok()) << fp.status().to_string();
+  EXPECT_EQ(fp->expanded_steps, 0);
+  EXPECT_EQ(fp->to_text().find("int8"), std::string::npos) << fp->to_text();
+  int marked = 0;
+  for (Step& st : p.steps)
+    if (st.weight >= 0) st.dequant = marked++;
+  const Expected<RoundBound> i8 = round_lower_bound({round_model("a", p, {0, 0, 0, 0})}, 8 * kMiB, kGbps);
+  ASSERT_TRUE(i8.ok()) << i8.status().to_string();
+  EXPECT_EQ(i8->expanded_steps, marked);
+  EXPECT_DOUBLE_EQ(i8->ms, fp->ms);
+  EXPECT_NE(i8->to_text().find("count " + std::to_string(marked) + " int8 expansions"), std::string::npos)
+      << i8->to_text();
 }
 
 // While "small" runs for 2 ms, the 16 MiB budget takes at most 16 MiB of "large": the

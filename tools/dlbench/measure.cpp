@@ -224,6 +224,7 @@ nlohmann::json stream_plan_json(const CompiledModel& cm, const StreamPlan& sp, c
           {"budget_bytes", cm.budget_bytes},
           {"predicted_ms", cm.predicted_ms},
           {"lower_bound_ms", cm.lower_bound_ms},
+          {"lower_bound_expanded_steps", cm.plan.expanded_steps()},  // int8 expansions its kernel times count inline
           {"lower_bound_calibrated_ms", cm.lower_bound_calibrated_ms}};
 }
 

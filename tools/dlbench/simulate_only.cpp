@@ -163,6 +163,10 @@ Expected<Simulated> simulated(const Args& a, const NetworkDesc& net, const CopyP
   SessionOptions omin = s.options;
   omin.weight_budget = WeightBudget::min();
   DLR_ASSIGN_OR_RETURN(s.minimal, compile(net, s.target, omin, s.ms));
+  if (const int n = s.minimal.plan.expanded_steps(); n > 0)
+    std::printf("# these kernel times count %d int8 expansions on the compute stream, which the CUDA engine runs beside "
+                "it: the preload and the bounds below are high by up to their time\n",
+                n);
   return s;
 }
 

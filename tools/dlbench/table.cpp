@@ -15,7 +15,11 @@ void print_stream(const nlohmann::json& st) {
   std::printf("  streamed %.1f MiB, resident %.1f MiB, copy floor %.3f ms", mib(st["streamed_bytes"]),
               mib(st["resident_bytes"]), st["copy_floor_ms"].get<double>());
   if (st["predicted_ms"].get<double>() > 0) std::printf(", predicted %.3f ms", st["predicted_ms"].get<double>());
-  if (st["lower_bound_ms"].get<double>() > 0) std::printf(", bound %.3f ms", st["lower_bound_ms"].get<double>());
+  if (st["lower_bound_ms"].get<double>() > 0) {
+    std::printf(", bound %.3f ms", st["lower_bound_ms"].get<double>());
+    // The kernel times count int8 expansions on the compute stream (lower_bound.h).
+    if (st.value("lower_bound_expanded_steps", 0) > 0) std::printf(" (int8 expansions counted inline: high)");
+  }
   if (st.value("lower_bound_calibrated_ms", 0.0) > 0)
     std::printf(" (calibrated %.3f ms)", st["lower_bound_calibrated_ms"].get<double>());
   if (st.contains("profile_kind"))
