@@ -9,6 +9,7 @@
 #include "runtime/compile/slot_choice.h"
 #include "runtime/compile/whole_staging.h"
 #include "runtime/core/units.h"
+#include "runtime/streaming/lower_bound.h"
 
 namespace dlr {
 namespace {
@@ -257,8 +258,7 @@ std::string CompiledModel::to_text() const {
                                  predicted_ms);
   if (lower_bound_ms > 0)
     s += fmt("lower bound: %.3f ms (no plan within the budget is predicted faster", lower_bound_ms) +
-         (plan.expanded_steps() > 0 ? "; int8 expansions counted on the compute stream: high by up to their time)\n"
-                                    : ")\n");
+         expansions_note(plan.expanded_steps()) + ")\n";
   if (lower_bound_calibrated_ms > 0)
     s += fmt("lower bound, calibrated copies: %.3f ms (the same bound at the copy bandwidth measured in an inference)\n",
              lower_bound_calibrated_ms);
