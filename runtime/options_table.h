@@ -94,6 +94,9 @@
   /* arena staging: a staged blob's copy may be queued as soon as its arena bytes are free, where the plan predicts    \
      it faster (StreamOptions::arena_early); off: always behind the ring's units needed after its reader */           \
   X(staging_early, bool, true, INTERNAL, true, "")                                                                    \
+  /* arena staging: consecutive staged blobs may share one copy (a run, StreamOptions::arena_joined) where the plan   \
+     predicts it faster; off: every staged blob copied alone */                                                      \
+  X(staging_runs, bool, true, INTERNAL, true, "")                                                                     \
   /* slices, stream mode, ring, CUDA, weights from host, arena staging on: a layer above the slot whose whole blob  \
      finds room in idle activation bytes before it runs is kept whole and staged there instead of sliced           \
      (runtime/compile/whole_staging.h) */                                                                           \

@@ -226,6 +226,7 @@ Expected<double> predict_at_budget(const PlacementState& s, int64_t budget_bytes
   t.so.arena_offset.clear();
   t.so.arena_wait.clear();
   t.so.arena_early.clear();
+  t.so.arena_joined.clear();
   t.budget_bytes = budget_bytes;
   DLR_RETURN_IF_ERROR(choose_residency(t));
   if (!t.streamed_ring()) return t.predicted_ms;

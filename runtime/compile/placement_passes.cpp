@@ -135,21 +135,45 @@ Status residency_pass(PlacementState& s) {
 
 namespace {
 
-// Staging with the state's options as they are (the ring's units from s.so.chunk_bytes).
-Status stage(PlacementState& s) {
+// Runs of staged blobs copied as one unit go up to this size: copies beside kernels
+// reach the link's rate at 8-16 MiB (docs/streaming.md section 6).
+constexpr int64_t kMaxRunBytes = int64_t(16) << 20;
+
+// Staging with the state's options as they are (the ring's units from s.so.chunk_bytes),
+// runs up to max_run_bytes (0: every staged blob copied alone).
+Status stage(PlacementState& s, int64_t max_run_bytes) {
   ArenaStagingOptions st;
   st.sim = choice_sim(s);
   if (s.effort.staging_simulations > 0) st.max_simulations = s.effort.staging_simulations;
   st.early = s.options->staging_early;
+  st.max_run_bytes = max_run_bytes;
   DLR_ASSIGN_OR_RETURN(ArenaStagingResult a, plan_arena_staging(*s.plan, s.profile, s.so, *s.layer_ms, st));
   if (a.staged > 0) {
     s.so.arena_offset = std::move(a.offset);
     s.so.arena_wait = std::move(a.wait);
     s.so.arena_early = std::move(a.early);
+    s.so.arena_joined = std::move(a.joined);
     s.stream = std::move(a.plan);
     s.predicted_ms = a.predicted_ms;
   }
   s.notes.push_back(a.how);
+  return Status();
+}
+
+// Staging then, where the units are the planner's to choose, the units pass.
+Status stage_and_units(PlacementState& s, int64_t max_run_bytes, bool units) {
+  DLR_RETURN_IF_ERROR(stage(s, max_run_bytes));
+  return units ? units_pass(s) : Status();
+}
+
+// Staging with runs and without, the faster whole kept: a run taken early by the greedy
+// pass can hold arena bytes that a later, larger gain needed.
+Status stage_best(PlacementState& s, bool units) {
+  PlacementState with_runs = s;
+  DLR_RETURN_IF_ERROR(stage_and_units(s, 0, units));
+  if (!s.options->staging_runs) return Status();
+  if (!stage_and_units(with_runs, kMaxRunBytes, units).ok()) return Status();
+  if (with_runs.predicted_ms < s.predicted_ms - 1e-6) s = std::move(with_runs);
   return Status();
 }
 
@@ -161,25 +185,29 @@ Status staging_pass(PlacementState& s) {
     s.wants_times = true;
     return Status();
   }
-  if (!searchable(s) || s.in_shared_ring()) return stage(s);
+  if (!searchable(s) || s.in_shared_ring()) return stage_best(s, false);
   // The ring's unit size decides which blobs gain from staging, and the staged blobs
   // which units are fastest: where the units are the planner's to choose (a session's
   // own ring), staging and the units pass run with the default equal chunks and with
-  // chunks two and four times as large, and the fastest whole is kept.
+  // chunks two and four times as large, each with every staged blob copied alone and
+  // with runs, and the fastest whole is kept.
   int64_t unit = 0;
   for (const TransferUnit& u : s.stream.units) unit = std::max(unit, u.bytes);
   const int64_t max_unit = ring_max_unit(s.stream.pool_bytes, s.stream.slot_bytes, s.so.max_unit_bytes);
   PlacementState best;
+  bool any = false;
   for (int64_t c : {int64_t(0), 2 * unit, 4 * unit}) {  // 0: plan_streaming's own chunks
     if (c > max_unit || (c > 0 && unit == 0)) continue;
-    PlacementState t = s;
-    t.so.chunk_bytes = c;
-    Status done = stage(t);
-    if (done.ok()) done = units_pass(t);
-    if (!done.ok() && c == 0) return done;
-    if (!done.ok()) continue;  // e.g. units too large for the profile's copy queue
-    if (c > 0) t.notes.push_back(fmt_text("ring units of %.2f MiB before the unit search", double(c) / (1 << 20)));
-    if (c == 0 || t.predicted_ms < best.predicted_ms - 1e-6) best = std::move(t);
+    for (int64_t runs : {int64_t(0), s.options->staging_runs ? kMaxRunBytes : int64_t(-1)}) {
+      if (runs < 0) continue;
+      PlacementState t = s;
+      t.so.chunk_bytes = c;
+      Status done = stage_and_units(t, runs, true);
+      if (!done.ok() && c == 0 && runs == 0) return done;
+      if (!done.ok()) continue;  // e.g. units too large for the profile's copy queue
+      if (c > 0) t.notes.push_back(fmt_text("ring units of %.2f MiB before the unit search", double(c) / (1 << 20)));
+      if (!any || t.predicted_ms < best.predicted_ms - 1e-6) best = std::move(t), any = true;
+    }
   }
   s = std::move(best);
   s.units_chosen = true;

@@ -19,6 +19,11 @@ std::vector<ArenaTaken> arena_taken(const ExecutionPlan& plan) {
 
 int64_t place_in_arena(const std::vector<ArenaTaken>& taken, int64_t arena, int64_t bytes, int reader,
                        int* free_after) {
+  return place_run_in_arena(taken, arena, bytes, reader, reader, free_after);
+}
+
+int64_t place_run_in_arena(const std::vector<ArenaTaken>& taken, int64_t arena, int64_t bytes, int first_reader,
+                           int last_reader, int* free_after) {
   std::vector<int64_t> offsets = {0};
   for (const ArenaTaken& t : taken) offsets.push_back(align_up(t.offset + t.bytes, kAlign));
   std::sort(offsets.begin(), offsets.end());
@@ -30,14 +35,14 @@ int64_t place_in_arena(const std::vector<ArenaTaken>& taken, int64_t arena, int6
     int f = 0;  // after step 0 at the earliest: after the input's upload and the arena's clearing
     bool ok = true;
     for (const ArenaTaken& t : taken) {
-      if (t.offset >= o + bytes || o >= t.offset + t.bytes || t.first > reader) continue;
-      if (t.last >= reader) {
+      if (t.offset >= o + bytes || o >= t.offset + t.bytes || t.first > last_reader) continue;
+      if (t.last >= first_reader) {
         ok = false;
         break;
       }
       f = std::max(f, t.last);
     }
-    if (ok && f < reader && f < best_f) {
+    if (ok && f < first_reader && f < best_f) {
       best = o;
       best_f = f;
     }

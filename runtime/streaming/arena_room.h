@@ -27,4 +27,9 @@ std::vector<ArenaTaken> arena_taken(const ExecutionPlan& plan);
 int64_t place_in_arena(const std::vector<ArenaTaken>& taken, int64_t arena, int64_t bytes, int reader,
                        int* free_after);
 
+// The same for a run of blobs copied as one unit and held together: `bytes` free from
+// before `first_reader` through `last_reader` (first_reader <= last_reader).
+int64_t place_run_in_arena(const std::vector<ArenaTaken>& taken, int64_t arena, int64_t bytes, int first_reader,
+                           int last_reader, int* free_after);
+
 }  // namespace dlr

@@ -8,19 +8,73 @@
 #include <cstdio>
 
 namespace dlr {
+namespace {
 
-Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const CopyProfile& profile,
-                                                const StreamOptions& options, const std::vector<double>& layer_ms,
-                                                const ArenaStagingOptions& staging) {
+// Staged blobs [first, last], copied as one unit into arena bytes [offset, offset + bytes)
+// free after step free_after.
+struct Candidate {
+  int first = 0, last = 0;
+  int64_t offset = -1, bytes = 0;
+  int free_after = 0;
+};
+
+// The ends of the runs tried from blob b: the ring blobs after it, none staged, each but
+// the last a multiple of 256 bytes (so that every blob's arena offset is), up to about
+// two and four times b's bytes, within max_bytes.
+std::vector<int> run_ends(const ExecutionPlan& plan, const StreamPlan& sp, const std::vector<int64_t>& offset, int b,
+                          int64_t max_bytes) {
+  std::vector<int> ends;
+  const int64_t own = plan.weights[size_t(b)].bytes;
+  int64_t bytes = own;
+  int e = b;
+  for (int64_t target : {2 * own, 4 * own}) {
+    while (bytes < target && size_t(e + 1) < plan.weights.size()) {
+      const int k = e + 1;
+      const int64_t next = bytes + plan.weights[size_t(k)].bytes;
+      if (!sp.in_ring(k) || offset[size_t(k)] >= 0 || plan.weights[size_t(e)].bytes % 256 != 0 || next > max_bytes)
+        break;
+      bytes = next;
+      e = k;
+    }
+    if (e > b && (ends.empty() || ends.back() != e)) ends.push_back(e);
+  }
+  return ends;
+}
+
+// Blob b alone, then as the first of each run run_ends gives, where the arena has room.
+std::vector<Candidate> candidates(const ExecutionPlan& plan, const StreamPlan& sp, const std::vector<int64_t>& offset,
+                                  const std::vector<ArenaTaken>& taken, int b, int64_t max_run_bytes) {
+  std::vector<int> ends = {b};
+  if (max_run_bytes > 0)
+    for (int e : run_ends(plan, sp, offset, b, max_run_bytes)) ends.push_back(e);
+  std::vector<Candidate> out;
+  for (int e : ends) {
+    Candidate c;
+    c.first = b;
+    c.last = e;
+    for (int k = b; k <= e; ++k) c.bytes += plan.weights[size_t(k)].bytes;
+    c.offset = place_run_in_arena(taken, plan.arena_bytes, c.bytes, plan.weights[size_t(b)].step,
+                                  plan.weights[size_t(e)].step, &c.free_after);
+    if (c.offset >= 0) out.push_back(c);
+  }
+  return out;
+}
+
+// The greedy pass with runs up to max_run_bytes (0: each blob alone); r.how unset.
+Expected<ArenaStagingResult> greedy_staging(const ExecutionPlan& plan, const CopyProfile& profile,
+                                            const StreamOptions& options, const std::vector<double>& layer_ms,
+                                            const ArenaStagingOptions& staging, int64_t max_run_bytes) {
   const size_t n = plan.weights.size();
   StreamOptions so = options;
   so.arena_offset.clear();
   so.arena_wait.clear();
   so.arena_early.clear();
+  so.arena_joined.clear();
   ArenaStagingResult r;
   r.offset.assign(n, -1);
   r.wait.assign(n, -1);
   r.early.assign(n, 0);
+  r.joined.assign(n, 0);
   DLR_ASSIGN_OR_RETURN(r.plan, plan_streaming(plan, profile, so));
   SimOptions sim = staging.sim;
   sim.check = false;
@@ -38,42 +92,65 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
                    [&](int a, int b) { return plan.weights[size_t(a)].bytes > plan.weights[size_t(b)].bytes; });
   for (int b : order) {
     if (r.simulations >= staging.max_simulations) break;
-    const WeightBlob& w = plan.weights[size_t(b)];
-    int free_after = 0;
-    const int64_t o = place_in_arena(taken, plan.arena_bytes, w.bytes, w.step, &free_after);
-    if (o < 0) continue;
-    // Its copy queued late (just before the ring units after its reader), then early (as
-    // soon as its bytes are free): the faster is kept, if faster than without it.
-    bool kept = false;
-    for (char early : {char(0), char(1)}) {
-      if (r.simulations >= staging.max_simulations || (early && !staging.early)) break;
-      StreamOptions t = so;
-      t.arena_offset = r.offset;
-      t.arena_wait = r.wait;
-      t.arena_early = r.early;
-      t.arena_offset[size_t(b)] = o;
-      t.arena_wait[size_t(b)] = free_after;
-      t.arena_early[size_t(b)] = early;
-      Expected<StreamPlan> p = plan_streaming(plan, profile, t);
-      if (!p.ok()) continue;  // e.g. the rest would no longer stream
-      const double ms = planned_latency(plan, *p, profile, layer_ms, sim);
-      ++r.simulations;
-      if (!(ms < r.predicted_ms - 1e-6)) continue;
-      r.offset = std::move(t.arena_offset);
-      r.wait = std::move(t.arena_wait);
-      r.early = std::move(t.arena_early);
-      r.plan = std::move(p).value();
-      r.predicted_ms = ms;
-      kept = true;
+    if (r.offset[size_t(b)] >= 0 || !r.plan.in_ring(b)) continue;  // staged in an earlier run
+    // Each candidate with its copy queued late (just before the ring units after its
+    // reader), then early (as soon as its bytes are free): the fastest is kept, if
+    // faster than without it.
+    StreamOptions best;
+    const Candidate* kept = nullptr;
+    const std::vector<Candidate> cands = candidates(plan, r.plan, r.offset, taken, b, max_run_bytes);
+    for (const Candidate& c : cands) {
+      for (char early : {char(0), char(1)}) {
+        if (r.simulations >= staging.max_simulations || (early && !staging.early)) break;
+        StreamOptions t = so;
+        t.arena_offset = r.offset;
+        t.arena_wait = r.wait;
+        t.arena_early = r.early;
+        t.arena_joined = r.joined;
+        int64_t at = c.offset;
+        for (int k = c.first; k <= c.last; ++k) {
+          t.arena_offset[size_t(k)] = at;
+          t.arena_wait[size_t(k)] = c.free_after;
+          t.arena_early[size_t(k)] = early;
+          t.arena_joined[size_t(k)] = k > c.first;
+          at += plan.weights[size_t(k)].bytes;
+        }
+        Expected<StreamPlan> p = plan_streaming(plan, profile, t);
+        if (!p.ok()) continue;  // e.g. the rest would no longer stream
+        const double ms = planned_latency(plan, *p, profile, layer_ms, sim);
+        ++r.simulations;
+        if (!(ms < r.predicted_ms - 1e-6)) continue;
+        best = std::move(t);
+        r.plan = std::move(p).value();
+        r.predicted_ms = ms;
+        kept = &c;
+      }
     }
-    if (kept) taken.push_back({o, w.bytes, free_after + 1, w.step});
+    if (!kept) continue;
+    r.offset = std::move(best.arena_offset);
+    r.wait = std::move(best.arena_wait);
+    r.early = std::move(best.arena_early);
+    r.joined = std::move(best.arena_joined);
+    taken.push_back({kept->offset, kept->bytes, kept->free_after + 1, plan.weights[size_t(kept->last)].step});
   }
   for (size_t b = 0; b < n; ++b)
     if (r.offset[b] >= 0) {
       ++r.staged;
       r.early_copies += r.early[b];
       r.staged_bytes += plan.weights[b].bytes;
+      r.runs += (b + 1 < n && r.joined[b + 1] && !r.joined[b]) ? 1 : 0;
     }
+  return r;
+}
+
+}  // namespace
+
+Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const CopyProfile& profile,
+                                                const StreamOptions& options, const std::vector<double>& layer_ms,
+                                                const ArenaStagingOptions& staging) {
+  DLR_ASSIGN_OR_RETURN(ArenaStagingResult r,
+                       greedy_staging(plan, profile, options, layer_ms, staging, staging.max_run_bytes));
+  if (!r.how.empty()) return r;  // nothing to stage into
   if (r.staged > 0) {
     SimOptions checked = staging.sim;
     checked.check = true;
@@ -81,11 +158,11 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     if (!c.violations.empty())
       return internal_error("arena staging: the plan fails a check: " + c.violations.front());
   }
-  char buf[280];
+  char buf[320];
   std::snprintf(buf, sizeof(buf),
-                "arena staging: %d blobs (%.2f MiB) copied into idle activation bytes, %d of them as soon as their "
-                "bytes are free, predicted %.3f ms (without %.3f ms; %d simulations)",
-                r.staged, double(r.staged_bytes) / 1048576.0, r.early_copies, r.predicted_ms, r.unstaged_ms,
+                "arena staging: %d blobs (%.2f MiB) copied into idle activation bytes, %d runs of several in one copy, "
+                "%d of them as soon as their bytes are free, predicted %.3f ms (without %.3f ms; %d simulations)",
+                r.staged, double(r.staged_bytes) / 1048576.0, r.runs, r.early_copies, r.predicted_ms, r.unstaged_ms,
                 r.simulations);
   r.how = buf;
   return r;

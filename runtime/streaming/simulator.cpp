@@ -87,6 +87,7 @@ class Simulation {
   void check_raw();
   void check_war_geometry();
   void check_staged();
+  void check_staged_blob(const TransferUnit& tu, int b);
   void check_war_slots();
   void check_war_tail();
   double blob_reader_end(int b) const { return m_r.layer_end_ms[size_t(m_plan.weights[size_t(b)].step)]; }
@@ -415,33 +416,41 @@ void Simulation::check_war_geometry() {
 }
 
 // Staged blobs (arena bytes): nothing live there while the blob is, i.e. from its
-// copy's start to its reader's end: no activation buffer overlapping its bytes is
+// unit's copy start to its reader's end: no activation buffer overlapping its bytes is
 // written before that reader and read at or after it, every one written before it
 // has been read for the last time when the copy starts, and so has every staged blob
-// before it on the same bytes. (Needs the plan's buffers: skipped for a plan without.)
+// before it on the same bytes. A unit may carry a run of staged blobs: each is checked
+// on its own bytes. (Needs the plan's buffers: skipped for a plan without.)
 void Simulation::check_staged() {
   for (const TransferUnit& tu : m_stream.units) {
     if (!tu.in_arena || !m_issued[size_t(tu.index)]) continue;
-    const int b = tu.first_blob;
-    const int reader = m_plan.weights[size_t(b)].step;
-    const double start = m_r.copy_start_ms[size_t(tu.index)];
-    auto space = [&](int64_t off, int64_t bytes) { return off < tu.pool_offset + tu.bytes && tu.pool_offset < off + bytes; };
-    for (const Buffer& buf : m_plan.buffers) {
-      if (!space(buf.offset, buf.bytes) || buf.first_step > reader) continue;
-      if (buf.last_step >= reader)
-        violation("unit " + std::to_string(tu.index) + " stages blob " + std::to_string(b) + " in arena bytes of buffer " +
-                  std::to_string(buf.id) + ", live until step " + std::to_string(buf.last_step) + " (its reader is step " +
-                  std::to_string(reader) + ")");
-      else if (buf.last_step >= 0 && start + kEps < m_r.layer_end_ms[size_t(buf.last_step)])
-        violation("unit " + std::to_string(tu.index) + " stages blob " + std::to_string(b) + " at " + ms_text(start) +
-                  " ms over buffer " + std::to_string(buf.id) + ", read until " +
-                  ms_text(m_r.layer_end_ms[size_t(buf.last_step)]) + " ms");
-    }
-    for (const TransferUnit& o : m_stream.units) {
-      if (!o.in_arena || o.first_blob >= b || !space(o.pool_offset, o.bytes)) continue;
-      if (start + kEps < blob_reader_end(o.first_blob))
+    for (int b = tu.first_blob; b <= tu.last_blob; ++b) check_staged_blob(tu, b);
+  }
+}
+
+void Simulation::check_staged_blob(const TransferUnit& tu, int b) {
+  const int reader = m_plan.weights[size_t(b)].step;
+  const double start = m_r.copy_start_ms[size_t(tu.index)];
+  const int64_t off = m_stream.blob_pool_offset[size_t(b)], bytes = m_plan.weights[size_t(b)].bytes;
+  auto space = [&](int64_t o, int64_t n) { return o < off + bytes && off < o + n; };
+  for (const Buffer& buf : m_plan.buffers) {
+    if (!space(buf.offset, buf.bytes) || buf.first_step > reader) continue;
+    if (buf.last_step >= reader)
+      violation("unit " + std::to_string(tu.index) + " stages blob " + std::to_string(b) + " in arena bytes of buffer " +
+                std::to_string(buf.id) + ", live until step " + std::to_string(buf.last_step) + " (its reader is step " +
+                std::to_string(reader) + ")");
+    else if (buf.last_step >= 0 && start + kEps < m_r.layer_end_ms[size_t(buf.last_step)])
+      violation("unit " + std::to_string(tu.index) + " stages blob " + std::to_string(b) + " at " + ms_text(start) +
+                " ms over buffer " + std::to_string(buf.id) + ", read until " +
+                ms_text(m_r.layer_end_ms[size_t(buf.last_step)]) + " ms");
+  }
+  for (const TransferUnit& o : m_stream.units) {
+    if (!o.in_arena || o.index == tu.index) continue;
+    for (int c = o.first_blob; c <= o.last_blob && c < b; ++c) {
+      if (!space(m_stream.blob_pool_offset[size_t(c)], m_plan.weights[size_t(c)].bytes)) continue;
+      if (start + kEps < blob_reader_end(c))
         violation("unit " + std::to_string(tu.index) + " stages blob " + std::to_string(b) + " over staged blob " +
-                  std::to_string(o.first_blob) + " while it is read");
+                  std::to_string(c) + " while it is read");
     }
   }
 }

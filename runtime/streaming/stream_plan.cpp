@@ -97,6 +97,7 @@ Expected<StreamPlan> plan_around(const ExecutionPlan& plan, const CopyProfile& p
   so.arena_offset.clear();
   so.arena_wait.clear();
   so.arena_early.clear();
+  so.arena_joined.clear();
   so.layout = PoolLayout::kRing;
   so.budget_bytes = options.budget_bytes == 0 ? 0 : options.budget_bytes - a.resident_bytes;
   DLR_ASSIGN_OR_RETURN(StreamPlan sub, plan_streaming(sp.plan, profile, so));

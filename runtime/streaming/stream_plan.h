@@ -108,6 +108,12 @@ struct StreamOptions {
   // 1: as early as its wait allows, after the ring's units needed up to step
   // arena_wait[b] (a copy the engine would otherwise idle before).
   std::vector<char> arena_early;
+  // Per weight blob, or empty (all 0): 1 = staged blob b is copied in one unit with
+  // blob b - 1 (a run: b - 1 staged, b at the arena offset where b - 1 ends, the same
+  // wait and queue place), and the run's bytes are held until its last reader. Fewer,
+  // larger copies: a copy costs a fixed time besides its bytes (docs/streaming.md
+  // section 6).
+  std::vector<char> arena_joined;
 };
 
 struct WeightGroup {

@@ -71,6 +71,26 @@ StreamPlan expand_stream_plan(StreamPlan sub, const ExecutionPlan& plan, const S
 
 namespace stream_detail {
 
+bool joined(const StreamOptions& options, size_t b) {
+  return !options.arena_joined.empty() && options.arena_joined[b] != 0;
+}
+
+namespace {
+
+// Blob b copied in one unit with b - 1: both staged, b where b - 1 ends in the arena,
+// the same wait and queue place.
+Status check_joined(const ExecutionPlan& plan, const StreamOptions& options, size_t b, const std::string& what) {
+  const bool ok = b > 0 && options.arena_offset[b] >= 0 && options.arena_offset[b - 1] >= 0 &&
+                  options.arena_offset[b] == options.arena_offset[b - 1] + plan.weights[b - 1].bytes &&
+                  options.arena_wait[b] == options.arena_wait[b - 1] &&
+                  (options.arena_early.empty() || options.arena_early[b] == options.arena_early[b - 1]);
+  if (ok) return Status();
+  return invalid_argument(what + " is copied with the blob before it: expected both staged, at arena offsets that "
+                          "follow each other, with the same wait and queue place");
+}
+
+}  // namespace
+
 // The staged blobs of `options` (StreamOptions::arena_offset) added to `s`, a ring plan
 // of the other blobs: one unit each, in the copy queue before ring unit `pos`, never
 // before a ring unit that waits for an earlier step than the blob's wait (avail), and
@@ -80,6 +100,7 @@ namespace stream_detail {
 // Staged units at one ring position go in reader order. No deadlock: a unit Y queued
 // before X whose wait step reads X (X's reader <= Y's wait) would need pos_Y < pos_X, but
 // Y's need covers X's consume, and Y's avail X's avail (ring waits grow along the ring).
+// A run (StreamOptions::arena_joined) is one unit, placed by its first blob's reader.
 void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamPlan* s) {
   const size_t n = plan.weights.size();
   if (s->blob_resident.size() != n) s->blob_resident.assign(n, 0);
@@ -99,7 +120,7 @@ void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamP
   std::vector<Staged> staged;
   size_t last_late = 0;
   for (size_t b = 0; b < n; ++b) {
-    if (options.arena_offset[b] < 0) continue;
+    if (options.arena_offset[b] < 0 || joined(options, b)) continue;
     const int reader = plan.weights[b].step, free_after = options.arena_wait[b];
     size_t consume = 0, avail = 0, need = 0;
     while (consume < ring.size() && ring[consume].first_layer <= reader) ++consume;
@@ -130,23 +151,27 @@ void add_staged(const ExecutionPlan& plan, const StreamOptions& options, StreamP
     if (options.arena_offset[b] >= 0) store[b] = at, at += plan.weights[b].bytes;
   for (const Staged& st : staged) {
     const size_t b = st.blob;
-    const WeightBlob& w = plan.weights[b];
+    size_t e = b;
+    while (e + 1 < n && joined(options, e + 1)) ++e;
     take_ring_until(st.pos);
     TransferUnit u;
     u.index = int(units.size());
     u.group = -1;
     u.host_offset = store[b];
-    u.bytes = w.bytes;
+    u.bytes = store[e] + plan.weights[e].bytes - store[b];
     u.pool_offset = options.arena_offset[b];
-    u.first_blob = u.last_blob = int(b);
+    u.first_blob = int(b);
+    u.last_blob = int(e);
     u.first_layer = st.reader;
     u.in_arena = true;
     units.push_back(u);
     waits.push_back({options.arena_wait[b]});
-    s->blob_resident[b] = 2;
-    s->blob_pool_offset[b] = options.arena_offset[b];
-    s->blob_host_offset[b] = store[b];
-    s->blob_last_unit[b] = u.index;
+    for (size_t k = b; k <= e; ++k) {
+      s->blob_resident[k] = 2;
+      s->blob_pool_offset[k] = options.arena_offset[k];
+      s->blob_host_offset[k] = store[k];
+      s->blob_last_unit[k] = u.index;
+    }
   }
   take_ring_until(ring.size());
   for (size_t i = 0; i < units.size(); ++i) units[i].index = int(i);
@@ -179,6 +204,10 @@ StreamOptions with_whole_staged(const ExecutionPlan& plan, const StreamOptions& 
     o.arena_offset[b] = w.arena_offset;
     o.arena_wait[b] = w.arena_wait;
     o.arena_early[b] = 1;
+    if (!o.arena_joined.empty()) {  // copied alone: in no run
+      o.arena_joined[b] = 0;
+      if (b + 1 < n) o.arena_joined[b + 1] = 0;
+    }
     *added = true;
   }
   return o;
@@ -197,11 +226,15 @@ Status check_staged(const ExecutionPlan& plan, const StreamOptions& options, int
                             std::to_string(options.arena_wait.size()) + " waits and " +
                             std::to_string(options.arena_early.size()) + " queue places for " + std::to_string(n) +
                             " weight blobs");
+  if (!options.arena_joined.empty() && options.arena_joined.size() != n)
+    return invalid_argument("arena staging: " + std::to_string(options.arena_joined.size()) + " run marks for " +
+                            std::to_string(n) + " weight blobs");
   for (size_t b = 0; b < n; ++b) {
     const int64_t off = options.arena_offset[b];
-    if (off < 0) continue;
+    if (off < 0 && !joined(options, b)) continue;
     const WeightBlob& w = plan.weights[b];
     const std::string what = "arena staging: blob " + std::to_string(b) + " (layer " + std::to_string(w.layer) + ")";
+    if (joined(options, b)) DLR_RETURN_IF_ERROR(check_joined(plan, options, b, what));
     if (off % kAlign != 0 || off + w.bytes > plan.arena_bytes)
       return invalid_argument(what + " at arena offset " + std::to_string(off) + ": expected a multiple of 256 within " +
                               std::to_string(plan.arena_bytes) + " arena bytes");

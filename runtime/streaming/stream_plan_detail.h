@@ -47,8 +47,11 @@ std::vector<StreamAction> host_order(const ExecutionPlan& plan, const StreamPlan
 // An error when a unit of `s` falls in a size class the profile cannot queue.
 Status check_queueable(const CopyProfile& profile, const StreamPlan& s);
 
-// Checks StreamOptions::arena_offset / arena_wait against the plan; *n_staged: the
-// staged blobs.
+// Whether staged blob b is copied in one unit with b - 1 (StreamOptions::arena_joined).
+bool joined(const StreamOptions& options, size_t b);
+
+// Checks StreamOptions::arena_offset / arena_wait / arena_joined against the plan;
+// *n_staged: the staged blobs.
 Status check_staged(const ExecutionPlan& plan, const StreamOptions& options, int* n_staged);
 
 // `options` with the plan's blobs staged whole (WeightBlob::arena_offset) among its staged

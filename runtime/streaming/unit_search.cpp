@@ -205,6 +205,7 @@ Expected<UnitSearchResult> search_beside_staged(const ExecutionPlan& plan, const
   sub.arena_offset.clear();
   sub.arena_wait.clear();
   sub.arena_early.clear();
+  sub.arena_joined.clear();
   sub.layout = PoolLayout::kRing;
   sub.budget_bytes = def.pool_bytes;
   sub.never_resident = true;

@@ -1,12 +1,13 @@
 // Int8 weights on the GPU (WeightFormat::kInt8): the expansion kernel gives the CPU's f32
 // products bit for bit (f16: those products rounded to nearest); an int8 network in fp32
 // matches the CPU's int8 run as fp32 matches fp32; in fp16, streamed through slots or the
-// ring, from storage or with zero copy, and with staged copies queued early, it is
-// bit-identical to its own preload.
+// ring, from storage or with zero copy, and with staged copies queued early or copied in
+// runs, it is bit-identical to its own preload.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -190,13 +191,11 @@ TEST(Int8Gpu, StreamedStorageAndZeroCopyBitIdenticalToPreload) {
   }
 }
 
-// yolov4 @608 fp16 with int8 weights in 8 MiB: blobs staged in idle activation bytes,
-// some copied as soon as those bytes are free, ahead of ring units of earlier layers
-// (SessionOptions::staging_early, StreamOptions::arena_early). Three inferences in a row,
-// each bit-identical to the int8 preload; the same with every staged copy late.
-TEST(Int8Gpu, StagedCopiesQueuedEarlyBitIdenticalToPreload) {
-  DLR_REQUIRE_GPU();
-  DLR_REQUIRE_SHARED_DIR();
+// yolov4 @608 fp16 with int8 weights in 8 MiB, streamed with `tweak` applied to the
+// options: `check` sees each session's stream plan, and three inferences in a row must each
+// be bit-identical to the int8 preload.
+void int8_8mib_bit_identical(const std::vector<std::pair<std::string, std::function<void(SessionOptions*)>>>& tweaks,
+                             const std::function<void(const std::string&, const CompiledModel&)>& check) {
   const std::string cfg = test::required_shared_file("models/yolov4.cfg");
   if (cfg.empty()) return;
   const std::string weights = test::synthetic_weights(cfg);
@@ -205,25 +204,65 @@ TEST(Int8Gpu, StagedCopiesQueuedEarlyBitIdenticalToPreload) {
   const SessionOptions o = cuda_int8(Precision::kFP16, 608);
   const auto pre = heads(cfg, weights, o, input);
   ASSERT_FALSE(pre.empty());
-  for (bool early : {true, false}) {
+  for (const auto& [what, tweak] : tweaks) {
     SessionOptions st = o;
     st.mode = WeightMode::kStream;
     st.weight_budget = *WeightBudget::parse("8MiB");
-    st.staging_early = early;
+    tweak(&st);
     auto s = Session::open(cfg, weights, st);
-    ASSERT_TRUE(s.ok()) << s.status().to_string();
-    const StreamPlan& sp = (*s)->model().stream;
-    std::printf("yolov4 int8 8 MiB, staging_early %d: %.2f MiB staged, %d copies ahead of ring units; %s\n", early,
-                double(sp.staged_bytes) / (1 << 20), sp.staged_copies_ahead(), (*s)->model().notes.back().c_str());
+    ASSERT_TRUE(s.ok()) << what << ": " << s.status().to_string();
+    check(what, (*s)->model());
+    for (int i = 0; i < 3; ++i)
+      EXPECT_TRUE(test::same_bits(test::network_heads(**s, input), pre)) << what << ", inference " << i;
+  }
+}
+
+// Blobs staged in idle activation bytes, some copied as soon as those bytes are free,
+// ahead of ring units of earlier layers (SessionOptions::staging_early,
+// StreamOptions::arena_early); the same with every staged copy late. Runs of staged blobs
+// off here (StagedRunsBitIdenticalToPreload has them).
+TEST(Int8Gpu, StagedCopiesQueuedEarlyBitIdenticalToPreload) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  auto early = [](bool on) {
+    return [on](SessionOptions* o) {
+      o->staging_early = on;
+      o->staging_runs = false;
+    };
+  };
+  int8_8mib_bit_identical({{"early", early(true)}, {"late", early(false)}}, [](const std::string& what,
+                                                                              const CompiledModel& m) {
+    const StreamPlan& sp = m.stream;
+    std::printf("yolov4 int8 8 MiB, staging %s: %.2f MiB staged, %d copies ahead of ring units; %s\n", what.c_str(),
+                double(sp.staged_bytes) / (1 << 20), sp.staged_copies_ahead(), m.notes.back().c_str());
     EXPECT_GT(sp.staged_bytes, 0);
-    if (early) {
+    if (what == "early") {
       EXPECT_GT(sp.staged_copies_ahead(), 0) << "no staged copy was queued early: the path is not exercised";
     } else {
       EXPECT_EQ(sp.staged_copies_ahead(), 0);
     }
-    for (int i = 0; i < 3; ++i)
-      EXPECT_TRUE(test::same_bits(test::network_heads(**s, input), pre)) << "early " << early << ", inference " << i;
-  }
+  });
+}
+
+// Runs of staged blobs (SessionOptions::staging_runs, StreamOptions::arena_joined):
+// consecutive blobs placed together in idle activation bytes and copied in one unit; the
+// same with every staged blob copied alone.
+TEST(Int8Gpu, StagedRunsBitIdenticalToPreload) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  auto runs = [](bool on) { return [on](SessionOptions* o) { o->staging_runs = on; }; };
+  int8_8mib_bit_identical({{"runs", runs(true)}, {"alone", runs(false)}}, [](const std::string& what,
+                                                                            const CompiledModel& m) {
+    int n_runs = 0;
+    for (const TransferUnit& u : m.stream.units) n_runs += u.in_arena && u.last_blob > u.first_blob;
+    std::printf("yolov4 int8 8 MiB, staged blobs %s: %.2f MiB staged, %d runs, predicted %.3f ms\n", what.c_str(),
+                double(m.stream.staged_bytes) / (1 << 20), n_runs, m.predicted_ms);
+    if (what == "runs") {
+      EXPECT_GT(n_runs, 0) << "no run was planned on this GPU: the path is not exercised";
+    } else {
+      EXPECT_EQ(n_runs, 0);
+    }
+  });
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "runtime/streaming/unit_search.h"
 #include "tests/common/test_paths.h"
 #include "tests/runtime/stream_fixtures.h"
+#include "tests/runtime/yolov4_fixture.h"
 
 namespace dlr {
 namespace {
@@ -34,21 +35,10 @@ struct Net {
 };
 
 bool yolov4_608(Net* out, WeightFormat format = WeightFormat::kFp) {
-  const std::string cfg = test::required_shared_file("models/yolov4.cfg");
-  if (cfg.empty()) return false;
-  CfgOptions co;
-  co.width = co.height = 608;
-  Expected<NetworkDesc> net = parse_network_cfg(cfg, co);
-  EXPECT_TRUE(net.ok()) << net.status().to_string();
-  if (!net.ok()) return false;
-  SessionOptions so;
-  so.precision = Precision::kFP16;
-  so.weight_format = format;
-  Expected<ExecutionPlan> plan = build_plan(*net, planner_options(DeviceKind::kCUDA, so));
-  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
-  if (!plan.ok()) return false;
-  out->ms = model_layer_ms(*net, *plan, 120000.0, 2500.0, 4.0);
-  out->plan = std::move(*plan);
+  test::Yolov4Plan y;
+  if (!test::yolov4_608_plan(format, &y)) return false;
+  out->plan = std::move(y.plan);
+  out->ms = std::move(y.ms);
   return true;
 }
 
@@ -245,7 +235,8 @@ bool int8_in_8mib(Int8Compile* c) {
 }
 
 // The option reaches the staging pass through compile(): on, the minimum pool of int8
-// weights queues some staged copies early; off, none.
+// weights queues some staged copies early; off, none. Runs of staged blobs off
+// (staging_runs), which gain from the same idle copy engine.
 TEST(ArenaStaging, StagingEarlyOptionReachesThePlan) {
   DLR_REQUIRE_SHARED_DIR();
   Int8Compile c;
@@ -255,6 +246,7 @@ TEST(ArenaStaging, StagingEarlyOptionReachesThePlan) {
   for (bool early : {true, false}) {
     SessionOptions o = c.o;
     o.staging_early = early;
+    o.staging_runs = false;
     const Expected<CompiledModel> m = c.compiled(o);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     early_units[early] = m->stream.staged_copies_ahead();

@@ -135,6 +135,10 @@ std::vector<SessionFlag> device_rows() {
           "are free, where the planner predicts it faster) or off (always just before the ring's units needed after "
           "its layer)")
           .dflt("on").one_of("on,off").sweep(),
+      Row("--staging-runs", "staging_runs", A::kCudaStream,
+          "stream mode, ring: on (consecutive weight blobs staged in idle activation bytes may be placed together and "
+          "copied in one copy, where the planner predicts it faster) or off (each staged blob copied alone)")
+          .dflt("on").one_of("on,off").sweep(),
       Row("--stage-whole", "stage_whole", A::kCudaStream,
           "stream mode, ring, with slices: on (a layer above the slot whose whole weights find room in idle "
           "activation bytes before it runs is copied there whole and runs unsliced) or off (every such layer "

@@ -1,0 +1,46 @@
+// yolov4 @608 for the planner tests: its network, CUDA fp16 execution plan (weights in
+// the given format) and kernel times from the cost model. Needs ../shared
+// (test::required_shared_file says why when it is absent).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loaders/network_desc.h"
+#include "runtime/compile/compile.h"
+#include "runtime/streaming/simulator.h"
+#include "tests/common/test_paths.h"
+
+namespace dlr::test {
+
+struct Yolov4Plan {
+  NetworkDesc net;
+  ExecutionPlan plan;
+  std::vector<double> ms;  // per step, from model_layer_ms
+};
+
+// False (with a failure or the skip message) when the cfg is absent or does not plan.
+inline bool yolov4_608_plan(WeightFormat format, Yolov4Plan* out) {
+  const std::string cfg = required_shared_file("models/yolov4.cfg");
+  if (cfg.empty()) return false;
+  CfgOptions co;
+  co.width = co.height = 608;
+  Expected<NetworkDesc> net = parse_network_cfg(cfg, co);
+  EXPECT_TRUE(net.ok()) << net.status().to_string();
+  if (!net.ok()) return false;
+  SessionOptions so;
+  so.precision = Precision::kFP16;
+  so.weight_format = format;
+  Expected<ExecutionPlan> plan = build_plan(*net, planner_options(DeviceKind::kCUDA, so));
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  if (!plan.ok()) return false;
+  out->ms = model_layer_ms(*net, *plan, 120000.0, 2500.0, 4.0);
+  out->net = std::move(*net);
+  out->plan = std::move(*plan);
+  return true;
+}
+
+}  // namespace dlr::test
