@@ -18,6 +18,7 @@
 #include "runtime/streaming/simulator.h"
 #include "tests/common/test_paths.h"
 #include "tests/common/weight_fixtures.h"
+#include "tests/runtime/yolov4_fixture.h"
 
 namespace dlr {
 namespace {
@@ -30,14 +31,7 @@ struct Yolov4 {
 };
 
 bool yolov4_608(Precision p, int64_t budget, Yolov4* y) {
-  const std::string cfg = test::required_shared_file("models/yolov4.cfg");
-  if (cfg.empty()) return false;
-  CfgOptions co;
-  co.width = co.height = 608;
-  Expected<NetworkDesc> net = parse_network_cfg(cfg, co);
-  EXPECT_TRUE(net.ok()) << net.status().to_string();
-  if (!net.ok()) return false;
-  y->net = std::move(*net);
+  if (!test::yolov4_608_net(&y->net)) return false;
   y->o.device = DeviceKind::kCUDA;
   y->o.precision = p;
   y->o.layout = 1;  // NHWC

@@ -22,8 +22,9 @@ struct Yolov4Plan {
   std::vector<double> ms;  // per step, from model_layer_ms
 };
 
-// False (with a failure or the skip message) when the cfg is absent or does not plan.
-inline bool yolov4_608_plan(WeightFormat format, Yolov4Plan* out) {
+// yolov4.cfg at 608x608; false (with a failure or the skip message) when it is absent
+// or does not parse.
+inline bool yolov4_608_net(NetworkDesc* out) {
   const std::string cfg = required_shared_file("models/yolov4.cfg");
   if (cfg.empty()) return false;
   CfgOptions co;
@@ -31,14 +32,20 @@ inline bool yolov4_608_plan(WeightFormat format, Yolov4Plan* out) {
   Expected<NetworkDesc> net = parse_network_cfg(cfg, co);
   EXPECT_TRUE(net.ok()) << net.status().to_string();
   if (!net.ok()) return false;
+  *out = std::move(*net);
+  return true;
+}
+
+// False (with a failure or the skip message) when the cfg is absent or does not plan.
+inline bool yolov4_608_plan(WeightFormat format, Yolov4Plan* out) {
+  if (!yolov4_608_net(&out->net)) return false;
   SessionOptions so;
   so.precision = Precision::kFP16;
   so.weight_format = format;
-  Expected<ExecutionPlan> plan = build_plan(*net, planner_options(DeviceKind::kCUDA, so));
+  Expected<ExecutionPlan> plan = build_plan(out->net, planner_options(DeviceKind::kCUDA, so));
   EXPECT_TRUE(plan.ok()) << plan.status().to_string();
   if (!plan.ok()) return false;
-  out->ms = model_layer_ms(*net, *plan, 120000.0, 2500.0, 4.0);
-  out->net = std::move(*net);
+  out->ms = model_layer_ms(out->net, *plan, 120000.0, 2500.0, 4.0);
   out->plan = std::move(*plan);
   return true;
 }
