@@ -195,19 +195,15 @@ Status staging_pass(PlacementState& s) {
   for (const TransferUnit& u : s.stream.units) unit = std::max(unit, u.bytes);
   const int64_t max_unit = ring_max_unit(s.stream.pool_bytes, s.stream.slot_bytes, s.so.max_unit_bytes);
   PlacementState best;
-  bool any = false;
   for (int64_t c : {int64_t(0), 2 * unit, 4 * unit}) {  // 0: plan_streaming's own chunks
     if (c > max_unit || (c > 0 && unit == 0)) continue;
-    for (int64_t runs : {int64_t(0), s.options->staging_runs ? kMaxRunBytes : int64_t(-1)}) {
-      if (runs < 0) continue;
-      PlacementState t = s;
-      t.so.chunk_bytes = c;
-      Status done = stage_and_units(t, runs, true);
-      if (!done.ok() && c == 0 && runs == 0) return done;
-      if (!done.ok()) continue;  // e.g. units too large for the profile's copy queue
-      if (c > 0) t.notes.push_back(fmt_text("ring units of %.2f MiB before the unit search", double(c) / (1 << 20)));
-      if (!any || t.predicted_ms < best.predicted_ms - 1e-6) best = std::move(t), any = true;
-    }
+    PlacementState t = s;
+    t.so.chunk_bytes = c;
+    Status done = stage_best(t, true);
+    if (!done.ok() && c == 0) return done;
+    if (!done.ok()) continue;  // e.g. units too large for the profile's copy queue
+    if (c > 0) t.notes.push_back(fmt_text("ring units of %.2f MiB before the unit search", double(c) / (1 << 20)));
+    if (c == 0 || t.predicted_ms < best.predicted_ms - 1e-6) best = std::move(t);
   }
   s = std::move(best);
   s.units_chosen = true;

@@ -110,9 +110,9 @@ struct StreamOptions {
   std::vector<char> arena_early;
   // Per weight blob, or empty (all 0): 1 = staged blob b is copied in one unit with
   // blob b - 1 (a run: b - 1 staged, b at the arena offset where b - 1 ends, the same
-  // wait and queue place), and the run's bytes are held until its last reader. Fewer,
-  // larger copies: a copy costs a fixed time besides its bytes (docs/streaming.md
-  // section 6).
+  // wait and queue place; each blob's bytes must stay free from the copy to its own
+  // reader). Fewer, larger copies: a copy costs a fixed time besides its bytes
+  // (docs/streaming.md section 6).
   std::vector<char> arena_joined;
 };
 
