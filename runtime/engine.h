@@ -48,8 +48,11 @@ class Engine {
 
   // ---- open (after create) ----
   // Kernel time of every step on this device (ms), measured with the model's
-  // current weight placement (the values in the pool do not matter).
-  virtual Expected<std::vector<double>> measure_layer_ms() {
+  // current weight placement (the values in the pool do not matter), int8 weights
+  // expanded in line. expand_ms (may be null): per step, the part of that time which
+  // expanded its int8 weights (0 for other steps; left empty where no step expands).
+  virtual Expected<std::vector<double>> measure_layer_ms(std::vector<double>* expand_ms) {
+    (void)expand_ms;
     return unsupported("this engine does not measure kernel times");
   }
   // Adopts a model compiled again from the same network, target and options with

@@ -97,6 +97,9 @@
   /* arena staging: consecutive staged blobs may share one copy (a run, StreamOptions::arena_joined) where the plan   \
      predicts it faster; off: every staged blob copied alone */                                                      \
   X(staging_runs, bool, true, INTERNAL, true, "")                                                                     \
+  /* int8 weights, CUDA: the planner runs each expansion on a stage of its own, as the engine does, from the         \
+     expansion times measured at open (SimOptions::expand_ms); off: counted inside the kernel times */               \
+  X(expansion_stage, bool, true, INTERNAL, true, "")                                                                  \
   /* slices, stream mode, ring, CUDA, weights from host, arena staging on: a layer above the slot whose whole blob  \
      finds room in idle activation bytes before it runs is kept whole and staged there instead of sliced           \
      (runtime/compile/whole_staging.h) */                                                                           \

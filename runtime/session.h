@@ -159,7 +159,7 @@ class Session {
   Status settle_placement(const Target& target);
   // Compiles again with `target` and the current inputs, and sets the engine up for it.
   Status recompile(const Target& target);
-  Expected<std::vector<double>> kernel_times();
+  Status kernel_times();  // fills m_layer_ms and m_expand_ms
   // Kernel times known before the engine exists (kept per GPU and model, or from the
   // slicing choice): the compile that uses them starts on a thread of its own and runs
   // beside the engine's set-up; settle_placement takes its model (take_early_compile).
@@ -188,6 +188,7 @@ class Session {
   AutoThreadChooser m_threads;  // options.threads == 0: the auto team or one thread, by measured latency
   SessionHost* m_host = nullptr;  // a Runtime's session: its runtime
   std::vector<double> m_layer_ms;  // kernel times measured at open (stream mode), for compiling again
+  std::vector<double> m_expand_ms;  // the part of m_layer_ms that expands int8 weights (empty: none, or not apart)
   std::map<int, SliceAxis> m_slice_axes;  // the axis per sliced layer chosen at open (empty: the options')
   std::optional<Placement> m_placement;  // a Runtime's placement of the weights (stream mode, after open)
   // start_early_compile's target and the model coming (session_open.cpp); null when none

@@ -77,21 +77,23 @@ Status Session::make_engine(DeviceStart* start) {
   return Status();
 }
 
-// Kernel times: those the slicing choice put together, else kept per GPU and model
-// (kernel_times_cache.h), else measured and kept.
-Expected<std::vector<double>> Session::kernel_times() {
-  if (!m_layer_ms.empty() && m_layer_ms.size() == m_model->plan.steps.size()) return m_layer_ms;
-  std::vector<double> ms = m_options.cache_kernel_times ? load_kernel_times(*m_model) : std::vector<double>();
-  if (!ms.empty()) {
+// Kernel times and the int8 expansions' part of them: those the slicing choice put
+// together (no expansions apart), else kept per GPU and model (kernel_times_cache.h),
+// else measured and kept.
+Status Session::kernel_times() {
+  if (!m_layer_ms.empty() && m_layer_ms.size() == m_model->plan.steps.size()) return Status();
+  m_expand_ms.clear();
+  m_layer_ms = m_options.cache_kernel_times ? load_kernel_times(*m_model, &m_expand_ms) : std::vector<double>();
+  if (!m_layer_ms.empty()) {
     DLR_LOG_DEBUG("kernel times of {} from the cache", m_model->cfg_path);
-    return ms;
+    return Status();
   }
-  DLR_ASSIGN_OR_RETURN(ms, m_engine->measure_layer_ms());
+  DLR_ASSIGN_OR_RETURN(m_layer_ms, m_engine->measure_layer_ms(&m_expand_ms));
   if (m_options.cache_kernel_times) {
-    const Status saved = save_kernel_times(*m_model, ms);
+    const Status saved = save_kernel_times(*m_model, m_layer_ms, m_expand_ms);
     if (!saved.ok()) DLR_LOG_WARN("kernel times not kept: {}", saved.message());
   }
-  return ms;
+  return Status();
 }
 
 struct Session::EarlyCompile {
@@ -102,12 +104,13 @@ struct Session::EarlyCompile {
 void Session::start_early_compile() {
   if (m_host != nullptr || !m_model->needs_layer_times()) return;
   if (m_layer_ms.size() != m_model->plan.steps.size())
-    m_layer_ms = m_options.cache_kernel_times ? load_kernel_times(*m_model) : std::vector<double>();
+    m_layer_ms = m_options.cache_kernel_times ? load_kernel_times(*m_model, &m_expand_ms) : std::vector<double>();
   if (m_layer_ms.empty()) return;  // measured by the engine once it exists, then compiled
   auto early = std::make_shared<EarlyCompile>();
   early->target = kept_calibration(m_model->target);
   CompileInputs inputs;
   inputs.layer_ms = m_layer_ms;
+  inputs.expand_ms = m_expand_ms;
   inputs.slice_axes = m_slice_axes;
   const EarlyCompile* e = early.get();
   try {
@@ -140,6 +143,7 @@ Expected<bool> Session::take_early_compile() {
 Status Session::recompile(const Target& target) {
   CompileInputs inputs;
   inputs.layer_ms = m_layer_ms;
+  inputs.expand_ms = m_expand_ms;
   inputs.shared_memory = m_host != nullptr;
   inputs.placement = m_placement ? &*m_placement : nullptr;
   inputs.slice_axes = m_slice_axes;
@@ -172,7 +176,7 @@ Target calibrated_target(const Target& probed, const CopyProfile& calibrated) {
 Status Session::settle_placement(const Target& target) {
   const bool hosted_stream = m_host && m_model->streaming;
   if (!m_model->needs_layer_times() && !hosted_stream) return Status();
-  DLR_ASSIGN_OR_RETURN(m_layer_ms, kernel_times());
+  DLR_RETURN_IF_ERROR(kernel_times());
   if (hosted_stream) {
     DLR_ASSIGN_OR_RETURN(const Placement p, m_host->placement(*m_model, m_layer_ms));
     m_placement = p;

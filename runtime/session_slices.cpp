@@ -100,7 +100,7 @@ Expected<std::vector<double>> Session::variant_times(const CompiledModel& varian
   std::vector<double> ms = m_options.cache_kernel_times ? load_kernel_times(variant) : std::vector<double>();
   if (!ms.empty()) return ms;
   DLR_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, create_engine(variant, *m_source, start));
-  DLR_ASSIGN_OR_RETURN(ms, engine->measure_layer_ms());
+  DLR_ASSIGN_OR_RETURN(ms, engine->measure_layer_ms(nullptr));
   if (m_options.cache_kernel_times) {
     const Status saved = save_kernel_times(variant, ms);
     if (!saved.ok()) DLR_LOG_WARN("kernel times not kept: {}", saved.message());
@@ -162,6 +162,7 @@ Status Session::choose_slice_axes(DeviceStart* start) {
   *m_model = std::move(*model);
   m_slice_axes = std::move(axes);
   m_layer_ms = std::move(*ms);
+  m_expand_ms.clear();  // the variants' times count their expansions in line
   if (timed && m_options.cache_kernel_times) {
     // The chosen plan's times first: its file may be the channel variant's, which then keeps the axes.
     Status saved = save_kernel_times(*m_model, m_layer_ms);

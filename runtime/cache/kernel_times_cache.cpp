@@ -24,9 +24,18 @@ namespace {
 
 // 2: the last layer carries the fixed cost of an inference (launch, output downloads;
 // CudaEngine::measure_layer_ms). 3: the downloads of all but the last output layer run
-// under the later layers (cuda_engine_outputs.cpp), so that cost is smaller. Files of an
+// under the later layers (cuda_engine_outputs.cpp), so that cost is smaller. 4: the part
+// of each step's time that expands int8 weights is kept beside (expand_ms). Files of an
 // older format are measured again.
-constexpr int kFormat = 3;
+constexpr int kFormat = 4;
+
+// Per step, finite and >= 0, one per step.
+bool plausible_times(const std::vector<double>& ms, size_t steps) {
+  if (ms.size() != steps) return false;
+  for (double v : ms)
+    if (!(v >= 0 && v < 1e6)) return false;
+  return true;
+}
 
 std::string key_text(const CompiledModel& m) {
   return m.plan.to_text() + "\nprecision " + precision_name(m.engine.precision) + " find " +
@@ -48,7 +57,8 @@ Expected<std::string> kernel_times_path(const CompiledModel& model) {
   return dir + "/" + model.model_name + "-" + hex + ".json";
 }
 
-std::vector<double> load_kernel_times(const CompiledModel& model) {
+std::vector<double> load_kernel_times(const CompiledModel& model, std::vector<double>* expand_ms) {
+  if (expand_ms != nullptr) expand_ms->clear();
   const Expected<std::string> path = kernel_times_path(model);
   if (!path.ok()) return {};
   std::ifstream f(*path);
@@ -59,9 +69,12 @@ std::vector<double> load_kernel_times(const CompiledModel& model) {
     const nlohmann::json j = nlohmann::json::parse(ss.str());
     if (j.value("format", 0) != kFormat || j.value("key", std::string()) != key_text(model)) return {};
     std::vector<double> ms = j.at("layer_ms").get<std::vector<double>>();
-    if (ms.size() != model.plan.steps.size()) return {};
-    for (double v : ms)
-      if (!(v >= 0 && v < 1e6)) return {};
+    if (!plausible_times(ms, model.plan.steps.size())) return {};
+    if (expand_ms != nullptr && j.contains("expand_ms")) {
+      std::vector<double> ex = j.at("expand_ms").get<std::vector<double>>();
+      if (!ex.empty() && !plausible_times(ex, ms.size())) return {};
+      *expand_ms = std::move(ex);
+    }
     return ms;
   } catch (const nlohmann::json::exception&) {
     return {};
@@ -108,9 +121,12 @@ Status write_doc(const std::string& path, const nlohmann::json& j) {
 
 }  // namespace
 
-Status save_kernel_times(const CompiledModel& model, const std::vector<double>& layer_ms) {
+Status save_kernel_times(const CompiledModel& model, const std::vector<double>& layer_ms,
+                         const std::vector<double>& expand_ms) {
   DLR_ASSIGN_OR_RETURN(const std::string path, kernel_times_path(model));
-  return write_doc(path, {{"format", kFormat}, {"key", key_text(model)}, {"layer_ms", layer_ms}});
+  nlohmann::json j = {{"format", kFormat}, {"key", key_text(model)}, {"layer_ms", layer_ms}};
+  if (!expand_ms.empty()) j["expand_ms"] = expand_ms;
+  return write_doc(path, j);
 }
 
 bool load_calibrated_profile(const CompiledModel& model, const CopyProfile& probed, CopyProfile* calibrated) {

@@ -30,9 +30,13 @@ namespace dlr {
 // The cache file of `model` (user_cache_dir()/kernel-times/<model>-<16 hex>.json).
 Expected<std::string> kernel_times_path(const CompiledModel& model);
 // The cached times of `model`, or an empty vector when there are none that fit.
-std::vector<double> load_kernel_times(const CompiledModel& model);
-// Writes the times (atomically: temporary file, rename). Errors name the file.
-Status save_kernel_times(const CompiledModel& model, const std::vector<double>& layer_ms);
+// expand_ms (may be null): the part of them that expanded int8 weights, as kept beside
+// (Engine::measure_layer_ms; empty where none is kept or it does not fit).
+std::vector<double> load_kernel_times(const CompiledModel& model, std::vector<double>* expand_ms = nullptr);
+// Writes the times and their expansions' part (empty: none) atomically (temporary file,
+// rename). Errors name the file.
+Status save_kernel_times(const CompiledModel& model, const std::vector<double>& layer_ms,
+                         const std::vector<double>& expand_ms = {});
 // The copy profile calibrated from `probed` kept beside the kernel times of `model`;
 // false when there is none that fits (no file, other kernel-times key, calibrated from
 // another probed profile, a profile that does not validate).

@@ -47,6 +47,7 @@ void take_placement(PlacementState& s, CompiledModel* m) {
   m->predicted_ms = s.predicted_ms;
   m->lower_bound_ms = s.lower_bound_ms;
   m->lower_bound_calibrated_ms = s.lower_bound_calibrated_ms;
+  m->lower_bound_expanded_steps = s.lower_bound_expanded_steps;
   m->auto_preload_ms = s.auto_preload_ms;
   m->wants_layer_times = s.wants_times;
   for (std::string& n : s.notes) m->notes.push_back(std::move(n));
@@ -195,9 +196,15 @@ Status slice_and_place(const NetworkDesc& net, const SessionOptions& options, co
     return invalid_argument("compile: " + std::to_string(inputs.layer_ms.size()) + " kernel times for " +
                             std::to_string(m->plan.steps.size()) + " steps");
   m->layer_ms = inputs.layer_ms;
+  if (!inputs.expand_ms.empty() && inputs.expand_ms.size() != m->plan.steps.size())
+    return invalid_argument("compile: " + std::to_string(inputs.expand_ms.size()) + " expansion times for " +
+                            std::to_string(m->plan.steps.size()) + " steps");
+  m->expand_ms = inputs.expand_ms;
   m->notes.push_back(fmt("activations: %.2f MiB planned (%.2f MiB without reuse)", mib(m->plan.arena_bytes),
                          mib(m->plan.naive_bytes)));
   PlacementState s = placement_state(m->plan, m->target, options, m->layer_ms, inputs.placement);
+  // A Runtime plans its models with the expansions in the kernel times: so do they.
+  if (options.expansion_stage && !inputs.placement && !m->layer_ms.empty()) s.sim.expand_ms = m->expand_ms;
   DLR_RETURN_IF_ERROR(plan_placement(s));
   take_placement(s, m);
   return Status();
@@ -258,7 +265,7 @@ std::string CompiledModel::to_text() const {
                                  predicted_ms);
   if (lower_bound_ms > 0)
     s += fmt("lower bound: %.3f ms (no plan within the budget is predicted faster", lower_bound_ms) +
-         expansions_note(plan.expanded_steps()) + ")\n";
+         expansions_note(lower_bound_expanded_steps) + ")\n";
   if (lower_bound_calibrated_ms > 0)
     s += fmt("lower bound, calibrated copies: %.3f ms (the same bound at the copy bandwidth measured in an inference)\n",
              lower_bound_calibrated_ms);

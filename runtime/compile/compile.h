@@ -30,6 +30,10 @@ struct NetworkDesc;
 // measured at open, and the decisions of a Runtime hosting the model.
 struct CompileInputs {
   std::vector<double> layer_ms;     // kernel time of every step (ms; empty: not measured yet)
+  // Per step, the part of layer_ms that expanded int8 weights in line (ms; empty: not
+  // measured apart). A session of its own plans with them on an expansion stage where
+  // SessionOptions::expansion_stage is on (SimOptions::expand_ms).
+  std::vector<double> expand_ms;
   bool shared_memory = false;       // the activation arena and the workspace are a Runtime's
   const Placement* placement = nullptr;  // a Runtime's placement of the weights (not owned), or null
   // The slicing axis per sliced layer (network layer index), chosen from kernel times

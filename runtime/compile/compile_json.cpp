@@ -294,6 +294,8 @@ std::string compiled_model_to_json(const CompiledModel& m) {
                             {"from_storage", m.from_storage},
                             {"reads", m.reads},
                             {"layer_ms", m.layer_ms},
+                            {"expand_ms", m.expand_ms},
+                            {"lower_bound_expanded_steps", m.lower_bound_expanded_steps},
                             {"predicted_ms", m.predicted_ms},
                             {"lower_bound_ms", m.lower_bound_ms},
                             {"lower_bound_calibrated_ms", m.lower_bound_calibrated_ms},
@@ -373,6 +375,8 @@ Expected<CompiledModel> model_from_json(const std::string& text, const std::stri
     j.at("reads").get_to(m.reads);
     plan_read_ahead(m.plan, &m.reads);  // derived, not stored
     j.at("layer_ms").get_to(m.layer_ms);
+    if (j.contains("expand_ms")) j.at("expand_ms").get_to(m.expand_ms);
+    if (j.contains("lower_bound_expanded_steps")) j.at("lower_bound_expanded_steps").get_to(m.lower_bound_expanded_steps);
     j.at("predicted_ms").get_to(m.predicted_ms);
     if (j.contains("lower_bound_ms")) j.at("lower_bound_ms").get_to(m.lower_bound_ms);
     if (j.contains("lower_bound_calibrated_ms")) j.at("lower_bound_calibrated_ms").get_to(m.lower_bound_calibrated_ms);

@@ -84,6 +84,7 @@ struct CompiledModel {
   // Predicted costs: the simulator over the kernel times the compile was given
   // (layer_ms; empty before measurement) and the target's copy profile.
   std::vector<double> layer_ms;
+  std::vector<double> expand_ms;  // the part of layer_ms that expands int8 weights (CompileInputs::expand_ms)
   double predicted_ms = 0;      // 0: not predicted
   // The latency no plan within the budget can be predicted below (lower_bound.h),
   // stream mode with kernel times and a ring-capable target; 0: not computed.
@@ -92,6 +93,9 @@ struct CompiledModel {
   // bandwidth (>= lower_bound_ms; a bound only as far as copies in an inference are never
   // faster than calibrated, docs/streaming.md section 6); 0: not computed.
   double lower_bound_calibrated_ms = 0;
+  // Int8 expansions the bound's kernel times count in line (LatencyBound::expanded_steps:
+  // the bound errs high by up to their time where > 0).
+  int lower_bound_expanded_steps = 0;
   // Weight budget auto with kernel times: preload's predicted latency (every weight
   // resident) that the slowdown target was set from; 0 otherwise.
   double auto_preload_ms = 0;

@@ -188,7 +188,9 @@ Status auto_budget_pass(PlacementState& s) {
   so.resident.clear();
   so.budget_bytes = s.plan->weight_bytes();
   DLR_ASSIGN_OR_RETURN(const StreamPlan all, plan_streaming(*s.plan, s.profile, so));
-  const double all_ms = simulate(*s.plan, all, s.profile, *s.layer_ms).latency_ms;
+  SimOptions expanding;
+  expanding.expand_ms = s.sim.expand_ms;
+  const double all_ms = simulate(*s.plan, all, s.profile, *s.layer_ms, expanding).latency_ms;
   so.budget_bytes = 0;
   DLR_ASSIGN_OR_RETURN(const StreamPlan minimal, plan_streaming(*s.plan, s.profile, so));
   DLR_ASSIGN_OR_RETURN(const AutoSearch a, search_auto_budget(s, minimal.pool_bytes, all_ms));

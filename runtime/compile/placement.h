@@ -40,7 +40,7 @@ struct PlacementState {
   const Placement* placement = nullptr;           // a Runtime's decision, or null
   PassEffort effort;
   CopyProfile profile;  // what budgets, residency and units are planned with (planning_profile)
-  SimOptions sim;       // how the plan runs: prefetched, prefetch limit (checks off while choosing)
+  SimOptions sim;       // how the plan runs: prefetched, prefetch limit, int8 expansions (checks off while choosing)
   // ---- the placement so far ----
   StreamOptions so;     // the stream plan's inputs as chosen
   StreamPlan stream;
@@ -49,6 +49,7 @@ struct PlacementState {
   bool from_storage = false;  // weights read from storage each inference (`reads`)
   int64_t budget_bytes = 0;   // the resolved weight budget (0: the layout's minimum)
   double predicted_ms = 0, lower_bound_ms = 0, lower_bound_calibrated_ms = 0, auto_preload_ms = 0;
+  int lower_bound_expanded_steps = 0;  // LatencyBound::expanded_steps of the bound
   std::vector<std::string> notes;  // how each choice was made, one line each
   bool wants_times = false;   // a pass deferred its choice until kernel times are measured
   // Tail copies possible (tail_prefetch): residency, staging and the unit search compare

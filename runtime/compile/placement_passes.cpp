@@ -253,7 +253,8 @@ Status tail_pass(PlacementState& s) {
     return Status();
   }
   // Kept only where it gains what a unit cut must gain (unit_search_min_gain).
-  const TailChoice c = choose_tail(*s.plan, s.stream, s.profile, *s.layer_ms, s.options->unit_search_min_gain);
+  const TailChoice c = choose_tail(*s.plan, s.stream, s.profile, *s.layer_ms, s.options->unit_search_min_gain,
+                                   s.sim.expand_ms);
   DLR_RETURN_IF_ERROR(set_tail_units(*s.plan, &s.stream, c.units));
   s.predicted_ms = c.ms;
   if (c.units == 0) {
@@ -292,6 +293,7 @@ Status predict_pass(PlacementState& s) {
   sim.prefetched = s.sim.prefetched;
   sim.prefetch_limit_bytes = s.sim.prefetch_limit_bytes;
   sim.tail = s.stream.tail_units > 0;  // the steady state: inferences back to back
+  sim.expand_ms = s.sim.expand_ms;
   const StorageProfile disk = s.target->copy_profile.storage_or_default();
   if (s.from_storage && !s.reads.units.empty()) {
     sim.reads = &s.reads;
@@ -317,9 +319,11 @@ Status bound_pass(PlacementState& s) {
   BoundModel model;
   if (s.options->arena_staging) model.staging_room = arena_idle_bytes(*s.plan);
   model.copies_before = s.sim.prefetched || s.stream.tail_units > 0;
+  model.expand_ms = s.sim.expand_ms;
   DLR_ASSIGN_OR_RETURN(LatencyBound lb,
                        latency_lower_bound(*s.plan, *s.layer_ms, physical, budget, t.map_granularity, model));
   s.lower_bound_ms = lb.ms;
+  s.lower_bound_expanded_steps = lb.expanded_steps;
   const std::string staged = s.stream.staged_bytes > 0 ? fmt_text(" (%.2f MiB staged in idle activation bytes)",
                                                                   double(s.stream.staged_bytes) / (1 << 20))
                                                        : std::string();

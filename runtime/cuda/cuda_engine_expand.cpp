@@ -7,9 +7,11 @@
 //  - after the copies of the group's weights into the pool (stream mode), or the
 //    prefetch chunks holding them (shared ring);
 // and each step's kernels wait for the launch that expanded its weights. So the next
-// group is expanded while the current one runs, off the compute stream. A group is
-// expanded in part only when a step of it would wait otherwise (its later weights not
-// copied yet). Weights read by the kernels from mapped staging (zero copy) are expanded
+// group is expanded while the current one runs, off the compute stream. A group whose
+// weights land with several copies of the inference is expanded in a launch per copy,
+// each waiting for its own (the simulator's expansion stage, SimOptions::expand_ms, runs
+// the same batches); and in part where a step of it would wait otherwise (its later
+// weights' copies not enqueued yet). Weights read by the kernels from mapped staging (zero copy) are expanded
 // step by step, once the engine's thread has waited for their read.
 #include <algorithm>
 #include <utility>
@@ -96,14 +98,23 @@ Status CudaEngine::expand_issue(Expansion* x, int need) {
     const size_t k0 = x->next;
     const int g = m_plan.steps[size_t(m_dq_steps[k0])].dequant_group;
     if (g > 0 && g - 1 > x->started_group) break;  // group g - 1 has not started
-    // The entries of the group from k0 on whose weights are in place.
+    // The entries of the group from k0 on whose weights are in place, up to the first
+    // whose weights land with a later copy of this inference than entry k0's (the next
+    // batch: a batch waits for one copy, not for the group's last).
     const size_t end = size_t(m_group_first[size_t(g) + 1]);
     size_t k = k0;
-    int copy_unit = -1, chunk = -1;
+    int copy_unit = -1, chunk = -1, batch_unit = -1;
+    bool split = false;
     for (; k < end; ++k) {
       const Step& st = m_plan.steps[size_t(m_dq_steps[k])];
       if (st.index > x->read_through) break;  // not in mapped staging yet
       const int unit = x->copies ? m_stream_plan.blob_last_unit[size_t(st.weight)] : -1;
+      const int copied_in = unit >= x->skipped ? unit : -1;
+      if (k == k0) batch_unit = copied_in;
+      if (k > k0 && copied_in > batch_unit) {
+        split = true;
+        break;
+      }
       if (unit >= x->skipped) {
         if (unit > x->copied) break;  // its copy is not enqueued yet
         copy_unit = std::max(copy_unit, unit);
@@ -111,7 +122,7 @@ Status CudaEngine::expand_issue(Expansion* x, int need) {
         chunk = std::max(chunk, prefetch_chunk(unit));
       }
     }
-    if (k == k0 || (k < end && need < int(k0))) break;  // whole groups unless a step waits
+    if (k == k0 || (k < end && !split && need < int(k0))) break;  // whole batches unless a step waits
     if (g > 0 && g - 1 > x->waited_start) {
       DLR_CUDA_CHECK(cudaStreamWaitEvent(es, m_dq_start[size_t(g) - 1].get(), 0));
       x->waited_start = g - 1;

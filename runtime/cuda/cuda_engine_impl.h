@@ -97,7 +97,7 @@ class CudaEngine final : public Engine, public SharedMemoryClient, public Shared
   std::vector<ReadTiming> read_timings() const override;
   int64_t read_cached_bytes() const override;
   std::vector<HostRegion> streamed_host_regions() const override;
-  Expected<std::vector<double>> measure_layer_ms() override;
+  Expected<std::vector<double>> measure_layer_ms(std::vector<double>* expand_ms) override;
   Expected<std::vector<CopyTiming>> measure_copy_timings(int runs) override;
   Status replan(const CompiledModel& model, WeightSource& weights) override;
   Status finalize() override;

@@ -55,16 +55,17 @@ Status CudaEngine::fill_pool_like_weights() {
   return Status();
 }
 
-Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
+Expected<std::vector<double>> CudaEngine::measure_layer_ms(std::vector<double>* expand_ms) {
   std::vector<double> result;
   std::vector<double>* ms = &result;
   // The layers run back to back on the compute stream without copies or waits,
   // reading the pool as filled below (weight-like values: kernel time depends on them,
-  // not on which weights they are). Three graphs: one with a timing event after every layer (where the time
-  // goes), one without (the total: each event node costs the graph a few
-  // microseconds) and one with the output downloads after the layers (the fixed cost
-  // of an inference). The events' cost is taken off every layer equally, then the layer
-  // times are scaled to the plain total. Medians of kTimingReps replays.
+  // not on which weights they are), int8 weights expanded in line before their step's
+  // kernels. Three graphs: one with a timing event after every layer and after every
+  // expansion (where the time goes), one without (the total: each event node costs the
+  // graph a few microseconds) and one with the output downloads after the layers (the
+  // fixed cost of an inference). The events' cost is taken off every interval equally,
+  // then the times are scaled to the plain total. Medians of kTimingReps replays.
   cudaStream_t s = m_stream.get();
   const size_t n = m_plan.steps.size();
   // A pool that streams holds nothing between inferences. It is filled with weight-like
@@ -76,17 +77,31 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
   pool_overwritten();  // by the measurement
   if (m_streaming && !m_stream_plan.resident && m_stream_plan.pool_bytes > 0)
     DLR_RETURN_IF_ERROR(fill_pool_like_weights());
-  std::vector<cuda::Event> stamps;
+  std::vector<cuda::Event> stamps, expanded;  // after each layer; after each step's expansion (int8)
+  size_t expansions = 0;
   for (size_t i = 0; i <= n; ++i) {
     DLR_ASSIGN_OR_RETURN(cuda::Event ev, cuda::make_event(true));
     stamps.push_back(std::move(ev));
+    if (i == n) break;
+    DLR_ASSIGN_OR_RETURN(cuda::Event ex, cuda::make_event(true));
+    expanded.push_back(std::move(ex));
+    expansions += m_plan.steps[i].dequant >= 0;
   }
+  auto stamp = [&](const cuda::Event& ev) -> Status {
+    DLR_CUDA_CHECK(cudaEventRecordWithFlags(ev.get(), s, cudaEventRecordExternal));
+    return Status();
+  };
   auto layers = [&](bool stamped, bool downloads = false) -> Status {
-    if (stamped) DLR_CUDA_CHECK(cudaEventRecordWithFlags(stamps[0].get(), s, cudaEventRecordExternal));
+    if (stamped) DLR_RETURN_IF_ERROR(stamp(stamps[0]));
     for (size_t i = 0; i < n; ++i) {
-      DLR_RETURN_IF_ERROR(enqueue_layer_kernels(m_plan.steps[i], s));
-      if (stamped) DLR_CUDA_CHECK(cudaEventRecordWithFlags(stamps[i + 1].get(), s, cudaEventRecordExternal));
-      if (downloads) DLR_RETURN_IF_ERROR(enqueue_output(m_plan.steps[i].index, s));
+      const Step& st = m_plan.steps[i];
+      if (st.dequant >= 0) {
+        DLR_RETURN_IF_ERROR(expand_dequant(st, s));
+        if (stamped) DLR_RETURN_IF_ERROR(stamp(expanded[i]));
+      }
+      DLR_RETURN_IF_ERROR(enqueue_layer_kernels(st, s, true));
+      if (stamped) DLR_RETURN_IF_ERROR(stamp(stamps[i + 1]));
+      if (downloads) DLR_RETURN_IF_ERROR(enqueue_output(st.index, s));
     }
     return downloads ? join_outputs(s) : Status();
   };
@@ -96,7 +111,7 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
   // The fixed cost of an inference around its kernels: the graph's launch on an idle
   // GPU and the output downloads (cuda_engine_outputs.cpp), as run() enqueues them.
   DLR_ASSIGN_OR_RETURN(cuda::GraphExec whole, capture([&] { return layers(false, true); }));
-  std::vector<std::vector<double>> per_layer(n);
+  std::vector<std::vector<double>> per_layer(n), per_expansion(n);
   std::vector<double> idle, idle_whole;
   for (int rep = -1; rep < kTimingReps; ++rep) {  // rep -1: warm-up
     DLR_CUDA_CHECK(cudaGraphLaunch(with_stamps.get(), s));
@@ -107,28 +122,50 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms() {
     idle.push_back(i0);
     idle_whole.push_back(w);
     for (size_t i = 0; i < n; ++i) {
-      float d = 0;
+      float d = 0, x = 0;
       DLR_CUDA_CHECK(cudaEventElapsedTime(&d, stamps[i].get(), stamps[i + 1].get()));
+      if (m_plan.steps[i].dequant >= 0)
+        DLR_CUDA_CHECK(cudaEventElapsedTime(&x, stamps[i].get(), expanded[i].get()));
       per_layer[i].push_back(d);
+      per_expansion[i].push_back(x);
     }
   }
   // The layer times sum to the plain replay on an idle GPU (what an inference sees); the
   // downloads after the last kernel, and what launching whole costs beyond that, go
   // to the last layer, the one place in the simulator's model after every kernel.
+  // An expanding step holds two events: its expansion's and its kernels' intervals.
   const double total = median(idle);
   ms->assign(n, 0.0);
+  std::vector<double> ex(n, 0.0);
   double sum = 0;
-  for (size_t i = 0; i < n; ++i) sum += (*ms)[i] = median(per_layer[i]);
-  const double per_event = n > 0 ? std::max(0.0, (sum - total) / double(n)) : 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    sum += (*ms)[i] = median(per_layer[i]);
+    ex[i] = median(per_expansion[i]);
+  }
+  const size_t events = n + expansions;
+  const double per_event = events > 0 ? std::max(0.0, (sum - total) / double(events)) : 0.0;
   double left = 0;
-  for (double& t : *ms) left += t = std::max(0.0, t - per_event);
+  for (size_t i = 0; i < n; ++i) {
+    const bool expands = m_plan.steps[i].dequant >= 0;
+    const double e = expands ? std::max(0.0, ex[i] - per_event) : 0.0;
+    const double k = std::max(0.0, (*ms)[i] - ex[i] - per_event);
+    ex[i] = e;
+    left += (*ms)[i] = e + k;
+  }
   if (left > 0)
-    for (double& t : *ms) t *= total / left;
+    for (size_t i = 0; i < n; ++i) (*ms)[i] *= total / left, ex[i] *= total / left;
   const double fixed = std::max(0.0, median(idle_whole) - total);
   if (n > 0) ms->back() += fixed;
-  DLR_LOG_DEBUG("kernel times measured at open: {:.3f} ms in all on an idle GPU ({:.3f} ms with a timing event per "
-                "layer) + {:.3f} ms of output downloads and launch (added to the last layer)",
-                total, sum, fixed);
+  double expanding = 0;
+  for (double e : ex) expanding += e;
+  DLR_LOG_DEBUG("kernel times measured at open: {:.3f} ms in all on an idle GPU ({:.3f} ms with timing events), "
+                "{:.3f} ms of it expanding int8 weights in {} steps, + {:.3f} ms of output downloads and launch (added "
+                "to the last layer)",
+                total, sum, expanding, expansions, fixed);
+  if (expand_ms != nullptr) {
+    expand_ms->clear();
+    if (expansions > 0) *expand_ms = std::move(ex);
+  }
   return result;
 }
 

@@ -177,6 +177,9 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
                             std::to_string(plan.steps.size()) + " steps");
   for (int64_t r : staging_room)
     if (r < 0) return invalid_argument("lower bound: a staging room of " + std::to_string(r) + " bytes");
+  if (!model.expand_ms.empty() && model.expand_ms.size() != plan.steps.size())
+    return invalid_argument("lower bound: " + std::to_string(model.expand_ms.size()) + " expansion times for " +
+                            std::to_string(plan.steps.size()) + " steps");
   const std::vector<int64_t> room = staging_room.empty() ? std::vector<int64_t>(plan.steps.size(), 0) : staging_room;
   const double peak = profile.peak_gbps();
   if (!(peak > 0)) return invalid_argument("lower bound: copy profile '" + profile.name + "' has no bandwidth");
@@ -184,6 +187,7 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
   std::vector<int64_t> w(n, 0);
   std::vector<char> whole(n, 0);  // the step's blob is staged whole
   std::vector<double> t(n, 0);
+  const bool apart = model.expand_ms.size() == n;
   int64_t total = 0;
   double compute = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -193,7 +197,7 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
     total += w[i];
     // A no-op step (a route without copies) reaches no GPU: no time, as in simulate().
     const Step& st = plan.steps[i];
-    t[i] = st.no_op && st.copies.empty() ? 0.0 : std::max(0.0, layer_ms[i]);
+    t[i] = st.no_op && st.copies.empty() ? 0.0 : std::max(0.0, layer_ms[i] - (apart ? model.expand_ms[i] : 0.0));
     compute += t[i];
   }
   LatencyBound lb;
@@ -202,7 +206,7 @@ Expected<LatencyBound> latency_lower_bound(const ExecutionPlan& plan, const std:
   lb.budget_bytes = budget_bytes;
   lb.total_bytes = total;
   lb.staging = std::any_of(room.begin(), room.end(), [](int64_t r) { return r > 0; });
-  lb.expanded_steps = plan.expanded_steps();
+  lb.expanded_steps = apart ? 0 : plan.expanded_steps();
   lb.ms = compute;
   if (budget_bytes >= total) return lb;  // everything resident: the kernels alone
   const double bw = peak * 1e6;          // bytes per ms

@@ -80,6 +80,11 @@ struct BoundModel {
   // Copies may run before the inference (prefetch across inferences, tail copies): up to
   // a ring of streamed bytes has landed when it starts.
   bool copies_before = false;
+  // Per step, the part of layer_ms that expands int8 weights (SimOptions::expand_ms),
+  // taken off the step: expansions only add time, so the bound over the kernels alone
+  // holds whatever stream they run on, and does not err high (expanded_steps 0).
+  // Empty: layer_ms counts them (the bound errs high by up to their time).
+  std::vector<double> expand_ms;
 };
 
 // layer_ms: kernel time of every step (simulate()'s contract: no-op steps without

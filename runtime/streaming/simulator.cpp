@@ -12,7 +12,6 @@
 // model (the checks then report the hazard).
 #include "runtime/streaming/simulator.h"
 
-#include "loaders/network_desc.h"
 #include "runtime/streaming/simulator_detail.h"
 
 #include <algorithm>
@@ -77,6 +76,9 @@ class Simulation {
   void read_for_copy(int u);
   void wait_for_queue(int depth);
   void launch_layer(int l);
+  void start_expansion();
+  double expanded_at(int l);
+  void expand_batch(int need);
   double copy_start(const int* waits, size_t n_waits, int unit, bool tail);
   void issue_tail();
   void check_all_issued();
@@ -112,6 +114,15 @@ class Simulation {
   size_t m_oldest = 0;
   // Per group: the start of its first copy and the end of its last reader.
   std::vector<double> m_group_first_copy, m_group_readers_end;
+  // The expansion stage (SimOptions::expand_ms): the int8 steps in order (entries), each
+  // step's entry (-1: none), the first entry of every expansion group (and the end), the
+  // next entry not expanded yet, per entry the end of its batch, per step when it was
+  // ready to run but for its expansion, and the stage's end of its last batch.
+  bool m_expanding = false;
+  std::vector<int> m_dq_steps, m_dq_entry, m_dq_group_first;
+  size_t m_dq_next = 0;
+  std::vector<double> m_dq_done, m_reached;
+  double m_expand_free = 0;
 };
 
 SimResult Simulation::run() {
@@ -176,6 +187,70 @@ void Simulation::start() {
     m_r.copy_start_ms[size_t(u)] = m_r.copy_end_ms[size_t(u)] = 0;
     m_issued[size_t(u)] = 1;
   }
+  start_expansion();
+}
+
+// The int8 steps and their expansion groups, as the CUDA engine numbers them.
+void Simulation::start_expansion() {
+  m_expanding = m_options.expand_ms.size() == size_t(m_steps);
+  if (!m_options.expand_ms.empty() && !m_expanding)
+    violation("expansion: " + std::to_string(m_options.expand_ms.size()) + " expansion times for " +
+              std::to_string(m_steps) + " steps");
+  if (!m_expanding) return;
+  m_dq_entry.assign(size_t(m_steps), -1);
+  for (const Step& st : m_plan.steps) {
+    if (st.dequant < 0) continue;
+    if (st.dequant_group != int(m_dq_group_first.size()) - 1) m_dq_group_first.push_back(int(m_dq_steps.size()));
+    m_dq_entry[size_t(st.index)] = int(m_dq_steps.size());
+    m_dq_steps.push_back(st.index);
+  }
+  m_dq_group_first.push_back(int(m_dq_steps.size()));
+  m_dq_done.assign(m_dq_steps.size(), 0);
+  m_reached.assign(size_t(m_steps), 0);
+  m_r.expand_end_ms.assign(size_t(m_steps), 0);
+}
+
+// One batch on the expansion stage, from the next entry: the rest of its group up to the
+// first entry whose weights land with a later copy than the batch's first entry's (a
+// weight in place before the inference, resident or prefetched, lands with none), and
+// at least through entry `need`, the step about to run, where the host has not enqueued
+// the copies of the group's later weights yet. It starts after the previous batch, once
+// the group before has reached its first step (its buffers are free from there:
+// runtime/compile/dequant_buffers.h) and once the copies of its weights have landed.
+void Simulation::expand_batch(int need) {
+  const int k0 = int(m_dq_next);
+  const auto group = std::upper_bound(m_dq_group_first.begin(), m_dq_group_first.end(), k0);
+  const int end = *group, first = *(group - 1);
+  double start = m_expand_free;
+  if (first > 0) start = std::max(start, m_reached[size_t(m_dq_steps[size_t(*(group - 2))])]);
+  auto copied_in = [&](int k) {  // the unit copied in this inference that lands entry k's weights (-1: none)
+    const int u = m_stream.resident ? -1 : m_stream.blob_last_unit[size_t(m_plan.steps[size_t(m_dq_steps[size_t(k)])].weight)];
+    return u >= m_prefetched && u < m_units ? u : -1;
+  };
+  const int unit = copied_in(k0);
+  int k = k0;
+  double ms = 0;
+  for (; k < end; ++k) {
+    const int u = copied_in(k);
+    if (k > k0 && u > unit) break;                             // lands with a later copy: the next batch
+    if (u >= 0 && !m_issued[size_t(u)] && k > need) break;    // its copy is not enqueued yet
+    if (u >= 0 && m_issued[size_t(u)]) start = std::max(start, m_r.copy_end_ms[size_t(u)]);
+    ms += m_options.expand_ms[size_t(m_dq_steps[size_t(k)])];
+  }
+  m_expand_free = start + ms;
+  for (int e = k0; e < k; ++e) {
+    m_dq_done[size_t(e)] = m_expand_free;
+    m_r.expand_end_ms[size_t(m_dq_steps[size_t(e)])] = m_expand_free;
+  }
+  m_dq_next = size_t(k);
+}
+
+// When step l's weights are expanded (0: nothing to expand), batches issued as needed.
+double Simulation::expanded_at(int l) {
+  const int k = m_expanding ? m_dq_entry[size_t(l)] : -1;
+  if (k < 0) return 0;
+  while (m_dq_next <= size_t(k)) expand_batch(k);
+  return m_dq_done[size_t(k)];
 }
 
 // The read feeding copy u; the host then waits for it to land.
@@ -294,9 +369,15 @@ void Simulation::launch_layer(int l) {
     if (u >= 0 && u < m_units && m_issued[size_t(u)]) start = std::max(start, m_r.copy_end_ms[size_t(u)]);
     // (a unit not enqueued yet: an unrecorded event, no wait; the check below reports it)
   }
+  double ms = m_layer_ms[size_t(l)];
+  if (m_expanding) {
+    m_reached[size_t(l)] = start;
+    start = std::max(start, expanded_at(l));
+    ms = std::max(0.0, ms - m_options.expand_ms[size_t(l)]);
+  }
   m_r.stall_ms += start - free_at;
   m_r.layer_start_ms[size_t(l)] = start;
-  m_r.layer_end_ms[size_t(l)] = start + m_layer_ms[size_t(l)];
+  m_r.layer_end_ms[size_t(l)] = start + ms;
   m_compute_free = m_r.layer_end_ms[size_t(l)];
 }
 
@@ -503,39 +584,6 @@ void Simulation::check_war_tail() {
 SimResult simulate(const ExecutionPlan& plan, const StreamPlan& stream, const CopyProfile& profile,
                    const std::vector<double>& layer_ms, const SimOptions& options) {
   return Simulation(plan, stream, profile, layer_ms, options).run();
-}
-
-std::vector<double> model_layer_ms(const NetworkDesc& net, const ExecutionPlan& plan, double gflops_per_s,
-                                   double mem_gbps, double kernel_us) {
-  std::vector<double> ms(plan.steps.size(), 0.0);
-  const double batch = double(std::max(1, plan.options.batch));
-  auto view_bytes = [&](const ViewRef& v) {
-    const Buffer& b = plan.buffer(v);
-    return double(v.c) * b.h * b.w * double(dtype_size(b.dtype)) * batch;
-  };
-  for (const Step& st : plan.steps) {
-    if (st.no_op && st.copies.empty()) continue;
-    double t = kernel_us * 1e-3;
-    if (st.kind == LayerKind::kConv) {
-      // A slice does its share of the layer's work (its filters', or its input channels').
-      const LayerDesc& whole = net.layers[size_t(st.layer)];
-      const double share = st.slice < 0 ? 1.0
-                           : st.axis == SliceAxis::kChannels ? double(st.in.c) / whole.in.c
-                                                             : double(st.out.c) / whole.out.c;
-      t += net.layers[size_t(st.layer)].gflops() * share * batch / gflops_per_s * 1e3;
-    } else {
-      double bytes = 0;
-      if (st.kind == LayerKind::kRoute) {
-        for (const auto& c : st.copies) bytes += 2 * view_bytes(c.first);
-      } else {
-        for (const ViewRef& v : st.inputs) bytes += view_bytes(v);
-        bytes += view_bytes(st.output);
-      }
-      t += bytes / (mem_gbps * 1e9) * 1e3;
-    }
-    ms[size_t(st.index)] = t;
-  }
-  return ms;
 }
 
 }  // namespace dlr

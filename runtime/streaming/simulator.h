@@ -41,6 +41,16 @@ struct SimOptions {
   // tail_waits step has ended. The latency ends with the last of those copies too.
   // Ignored with prefetched, reads or a resident plan.
   bool tail = false;
+  // Int8 weights expanded on a stream of their own (the CUDA engine,
+  // runtime/cuda/cuda_engine_expand.cpp): per step, the part of layer_ms that expands the
+  // step's int8 weights (ms; 0 for other steps). The step's kernels then take the rest,
+  // and its expansion runs on an expansion stage: one batch at a time, in step order, a
+  // batch per expansion group (Step::dequant_group), split where its weights land with a
+  // later copy (and where the host has not enqueued a later weight's copy when a step
+  // needs it), each batch starting once the group before has reached its first step and
+  // its weights have landed; a step starts once its weights are expanded. Empty: the expansions run inside the steps' kernel
+  // times (as measured, in line).
+  std::vector<double> expand_ms;
 };
 
 struct SimResult {
@@ -53,6 +63,7 @@ struct SimResult {
   std::vector<double> tail_copy_end_ms;
   std::vector<double> read_start_ms;   // per read unit (weights from storage)
   std::vector<double> read_end_ms;
+  std::vector<double> expand_end_ms;   // per step (SimOptions::expand_ms): when its weights are expanded; 0 otherwise
   double stall_ms = 0;                 // compute idle waiting for weights
   double host_blocked_ms = 0;          // host blocked inside a copy call
   int max_queued_copies = 0;

@@ -9,10 +9,11 @@ namespace {
 // last tail copy ends at or after the best latency so far: more copies rarely end
 // sooner, so later counts seldom win (a heuristic for the searches' inner loops).
 TailChoice scan_tail(const ExecutionPlan& plan, const StreamPlan& stream, const CopyProfile& profile,
-                     const std::vector<double>& layer_ms, bool early_stop) {
+                     const std::vector<double>& layer_ms, const std::vector<double>& expand_ms, bool early_stop) {
   const std::vector<int> waits = tail_wait_steps(plan, stream);
   StreamPlan trial = stream;
   SimOptions steady;
+  steady.expand_ms = expand_ms;
   steady.check = false;
   steady.tail = true;
   TailChoice c;
@@ -31,8 +32,8 @@ TailChoice scan_tail(const ExecutionPlan& plan, const StreamPlan& stream, const 
 }  // namespace
 
 TailChoice choose_tail(const ExecutionPlan& plan, const StreamPlan& stream, const CopyProfile& profile,
-                       const std::vector<double>& layer_ms, double min_gain) {
-  TailChoice c = scan_tail(plan, stream, profile, layer_ms, false);
+                       const std::vector<double>& layer_ms, double min_gain, const std::vector<double>& expand_ms) {
+  TailChoice c = scan_tail(plan, stream, profile, layer_ms, expand_ms, false);
   if (c.units > 0 && c.ms > c.without_ms * (1.0 - min_gain)) {
     c.units = 0;
     c.ms = c.without_ms;
@@ -48,7 +49,7 @@ double planned_latency(const ExecutionPlan& plan, const StreamPlan& stream, cons
     plain.tail = false;
     return simulate(plan, stream, profile, layer_ms, plain).latency_ms;
   }
-  return scan_tail(plan, stream, profile, layer_ms, true).ms;
+  return scan_tail(plan, stream, profile, layer_ms, sim.expand_ms, true).ms;
 }
 
 }  // namespace dlr

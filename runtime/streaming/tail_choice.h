@@ -21,8 +21,10 @@ struct TailChoice {
 
 // The fastest count, kept only where it is predicted at least `min_gain` (a fraction)
 // faster than none. `stream`'s own tail is ignored. Simulates candidates + 1 times, checks off.
+// expand_ms: SimOptions::expand_ms (empty: expansions in layer_ms).
 TailChoice choose_tail(const ExecutionPlan& plan, const StreamPlan& stream, const CopyProfile& profile,
-                       const std::vector<double>& layer_ms, double min_gain);
+                       const std::vector<double>& layer_ms, double min_gain,
+                       const std::vector<double>& expand_ms = {});
 
 // The latency the placement passes compare plans by: simulate()'s, or with sim.tail the
 // steady state with the best tail count, the counts scanned until one's tail copies end

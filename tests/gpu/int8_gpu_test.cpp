@@ -1,8 +1,9 @@
 // Int8 weights on the GPU (WeightFormat::kInt8): the expansion kernel gives the CPU's f32
 // products bit for bit (f16: those products rounded to nearest); an int8 network in fp32
 // matches the CPU's int8 run as fp32 matches fp32; in fp16, streamed through slots or the
-// ring, from storage or with zero copy, and with staged copies queued early or copied in
-// runs, it is bit-identical to its own preload.
+// ring, from storage or with zero copy, with staged copies queued early or copied in runs,
+// and planned with the expansions on a stage of their own, it is bit-identical to its own
+// preload.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -261,6 +262,37 @@ TEST(Int8Gpu, StagedRunsBitIdenticalToPreload) {
       EXPECT_GT(n_runs, 0) << "no run was planned on this GPU: the path is not exercised";
     } else {
       EXPECT_EQ(n_runs, 0);
+    }
+  });
+}
+
+// The expansion of int8 weights measured apart at open (Engine::measure_layer_ms) and
+// planned on a stage of its own (SessionOptions::expansion_stage; the engine expanding a
+// batch per copy), against the expansions counted in the kernel times: both bit-identical
+// to the preload.
+TEST(Int8Gpu, ExpansionStageBitIdenticalToPreload) {
+  DLR_REQUIRE_GPU();
+  DLR_REQUIRE_SHARED_DIR();
+  auto stage = [](bool on) { return [on](SessionOptions* o) { o->expansion_stage = on; }; };
+  int8_8mib_bit_identical({{"stage", stage(true)}, {"inline", stage(false)}}, [](const std::string& what,
+                                                                                const CompiledModel& m) {
+    ASSERT_EQ(m.expand_ms.size(), m.plan.steps.size()) << what << ": no expansion times measured at open";
+    double expanding = 0, kernels = 0;
+    for (const Step& st : m.plan.steps) {
+      const double e = m.expand_ms[size_t(st.index)];
+      expanding += e;
+      kernels += m.layer_ms[size_t(st.index)];
+      if (st.dequant < 0) EXPECT_EQ(e, 0.0) << what << ": step " << st.index << " expands nothing";
+      EXPECT_LE(e, m.layer_ms[size_t(st.index)] + 1e-12) << what << ": step " << st.index;
+    }
+    std::printf("yolov4 int8 8 MiB, expansions %s: %.3f of %.3f ms at open expand, predicted %.3f ms, bound %.3f ms\n",
+                what.c_str(), expanding, kernels, m.predicted_ms, m.lower_bound_ms);
+    EXPECT_GT(expanding, 0.0);
+    EXPECT_LT(expanding, kernels);
+    if (what == "stage") {
+      EXPECT_EQ(m.lower_bound_expanded_steps, 0);
+    } else {
+      EXPECT_GT(m.lower_bound_expanded_steps, 0);
     }
   });
 }

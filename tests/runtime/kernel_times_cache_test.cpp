@@ -57,6 +57,30 @@ TEST(KernelTimesCache, RoundTripAndMisses) {
   unsetenv("DLR_CACHE_DIR");
 }
 
+TEST(KernelTimesCache, KeepsTheExpansionsPartBeside) {
+  // The part of each step's time that expands int8 weights (Engine::measure_layer_ms)
+  // comes back with the times; a file without it gives none, and one that does not fit
+  // the plan is not trusted at all.
+  const std::string cfg = test::required_shared_file("weights/yolo-fastest-1.1.cfg");
+  if (cfg.empty()) GTEST_SKIP() << "shared data not found (set DLR_SHARED_DIR)";
+  ASSERT_EQ(setenv("DLR_CACHE_DIR", (test::temp_dir() + "/cache-expand").c_str(), 1), 0);
+  const CompiledModel a = model_of(cfg, 320, "gpu A");
+  const std::vector<double> ms(a.plan.steps.size(), 0.02);
+  std::vector<double> ex(ms.size(), 0.0);
+  ex[1] = 0.005;
+  ASSERT_TRUE(save_kernel_times(a, ms, ex).ok());
+  std::vector<double> got = {1.0};
+  EXPECT_EQ(load_kernel_times(a, &got), ms);
+  EXPECT_EQ(got, ex);
+  ASSERT_TRUE(save_kernel_times(a, ms).ok());
+  EXPECT_EQ(load_kernel_times(a, &got), ms);
+  EXPECT_TRUE(got.empty()) << "no expansions kept";
+  ASSERT_TRUE(save_kernel_times(a, ms, std::vector<double>(2, 0.0)).ok());
+  EXPECT_TRUE(load_kernel_times(a, &got).empty()) << "expansion times for another plan";
+  EXPECT_TRUE(got.empty());
+  unsetenv("DLR_CACHE_DIR");
+}
+
 // The copy profile calibrated in an inference is kept beside the kernel times: it
 // round-trips, belongs to the probed profile it came from, needs the times first, and
 // goes when the times are measured again.

@@ -81,8 +81,9 @@ TEST(StagingRuns, ConsecutiveStagedBlobsShareOneCopy) {
     const int64_t off = r->offset[b], bytes = n.plan.weights[b].bytes;
     const int wait = r->wait[b], reader = n.plan.weights[b].step;
     for (const Buffer& buf : n.plan.buffers)
-      if (buf.offset < off + bytes && off < buf.offset + buf.bytes)
+      if (buf.offset < off + bytes && off < buf.offset + buf.bytes) {
         EXPECT_FALSE(buf.first_step <= reader && buf.last_step > wait) << "blob " << b << " over buffer " << buf.id;
+      }
   }
   SimOptions checked = st.sim;
   checked.check = true;
@@ -95,18 +96,8 @@ TEST(StagingRuns, CompileKeepsTheFasterAndTheOptionTurnsRunsOff) {
   DLR_REQUIRE_SHARED_DIR();
   Net n;
   ASSERT_TRUE(yolov4_int8(&n));
-  Target t;
-  t.device = DeviceKind::kCUDA;
-  t.name = "test";
-  t.map_granularity = 2 * kMiB;
-  t.copy_profile = *CopyProfile::builtin("h100");
-  SessionOptions o;
-  o.device = DeviceKind::kCUDA;
-  o.mode = WeightMode::kStream;
-  o.precision = Precision::kFP16;
-  o.weight_format = WeightFormat::kInt8;
-  o.weight_budget = WeightBudget::min();
-  o.width = o.height = 608;
+  const Target t = test::h100_cuda_target();
+  const SessionOptions o = test::yolov4_608_min_options(WeightFormat::kInt8);
   SessionOptions off = o;
   off.staging_runs = false;
   const Expected<CompiledModel> with = compile(n.net, t, o, n.ms);
@@ -119,7 +110,9 @@ TEST(StagingRuns, CompileKeepsTheFasterAndTheOptionTurnsRunsOff) {
   for (const TransferUnit& u : with->stream.units) runs_on += u.in_arena && u.last_blob > u.first_blob;
   for (const TransferUnit& u : without->stream.units) runs_off += u.in_arena && u.last_blob > u.first_blob;
   EXPECT_EQ(runs_off, 0);
-  if (with->predicted_ms < without->predicted_ms - 1e-6) EXPECT_GT(runs_on, 0);
+  if (with->predicted_ms < without->predicted_ms - 1e-6) {
+    EXPECT_GT(runs_on, 0);
+  }
 }
 
 TEST(StagingRuns, RoomIsFreeFromTheCopyThroughTheLastReader) {

@@ -50,4 +50,26 @@ inline bool yolov4_608_plan(WeightFormat format, Yolov4Plan* out) {
   return true;
 }
 
+// A CUDA target with 2 MiB ring mapping units and the built-in h100 copy profile.
+inline Target h100_cuda_target() {
+  Target t;
+  t.device = DeviceKind::kCUDA;
+  t.name = "test";
+  t.map_granularity = int64_t(2) << 20;
+  t.copy_profile = *CopyProfile::builtin("h100");
+  return t;
+}
+
+// yolov4 @608 streamed on CUDA in fp16 with weights in `format`, at the minimum pool.
+inline SessionOptions yolov4_608_min_options(WeightFormat format) {
+  SessionOptions o;
+  o.device = DeviceKind::kCUDA;
+  o.mode = WeightMode::kStream;
+  o.precision = Precision::kFP16;
+  o.weight_format = format;
+  o.weight_budget = WeightBudget::min();
+  o.width = o.height = 608;
+  return o;
+}
+
 }  // namespace dlr::test

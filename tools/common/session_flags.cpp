@@ -139,6 +139,11 @@ std::vector<SessionFlag> device_rows() {
           "stream mode, ring: on (consecutive weight blobs staged in idle activation bytes may be placed together and "
           "copied in one copy, where the planner predicts it faster) or off (each staged blob copied alone)")
           .dflt("on").one_of("on,off").sweep(),
+      Row("--expansion-stage", "expansion_stage", A::kCudaStream,
+          "--weight-format int8: on (the planner runs each expansion of int8 weights on a stage of its own, as the "
+          "engine does, from the expansion times measured at open; a session of its own) or off (the expansions counted "
+          "inside the kernel times)")
+          .dflt("on").one_of("on,off").sweep(),
       Row("--stage-whole", "stage_whole", A::kCudaStream,
           "stream mode, ring, with slices: on (a layer above the slot whose whole weights find room in idle "
           "activation bytes before it runs is copied there whole and runs unsliced) or off (every such layer "

@@ -34,6 +34,7 @@ constexpr Dimension kDimensions[] = {
     {"decode", Applies::kCuda, "auto"},          {"staging_early", Applies::kStream, "on"},
     {"warm_threads", Applies::kCuda, "4"},       {"cache_hits", Applies::kStorage, "on"},
     {"stage_whole", Applies::kStream, "on"},     {"staging_runs", Applies::kStream, "on"},
+    {"expansion_stage", Applies::kStream, "on"},
 };
 
 std::vector<std::string> list(const Args& a, const char* option) { return split(a.session.text(option)); }
@@ -105,7 +106,7 @@ std::string Config::name() const {
     stream = "@" + item("weight_budget") + (pool == "auto" ? "" : ":" + pool) + (units == "search" ? "" : "+" + units) +
              (residency == "greedy" ? "" : "~" + residency) + (item("tail_prefetch") == "on" ? "+tail" : "") +
              (item("staging_early") == "off" ? "+late" : "") + (item("stage_whole") == "off" ? "+sliced" : "") +
-             (item("staging_runs") == "off" ? "+alone" : "");
+             (item("staging_runs") == "off" ? "+alone" : "") + (item("expansion_stage") == "off" ? "+inline" : "");
   const std::string& zero = item("zero_copy");
   if (item("weights_from") == "storage")
     stream += "<storage" + std::string(zero == "auto" ? "" : zero == "on" ? ":zc" : ":copy") +

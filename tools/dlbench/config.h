@@ -15,8 +15,8 @@ namespace dlr::tools {
 
 // One row: the device, the mode, and the text of every swept option (config.cpp's table of
 // dimensions: precision, weight_format, layout, batch, slot_bytes, the stream plan's
-// options, weights_from, zero_copy, tail_prefetch, decode, staging_early, stage_whole, staging_runs), "-" where an option
-// does not apply (a stream-mode one outside stream mode).
+// options, weights_from, zero_copy, tail_prefetch, decode, staging_early, stage_whole, staging_runs,
+// expansion_stage), "-" where an option does not apply (a stream-mode one outside stream mode).
 struct Config {
   std::string device, mode;
   int batch = 1;

@@ -224,7 +224,7 @@ nlohmann::json stream_plan_json(const CompiledModel& cm, const StreamPlan& sp, c
           {"budget_bytes", cm.budget_bytes},
           {"predicted_ms", cm.predicted_ms},
           {"lower_bound_ms", cm.lower_bound_ms},
-          {"lower_bound_expanded_steps", cm.plan.expanded_steps()},  // int8 expansions its kernel times count inline
+          {"lower_bound_expanded_steps", cm.lower_bound_expanded_steps},  // int8 expansions its kernel times count inline
           {"lower_bound_calibrated_ms", cm.lower_bound_calibrated_ms}};
 }
 
@@ -255,6 +255,7 @@ nlohmann::json stream_json(const Args& a, const Config& c, const SessionOptions&
     s["search_predicted_ms"] = sp.searched_ms;
     s["chunks_predicted_ms"] = sp.chunks_ms;
     s["kernel_ms_at_open"] = sp.search_layer_ms;
+    if (!cm.expand_ms.empty()) s["expand_ms_at_open"] = cm.expand_ms;  // the part of it expanding int8 weights
     s["unit_ends"] = sp.unit_ends();
   }
   const auto k = kernel_ms->find(kernel_times_key(c));

@@ -24,9 +24,16 @@ struct Simulated {
   SessionOptions options;  // stream mode on CUDA at --size
   Target target;
   std::vector<double> ms;  // per step, no-op steps zeroed, scaled by --scale-preload-ms
+  std::vector<double> expand_ms;  // the part of ms expanding int8 weights (empty: none given), scaled alike
   std::string used;        // where the kernel times came from
   double preload = 0;      // their sum: the kernels alone
   CompiledModel minimal;   // the plan at the minimal pool
+  CompileInputs inputs() const {
+    CompileInputs in;
+    in.layer_ms = ms;
+    in.expand_ms = expand_ms;
+    return in;
+  }
 };
 
 // The kernel times of result `r` of pass 0 (kernel_ms_at_open) or 1 (a profiled run)
@@ -126,8 +133,10 @@ Expected<double> prepare_layer_ms(const Args& a, const NetworkDesc& net, Simulat
   }
   double sum = 0;
   for (double v : s->ms) sum += v;
-  if (a.scale_preload_ms > 0 && sum > 0)
+  if (a.scale_preload_ms > 0 && sum > 0) {
     for (double& v : s->ms) v *= a.scale_preload_ms / sum;
+    for (double& v : s->expand_ms) v *= a.scale_preload_ms / sum;
+  }
   for (double v : s->ms) s->preload += v;
   return sum;
 }
@@ -152,7 +161,7 @@ Expected<Simulated> simulated(const Args& a, const NetworkDesc& net, const CopyP
   Simulated s;
   s.precision = prec;
   DLR_ASSIGN_OR_RETURN(s.options, simulated_options(a, prec));
-  DLR_ASSIGN_OR_RETURN(s.ms, layer_ms_from_json(a.layer_ms_from, prec, a.layer_ms_config, &s.used));
+  DLR_ASSIGN_OR_RETURN(s.ms, layer_ms_from_json(a.layer_ms_from, prec, a.layer_ms_config, &s.used, &s.expand_ms));
   s.target = simulated_target(profile, a.granularity);
   DLR_ASSIGN_OR_RETURN(const double sum, prepare_layer_ms(a, net, &s));
   std::printf("# %s, %s weights: kernel times of %s%s: preload (the kernels alone) %.3f ms\n", prec.c_str(),
@@ -162,8 +171,8 @@ Expected<Simulated> simulated(const Args& a, const NetworkDesc& net, const CopyP
   // alone (what any layer-granular plan of the model could reach, none of dlrun's).
   SessionOptions omin = s.options;
   omin.weight_budget = WeightBudget::min();
-  DLR_ASSIGN_OR_RETURN(s.minimal, compile(net, s.target, omin, s.ms));
-  if (const int n = s.minimal.plan.expanded_steps(); n > 0)
+  DLR_ASSIGN_OR_RETURN(s.minimal, compile(net, s.target, omin, s.inputs()));
+  if (const int n = s.minimal.lower_bound_expanded_steps; n > 0)
     std::printf("# these kernel times count %d int8 expansions on the compute stream, which the CUDA engine runs beside "
                 "it: the preload and the bounds below are high by up to their time\n",
                 n);
@@ -221,7 +230,7 @@ Status planned_row(const NetworkDesc& net, const Simulated& s, const std::string
   DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "residency", res, &ob));
   DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "tail_prefetch", it.tail, &ob));
   DLR_RETURN_IF_ERROR(set_session_flag(FlagTool::kDlbench, "staging_early", it.early, &ob));
-  auto m = compile(net, s.target, ob, s.ms);
+  auto m = compile(net, s.target, ob, s.inputs());
   if (!m.ok()) return Status(m.status().code(), s.precision + " @" + budget + ": " + m.status().message());
   const StreamPlan& sp = m->stream;
   const double total = double(sp.total_weight_bytes);
@@ -328,9 +337,26 @@ Status run_simulation(const Args& a, const NetworkDesc& net) {
 }  // namespace
 
 Expected<std::vector<double>> layer_ms_from_json(const std::string& path, const std::string& precision,
-                                                 const std::string& config, std::string* used) {
+                                                 const std::string& config, std::string* used,
+                                                 std::vector<double>* expand_ms) {
   std::vector<double> ms;
-  DLR_RETURN_IF_ERROR(layer_ms_result(path, precision, config, &ms, used).status());
+  DLR_ASSIGN_OR_RETURN(const nlohmann::json r, layer_ms_result(path, precision, config, &ms, used));
+  if (expand_ms == nullptr) return ms;
+  expand_ms->clear();
+  if (!r.contains("stream") || !r["stream"].contains("expand_ms_at_open") || used->find("at open") == std::string::npos)
+    return ms;
+  try {
+    *expand_ms = r["stream"]["expand_ms_at_open"].get<std::vector<double>>();
+  } catch (const nlohmann::json::exception& e) {
+    return parse_error("--layer-ms-from " + path + ": stream.expand_ms_at_open: " + printable(e.what()));
+  }
+  if (expand_ms->size() != ms.size())
+    return parse_error("--layer-ms-from " + path + ": " + std::to_string(expand_ms->size()) + " expansion times for " +
+                       std::to_string(ms.size()) + " kernel times");
+  for (double v : *expand_ms)
+    if (!std::isfinite(v) || v < 0)
+      return parse_error("--layer-ms-from " + path + ": an expansion time is negative or not finite");
+  *used += ", with the int8 expansions' part";
   return ms;
 }
 

@@ -15,9 +15,12 @@ namespace dlr::tools {
 // Per-step kernel times from a dlbench JSON file: the first result of `precision`
 // (whose config contains `config` when given) with stream.kernel_ms_at_open (measured
 // at open, event cost removed), else with a profiled run's per-layer kernel_ms. *used
-// names the result and the kind of times taken.
+// names the result and the kind of times taken. expand_ms (may be null): the part of
+// the times measured at open that expanded int8 weights (stream.expand_ms_at_open),
+// empty where the result has none.
 Expected<std::vector<double>> layer_ms_from_json(const std::string& path, const std::string& precision,
-                                                 const std::string& config, std::string* used);
+                                                 const std::string& config, std::string* used,
+                                                 std::vector<double>* expand_ms = nullptr);
 
 // Prints the table and writes --json; returns the exit code.
 int simulate_only(const Args& a, const NetworkDesc& net);
