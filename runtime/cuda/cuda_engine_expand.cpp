@@ -11,8 +11,9 @@
 // weights land with several copies of the inference is expanded in a launch per copy,
 // each waiting for its own (the simulator's expansion stage, SimOptions::expand_ms, runs
 // the same batches); and in part where a step of it would wait otherwise (its later
-// weights' copies not enqueued yet). Weights read by the kernels from mapped staging (zero copy) are expanded
-// step by step, once the engine's thread has waited for their read.
+// weights' copies not enqueued yet). Weights read by the kernels from mapped staging
+// (zero copy) are expanded step by step, once the engine's thread has waited for their
+// read.
 #include <algorithm>
 #include <utility>
 

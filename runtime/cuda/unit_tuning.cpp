@@ -24,6 +24,36 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Per step, the medians of its interval and of its expansion's part (0 where it expands
+// nothing: an empty list), less the timing events' cost taken equally from every interval
+// (an expanding step holds two), scaled so that the steps sum to `total`, the replay
+// without events (ms). Returns the sum of the medians (with the events).
+double split_event_cost(const std::vector<std::vector<double>>& per_layer,
+                        const std::vector<std::vector<double>>& per_expansion, double total, std::vector<double>* ms,
+                        std::vector<double>* ex) {
+  const size_t n = per_layer.size();
+  ms->assign(n, 0.0);
+  ex->assign(n, 0.0);
+  double sum = 0;
+  size_t events = n;
+  for (size_t i = 0; i < n; ++i) {
+    sum += (*ms)[i] = median(per_layer[i]);
+    (*ex)[i] = median(per_expansion[i]);
+    events += !per_expansion[i].empty();
+  }
+  const double per_event = events > 0 ? std::max(0.0, (sum - total) / double(events)) : 0.0;
+  double left = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double e = per_expansion[i].empty() ? 0.0 : std::max(0.0, (*ex)[i] - per_event);
+    const double k = std::max(0.0, (*ms)[i] - (*ex)[i] - per_event);
+    (*ex)[i] = e;
+    left += (*ms)[i] = e + k;
+  }
+  if (left > 0)
+    for (size_t i = 0; i < n; ++i) (*ms)[i] *= total / left, (*ex)[i] *= total / left;
+  return sum;
+}
+
 }  // namespace
 
 Status CudaEngine::fill_pool_like_weights() {
@@ -124,36 +154,18 @@ Expected<std::vector<double>> CudaEngine::measure_layer_ms(std::vector<double>* 
     for (size_t i = 0; i < n; ++i) {
       float d = 0, x = 0;
       DLR_CUDA_CHECK(cudaEventElapsedTime(&d, stamps[i].get(), stamps[i + 1].get()));
-      if (m_plan.steps[i].dequant >= 0)
-        DLR_CUDA_CHECK(cudaEventElapsedTime(&x, stamps[i].get(), expanded[i].get()));
       per_layer[i].push_back(d);
+      if (m_plan.steps[i].dequant < 0) continue;
+      DLR_CUDA_CHECK(cudaEventElapsedTime(&x, stamps[i].get(), expanded[i].get()));
       per_expansion[i].push_back(x);
     }
   }
   // The layer times sum to the plain replay on an idle GPU (what an inference sees); the
   // downloads after the last kernel, and what launching whole costs beyond that, go
   // to the last layer, the one place in the simulator's model after every kernel.
-  // An expanding step holds two events: its expansion's and its kernels' intervals.
   const double total = median(idle);
-  ms->assign(n, 0.0);
-  std::vector<double> ex(n, 0.0);
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) {
-    sum += (*ms)[i] = median(per_layer[i]);
-    ex[i] = median(per_expansion[i]);
-  }
-  const size_t events = n + expansions;
-  const double per_event = events > 0 ? std::max(0.0, (sum - total) / double(events)) : 0.0;
-  double left = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const bool expands = m_plan.steps[i].dequant >= 0;
-    const double e = expands ? std::max(0.0, ex[i] - per_event) : 0.0;
-    const double k = std::max(0.0, (*ms)[i] - ex[i] - per_event);
-    ex[i] = e;
-    left += (*ms)[i] = e + k;
-  }
-  if (left > 0)
-    for (size_t i = 0; i < n; ++i) (*ms)[i] *= total / left, ex[i] *= total / left;
+  std::vector<double> ex;
+  const double sum = split_event_cost(per_layer, per_expansion, total, ms, &ex);
   const double fixed = std::max(0.0, median(idle_whole) - total);
   if (n > 0) ms->back() += fixed;
   double expanding = 0;
