@@ -6,5 +6,5 @@ for r in rows:
     if s > prev_end + 1e-6:
         if x > 0 and abs(s-x) < 1e-6: n_exp+=1; stall_exp += s-prev_end
         elif abs(s-c) < 1e-6: n_copy+=1
-    prev_end=max(prev_end,e) if e>s or True else prev_end
+    prev_end=max(prev_end,e)
 print(sys.argv[1], "steps waiting on an expansion:", n_exp, "on a copy:", n_copy, "stall on expansions %.3f"%stall_exp)
