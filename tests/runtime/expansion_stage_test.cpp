@@ -1,7 +1,8 @@
 // The simulator's expansion stage (SimOptions::expand_ms): int8 weights expanded on a
-// stage of their own, a batch per expansion group, each after the group before has
-// reached its first step and after its copies; the lower bound over the kernels alone
-// (BoundModel::expand_ms) below every plan simulated with the stage.
+// stage of their own, a batch per expansion group split per copy that lands its weights,
+// each after the group before has reached its first step and after its copy; the lower
+// bound over the kernels alone (BoundModel::expand_ms) below every plan simulated with the
+// stage; compile() with the option on and off.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -135,6 +136,28 @@ TEST(ExpansionStage, AStreamedStepWaitsForItsCopyThenItsExpansion) {
   std::vector<double> longer_ms = ms;
   for (size_t i = 0; i < ms.size(); ++i) longer_ms[i] += stage.expand_ms[i], longer.expand_ms[i] *= 2;
   EXPECT_GE(simulate(plan, *s, h100_like(), longer_ms, longer).latency_ms, r.latency_ms - 1e-9) << "longer expansions";
+}
+
+TEST(ExpansionStage, AGroupLandingWithSeveralCopiesExpandsABatchPerCopy) {
+  // Three 8 MiB convs in one group, streamed through the minimum ring, a copy each: the
+  // first step's weights are expanded once their own copy lands, not the group's last
+  // (the CUDA engine's launch per copy).
+  ExecutionPlan plan = fake_plan(std::vector<int64_t>(3, 8 * kMiB), nullptr);
+  mark_int8(&plan, 3);
+  StreamOptions o;
+  o.layout = PoolLayout::kRing;
+  o.ring_granularity = 2 * kMiB;
+  Expected<StreamPlan> s = plan_streaming(plan, h100_like(), o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const int u0 = s->blob_last_unit[0], u2 = s->blob_last_unit[2];
+  ASSERT_LT(u0, u2);
+  SimOptions stage = no_launch_cost();
+  stage.expand_ms.assign(3, 0.001);
+  const SimResult r = simulate(plan, *s, h100_like(), std::vector<double>(3, 0.01), stage);
+  ASSERT_TRUE(r.violations.empty()) << r.violations.front();
+  EXPECT_NEAR(r.expand_end_ms[0], r.copy_end_ms[size_t(u0)] + 0.001, 1e-9);
+  EXPECT_LT(r.layer_end_ms[0], r.copy_end_ms[size_t(u2)]) << "the first step ran before the last copy landed";
+  EXPECT_NEAR(r.expand_end_ms[2], r.copy_end_ms[size_t(u2)] + 0.001, 1e-9);
 }
 
 TEST(ExpansionStage, TimesOfAnotherPlanAreAViolation) {
