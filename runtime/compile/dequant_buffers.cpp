@@ -104,4 +104,17 @@ Status add_dequant_buffers(ExecutionPlan* plan) {
   return Status();
 }
 
+ExpansionEntries expansion_entries(const ExecutionPlan& plan) {
+  ExpansionEntries e;
+  e.entry.assign(plan.steps.size(), -1);
+  for (const Step& st : plan.steps) {
+    if (st.dequant < 0) continue;
+    if (st.dequant_group != int(e.group_first.size()) - 1) e.group_first.push_back(int(e.steps.size()));
+    e.entry[size_t(st.index)] = int(e.steps.size());
+    e.steps.push_back(st.index);
+  }
+  e.group_first.push_back(int(e.steps.size()));
+  return e;
+}
+
 }  // namespace dlr

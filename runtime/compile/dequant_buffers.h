@@ -10,6 +10,8 @@
 // that range where there are any. Plain data in, plain data out.
 #pragma once
 
+#include <vector>
+
 #include "runtime/compile/plan.h"
 #include "runtime/core/status.h"
 
@@ -29,5 +31,14 @@ bool is_int8_step(const ExecutionPlan& plan, const Step& st);
 
 // Bytes of int8 blob `w`'s weights expanded to its dtype.
 int64_t dequant_bytes(const WeightBlob& w);
+
+// The steps that expand int8 weights (Step::dequant >= 0) in step order, the entries an
+// engine expands and the simulator's expansion stage models, and their groups.
+struct ExpansionEntries {
+  std::vector<int> steps;        // per entry: its step
+  std::vector<int> entry;        // per step: its entry, or -1
+  std::vector<int> group_first;  // per group (Step::dequant_group): its first entry; then steps.size()
+};
+ExpansionEntries expansion_entries(const ExecutionPlan& plan);
 
 }  // namespace dlr

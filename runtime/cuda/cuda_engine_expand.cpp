@@ -19,22 +19,17 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "runtime/compile/dequant_buffers.h"
 #include "runtime/cuda/cuda_engine_impl.h"
 
 namespace dlr {
 
 Status CudaEngine::open_expansion() {
-  m_dq_steps.clear();
-  m_group_first.clear();
-  m_dq_index.assign(m_plan.steps.size(), -1);
-  for (const Step& st : m_plan.steps) {
-    if (st.dequant < 0) continue;
-    if (st.dequant_group != int(m_group_first.size()) - 1) m_group_first.push_back(int(m_dq_steps.size()));
-    m_dq_index[size_t(st.index)] = int(m_dq_steps.size());
-    m_dq_steps.push_back(st.index);
-  }
+  ExpansionEntries e = expansion_entries(m_plan);
+  m_dq_steps = std::move(e.steps);
+  m_dq_index = std::move(e.entry);
+  m_group_first = std::move(e.group_first);
   if (m_dq_steps.empty()) return Status();
-  m_group_first.push_back(int(m_dq_steps.size()));
   for (size_t g = 0; g + 1 < m_group_first.size(); ++g)
     if (m_group_first[g + 1] - m_group_first[g] > cuda::kMaxDequantJobs)
       return internal_error("expansion group " + std::to_string(g) + " of more than " +

@@ -12,6 +12,7 @@
 // model (the checks then report the hazard).
 #include "runtime/streaming/simulator.h"
 
+#include "runtime/compile/dequant_buffers.h"
 #include "runtime/streaming/simulator_detail.h"
 
 #include <algorithm>
@@ -114,14 +115,14 @@ class Simulation {
   size_t m_oldest = 0;
   // Per group: the start of its first copy and the end of its last reader.
   std::vector<double> m_group_first_copy, m_group_readers_end;
-  // The expansion stage (SimOptions::expand_ms): the int8 steps in order (entries), each
-  // step's entry (-1: none), the first entry of every expansion group (and the end), the
-  // next entry not expanded yet, per entry the end of its batch, per step when it was
-  // ready to run but for its expansion, and the stage's end of its last batch.
+  // The expansion stage (SimOptions::expand_ms): the int8 steps (entries) and their
+  // groups, the next entry not expanded yet, per step when it was ready to run but for
+  // its expansion, and the stage's end of its last batch (a batch's end per step:
+  // SimResult::expand_end_ms).
   bool m_expanding = false;
-  std::vector<int> m_dq_steps, m_dq_entry, m_dq_group_first;
+  ExpansionEntries m_dq;
   size_t m_dq_next = 0;
-  std::vector<double> m_dq_done, m_reached;
+  std::vector<double> m_reached;
   double m_expand_free = 0;
 };
 
@@ -197,15 +198,7 @@ void Simulation::start_expansion() {
     violation("expansion: " + std::to_string(m_options.expand_ms.size()) + " expansion times for " +
               std::to_string(m_steps) + " steps");
   if (!m_expanding) return;
-  m_dq_entry.assign(size_t(m_steps), -1);
-  for (const Step& st : m_plan.steps) {
-    if (st.dequant < 0) continue;
-    if (st.dequant_group != int(m_dq_group_first.size()) - 1) m_dq_group_first.push_back(int(m_dq_steps.size()));
-    m_dq_entry[size_t(st.index)] = int(m_dq_steps.size());
-    m_dq_steps.push_back(st.index);
-  }
-  m_dq_group_first.push_back(int(m_dq_steps.size()));
-  m_dq_done.assign(m_dq_steps.size(), 0);
+  m_dq = expansion_entries(m_plan);
   m_reached.assign(size_t(m_steps), 0);
   m_r.expand_end_ms.assign(size_t(m_steps), 0);
 }
@@ -219,12 +212,13 @@ void Simulation::start_expansion() {
 // runtime/compile/dequant_buffers.h) and once the copies of its weights have landed.
 void Simulation::expand_batch(int need) {
   const int k0 = int(m_dq_next);
-  const auto group = std::upper_bound(m_dq_group_first.begin(), m_dq_group_first.end(), k0);
+  const auto group = std::upper_bound(m_dq.group_first.begin(), m_dq.group_first.end(), k0);
   const int end = *group, first = *(group - 1);
   double start = m_expand_free;
-  if (first > 0) start = std::max(start, m_reached[size_t(m_dq_steps[size_t(*(group - 2))])]);
+  if (first > 0) start = std::max(start, m_reached[size_t(m_dq.steps[size_t(*(group - 2))])]);
   auto copied_in = [&](int k) {  // the unit copied in this inference that lands entry k's weights (-1: none)
-    const int u = m_stream.resident ? -1 : m_stream.blob_last_unit[size_t(m_plan.steps[size_t(m_dq_steps[size_t(k)])].weight)];
+    const int w = m_plan.steps[size_t(m_dq.steps[size_t(k)])].weight;
+    const int u = m_stream.resident ? -1 : m_stream.blob_last_unit[size_t(w)];
     return u >= m_prefetched && u < m_units ? u : -1;
   };
   const int unit = copied_in(k0);
@@ -235,22 +229,19 @@ void Simulation::expand_batch(int need) {
     if (k > k0 && u > unit) break;                             // lands with a later copy: the next batch
     if (u >= 0 && !m_issued[size_t(u)] && k > need) break;    // its copy is not enqueued yet
     if (u >= 0 && m_issued[size_t(u)]) start = std::max(start, m_r.copy_end_ms[size_t(u)]);
-    ms += m_options.expand_ms[size_t(m_dq_steps[size_t(k)])];
+    ms += m_options.expand_ms[size_t(m_dq.steps[size_t(k)])];
   }
   m_expand_free = start + ms;
-  for (int e = k0; e < k; ++e) {
-    m_dq_done[size_t(e)] = m_expand_free;
-    m_r.expand_end_ms[size_t(m_dq_steps[size_t(e)])] = m_expand_free;
-  }
+  for (int e = k0; e < k; ++e) m_r.expand_end_ms[size_t(m_dq.steps[size_t(e)])] = m_expand_free;
   m_dq_next = size_t(k);
 }
 
 // When step l's weights are expanded (0: nothing to expand), batches issued as needed.
 double Simulation::expanded_at(int l) {
-  const int k = m_expanding ? m_dq_entry[size_t(l)] : -1;
+  const int k = m_expanding ? m_dq.entry[size_t(l)] : -1;
   if (k < 0) return 0;
   while (m_dq_next <= size_t(k)) expand_batch(k);
-  return m_dq_done[size_t(k)];
+  return m_r.expand_end_ms[size_t(l)];
 }
 
 // The read feeding copy u; the host then waits for it to land.

@@ -213,6 +213,48 @@ TEST(DlbenchSimulateOnly, ProfileFromTheRow) {
   EXPECT_NE(r.err.find("go with --simulate-only"), std::string::npos) << r.err;
 }
 
+// A row's expansion times (stream.expand_ms_at_open) reach the simulated int8 plans: read,
+// said, and predicted apart from the same times without them; a list of another length or
+// a negative time is refused with one line.
+TEST(DlbenchSimulateOnly, ExpansionTimesOfTheRow) {
+  const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
+  const int n = steps_of(cfg);
+  auto file = [&](const nlohmann::json& expand, const std::string& name) {
+    nlohmann::json stream = {{"kernel_ms_at_open", std::vector<double>(size_t(n), 0.05)}};
+    if (!expand.is_null()) stream["expand_ms_at_open"] = expand;
+    const nlohmann::json j = {
+        {"results", {{{"config", "cuda/stream@min/fp16/int8/b1"}, {"precision", "fp16"}, {"stream", stream}}}}};
+    const std::string path = test::temp_dir() + "/expand_" + name + ".json";
+    std::ofstream(path) << j.dump();
+    return path;
+  };
+  const std::string base =
+      "dlbench " + cfg + " --size 416 --simulate-only --precision fp16 --weight-format int8 --copy-profile h100 "
+      "--weight-budget min --layer-ms-from ";
+  auto predicted = [&](const std::string& path, const std::string& name, std::string* out_text) {
+    const std::string out = test::temp_dir() + "/expand_out_" + name + ".json";
+    const test::ToolResult r = run_tool(base + path + " --json " + out);
+    EXPECT_EQ(r.code, 0) << r.err;
+    *out_text = r.out;
+    std::ifstream in(out);
+    return nlohmann::json::parse(in)["rows"][0]["predicted_ms"].get<double>();
+  };
+  std::string with_text, without_text;
+  const double with = predicted(file(std::vector<double>(size_t(n), 0.02), "with"), "with", &with_text);
+  const double without = predicted(file(nullptr, "without"), "without", &without_text);
+  EXPECT_NE(with_text.find("with the int8 expansions' part"), std::string::npos) << with_text;
+  EXPECT_EQ(without_text.find("with the int8 expansions' part"), std::string::npos) << without_text;
+  EXPECT_NE(with, without);
+  test::ToolResult r = run_tool(base + file(std::vector<double>(3, 0.0), "short"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("3 expansion times for " + std::to_string(n) + " kernel times"), std::string::npos) << r.err;
+  std::vector<double> negative(size_t(n), 0.0);
+  negative[1] = -1;
+  r = run_tool(base + file(negative, "negative"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("an expansion time is negative or not finite"), std::string::npos) << r.err;
+}
+
 TEST(DlbenchSimulateOnly, Errors) {
   const std::string cfg = test::source_file("models/yolov4-tiny.cfg");
   const std::string ms = layer_ms_file(steps_of(cfg));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/compile/compile.h"
+#include "runtime/compile/dequant_buffers.h"
 #include "runtime/streaming/lower_bound.h"
 #include "runtime/streaming/residency.h"
 #include "runtime/streaming/simulator.h"
@@ -49,6 +50,26 @@ SimOptions no_launch_cost() {
   SimOptions so;
   so.launch_us = 0;
   return so;
+}
+
+TEST(ExpansionStage, EntriesAreTheInt8StepsInOrderWithTheirGroups) {
+  // Five convs, the second and fourth not int8: entries 0..2 are steps 0, 2, 4; groups
+  // of two entries start at entries 0 and 2.
+  ExecutionPlan plan = fake_plan(std::vector<int64_t>(5, kMiB), nullptr);
+  int k = 0;
+  for (Step& st : plan.steps) {
+    if (st.index == 1 || st.index == 3) continue;
+    st.dequant = k;
+    st.dequant_group = k / 2;
+    ++k;
+  }
+  const ExpansionEntries e = expansion_entries(plan);
+  EXPECT_EQ(e.steps, (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(e.entry, (std::vector<int>{0, -1, 1, -1, 2}));
+  EXPECT_EQ(e.group_first, (std::vector<int>{0, 2, 3}));
+  const ExpansionEntries none = expansion_entries(fake_plan(std::vector<int64_t>(2, kMiB), nullptr));
+  EXPECT_TRUE(none.steps.empty());
+  EXPECT_EQ(none.group_first, (std::vector<int>{0}));
 }
 
 TEST(ExpansionStage, EachGroupExpandsUnderTheStepsBeforeIt) {
