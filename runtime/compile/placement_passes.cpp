@@ -188,15 +188,15 @@ Status staging_pass(PlacementState& s) {
   if (!searchable(s) || s.in_shared_ring()) return stage_best(s, false);
   // The ring's unit size decides which blobs gain from staging, and the staged blobs
   // which units are fastest: where the units are the planner's to choose (a session's
-  // own ring), staging and the units pass run with the default equal chunks and with
-  // chunks two and four times as large, each with every staged blob copied alone and
-  // with runs, and the fastest whole is kept.
+  // own ring), staging and the units pass run with the default equal chunks, with chunks
+  // two and four times as large and with the ring's largest unit, each with every staged
+  // blob copied alone and with runs, and the fastest whole is kept.
   int64_t unit = 0;
   for (const TransferUnit& u : s.stream.units) unit = std::max(unit, u.bytes);
   const int64_t max_unit = ring_max_unit(s.stream.pool_bytes, s.stream.slot_bytes, s.so.max_unit_bytes);
   PlacementState best;
-  for (int64_t c : {int64_t(0), 2 * unit, 4 * unit}) {  // 0: plan_streaming's own chunks
-    if (c > max_unit || (c > 0 && unit == 0)) continue;
+  for (int64_t c : {int64_t(0), 2 * unit, 4 * unit, max_unit}) {  // 0: plan_streaming's own chunks
+    if (c > max_unit || (c > 0 && unit == 0) || (c == max_unit && (c == 2 * unit || c == 4 * unit))) continue;
     PlacementState t = s;
     t.so.chunk_bytes = c;
     Status done = stage_best(t, true);

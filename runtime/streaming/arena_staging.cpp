@@ -41,6 +41,39 @@ std::vector<int> run_ends(const ExecutionPlan& plan, const StreamPlan& sp, const
   return ends;
 }
 
+// A unit of staged blobs kept by the pass, and its entry in the pass's list of taken bytes.
+struct KeptRun {
+  Candidate c;
+  ArenaTaken taken;
+};
+
+bool same_taken(const ArenaTaken& a, const ArenaTaken& b) {
+  return a.offset == b.offset && a.bytes == b.bytes && a.first == b.first && a.last == b.last;
+}
+
+ArenaTaken taken_by(const ExecutionPlan& plan, const Candidate& c) {
+  return {c.offset, c.bytes, c.free_after + 1, plan.weights[size_t(c.last)].step};
+}
+
+// The options of `r` with blobs [c.first, c.last] staged as one unit at c.offset.
+StreamOptions with_run(const ExecutionPlan& plan, const StreamOptions& so, const ArenaStagingResult& r,
+                       const Candidate& c, char early) {
+  StreamOptions t = so;
+  t.arena_offset = r.offset;
+  t.arena_wait = r.wait;
+  t.arena_early = r.early;
+  t.arena_joined = r.joined;
+  int64_t at = c.offset;
+  for (int k = c.first; k <= c.last; ++k) {
+    t.arena_offset[size_t(k)] = at;
+    t.arena_wait[size_t(k)] = c.free_after;
+    t.arena_early[size_t(k)] = early;
+    t.arena_joined[size_t(k)] = k > c.first;
+    at += plan.weights[size_t(k)].bytes;
+  }
+  return t;
+}
+
 // Blob b alone, then as the first of each run run_ends gives, where the arena has room.
 std::vector<Candidate> candidates(const ExecutionPlan& plan, const StreamPlan& sp, const std::vector<int64_t>& offset,
                                   const std::vector<ArenaTaken>& taken, int b, int64_t max_run_bytes) {
@@ -58,6 +91,71 @@ std::vector<Candidate> candidates(const ExecutionPlan& plan, const StreamPlan& s
     if (c.offset >= 0) out.push_back(c);
   }
   return out;
+}
+
+// Blobs [a.first, b.last] as one run: a and b staged, every blob between them in the ring
+// and not staged, each but the last a multiple of 256 bytes; placed with a's and b's bytes
+// given back. offset -1 when it cannot be.
+Candidate joined_run(const ExecutionPlan& plan, const StreamPlan& sp, std::vector<ArenaTaken> taken,
+                     const KeptRun& a, const KeptRun& b, int64_t max_bytes) {
+  Candidate c;
+  c.first = a.c.first;
+  c.last = b.c.last;
+  for (int k = c.first; k <= c.last; ++k) {
+    const bool between = k > a.c.last && k < b.c.first;
+    if ((between && !sp.in_ring(k)) || (k < c.last && plan.weights[size_t(k)].bytes % 256 != 0)) return c;
+    c.bytes += plan.weights[size_t(k)].bytes;
+  }
+  if (c.bytes > max_bytes) return c;
+  taken.erase(std::remove_if(taken.begin(), taken.end(),
+                             [&](const ArenaTaken& t) { return same_taken(t, a.taken) || same_taken(t, b.taken); }),
+              taken.end());
+  c.offset = place_run_in_arena(taken, plan.arena_bytes, c.bytes, plan.weights[size_t(c.first)].step,
+                                plan.weights[size_t(c.last)].step, &c.free_after);
+  return c;
+}
+
+// Neighbouring staged units joined into one copy, with the ring blobs between them, where
+// the simulator predicts the inference faster (a copy costs a fixed time besides its
+// bytes, and the greedy pass only grows a run forward from its largest blob). A joined
+// run is tried again with the next.
+void join_neighbours(const ExecutionPlan& plan, const CopyProfile& profile, const StreamOptions& so,
+                     const std::vector<double>& layer_ms, const SimOptions& sim, int64_t max_run_bytes, bool try_early,
+                     std::vector<KeptRun>& runs, std::vector<ArenaTaken>& taken, ArenaStagingResult& r) {
+  std::sort(runs.begin(), runs.end(), [](const KeptRun& x, const KeptRun& y) { return x.c.first < y.c.first; });
+  for (size_t i = 0; i + 1 < runs.size();) {
+    const Candidate c = joined_run(plan, r.plan, taken, runs[i], runs[i + 1], max_run_bytes);
+    bool joined = false;
+    for (char early : {char(0), char(1)}) {
+      if (c.offset < 0 || (early && !try_early)) break;
+      StreamOptions t = with_run(plan, so, r, c, early);
+      Expected<StreamPlan> p = plan_streaming(plan, profile, t);
+      if (!p.ok()) continue;
+      const double ms = planned_latency(plan, *p, profile, layer_ms, sim);
+      ++r.simulations;
+      if (!(ms < r.predicted_ms - 1e-6)) continue;
+      r.offset = std::move(t.arena_offset);
+      r.wait = std::move(t.arena_wait);
+      r.early = std::move(t.arena_early);
+      r.joined = std::move(t.arena_joined);
+      r.plan = std::move(p).value();
+      r.predicted_ms = ms;
+      joined = true;
+    }
+    r.joins += joined;
+    if (!joined) {
+      ++i;
+      continue;
+    }
+    taken.erase(std::remove_if(taken.begin(), taken.end(),
+                               [&](const ArenaTaken& t) {
+                                 return same_taken(t, runs[i].taken) || same_taken(t, runs[i + 1].taken);
+                               }),
+                taken.end());
+    taken.push_back(taken_by(plan, c));
+    runs[i] = {c, taken.back()};
+    runs.erase(runs.begin() + std::ptrdiff_t(i) + 1);
+  }
 }
 
 // The greedy pass with runs up to max_run_bytes (0: each blob alone); r.how unset.
@@ -85,6 +183,7 @@ Expected<ArenaStagingResult> greedy_staging(const ExecutionPlan& plan, const Cop
     return r;
   }
   std::vector<ArenaTaken> taken = arena_taken(plan);  // the buffers and the blobs staged whole
+  std::vector<KeptRun> runs;
   std::vector<int> order;
   for (size_t b = 0; b < n; ++b)
     if (r.plan.in_ring(int(b)) && plan.weights[b].bytes >= staging.min_blob_bytes) order.push_back(int(b));
@@ -102,19 +201,7 @@ Expected<ArenaStagingResult> greedy_staging(const ExecutionPlan& plan, const Cop
     for (const Candidate& c : cands) {
       for (char early : {char(0), char(1)}) {
         if (r.simulations >= staging.max_simulations || (early && !staging.early)) break;
-        StreamOptions t = so;
-        t.arena_offset = r.offset;
-        t.arena_wait = r.wait;
-        t.arena_early = r.early;
-        t.arena_joined = r.joined;
-        int64_t at = c.offset;
-        for (int k = c.first; k <= c.last; ++k) {
-          t.arena_offset[size_t(k)] = at;
-          t.arena_wait[size_t(k)] = c.free_after;
-          t.arena_early[size_t(k)] = early;
-          t.arena_joined[size_t(k)] = k > c.first;
-          at += plan.weights[size_t(k)].bytes;
-        }
+        StreamOptions t = with_run(plan, so, r, c, early);
         Expected<StreamPlan> p = plan_streaming(plan, profile, t);
         if (!p.ok()) continue;  // e.g. the rest would no longer stream
         const double ms = planned_latency(plan, *p, profile, layer_ms, sim);
@@ -131,8 +218,10 @@ Expected<ArenaStagingResult> greedy_staging(const ExecutionPlan& plan, const Cop
     r.wait = std::move(best.arena_wait);
     r.early = std::move(best.arena_early);
     r.joined = std::move(best.arena_joined);
-    taken.push_back({kept->offset, kept->bytes, kept->free_after + 1, plan.weights[size_t(kept->last)].step});
+    taken.push_back(taken_by(plan, *kept));
+    runs.push_back({*kept, taken.back()});
   }
+  if (max_run_bytes > 0 && staging.join) join_neighbours(plan, profile, so, layer_ms, sim, max_run_bytes, staging.early, runs, taken, r);
   for (size_t b = 0; b < n; ++b)
     if (r.offset[b] >= 0) {
       ++r.staged;
@@ -158,12 +247,13 @@ Expected<ArenaStagingResult> plan_arena_staging(const ExecutionPlan& plan, const
     if (!c.violations.empty())
       return internal_error("arena staging: the plan fails a check: " + c.violations.front());
   }
-  char buf[320];
+  char buf[400];
   std::snprintf(buf, sizeof(buf),
-                "arena staging: %d blobs (%.2f MiB) copied into idle activation bytes, %d runs of several in one copy, "
-                "%d of them as soon as their bytes are free, predicted %.3f ms (without %.3f ms; %d simulations)",
-                r.staged, double(r.staged_bytes) / 1048576.0, r.runs, r.early_copies, r.predicted_ms, r.unstaged_ms,
-                r.simulations);
+                "arena staging: %d blobs (%.2f MiB) copied into idle activation bytes, %d runs of several in one copy "
+                "(%d joined with a neighbour), %d of them as soon as their bytes are free, predicted %.3f ms (without "
+                "%.3f ms; %d simulations)",
+                r.staged, double(r.staged_bytes) / 1048576.0, r.runs, r.joins, r.early_copies, r.predicted_ms,
+                r.unstaged_ms, r.simulations);
   r.how = buf;
   return r;
 }

@@ -14,7 +14,9 @@
 // (plan_streaming with StreamOptions::arena_offset / arena_wait). Each is also tried
 // as the first of a run of the ring blobs after it, placed together and copied as one
 // unit (StreamOptions::arena_joined), of about two and four times its bytes up to
-// max_run_bytes (a copy costs a fixed time besides its bytes). A run taken early can
+// max_run_bytes (a copy costs a fixed time besides its bytes). Then neighbouring staged
+// units, with the ring blobs between them, are tried as one run (ArenaStagingOptions::join),
+// since the greedy pass only grows a run forward from its largest blob. A run taken early can
 // hold arena bytes that a later, larger gain needed, so the caller compares the pass
 // with and without runs (runtime/compile/placement_passes.cpp). The final plan is
 // simulated with every check on (simulate() checks the staged bytes against the
@@ -39,6 +41,7 @@ struct ArenaStagingOptions {
   int64_t min_blob_bytes = 256 << 10;   // smaller blobs are not worth a copy of their own
   bool early = true;                    // also try each copy queued as soon as its bytes are free
   int64_t max_run_bytes = 0;            // runs (StreamOptions::arena_joined) up to this many bytes; 0: none
+  bool join = true;                     // with runs: then neighbouring staged units joined where faster
 };
 
 struct ArenaStagingResult {
@@ -52,6 +55,7 @@ struct ArenaStagingResult {
   int staged = 0;
   int early_copies = 0;         // staged blobs whose copies are queued early
   int runs = 0;                 // units carrying more than one staged blob
+  int joins = 0;                // neighbouring staged units joined into one (ArenaStagingOptions::join)
   int64_t staged_bytes = 0;
   int simulations = 0;
   std::string how;              // one line for the notes
