@@ -195,8 +195,10 @@ Status staging_pass(PlacementState& s) {
   for (const TransferUnit& u : s.stream.units) unit = std::max(unit, u.bytes);
   const int64_t max_unit = ring_max_unit(s.stream.pool_bytes, s.stream.slot_bytes, s.so.max_unit_bytes);
   PlacementState best;
+  std::vector<int64_t> tried;
   for (int64_t c : {int64_t(0), 2 * unit, 4 * unit, max_unit}) {  // 0: plan_streaming's own chunks
-    if (c > max_unit || (c > 0 && unit == 0) || (c == max_unit && (c == 2 * unit || c == 4 * unit))) continue;
+    if (c > max_unit || (c > 0 && unit == 0) || std::count(tried.begin(), tried.end(), c) > 0) continue;
+    tried.push_back(c);
     PlacementState t = s;
     t.so.chunk_bytes = c;
     Status done = stage_best(t, true);

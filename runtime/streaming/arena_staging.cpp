@@ -41,18 +41,32 @@ std::vector<int> run_ends(const ExecutionPlan& plan, const StreamPlan& sp, const
   return ends;
 }
 
-// A unit of staged blobs kept by the pass, and its entry in the pass's list of taken bytes.
-struct KeptRun {
-  Candidate c;
-  ArenaTaken taken;
-};
-
 bool same_taken(const ArenaTaken& a, const ArenaTaken& b) {
   return a.offset == b.offset && a.bytes == b.bytes && a.first == b.first && a.last == b.last;
 }
 
 ArenaTaken taken_by(const ExecutionPlan& plan, const Candidate& c) {
   return {c.offset, c.bytes, c.free_after + 1, plan.weights[size_t(c.last)].step};
+}
+
+// `taken` without the bytes runs a and b take.
+std::vector<ArenaTaken> without(std::vector<ArenaTaken> taken, const ExecutionPlan& plan, const Candidate& a,
+                                const Candidate& b) {
+  const ArenaTaken ta = taken_by(plan, a), tb = taken_by(plan, b);
+  taken.erase(std::remove_if(taken.begin(), taken.end(),
+                             [&](const ArenaTaken& t) { return same_taken(t, ta) || same_taken(t, tb); }),
+              taken.end());
+  return taken;
+}
+
+// r takes the staging of t and its plan, predicted at ms.
+void adopt(ArenaStagingResult& r, StreamOptions&& t, StreamPlan&& plan, double ms) {
+  r.offset = std::move(t.arena_offset);
+  r.wait = std::move(t.arena_wait);
+  r.early = std::move(t.arena_early);
+  r.joined = std::move(t.arena_joined);
+  r.plan = std::move(plan);
+  r.predicted_ms = ms;
 }
 
 // The options of `r` with blobs [c.first, c.last] staged as one unit at c.offset.
@@ -96,21 +110,18 @@ std::vector<Candidate> candidates(const ExecutionPlan& plan, const StreamPlan& s
 // Blobs [a.first, b.last] as one run: a and b staged, every blob between them in the ring
 // and not staged, each but the last a multiple of 256 bytes; placed with a's and b's bytes
 // given back. offset -1 when it cannot be.
-Candidate joined_run(const ExecutionPlan& plan, const StreamPlan& sp, std::vector<ArenaTaken> taken,
-                     const KeptRun& a, const KeptRun& b, int64_t max_bytes) {
+Candidate joined_run(const ExecutionPlan& plan, const StreamPlan& sp, const std::vector<ArenaTaken>& taken,
+                     const Candidate& a, const Candidate& b, int64_t max_bytes) {
   Candidate c;
-  c.first = a.c.first;
-  c.last = b.c.last;
+  c.first = a.first;
+  c.last = b.last;
   for (int k = c.first; k <= c.last; ++k) {
-    const bool between = k > a.c.last && k < b.c.first;
+    const bool between = k > a.last && k < b.first;
     if ((between && !sp.in_ring(k)) || (k < c.last && plan.weights[size_t(k)].bytes % 256 != 0)) return c;
     c.bytes += plan.weights[size_t(k)].bytes;
   }
   if (c.bytes > max_bytes) return c;
-  taken.erase(std::remove_if(taken.begin(), taken.end(),
-                             [&](const ArenaTaken& t) { return same_taken(t, a.taken) || same_taken(t, b.taken); }),
-              taken.end());
-  c.offset = place_run_in_arena(taken, plan.arena_bytes, c.bytes, plan.weights[size_t(c.first)].step,
+  c.offset = place_run_in_arena(without(taken, plan, a, b), plan.arena_bytes, c.bytes, plan.weights[size_t(c.first)].step,
                                 plan.weights[size_t(c.last)].step, &c.free_after);
   return c;
 }
@@ -121,8 +132,8 @@ Candidate joined_run(const ExecutionPlan& plan, const StreamPlan& sp, std::vecto
 // run is tried again with the next.
 void join_neighbours(const ExecutionPlan& plan, const CopyProfile& profile, const StreamOptions& so,
                      const std::vector<double>& layer_ms, const SimOptions& sim, int64_t max_run_bytes, bool try_early,
-                     std::vector<KeptRun>& runs, std::vector<ArenaTaken>& taken, ArenaStagingResult& r) {
-  std::sort(runs.begin(), runs.end(), [](const KeptRun& x, const KeptRun& y) { return x.c.first < y.c.first; });
+                     std::vector<Candidate>& runs, std::vector<ArenaTaken>& taken, ArenaStagingResult& r) {
+  std::sort(runs.begin(), runs.end(), [](const Candidate& x, const Candidate& y) { return x.first < y.first; });
   for (size_t i = 0; i + 1 < runs.size();) {
     const Candidate c = joined_run(plan, r.plan, taken, runs[i], runs[i + 1], max_run_bytes);
     bool joined = false;
@@ -134,26 +145,17 @@ void join_neighbours(const ExecutionPlan& plan, const CopyProfile& profile, cons
       const double ms = planned_latency(plan, *p, profile, layer_ms, sim);
       ++r.simulations;
       if (!(ms < r.predicted_ms - 1e-6)) continue;
-      r.offset = std::move(t.arena_offset);
-      r.wait = std::move(t.arena_wait);
-      r.early = std::move(t.arena_early);
-      r.joined = std::move(t.arena_joined);
-      r.plan = std::move(p).value();
-      r.predicted_ms = ms;
+      adopt(r, std::move(t), std::move(p).value(), ms);
       joined = true;
     }
-    r.joins += joined;
     if (!joined) {
       ++i;
       continue;
     }
-    taken.erase(std::remove_if(taken.begin(), taken.end(),
-                               [&](const ArenaTaken& t) {
-                                 return same_taken(t, runs[i].taken) || same_taken(t, runs[i + 1].taken);
-                               }),
-                taken.end());
+    ++r.joins;
+    taken = without(std::move(taken), plan, runs[i], runs[i + 1]);
     taken.push_back(taken_by(plan, c));
-    runs[i] = {c, taken.back()};
+    runs[i] = c;
     runs.erase(runs.begin() + std::ptrdiff_t(i) + 1);
   }
 }
@@ -183,7 +185,7 @@ Expected<ArenaStagingResult> greedy_staging(const ExecutionPlan& plan, const Cop
     return r;
   }
   std::vector<ArenaTaken> taken = arena_taken(plan);  // the buffers and the blobs staged whole
-  std::vector<KeptRun> runs;
+  std::vector<Candidate> runs;  // the units kept
   std::vector<int> order;
   for (size_t b = 0; b < n; ++b)
     if (r.plan.in_ring(int(b)) && plan.weights[b].bytes >= staging.min_blob_bytes) order.push_back(int(b));
@@ -219,9 +221,10 @@ Expected<ArenaStagingResult> greedy_staging(const ExecutionPlan& plan, const Cop
     r.early = std::move(best.arena_early);
     r.joined = std::move(best.arena_joined);
     taken.push_back(taken_by(plan, *kept));
-    runs.push_back({*kept, taken.back()});
+    runs.push_back(*kept);
   }
-  if (max_run_bytes > 0 && staging.join) join_neighbours(plan, profile, so, layer_ms, sim, max_run_bytes, staging.early, runs, taken, r);
+  if (max_run_bytes > 0 && staging.join)
+    join_neighbours(plan, profile, so, layer_ms, sim, max_run_bytes, staging.early, runs, taken, r);
   for (size_t b = 0; b < n; ++b)
     if (r.offset[b] >= 0) {
       ++r.staged;
